@@ -1,0 +1,230 @@
+//! The congestion-control interface, shaped like Linux's `struct tcp_congestion_ops`.
+//!
+//! The TCP sender (`tcp::sender`) owns the connection state and calls these hooks in
+//! the kernel's order (`tcp_ack`, reference §1.1). Classic algorithms (Reno, Cubic)
+//! implement `ssthresh` + `cong_avoid` and let the stack run PRR and set the pacing
+//! rate; model-based ones (BBR) implement `cong_control` and set cwnd and pacing
+//! themselves, exactly as `tcp_cong_control` dispatches.
+
+pub mod cubic;
+pub mod reno;
+
+use crate::time::Time;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// `enum tcp_ca_state` (include/net/tcp.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum CaState {
+    Open,
+    Disorder,
+    Cwr,
+    Recovery,
+    Loss,
+}
+
+/// `enum tcp_ca_event`: what the stack tells the algorithm outside of ACK processing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaEvent {
+    /// First transmission when nothing was in flight (`CA_EVENT_TX_START`).
+    TxStart,
+    /// cwnd restarted after an idle period (`CA_EVENT_CWND_RESTART`).
+    CwndRestart,
+    /// End of a CWR/Recovery reduction (`CA_EVENT_COMPLETE_CWR`).
+    CompleteCwr,
+    /// RTO fired (`CA_EVENT_LOSS`).
+    Loss,
+}
+
+/// Read-only view of the connection handed to every hook. Counts are in segments,
+/// times as the kernel keeps them (µs for RTTs, jiffies for coarse timers).
+#[derive(Clone, Debug, Default)]
+pub struct ConnInfo {
+    pub now: Time,
+    /// `tcp_jiffies32` at `now` for the configured HZ.
+    pub jiffies: u32,
+    pub hz: u32,
+    pub mss: u32,
+    /// `tcp_packets_in_flight`.
+    pub inflight: u32,
+    /// `packets_out`: segments sent and not cumulatively acknowledged.
+    pub packets_out: u32,
+    /// `tp->delivered`, `tp->lost`.
+    pub delivered: u64,
+    pub lost: u64,
+    /// Smoothed RTT in µs (0 before the first sample).
+    pub srtt_us: u64,
+    /// `tcp_min_rtt`: windowed min RTT in µs (u64::MAX before the first sample).
+    pub min_rtt_us: u64,
+    /// `tcp_is_cwnd_limited`.
+    pub is_cwnd_limited: bool,
+    pub ca_state: CaState,
+    /// Sequence space, in segments: `snd_una` and `snd_nxt`.
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+    /// `sk_pacing_rate` in payload bytes per second (0 = unset).
+    pub pacing_rate: u64,
+    /// The flow is paced (`sk_pacing_status != SK_PACING_NONE`).
+    pub paced: bool,
+    /// `tp->app_limited != 0`.
+    pub app_limited: bool,
+    /// cwnd before the current reduction began (`tp->prior_cwnd`).
+    pub prior_cwnd: u32,
+}
+
+/// The window state an algorithm may change, as `tp->snd_cwnd` / `tp->snd_ssthresh`.
+#[derive(Clone, Debug)]
+pub struct Window {
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    /// `snd_cwnd_clamp`.
+    pub cwnd_clamp: u32,
+    /// `snd_cwnd_cnt`: ACKed segments accumulated toward the next +1 (Reno AI).
+    pub cwnd_cnt: u32,
+    /// `sk_pacing_rate` in payload bytes per second. Only `cong_control` algorithms set it;
+    /// for the others the stack computes it after each ACK (`tcp_update_pacing_rate`).
+    pub pacing_rate: u64,
+}
+
+/// `TCP_INFINITE_SSTHRESH`.
+pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+impl Window {
+    pub fn new(init_cwnd: u32) -> Self {
+        Window { cwnd: init_cwnd, ssthresh: INFINITE_SSTHRESH, cwnd_clamp: u32::MAX / 2, cwnd_cnt: 0, pacing_rate: 0 }
+    }
+    /// `tcp_in_slow_start`.
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+}
+
+/// A delivery-rate sample (`struct rate_sample`, tcp_rate.c), finalised once per ACK.
+#[derive(Clone, Debug, Default)]
+pub struct RateSample {
+    /// `tp->delivered` when the newest delivered packet was sent.
+    pub prior_delivered: u64,
+    /// `prior_delivered_ce` (google/bbr tree).
+    pub prior_delivered_ce: u64,
+    /// Segments delivered over `interval_us`; -1 if the sample is invalid.
+    pub delivered: i64,
+    pub delivered_ce: i64,
+    /// max(send phase, ack phase) in µs; -1 if invalid.
+    pub interval_us: i64,
+    /// RTT of the newest delivered packet (`ca_rtt`) in µs; -1 if none.
+    pub rtt_us: i64,
+    /// Segments newly marked lost while processing this ACK.
+    pub losses: u32,
+    /// Segments newly (S)ACKed by this ACK.
+    pub acked_sacked: u32,
+    /// `tcp_packets_in_flight` before this ACK changed anything.
+    pub prior_in_flight: u32,
+    /// The newest delivered packet was sent while app-limited.
+    pub is_app_limited: bool,
+    pub is_retrans: bool,
+    /// `FLAG_ACK_MAYBE_DELAYED`: one small segment newly ACKed and nothing else.
+    pub is_ack_delayed: bool,
+    /// Inflight right after the newest delivered packet was sent (`tx.in_flight`).
+    pub tx_in_flight: u32,
+    /// `tp->lost` when the newest delivered packet was sent (`tx.lost`).
+    pub lost: u64,
+    /// The ACK carried ECN-Echo.
+    pub ece: bool,
+}
+
+/// What `pkts_acked` receives (`struct ack_sample`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AckSample {
+    pub pkts_acked: u32,
+    /// `ca_rtt` in µs, -1 if none.
+    pub rtt_us: i64,
+    pub in_flight: u32,
+}
+
+/// Algorithm internals published for time series and plots.
+pub type Internals = BTreeMap<&'static str, f64>;
+
+/// Linux's `tcp_congestion_ops`. Every hook has the kernel's default behaviour.
+pub trait CongestionControl {
+    fn name(&self) -> &'static str;
+
+    /// `init`: called once before the first transmission.
+    fn init(&mut self, _c: &ConnInfo, _w: &mut Window) {}
+
+    /// `ssthresh`: new slow-start threshold on entering Recovery, CWR or Loss.
+    fn ssthresh(&mut self, c: &ConnInfo, w: &Window) -> u32;
+
+    /// `cong_avoid`: grow cwnd on an ACK that advanced `snd_una` (classic algorithms).
+    fn cong_avoid(&mut self, _c: &ConnInfo, _w: &mut Window, _acked: u32) {}
+
+    /// `cong_control`: model-based algorithms own cwnd and pacing. Returns false for
+    /// algorithms that leave control to the stack (then PRR/cong_avoid run).
+    fn cong_control(&mut self, _c: &ConnInfo, _w: &mut Window, _rs: &RateSample) -> bool {
+        false
+    }
+
+    /// `pkts_acked`: per-ACK RTT and acked count, before loss handling finishes.
+    fn pkts_acked(&mut self, _c: &ConnInfo, _w: &mut Window, _s: &AckSample) {}
+
+    /// `set_state`: the CA state is about to change.
+    fn set_state(&mut self, _c: &ConnInfo, _w: &mut Window, _new: CaState) {}
+
+    /// `cwnd_event`.
+    fn cwnd_event(&mut self, _c: &ConnInfo, _w: &mut Window, _ev: CaEvent) {}
+
+    /// `undo_cwnd`: the cwnd to restore after a spurious reduction (`tcp_reno_undo_cwnd`).
+    fn undo_cwnd(&mut self, c: &ConnInfo, w: &Window) -> u32 {
+        w.cwnd.max(c.prior_cwnd)
+    }
+
+    /// `min_tso_segs`: floor of the TSO burst in segments (`tcp_min_tso_segs` = 2).
+    fn min_tso_segs(&self, _c: &ConnInfo) -> u32 {
+        2
+    }
+
+    /// The algorithm requires pacing (BBR sets `SK_PACING_NEEDED` in its init).
+    fn needs_pacing(&self) -> bool {
+        false
+    }
+
+    /// State variables to record in time series (e.g. Cubic's Wmax, BBR's mode).
+    fn internals(&self) -> Internals {
+        Internals::new()
+    }
+}
+
+/// Every algorithm the simulator knows, in one place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Algorithm {
+    Reno,
+    Cubic,
+}
+
+impl Algorithm {
+    pub const ALL: &'static [Algorithm] = &[Algorithm::Reno, Algorithm::Cubic];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Reno => "reno",
+            Algorithm::Cubic => "cubic",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Algorithm> {
+        Algorithm::ALL.iter().copied().find(|a| a.name() == name)
+    }
+
+    /// Build an instance with parameter overrides by name; unknown names are errors.
+    pub fn build(self, params: &BTreeMap<String, f64>) -> Result<Box<dyn CongestionControl>, String> {
+        Ok(match self {
+            Algorithm::Reno => {
+                if let Some(k) = params.keys().next() {
+                    return Err(format!("reno has no parameter '{k}'"));
+                }
+                Box::new(reno::Reno::default())
+            }
+            Algorithm::Cubic => Box::new(cubic::Cubic::new(cubic::CubicParams::from_overrides(params)?)),
+        })
+    }
+}

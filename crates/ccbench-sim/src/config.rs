@@ -1,0 +1,196 @@
+//! The resolved scenario the simulator runs: every value in base units (ns, bit/s,
+//! bytes). The Python front end parses human units and hands this over as JSON.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub seed: u64,
+    pub duration_ns: u64,
+    /// Time-series sampling interval; 0 disables time series.
+    #[serde(default = "default_interval")]
+    pub sample_interval_ns: u64,
+    pub link: LinkConfig,
+    pub flows: Vec<FlowConfig>,
+    #[serde(default)]
+    pub tcp: TcpConfig,
+}
+
+fn default_interval() -> u64 {
+    100_000_000
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// Bottleneck rate in bit/s.
+    pub rate_bps: u64,
+    /// Base round-trip propagation delay of the bottleneck path; half each way.
+    pub rtt_ns: u64,
+    pub buffer: BufferLimit,
+    /// Bernoulli loss probability applied to data packets arriving at the bottleneck.
+    #[serde(default)]
+    pub loss: f64,
+    /// Rate of each sender's NIC (the access link into the bottleneck).
+    #[serde(default = "default_nic_rate")]
+    pub nic_rate_bps: u64,
+}
+
+fn default_nic_rate() -> u64 {
+    10_000_000_000
+}
+
+/// Drop-tail limit of the bottleneck queue.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum BufferLimit {
+    Bytes(u64),
+    Packets(u64),
+    /// Multiple of the bottleneck BDP (rate x base RTT), in bytes.
+    Bdp(f64),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    pub cca: String,
+    #[serde(default)]
+    pub start_ns: u64,
+    /// Extra one-way delay on this flow's access link, each way.
+    #[serde(default)]
+    pub access_delay_ns: u64,
+    /// Bytes to transfer; None for a bulk flow that runs to the end.
+    #[serde(default)]
+    pub size_bytes: Option<u64>,
+    /// Pace this flow; None follows the algorithm (BBR paces, Reno/Cubic do not).
+    #[serde(default)]
+    pub pacing: Option<bool>,
+    /// Receive-window limit in bytes (the receiver's advertised window).
+    #[serde(default = "default_rwnd")]
+    pub rwnd_bytes: u64,
+    /// Algorithm parameter overrides by name.
+    #[serde(default)]
+    pub params: BTreeMap<String, f64>,
+}
+
+/// Linux's `tcp_rmem` max default (6 MB) bounds the advertised window.
+fn default_rwnd() -> u64 {
+    6 * 1024 * 1024
+}
+
+/// Stack-wide knobs, with the defaults of a recent Linux kernel (reference §1.9).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TcpConfig {
+    pub mss: u32,
+    /// `TCP_INIT_CWND`.
+    pub init_cwnd: u32,
+    /// Kernel tick rate for jiffy-based timers.
+    pub hz: u32,
+    /// `TCP_RTO_MIN`.
+    pub rto_min_ns: u64,
+    /// `TCP_TIMEOUT_INIT`.
+    pub rto_init_ns: u64,
+    /// `tcp_limit_output_bytes` (TCP Small Queues cap).
+    pub tsq_limit_bytes: u64,
+    /// `sk_pacing_shift`: TSO bursts hold pacing_rate >> shift bytes (about 1 ms).
+    pub pacing_shift: u32,
+    /// Delayed-ACK timer minimum (`TCP_DELACK_MIN`).
+    pub delack_min_ns: u64,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss: 1448,
+            init_cwnd: 10,
+            hz: 1000,
+            rto_min_ns: 200_000_000,
+            rto_init_ns: 1_000_000_000,
+            tsq_limit_bytes: 4 * 1024 * 1024,
+            pacing_shift: 10,
+            delack_min_ns: 40_000_000,
+        }
+    }
+}
+
+/// A scenario value outside what the simulator accepts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError {
+    pub field: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError { field: field.into(), message: message.into() }
+}
+
+impl Scenario {
+    pub fn from_json(json: &str) -> Result<Scenario, ConfigError> {
+        let s: Scenario = serde_json::from_str(json).map_err(|e| err("scenario", e.to_string()))?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Bottleneck bandwidth-delay product in bytes.
+    pub fn bdp_bytes(&self) -> u64 {
+        (self.link.rate_bps as u128 * self.link.rtt_ns as u128 / 8 / 1_000_000_000) as u64
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.duration_ns == 0 {
+            return Err(err("duration", "must be positive"));
+        }
+        if self.link.rate_bps == 0 {
+            return Err(err("link.rate", "must be positive"));
+        }
+        if self.link.rtt_ns == 0 {
+            return Err(err("link.rtt", "must be positive"));
+        }
+        if !(0.0..1.0).contains(&self.link.loss) {
+            return Err(err("link.loss", "must be in [0, 1)"));
+        }
+        if self.link.nic_rate_bps == 0 {
+            return Err(err("link.nic_rate", "must be positive"));
+        }
+        match self.link.buffer {
+            BufferLimit::Bdp(x) if !(x.is_finite() && x >= 0.0) => {
+                return Err(err("link.buffer", "BDP multiple must be >= 0"))
+            }
+            _ => {}
+        }
+        if self.flows.is_empty() {
+            return Err(err("flows", "at least one flow is required"));
+        }
+        if self.tcp.mss < 64 || self.tcp.mss > 9000 {
+            return Err(err("tcp.mss", "must be in 64..=9000"));
+        }
+        if self.tcp.hz == 0 || 1_000_000_000 % self.tcp.hz as u64 != 0 {
+            return Err(err("tcp.hz", "must divide 1e9 (e.g. 100, 250, 1000)"));
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            let alg = crate::cc::Algorithm::from_name(&f.cca).ok_or_else(|| {
+                let names: Vec<_> = crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect();
+                err(format!("flows[{i}].cca"), format!("unknown algorithm '{}'; allowed: {}", f.cca, names.join(", ")))
+            })?;
+            alg.build(&f.params).map_err(|m| err(format!("flows[{i}].params"), m))?;
+            if f.size_bytes == Some(0) {
+                return Err(err(format!("flows[{i}].size"), "must be positive"));
+            }
+            if f.rwnd_bytes < self.tcp.mss as u64 {
+                return Err(err(format!("flows[{i}].rwnd"), "must be at least one MSS"));
+            }
+        }
+        Ok(())
+    }
+}

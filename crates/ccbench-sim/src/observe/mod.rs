@@ -1,0 +1,4 @@
+//! Observation: statistics and time series fed by the simulation.
+
+pub mod histogram;
+pub mod series;

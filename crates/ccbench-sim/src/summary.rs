@@ -1,0 +1,92 @@
+//! The run summary: the stable, documented result schema (see README "Summary schema").
+
+use serde::Serialize;
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Stats {
+    pub min: f64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowSummary {
+    pub id: u32,
+    pub cca: String,
+    pub paced: bool,
+    pub start_s: f64,
+    /// Propagation RTT of this flow's path (bottleneck RTT plus twice the access delay).
+    pub base_rtt_ms: f64,
+    /// In-order payload handed to the receiving application, per second of the flow's life.
+    pub goodput_bps: f64,
+    /// Payload of this flow leaving the bottleneck (retransmissions included), per second.
+    pub throughput_bps: f64,
+    pub delivered_bytes: u64,
+    pub sent_bytes: u64,
+    /// Segments retransmitted (fast, RTO and probe retransmissions).
+    pub retransmits: u64,
+    /// Segments the sender marked lost (`tp->lost`).
+    pub lost: u64,
+    /// Data packets of this flow dropped at the bottleneck.
+    pub dropped: u64,
+    pub rto_count: u64,
+    /// RTT samples (newest-packet RTT of each ACK), in ms.
+    pub rtt_ms: Stats,
+    /// Mean RTT minus the flow's base RTT, in ms.
+    pub self_inflicted_delay_ms: f64,
+    /// Size of a sized flow, in bytes.
+    pub size_bytes: Option<u64>,
+    /// Seconds from the flow's start until the receiver had all `size_bytes`.
+    pub completion_s: Option<f64>,
+    pub final_cwnd: u32,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LinkSummary {
+    pub rate_bps: u64,
+    pub rtt_ms: f64,
+    pub buffer_bytes: Option<u64>,
+    pub buffer_packets: Option<u64>,
+    pub bdp_bytes: u64,
+    /// Fraction of the run's time the bottleneck was transmitting.
+    pub utilization: f64,
+    pub drops: u64,
+    pub drops_overflow: u64,
+    pub drops_random: u64,
+    /// Sojourn time of packets that left the bottleneck queue, in ms.
+    pub queue_delay_ms: Stats,
+    /// Queue length seen by each arriving packet, in bytes.
+    pub queue_bytes: Stats,
+    pub queue_packets: Stats,
+    pub packets_forwarded: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub engine: &'static str,
+    pub version: &'static str,
+    pub seed: u64,
+    pub duration_s: f64,
+    /// Bytes of headers charged per data segment on the wire (IPv4 + TCP + timestamps).
+    pub header_bytes: u32,
+    pub flows: Vec<FlowSummary>,
+    pub link: LinkSummary,
+    /// Jain's fairness index of per-flow goodput.
+    pub jain_index: f64,
+    pub events: u64,
+}
+
+/// Jain's index: (sum x)^2 / (n * sum x^2); 1 when all equal.
+pub fn jain_index(xs: &[f64]) -> f64 {
+    let n = xs.len() as f64;
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if s2 == 0.0 {
+        1.0
+    } else {
+        s * s / (n * s2)
+    }
+}
