@@ -14,8 +14,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// `enum tcp_ca_state` (include/net/tcp.h).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum CaState {
+    #[default]
     Open,
     Disorder,
     Cwr,
