@@ -26,7 +26,7 @@ fn bucket_of(v: u64) -> usize {
     }
     let msb = 63 - v.leading_zeros();
     let group = (msb - SUB_BITS + 1) as usize;
-    let sub = (v >> (msb - SUB_BITS + 1)) as usize & (SUB - 1);
+    let sub = (v >> (msb - SUB_BITS)) as usize & (SUB - 1);
     group * SUB + sub
 }
 
