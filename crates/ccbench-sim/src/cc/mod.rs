@@ -71,6 +71,9 @@ pub struct ConnInfo {
     pub app_limited: bool,
     /// cwnd before the current reduction began (`tp->prior_cwnd`).
     pub prior_cwnd: u32,
+    /// `tp->lsndtime`: when new data was last sent. On `CaEvent::TxStart` it must still
+    /// hold the previous transmission's time (the kernel updates it after the event).
+    pub lsndtime: Time,
 }
 
 /// The window state an algorithm may change, as `tp->snd_cwnd` / `tp->snd_ssthresh`.
@@ -181,6 +184,12 @@ pub trait CongestionControl {
     /// `min_tso_segs`: floor of the TSO burst in segments (`tcp_min_tso_segs` = 2).
     fn min_tso_segs(&self, _c: &ConnInfo) -> u32 {
         2
+    }
+
+    /// The algorithm implements `cong_control` and so owns cwnd even at the end of a
+    /// reduction (`tcp_end_cwnd_reduction` leaves it alone).
+    fn owns_cwnd(&self) -> bool {
+        false
     }
 
     /// The algorithm requires pacing (BBR sets `SK_PACING_NEEDED` in its init).

@@ -1,0 +1,38 @@
+//! A TCP segment as the simulator carries it. Sequence numbers count MSS-sized
+//! segments; byte offsets are `seq * mss`.
+
+use crate::time::Time;
+
+/// A SACK block `[start, end)` in segments.
+pub type SackBlock = (u64, u64);
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Packet {
+    pub flow: u32,
+    /// Bytes on the wire (IPv4 packet).
+    pub wire_bytes: u32,
+    /// Data: first segment number; payload bytes (0 for a pure ACK).
+    pub seq: u64,
+    pub payload: u32,
+    /// TCP timestamp option (ms clock): value and echo.
+    pub ts_val: u32,
+    pub ts_ecr: u32,
+    /// ACK: cumulative ACK (next expected segment) and advertised window in bytes.
+    pub ack: u64,
+    pub rwnd: u64,
+    /// SACK blocks, most recent first; with `dsack` the first one reports a duplicate.
+    pub sacks: [SackBlock; 3],
+    pub n_sacks: u8,
+    pub dsack: bool,
+    /// When the packet entered the bottleneck queue (for sojourn time).
+    pub enqueued: Time,
+}
+
+impl Packet {
+    pub fn is_data(&self) -> bool {
+        self.payload > 0
+    }
+    pub fn sack_blocks(&self) -> &[SackBlock] {
+        &self.sacks[..self.n_sacks as usize]
+    }
+}

@@ -1,0 +1,325 @@
+//! The output path: `tcp_write_xmit` with its pacing check, cwnd quota, TSO sizing and
+//! deferral and TCP Small Queues (reference §1.5-§1.6, §1.8), and retransmission.
+
+use super::scoreboard::Seg;
+use super::sender::*;
+use crate::cc::{CaEvent, CaState};
+use crate::net::Packet;
+use crate::sim::events::SenderTimer;
+use crate::sim::{Event, EventQueue};
+use crate::time::{Dur, Time, NS_PER_SEC};
+use crate::units::wire;
+use std::ops::Range;
+
+/// `sk_gso_max_size` of a typical device (`GSO_LEGACY_MAX_SIZE`).
+const GSO_MAX_SIZE: u64 = 65536;
+/// `tcp_tso_rtt_log`: the 64 KB TSO bonus halves per 2^9 µs of min RTT (Linux 5.18+).
+const TSO_RTT_LOG: u32 = 9;
+/// Socket-buffer overhead charged per skb on top of its payload (approximate `truesize`).
+const SKB_OVERHEAD: u64 = 768;
+/// `tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio` (percent).
+const PACING_SS_RATIO: u64 = 200;
+const PACING_CA_RATIO: u64 = 120;
+
+impl Sender {
+    /// `tcp_snd_wnd_test`: segment `seq` fits in the peer's window.
+    pub(super) fn rwnd_allows(&self, seq: u64) -> bool {
+        (seq + 1 - self.sb.snd_una) * self.p.mss as u64 <= self.snd_wnd
+            || (seq + 1 == self.total_segs && (seq - self.sb.snd_una) * self.p.mss as u64 + self.seg_len(seq) as u64 <= self.snd_wnd)
+    }
+
+    /// Whole segments the peer's window still admits beyond `snd_nxt`.
+    fn rwnd_segs(&self) -> u64 {
+        let end = self.sb.snd_una * self.p.mss as u64 + self.snd_wnd;
+        (end / self.p.mss as u64).saturating_sub(self.snd_nxt()).max(1)
+    }
+
+    /// `tcp_tso_segs` / `tcp_tso_autosize`: about 1 ms of data at the pacing rate, plus
+    /// a bonus on short-RTT paths, capped at 64 KB, at least `min_tso_segs`.
+    pub fn tso_segs(&self) -> u32 {
+        let mut bytes = self.w.pacing_rate >> self.p.pacing_shift;
+        let r = self.rtt.min_rtt_us() >> TSO_RTT_LOG;
+        if r < 64 {
+            bytes += GSO_MAX_SIZE >> r;
+        }
+        let bytes = bytes.min(GSO_MAX_SIZE);
+        let min = self.cc.min_tso_segs(&self.info(Time::ZERO));
+        ((bytes / self.p.mss as u64) as u32).max(min)
+    }
+
+    /// `tcp_cwnd_test`: a single skb never takes more than half the cwnd.
+    fn cwnd_quota(&self) -> u32 {
+        let (inflight, cwnd) = (self.inflight(), self.w.cwnd);
+        if inflight >= cwnd {
+            0
+        } else {
+            (cwnd - inflight).min((cwnd >> 1).max(1))
+        }
+    }
+
+    /// `tcp_pacing_check`: too early for the next skb? Then arm the pacing timer.
+    fn pacing_check(&mut self, now: Time, q: &mut EventQueue) -> bool {
+        if !self.p.paced || self.wstamp <= now {
+            return false;
+        }
+        if !self.pacing_timer.is_armed() {
+            q.arm(&mut self.pacing_timer, self.wstamp, Event::Sender(self.p.id, SenderTimer::Pacing));
+        }
+        true
+    }
+
+    /// Bytes of this socket still in the qdisc/NIC (`sk_wmem_alloc`).
+    fn wmem_at(&mut self, now: Time) -> u64 {
+        while let Some(&(done, bytes)) = self.nic_skbs.front() {
+            if done > now {
+                break;
+            }
+            self.wmem -= bytes;
+            self.nic_skbs.pop_front();
+        }
+        self.wmem
+    }
+
+    /// `tcp_small_queue_check`: throttle while about 1 ms of data (at least two skbs)
+    /// waits below the socket; TX completion wakes the socket.
+    fn tsq_throttled(&mut self, now: Time, nsegs: u32, factor: u32, q: &mut EventQueue) -> bool {
+        let truesize = nsegs as u64 * self.p.mss as u64 + SKB_OVERHEAD;
+        let mut limit = (2 * truesize).max(self.w.pacing_rate >> self.p.pacing_shift);
+        if !self.p.paced {
+            limit = limit.min(self.p.tsq_limit_bytes);
+        }
+        limit <<= factor;
+        if self.wmem_at(now) <= limit {
+            return false;
+        }
+        // Always send if the retransmit queue holds at most one skb.
+        if self.sb.packets_out() <= self.tso_segs() {
+            return false;
+        }
+        if let Some(&(done, _)) = self.nic_skbs.front() {
+            q.arm(&mut self.txc_timer, done, Event::Sender(self.p.id, SenderTimer::TxCompletion));
+        }
+        true
+    }
+
+    /// `tcp_tso_should_defer`: wait for more ACKs to send a bigger skb? Returns
+    /// (defer, the wait is due to cwnd).
+    fn should_defer(&self, now: Time, max_segs: u32) -> (bool, bool) {
+        if self.ca_state >= CaState::Recovery || now.since(self.wstamp) > Dur::from_ms(1) {
+            return (false, false);
+        }
+        let mss = self.p.mss as u64;
+        let send_win = (self.sb.snd_una * mss + self.snd_wnd).saturating_sub(self.snd_nxt() * mss);
+        let cong_win = (self.w.cwnd - self.inflight()) as u64 * mss;
+        let limit = send_win.min(cong_win);
+        if limit >= max_segs as u64 * mss {
+            return (false, false);
+        }
+        // The last data of a sized flow (FIN) is never held back.
+        let unsent = (self.total_segs - self.snd_nxt()).saturating_mul(mss);
+        if unsent <= limit {
+            return (false, false);
+        }
+        let chunk = self.snd_wnd.min(self.w.cwnd as u64 * mss) / 3;
+        if limit >= chunk {
+            return (false, false);
+        }
+        // If the next ACK is likely to come too late (half an SRTT), do not defer.
+        let head_age = self.sb.head().map_or(Dur::ZERO, |s| now.since(s.tx_time));
+        if head_age < Dur::from_us(self.rtt.srtt_us() / 2) {
+            return (false, false);
+        }
+        (true, cong_win < send_win)
+    }
+
+    /// `tcp_write_xmit`. `push_one`: 0 normal, 1 one skb, 2 one skb ignoring cwnd (TLP).
+    pub(super) fn write_xmit(&mut self, now: Time, push_one: u8, q: &mut EventQueue) {
+        if !self.started {
+            return;
+        }
+        let max_segs = self.tso_segs();
+        let mut sent = 0u32;
+        let mut is_cwnd_limited = false;
+        while self.snd_nxt() < self.total_segs {
+            if self.pacing_check(now, q) {
+                break;
+            }
+            let mut quota = self.cwnd_quota();
+            if quota == 0 {
+                if push_one != 2 {
+                    break;
+                }
+                quota = 1;
+            }
+            let seq = self.snd_nxt();
+            if !self.rwnd_allows(seq) {
+                break;
+            }
+            let nsegs = (quota as u64).min(max_segs as u64).min(self.rwnd_segs()).min(self.total_segs - seq) as u32;
+            if max_segs > 1 && push_one == 0 {
+                let (defer, cwnd_limited) = self.should_defer(now, max_segs);
+                is_cwnd_limited |= cwnd_limited;
+                if defer {
+                    break;
+                }
+            }
+            if self.tsq_throttled(now, nsegs, 0, q) {
+                break;
+            }
+            let prior_packets_out = self.sb.packets_out();
+            self.send_skb(now, seq..seq + nsegs as u64, false, q);
+            if prior_packets_out == 0 || (self.xmit_timer.is_armed() && self.xmit_kind == XmitTimer::LossProbe) {
+                self.rearm_rto(now, q);
+            }
+            sent += nsegs;
+            if push_one != 0 {
+                break;
+            }
+        }
+        is_cwnd_limited |= self.inflight() >= self.w.cwnd;
+        if sent > 0 || is_cwnd_limited {
+            self.cwnd_validate(is_cwnd_limited);
+        }
+        if sent > 0 {
+            if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+                self.prr_out += sent;
+            }
+            if push_one != 2 {
+                self.schedule_loss_probe(now, false, q);
+            }
+        }
+    }
+
+    /// `tcp_xmit_retransmit_queue`: resend lost segments, oldest first, as cwnd allows.
+    pub(super) fn xmit_retransmit_queue(&mut self, now: Time, q: &mut EventQueue) {
+        let max_segs = self.tso_segs() as u64;
+        let mut rearm = false;
+        loop {
+            if self.pacing_check(now, q) {
+                break;
+            }
+            let avail = self.w.cwnd.saturating_sub(self.inflight()) as u64;
+            if avail == 0 || self.sb.retrans_out >= self.sb.lost_out {
+                break;
+            }
+            let Some(&first) = self.sb.to_retransmit.first() else { break };
+            let run = self.sb.to_retransmit.range(first..first + avail.min(max_segs)).enumerate().take_while(|(i, &s)| s == first + *i as u64).count() as u64;
+            if self.tsq_throttled(now, run as u32, 1, q) {
+                break;
+            }
+            self.send_skb(now, first..first + run, true, q);
+            if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+                self.prr_out += run as u32;
+            }
+            if first == self.sb.snd_una && self.xmit_kind != XmitTimer::ReoTimeout {
+                rearm = true;
+            }
+        }
+        if rearm {
+            self.xmit_timer.cancel();
+            let rto = self.rtt.backed_off_rto();
+            self.reset_xmit_timer(now, XmitTimer::Rto, rto, q);
+        }
+    }
+
+    /// RTO: retransmit the first segment regardless of cwnd.
+    pub(super) fn retransmit_head(&mut self, now: Time, q: &mut EventQueue) {
+        let head = self.sb.snd_una;
+        if self.sb.to_retransmit.contains(&head) {
+            self.send_skb(now, head..head + 1, true, q);
+        }
+    }
+
+    /// TLP with no new data: resend the last segment.
+    pub(super) fn retransmit_tail_probe(&mut self, now: Time, seq: u64, q: &mut EventQueue) {
+        if self.sb.mark_lost(seq) {
+            // Not a loss the stack detected: keep `tp->lost` and lost_out honest by
+            // treating the probe as a retransmission of a presumed-lost tail.
+            self.lost += 1;
+        }
+        self.send_skb(now, seq..seq + 1, true, q);
+    }
+
+    /// Hand one skb (a TSO burst of consecutive segments) to the NIC:
+    /// `__tcp_transmit_skb` + `tcp_rate_skb_sent` + `tcp_update_skb_after_send`.
+    fn send_skb(&mut self, now: Time, segs: Range<u64>, retrans: bool, q: &mut EventQueue) {
+        let n = (segs.end - segs.start) as u32;
+        let prior_wstamp = self.wstamp;
+        self.wstamp = self.wstamp.max(now);
+        let tx_time = self.wstamp;
+        if self.inflight() == 0 {
+            let info = self.info(now);
+            self.cc.cwnd_event(&info, &mut self.w, CaEvent::TxStart);
+        }
+        let conn = self.tx_snapshot(self.inflight() + n);
+        let snap = self.rate.on_send(tx_time.us(), self.sb.packets_out(), &conn);
+        let ts_val = (now.ns() / 1_000_000) as u32;
+        let mut payload = 0u64;
+        let mut done = now;
+        for seq in segs {
+            let len = self.seg_len(seq);
+            payload += len as u64;
+            if retrans {
+                self.sb.on_retransmit(seq, tx_time, snap);
+            } else {
+                self.sb.push_new(Seg { tx_time, len, flags: 0, xmits: 1, tx: snap });
+            }
+            let pkt = Packet { flow: self.p.id, wire_bytes: len + wire::DATA_OVERHEAD, seq, payload: len, ts_val, ..Default::default() };
+            let (sent, head) = self.nic.push(now, pkt);
+            done = sent;
+            if let Some(t) = head {
+                q.push(t, Event::NicArrival(self.p.id));
+            }
+        }
+        let truesize = payload + SKB_OVERHEAD;
+        self.nic_skbs.push_back((done, truesize));
+        self.wmem += truesize;
+        self.stats.data_segs_out += n as u64;
+        self.stats.bytes_sent += payload;
+        if retrans {
+            self.stats.retransmits += n as u64;
+        }
+        self.last_send = now;
+        // EDT: the next skb may leave one burst-time later, less up to half a burst of
+        // lateness credit ("take into account OS jitter"). The first 10 segments are
+        // not paced.
+        let rate = self.w.pacing_rate;
+        if self.p.paced && rate > 0 && self.stats.data_segs_out >= 10 {
+            let mut len_ns = payload * NS_PER_SEC / rate;
+            let credit = self.wstamp.since(prior_wstamp).ns();
+            len_ns -= (len_ns / 2).min(credit);
+            self.wstamp += Dur(len_ns);
+        }
+    }
+
+    /// `tcp_update_pacing_rate` for algorithms without `cong_control`: 200% of
+    /// cwnd/SRTT in early slow start, else 120%.
+    pub(super) fn update_pacing_rate(&mut self) {
+        let srtt8 = self.rtt.srtt_us8;
+        let ratio = if self.w.cwnd < self.w.ssthresh / 2 { PACING_SS_RATIO } else { PACING_CA_RATIO };
+        let mut rate = self.p.mss as u64 * ((1_000_000 / 100) << 3) * ratio;
+        rate *= self.w.cwnd.max(self.sb.packets_out()) as u64;
+        if srtt8 > 0 {
+            rate /= srtt8;
+        }
+        self.w.pacing_rate = rate;
+    }
+
+    /// `tcp_cwnd_validate`: remember whether the last window was cwnd-limited.
+    fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        let packets_out = self.sb.packets_out();
+        if self.sb.snd_una >= self.cwnd_usage_seq || is_cwnd_limited || (!self.is_cwnd_limited && packets_out > self.max_packets_out) {
+            self.is_cwnd_limited = is_cwnd_limited;
+            self.max_packets_out = packets_out;
+            self.cwnd_usage_seq = self.snd_nxt();
+        }
+    }
+
+    /// `tcp_rate_check_app_limited`, run when the application writes.
+    pub(super) fn check_app_limited(&mut self) {
+        let unsent = self.total_segs.saturating_sub(self.snd_nxt());
+        if unsent == 0 && self.wmem == 0 && self.inflight() < self.w.cwnd && self.sb.lost_out <= self.sb.retrans_out {
+            self.rate.app_limited = (self.delivered + self.inflight() as u64).max(1);
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! The Linux receiver's ACK policy (reference §1.7): ACK every second full segment,
+//! quick-ACK at start, a delayed-ACK timer with `ato` adaptation, immediate SACKed
+//! duplicate ACKs for out-of-order data with SACK compression after three, DSACK.
+//! The application reads at once, so the advertised window stays at its limit.
+
+use crate::net::packet::SackBlock;
+use crate::net::{Packet, Pipe};
+use crate::sim::{Event, EventQueue, Timer, TimerFire};
+use crate::time::{Dur, Time, NS_PER_SEC};
+use crate::units::wire;
+
+/// `TCP_MAX_QUICKACKS`.
+const MAX_QUICKACKS: u32 = 16;
+/// `TCP_DELACK_MAX`.
+const DELACK_MAX: Dur = Dur::from_ms(200);
+/// `TCP_FASTRETRANS_THRESH`: dup-ACKs sent before SACK compression starts.
+const FASTRETRANS_THRESH: u32 = 3;
+/// `tcp_comp_sack_nr`, `tcp_comp_sack_delay_ns`.
+const COMP_SACK_NR: u32 = 44;
+const COMP_SACK_DELAY: Dur = Dur::from_ms(1);
+/// SACK blocks remembered (`TCP_NUM_SACKS`) and sent with timestamps on.
+const NUM_SACKS: usize = 4;
+const SACKS_PER_ACK: usize = 3;
+
+#[derive(Clone, Debug)]
+pub struct ReceiverParams {
+    pub id: u32,
+    pub mss: u32,
+    pub hz: u32,
+    pub rwnd_bytes: u64,
+    pub delack_min: Dur,
+    pub size_bytes: Option<u64>,
+    /// RTT the receiver knows from the handshake (for delayed-ACK and SACK compression).
+    pub rtt: Dur,
+    /// One-way delay of the reverse path back to the sender.
+    pub reverse_delay: Dur,
+}
+
+#[derive(Default, Debug, Clone)]
+pub struct ReceiverStats {
+    pub acks_sent: u64,
+    pub dupacks_sent: u64,
+    pub dup_segments: u64,
+    pub segments_received: u64,
+}
+
+pub struct Receiver {
+    p: ReceiverParams,
+    pub rcv_nxt: u64,
+    /// `rcv_nxt` when the last ACK was sent.
+    rcv_wup: u64,
+    /// Out-of-order segment ranges held, sorted and disjoint.
+    ooo: Vec<SackBlock>,
+    /// SACK blocks to report, most recent first (`selective_acks`).
+    sacks: Vec<SackBlock>,
+    dsack: Option<SackBlock>,
+    quick: u32,
+    ato: Dur,
+    lrcvtime: Time,
+    ato_initialised: bool,
+    ack_pending: bool,
+    ack_now: bool,
+    delack: Timer,
+    comp_timer: Timer,
+    compressed_ack: u32,
+    compressed_ack_rcv_nxt: u64,
+    dup_ack_counter: u32,
+    ts_recent: u32,
+    /// Reverse path to the sender.
+    pub out: Pipe,
+    pub completed_at: Option<Time>,
+    pub stats: ReceiverStats,
+}
+
+impl Receiver {
+    pub fn new(p: ReceiverParams) -> Receiver {
+        let out = Pipe::new(None, p.reverse_delay);
+        Receiver {
+            rcv_nxt: 0,
+            rcv_wup: 0,
+            ooo: Vec::new(),
+            sacks: Vec::new(),
+            dsack: None,
+            quick: 0,
+            ato: p.delack_min,
+            lrcvtime: Time::ZERO,
+            ato_initialised: false,
+            ack_pending: false,
+            ack_now: false,
+            delack: Timer::default(),
+            comp_timer: Timer::default(),
+            compressed_ack: 0,
+            compressed_ack_rcv_nxt: 0,
+            dup_ack_counter: 0,
+            ts_recent: 0,
+            out,
+            completed_at: None,
+            stats: ReceiverStats::default(),
+            p,
+        }
+    }
+
+    /// In-order payload bytes handed to the application so far.
+    pub fn delivered_bytes(&self) -> u64 {
+        self.bytes_upto(self.rcv_nxt)
+    }
+
+    fn bytes_upto(&self, seq: u64) -> u64 {
+        let b = seq * self.p.mss as u64;
+        self.p.size_bytes.map_or(b, |s| b.min(s))
+    }
+
+    /// The receiver's RTO, which bounds `ato` (handshake RTT + 200 ms floor).
+    fn rto(&self) -> Dur {
+        self.p.rtt + Dur::from_ms(200)
+    }
+
+    /// `tcp_incr_quickack`.
+    fn incr_quickack(&mut self, max: u32) {
+        let n = ((self.p.rwnd_bytes / (2 * self.p.mss as u64)) as u32).max(2).min(max);
+        self.quick = self.quick.max(n);
+    }
+
+    /// `tcp_event_data_recv`: adapt the delayed-ACK timeout to the arrival pattern.
+    fn event_data_recv(&mut self, now: Time) {
+        if !self.ato_initialised {
+            self.ato_initialised = true;
+            self.incr_quickack(MAX_QUICKACKS);
+            self.ato = self.p.delack_min;
+        } else {
+            let tick = NS_PER_SEC / self.p.hz as u64;
+            let m = Dur((now.ns() / tick - self.lrcvtime.ns() / tick) * tick);
+            let ato_min = self.p.delack_min;
+            if m.ns() <= ato_min.ns() / 2 {
+                self.ato = Dur(self.ato.ns() / 2 + ato_min.ns() / 2);
+            } else if m < self.ato {
+                self.ato = Dur(self.ato.ns() / 2 + m.ns()).min(self.rto());
+            } else if m > self.rto() {
+                self.incr_quickack(MAX_QUICKACKS);
+            }
+        }
+        self.lrcvtime = now;
+    }
+
+    /// A data segment arrives (`tcp_data_queue` then `__tcp_ack_snd_check`).
+    pub fn on_data(&mut self, now: Time, pkt: &Packet, q: &mut EventQueue) {
+        self.stats.segments_received += 1;
+        let (s, e) = (pkt.seq, pkt.seq + 1);
+        if e <= self.rcv_nxt || self.ooo.iter().any(|b| b.0 <= s && e <= b.1) {
+            // A duplicate: report it with DSACK, ACK at once, enter quick-ACK mode.
+            self.stats.dup_segments += 1;
+            self.dsack = Some((s, e));
+            self.incr_quickack(MAX_QUICKACKS);
+            self.send_ack(now, q);
+            return;
+        }
+        self.ack_pending = true;
+        if s == self.rcv_nxt {
+            self.ts_recent = pkt.ts_val;
+            self.rcv_nxt = e;
+            let had_ooo = !self.ooo.is_empty();
+            while let Some(&(bs, be)) = self.ooo.first() {
+                if bs > self.rcv_nxt {
+                    break;
+                }
+                self.rcv_nxt = self.rcv_nxt.max(be);
+                self.ooo.remove(0);
+            }
+            if had_ooo && self.ooo.is_empty() {
+                self.ack_now = true; // the hole is filled (RFC 5681 4.2)
+            }
+            let nxt = self.rcv_nxt;
+            self.sacks.retain(|b| b.1 > nxt);
+            self.event_data_recv(now);
+            if let Some(size) = self.p.size_bytes {
+                if self.completed_at.is_none() && self.delivered_bytes() >= size {
+                    self.completed_at = Some(now);
+                }
+            }
+        } else {
+            self.insert_ooo(s, e);
+        }
+        self.ack_snd_check(now, q);
+    }
+
+    /// Queue an out-of-order segment and update the SACK blocks (`tcp_sack_new_ofo_skb`).
+    fn insert_ooo(&mut self, s: u64, e: u64) {
+        let i = self.ooo.partition_point(|b| b.1 < s);
+        if i < self.ooo.len() && self.ooo[i].0 <= e {
+            self.ooo[i].0 = self.ooo[i].0.min(s);
+            self.ooo[i].1 = self.ooo[i].1.max(e);
+            while i + 1 < self.ooo.len() && self.ooo[i + 1].0 <= self.ooo[i].1 {
+                self.ooo[i].1 = self.ooo[i].1.max(self.ooo[i + 1].1);
+                self.ooo.remove(i + 1);
+            }
+        } else {
+            self.ooo.insert(i, (s, e));
+        }
+        // The block now holding this segment moves to the front; blocks it absorbed go.
+        let block = self.ooo[self.ooo.partition_point(|b| b.1 < e)];
+        self.sacks.retain(|b| b.1 < block.0 || b.0 > block.1);
+        self.sacks.insert(0, block);
+        self.sacks.truncate(NUM_SACKS);
+    }
+
+    /// `__tcp_ack_snd_check`.
+    fn ack_snd_check(&mut self, now: Time, q: &mut EventQueue) {
+        let unacked = self.bytes_upto(self.rcv_nxt) - self.bytes_upto(self.rcv_wup);
+        if unacked > self.p.mss as u64 || self.quick > 0 || self.ack_now {
+            self.send_ack(now, q);
+            return;
+        }
+        if self.ooo.is_empty() {
+            self.send_delayed_ack(now, q);
+            return;
+        }
+        if self.compressed_ack >= COMP_SACK_NR {
+            self.send_ack(now, q);
+            return;
+        }
+        if self.compressed_ack_rcv_nxt != self.rcv_nxt {
+            self.compressed_ack_rcv_nxt = self.rcv_nxt;
+            self.dup_ack_counter = 0;
+        }
+        if self.dup_ack_counter < FASTRETRANS_THRESH {
+            self.dup_ack_counter += 1;
+            self.send_ack(now, q);
+            return;
+        }
+        self.compressed_ack += 1;
+        if !self.comp_timer.is_armed() {
+            let delay = COMP_SACK_DELAY.min(Dur(self.p.rtt.ns() / 20));
+            q.arm(&mut self.comp_timer, now + delay, Event::SackCompress(self.p.id));
+        }
+    }
+
+    /// `tcp_send_delayed_ack`, on the jiffy clock.
+    fn send_delayed_ack(&mut self, now: Time, q: &mut EventQueue) {
+        let mut ato = self.ato;
+        if ato > self.p.delack_min {
+            let max_ato = Dur::from_ms(500).min(self.p.rtt.max(self.p.delack_min));
+            ato = ato.min(max_ato);
+        }
+        ato = ato.min(DELACK_MAX);
+        let tick = NS_PER_SEC / self.p.hz as u64;
+        let jiffy_start = Time(now.ns() / tick * tick);
+        let mut timeout = jiffy_start + Dur(ato.ns().div_ceil(tick) * tick);
+        if let Some(old) = self.delack.deadline() {
+            if old <= jiffy_start + Dur(ato.ns() / 4) {
+                self.send_ack(now, q);
+                return;
+            }
+            timeout = timeout.min(old);
+        }
+        q.arm(&mut self.delack, timeout, Event::DelayedAck(self.p.id));
+    }
+
+    pub fn on_delack_timer(&mut self, now: Time, q: &mut EventQueue) {
+        match self.delack.fire(now) {
+            TimerFire::Requeue(t) => q.push(t, Event::DelayedAck(self.p.id)),
+            TimerFire::Stale => {}
+            TimerFire::Expired => {
+                if self.ack_pending {
+                    // Delayed ACK missed: inflate ato (`tcp_delack_timer_handler`).
+                    self.ato = Dur(self.ato.ns() << 1).min(self.rto());
+                    self.send_ack(now, q);
+                }
+            }
+        }
+    }
+
+    pub fn on_sack_compress_timer(&mut self, now: Time, q: &mut EventQueue) {
+        match self.comp_timer.fire(now) {
+            TimerFire::Requeue(t) => q.push(t, Event::SackCompress(self.p.id)),
+            TimerFire::Stale => {}
+            TimerFire::Expired => {
+                if self.compressed_ack > 0 {
+                    self.send_ack(now, q);
+                }
+            }
+        }
+    }
+
+    /// `tcp_send_ack` + `tcp_event_ack_sent`.
+    fn send_ack(&mut self, now: Time, q: &mut EventQueue) {
+        let mut pkt = Packet { flow: self.p.id, ack: self.rcv_nxt, rwnd: self.p.rwnd_bytes, ts_ecr: self.ts_recent, ..Default::default() };
+        pkt.ts_val = (now.ns() / 1_000_000) as u32;
+        let mut n = 0;
+        if let Some(d) = self.dsack.take() {
+            pkt.sacks[0] = d;
+            pkt.dsack = true;
+            n = 1;
+        }
+        for &b in self.sacks.iter().take(SACKS_PER_ACK - n) {
+            pkt.sacks[n] = b;
+            n += 1;
+        }
+        pkt.n_sacks = n as u8;
+        pkt.wire_bytes = wire::ACK_BYTES + wire::sack_option_bytes(n);
+        if n > 0 && !pkt.dsack {
+            self.stats.dupacks_sent += (self.rcv_nxt == self.rcv_wup) as u64;
+        }
+        self.stats.acks_sent += 1;
+        self.rcv_wup = self.rcv_nxt;
+        self.quick = self.quick.saturating_sub(1);
+        self.ack_pending = false;
+        self.ack_now = false;
+        self.compressed_ack = 0;
+        self.comp_timer.cancel();
+        self.delack.cancel();
+        let (_, head) = self.out.push(now, pkt);
+        if let Some(t) = head {
+            q.push(t, Event::AckArrival(self.p.id));
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! Loss detection and recovery: the CA state machine of `tcp_fastretrans_alert`, RACK
+//! (tcp_recovery.c), PRR (`tcp_cwnd_reduction`), RTO (`tcp_retransmit_timer`,
+//! `tcp_enter_loss`) and the tail loss probe. Reference §1.3-§1.4.
+
+use super::sender::*;
+use crate::cc::{CaEvent, CaState, INFINITE_SSTHRESH};
+use crate::sim::events::SenderTimer;
+use crate::sim::{Event, EventQueue};
+use crate::time::{Dur, Time, NS_PER_SEC};
+
+/// `TCP_TIMEOUT_MIN_US`: slack added to the RACK reordering timer and the TLP timeout.
+const TIMEOUT_MIN: Dur = Dur::from_ms(2);
+/// `tcp_reordering`: the classic duplicate-ACK threshold.
+const REORDERING: u32 = 3;
+
+impl Sender {
+    /// `tcp_set_ca_state`: tell the algorithm, then switch.
+    pub(super) fn set_ca_state(&mut self, now: Time, state: CaState) {
+        let info = self.info(now);
+        self.cc.set_state(&info, &mut self.w, state);
+        self.ca_state = state;
+    }
+
+    /// Arm the retransmit timer `when` from now on the jiffy clock, pushed out by any
+    /// pending pacing delay (`tcp_reset_xmit_timer`).
+    pub(super) fn reset_xmit_timer(&mut self, now: Time, kind: XmitTimer, when: Dur, q: &mut EventQueue) {
+        let pacing_delay = if self.p.paced { self.wstamp.since(now) } else { Dur::ZERO };
+        let tick = NS_PER_SEC / self.p.hz as u64;
+        let jiffies = (when + pacing_delay).ns().div_ceil(tick).min(super::rtt::RTO_MAX.ns() / tick);
+        let at = Time((now.ns() / tick + jiffies) * tick);
+        self.xmit_kind = kind;
+        q.arm(&mut self.xmit_timer, at, Event::Sender(self.p.id, SenderTimer::Retransmit));
+    }
+
+    /// Time left until the head segment's RTO would expire (`tcp_rto_delta_us`).
+    fn rto_delta(&self, now: Time) -> i64 {
+        let head = self.sb.head().map_or(now, |s| s.tx_time);
+        (head.us() + self.rtt.backed_off_rto().us()) as i64 - now.us() as i64
+    }
+
+    /// `tcp_rearm_rto`.
+    pub(super) fn rearm_rto(&mut self, now: Time, q: &mut EventQueue) {
+        if self.sb.packets_out() == 0 {
+            self.xmit_timer.cancel();
+            return;
+        }
+        let mut rto = self.rtt.backed_off_rto();
+        if self.xmit_timer.is_armed() && matches!(self.xmit_kind, XmitTimer::ReoTimeout | XmitTimer::LossProbe) {
+            rto = Dur::from_us(self.rto_delta(now).max(1) as u64);
+        }
+        self.xmit_timer.cancel();
+        self.reset_xmit_timer(now, XmitTimer::Rto, rto, q);
+    }
+
+    /// `tcp_set_xmit_timer`: a loss probe if one may be scheduled, else the RTO.
+    pub(super) fn set_xmit_timer(&mut self, now: Time, q: &mut EventQueue) {
+        if !self.schedule_loss_probe(now, true, q) {
+            self.rearm_rto(now, q);
+        }
+    }
+
+    /// `tcp_schedule_loss_probe` (`tcp_early_retrans` = 3).
+    pub(super) fn schedule_loss_probe(&mut self, now: Time, advancing_rto: bool, q: &mut EventQueue) -> bool {
+        if self.sb.packets_out() == 0 || !matches!(self.ca_state, CaState::Open | CaState::Cwr) {
+            return false;
+        }
+        let srtt = self.rtt.srtt_us();
+        let mut timeout = if srtt > 0 {
+            let extra = if self.sb.packets_out() == 1 { self.p.rto_min } else { TIMEOUT_MIN };
+            Dur::from_us(2 * srtt) + extra
+        } else {
+            self.p.rto_init
+        };
+        let rto_delta = if advancing_rto { self.rtt.backed_off_rto().us() as i64 } else { self.rto_delta(now) };
+        if rto_delta > 0 {
+            timeout = timeout.min(Dur::from_us(rto_delta as u64));
+        }
+        self.xmit_timer.cancel();
+        self.reset_xmit_timer(now, XmitTimer::LossProbe, timeout, q);
+        true
+    }
+
+    /// `tcp_send_loss_probe`: new data if the window allows, else the last segment again.
+    pub(super) fn send_loss_probe(&mut self, now: Time, q: &mut EventQueue) {
+        let mut sent = false;
+        if self.snd_nxt() < self.total_segs && self.rwnd_allows(self.snd_nxt()) {
+            let before = self.sb.packets_out();
+            self.write_xmit(now, 2, q);
+            sent = self.sb.packets_out() > before;
+        } else if self.tlp_high_seq.is_none() && self.sb.packets_out() > 0 {
+            let last = self.snd_nxt() - 1;
+            if !self.sb.get(last).has(super::scoreboard::SACKED) {
+                self.retransmit_tail_probe(now, last, q);
+                self.tlp_retrans = true;
+                sent = true;
+            }
+        }
+        if sent {
+            self.tlp_high_seq = Some(self.snd_nxt());
+            self.stats.tlp_count += 1;
+            self.xmit_timer.cancel();
+        }
+        self.rearm_rto(now, q);
+    }
+
+    /// `tcp_process_tlp_ack`: did the probe repair a loss?
+    pub(super) fn process_tlp_ack(&mut self, now: Time, ack: u64, flag: u32) {
+        let Some(high) = self.tlp_high_seq else { return };
+        if ack < high {
+            return;
+        }
+        if !self.tlp_retrans || flag & FLAG_DSACKING_ACK != 0 {
+            self.tlp_high_seq = None;
+        } else if ack > high {
+            // The probe repaired a tail loss: a CWR-style reduction.
+            self.init_cwnd_reduction(now);
+            self.set_ca_state(now, CaState::Cwr);
+            self.end_cwnd_reduction(now);
+            self.try_keep_open(now);
+        } else if flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DATA_SACKED) == 0 {
+            self.tlp_high_seq = None;
+        }
+    }
+
+    /// `tcp_init_cwnd_reduction`.
+    pub(super) fn init_cwnd_reduction(&mut self, now: Time) {
+        self.high_seq = self.snd_nxt();
+        self.tlp_high_seq = None;
+        self.w.cwnd_cnt = 0;
+        self.prior_cwnd = self.w.cwnd;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        let info = self.info(now);
+        self.w.ssthresh = self.cc.ssthresh(&info, &self.w);
+    }
+
+    /// `tcp_end_cwnd_reduction`: cwnd = ssthresh, unless the algorithm owns cwnd.
+    pub(super) fn end_cwnd_reduction(&mut self, now: Time) {
+        if !self.cc.owns_cwnd() && self.w.ssthresh < INFINITE_SSTHRESH {
+            self.w.cwnd = self.w.ssthresh;
+        }
+        let info = self.info(now);
+        self.cc.cwnd_event(&info, &mut self.w, CaEvent::CompleteCwr);
+    }
+
+    /// `tcp_try_keep_open`: Disorder while anything is SACKed, lost or retransmitted.
+    pub(super) fn try_keep_open(&mut self, now: Time) {
+        let left_out = self.sb.sacked_out + self.sb.lost_out > 0 || self.sb.retrans_out > 0;
+        let state = if left_out { CaState::Disorder } else { CaState::Open };
+        if self.ca_state != state {
+            self.set_ca_state(now, state);
+            self.high_seq = self.snd_nxt();
+        }
+    }
+
+    /// `tcp_enter_recovery`.
+    fn enter_recovery(&mut self, now: Time) {
+        if !matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.init_cwnd_reduction(now);
+        }
+        self.set_ca_state(now, CaState::Recovery);
+    }
+
+    /// `tcp_fastretrans_alert` (RACK-based, SACK peer). Returns whether lost segments
+    /// should be retransmitted now.
+    pub(super) fn fastretrans_alert(&mut self, now: Time, flag: &mut u32, q: &mut EventQueue) -> bool {
+        // D. Exit Recovery or CWR once everything sent before it is acknowledged.
+        if self.ca_state != CaState::Open && self.sb.snd_una >= self.high_seq {
+            match self.ca_state {
+                CaState::Cwr if self.sb.snd_una != self.high_seq => {
+                    self.end_cwnd_reduction(now);
+                    self.set_ca_state(now, CaState::Open);
+                }
+                CaState::Recovery => {
+                    self.set_ca_state(now, CaState::Open);
+                    self.end_cwnd_reduction(now);
+                }
+                _ => {}
+            }
+        }
+        // E. Process the state.
+        match self.ca_state {
+            CaState::Recovery => {
+                self.identify_packet_loss(now, flag, q);
+            }
+            CaState::Loss => {
+                if self.sb.snd_una >= self.high_seq {
+                    // tcp_process_loss -> tcp_try_undo_recovery: recovered.
+                    self.set_ca_state(now, CaState::Open);
+                    return false;
+                }
+                self.identify_packet_loss(now, flag, q);
+            }
+            _ => {
+                self.identify_packet_loss(now, flag, q);
+                if self.sb.lost_out == 0 {
+                    // tcp_try_to_open
+                    if self.ca_state != CaState::Cwr {
+                        self.try_keep_open(now);
+                    }
+                    return false;
+                }
+                self.enter_recovery(now);
+            }
+        }
+        true
+    }
+
+    /// `tcp_identify_packet_loss` -> `tcp_rack_mark_lost`.
+    fn identify_packet_loss(&mut self, now: Time, flag: &mut u32, q: &mut EventQueue) {
+        if self.sb.is_empty() || !self.rack_advanced {
+            return;
+        }
+        self.rack_advanced = false;
+        let prior_retrans = self.sb.retrans_out;
+        if let Some(remaining_us) = self.rack_detect_loss(now) {
+            let when = Dur::from_us(remaining_us) + TIMEOUT_MIN;
+            self.xmit_timer.cancel();
+            self.reset_xmit_timer(now, XmitTimer::ReoTimeout, when, q);
+            *flag &= !FLAG_SET_XMIT_TIMER;
+        }
+        if prior_retrans > self.sb.retrans_out {
+            *flag |= FLAG_LOST_RETRANS;
+        }
+    }
+
+    /// `tcp_rack_reo_wnd`: no reordering is ever seen on this FIFO path, so the window
+    /// is zero in recovery or past the dupthresh, else min RTT / 4 (capped by SRTT).
+    fn rack_reo_wnd(&self) -> u64 {
+        if self.ca_state >= CaState::Recovery || self.sb.sacked_out >= REORDERING {
+            return 0;
+        }
+        (self.rtt.min_rtt_us() / 4).min(self.rtt.srtt_us())
+    }
+
+    /// `tcp_rack_detect_loss`: mark lost every outstanding segment sent before the most
+    /// recently delivered one whose RTT allowance has passed. Returns the longest time
+    /// left for the others, if any.
+    fn rack_detect_loss(&mut self, now: Time) -> Option<u64> {
+        let reo_wnd = self.rack_reo_wnd();
+        let (rack_tx, rack_end, rack_rtt) = (self.rack_tx_us, self.rack_end_seq, self.rack_rtt_us);
+        let now_us = now.us();
+        let mut to_mark = Vec::new();
+        let mut remaining_max = 0i64;
+        self.sb.prune_send_order();
+        for seq in self.sb.send_order() {
+            let tx_us = self.sb.get(seq).tx_time.us();
+            let sent_before = rack_tx > tx_us || (rack_tx == tx_us && rack_end > seq + 1);
+            if !sent_before {
+                break;
+            }
+            let remaining = (rack_rtt + reo_wnd) as i64 - (now_us as i64 - tx_us as i64);
+            if remaining <= 0 {
+                to_mark.push(seq);
+            } else {
+                remaining_max = remaining_max.max(remaining);
+            }
+        }
+        for seq in to_mark {
+            if self.sb.mark_lost(seq) {
+                self.lost += 1;
+            }
+        }
+        (remaining_max > 0).then_some(remaining_max as u64)
+    }
+
+    /// `tcp_rack_reo_timeout`.
+    pub(super) fn rack_reo_timeout(&mut self, now: Time, q: &mut EventQueue) {
+        let prior_inflight = self.inflight();
+        let lost_before = self.lost;
+        if let Some(remaining_us) = self.rack_detect_loss(now) {
+            self.reset_xmit_timer(now, XmitTimer::ReoTimeout, Dur::from_us(remaining_us) + TIMEOUT_MIN, q);
+        }
+        if prior_inflight != self.inflight() {
+            if self.ca_state != CaState::Recovery {
+                self.enter_recovery(now);
+                if !self.cc.owns_cwnd() {
+                    self.cwnd_reduction(1, (self.lost - lost_before) as u32, 0);
+                }
+            }
+            self.xmit_retransmit_queue(now, q);
+        }
+        if !(self.xmit_timer.is_armed() && self.xmit_kind == XmitTimer::ReoTimeout) {
+            self.rearm_rto(now, q);
+        }
+    }
+
+    /// `tcp_cwnd_reduction`: Proportional Rate Reduction (RFC 6937, PRR-SSRB).
+    pub(super) fn cwnd_reduction(&mut self, newly_acked_sacked: u32, newly_lost: u32, flag: u32) {
+        if newly_acked_sacked == 0 || self.prior_cwnd == 0 {
+            return;
+        }
+        let inflight = self.inflight() as i64;
+        let delta = self.w.ssthresh as i64 - inflight;
+        self.prr_delivered += newly_acked_sacked;
+        let mut sndcnt = if delta < 0 {
+            let dividend = self.w.ssthresh as u64 * self.prr_delivered as u64 + self.prior_cwnd as u64 - 1;
+            (dividend / self.prior_cwnd as u64) as i64 - self.prr_out as i64
+        } else {
+            let mut n = (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
+            if flag & FLAG_SND_UNA_ADVANCED != 0 && newly_lost == 0 {
+                n += 1;
+            }
+            n.min(delta)
+        };
+        // Force a fast retransmit upon entering fast recovery.
+        sndcnt = sndcnt.max(if self.prr_out > 0 { 0 } else { 1 });
+        self.w.cwnd = (inflight + sndcnt).max(1) as u32;
+    }
+
+    /// `tcp_retransmit_timer` -> `tcp_enter_loss`.
+    pub(super) fn retransmit_timer(&mut self, now: Time, q: &mut EventQueue) {
+        if self.sb.packets_out() == 0 {
+            return;
+        }
+        self.stats.rto_count += 1;
+        // Reduce ssthresh only once per window (`tcp_enter_loss`).
+        let new_episode = self.ca_state <= CaState::Disorder
+            || self.high_seq <= self.sb.snd_una
+            || (self.ca_state == CaState::Loss && self.rto_retransmits == 0);
+        // tcp_timeout_mark_lost: all but segments sent too recently for RACK to judge.
+        let head = self.sb.snd_una;
+        let now_us = now.us();
+        for seq in head..self.snd_nxt() {
+            let s = self.sb.get(seq);
+            if s.has(super::scoreboard::SACKED) {
+                continue;
+            }
+            let recent = seq != head && (self.rack_rtt_us as i64 - (now_us as i64 - s.tx_time.us() as i64)) > 0;
+            if recent {
+                continue;
+            }
+            if self.sb.mark_lost(seq) {
+                self.lost += 1;
+            }
+        }
+        if new_episode {
+            self.prior_cwnd = self.w.cwnd;
+            let info = self.info(now);
+            self.w.ssthresh = self.cc.ssthresh(&info, &self.w);
+            self.cc.cwnd_event(&info, &mut self.w, CaEvent::Loss);
+        }
+        self.w.cwnd = self.inflight() + 1;
+        self.w.cwnd_cnt = 0;
+        self.set_ca_state(now, CaState::Loss);
+        self.high_seq = self.snd_nxt();
+        self.tlp_high_seq = None;
+        self.retransmit_head(now, q);
+        self.rto_retransmits += 1;
+        self.rtt.backoff += 1;
+        let rto = self.rtt.backed_off_rto();
+        self.reset_xmit_timer(now, XmitTimer::Rto, rto, q);
+    }
+}

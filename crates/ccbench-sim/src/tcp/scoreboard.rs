@@ -1,0 +1,171 @@
+//! The retransmission queue and SACK scoreboard (the S/R/L bits of tcp_input.c), kept
+//! per segment in a ring indexed by sequence number, plus the send-time-ordered list
+//! RACK walks and the set of lost segments awaiting retransmission.
+
+use super::rate::TxSnapshot;
+use crate::time::Time;
+use std::collections::{BTreeSet, VecDeque};
+
+/// `TCPCB_SACKED_ACKED`.
+pub const SACKED: u8 = 1;
+/// `TCPCB_SACKED_RETRANS`: a retransmission of this segment is in flight.
+pub const RETRANS: u8 = 2;
+/// `TCPCB_LOST`.
+pub const LOST: u8 = 4;
+/// `TCPCB_EVER_RETRANS`.
+pub const EVER_RETRANS: u8 = 8;
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Seg {
+    /// Departure time of the latest transmission (`skb_mstamp_ns`).
+    pub tx_time: Time,
+    pub len: u32,
+    pub flags: u8,
+    pub xmits: u16,
+    pub tx: TxSnapshot,
+}
+
+impl Seg {
+    pub fn has(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+}
+
+#[derive(Default)]
+pub struct Scoreboard {
+    /// Segments `snd_una .. snd_una + len`.
+    segs: VecDeque<Seg>,
+    pub snd_una: u64,
+    pub sacked_out: u32,
+    pub lost_out: u32,
+    pub retrans_out: u32,
+    /// Outstanding segments in send order, `(seq, xmits)`; entries whose segment has been
+    /// retransmitted since, acknowledged or marked lost are stale and skipped.
+    tsorted: VecDeque<(u64, u16)>,
+    /// Lost segments not yet retransmitted, in sequence order.
+    pub to_retransmit: BTreeSet<u64>,
+}
+
+impl Scoreboard {
+    pub fn packets_out(&self) -> u32 {
+        self.segs.len() as u32
+    }
+    pub fn snd_nxt(&self) -> u64 {
+        self.snd_una + self.segs.len() as u64
+    }
+    /// `tcp_packets_in_flight`.
+    pub fn in_flight(&self) -> u32 {
+        self.packets_out() - (self.sacked_out + self.lost_out) + self.retrans_out
+    }
+    pub fn get(&self, seq: u64) -> &Seg {
+        &self.segs[(seq - self.snd_una) as usize]
+    }
+    pub fn get_mut(&mut self, seq: u64) -> &mut Seg {
+        &mut self.segs[(seq - self.snd_una) as usize]
+    }
+    pub fn head(&self) -> Option<&Seg> {
+        self.segs.front()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.segs.is_empty()
+    }
+
+    /// A new segment leaves (`tcp_event_new_data_sent`).
+    pub fn push_new(&mut self, seg: Seg) {
+        let seq = self.snd_nxt();
+        self.tsorted.push_back((seq, seg.xmits));
+        self.segs.push_back(seg);
+    }
+
+    /// A lost segment is retransmitted: R and EVER_RETRANS set, moved to the tail of the
+    /// send-time order.
+    pub fn on_retransmit(&mut self, seq: u64, tx_time: Time, tx: TxSnapshot) {
+        let s = self.get_mut(seq);
+        debug_assert!(s.has(LOST) && !s.has(RETRANS) && !s.has(SACKED));
+        s.flags |= RETRANS | EVER_RETRANS;
+        s.xmits += 1;
+        s.tx_time = tx_time;
+        s.tx = tx;
+        let xmits = s.xmits;
+        self.retrans_out += 1;
+        self.to_retransmit.remove(&seq);
+        self.tsorted.push_back((seq, xmits));
+    }
+
+    /// `tcp_mark_skb_lost`. Returns true if `tp->lost` must count it.
+    pub fn mark_lost(&mut self, seq: u64) -> bool {
+        let f = self.get(seq).flags;
+        if f & SACKED != 0 || (f & LOST != 0 && f & RETRANS == 0) {
+            return false;
+        }
+        if f & LOST != 0 {
+            // A retransmission lost again.
+            self.get_mut(seq).flags &= !RETRANS;
+            self.retrans_out -= 1;
+        } else {
+            self.get_mut(seq).flags |= LOST;
+            self.lost_out += 1;
+        }
+        self.to_retransmit.insert(seq);
+        true
+    }
+
+    /// Set S on a segment; returns false if it was already SACKed.
+    pub fn mark_sacked(&mut self, seq: u64) -> bool {
+        let f = self.get(seq).flags;
+        if f & SACKED != 0 {
+            return false;
+        }
+        self.get_mut(seq).flags = (f | SACKED) & !(RETRANS | LOST);
+        if f & RETRANS != 0 {
+            self.retrans_out -= 1;
+        }
+        if f & LOST != 0 {
+            self.lost_out -= 1;
+            self.to_retransmit.remove(&seq);
+        }
+        self.sacked_out += 1;
+        true
+    }
+
+    /// Remove the head segment (cumulatively acknowledged).
+    pub fn pop_acked(&mut self) -> Seg {
+        let s = self.segs.pop_front().expect("ack beyond snd_nxt");
+        if s.has(SACKED) {
+            self.sacked_out -= 1;
+        }
+        if s.has(RETRANS) {
+            self.retrans_out -= 1;
+        }
+        if s.has(LOST) {
+            self.lost_out -= 1;
+            self.to_retransmit.remove(&self.snd_una);
+        }
+        self.snd_una += 1;
+        s
+    }
+
+    /// Whether a send-order entry still refers to a live, unSACKed, unlost transmission.
+    fn entry_live(&self, seq: u64, xmits: u16) -> bool {
+        seq >= self.snd_una && {
+            let s = self.get(seq);
+            s.xmits == xmits && !s.has(SACKED) && !(s.has(LOST) && !s.has(RETRANS))
+        }
+    }
+
+    /// Drop stale entries at the front of the send order, so that walks stay
+    /// proportional to live transmissions.
+    pub fn prune_send_order(&mut self) {
+        while let Some(&(seq, x)) = self.tsorted.front() {
+            if self.entry_live(seq, x) {
+                break;
+            }
+            self.tsorted.pop_front();
+        }
+    }
+
+    /// Outstanding transmissions in send order (oldest first), for RACK.
+    pub fn send_order(&self) -> impl Iterator<Item = u64> + '_ {
+        self.tsorted.iter().filter(|&&(seq, x)| self.entry_live(seq, x)).map(|&(seq, _)| seq)
+    }
+}

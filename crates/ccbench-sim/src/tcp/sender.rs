@@ -1,0 +1,497 @@
+//! The TCP sender: connection state and the ACK path in the order of Linux's `tcp_ack`
+//! (reference §1.1). Loss recovery is in `recovery.rs`, the output path in `output.rs`.
+
+use super::rate::{Pick, RateState, TxSnapshot};
+use super::rtt::RttEstimator;
+use super::scoreboard::{Scoreboard, EVER_RETRANS, RETRANS, SACKED};
+use crate::cc::{AckSample, CaState, CongestionControl, ConnInfo, RateSample, Window};
+use crate::net::packet::SackBlock;
+use crate::net::{Packet, Pipe};
+use crate::observe::histogram::Histogram;
+use crate::sim::{Event, EventQueue, Timer};
+use crate::time::{Dur, Time};
+use crate::units::BitRate;
+use std::collections::VecDeque;
+
+// `tcp_ack` flags (tcp_input.c), the subset the model uses.
+pub(super) const FLAG_DATA_ACKED: u32 = 0x04;
+pub(super) const FLAG_WIN_UPDATE: u32 = 0x02;
+pub(super) const FLAG_RETRANS_DATA_ACKED: u32 = 0x08;
+pub(super) const FLAG_DATA_SACKED: u32 = 0x20;
+pub(super) const FLAG_ECE: u32 = 0x40;
+pub(super) const FLAG_LOST_RETRANS: u32 = 0x80;
+pub(super) const FLAG_SND_UNA_ADVANCED: u32 = 0x400;
+pub(super) const FLAG_DSACKING_ACK: u32 = 0x800;
+pub(super) const FLAG_SET_XMIT_TIMER: u32 = 0x1000;
+pub(super) const FLAG_ACK_MAYBE_DELAYED: u32 = 0x10000;
+pub(super) const FLAG_NOT_DUP: u32 = FLAG_DATA_ACKED | FLAG_WIN_UPDATE;
+pub(super) const FLAG_CA_ALERT: u32 = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK;
+
+/// Everything a sender needs to know about its flow and host.
+#[derive(Clone, Debug)]
+pub struct SenderParams {
+    pub id: u32,
+    pub mss: u32,
+    pub init_cwnd: u32,
+    pub hz: u32,
+    pub rto_min: Dur,
+    pub rto_init: Dur,
+    pub tsq_limit_bytes: u64,
+    pub pacing_shift: u32,
+    /// Pace with the internal EDT timer.
+    pub paced: bool,
+    /// Bytes to send; None = bulk.
+    pub size_bytes: Option<u64>,
+    pub nic_rate: BitRate,
+    /// One-way delay from the NIC to the bottleneck.
+    pub access_delay: Dur,
+    /// RTT measured by the handshake, which seeds SRTT, min RTT and RTO.
+    pub handshake_rtt: Dur,
+}
+
+/// Which handler the retransmit timer runs (`icsk_pending`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum XmitTimer {
+    Rto,
+    LossProbe,
+    ReoTimeout,
+}
+
+#[derive(Default, Debug, Clone)]
+pub struct SenderStats {
+    pub data_segs_out: u64,
+    pub retransmits: u64,
+    pub rto_count: u64,
+    pub tlp_count: u64,
+    pub dsacks: u64,
+    pub bytes_sent: u64,
+    /// Newest-packet RTT of every ACK that carried one, ns.
+    pub rtt_ns: Histogram,
+}
+
+pub struct Sender {
+    pub p: SenderParams,
+    pub cc: Box<dyn CongestionControl>,
+    pub w: Window,
+    pub sb: Scoreboard,
+    /// Segments the application has written (`write_seq` in segments).
+    pub(super) total_segs: u64,
+    last_seg_len: u32,
+    /// Peer's advertised window in bytes (`snd_wnd`).
+    pub(super) snd_wnd: u64,
+    pub delivered: u64,
+    pub delivered_ce: u64,
+    pub lost: u64,
+    pub rate: RateState,
+    pub rtt: RttEstimator,
+    pub ca_state: CaState,
+    pub(super) high_seq: u64,
+    pub(super) prior_cwnd: u32,
+    pub(super) prr_delivered: u32,
+    pub(super) prr_out: u32,
+    // RACK (tcp_recovery.c)
+    pub(super) rack_tx_us: u64,
+    pub(super) rack_end_seq: u64,
+    pub(super) rack_rtt_us: u64,
+    pub(super) rack_advanced: bool,
+    // Tail loss probe
+    pub(super) tlp_high_seq: Option<u64>,
+    pub(super) tlp_retrans: bool,
+    // cwnd validation (tcp_cwnd_validate)
+    pub(super) is_cwnd_limited: bool,
+    pub(super) max_packets_out: u32,
+    pub(super) cwnd_usage_seq: u64,
+    /// Time of the last data transmission (`lsndtime`).
+    pub(super) last_send: Time,
+    // Pacing: earliest departure time of the next skb (`tcp_wstamp_ns`).
+    pub(super) wstamp: Time,
+    // The host's NIC and TCP Small Queues accounting.
+    pub nic: Pipe,
+    pub(super) nic_skbs: VecDeque<(Time, u64)>,
+    pub(super) wmem: u64,
+    pub(super) sack_cache: Vec<SackBlock>,
+    // Timers
+    pub(super) xmit_timer: Timer,
+    pub(super) xmit_kind: XmitTimer,
+    pub(super) pacing_timer: Timer,
+    pub(super) txc_timer: Timer,
+    /// RTOs since the last forward progress (`icsk_retransmits`).
+    pub(super) rto_retransmits: u32,
+    pub stats: SenderStats,
+    pub started: bool,
+}
+
+/// Per-ACK bookkeeping while tagging and cleaning the queue (`tcp_sacktag_state`).
+#[derive(Default)]
+struct AckScan {
+    pick: Pick,
+    first_ackt: Option<Time>,
+    last_ackt: Option<Time>,
+    first_sackt: Option<Time>,
+    last_sackt: Option<Time>,
+    pkts_acked: u32,
+    runt_acked: bool,
+}
+
+impl Sender {
+    pub fn new(p: SenderParams, mut cc: Box<dyn CongestionControl>) -> Sender {
+        let (total_segs, last_seg_len) = match p.size_bytes {
+            Some(b) => (b.div_ceil(p.mss as u64), (b - (b.div_ceil(p.mss as u64) - 1) * p.mss as u64) as u32),
+            None => (u64::MAX, p.mss),
+        };
+        let mut rtt = RttEstimator::new(p.hz, p.rto_min, p.rto_init);
+        let hs = p.handshake_rtt.us().max(1);
+        rtt.update_min(0, hs, false);
+        rtt.sample(hs, 0, 0);
+        let paced = p.paced || cc.needs_pacing();
+        let mut w = Window::new(p.init_cwnd);
+        let nic = Pipe::new(Some(p.nic_rate), p.access_delay);
+        let mut s = Sender {
+            p: SenderParams { paced, ..p },
+            cc: Box::new(crate::cc::reno::Reno),
+            w: w.clone(),
+            sb: Scoreboard::default(),
+            total_segs,
+            last_seg_len,
+            snd_wnd: 65535,
+            delivered: 0,
+            delivered_ce: 0,
+            lost: 0,
+            rate: RateState::default(),
+            rtt,
+            ca_state: CaState::Open,
+            high_seq: 0,
+            prior_cwnd: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            rack_tx_us: 0,
+            rack_end_seq: 0,
+            rack_rtt_us: 0,
+            rack_advanced: false,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            is_cwnd_limited: false,
+            max_packets_out: 0,
+            cwnd_usage_seq: 0,
+            last_send: Time::ZERO,
+            wstamp: Time::ZERO,
+            nic,
+            nic_skbs: VecDeque::new(),
+            wmem: 0,
+            sack_cache: Vec::new(),
+            xmit_timer: Timer::default(),
+            xmit_kind: XmitTimer::Rto,
+            pacing_timer: Timer::default(),
+            txc_timer: Timer::default(),
+            rto_retransmits: 0,
+            stats: SenderStats::default(),
+            started: false,
+        };
+        let info = s.info(Time::ZERO);
+        cc.init(&info, &mut w);
+        s.w = w;
+        s.cc = cc;
+        if !s.cc.owns_cwnd() {
+            s.update_pacing_rate();
+        }
+        s
+    }
+
+    /// `tcp_packets_in_flight`.
+    pub fn inflight(&self) -> u32 {
+        self.sb.in_flight()
+    }
+
+    pub fn snd_nxt(&self) -> u64 {
+        self.sb.snd_nxt()
+    }
+
+    /// Payload bytes of segment `seq`.
+    pub(super) fn seg_len(&self, seq: u64) -> u32 {
+        if seq + 1 == self.total_segs {
+            self.last_seg_len
+        } else {
+            self.p.mss
+        }
+    }
+
+    pub fn all_acked(&self) -> bool {
+        self.sb.snd_una >= self.total_segs
+    }
+
+    /// `tcp_is_cwnd_limited`.
+    pub(super) fn cwnd_limited(&self) -> bool {
+        self.is_cwnd_limited || (self.w.in_slow_start() && self.w.cwnd < 2 * self.max_packets_out)
+    }
+
+    /// The connection as congestion control sees it.
+    pub fn info(&self, now: Time) -> ConnInfo {
+        ConnInfo {
+            now,
+            jiffies: now.jiffies(self.p.hz),
+            hz: self.p.hz,
+            mss: self.p.mss,
+            inflight: self.inflight(),
+            packets_out: self.sb.packets_out(),
+            delivered: self.delivered,
+            lost: self.lost,
+            srtt_us: self.rtt.srtt_us(),
+            min_rtt_us: self.rtt.min_rtt_us(),
+            is_cwnd_limited: self.cwnd_limited(),
+            ca_state: self.ca_state,
+            snd_una: self.sb.snd_una,
+            snd_nxt: self.snd_nxt(),
+            pacing_rate: self.w.pacing_rate,
+            paced: self.p.paced,
+            app_limited: self.rate.app_limited != 0,
+            prior_cwnd: self.prior_cwnd,
+            lsndtime: self.last_send,
+        }
+    }
+
+    /// The application writes its data (at flow start): `tcp_sendmsg` checks whether the
+    /// socket was app-limited, then pushes.
+    pub fn start(&mut self, now: Time, q: &mut EventQueue) {
+        self.started = true;
+        self.wstamp = now;
+        self.check_app_limited();
+        self.write_xmit(now, 0, q);
+    }
+
+    /// `tcp_ack` for an ACK arriving at `now`.
+    pub fn on_ack(&mut self, now: Time, ack: &Packet, q: &mut EventQueue) {
+        let prior_snd_una = self.sb.snd_una;
+        if ack.ack > self.snd_nxt() || ack.ack < prior_snd_una {
+            return; // ACK of unsent data, or an old ACK: ignored
+        }
+        let prior_in_flight = self.inflight();
+        let prior_delivered = self.delivered;
+        let prior_lost = self.lost;
+        let prior_sacked = self.sb.sacked_out;
+        let mut flag = 0;
+        if ack.ack > prior_snd_una {
+            flag |= FLAG_SND_UNA_ADVANCED;
+            self.rto_retransmits = 0;
+        }
+        if ack.rwnd != self.snd_wnd {
+            flag |= FLAG_WIN_UPDATE;
+            self.snd_wnd = ack.rwnd;
+        }
+        let mut scan = AckScan::default();
+        if ack.n_sacks > 0 {
+            flag |= self.sacktag(now, ack, &mut scan);
+        }
+        flag |= self.clean_rtx_queue(now, ack.ack, &mut scan);
+
+        // tcp_clean_rtx_queue's RTT samples, then tcp_ack_update_rtt.
+        let now_us = now.us();
+        let mut seq_rtt = -1i64;
+        let mut ca_rtt = -1i64;
+        if let (Some(first), Some(last)) = (scan.first_ackt, scan.last_ackt) {
+            if flag & FLAG_RETRANS_DATA_ACKED == 0 {
+                seq_rtt = now_us.saturating_sub(first.us()) as i64;
+                ca_rtt = now_us.saturating_sub(last.us()) as i64;
+                if scan.pkts_acked == 1 && scan.runt_acked && prior_sacked == 0 && flag & FLAG_CA_ALERT == 0 {
+                    flag |= FLAG_ACK_MAYBE_DELAYED;
+                }
+            }
+        }
+        let mut sack_rtt = -1i64;
+        if let (Some(first), Some(last)) = (scan.first_sackt, scan.last_sackt) {
+            sack_rtt = now_us.saturating_sub(first.us()) as i64;
+            ca_rtt = now_us.saturating_sub(last.us()) as i64;
+        }
+        if seq_rtt < 0 {
+            seq_rtt = sack_rtt;
+        }
+        if seq_rtt < 0 && ack.ts_ecr != 0 && flag & FLAG_DATA_ACKED != 0 {
+            // RTTM from the timestamp echo (1 ms clock), for retransmitted data.
+            let delta_ms = (now.ns() / 1_000_000) as u32 - ack.ts_ecr;
+            seq_rtt = delta_ms.max(1) as i64 * 1000;
+            ca_rtt = seq_rtt;
+        }
+        if seq_rtt >= 0 {
+            self.rtt.update_min(now.jiffies(self.p.hz), ca_rtt as u64, flag & FLAG_ACK_MAYBE_DELAYED != 0);
+            self.rtt.sample(seq_rtt as u64, self.sb.snd_una, self.snd_nxt());
+            self.stats.rtt_ns.record(ca_rtt as u64 * 1000);
+        }
+        let info = self.info(now);
+        let sample = AckSample { pkts_acked: scan.pkts_acked, rtt_us: ca_rtt, in_flight: prior_in_flight };
+        self.cc.pkts_acked(&info, &mut self.w, &sample);
+
+        if self.tlp_high_seq.is_some() {
+            self.process_tlp_ack(now, ack.ack, flag);
+        }
+        let dubious = flag & FLAG_NOT_DUP == 0 || flag & FLAG_CA_ALERT != 0 || self.ca_state != CaState::Open;
+        let mut rexmit = false;
+        if dubious {
+            rexmit = self.fastretrans_alert(now, &mut flag, q);
+        }
+        if flag & FLAG_SET_XMIT_TIMER != 0 {
+            self.set_xmit_timer(now, q);
+        }
+        let mut rs = RateSample { prior_in_flight, rtt_us: ca_rtt, is_ack_delayed: flag & FLAG_ACK_MAYBE_DELAYED != 0, ..Default::default() };
+        let newly_delivered = (self.delivered - prior_delivered) as u32;
+        let newly_lost = (self.lost - prior_lost) as u32;
+        self.rate.generate(&scan.pick, now_us, self.delivered, self.delivered_ce, newly_delivered, newly_lost, self.rtt.min_rtt_us(), &mut rs);
+        self.cong_control(now, flag, &rs);
+        if rexmit {
+            self.xmit_retransmit_queue(now, q);
+        }
+        self.write_xmit(now, 0, q);
+    }
+
+    /// `tcp_sacktag_write_queue`: mark newly SACKed segments, skipping ranges already
+    /// processed for the previous ACK (the kernel's `recv_sack_cache`).
+    fn sacktag(&mut self, now: Time, ack: &Packet, scan: &mut AckScan) -> u32 {
+        let mut flag = 0;
+        let mut blocks: Vec<SackBlock> = ack.sack_blocks().to_vec();
+        if ack.dsack {
+            flag |= FLAG_DSACKING_ACK;
+            self.stats.dsacks += 1;
+            blocks.remove(0);
+        }
+        let (una, nxt) = (self.sb.snd_una, self.snd_nxt());
+        blocks.retain_mut(|b| {
+            b.0 = b.0.max(una);
+            b.1 = b.1.min(nxt);
+            b.0 < b.1
+        });
+        blocks.sort_unstable();
+        for &(start, end) in &blocks {
+            let mut seq = start;
+            while seq < end {
+                // Skip what a cached block already covered.
+                if let Some(&(_, c_end)) = self.sack_cache.iter().find(|c| c.0 <= seq && seq < c.1) {
+                    seq = c_end.min(end);
+                    continue;
+                }
+                let next_cached = self.sack_cache.iter().map(|c| c.0).filter(|&s| s > seq).min().unwrap_or(end).min(end);
+                for s in seq..next_cached {
+                    flag |= self.sack_one(now, s, scan);
+                }
+                seq = next_cached;
+            }
+        }
+        self.sack_cache = blocks;
+        flag
+    }
+
+    fn sack_one(&mut self, now: Time, seq: u64, scan: &mut AckScan) -> u32 {
+        let seg = *self.sb.get(seq);
+        if seg.has(SACKED) {
+            return 0;
+        }
+        self.rack_advance(now, seg.flags, seq + 1, seg.tx_time);
+        if !seg.has(EVER_RETRANS) {
+            scan.first_sackt.get_or_insert(seg.tx_time);
+            scan.last_sackt = Some(seg.tx_time);
+        }
+        self.sb.mark_sacked(seq);
+        self.delivered += 1;
+        let mut tx = seg.tx;
+        self.rate.on_delivered(&mut scan.pick, seg.tx_time.us(), seq + 1, &mut tx, true, seg.has(EVER_RETRANS));
+        self.sb.get_mut(seq).tx = tx;
+        FLAG_DATA_SACKED
+    }
+
+    /// `tcp_clean_rtx_queue`: drop cumulatively acknowledged segments.
+    fn clean_rtx_queue(&mut self, now: Time, ack_seq: u64, scan: &mut AckScan) -> u32 {
+        let mut flag = 0;
+        while self.sb.snd_una < ack_seq {
+            let seq = self.sb.snd_una;
+            let mut seg = *self.sb.get(seq);
+            let ever_retrans = seg.has(EVER_RETRANS);
+            self.rate.on_delivered(&mut scan.pick, seg.tx_time.us(), seq + 1, &mut seg.tx, false, ever_retrans);
+            if seg.has(EVER_RETRANS) {
+                flag |= FLAG_RETRANS_DATA_ACKED;
+            } else if !seg.has(SACKED) {
+                scan.first_ackt.get_or_insert(seg.tx_time);
+                scan.last_ackt = Some(seg.tx_time);
+            }
+            if !seg.has(SACKED) {
+                self.delivered += 1;
+                self.rack_advance(now, seg.flags, seq + 1, seg.tx_time);
+            }
+            scan.runt_acked = seg.len < self.p.mss;
+            self.sb.pop_acked();
+            scan.pkts_acked += 1;
+        }
+        if scan.pkts_acked > 0 {
+            flag |= FLAG_DATA_ACKED | FLAG_SET_XMIT_TIMER;
+        }
+        if self.sb.is_empty() {
+            self.sack_cache.clear();
+        }
+        flag
+    }
+
+    /// `tcp_cong_control`.
+    fn cong_control(&mut self, now: Time, flag: u32, rs: &RateSample) {
+        let info = self.info(now);
+        if self.cc.cong_control(&info, &mut self.w, rs) {
+            return;
+        }
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.cwnd_reduction(rs.acked_sacked, rs.losses, flag);
+        } else if flag & FLAG_DATA_ACKED != 0 {
+            self.cc.cong_avoid(&info, &mut self.w, rs.acked_sacked);
+        }
+        self.update_pacing_rate();
+    }
+
+    /// Dispatch a sender timer event.
+    pub fn on_timer(&mut self, now: Time, which: crate::sim::events::SenderTimer, q: &mut EventQueue) {
+        use crate::sim::events::SenderTimer as T;
+        use crate::sim::TimerFire;
+        let timer = match which {
+            T::Retransmit => &mut self.xmit_timer,
+            T::Pacing => &mut self.pacing_timer,
+            T::TxCompletion => &mut self.txc_timer,
+        };
+        match timer.fire(now) {
+            TimerFire::Stale => {}
+            TimerFire::Requeue(t) => q.push(t, Event::Sender(self.p.id, which)),
+            TimerFire::Expired => match which {
+                T::Retransmit => match self.xmit_kind {
+                    XmitTimer::Rto => self.retransmit_timer(now, q),
+                    XmitTimer::LossProbe => self.send_loss_probe(now, q),
+                    XmitTimer::ReoTimeout => self.rack_reo_timeout(now, q),
+                },
+                // tcp_pace_kick / tcp_tsq_handler -> tcp_tsq_write
+                T::Pacing | T::TxCompletion => {
+                    if self.sb.lost_out > self.sb.retrans_out && self.w.cwnd > self.inflight() {
+                        self.xmit_retransmit_queue(now, q);
+                    }
+                    self.write_xmit(now, 0, q);
+                }
+            },
+        }
+    }
+
+    /// `tcp_rack_advance`: remember the most recently sent delivered segment.
+    fn rack_advance(&mut self, now: Time, flags: u8, end_seq: u64, tx_time: Time) {
+        let rtt_us = now.us().saturating_sub(tx_time.us());
+        if rtt_us < self.rtt.min_rtt_us() && flags & (RETRANS | EVER_RETRANS) != 0 {
+            return; // ambiguous: the original, not the retransmission, was delivered
+        }
+        self.rack_advanced = true;
+        self.rack_rtt_us = rtt_us;
+        let tx_us = tx_time.us();
+        if tx_us > self.rack_tx_us || (tx_us == self.rack_tx_us && end_seq > self.rack_end_seq) {
+            self.rack_tx_us = tx_us;
+            self.rack_end_seq = end_seq;
+        }
+    }
+
+    /// The sender-side snapshot stored into each transmitted segment.
+    pub(super) fn tx_snapshot(&self, in_flight_after: u32) -> TxSnapshot {
+        TxSnapshot {
+            delivered: self.delivered,
+            delivered_ce: self.delivered_ce,
+            lost: self.lost,
+            in_flight: in_flight_after,
+            ..Default::default()
+        }
+    }
+}
