@@ -32,6 +32,12 @@ pub fn run(scenario: &Scenario) -> Result<RunOutput, ConfigError> {
     Ok(sim::world::World::new(scenario)?.run())
 }
 
+/// Run while checking the simulator's invariants every `every` events (property tests).
+pub fn run_audited(scenario: &Scenario, every: u64) -> Result<RunOutput, String> {
+    scenario.validate().map_err(|e| e.to_string())?;
+    sim::world::World::new(scenario).map_err(|e| e.to_string())?.run_audited(every)
+}
+
 /// Parse, validate and run a scenario given as JSON (the binding's entry point).
 pub fn run_json(json: &str) -> Result<RunOutput, ConfigError> {
     run(&Scenario::from_json(json)?)

@@ -155,9 +155,18 @@ impl World {
         }
     }
 
-    pub fn run(mut self) -> RunOutput {
+    pub fn run(self) -> RunOutput {
+        self.run_audited(0).expect("audits are off")
+    }
+
+    /// Run, checking every sender's and receiver's invariants after every `every`-th
+    /// event (0: never). Used by the property tests.
+    pub fn run_audited(mut self, every: u64) -> Result<RunOutput, String> {
         let mut now = Time::ZERO;
         while let Some((t, ev)) = self.q.pop() {
+            if every > 0 && self.events % every == 0 {
+                self.audit(t)?;
+            }
             now = t;
             self.events += 1;
             self.hash_event(t, &ev);
@@ -212,7 +221,31 @@ impl World {
                 Event::End => break,
             }
         }
-        self.finish(now)
+        Ok(self.finish(now))
+    }
+
+    /// Invariants: the scoreboard's counters match its bits, inflight never exceeds
+    /// what was sent, nothing is delivered that was not sent, and the bottleneck never
+    /// forwards more than its rate allows.
+    fn audit(&self, now: Time) -> Result<(), String> {
+        for (i, (s, r)) in self.senders.iter().zip(&self.receivers).enumerate() {
+            s.sb.audit().map_err(|e| format!("flow {i} at {now}: {e}"))?;
+            if s.inflight() > s.sb.packets_out() {
+                return Err(format!("flow {i} at {now}: inflight {} > packets_out {}", s.inflight(), s.sb.packets_out()));
+            }
+            if r.rcv_nxt > s.snd_nxt() {
+                return Err(format!("flow {i} at {now}: receiver has {} segments, sender sent {}", r.rcv_nxt, s.snd_nxt()));
+            }
+            if s.sb.snd_una > r.rcv_nxt {
+                return Err(format!("flow {i} at {now}: snd_una {} beyond rcv_nxt {}", s.sb.snd_una, r.rcv_nxt));
+            }
+        }
+        let capacity_bits = self.bottleneck.rate.bps() as f64 * now.secs_f64();
+        let sent_bits = self.bottleneck.counters.wire_bytes_out as f64 * 8.0;
+        if sent_bits > capacity_bits + 8.0 * 1500.0 {
+            return Err(format!("bottleneck forwarded {sent_bits} bits by {now}, capacity {capacity_bits}"));
+        }
+        Ok(())
     }
 
     fn all_sized_flows_done(&self) -> bool {

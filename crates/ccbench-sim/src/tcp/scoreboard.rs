@@ -168,4 +168,32 @@ impl Scoreboard {
     pub fn send_order(&self) -> impl Iterator<Item = u64> + '_ {
         self.tsorted.iter().filter(|&&(seq, x)| self.entry_live(seq, x)).map(|&(seq, _)| seq)
     }
+
+    /// Recount the S/R/L counters from the per-segment bits (tests and audits).
+    pub fn audit(&self) -> Result<(), String> {
+        let (mut s, mut r, mut l) = (0, 0, 0);
+        for (i, seg) in self.segs.iter().enumerate() {
+            s += seg.has(SACKED) as u32;
+            r += seg.has(RETRANS) as u32;
+            l += seg.has(LOST) as u32;
+            let seq = self.snd_una + i as u64;
+            let queued = self.to_retransmit.contains(&seq);
+            if queued != (seg.has(LOST) && !seg.has(RETRANS)) {
+                return Err(format!("segment {seq}: flags {:#x} but queued for retransmission = {queued}", seg.flags));
+            }
+            if seg.has(SACKED) && seg.flags & (RETRANS | LOST) != 0 {
+                return Err(format!("segment {seq}: SACKed with flags {:#x}", seg.flags));
+            }
+        }
+        if (s, r, l) != (self.sacked_out, self.retrans_out, self.lost_out) {
+            return Err(format!(
+                "counters sacked/retrans/lost = {}/{}/{} but scoreboard has {s}/{r}/{l}",
+                self.sacked_out, self.retrans_out, self.lost_out
+            ));
+        }
+        if self.to_retransmit.first().is_some_and(|&q| q < self.snd_una) {
+            return Err("retransmission queue holds acknowledged segments".into());
+        }
+        Ok(())
+    }
 }
