@@ -1,1 +1,83 @@
+//! `ccbench._core`: the Python binding of the ccbench simulator.
+//!
+//! The Python package parses human-unit TOML scenarios and hands the resolved scenario
+//! over as JSON (`ccbench_sim::config::Scenario`). Results come back as a summary JSON
+//! string plus two column tables (`{column: list}`) that the package turns into pandas
+//! DataFrames.
 
+use ccbench_sim::observe::series::{Table, Values};
+use ccbench_sim::ConfigError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+/// The single mapping of core errors to Python: a `ConfigError` becomes
+/// `ccbench.errors.ScenarioError(field, message)` (a `ValueError` subclass, also exported
+/// as `ccbench._core.ScenarioError`).
+fn scenario_error(py: Python<'_>, e: ConfigError) -> PyErr {
+    match scenario_error_type(py).and_then(|cls| cls.call1((e.field, e.message))) {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(import_failure) => import_failure,
+    }
+}
+
+fn scenario_error_type(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    py.import("ccbench.errors")?.getattr("ScenarioError")
+}
+
+fn table_to_dict<'py>(py: Python<'py>, table: &Table) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (name, values) in &table.columns {
+        let column = match values {
+            Values::F64(v) => PyList::new(py, v)?,
+            Values::U32(v) => PyList::new(py, v)?,
+        };
+        dict.set_item(name, column)?;
+    }
+    Ok(dict)
+}
+
+/// Run a scenario given as JSON. Returns (summary JSON, flows table, link table).
+#[pyfunction]
+fn run<'py>(
+    py: Python<'py>,
+    scenario_json: String,
+) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    let output = py
+        .detach(move || ccbench_sim::run_json(&scenario_json))
+        .map_err(|e| scenario_error(py, e))?;
+    let summary = serde_json::to_string(&output.summary)
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("summary serialisation: {e}")))?;
+    let flows = table_to_dict(py, &output.series.flows)?;
+    let link = table_to_dict(py, &output.series.link)?;
+    Ok((summary, flows, link))
+}
+
+/// Parse and validate a scenario given as JSON without running it.
+#[pyfunction]
+fn validate(py: Python<'_>, scenario_json: String) -> PyResult<()> {
+    ccbench_sim::Scenario::from_json(&scenario_json)
+        .map(|_| ())
+        .map_err(|e| scenario_error(py, e))
+}
+
+/// Version of the simulator crate.
+#[pyfunction]
+fn version() -> &'static str {
+    ccbench_sim::VERSION
+}
+
+/// Names of the congestion-control algorithms the simulator implements.
+#[pyfunction]
+fn algorithms() -> Vec<&'static str> {
+    ccbench_sim::cc::Algorithm::ALL.iter().map(|a| a.name()).collect()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms, m)?)?;
+    m.add("ScenarioError", scenario_error_type(m.py())?)?;
+    Ok(())
+}

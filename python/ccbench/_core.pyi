@@ -1,0 +1,22 @@
+"""Type stub of the compiled simulator binding (crates/ccbench-py)."""
+
+from ccbench.errors import ScenarioError as ScenarioError
+
+Column = list[float] | list[int]
+
+def run(scenario_json: str) -> tuple[str, dict[str, Column], dict[str, Column]]:
+    """Run a scenario given as the simulator's JSON.
+
+    Returns (summary JSON, flows table, link table); tables map column names to equally
+    long lists (floats, or ints for u32 columns). The GIL is released while running.
+    Raises ScenarioError(field, message) for a scenario the simulator does not accept.
+    """
+
+def validate(scenario_json: str) -> None:
+    """Parse and validate a scenario given as JSON without running it."""
+
+def version() -> str:
+    """Version of the simulator crate."""
+
+def algorithms() -> list[str]:
+    """Names of the congestion-control algorithms the simulator implements."""

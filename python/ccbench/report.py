@@ -1,0 +1,98 @@
+"""Terminal rendering of a run summary (rich tables)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from rich import box
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+DASH = "–"
+
+
+def _num(value: Any, scale: float = 1.0, digits: int = 2) -> str:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return DASH
+    return f"{value * scale:,.{digits}f}"
+
+
+def _int(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else DASH
+
+
+def _get(d: Mapping[str, Any], *path: str) -> Any:
+    cur: Any = d
+    for key in path:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(key)
+    return cur
+
+
+def _table(title: str) -> Table:
+    return Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
+                 header_style="bold", pad_edge=False, padding=(0, 0), show_edge=False)
+
+
+def flows_table(summary: Mapping[str, Any]) -> Table:
+    t = _table("Flows")
+    t.add_column("\n\nflow", justify="right", no_wrap=True)
+    t.add_column("\n\ncca", no_wrap=True)
+    t.add_column("\ngoodput\nMbit/s", justify="right", no_wrap=True)
+    t.add_column("\nthroughput\nMbit/s", justify="right", no_wrap=True)
+    t.add_column("\nretrans", justify="right", no_wrap=True)
+    t.add_column("\nlost", justify="right", no_wrap=True)
+    t.add_column("RTT\nmin\nms", justify="right", no_wrap=True)
+    for stat in ("mean", "p95", "p99"):
+        t.add_column(f"RTT\n{stat}\nms", justify="right", no_wrap=True)
+    t.add_column("\ncompletion\ns", justify="right", no_wrap=True)
+    for i, f in enumerate(summary.get("flows") or []):
+        t.add_row(
+            str(f.get("id", i)),
+            str(f.get("cca", DASH)),
+            _num(f.get("goodput_bps"), 1e-6),
+            _num(f.get("throughput_bps"), 1e-6),
+            _int(f.get("retransmits")),
+            _int(f.get("lost")),
+            *(_num(_get(f, "rtt_ms", stat), digits=1) for stat in ("min", "mean", "p95", "p99")),
+            _num(f.get("completion_s"), digits=3) if f.get("size_bytes") is not None else "bulk",
+        )
+    return t
+
+
+def link_table(summary: Mapping[str, Any]) -> Table:
+    t = _table("Bottleneck")
+    t.add_column("utilisation", justify="right")
+    t.add_column("drops", justify="right")
+    t.add_column("queue delay\nmean ms", justify="right")
+    t.add_column("queue delay\np95 ms", justify="right")
+    t.add_column("Jain index", justify="right")
+    link = summary.get("link") or {}
+    t.add_row(
+        _num(link.get("utilization"), 100.0, 1) + " %" if link.get("utilization") is not None else DASH,
+        _int(link.get("drops")),
+        _num(_get(link, "queue_delay_ms", "mean")),
+        _num(_get(link, "queue_delay_ms", "p95")),
+        _num(summary.get("jain_index"), digits=4),
+    )
+    return t
+
+
+def headline(summary: Mapping[str, Any]) -> Text:
+    parts = [
+        f"ccbench {summary.get('version', '?')}",
+        f"engine {summary.get('engine', '?')}",
+        f"seed {summary.get('seed', '?')}",
+    ]
+    if isinstance(summary.get("duration_s"), (int, float)):
+        parts.append(f"{summary['duration_s']:g} s")
+    if summary.get("scenario_hash"):
+        parts.append(f"scenario {str(summary['scenario_hash'])[:12]}")
+    return Text(" · ".join(parts), style="bold")
+
+
+def render(summary: Mapping[str, Any], console: Optional[Console] = None) -> None:
+    console = console or Console()
+    console.print(Group(headline(summary), Text(""), flows_table(summary), Text(""), link_table(summary)))

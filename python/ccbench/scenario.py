@@ -1,0 +1,525 @@
+"""The scenario schema: TOML with human units, validated strictly, resolved to the
+simulator's JSON (``ccbench_sim::config::Scenario``) in base units.
+
+Attribute names carry their unit (``duration_ns``, ``rate_bps``); the TOML keys are the
+plain names (``duration``, ``rate``). Every table rejects unknown keys. Any problem is
+raised as :class:`~ccbench.errors.ScenarioError` naming the dotted field
+(``link.rate``, ``flows[0].cca``) and what is allowed.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Mapping, Optional, Sequence, Union
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from . import _core
+from .errors import ScenarioError
+from .units import (
+    Buffer,
+    format_buffer,
+    format_duration,
+    format_loss,
+    format_rate,
+    format_size,
+    parse_buffer,
+    parse_duration,
+    parse_loss,
+    parse_rate,
+    parse_size,
+)
+
+Duration = Annotated[int, BeforeValidator(parse_duration)]
+Rate = Annotated[int, BeforeValidator(parse_rate)]
+Size = Annotated[int, BeforeValidator(parse_size)]
+Loss = Annotated[float, BeforeValidator(parse_loss)]
+BufferLimit = Annotated[Buffer, BeforeValidator(parse_buffer)]
+
+
+def _int_range(lo: int, hi: int) -> AfterValidator:
+    def check(v: int) -> int:
+        if not lo <= v <= hi:
+            raise ValueError(f"must be an integer from {lo} to {hi}, got {v}")
+        return v
+
+    return AfterValidator(check)
+
+
+MS = 1_000_000
+S = 1_000_000_000
+MIN_INTERVAL_NS = 1 * MS
+MAX_FLOWS_PER_ENTRY = 10_000
+
+
+class _Table(BaseModel):
+    """Strict, immutable, unknown keys rejected; TOML keys are the field aliases."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """This table in TOML form (human units), every default filled in."""
+        raise NotImplementedError
+
+
+class Link(_Table):
+    rate_bps: Rate = Field(alias="rate")
+    rtt_ns: Duration = Field(alias="rtt")
+    buffer: BufferLimit = Buffer("bdp", 1.0)
+    loss: Loss = 0.0
+    nic_rate_bps: Rate = Field(10_000_000_000, alias="nic_rate")
+
+    @field_validator("rtt_ns")
+    @classmethod
+    def _positive_rtt(cls, v: int) -> int:
+        if v <= 0:
+            raise ValueError("must be positive, e.g. '40ms'")
+        return v
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rate": format_rate(self.rate_bps),
+            "rtt": format_duration(self.rtt_ns),
+            "buffer": format_buffer(self.buffer),
+            "loss": format_loss(self.loss),
+            "nic_rate": format_rate(self.nic_rate_bps),
+        }
+
+    def to_core(self) -> dict[str, Any]:
+        return {
+            "rate_bps": self.rate_bps,
+            "rtt_ns": self.rtt_ns,
+            "buffer": self.buffer.to_core(),
+            "loss": self.loss,
+            "nic_rate_bps": self.nic_rate_bps,
+        }
+
+
+class Tcp(_Table):
+    """Stack knobs; the defaults are those of a recent Linux kernel."""
+
+    mss: Annotated[int, _int_range(64, 9000)] = 1448
+    init_cwnd: Annotated[int, _int_range(1, 1_000_000)] = 10
+    hz: int = 1000
+    rto_min_ns: Duration = Field(200 * MS, alias="rto_min")
+    rto_init_ns: Duration = Field(1 * S, alias="rto_init")
+    tsq_limit_bytes: Size = Field(4 * 2**20, alias="tsq_limit")
+    pacing_shift: Annotated[int, _int_range(0, 31)] = 10
+    delack_min_ns: Duration = Field(40 * MS, alias="delack_min")
+
+    @field_validator("hz")
+    @classmethod
+    def _hz_divides_second(cls, v: int) -> int:
+        if v <= 0 or S % v != 0:
+            raise ValueError("must divide 1e9, e.g. 100, 250, 1000")
+        return v
+
+    @field_validator("rto_min_ns", "rto_init_ns")
+    @classmethod
+    def _positive_timer(cls, v: int) -> int:
+        if v <= 0:
+            raise ValueError("must be positive, e.g. '200ms'")
+        return v
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mss": self.mss,
+            "init_cwnd": self.init_cwnd,
+            "hz": self.hz,
+            "rto_min": format_duration(self.rto_min_ns),
+            "rto_init": format_duration(self.rto_init_ns),
+            "tsq_limit": format_size(self.tsq_limit_bytes),
+            "pacing_shift": self.pacing_shift,
+            "delack_min": format_duration(self.delack_min_ns),
+        }
+
+    def to_core(self) -> dict[str, Any]:
+        return {
+            "mss": self.mss,
+            "init_cwnd": self.init_cwnd,
+            "hz": self.hz,
+            "rto_min_ns": self.rto_min_ns,
+            "rto_init_ns": self.rto_init_ns,
+            "tsq_limit_bytes": self.tsq_limit_bytes,
+            "pacing_shift": self.pacing_shift,
+            "delack_min_ns": self.delack_min_ns,
+        }
+
+
+class Flow(_Table):
+    """One ``[[flows]]`` entry: ``count`` identical flows."""
+
+    cca: str
+    count: Annotated[int, _int_range(1, MAX_FLOWS_PER_ENTRY)] = 1
+    start_ns: Duration = Field(0, alias="start")
+    access_delay_ns: Duration = Field(0, alias="access_delay")
+    size_bytes: Optional[Size] = Field(None, alias="size")
+    pacing: Optional[bool] = None
+    rwnd_bytes: Size = Field(6 * 2**20, alias="rwnd")
+    params: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("cca")
+    @classmethod
+    def _known_cca(cls, v: str) -> str:
+        name = v.strip().lower()
+        allowed = algorithms()
+        if name not in allowed:
+            raise ValueError(f"unknown algorithm {v!r}; allowed: {', '.join(allowed)}")
+        return name
+
+    @field_validator("size_bytes")
+    @classmethod
+    def _positive_size(cls, v: Optional[int]) -> Optional[int]:
+        if v is not None and v <= 0:
+            raise ValueError("must be positive, e.g. '20MB' (omit size for a bulk flow)")
+        return v
+
+    @field_validator("params")
+    @classmethod
+    def _finite_params(cls, v: dict[str, float]) -> dict[str, float]:
+        for name, x in v.items():
+            if x != x or x in (float("inf"), float("-inf")):
+                raise ValueError(f"parameter {name!r} must be a finite number")
+        return v
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cca": self.cca,
+            "count": self.count,
+            "start": format_duration(self.start_ns),
+            "access_delay": format_duration(self.access_delay_ns),
+            "size": None if self.size_bytes is None else format_size(self.size_bytes),
+            "pacing": self.pacing,
+            "rwnd": format_size(self.rwnd_bytes),
+            "params": dict(sorted(self.params.items())),
+        }
+
+    def to_core(self) -> dict[str, Any]:
+        return {
+            "cca": self.cca,
+            "start_ns": self.start_ns,
+            "access_delay_ns": self.access_delay_ns,
+            "size_bytes": self.size_bytes,
+            "pacing": self.pacing,
+            "rwnd_bytes": self.rwnd_bytes,
+            "params": dict(sorted(self.params.items())),
+        }
+
+
+_NOTES = {
+    "size": "omitted: a bulk flow that sends until the end of the run",
+    "pacing": "omitted: follow the algorithm (Reno and Cubic do not pace)",
+}
+
+
+class Scenario(_Table):
+    """A complete experiment: one bottleneck link and the flows that share it."""
+
+    seed: Annotated[int, _int_range(0, 2**64 - 1)] = 1
+    duration_ns: Duration = Field(alias="duration")
+    interval_ns: Duration = Field(100 * MS, alias="interval")
+    link: Link
+    tcp: Tcp = Field(default_factory=lambda: Tcp.model_validate({}))
+    flows: list[Flow]
+
+    @field_validator("duration_ns")
+    @classmethod
+    def _positive_duration(cls, v: int) -> int:
+        if v <= 0:
+            raise ValueError("must be positive, e.g. '30s'")
+        return v
+
+    @field_validator("interval_ns")
+    @classmethod
+    def _interval_floor(cls, v: int) -> int:
+        if v < MIN_INTERVAL_NS:
+            raise ValueError(f"must be at least {format_duration(MIN_INTERVAL_NS)}, e.g. '100ms'")
+        return v
+
+    @field_validator("flows")
+    @classmethod
+    def _some_flows(cls, v: list[Flow]) -> list[Flow]:
+        if not v:
+            raise ValueError("at least one [[flows]] entry is required")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Scenario":
+        for i, flow in enumerate(self.flows):
+            if flow.start_ns >= self.duration_ns:
+                raise ScenarioError(
+                    f"flows[{i}].start",
+                    f"must be before the end of the run (duration = {format_duration(self.duration_ns)})",
+                )
+            if flow.rwnd_bytes < self.tcp.mss:
+                raise ScenarioError(f"flows[{i}].rwnd", f"must be at least one MSS ({self.tcp.mss} bytes)")
+        # The simulator's own checks (e.g. algorithm parameter names), reported with the
+        # index of the [[flows]] entry rather than of the expanded flow.
+        try:
+            _core.validate(self.to_json())
+        except ScenarioError as e:
+            raise ScenarioError(self._entry_field(e.field), e.message) from None
+        return self
+
+    # Loading
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Scenario":
+        """Validate a TOML-shaped mapping (human units)."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            raise _scenario_error(e) from None
+
+    @classmethod
+    def from_toml(cls, text: str, source: str = "scenario") -> "Scenario":
+        return cls.from_dict(_parse_toml(text, source))
+
+    @classmethod
+    def from_file(cls, path: Union[str, os.PathLike[str]]) -> "Scenario":
+        return cls.from_dict(read_toml(path))
+
+    @classmethod
+    def load(cls, scenario: Union["Scenario", Mapping[str, Any], str, os.PathLike[str]]) -> "Scenario":
+        """A Scenario from a Scenario, a TOML-shaped mapping or a path to a TOML file."""
+        if isinstance(scenario, Scenario):
+            return scenario
+        if isinstance(scenario, Mapping):
+            return cls.from_dict(scenario)
+        if isinstance(scenario, (str, os.PathLike)):
+            return cls.from_file(scenario)
+        raise TypeError(f"expected a Scenario, a mapping or a path, got {type(scenario).__name__}")
+
+    @classmethod
+    def from_flags(
+        cls,
+        *,
+        base: Union["Scenario", Mapping[str, Any], None] = None,
+        cca: Union[str, Sequence[str], None] = None,
+        flows: Optional[int] = None,
+        rate: Union[str, int, None] = None,
+        rtt: Optional[str] = None,
+        buffer: Union[str, int, None] = None,
+        loss: Union[str, float, None] = None,
+        duration: Optional[str] = None,
+        seed: Optional[int] = None,
+        interval: Optional[str] = None,
+        size: Union[str, int, None] = None,
+        pacing: Optional[bool] = None,
+    ) -> "Scenario":
+        """Build a scenario from command-line values, over ``base`` if given.
+
+        Without a base the defaults are :data:`FLAG_DEFAULTS` (one Cubic flow over
+        100 Mbit/s, 40 ms, 1 BDP, for 10 s). ``cca`` ("cubic,reno" or a list) replaces the
+        flows with ``flows`` flows of each algorithm; without ``cca``, ``flows``, ``size``
+        and ``pacing`` apply to every ``[[flows]]`` entry of the base.
+        """
+        doc: dict[str, Any] = copy.deepcopy(dict(FLAG_DEFAULTS if base is None else
+                                                 base.to_dict() if isinstance(base, Scenario) else base))
+        top: list[tuple[str, object]] = [("seed", seed), ("duration", duration), ("interval", interval)]
+        for key, value in top:
+            if value is not None:
+                doc[key] = value
+        link_flags: list[tuple[str, object]] = [("rate", rate), ("rtt", rtt), ("buffer", buffer), ("loss", loss)]
+        if any(value is not None for _, value in link_flags):
+            link = doc.setdefault("link", {})
+            if isinstance(link, dict):  # otherwise validation reports that link must be a table
+                link.update((key, value) for key, value in link_flags if value is not None)
+        if cca is not None:
+            names = [c.strip() for c in cca.split(",")] if isinstance(cca, str) else list(cca)
+            doc["flows"] = [{"cca": name} for name in names if name]
+        per_flow: list[tuple[str, object]] = [("count", flows), ("size", size), ("pacing", pacing)]
+        entries = doc.get("flows")
+        if isinstance(entries, list):
+            for entry in entries:
+                if isinstance(entry, dict):
+                    entry.update((key, value) for key, value in per_flow if value is not None)
+        return cls.from_dict(doc)
+
+    # Output
+
+    def to_dict(self) -> dict[str, Any]:
+        """The effective scenario in TOML form: human units, every default filled in."""
+        return {
+            "seed": self.seed,
+            "duration": format_duration(self.duration_ns),
+            "interval": format_duration(self.interval_ns),
+            "link": self.link.to_dict(),
+            "tcp": self.tcp.to_dict(),
+            "flows": [f.to_dict() for f in self.flows],
+        }
+
+    def effective_toml(self) -> str:
+        """The effective scenario as TOML; loading it gives an equal Scenario."""
+        from . import tomlout
+
+        header = (
+            "ccbench scenario, every default filled in\n"
+            f"scenario_hash = {self.scenario_hash}"
+        )
+        return tomlout.dumps(self.to_dict(), header=header, notes=_NOTES)
+
+    def to_core(self) -> dict[str, Any]:
+        """The simulator's scenario (base units), with ``count`` expanded."""
+        return {
+            "seed": self.seed,
+            "duration_ns": self.duration_ns,
+            "sample_interval_ns": self.interval_ns,
+            "link": self.link.to_core(),
+            "tcp": self.tcp.to_core(),
+            "flows": [f.to_core() for f in self.flows for _ in range(f.count)],
+        }
+
+    def to_json(self) -> str:
+        """Canonical JSON for the simulator: sorted keys, no whitespace."""
+        return json.dumps(self.to_core(), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+    @property
+    def scenario_hash(self) -> str:
+        """sha256 of the canonical JSON: equal for scenarios that run identically."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()
+
+    @property
+    def flow_count(self) -> int:
+        return sum(f.count for f in self.flows)
+
+    def _entry_field(self, field: str) -> str:
+        """Rewrite ``flows[k]`` (expanded flow index) to the index of its [[flows]] entry."""
+        m = re.match(r"^flows\[(\d+)\]", field)
+        if m is None:
+            return field
+        k = int(m.group(1))
+        for i, f in enumerate(self.flows):
+            if k < f.count:
+                return f"flows[{i}]" + field[m.end():]
+            k -= f.count
+        return field
+
+
+FLAG_DEFAULTS: dict[str, Any] = {
+    "duration": "10s",
+    "link": {"rate": "100Mbit", "rtt": "40ms", "buffer": "1bdp"},
+    "flows": [{"cca": "cubic"}],
+}
+
+
+def algorithms() -> list[str]:
+    """Congestion-control algorithms the simulator implements."""
+    return list(_core.algorithms())
+
+
+def read_toml(path: Union[str, os.PathLike[str]]) -> dict[str, Any]:
+    """Read a TOML file; a missing file or bad syntax is a ScenarioError naming the file."""
+    name = os.fspath(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(name, "no such scenario file") from None
+    except IsADirectoryError:
+        raise ScenarioError(name, "is a directory, not a scenario file") from None
+    except UnicodeDecodeError:
+        raise ScenarioError(name, "is not UTF-8 text; a scenario is a TOML file") from None
+    except OSError as e:
+        raise ScenarioError(name, f"cannot be read: {e.strerror or e}") from None
+    return _parse_toml(text, name)
+
+
+def _parse_toml(text: str, source: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(source, f"invalid TOML: {e}") from None
+
+
+# Mapping pydantic's errors to ScenarioError
+
+
+def _dotted(loc: Sequence[Union[str, int]]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "scenario"
+
+
+def _table_for(loc: Sequence[Union[str, int]]) -> Optional[type[_Table]]:
+    """The model whose keys live at ``loc`` (list indices ignored)."""
+    path = tuple(p for p in loc if isinstance(p, str))
+    tables: dict[tuple[str, ...], type[_Table]] = {(): Scenario, ("link",): Link, ("tcp",): Tcp, ("flows",): Flow}
+    return tables.get(path)
+
+
+def _keys(model: type[_Table]) -> list[str]:
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _scenario_error(e: ValidationError) -> ScenarioError:
+    err = e.errors()[0]
+    loc = tuple(err["loc"])
+    field = _dotted(loc)
+    kind = err["type"]
+    if kind == "value_error":
+        cause = err.get("ctx", {}).get("error")
+        if isinstance(cause, ScenarioError):
+            return cause
+        return ScenarioError(field, str(cause) if cause is not None else err["msg"])
+    if kind == "extra_forbidden":
+        model = _table_for(loc[:-1])
+        allowed = f"; allowed keys: {', '.join(_keys(model))}" if model else ""
+        return ScenarioError(field, f"unknown key{allowed}")
+    if kind == "missing":
+        return ScenarioError(field, "is required")
+    if kind in ("model_type", "dict_type") and _table_for(loc) is not None:
+        return ScenarioError(field, "must be a table")
+    expected = _EXPECTED.get(kind)
+    if expected is not None:
+        return ScenarioError(field, f"must be {expected}, got {_toml_type(err.get('input'))}")
+    return ScenarioError(field, err["msg"])
+
+
+_EXPECTED = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "string_type": "a string",
+    "dict_type": "a table",
+    "list_type": "an array of tables ([[flows]])",
+    "model_type": "a table",
+}
+
+
+def _toml_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, Mapping):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__

@@ -1,0 +1,284 @@
+"""The TOML scenario schema: defaults, expansion, errors, round trips and hashing."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from ccbench import Scenario, ScenarioError
+from ccbench.units import Buffer
+
+from conftest import SCENARIOS, SHORT_TOML
+
+MINIMAL = """\
+duration = "10s"
+[link]
+rate = "100Mbit"
+rtt = "40ms"
+[[flows]]
+cca = "cubic"
+"""
+
+
+def error_of(text: str) -> ScenarioError:
+    with pytest.raises(ScenarioError) as info:
+        Scenario.from_toml(text)
+    return info.value
+
+
+def test_defaults_are_filled_in() -> None:
+    s = Scenario.from_toml(MINIMAL)
+    assert s.seed == 1
+    assert s.duration_ns == 10 * 10**9
+    assert s.interval_ns == 100 * 10**6
+    assert s.link.buffer == Buffer("bdp", 1.0)
+    assert s.link.loss == 0.0
+    assert s.link.nic_rate_bps == 10 * 10**9
+    assert (s.tcp.mss, s.tcp.init_cwnd, s.tcp.hz) == (1448, 10, 1000)
+    assert s.tcp.rto_min_ns == 200 * 10**6
+    assert s.tcp.tsq_limit_bytes == 4 * 2**20
+    f = s.flows[0]
+    assert (f.count, f.start_ns, f.access_delay_ns, f.size_bytes, f.pacing) == (1, 0, 0, None, None)
+    assert f.rwnd_bytes == 6 * 2**20 and f.params == {}
+
+
+def test_full_schema_to_core_json() -> None:
+    s = Scenario.from_toml(
+        """
+        seed = 7
+        duration = "30s"
+        interval = "10ms"
+        [link]
+        rate = "1Gbit"
+        rtt = "40ms"
+        buffer = "100pkt"
+        loss = "0.5%"
+        nic_rate = "10Gbit"
+        [tcp]
+        mss = 1448
+        init_cwnd = 10
+        hz = 250
+        rto_min = "200ms"
+        rto_init = "1s"
+        tsq_limit = "4MiB"
+        pacing_shift = 10
+        delack_min = "40ms"
+        [[flows]]
+        cca = "Cubic"
+        count = 2
+        start = "1s"
+        access_delay = "5ms"
+        size = "20MB"
+        pacing = true
+        rwnd = "6MiB"
+        [[flows]]
+        cca = "reno"
+        """
+    )
+    core = json.loads(s.to_json())
+    assert core["seed"] == 7
+    assert core["duration_ns"] == 30 * 10**9
+    assert core["sample_interval_ns"] == 10 * 10**6
+    assert core["link"] == {
+        "rate_bps": 10**9,
+        "rtt_ns": 40 * 10**6,
+        "buffer": {"packets": 100},
+        "loss": 0.005,
+        "nic_rate_bps": 10 * 10**9,
+    }
+    assert core["tcp"]["hz"] == 250 and core["tcp"]["rto_min_ns"] == 200 * 10**6
+    assert core["tcp"]["tsq_limit_bytes"] == 4 * 2**20 and core["tcp"]["delack_min_ns"] == 40 * 10**6
+    assert len(core["flows"]) == 3
+    first = core["flows"][0]
+    assert first == core["flows"][1]
+    assert first == {
+        "cca": "cubic",
+        "start_ns": 10**9,
+        "access_delay_ns": 5 * 10**6,
+        "size_bytes": 20 * 10**6,
+        "pacing": True,
+        "rwnd_bytes": 6 * 2**20,
+        "params": {},
+    }
+    assert core["flows"][2]["cca"] == "reno" and core["flows"][2]["size_bytes"] is None
+    assert s.flow_count == 3
+
+
+def test_canonical_json_is_compact_and_sorted() -> None:
+    text = Scenario.from_toml(MINIMAL).to_json()
+    assert " " not in text
+    assert text == json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.toml")), ids=lambda p: p.name)
+def test_every_shipped_scenario_parses_and_round_trips(path: Path) -> None:
+    s = Scenario.from_file(path)
+    again = Scenario.from_toml(s.effective_toml())
+    assert again == s
+    assert again.scenario_hash == s.scenario_hash
+
+
+def test_shipped_scenarios_exist() -> None:
+    names = {p.name for p in SCENARIOS.glob("*.toml")}
+    assert {"example.toml", "cubic-deep-buffer.toml", "sized-flows.toml", "different-rtts.toml"} <= names
+
+
+def test_effective_toml_is_complete() -> None:
+    s = Scenario.from_toml(MINIMAL)
+    doc = tomllib.loads(s.effective_toml())
+    assert set(doc) == {"seed", "duration", "interval", "link", "tcp", "flows"}
+    assert set(doc["link"]) == {"rate", "rtt", "buffer", "loss", "nic_rate"}
+    assert set(doc["tcp"]) == {
+        "mss", "init_cwnd", "hz", "rto_min", "rto_init", "tsq_limit", "pacing_shift", "delack_min",
+    }
+    assert set(doc["flows"][0]) == {"cca", "count", "start", "access_delay", "rwnd", "params"}
+    assert s.scenario_hash in s.effective_toml()
+
+
+def test_effective_toml_keeps_optional_flow_fields_and_params() -> None:
+    s = Scenario.from_toml(MINIMAL.replace('cca = "cubic"', 'cca = "cubic"\nsize = "1MB"\npacing = false'))
+    doc = tomllib.loads(s.effective_toml())
+    assert doc["flows"][0]["size"] == "1MB" and doc["flows"][0]["pacing"] is False
+    assert Scenario.from_toml(s.effective_toml()) == s
+
+
+def test_hash_is_stable() -> None:
+    # The canonical JSON of a fixed scenario, and so its hash, must not drift between
+    # runs, machines or Python versions. A change in defaults changes it on purpose.
+    s = Scenario.from_toml(SHORT_TOML)
+    assert s.scenario_hash == Scenario.from_toml(SHORT_TOML).scenario_hash
+    assert len(s.scenario_hash) == 64
+    assert s.scenario_hash == EXPECTED_SHORT_HASH
+
+
+EXPECTED_SHORT_HASH = "90a43e73a8f9412b4ab6afac56c42ddfbf12a6e4ba458f262f2d1c8341a6e660"
+
+
+def test_hash_ignores_spelling_but_not_values() -> None:
+    a = Scenario.from_toml(MINIMAL)
+    b = Scenario.from_toml(
+        MINIMAL.replace('"100Mbit"', '"0.1Gbit"').replace('"40ms"', '"40000us"')
+        + 'count = 1\nrwnd = "6MiB"\n'
+    )
+    assert a.scenario_hash == b.scenario_hash
+    assert a.scenario_hash != Scenario.from_toml("seed = 2\n" + MINIMAL).scenario_hash
+    two = Scenario.from_toml(MINIMAL + 'count = 2\n')
+    split = Scenario.from_toml(MINIMAL + '[[flows]]\ncca = "cubic"\n')
+    assert two.scenario_hash == split.scenario_hash
+
+
+def test_from_flags_defaults() -> None:
+    s = Scenario.from_flags()
+    assert s.link.rate_bps == 100 * 10**6 and s.link.rtt_ns == 40 * 10**6
+    assert s.link.buffer == Buffer("bdp", 1.0)
+    assert s.duration_ns == 10 * 10**9
+    assert [f.cca for f in s.flows] == ["cubic"]
+
+
+def test_from_flags_everything() -> None:
+    s = Scenario.from_flags(
+        cca="cubic,reno", flows=2, rate="1Gbit", rtt="20ms", buffer="2bdp", loss="1%",
+        duration="5s", seed=9, interval="10ms", size="10MB", pacing=True,
+    )
+    assert [(f.cca, f.count, f.size_bytes, f.pacing) for f in s.flows] == [
+        ("cubic", 2, 10**7, True),
+        ("reno", 2, 10**7, True),
+    ]
+    assert (s.link.rate_bps, s.link.rtt_ns, s.link.loss) == (10**9, 20 * 10**6, 0.01)
+    assert s.link.buffer == Buffer("bdp", 2.0)
+    assert (s.seed, s.duration_ns, s.interval_ns) == (9, 5 * 10**9, 10**7)
+
+
+def test_flags_override_a_file() -> None:
+    path = SCENARIOS / "different-rtts.toml"
+    base = Scenario.from_file(path)
+    s = Scenario.from_flags(base=base, rate="50Mbit", seed=4, flows=3)
+    assert s.link.rate_bps == 50 * 10**6 and s.seed == 4
+    assert [f.count for f in s.flows] == [3, 3]
+    assert [f.access_delay_ns for f in s.flows] == [f.access_delay_ns for f in base.flows]
+    replaced = Scenario.from_flags(base=base, cca="reno")
+    assert [(f.cca, f.access_delay_ns) for f in replaced.flows] == [("reno", 0)]
+    assert replaced.link == base.link
+
+
+def test_load_accepts_scenario_mapping_and_path(tmp_path: Path) -> None:
+    s = Scenario.from_toml(MINIMAL)
+    p = tmp_path / "s.toml"
+    p.write_text(MINIMAL)
+    assert Scenario.load(s) is s
+    assert Scenario.load(tomllib.loads(MINIMAL)) == s
+    assert Scenario.load(p) == s
+    assert Scenario.load(str(p)) == s
+    with pytest.raises(TypeError):
+        Scenario.load(42)  # type: ignore[arg-type]
+
+
+BASE = MINIMAL
+
+
+@pytest.mark.parametrize(
+    "text, field, message",
+    [
+        (BASE.replace('"100Mbit"', '"0"'), "link.rate", "must be positive"),
+        (BASE.replace('"100Mbit"', '"-5Mbit"'), "link.rate", "must be positive"),
+        (BASE.replace('"100Mbit"', "0"), "link.rate", "must be positive"),
+        (BASE.replace('"40ms"', '"0ms"'), "link.rtt", "must be positive"),
+        (BASE.replace("[link]", '[link]\nbuffer = "-1bdp"'), "link.buffer", "must not be negative"),
+        (BASE.replace('"cubic"', '"vegas"'), "flows[0].cca", "allowed: reno, cubic"),
+        (BASE + "colour = 1\n", "flows[0].colour", "unknown key; allowed keys: cca, count"),
+        (BASE.replace("[link]", "[link]\nmtu = 1500"), "link.mtu", "unknown key; allowed keys: rate, rtt"),
+        ("speed = 1\n" + BASE, "speed", "unknown key; allowed keys: seed, duration"),
+        (BASE + "[tcp]\nfoo = 1\n", "tcp.foo", "unknown key; allowed keys: mss"),
+        (BASE.replace('"10s"', '"10 parsecs"'), "duration", "unknown duration unit 'parsecs'"),
+        (BASE.replace('"10s"', '"0s"'), "duration", "must be positive"),
+        (BASE.replace("[link]", '[link]\nloss = "150%"'), "link.loss", "below 100%"),
+        (BASE.replace("[link]", "[link]\nloss = 1.5"), "link.loss", "below 100%"),
+        ('interval = "100us"\n' + BASE, "interval", "at least 1ms"),
+        (BASE.replace('rtt = "40ms"\n', ""), "link.rtt", "is required"),
+        (BASE.replace('duration = "10s"\n', ""), "duration", "is required"),
+        (BASE.split("[[flows]]")[0], "flows", "is required"),
+        (BASE.split("[[flows]]")[0] + "flows = []\n", "link.flows", "unknown key"),
+        ("flows = []\n" + BASE.split("[[flows]]")[0], "flows", "at least one"),
+        (BASE + 'size = "0B"\n', "flows[0].size", "must be positive"),
+        (BASE + 'start = "10s"\n', "flows[0].start", "before the end of the run"),
+        (BASE + "count = 0\n", "flows[0].count", "from 1 to"),
+        (BASE + 'rwnd = "1KB"\n', "flows[0].rwnd", "at least one MSS"),
+        (BASE + "params = { bogus = 1.0 }\n", "flows[0].params", "bogus"),
+        (BASE + '[[flows]]\ncca = "reno"\ncount = 3\n[[flows]]\ncca = "reno"\nparams = { x = 1 }\n',
+         "flows[2].params", "no parameter 'x'"),
+        (BASE + 'pacing = "yes"\n', "flows[0].pacing", "must be true or false"),
+        ("seed = -1\n" + BASE, "seed", "from 0 to"),
+        ("seed = true\n" + BASE, "seed", "must be an integer"),
+        (BASE + "[tcp]\nhz = 7\n", "tcp.hz", "must divide 1e9"),
+        (BASE + "[tcp]\nmss = 10\n", "tcp.mss", "from 64 to 9000"),
+        ("link = 3\n" + BASE.replace("[link]", "[other]"), "link", "must be a table"),
+    ],
+)
+def test_errors_name_the_field(text: str, field: str, message: str) -> None:
+    e = error_of(text)
+    assert e.field == field
+    assert message in e.message
+
+
+def test_toml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    p = tmp_path / "broken.toml"
+    p.write_text('duration = "10s"\n[link\nrate = 1\n')
+    with pytest.raises(ScenarioError) as info:
+        Scenario.from_file(p)
+    assert info.value.field == str(p)
+    assert "invalid TOML" in info.value.message and "line 2" in info.value.message
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError) as info:
+        Scenario.from_file(tmp_path / "nope.toml")
+    assert info.value.message == "no such scenario file"
+
+
+def test_scenarios_are_immutable() -> None:
+    s = Scenario.from_toml(MINIMAL)
+    with pytest.raises(Exception):
+        s.seed = 3  # type: ignore[misc]
