@@ -15,6 +15,8 @@ import json
 import os
 import re
 import tomllib
+
+import tomli_w
 from pathlib import Path
 from typing import Annotated, Any, Mapping, Optional, Sequence, Union
 
@@ -221,10 +223,15 @@ class Flow(_Table):
         }
 
 
-_NOTES = {
-    "size": "omitted: a bulk flow that sends until the end of the run",
-    "pacing": "omitted: follow the algorithm (Reno and Cubic do not pace)",
-}
+
+
+def _without_none(value: Any) -> Any:
+    """TOML has no null: unset optional values are left out."""
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
 
 
 class Scenario(_Table):
@@ -366,13 +373,12 @@ class Scenario(_Table):
 
     def effective_toml(self) -> str:
         """The effective scenario as TOML; loading it gives an equal Scenario."""
-        from . import tomlout
-
         header = (
-            "ccbench scenario, every default filled in\n"
-            f"scenario_hash = {self.scenario_hash}"
+            "# ccbench scenario, every default filled in\n"
+            f"# scenario_hash = {self.scenario_hash}\n"
+            "# A flow without `size` is bulk; without `pacing` it follows its algorithm.\n\n"
         )
-        return tomlout.dumps(self.to_dict(), header=header, notes=_NOTES)
+        return header + tomli_w.dumps(_without_none(self.to_dict()))
 
     def to_core(self) -> dict[str, Any]:
         """The simulator's scenario (base units), with ``count`` expanded."""
