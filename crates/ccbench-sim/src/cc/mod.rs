@@ -232,7 +232,7 @@ impl Algorithm {
                 if let Some(k) = params.keys().next() {
                     return Err(format!("reno has no parameter '{k}'"));
                 }
-                Box::new(reno::Reno::default())
+                Box::new(reno::Reno)
             }
             Algorithm::Cubic => Box::new(cubic::Cubic::new(cubic::CubicParams::from_overrides(params)?)),
         })

@@ -164,7 +164,7 @@ impl World {
     pub fn run_audited(mut self, every: u64) -> Result<RunOutput, String> {
         let mut now = Time::ZERO;
         while let Some((t, ev)) = self.q.pop() {
-            if every > 0 && self.events % every == 0 {
+            if every > 0 && self.events.is_multiple_of(every) {
                 self.audit(t)?;
             }
             now = t;

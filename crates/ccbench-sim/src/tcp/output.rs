@@ -299,10 +299,7 @@ impl Sender {
         let ratio = if self.w.cwnd < self.w.ssthresh / 2 { PACING_SS_RATIO } else { PACING_CA_RATIO };
         let mut rate = self.p.mss as u64 * ((1_000_000 / 100) << 3) * ratio;
         rate *= self.w.cwnd.max(self.sb.packets_out()) as u64;
-        if srtt8 > 0 {
-            rate /= srtt8;
-        }
-        self.w.pacing_rate = rate;
+        self.w.pacing_rate = rate.checked_div(srtt8).unwrap_or(rate);
     }
 
     /// `tcp_cwnd_validate`: remember whether the last window was cwnd-limited.

@@ -149,7 +149,7 @@ impl Scoreboard {
     fn entry_live(&self, seq: u64, xmits: u16) -> bool {
         seq >= self.snd_una && {
             let s = self.get(seq);
-            s.xmits == xmits && !s.has(SACKED) && !(s.has(LOST) && !s.has(RETRANS))
+            s.xmits == xmits && !s.has(SACKED) && (s.has(RETRANS) || !s.has(LOST))
         }
     }
 
