@@ -1,1 +1,199 @@
-fn main() {}
+//! Simulator speed and memory: `cargo bench -p ccbench-sim`, or
+//! `cargo bench -p ccbench-sim --bench throughput -- [--quick] [--repeat N] [CASE]`.
+//! Prints a table; nothing here passes or fails (see docs/benchmarks.md).
+//!
+//! Each case runs in its own child process (this binary re-invoked with `--case NAME`)
+//! so that its peak resident set (`VmHWM`) is its own.
+
+use ccbench_sim::config::{BufferLimit, FlowConfig, LinkConfig, TcpConfig};
+use ccbench_sim::Scenario;
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Instant;
+
+const MS: u64 = 1_000_000;
+const SEC: u64 = 1_000_000_000;
+const GBIT: u64 = 1_000_000_000;
+
+struct Case {
+    name: &'static str,
+    what: &'static str,
+    /// Simulated seconds (full, quick).
+    secs: (u64, u64),
+    flows: usize,
+    buffer_bdp: f64,
+    series: bool,
+}
+
+const CASES: &[Case] = &[
+    Case { name: "1flow-1bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true },
+    Case { name: "1flow-10bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 10 BDP", secs: (30, 5), flows: 1, buffer_bdp: 10.0, series: true },
+    Case { name: "100flows-1bdp", what: "100 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 100, buffer_bdp: 1.0, series: true },
+    Case { name: "mem-short", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (10, 2), flows: 1, buffer_bdp: 1.0, series: false },
+    Case { name: "mem-long", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (60, 12), flows: 1, buffer_bdp: 1.0, series: false },
+];
+
+fn scenario(c: &Case, quick: bool) -> Scenario {
+    let flows = (0..c.flows)
+        .map(|i| FlowConfig {
+            cca: "cubic".into(),
+            // Many flows join over the first second rather than in one synchronised burst.
+            start_ns: if c.flows > 1 { i as u64 * SEC / c.flows as u64 } else { 0 },
+            access_delay_ns: 0,
+            size_bytes: None,
+            pacing: None,
+            // Large enough that the window, not the receiver, limits every case.
+            rwnd_bytes: 100_000_000,
+            params: BTreeMap::new(),
+        })
+        .collect();
+    Scenario {
+        seed: 1,
+        duration_ns: if quick { c.secs.1 } else { c.secs.0 } * SEC,
+        sample_interval_ns: if c.series { 100 * MS } else { 0 },
+        link: LinkConfig { rate_bps: GBIT, rtt_ns: 20 * MS, buffer: BufferLimit::Bdp(c.buffer_bdp), loss: 0.0, nic_rate_bps: 10 * GBIT },
+        flows,
+        tcp: TcpConfig::default(),
+    }
+}
+
+/// A `kB` field of /proc/self/status (Linux only; 0 elsewhere).
+fn status_kb(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok())))
+        .unwrap_or(0)
+}
+
+/// One measured case, as the child reports it on a single line.
+struct Measured {
+    sim_s: f64,
+    wall_s: f64,
+    packets: u64,
+    events: u64,
+    rss_before_kb: u64,
+    peak_kb: u64,
+}
+
+impl Measured {
+    fn to_line(&self) -> String {
+        format!("RESULT {} {} {} {} {} {}", self.sim_s, self.wall_s, self.packets, self.events, self.rss_before_kb, self.peak_kb)
+    }
+    fn parse(out: &str) -> Option<Measured> {
+        let line = out.lines().find(|l| l.starts_with("RESULT "))?;
+        let v: Vec<&str> = line.split_whitespace().skip(1).collect();
+        Some(Measured {
+            sim_s: v.first()?.parse().ok()?,
+            wall_s: v.get(1)?.parse().ok()?,
+            packets: v.get(2)?.parse().ok()?,
+            events: v.get(3)?.parse().ok()?,
+            rss_before_kb: v.get(4)?.parse().ok()?,
+            peak_kb: v.get(5)?.parse().ok()?,
+        })
+    }
+    fn pps(&self) -> f64 {
+        self.packets as f64 / self.wall_s
+    }
+}
+
+/// Child: run one case and report.
+fn run_case(name: &str, quick: bool) {
+    let c = CASES.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("unknown case {name}"));
+    let s = scenario(c, quick);
+    let rss_before_kb = status_kb("VmRSS:");
+    let t = Instant::now();
+    let out = ccbench_sim::run(&s).expect("valid scenario");
+    let wall_s = t.elapsed().as_secs_f64();
+    let sm = &out.summary;
+    let r = Measured {
+        sim_s: sm.duration_s,
+        wall_s,
+        // ACKs return on a separate path, so everything the bottleneck forwarded is data.
+        packets: sm.link.packets_forwarded,
+        events: sm.events,
+        rss_before_kb,
+        peak_kb: status_kb("VmHWM:"),
+    };
+    // Keep the output alive until after the peak is read.
+    std::hint::black_box(&out);
+    println!("{}", r.to_line());
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    if let Some(i) = args.iter().position(|a| a == "--case") {
+        run_case(args.get(i + 1).expect("--case NAME"), quick);
+        return;
+    }
+    // Each case runs this many times; the run with the median wall time is reported.
+    let repeat: usize = match args.iter().position(|a| a == "--repeat") {
+        Some(i) => args.get(i + 1).and_then(|v| v.parse().ok()).expect("--repeat N"),
+        None if quick => 1,
+        None => 3,
+    };
+    // `cargo bench` passes `--bench`; any other bare argument filters cases by name.
+    let filters: Vec<&String> =
+        args.iter().enumerate().skip(1).filter(|(i, a)| !a.starts_with("--") && args[i - 1] != "--repeat").map(|(_, a)| a).collect();
+    let exe = std::env::current_exe().expect("current_exe");
+    println!(
+        "ccbench-sim {} throughput benchmark{}, median of {repeat} run{}",
+        ccbench_sim::VERSION,
+        if quick { " (--quick)" } else { "" },
+        if repeat == 1 { "" } else { "s" }
+    );
+    println!(
+        "{:<14} {:<42} {:>6} {:>7} {:>11} {:>10} {:>11} {:>10} {:>9}",
+        "case", "scenario", "sim s", "wall s", "data pkts", "pkts/s", "events", "events/s", "peak MB"
+    );
+    let mut results: BTreeMap<&str, Measured> = BTreeMap::new();
+    'cases: for c in CASES {
+        if !filters.iter().all(|f| c.name.contains(f.as_str())) {
+            continue;
+        }
+        let mut runs = Vec::new();
+        for _ in 0..repeat {
+            let mut cmd = Command::new(&exe);
+            cmd.args(["--case", c.name]);
+            if quick {
+                cmd.arg("--quick");
+            }
+            let out = cmd.output().expect("spawn case");
+            match Measured::parse(&String::from_utf8_lossy(&out.stdout)).filter(|_| out.status.success()) {
+                Some(r) => runs.push(r),
+                None => {
+                    println!("{:<14} failed: {}", c.name, String::from_utf8_lossy(&out.stderr).trim());
+                    continue 'cases;
+                }
+            }
+        }
+        runs.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
+        let r = runs.swap_remove(runs.len() / 2);
+        println!(
+            "{:<14} {:<42} {:>6.1} {:>7.3} {:>11} {:>10.3e} {:>11} {:>10.3e} {:>9.1}",
+            c.name,
+            c.what,
+            r.sim_s,
+            r.wall_s,
+            r.packets,
+            r.pps(),
+            r.events,
+            r.events as f64 / r.wall_s,
+            r.peak_kb as f64 / 1024.0
+        );
+        results.insert(c.name, r);
+    }
+    if let Some(r) = results.values().next() {
+        println!(
+            "(peak MB is VmHWM of the case's own process; {:.1} MB was resident before the run started)",
+            r.rss_before_kb as f64 / 1024.0
+        );
+    }
+    if let (Some(a), Some(b)) = (results.get("1flow-1bdp"), results.get("1flow-10bdp")) {
+        print!("packets/s 10 BDP / 1 BDP: {:.2}", b.pps() / a.pps());
+    }
+    if let (Some(a), Some(b)) = (results.get("mem-short"), results.get("mem-long")) {
+        print!("   peak RSS {:.0} s / {:.0} s: {:.2}", b.sim_s, a.sim_s, b.peak_kb as f64 / a.peak_kb as f64);
+    }
+    println!();
+}

@@ -423,6 +423,8 @@ impl Sender {
         if self.sb.is_empty() {
             self.sack_cache.clear();
         }
+        // Forget acknowledged transmissions so the send order stays window-sized.
+        self.sb.prune_send_order();
         flag
     }
 
