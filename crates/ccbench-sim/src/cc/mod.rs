@@ -74,6 +74,10 @@ pub struct ConnInfo {
     /// `tp->lsndtime`: when new data was last sent. On `CaEvent::TxStart` it must still
     /// hold the previous transmission's time (the kernel updates it after the event).
     pub lsndtime: Time,
+    /// `tp->tcp_wstamp_ns`: earliest departure time of the next skb (EDT).
+    pub wstamp: Time,
+    /// `tp->delivered_mstamp` in µs: when `delivered` last grew.
+    pub delivered_us: u64,
 }
 
 /// The window state an algorithm may change, as `tp->snd_cwnd` / `tp->snd_ssthresh`.
@@ -88,6 +92,10 @@ pub struct Window {
     /// `sk_pacing_rate` in payload bytes per second. Only `cong_control` algorithms set it;
     /// for the others the stack computes it after each ACK (`tcp_update_pacing_rate`).
     pub pacing_rate: u64,
+    /// Set by the algorithm to mark the connection application-limited now, as BBR does
+    /// in PROBE_RTT (`tp->app_limited = delivered + inflight`); the stack applies and
+    /// clears it.
+    pub mark_app_limited: bool,
 }
 
 /// `TCP_INFINITE_SSTHRESH`.
@@ -95,7 +103,7 @@ pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
 impl Window {
     pub fn new(init_cwnd: u32) -> Self {
-        Window { cwnd: init_cwnd, ssthresh: INFINITE_SSTHRESH, cwnd_clamp: u32::MAX / 2, cwnd_cnt: 0, pacing_rate: 0 }
+        Window { cwnd: init_cwnd, ssthresh: INFINITE_SSTHRESH, cwnd_clamp: u32::MAX / 2, cwnd_cnt: 0, pacing_rate: 0, mark_app_limited: false }
     }
     /// `tcp_in_slow_start`.
     pub fn in_slow_start(&self) -> bool {
@@ -130,10 +138,23 @@ pub struct RateSample {
     pub is_ack_delayed: bool,
     /// Inflight right after the newest delivered packet was sent (`tx.in_flight`).
     pub tx_in_flight: u32,
-    /// `tp->lost` when the newest delivered packet was sent (`tx.lost`).
+    /// Segments marked lost since the newest delivered packet was sent
+    /// (`tp->lost - tx.lost`, google/bbr tree).
     pub lost: u64,
     /// The ACK carried ECN-Echo.
     pub ece: bool,
+}
+
+/// The send-time snapshot of a segment the stack has just marked lost, as the google/bbr
+/// tree's `skb_marked_lost` hook sees it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LostSegment {
+    /// Inflight right after it was sent (`tx.in_flight`).
+    pub tx_in_flight: u32,
+    /// `tp->lost` when it was sent, and now (this loss included).
+    pub lost_at_send: u64,
+    pub lost_now: u64,
+    pub is_app_limited: bool,
 }
 
 /// What `pkts_acked` receives (`struct ack_sample`).
@@ -169,6 +190,9 @@ pub trait CongestionControl {
 
     /// `pkts_acked`: per-ACK RTT and acked count, before loss handling finishes.
     fn pkts_acked(&mut self, _c: &ConnInfo, _w: &mut Window, _s: &AckSample) {}
+
+    /// `skb_marked_lost` (google/bbr tree): the stack marked a segment lost.
+    fn segment_lost(&mut self, _c: &ConnInfo, _w: &mut Window, _seg: &LostSegment) {}
 
     /// `set_state`: the CA state is about to change.
     fn set_state(&mut self, _c: &ConnInfo, _w: &mut Window, _new: CaState) {}

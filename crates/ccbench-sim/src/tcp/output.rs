@@ -232,11 +232,6 @@ impl Sender {
 
     /// TLP with no new data: resend the last segment.
     pub(super) fn retransmit_tail_probe(&mut self, now: Time, seq: u64, q: &mut EventQueue) {
-        if self.sb.mark_lost(seq) {
-            // Not a loss the stack detected: keep `tp->lost` and lost_out honest by
-            // treating the probe as a retransmission of a presumed-lost tail.
-            self.lost += 1;
-        }
         self.send_skb(now, seq..seq + 1, true, q);
     }
 

@@ -89,7 +89,7 @@ impl RateState {
 
     /// `tcp_rate_gen`: finalise the sample of one ACK into `rs`.
     #[allow(clippy::too_many_arguments)]
-    pub fn generate(&mut self, pick: &Pick, now_us: u64, delivered: u64, delivered_ce: u64, newly_delivered: u32, newly_lost: u32, min_rtt_us: u64, rs: &mut RateSample) {
+    pub fn generate(&mut self, pick: &Pick, now_us: u64, delivered: u64, delivered_ce: u64, lost: u64, newly_delivered: u32, newly_lost: u32, min_rtt_us: u64, rs: &mut RateSample) {
         if self.app_limited != 0 && delivered > self.app_limited {
             self.app_limited = 0;
         }
@@ -103,7 +103,7 @@ impl RateState {
         rs.is_app_limited = pick.is_app_limited;
         rs.is_retrans = pick.is_retrans;
         rs.tx_in_flight = pick.tx_in_flight;
-        rs.lost = pick.lost;
+        rs.lost = lost - pick.lost;
         if pick.prior_us == 0 {
             rs.delivered = -1;
             rs.interval_us = -1;

@@ -89,7 +89,7 @@ impl Sender {
             sent = self.sb.packets_out() > before;
         } else if self.tlp_high_seq.is_none() && self.sb.packets_out() > 0 {
             let last = self.snd_nxt() - 1;
-            if !self.sb.get(last).has(super::scoreboard::SACKED) {
+            if self.sb.get(last).flags & (super::scoreboard::SACKED | super::scoreboard::RETRANS) == 0 {
                 self.retransmit_tail_probe(now, last, q);
                 self.tlp_retrans = true;
                 sent = true;
@@ -257,9 +257,7 @@ impl Sender {
             }
         }
         for seq in to_mark {
-            if self.sb.mark_lost(seq) {
-                self.lost += 1;
-            }
+            self.mark_lost(now, seq);
         }
         (remaining_max > 0).then_some(remaining_max as u64)
     }
@@ -330,9 +328,7 @@ impl Sender {
             if recent {
                 continue;
             }
-            if self.sb.mark_lost(seq) {
-                self.lost += 1;
-            }
+            self.mark_lost(now, seq);
         }
         if new_episode {
             self.prior_cwnd = self.w.cwnd;

@@ -77,11 +77,11 @@ impl Scoreboard {
         self.segs.push_back(seg);
     }
 
-    /// A lost segment is retransmitted: R and EVER_RETRANS set, moved to the tail of the
-    /// send-time order.
+    /// A segment is retransmitted (a lost one, or the tail as a loss probe): R and
+    /// EVER_RETRANS set, moved to the tail of the send-time order.
     pub fn on_retransmit(&mut self, seq: u64, tx_time: Time, tx: TxSnapshot) {
         let s = self.get_mut(seq);
-        debug_assert!(s.has(LOST) && !s.has(RETRANS) && !s.has(SACKED));
+        debug_assert!(!s.has(RETRANS) && !s.has(SACKED));
         s.flags |= RETRANS | EVER_RETRANS;
         s.xmits += 1;
         s.tx_time = tx_time;
@@ -102,11 +102,14 @@ impl Scoreboard {
             // A retransmission lost again.
             self.get_mut(seq).flags &= !RETRANS;
             self.retrans_out -= 1;
+            self.to_retransmit.insert(seq);
         } else {
             self.get_mut(seq).flags |= LOST;
             self.lost_out += 1;
+            if f & RETRANS == 0 {
+                self.to_retransmit.insert(seq);
+            }
         }
-        self.to_retransmit.insert(seq);
         true
     }
 

@@ -4,7 +4,7 @@
 use super::rate::{Pick, RateState, TxSnapshot};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, EVER_RETRANS, RETRANS, SACKED};
-use crate::cc::{AckSample, CaState, CongestionControl, ConnInfo, RateSample, Window};
+use crate::cc::{AckSample, CaState, CongestionControl, ConnInfo, LostSegment, RateSample, Window};
 use crate::net::packet::SackBlock;
 use crate::net::{Packet, Pipe};
 use crate::observe::histogram::Histogram;
@@ -246,6 +246,8 @@ impl Sender {
             app_limited: self.rate.app_limited != 0,
             prior_cwnd: self.prior_cwnd,
             lsndtime: self.last_send,
+            wstamp: self.wstamp,
+            delivered_us: self.rate.delivered_us,
         }
     }
 
@@ -333,7 +335,7 @@ impl Sender {
         let mut rs = RateSample { prior_in_flight, rtt_us: ca_rtt, is_ack_delayed: flag & FLAG_ACK_MAYBE_DELAYED != 0, ..Default::default() };
         let newly_delivered = (self.delivered - prior_delivered) as u32;
         let newly_lost = (self.lost - prior_lost) as u32;
-        self.rate.generate(&scan.pick, now_us, self.delivered, self.delivered_ce, newly_delivered, newly_lost, self.rtt.min_rtt_us(), &mut rs);
+        self.rate.generate(&scan.pick, now_us, self.delivered, self.delivered_ce, self.lost, newly_delivered, newly_lost, self.rtt.min_rtt_us(), &mut rs);
         self.cong_control(now, flag, &rs);
         if rexmit {
             self.xmit_retransmit_queue(now, q);
@@ -431,7 +433,9 @@ impl Sender {
     /// `tcp_cong_control`.
     fn cong_control(&mut self, now: Time, flag: u32, rs: &RateSample) {
         let info = self.info(now);
-        if self.cc.cong_control(&info, &mut self.w, rs) {
+        let owned = self.cc.cong_control(&info, &mut self.w, rs);
+        self.apply_app_limited_request();
+        if owned {
             return;
         }
         if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
@@ -484,6 +488,25 @@ impl Sender {
             self.rack_tx_us = tx_us;
             self.rack_end_seq = end_seq;
         }
+    }
+
+    /// Apply an algorithm's request to mark the connection app-limited now.
+    pub(super) fn apply_app_limited_request(&mut self) {
+        if std::mem::take(&mut self.w.mark_app_limited) {
+            self.rate.app_limited = (self.delivered + self.inflight() as u64).max(1);
+        }
+    }
+
+    /// `tcp_mark_skb_lost`, telling the algorithm (`skb_marked_lost`).
+    pub(super) fn mark_lost(&mut self, now: Time, seq: u64) {
+        if !self.sb.mark_lost(seq) {
+            return;
+        }
+        self.lost += 1;
+        let tx = self.sb.get(seq).tx;
+        let seg = LostSegment { tx_in_flight: tx.in_flight, lost_at_send: tx.lost, lost_now: self.lost, is_app_limited: tx.app_limited };
+        let info = self.info(now);
+        self.cc.segment_lost(&info, &mut self.w, &seg);
     }
 
     /// The sender-side snapshot stored into each transmitted segment.
