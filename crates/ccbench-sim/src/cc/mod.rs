@@ -6,6 +6,7 @@
 //! rate; model-based ones (BBR) implement `cong_control` and set cwnd and pacing
 //! themselves, exactly as `tcp_cong_control` dispatches.
 
+pub mod bbr;
 pub mod cubic;
 pub mod reno;
 
@@ -233,15 +234,18 @@ pub trait CongestionControl {
 pub enum Algorithm {
     Reno,
     Cubic,
+    /// BBRv1, mainline `tcp_bbr.c`.
+    Bbr,
 }
 
 impl Algorithm {
-    pub const ALL: &'static [Algorithm] = &[Algorithm::Reno, Algorithm::Cubic];
+    pub const ALL: &'static [Algorithm] = &[Algorithm::Reno, Algorithm::Cubic, Algorithm::Bbr];
 
     pub fn name(self) -> &'static str {
         match self {
             Algorithm::Reno => "reno",
             Algorithm::Cubic => "cubic",
+            Algorithm::Bbr => "bbr",
         }
     }
 
@@ -249,8 +253,9 @@ impl Algorithm {
         Algorithm::ALL.iter().copied().find(|a| a.name() == name)
     }
 
-    /// Build an instance with parameter overrides by name; unknown names are errors.
-    pub fn build(self, params: &BTreeMap<String, f64>) -> Result<Box<dyn CongestionControl>, String> {
+    /// Build an instance with parameter overrides by name (unknown names are errors) and
+    /// its own random stream.
+    pub fn build(self, params: &BTreeMap<String, f64>, rng: crate::sim::rng::Rng) -> Result<Box<dyn CongestionControl>, String> {
         Ok(match self {
             Algorithm::Reno => {
                 if let Some(k) = params.keys().next() {
@@ -259,6 +264,7 @@ impl Algorithm {
                 Box::new(reno::Reno)
             }
             Algorithm::Cubic => Box::new(cubic::Cubic::new(cubic::CubicParams::from_overrides(params)?)),
+            Algorithm::Bbr => Box::new(bbr::Bbr::new(bbr::BbrParams::from_overrides(params)?, rng)),
         })
     }
 }

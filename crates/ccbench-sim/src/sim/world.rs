@@ -66,7 +66,7 @@ impl World {
         for (i, f) in s.flows.iter().enumerate() {
             let id = i as u32;
             let alg = Algorithm::from_name(&f.cca).expect("validated");
-            let cc = alg.build(&f.params).map_err(|m| ConfigError { field: format!("flows[{i}].params"), message: m })?;
+            let cc = alg.build(&f.params, rng::stream(s.seed, "cc", id as u64)).map_err(|m| ConfigError { field: format!("flows[{i}].params"), message: m })?;
             let access = Dur(f.access_delay_ns);
             let base_rtt = Dur(link.rtt_ns) + access + access;
             let paced = f.pacing.unwrap_or(false);
