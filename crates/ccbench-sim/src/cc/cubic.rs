@@ -1036,7 +1036,7 @@ mod tests {
         for name in CubicParams::NAMES {
             assert!(err.contains(name), "{err} should list {name}");
         }
-        let err = Algorithm::Cubic.build(&[("C".to_string(), 0.4)].into()).err().unwrap();
+        let err = Algorithm::Cubic.build(&[("C".to_string(), 0.4)].into(), crate::sim::rng::stream(0, "cc", 0)).err().unwrap();
         assert!(err.contains("'C'"), "{err}");
     }
 
