@@ -21,6 +21,8 @@ const COMP_SACK_DELAY: Dur = Dur::from_ms(1);
 /// SACK blocks remembered (`TCP_NUM_SACKS`) and sent with timestamps on.
 const NUM_SACKS: usize = 4;
 const SACKS_PER_ACK: usize = 3;
+/// `TCP_SACK_BLOCKS_EXPECTED`: blocks a peer is assumed to see from one ACK.
+const SACK_BLOCKS_EXPECTED: usize = 2;
 
 #[derive(Clone, Debug)]
 pub struct ReceiverParams {
@@ -178,6 +180,12 @@ impl Receiver {
                 }
             }
         } else {
+            // A block about to rotate out of the first two reported ones: send any
+            // compressed ACK first, so its news is not lost (`tcp_sack_compress_send_ack`).
+            let idx = self.sacks.iter().position(|b| b.0 <= e && s <= b.1).unwrap_or(self.sacks.len());
+            if idx >= SACK_BLOCKS_EXPECTED && self.compressed_ack > 0 {
+                self.send_ack(now, q);
+            }
             self.insert_ooo(s, e);
         }
         self.ack_snd_check(now, q);
