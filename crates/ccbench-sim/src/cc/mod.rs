@@ -7,6 +7,7 @@
 //! themselves, exactly as `tcp_cong_control` dispatches.
 
 pub mod bbr;
+pub mod bbr3;
 pub mod cubic;
 pub mod reno;
 
@@ -236,16 +237,22 @@ pub enum Algorithm {
     Cubic,
     /// BBRv1, mainline `tcp_bbr.c`.
     Bbr,
+    /// BBRv2, google/bbr `v2alpha` `tcp_bbr2.c`.
+    Bbr2,
+    /// BBRv3, google/bbr `v3`.
+    Bbr3,
 }
 
 impl Algorithm {
-    pub const ALL: &'static [Algorithm] = &[Algorithm::Reno, Algorithm::Cubic, Algorithm::Bbr];
+    pub const ALL: &'static [Algorithm] = &[Algorithm::Reno, Algorithm::Cubic, Algorithm::Bbr, Algorithm::Bbr2, Algorithm::Bbr3];
 
     pub fn name(self) -> &'static str {
         match self {
             Algorithm::Reno => "reno",
             Algorithm::Cubic => "cubic",
             Algorithm::Bbr => "bbr",
+            Algorithm::Bbr2 => "bbr2",
+            Algorithm::Bbr3 => "bbr3",
         }
     }
 
@@ -265,6 +272,14 @@ impl Algorithm {
             }
             Algorithm::Cubic => Box::new(cubic::Cubic::new(cubic::CubicParams::from_overrides(params)?)),
             Algorithm::Bbr => Box::new(bbr::Bbr::new(bbr::BbrParams::from_overrides(params)?, rng)),
+            Algorithm::Bbr2 => {
+                let v = bbr3::Version::V2;
+                Box::new(bbr3::Bbr3::new(v, bbr3::Bbr3Params::from_overrides(v, params)?, rng))
+            }
+            Algorithm::Bbr3 => {
+                let v = bbr3::Version::V3;
+                Box::new(bbr3::Bbr3::new(v, bbr3::Bbr3Params::from_overrides(v, params)?, rng))
+            }
         })
     }
 }

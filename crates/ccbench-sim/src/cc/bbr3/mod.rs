@@ -1,0 +1,625 @@
+//! BBRv3 (google/bbr `v3`, the basis of draft-ietf-ccwg-bbr) and BBRv2 (google/bbr
+//! `v2alpha`), reference §3-§4. One struct serves both; every place they differ matches
+//! on [`Version`]. Files: `startup.rs` (STARTUP, DRAIN), `probe_bw.rs` (DOWN, CRUISE,
+//! REFILL, UP and the upper bound inflight_hi), `probe_rtt.rs`, `bounds.rs` (the loss
+//! response: bw_lo, inflight_lo, and the cwnd bound). Shared arithmetic is in
+//! `bbr::model`.
+
+mod bounds;
+mod probe_bw;
+mod probe_rtt;
+mod startup;
+
+use super::bbr::model::*;
+use super::bbr::Mode;
+use super::{CaEvent, CaState, CongestionControl, ConnInfo, Internals, LostSegment, RateSample, Window, INFINITE_SSTHRESH};
+use crate::sim::rng::Rng;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Version {
+    V2,
+    V3,
+}
+
+/// PROBE_BW sub-states (`enum bbr_pacing_gain_phase`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Phase {
+    Up,
+    Down,
+    Cruise,
+    Refill,
+}
+
+/// Where the ACKs of a bandwidth probe are (`enum bbr_ack_phase`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AckPhase {
+    Init,
+    Refilling,
+    ProbeStarting,
+    ProbeFeedback,
+    ProbeStopping,
+}
+
+/// "Unset" for the bounds (`~0U`).
+const UNSET: u32 = u32::MAX;
+const UNSET_BW: u64 = u64::MAX;
+
+/// Constants of v3 (and v2), /256 fixed point for gains and fractions.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Bbr3Params {
+    /// STARTUP pacing gain: v3 2.77 (710/256), v2 2/ln 2 (739/256).
+    pub startup_pacing_gain: u32,
+    /// STARTUP and DRAIN cwnd gain: v3 2.0, v2 2.885.
+    pub startup_cwnd_gain: u32,
+    /// DRAIN pacing gain 1/2.885 (88/256).
+    pub drain_gain: u32,
+    /// PROBE_BW cwnd gain 2.0, plus `probe_up_cwnd_gain_extra` in UP (v3: 64/256).
+    pub cwnd_gain: u32,
+    pub probe_up_cwnd_gain_extra: u32,
+    /// PROBE_BW pacing gains: UP 1.25; DOWN v3 0.906 (232/256), v2 0.75; CRUISE, REFILL 1.
+    pub probe_up_gain: u32,
+    pub probe_down_gain: u32,
+    /// v2: UP ends once inflight reaches this x BDP after a min_rtt (`bw_probe_pif_gain`).
+    pub probe_pif_gain: u32,
+    pub full_bw_thresh: u32,
+    pub full_bw_cnt: u32,
+    /// STARTUP exits on this many loss events in a round with loss above threshold
+    /// (`full_loss_cnt`: v3 6, v2 8).
+    pub full_loss_cnt: u32,
+    /// `loss_thresh` = 2% (5/256) of inflight at send time.
+    pub loss_thresh: u32,
+    /// `beta` = 0.3 (76/256): the multiplicative cut of bw_lo/inflight_lo/inflight_hi.
+    pub beta: u32,
+    /// `inflight_headroom` = 15% (38/256).
+    pub inflight_headroom: u32,
+    pub cwnd_min_target: u32,
+    pub min_rtt_win_sec: u32,
+    /// `probe_rtt_win_ms`: PROBE_RTT at least every 5 s.
+    pub probe_rtt_win_ms: u32,
+    pub probe_rtt_mode_ms: u32,
+    /// `probe_rtt_cwnd_gain` = 0.5 (128/256) of a BDP.
+    pub probe_rtt_cwnd_gain: u32,
+    /// Probe wait: `bw_probe_base_us` + uniform[0, `bw_probe_rand_us`).
+    pub bw_probe_base_us: u32,
+    pub bw_probe_rand_us: u32,
+    /// Reno-coexistence cap on rounds between probes (`bw_probe_max_rounds`).
+    pub bw_probe_max_rounds: u32,
+    pub extra_acked_gain: u32,
+    pub extra_acked_win_rtts: u32,
+    /// `extra_acked_win_rtts` before the pipe is first full (1 round).
+    pub startup_extra_acked_win_rtts: u32,
+}
+
+impl Bbr3Params {
+    pub fn defaults(v: Version) -> Self {
+        let unit = BBR_UNIT;
+        let v1_high_gain = unit * 2885 / 1000 + 1;
+        Bbr3Params {
+            startup_pacing_gain: match v {
+                Version::V3 => unit * 277 / 100 + 1,
+                Version::V2 => v1_high_gain,
+            },
+            startup_cwnd_gain: match v {
+                Version::V3 => unit * 2,
+                Version::V2 => v1_high_gain,
+            },
+            drain_gain: unit * 1000 / 2885,
+            cwnd_gain: unit * 2,
+            probe_up_cwnd_gain_extra: match v {
+                Version::V3 => unit / 4,
+                Version::V2 => 0,
+            },
+            probe_up_gain: unit * 5 / 4,
+            probe_down_gain: match v {
+                Version::V3 => unit * 91 / 100,
+                Version::V2 => unit * 3 / 4,
+            },
+            probe_pif_gain: unit * 5 / 4,
+            full_bw_thresh: unit * 5 / 4,
+            full_bw_cnt: 3,
+            full_loss_cnt: match v {
+                Version::V3 => 6,
+                Version::V2 => 8,
+            },
+            loss_thresh: unit * 2 / 100,
+            beta: unit * 30 / 100,
+            inflight_headroom: unit * 15 / 100,
+            cwnd_min_target: 4,
+            min_rtt_win_sec: 10,
+            probe_rtt_win_ms: 5000,
+            probe_rtt_mode_ms: 200,
+            probe_rtt_cwnd_gain: unit / 2,
+            bw_probe_base_us: 2_000_000,
+            bw_probe_rand_us: 1_000_000,
+            bw_probe_max_rounds: 63,
+            extra_acked_gain: unit,
+            extra_acked_win_rtts: 5,
+            startup_extra_acked_win_rtts: 1,
+        }
+    }
+
+    pub fn from_overrides(v: Version, overrides: &BTreeMap<String, f64>) -> Result<Self, String> {
+        const GAINS: &[&str] = &[
+            "startup_pacing_gain", "startup_cwnd_gain", "drain_gain", "cwnd_gain", "probe_up_cwnd_gain_extra",
+            "probe_up_gain", "probe_down_gain", "probe_pif_gain", "full_bw_thresh", "loss_thresh", "beta",
+            "inflight_headroom", "probe_rtt_cwnd_gain", "extra_acked_gain",
+        ];
+        const COUNTS: &[&str] = &[
+            "full_bw_cnt", "full_loss_cnt", "cwnd_min_target", "min_rtt_win_sec", "probe_rtt_win_ms",
+            "probe_rtt_mode_ms", "bw_probe_base_us", "bw_probe_rand_us", "bw_probe_max_rounds", "extra_acked_win_rtts",
+        ];
+        let mut p = Bbr3Params::defaults(v);
+        let name = match v {
+            Version::V2 => "bbr2",
+            Version::V3 => "bbr3",
+        };
+        for (key, &x) in overrides {
+            if !x.is_finite() || x < 0.0 {
+                return Err(format!("{name} parameter '{key}' must be a finite non-negative number, got {x}"));
+            }
+            let slot: &mut u32 = match key.as_str() {
+                "startup_pacing_gain" => &mut p.startup_pacing_gain,
+                "startup_cwnd_gain" => &mut p.startup_cwnd_gain,
+                "drain_gain" => &mut p.drain_gain,
+                "cwnd_gain" => &mut p.cwnd_gain,
+                "probe_up_cwnd_gain_extra" => &mut p.probe_up_cwnd_gain_extra,
+                "probe_up_gain" => &mut p.probe_up_gain,
+                "probe_down_gain" => &mut p.probe_down_gain,
+                "probe_pif_gain" => &mut p.probe_pif_gain,
+                "full_bw_thresh" => &mut p.full_bw_thresh,
+                "loss_thresh" => &mut p.loss_thresh,
+                "beta" => &mut p.beta,
+                "inflight_headroom" => &mut p.inflight_headroom,
+                "probe_rtt_cwnd_gain" => &mut p.probe_rtt_cwnd_gain,
+                "extra_acked_gain" => &mut p.extra_acked_gain,
+                "full_bw_cnt" => &mut p.full_bw_cnt,
+                "full_loss_cnt" => &mut p.full_loss_cnt,
+                "cwnd_min_target" => &mut p.cwnd_min_target,
+                "min_rtt_win_sec" => &mut p.min_rtt_win_sec,
+                "probe_rtt_win_ms" => &mut p.probe_rtt_win_ms,
+                "probe_rtt_mode_ms" => &mut p.probe_rtt_mode_ms,
+                "bw_probe_base_us" => &mut p.bw_probe_base_us,
+                "bw_probe_rand_us" => &mut p.bw_probe_rand_us,
+                "bw_probe_max_rounds" => &mut p.bw_probe_max_rounds,
+                "extra_acked_win_rtts" => &mut p.extra_acked_win_rtts,
+                _ => {
+                    let all: Vec<&str> = GAINS.iter().chain(COUNTS).copied().collect();
+                    return Err(format!("{name} has no parameter '{key}' (allowed: {})", all.join(", ")));
+                }
+            };
+            if GAINS.contains(&key.as_str()) {
+                *slot = gain(x);
+            } else if x.fract() != 0.0 || x > u32::MAX as f64 {
+                return Err(format!("{name} parameter '{key}' must be a whole number, got {x}"));
+            } else {
+                *slot = x as u32;
+            }
+        }
+        if p.beta >= BBR_UNIT || p.loss_thresh >= BBR_UNIT || p.inflight_headroom >= BBR_UNIT {
+            return Err(format!("{name}: beta, loss_thresh and inflight_headroom must be below 1"));
+        }
+        p.cwnd_min_target = p.cwnd_min_target.max(1);
+        p.full_bw_cnt = p.full_bw_cnt.max(1);
+        p.min_rtt_win_sec = p.min_rtt_win_sec.max(1);
+        p.extra_acked_win_rtts = p.extra_acked_win_rtts.max(1);
+        Ok(p)
+    }
+}
+
+/// `struct bbr` of the v2/v3 trees.
+pub struct Bbr3 {
+    v: Version,
+    p: Bbr3Params,
+    rng: Rng,
+    mss: u32,
+    init_cwnd: u32,
+    mode: Mode,
+    phase: Phase,
+    ack_phase: AckPhase,
+    pacing_gain: u32,
+    cwnd_gain: u32,
+    // Bandwidth model.
+    /// Max-bw filter: the maxima of the previous and current probing cycles.
+    bw_hi: [u64; 2],
+    bw_lo: u64,
+    bw_latest: u64,
+    inflight_latest: u32,
+    inflight_hi: u32,
+    inflight_lo: u32,
+    // Rounds.
+    next_rtt_delivered: u64,
+    round_start: bool,
+    rounds_since_probe: u32,
+    loss_round_delivered: u64,
+    loss_round_start: bool,
+    loss_in_round: bool,
+    loss_in_cycle: bool,
+    loss_events_in_round: u32,
+    // STARTUP plateau.
+    full_bw: u64,
+    full_bw_cnt: u32,
+    full_bw_now: bool,
+    full_bw_reached: bool,
+    // PROBE_BW.
+    cycle_us: u64,
+    probe_wait_us: u64,
+    bw_probe_up_rounds: u32,
+    bw_probe_up_cnt: u32,
+    bw_probe_up_acks: u32,
+    bw_probe_samples: bool,
+    prev_probe_too_high: bool,
+    stopped_risky_probe: bool,
+    // min_rtt and PROBE_RTT.
+    min_rtt_us: u64,
+    min_rtt_stamp: u32,
+    probe_rtt_min_us: u64,
+    probe_rtt_min_stamp: u32,
+    probe_rtt_done_stamp: Option<u32>,
+    probe_rtt_round_done: bool,
+    // Recovery and idle.
+    prior_cwnd: u32,
+    prev_ca_state: CaState,
+    idle_restart: bool,
+    has_seen_rtt: bool,
+    aggregation: AckAggregation,
+    /// The bandwidth sample of the ACK being processed.
+    sample_bw: u64,
+}
+
+impl Bbr3 {
+    pub fn new(v: Version, p: Bbr3Params, rng: Rng) -> Bbr3 {
+        Bbr3 {
+            v,
+            pacing_gain: p.startup_pacing_gain,
+            cwnd_gain: p.startup_cwnd_gain,
+            p,
+            rng,
+            mss: 1448,
+            init_cwnd: INIT_CWND,
+            mode: Mode::Startup,
+            phase: Phase::Down,
+            ack_phase: AckPhase::Init,
+            bw_hi: [0, 0],
+            bw_lo: UNSET_BW,
+            bw_latest: 0,
+            inflight_latest: 0,
+            inflight_hi: UNSET,
+            inflight_lo: UNSET,
+            next_rtt_delivered: 0,
+            round_start: false,
+            rounds_since_probe: 0,
+            loss_round_delivered: 0,
+            loss_round_start: false,
+            loss_in_round: false,
+            loss_in_cycle: false,
+            loss_events_in_round: 0,
+            full_bw: 0,
+            full_bw_cnt: 0,
+            full_bw_now: false,
+            full_bw_reached: false,
+            cycle_us: 0,
+            probe_wait_us: 0,
+            bw_probe_up_rounds: 0,
+            bw_probe_up_cnt: UNSET,
+            bw_probe_up_acks: 0,
+            bw_probe_samples: false,
+            prev_probe_too_high: false,
+            stopped_risky_probe: false,
+            min_rtt_us: u64::MAX,
+            min_rtt_stamp: 0,
+            probe_rtt_min_us: u64::MAX,
+            probe_rtt_min_stamp: 0,
+            probe_rtt_done_stamp: None,
+            probe_rtt_round_done: false,
+            prior_cwnd: 0,
+            prev_ca_state: CaState::Open,
+            idle_restart: false,
+            has_seen_rtt: false,
+            aggregation: AckAggregation::default(),
+            sample_bw: 0,
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    fn max_bw(&self) -> u64 {
+        self.bw_hi[0].max(self.bw_hi[1])
+    }
+
+    /// `bbr_bw`: the max filter capped by the short-term lower bound.
+    fn bw(&self) -> u64 {
+        self.max_bw().min(self.bw_lo)
+    }
+
+    /// `bbr_tso_segs_generic`: about 1 ms of data plus the short-RTT bonus, >= 2 segments.
+    fn tso_segs_goal(&self, c: &ConnInfo, w: &Window) -> u32 {
+        let mut bytes = w.pacing_rate >> 10;
+        let r = self.min_rtt_us >> 9;
+        if r < 64 {
+            bytes += 65536 >> r;
+        }
+        ((bytes.min(TSO_MAX_BYTES) / c.mss as u64) as u32).max(2)
+    }
+
+    /// `bbr_quantization_budget` (v2/v3): at least three TSO bursts and the minimum cwnd,
+    /// plus 2 while probing up.
+    fn quantization_budget(&self, c: &ConnInfo, w: &Window, cwnd: u32) -> u32 {
+        let mut cwnd = cwnd.max(3 * self.tso_segs_goal(c, w)).max(self.p.cwnd_min_target);
+        if self.mode == Mode::ProbeBw && self.phase == Phase::Up {
+            cwnd += 2;
+        }
+        cwnd
+    }
+
+    fn inflight(&self, c: &ConnInfo, w: &Window, bw: u64, gain: u32) -> u32 {
+        self.quantization_budget(c, w, bdp(bw, self.min_rtt_us, gain))
+    }
+
+    /// `bbr_target_inflight`: what to keep in flight in steady state.
+    fn target_inflight(&self, c: &ConnInfo, w: &Window) -> u32 {
+        self.inflight(c, w, self.bw(), BBR_UNIT).min(w.cwnd)
+    }
+
+    fn in_net_at_edt(&self, c: &ConnInfo, w: &Window, inflight_now: u32) -> u32 {
+        let tso = if self.pacing_gain > BBR_UNIT { self.tso_segs_goal(c, w) } else { 0 };
+        packets_in_net_at_edt(c, self.bw(), inflight_now, tso)
+    }
+
+    fn is_probing_bandwidth(&self) -> bool {
+        self.mode == Mode::Startup || (self.mode == Mode::ProbeBw && matches!(self.phase, Phase::Refill | Phase::Up))
+    }
+
+    fn init_pacing_rate_from_rtt(&mut self, c: &ConnInfo, w: &mut Window) {
+        let rtt_us = if c.srtt_us > 0 {
+            self.has_seen_rtt = true;
+            c.srtt_us.max(1)
+        } else {
+            1000
+        };
+        let bw = w.cwnd as u64 * BW_UNIT / rtt_us;
+        w.pacing_rate = rate_bytes_per_sec(bw, c.mss, self.p.startup_pacing_gain);
+    }
+
+    fn set_pacing_rate(&mut self, c: &ConnInfo, w: &mut Window, bw: u64, gain: u32) {
+        let rate = rate_bytes_per_sec(bw, c.mss, gain);
+        if !self.has_seen_rtt && c.srtt_us > 0 {
+            self.init_pacing_rate_from_rtt(c, w);
+        }
+        if self.full_bw_reached || rate > w.pacing_rate {
+            w.pacing_rate = rate;
+        }
+    }
+
+    /// `bbr_update_round_start`.
+    fn update_round_start(&mut self, c: &ConnInfo, rs: &RateSample) {
+        self.round_start = false;
+        if rs.interval_us > 0 && rs.prior_delivered >= self.next_rtt_delivered {
+            self.next_rtt_delivered = c.delivered;
+            self.round_start = true;
+            self.rounds_since_probe = (self.rounds_since_probe + 1).min(0xff);
+        }
+    }
+
+    /// `bbr_update_latest_delivery_signals`: per-round maxima and loss-round starts.
+    fn update_latest_delivery_signals(&mut self, c: &ConnInfo, rs: &RateSample) {
+        self.loss_round_start = false;
+        if rs.interval_us <= 0 || rs.acked_sacked == 0 {
+            return;
+        }
+        self.bw_latest = self.bw_latest.max(self.sample_bw);
+        self.inflight_latest = self.inflight_latest.max(rs.delivered.max(0) as u32);
+        if rs.prior_delivered >= self.loss_round_delivered {
+            self.loss_round_delivered = c.delivered;
+            self.loss_round_start = true;
+        }
+    }
+
+    /// `bbr_advance_latest_delivery_signals`.
+    fn advance_latest_delivery_signals(&mut self, c: &ConnInfo, rs: &RateSample) {
+        if self.loss_round_start {
+            self.bw_latest = self.sample_bw;
+            self.inflight_latest = rs.delivered.max(0) as u32;
+        }
+        self.prev_ca_state = c.ca_state;
+        self.loss_in_cycle |= rs.lost > 0;
+    }
+
+    /// `bbr_update_congestion_signals`: feed the max filter; once per loss round adapt
+    /// the lower bounds.
+    fn update_congestion_signals(&mut self, c: &ConnInfo, w: &Window, rs: &RateSample) {
+        if rs.interval_us <= 0 || rs.acked_sacked == 0 {
+            return;
+        }
+        if !rs.is_app_limited || self.sample_bw >= self.max_bw() {
+            self.bw_hi[1] = self.bw_hi[1].max(self.sample_bw);
+        }
+        self.loss_in_round |= rs.losses > 0;
+        if !self.loss_round_start {
+            return;
+        }
+        self.adapt_lower_bounds(w);
+        self.loss_in_round = false;
+        let _ = c;
+    }
+
+    fn update_gains(&mut self) {
+        (self.pacing_gain, self.cwnd_gain) = match self.mode {
+            Mode::Startup => (self.p.startup_pacing_gain, self.p.startup_cwnd_gain),
+            Mode::Drain => (self.p.drain_gain, self.p.startup_cwnd_gain),
+            Mode::ProbeBw => match self.phase {
+                Phase::Up => (self.p.probe_up_gain, self.p.cwnd_gain + self.p.probe_up_cwnd_gain_extra),
+                Phase::Down => (self.p.probe_down_gain, self.p.cwnd_gain),
+                Phase::Cruise | Phase::Refill => (BBR_UNIT, self.p.cwnd_gain),
+            },
+            Mode::ProbeRtt => (BBR_UNIT, BBR_UNIT),
+        };
+    }
+
+    /// `bbr_set_cwnd` (v2/v3): no packet conservation; the loss response is in the
+    /// bounds applied afterwards.
+    fn set_cwnd(&mut self, c: &ConnInfo, w: &mut Window, rs: &RateSample, bw: u64) {
+        let acked = rs.acked_sacked;
+        let mut cwnd = w.cwnd;
+        if acked > 0 {
+            let mut target = bdp(bw, self.min_rtt_us, self.cwnd_gain);
+            target += self.aggregation.cwnd_allowance(bw, self.p.extra_acked_gain);
+            target = self.quantization_budget(c, w, target);
+            if self.full_bw_reached {
+                cwnd = (cwnd + acked).min(target);
+            } else if cwnd < target || cwnd < 2 * self.init_cwnd {
+                cwnd += acked;
+            }
+            cwnd = cwnd.max(self.p.cwnd_min_target);
+        }
+        w.cwnd = cwnd.min(w.cwnd_clamp);
+        if self.mode == Mode::ProbeRtt {
+            w.cwnd = w.cwnd.min(self.probe_rtt_cwnd());
+        }
+    }
+
+    fn save_cwnd(&mut self, w: &Window) {
+        if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
+            self.prior_cwnd = w.cwnd;
+        } else {
+            self.prior_cwnd = self.prior_cwnd.max(w.cwnd);
+        }
+    }
+
+    /// `bbr_update_model`.
+    fn update_model(&mut self, c: &ConnInfo, w: &mut Window, rs: &RateSample) {
+        self.update_congestion_signals(c, w, rs);
+        if rs.acked_sacked > 0 && rs.delivered >= 0 && rs.interval_us > 0 {
+            let win = if self.full_bw_reached { self.p.extra_acked_win_rtts } else { self.p.startup_extra_acked_win_rtts };
+            self.aggregation.update(self.round_start, win, c.delivered_us, self.bw(), rs.acked_sacked, w.cwnd);
+        }
+        self.check_loss_too_high_in_startup(c, w, rs);
+        self.check_full_bw_reached(rs);
+        self.check_drain(c, w);
+        self.update_cycle_phase(c, w, rs);
+        self.update_min_rtt(c, w, rs);
+    }
+}
+
+impl CongestionControl for Bbr3 {
+    fn name(&self) -> &'static str {
+        match self.v {
+            Version::V2 => "bbr2",
+            Version::V3 => "bbr3",
+        }
+    }
+
+    fn init(&mut self, c: &ConnInfo, w: &mut Window) {
+        w.ssthresh = INFINITE_SSTHRESH;
+        self.mss = c.mss;
+        self.init_cwnd = w.cwnd;
+        self.next_rtt_delivered = c.delivered;
+        self.loss_round_delivered = c.delivered;
+        self.min_rtt_us = c.min_rtt_us;
+        self.min_rtt_stamp = c.jiffies;
+        self.probe_rtt_min_us = c.min_rtt_us;
+        self.probe_rtt_min_stamp = c.jiffies;
+        self.init_pacing_rate_from_rtt(c, w);
+        self.aggregation.reset_epoch(c.now.us());
+    }
+
+    fn owns_cwnd(&self) -> bool {
+        true
+    }
+
+    fn needs_pacing(&self) -> bool {
+        true
+    }
+
+    fn ssthresh(&mut self, _c: &ConnInfo, w: &Window) -> u32 {
+        self.save_cwnd(w);
+        w.ssthresh
+    }
+
+    /// `bbr_main` (always the slow path; the fast path is an optimisation with the same
+    /// results).
+    fn cong_control(&mut self, c: &ConnInfo, w: &mut Window, rs: &RateSample) -> bool {
+        self.update_round_start(c, rs);
+        // `bbr_calculate_bw_sample`: v2/v3 round the sample up.
+        self.sample_bw = if rs.interval_us > 0 && rs.delivered >= 0 {
+            (rs.delivered as u64 * BW_UNIT).div_ceil(rs.interval_us as u64)
+        } else {
+            0
+        };
+        self.update_latest_delivery_signals(c, rs);
+        self.update_model(c, w, rs);
+        self.update_gains();
+        let bw = self.bw();
+        self.set_pacing_rate(c, w, bw, self.pacing_gain);
+        self.set_cwnd(c, w, rs, bw);
+        self.bound_cwnd_for_inflight_model(w);
+        self.advance_latest_delivery_signals(c, rs);
+        true
+    }
+
+    fn segment_lost(&mut self, c: &ConnInfo, w: &mut Window, seg: &LostSegment) {
+        self.skb_marked_lost(c, w, seg);
+    }
+
+    /// `bbr_set_state`.
+    fn set_state(&mut self, _c: &ConnInfo, w: &mut Window, new: CaState) {
+        if new == CaState::Loss {
+            self.prev_ca_state = CaState::Loss;
+            self.reset_full_bw();
+            if !self.is_probing_bandwidth() && self.inflight_lo == UNSET {
+                // The per-round adaptation needs the cwnd from before the RTO.
+                self.inflight_lo = w.cwnd.max(self.prior_cwnd);
+            }
+        } else if self.prev_ca_state == CaState::Loss {
+            self.prev_ca_state = new;
+            w.cwnd = w.cwnd.max(self.prior_cwnd);
+        }
+    }
+
+    fn cwnd_event(&mut self, c: &ConnInfo, w: &mut Window, ev: CaEvent) {
+        if ev == CaEvent::TxStart && c.app_limited {
+            self.idle_restart = true;
+            self.aggregation.reset_epoch(c.now.us());
+            match self.mode {
+                Mode::ProbeBw => self.set_pacing_rate(c, w, self.bw(), BBR_UNIT),
+                Mode::ProbeRtt => self.check_probe_rtt_done(c, w),
+                _ => {}
+            }
+        }
+    }
+
+    fn undo_cwnd(&mut self, _c: &ConnInfo, w: &Window) -> u32 {
+        self.reset_full_bw();
+        self.loss_in_round = false;
+        w.cwnd.max(self.prior_cwnd)
+    }
+
+    fn min_tso_segs(&self, c: &ConnInfo) -> u32 {
+        min_tso_segs(c.pacing_rate)
+    }
+
+    fn internals(&self) -> Internals {
+        let bps = |bw: u64| if bw == UNSET_BW { f64::NAN } else { bw as f64 / BW_UNIT as f64 * 1e6 * self.mss as f64 * 8.0 };
+        let segs = |x: u32| if x == UNSET { f64::NAN } else { x as f64 };
+        let mut m = Internals::new();
+        m.insert("mode", self.mode as u8 as f64);
+        m.insert("phase", self.phase as u8 as f64);
+        m.insert("pacing_gain", self.pacing_gain as f64 / BBR_UNIT as f64);
+        m.insert("cwnd_gain", self.cwnd_gain as f64 / BBR_UNIT as f64);
+        m.insert("bw_bps", bps(self.bw()));
+        m.insert("max_bw_bps", bps(self.max_bw()));
+        m.insert("bw_lo_bps", bps(self.bw_lo));
+        m.insert("inflight_hi", segs(self.inflight_hi));
+        m.insert("inflight_lo", segs(self.inflight_lo));
+        m.insert("min_rtt_ms", if self.min_rtt_us == u64::MAX { f64::NAN } else { self.min_rtt_us as f64 / 1e3 });
+        m.insert("full_bw_reached", self.full_bw_reached as u8 as f64);
+        m.insert("extra_acked", self.aggregation.extra_acked() as f64);
+        m
+    }
+}
