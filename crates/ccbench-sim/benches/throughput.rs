@@ -36,22 +36,18 @@ const CASES: &[Case] = &[
 fn scenario(c: &Case, quick: bool) -> Scenario {
     let flows = (0..c.flows)
         .map(|i| FlowConfig {
-            cca: "cubic".into(),
             // Many flows join over the first second rather than in one synchronised burst.
             start_ns: if c.flows > 1 { i as u64 * SEC / c.flows as u64 } else { 0 },
-            access_delay_ns: 0,
-            size_bytes: None,
-            pacing: None,
             // Large enough that the window, not the receiver, limits every case.
             rwnd_bytes: 100_000_000,
-            params: BTreeMap::new(),
+            ..FlowConfig::bulk("cubic")
         })
         .collect();
     Scenario {
         seed: 1,
         duration_ns: if quick { c.secs.1 } else { c.secs.0 } * SEC,
         sample_interval_ns: if c.series { 100 * MS } else { 0 },
-        link: LinkConfig { rate_bps: GBIT, rtt_ns: 20 * MS, buffer: BufferLimit::Bdp(c.buffer_bdp), loss: 0.0, nic_rate_bps: 10 * GBIT },
+        link: LinkConfig::new(GBIT, 20 * MS, BufferLimit::Bdp(c.buffer_bdp)),
         flows,
         tcp: TcpConfig::default(),
     }

@@ -36,6 +36,10 @@ pub struct LinkConfig {
     /// Rate of each sender's NIC (the access link into the bottleneck).
     #[serde(default = "default_nic_rate")]
     pub nic_rate_bps: u64,
+    /// Mark ECN-capable packets CE when they arrive to a backlog at least this deep
+    /// (instantaneous step marking, like fq_codel's ce_threshold or DCTCP's K).
+    #[serde(default)]
+    pub ecn_threshold: Option<BufferLimit>,
 }
 
 fn default_nic_rate() -> u64 {
@@ -73,6 +77,42 @@ pub struct FlowConfig {
     /// Algorithm parameter overrides by name.
     #[serde(default)]
     pub params: BTreeMap<String, f64>,
+    /// ECN negotiation: off, classic (RFC 3168 echo until CWR) or low (a low-threshold
+    /// marking route with DCTCP-style per-segment echo, which BBRv3 responds to).
+    #[serde(default)]
+    pub ecn: Ecn,
+}
+
+impl LinkConfig {
+    /// A drop-tail bottleneck with no random loss and no ECN marking.
+    pub fn new(rate_bps: u64, rtt_ns: u64, buffer: BufferLimit) -> LinkConfig {
+        LinkConfig { rate_bps, rtt_ns, buffer, loss: 0.0, nic_rate_bps: default_nic_rate(), ecn_threshold: None }
+    }
+}
+
+impl FlowConfig {
+    /// A bulk flow starting at time zero with Linux's defaults.
+    pub fn bulk(cca: &str) -> FlowConfig {
+        FlowConfig {
+            cca: cca.to_string(),
+            start_ns: 0,
+            access_delay_ns: 0,
+            size_bytes: None,
+            pacing: None,
+            rwnd_bytes: default_rwnd(),
+            params: BTreeMap::new(),
+            ecn: Ecn::Off,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ecn {
+    #[default]
+    Off,
+    Classic,
+    Low,
 }
 
 /// Linux's `tcp_rmem` max default (6 MB) bounds the advertised window.

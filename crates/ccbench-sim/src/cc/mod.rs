@@ -78,6 +78,10 @@ pub struct ConnInfo {
     pub lsndtime: Time,
     /// `tp->tcp_wstamp_ns`: earliest departure time of the next skb (EDT).
     pub wstamp: Time,
+    /// `tp->delivered_ce`: delivered segments whose ACKs carried ECE.
+    pub delivered_ce: u64,
+    /// ECN is negotiated on a low-threshold marking route (`bbr_can_use_ecn`).
+    pub ecn_low: bool,
     /// `tp->delivered_mstamp` in µs: when `delivered` last grew.
     pub delivered_us: u64,
 }

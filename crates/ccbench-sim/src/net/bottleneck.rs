@@ -18,6 +18,7 @@ pub enum QueueLimit {
 
 #[derive(Default, Debug, Clone)]
 pub struct LinkCounters {
+    pub ecn_marks: u64,
     pub drops_overflow: u64,
     pub drops_random: u64,
     pub packets_out: u64,
@@ -30,6 +31,7 @@ pub struct LinkCounters {
 pub struct Bottleneck {
     pub rate: BitRate,
     limit: QueueLimit,
+    ecn_threshold: Option<QueueLimit>,
     loss: f64,
     rng: Rng,
     /// Waiting packets (the one being serialized is `on_wire`).
@@ -49,10 +51,11 @@ pub enum Admit {
 }
 
 impl Bottleneck {
-    pub fn new(rate: BitRate, limit: QueueLimit, loss: f64, rng: Rng) -> Bottleneck {
+    pub fn new(rate: BitRate, limit: QueueLimit, ecn_threshold: Option<QueueLimit>, loss: f64, rng: Rng) -> Bottleneck {
         Bottleneck {
             rate,
             limit,
+            ecn_threshold,
             loss,
             rng,
             queue: VecDeque::new(),
@@ -87,6 +90,15 @@ impl Bottleneck {
             return Admit::DroppedOverflow;
         }
         pkt.enqueued = now;
+        let above = match self.ecn_threshold {
+            Some(QueueLimit::Bytes(b)) => self.backlog_bytes() >= b,
+            Some(QueueLimit::Packets(n)) => self.backlog_packets() >= n,
+            None => false,
+        };
+        if above && pkt.ect && !pkt.ce {
+            pkt.ce = true;
+            self.counters.ecn_marks += 1;
+        }
         if self.on_wire.is_none() {
             self.on_wire = Some(pkt);
             Admit::Queued(Some(now + self.rate.tx_time(pkt.wire_bytes)))

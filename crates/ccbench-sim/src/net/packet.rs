@@ -24,6 +24,12 @@ pub struct Packet {
     pub sacks: [SackBlock; 3],
     pub n_sacks: u8,
     pub dsack: bool,
+    /// ECN: the packet is ECN-capable (ECT), was marked Congestion Experienced, and the
+    /// TCP flags ECE (on ACKs) and CWR (on data).
+    pub ect: bool,
+    pub ce: bool,
+    pub ece: bool,
+    pub cwr: bool,
     /// When the packet entered the bottleneck queue (for sojourn time).
     pub enqueued: Time,
 }

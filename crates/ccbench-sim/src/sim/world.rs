@@ -57,7 +57,12 @@ impl World {
             BufferLimit::Packets(n) => QueueLimit::Packets(n),
             BufferLimit::Bdp(x) => QueueLimit::Bytes((x * s.bdp_bytes() as f64).round() as u64),
         };
-        let bottleneck = Bottleneck::new(rate, limit, link.loss, rng::stream(s.seed, "loss", 0));
+        let ecn_threshold = link.ecn_threshold.map(|t| match t {
+            BufferLimit::Bytes(b) => QueueLimit::Bytes(b),
+            BufferLimit::Packets(n) => QueueLimit::Packets(n),
+            BufferLimit::Bdp(x) => QueueLimit::Bytes((x * s.bdp_bytes() as f64).round() as u64),
+        });
+        let bottleneck = Bottleneck::new(rate, limit, ecn_threshold, link.loss, rng::stream(s.seed, "loss", 0));
         let tcp = &s.tcp;
         let mut senders = Vec::new();
         let mut receivers = Vec::new();
@@ -85,6 +90,7 @@ impl World {
                     nic_rate: BitRate(link.nic_rate_bps),
                     access_delay: access,
                     handshake_rtt: base_rtt,
+                    ecn: f.ecn,
                 },
                 cc,
             ));
@@ -101,6 +107,7 @@ impl World {
                 size_bytes: f.size_bytes,
                 rtt: base_rtt,
                 reverse_delay: one_way + access,
+                ecn: f.ecn,
             }));
             flows.push(FlowMeta {
                 cca: f.cca.clone(),

@@ -4,6 +4,7 @@
 use super::scoreboard::Seg;
 use super::sender::*;
 use crate::cc::{CaEvent, CaState};
+use crate::config::Ecn;
 use crate::net::Packet;
 use crate::sim::events::SenderTimer;
 use crate::sim::{Event, EventQueue};
@@ -259,7 +260,9 @@ impl Sender {
             } else {
                 self.sb.push_new(Seg { tx_time, len, flags: 0, xmits: 1, tx: snap });
             }
-            let pkt = Packet { flow: self.p.id, wire_bytes: len + wire::DATA_OVERHEAD, seq, payload: len, ts_val, ..Default::default() };
+            let ect = self.p.ecn != Ecn::Off;
+            let cwr = !retrans && std::mem::take(&mut self.ecn_queue_cwr);
+            let pkt = Packet { flow: self.p.id, wire_bytes: len + wire::DATA_OVERHEAD, seq, payload: len, ts_val, ect, cwr, ..Default::default() };
             let (sent, head) = self.nic.push(now, pkt);
             done = sent;
             if let Some(t) = head {

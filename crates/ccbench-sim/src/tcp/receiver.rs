@@ -8,6 +8,7 @@ use crate::net::{Packet, Pipe};
 use crate::sim::{Event, EventQueue, Timer, TimerFire};
 use crate::time::{Dur, Time, NS_PER_SEC};
 use crate::units::wire;
+use crate::config::Ecn;
 
 /// `TCP_MAX_QUICKACKS`.
 const MAX_QUICKACKS: u32 = 16;
@@ -36,6 +37,7 @@ pub struct ReceiverParams {
     pub rtt: Dur,
     /// One-way delay of the reverse path back to the sender.
     pub reverse_delay: Dur,
+    pub ecn: Ecn,
 }
 
 #[derive(Default, Debug, Clone)]
@@ -68,6 +70,10 @@ pub struct Receiver {
     compressed_ack_rcv_nxt: u64,
     dup_ack_counter: u32,
     ts_recent: u32,
+    /// Classic ECN: echo ECE until the sender's CWR (`TCP_ECN_DEMAND_CWR`).
+    demand_cwr: bool,
+    /// ECN-low: the CE state of the last data segment, echoed per ACK (DCTCP style).
+    ce_state: bool,
     /// Reverse path to the sender.
     pub out: Pipe,
     pub completed_at: Option<Time>,
@@ -95,6 +101,8 @@ impl Receiver {
             compressed_ack_rcv_nxt: 0,
             dup_ack_counter: 0,
             ts_recent: 0,
+            demand_cwr: false,
+            ce_state: false,
             out,
             completed_at: None,
             stats: ReceiverStats::default(),
@@ -147,6 +155,7 @@ impl Receiver {
     /// A data segment arrives (`tcp_data_queue` then `__tcp_ack_snd_check`).
     pub fn on_data(&mut self, now: Time, pkt: &Packet, q: &mut EventQueue) {
         self.stats.segments_received += 1;
+        self.ecn_on_data(now, pkt, q);
         let (s, e) = (pkt.seq, pkt.seq + 1);
         if e <= self.rcv_nxt || self.ooo.iter().any(|b| b.0 <= s && e <= b.1) {
             // A duplicate: report it with DSACK, ACK at once, enter quick-ACK mode.
@@ -189,6 +198,35 @@ impl Receiver {
             self.insert_ooo(s, e);
         }
         self.ack_snd_check(now, q);
+    }
+
+    /// ECN bookkeeping for an arriving data segment (`tcp_ecn_accept_cwr`,
+    /// `tcp_ecn_check_ce`; `dctcp_ece_ack_update` for ECN-low).
+    fn ecn_on_data(&mut self, now: Time, pkt: &Packet, q: &mut EventQueue) {
+        match self.p.ecn {
+            Ecn::Off => {}
+            Ecn::Classic => {
+                if pkt.cwr {
+                    self.demand_cwr = false;
+                    self.ack_now = true;
+                }
+                if pkt.ce && !self.demand_cwr {
+                    // Do not delay ACKs: the sender may have a tiny cwnd.
+                    self.quick = self.quick.max(2);
+                    self.demand_cwr = true;
+                }
+            }
+            Ecn::Low => {
+                if pkt.ce != self.ce_state {
+                    // Report the prior state for what is already pending, then ACK now.
+                    if self.ack_pending {
+                        self.send_ack(now, q);
+                    }
+                    self.ce_state = pkt.ce;
+                    self.ack_now = true;
+                }
+            }
+        }
     }
 
     /// Queue an out-of-order segment and update the SACK blocks (`tcp_sack_new_ofo_skb`).
@@ -293,6 +331,11 @@ impl Receiver {
     fn send_ack(&mut self, now: Time, q: &mut EventQueue) {
         let mut pkt = Packet { flow: self.p.id, ack: self.rcv_nxt, rwnd: self.p.rwnd_bytes, ts_ecr: self.ts_recent, ..Default::default() };
         pkt.ts_val = (now.ns() / 1_000_000) as u32;
+        pkt.ece = match self.p.ecn {
+            Ecn::Off => false,
+            Ecn::Classic => self.demand_cwr,
+            Ecn::Low => self.ce_state,
+        };
         let mut n = 0;
         if let Some(d) = self.dsack.take() {
             pkt.sacks[0] = d;

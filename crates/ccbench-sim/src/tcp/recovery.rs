@@ -124,6 +124,7 @@ impl Sender {
 
     /// `tcp_init_cwnd_reduction`.
     pub(super) fn init_cwnd_reduction(&mut self, now: Time) {
+        self.ecn_queue_cwr = self.p.ecn != crate::config::Ecn::Off;
         self.high_seq = self.snd_nxt();
         self.tlp_high_seq = None;
         self.w.cwnd_cnt = 0;
@@ -194,7 +195,11 @@ impl Sender {
             _ => {
                 self.identify_packet_loss(now, flag, q);
                 if self.sb.lost_out == 0 {
-                    // tcp_try_to_open
+                    // tcp_try_to_open: an ECN echo starts a CWR reduction (`tcp_enter_cwr`).
+                    if *flag & FLAG_ECE != 0 && self.ca_state < CaState::Cwr {
+                        self.init_cwnd_reduction(now);
+                        self.set_ca_state(now, CaState::Cwr);
+                    }
                     if self.ca_state != CaState::Cwr {
                         self.try_keep_open(now);
                     }

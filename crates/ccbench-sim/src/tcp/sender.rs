@@ -5,6 +5,7 @@ use super::rate::{Pick, RateState, TxSnapshot};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, EVER_RETRANS, RETRANS, SACKED};
 use crate::cc::{AckSample, CaState, CongestionControl, ConnInfo, LostSegment, RateSample, Window};
+use crate::config::Ecn;
 use crate::net::packet::SackBlock;
 use crate::net::{Packet, Pipe};
 use crate::observe::histogram::Histogram;
@@ -47,6 +48,7 @@ pub struct SenderParams {
     pub access_delay: Dur,
     /// RTT measured by the handshake, which seeds SRTT, min RTT and RTO.
     pub handshake_rtt: Dur,
+    pub ecn: Ecn,
 }
 
 /// Which handler the retransmit timer runs (`icsk_pending`).
@@ -115,6 +117,8 @@ pub struct Sender {
     pub(super) xmit_kind: XmitTimer,
     pub(super) pacing_timer: Timer,
     pub(super) txc_timer: Timer,
+    /// Send CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`).
+    pub(super) ecn_queue_cwr: bool,
     /// RTOs since the last forward progress (`icsk_retransmits`).
     pub(super) rto_retransmits: u32,
     pub stats: SenderStats,
@@ -183,6 +187,7 @@ impl Sender {
             xmit_kind: XmitTimer::Rto,
             pacing_timer: Timer::default(),
             txc_timer: Timer::default(),
+            ecn_queue_cwr: false,
             rto_retransmits: 0,
             stats: SenderStats::default(),
             started: false,
@@ -247,6 +252,8 @@ impl Sender {
             prior_cwnd: self.prior_cwnd,
             lsndtime: self.last_send,
             wstamp: self.wstamp,
+            delivered_ce: self.delivered_ce,
+            ecn_low: self.p.ecn == Ecn::Low,
             delivered_us: self.rate.delivered_us,
         }
     }
@@ -284,6 +291,12 @@ impl Sender {
             flag |= self.sacktag(now, ack, &mut scan);
         }
         flag |= self.clean_rtx_queue(now, ack.ack, &mut scan);
+        // `tcp_ecn_rcv_ecn_echo` and `tcp_count_delivered(.., ece_ack)`.
+        let ece = ack.ece && self.p.ecn != Ecn::Off;
+        if ece {
+            flag |= FLAG_ECE;
+            self.delivered_ce += self.delivered - prior_delivered;
+        }
 
         // tcp_clean_rtx_queue's RTT samples, then tcp_ack_update_rtt.
         let now_us = now.us();
@@ -332,7 +345,7 @@ impl Sender {
         if flag & FLAG_SET_XMIT_TIMER != 0 {
             self.set_xmit_timer(now, q);
         }
-        let mut rs = RateSample { prior_in_flight, rtt_us: ca_rtt, is_ack_delayed: flag & FLAG_ACK_MAYBE_DELAYED != 0, ..Default::default() };
+        let mut rs = RateSample { prior_in_flight, rtt_us: ca_rtt, is_ack_delayed: flag & FLAG_ACK_MAYBE_DELAYED != 0, ece, ..Default::default() };
         let newly_delivered = (self.delivered - prior_delivered) as u32;
         let newly_lost = (self.lost - prior_lost) as u32;
         self.rate.generate(&scan.pick, now_us, self.delivered, self.delivered_ce, self.lost, newly_delivered, newly_lost, self.rtt.min_rtt_us(), &mut rs);

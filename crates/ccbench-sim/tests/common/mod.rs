@@ -5,7 +5,6 @@
 use ccbench_sim::config::{BufferLimit, FlowConfig, LinkConfig, TcpConfig};
 use ccbench_sim::observe::series::{Table, Values};
 use ccbench_sim::{RunOutput, Scenario};
-use std::collections::BTreeMap;
 
 pub const MS: u64 = 1_000_000;
 pub const SEC: u64 = 1_000_000_000;
@@ -17,15 +16,7 @@ pub const WIRE: u64 = 1500;
 
 /// A bulk flow of `cca` starting at time zero, with Linux's default receive window.
 pub fn flow(cca: &str) -> FlowConfig {
-    FlowConfig {
-        cca: cca.to_string(),
-        start_ns: 0,
-        access_delay_ns: 0,
-        size_bytes: None,
-        pacing: None,
-        rwnd_bytes: 6 * 1024 * 1024,
-        params: BTreeMap::new(),
-    }
+    FlowConfig::bulk(cca)
 }
 
 /// The dumbbell: `flows` share one bottleneck of `rate_bps` and base RTT `rtt_ns`.
@@ -35,7 +26,7 @@ pub fn dumbbell(rate_bps: u64, rtt_ns: u64, buffer: BufferLimit, flows: Vec<Flow
         seed: 1,
         duration_ns: 10 * SEC,
         sample_interval_ns: 100 * MS,
-        link: LinkConfig { rate_bps, rtt_ns, buffer, loss: 0.0, nic_rate_bps: 10_000 * MBIT },
+        link: LinkConfig::new(rate_bps, rtt_ns, buffer),
         flows,
         tcp: TcpConfig::default(),
     }

@@ -13,22 +13,37 @@ impl Bbr3 {
         self.inflight_lo = UNSET;
     }
 
-    /// `bbr_adapt_lower_bounds` (loss part; ECN is not modelled).
+    /// `bbr_adapt_lower_bounds`: once per round, outside bandwidth probes.
     pub(super) fn adapt_lower_bounds(&mut self, w: &Window) {
-        if self.is_probing_bandwidth() || !self.loss_in_round {
+        if self.is_probing_bandwidth() {
             return;
         }
-        // `bbr_init_lower_bounds`
-        if self.bw_lo == UNSET_BW {
-            self.bw_lo = self.max_bw();
+        let mut ecn_inflight_lo = UNSET;
+        if self.ecn_in_round && self.ecn_eligible && self.p.ecn_factor > 0 {
+            // `bbr_ecn_lower_bounds`: cut by alpha x ecn_factor.
+            if self.inflight_lo == UNSET {
+                self.inflight_lo = w.cwnd;
+            }
+            let cut = (self.ecn_alpha as u64 * self.p.ecn_factor as u64) >> BBR_SCALE;
+            ecn_inflight_lo = ((self.inflight_lo as u64 * (BBR_UNIT as u64).saturating_sub(cut)) >> BBR_SCALE) as u32;
         }
-        if self.inflight_lo == UNSET {
-            self.inflight_lo = w.cwnd;
+        if self.loss_in_round {
+            // `bbr_init_lower_bounds`
+            if self.bw_lo == UNSET_BW {
+                self.bw_lo = self.max_bw();
+            }
+            if self.inflight_lo == UNSET {
+                self.inflight_lo = w.cwnd;
+            }
+            // `bbr_loss_lower_bounds`
+            let keep = (BBR_UNIT - self.p.beta) as u64;
+            self.bw_lo = self.bw_latest.max((self.bw_lo as u128 * keep as u128 >> BBR_SCALE) as u64);
+            self.inflight_lo = self.inflight_latest.max((self.inflight_lo as u64 * keep >> BBR_SCALE) as u32);
         }
-        // `bbr_loss_lower_bounds`
-        let keep = (BBR_UNIT - self.p.beta) as u64;
-        self.bw_lo = self.bw_latest.max((self.bw_lo as u128 * keep as u128 >> BBR_SCALE) as u64).max(1);
-        self.inflight_lo = self.inflight_latest.max((self.inflight_lo as u64 * keep >> BBR_SCALE) as u32);
+        self.inflight_lo = self.inflight_lo.min(ecn_inflight_lo);
+        if self.bw_lo != UNSET_BW {
+            self.bw_lo = self.bw_lo.max(1);
+        }
     }
 
     /// `bbr_bound_cwnd_for_inflight_model`.

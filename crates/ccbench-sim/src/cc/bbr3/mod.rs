@@ -90,6 +90,17 @@ pub struct Bbr3Params {
     pub extra_acked_win_rtts: u32,
     /// `extra_acked_win_rtts` before the pipe is first full (1 round).
     pub startup_extra_acked_win_rtts: u32,
+    /// ECN on low-threshold routes (v3; v2 has it off by default, `ecn_enable`):
+    /// `ecn_factor` = 1/3 (85/256) of alpha cuts inflight_lo per round with CE;
+    /// `ecn_alpha_gain` = 1/16 (16/256); `ecn_thresh` = 50% CE makes a probe too high;
+    /// `ecn_max_rtt_us` = 5 ms; `full_ecn_cnt` = 2 rounds end STARTUP;
+    /// `ecn_reprobe_gain` = 1/2 (128/256).
+    pub ecn_factor: u32,
+    pub ecn_alpha_gain: u32,
+    pub ecn_thresh: u32,
+    pub ecn_max_rtt_us: u32,
+    pub full_ecn_cnt: u32,
+    pub ecn_reprobe_gain: u32,
 }
 
 impl Bbr3Params {
@@ -137,6 +148,18 @@ impl Bbr3Params {
             extra_acked_gain: unit,
             extra_acked_win_rtts: 5,
             startup_extra_acked_win_rtts: 1,
+            ecn_factor: match v {
+                Version::V3 => unit / 3,
+                Version::V2 => 0,
+            },
+            ecn_alpha_gain: unit / 16,
+            ecn_thresh: unit / 2,
+            ecn_max_rtt_us: 5000,
+            full_ecn_cnt: 2,
+            ecn_reprobe_gain: match v {
+                Version::V3 => unit / 2,
+                Version::V2 => 0,
+            },
         }
     }
 
@@ -144,11 +167,13 @@ impl Bbr3Params {
         const GAINS: &[&str] = &[
             "startup_pacing_gain", "startup_cwnd_gain", "drain_gain", "cwnd_gain", "probe_up_cwnd_gain_extra",
             "probe_up_gain", "probe_down_gain", "probe_pif_gain", "full_bw_thresh", "loss_thresh", "beta",
-            "inflight_headroom", "probe_rtt_cwnd_gain", "extra_acked_gain",
+            "inflight_headroom", "probe_rtt_cwnd_gain", "extra_acked_gain", "ecn_factor", "ecn_alpha_gain",
+            "ecn_thresh", "ecn_reprobe_gain",
         ];
         const COUNTS: &[&str] = &[
             "full_bw_cnt", "full_loss_cnt", "cwnd_min_target", "min_rtt_win_sec", "probe_rtt_win_ms",
             "probe_rtt_mode_ms", "bw_probe_base_us", "bw_probe_rand_us", "bw_probe_max_rounds", "extra_acked_win_rtts",
+            "ecn_max_rtt_us", "full_ecn_cnt",
         ];
         let mut p = Bbr3Params::defaults(v);
         let name = match v {
@@ -184,6 +209,12 @@ impl Bbr3Params {
                 "bw_probe_rand_us" => &mut p.bw_probe_rand_us,
                 "bw_probe_max_rounds" => &mut p.bw_probe_max_rounds,
                 "extra_acked_win_rtts" => &mut p.extra_acked_win_rtts,
+                "ecn_factor" => &mut p.ecn_factor,
+                "ecn_alpha_gain" => &mut p.ecn_alpha_gain,
+                "ecn_thresh" => &mut p.ecn_thresh,
+                "ecn_reprobe_gain" => &mut p.ecn_reprobe_gain,
+                "ecn_max_rtt_us" => &mut p.ecn_max_rtt_us,
+                "full_ecn_cnt" => &mut p.full_ecn_cnt,
                 _ => {
                     let all: Vec<&str> = GAINS.iter().chain(COUNTS).copied().collect();
                     return Err(format!("{name} has no parameter '{key}' (allowed: {})", all.join(", ")));
@@ -237,6 +268,14 @@ pub struct Bbr3 {
     loss_in_round: bool,
     loss_in_cycle: bool,
     loss_events_in_round: u32,
+    // ECN (low-threshold routes only).
+    ecn_eligible: bool,
+    ecn_alpha: u32,
+    alpha_last_delivered: u64,
+    alpha_last_delivered_ce: u64,
+    ecn_in_round: bool,
+    ecn_in_cycle: bool,
+    startup_ecn_rounds: u32,
     // STARTUP plateau.
     full_bw: u64,
     full_bw_cnt: u32,
@@ -295,6 +334,13 @@ impl Bbr3 {
             loss_in_round: false,
             loss_in_cycle: false,
             loss_events_in_round: 0,
+            ecn_eligible: false,
+            ecn_alpha: BBR_UNIT,
+            alpha_last_delivered: 0,
+            alpha_last_delivered_ce: 0,
+            ecn_in_round: false,
+            ecn_in_cycle: false,
+            startup_ecn_rounds: 0,
             full_bw: 0,
             full_bw_cnt: 0,
             full_bw_now: false,
@@ -398,12 +444,44 @@ impl Bbr3 {
     }
 
     /// `bbr_update_round_start`.
-    fn update_round_start(&mut self, c: &ConnInfo, rs: &RateSample) {
+    fn update_round_start(&mut self, c: &ConnInfo, w: &Window, rs: &RateSample) {
         self.round_start = false;
         if rs.interval_us > 0 && rs.prior_delivered >= self.next_rtt_delivered {
             self.next_rtt_delivered = c.delivered;
             self.round_start = true;
             self.rounds_since_probe = (self.rounds_since_probe + 1).min(0xff);
+            self.update_ecn_alpha(c, w);
+        }
+    }
+
+    /// `bbr_update_ecn_alpha`: once per round, an EWMA (gain 1/16) of the CE fraction;
+    /// a flow becomes ECN-eligible on a low-threshold route with min_rtt <= 5 ms.
+    fn update_ecn_alpha(&mut self, c: &ConnInfo, w: &Window) {
+        if !self.ecn_eligible && c.ecn_low && self.p.ecn_factor > 0 && (self.min_rtt_us <= self.p.ecn_max_rtt_us as u64 || self.p.ecn_max_rtt_us == 0) {
+            self.ecn_eligible = true;
+        }
+        let delivered = c.delivered - self.alpha_last_delivered;
+        let delivered_ce = c.delivered_ce - self.alpha_last_delivered_ce;
+        if delivered == 0 {
+            return;
+        }
+        let ce_ratio = ((delivered_ce << BBR_SCALE) / delivered) as u32;
+        let gain = self.p.ecn_alpha_gain;
+        let alpha = ((BBR_UNIT - gain) * self.ecn_alpha >> BBR_SCALE) + (gain * ce_ratio >> BBR_SCALE);
+        self.ecn_alpha = alpha.min(BBR_UNIT);
+        self.alpha_last_delivered = c.delivered;
+        self.alpha_last_delivered_ce = c.delivered_ce;
+        // `bbr_check_ecn_too_high_in_startup`
+        if self.full_bw_reached || !self.ecn_eligible || self.p.full_ecn_cnt == 0 || self.p.ecn_thresh == 0 {
+            return;
+        }
+        if ce_ratio >= self.p.ecn_thresh {
+            self.startup_ecn_rounds += 1;
+        } else {
+            self.startup_ecn_rounds = 0;
+        }
+        if self.startup_ecn_rounds >= self.p.full_ecn_cnt {
+            self.handle_queue_too_high_in_startup(c, w);
         }
     }
 
@@ -429,11 +507,12 @@ impl Bbr3 {
         }
         self.prev_ca_state = c.ca_state;
         self.loss_in_cycle |= rs.lost > 0;
+        self.ecn_in_cycle |= rs.delivered_ce > 0;
     }
 
     /// `bbr_update_congestion_signals`: feed the max filter; once per loss round adapt
     /// the lower bounds.
-    fn update_congestion_signals(&mut self, c: &ConnInfo, w: &Window, rs: &RateSample) {
+    fn update_congestion_signals(&mut self, w: &Window, rs: &RateSample) {
         if rs.interval_us <= 0 || rs.acked_sacked == 0 {
             return;
         }
@@ -446,7 +525,7 @@ impl Bbr3 {
         }
         self.adapt_lower_bounds(w);
         self.loss_in_round = false;
-        let _ = c;
+        self.ecn_in_round = false;
     }
 
     fn update_gains(&mut self) {
@@ -494,7 +573,7 @@ impl Bbr3 {
 
     /// `bbr_update_model`.
     fn update_model(&mut self, c: &ConnInfo, w: &mut Window, rs: &RateSample) {
-        self.update_congestion_signals(c, w, rs);
+        self.update_congestion_signals(w, rs);
         if rs.acked_sacked > 0 && rs.delivered >= 0 && rs.interval_us > 0 {
             let win = if self.full_bw_reached { self.p.extra_acked_win_rtts } else { self.p.startup_extra_acked_win_rtts };
             self.aggregation.update(self.round_start, win, c.delivered_us, self.bw(), rs.acked_sacked, w.cwnd);
@@ -545,7 +624,8 @@ impl CongestionControl for Bbr3 {
     /// `bbr_main` (always the slow path; the fast path is an optimisation with the same
     /// results).
     fn cong_control(&mut self, c: &ConnInfo, w: &mut Window, rs: &RateSample) -> bool {
-        self.update_round_start(c, rs);
+        self.update_round_start(c, w, rs);
+        self.ecn_in_round |= self.ecn_eligible && rs.ece;
         // `bbr_calculate_bw_sample`: v2/v3 round the sample up.
         self.sample_bw = if rs.interval_us > 0 && rs.delivered >= 0 {
             (rs.delivered as u64 * BW_UNIT).div_ceil(rs.interval_us as u64)
@@ -620,6 +700,7 @@ impl CongestionControl for Bbr3 {
         m.insert("min_rtt_ms", if self.min_rtt_us == u64::MAX { f64::NAN } else { self.min_rtt_us as f64 / 1e3 });
         m.insert("full_bw_reached", self.full_bw_reached as u8 as f64);
         m.insert("extra_acked", self.aggregation.extra_acked() as f64);
+        m.insert("ecn_alpha", if self.ecn_eligible { self.ecn_alpha as f64 / BBR_UNIT as f64 } else { f64::NAN });
         m
     }
 }

@@ -6,7 +6,7 @@
 
 use super::{AckPhase, Bbr3, Mode, Phase, Version, UNSET};
 use crate::cc::bbr::model::*;
-use crate::cc::{ConnInfo, LostSegment, RateSample, Window};
+use crate::cc::{CaState, ConnInfo, LostSegment, RateSample, Window};
 use rand::Rng as _;
 
 impl Bbr3 {
@@ -118,7 +118,7 @@ impl Bbr3 {
             return;
         }
         let lost = seg.lost_now - seg.lost_at_send;
-        if self.inflight_too_high(lost, seg.tx_in_flight) {
+        if self.inflight_too_high(lost, seg.tx_in_flight, 0, 0) {
             let tx_in_flight = self.inflight_hi_from_lost_segment(seg.tx_in_flight, lost);
             self.handle_inflight_too_high(c, w, tx_in_flight, seg.is_app_limited);
         }
@@ -152,7 +152,7 @@ impl Bbr3 {
                 return true;
             }
         }
-        if self.inflight_too_high(rs.lost, rs.tx_in_flight) {
+        if self.inflight_too_high(rs.lost, rs.tx_in_flight, rs.delivered, rs.delivered_ce) {
             if self.bw_probe_samples {
                 self.handle_inflight_too_high(c, w, rs.tx_in_flight, rs.is_app_limited);
             }
@@ -177,6 +177,12 @@ impl Bbr3 {
 
     /// `bbr_check_time_to_probe_bw`.
     fn check_time_to_probe_bw(&mut self, c: &ConnInfo, w: &Window) -> bool {
+        // ECN marks but no loss this cycle: re-probe soon, in case cross traffic left.
+        if self.p.ecn_reprobe_gain > 0 && self.ecn_eligible && self.ecn_in_cycle && !self.loss_in_cycle && c.ca_state == CaState::Open {
+            let n = (self.inflight_hi as u64 * self.p.ecn_reprobe_gain as u64) >> BBR_SCALE;
+            self.start_probe_refill(c, n.max(1).ilog2());
+            return true;
+        }
         if self.has_elapsed_in_phase(c, self.probe_wait_us) || self.reno_coexistence_probe_time(c, w) {
             self.start_probe_refill(c, 0);
             return true;

@@ -51,9 +51,18 @@ impl Bbr3 {
     }
 
     /// `bbr_is_inflight_too_high`: lost more than 2% of what was in flight when the
-    /// sampled packet left.
-    pub(super) fn inflight_too_high(&self, lost: u64, tx_in_flight: u32) -> bool {
-        lost > 0 && tx_in_flight > 0 && lost > (tx_in_flight as u64 * self.p.loss_thresh as u64) >> BBR_SCALE
+    /// sampled packet left, or (ECN-eligible) more than half the delivered data was CE.
+    pub(super) fn inflight_too_high(&self, lost: u64, tx_in_flight: u32, delivered: i64, delivered_ce: i64) -> bool {
+        if lost > 0 && tx_in_flight > 0 && lost > (tx_in_flight as u64 * self.p.loss_thresh as u64) >> BBR_SCALE {
+            return true;
+        }
+        self.ecn_eligible && self.p.ecn_thresh > 0 && delivered > 0 && delivered_ce > (delivered * self.p.ecn_thresh as i64) >> BBR_SCALE
+    }
+
+    /// `bbr_handle_queue_too_high_in_startup`.
+    pub(super) fn handle_queue_too_high_in_startup(&mut self, c: &ConnInfo, w: &Window) {
+        self.full_bw_reached = true;
+        self.inflight_hi = self.inflight(c, w, self.max_bw(), BBR_UNIT).max(self.inflight_latest);
     }
 
     /// `bbr_check_loss_too_high_in_startup`: in recovery, at the end of a round with at
@@ -69,11 +78,9 @@ impl Bbr3 {
             && self.loss_round_start
             && c.ca_state == CaState::Recovery
             && self.loss_events_in_round >= self.p.full_loss_cnt
-            && self.inflight_too_high(rs.lost, rs.tx_in_flight)
+            && self.inflight_too_high(rs.lost, rs.tx_in_flight, rs.delivered, rs.delivered_ce)
         {
-            // `bbr_handle_queue_too_high_in_startup`
-            self.full_bw_reached = true;
-            self.inflight_hi = self.inflight(c, w, self.max_bw(), BBR_UNIT).max(self.inflight_latest);
+            self.handle_queue_too_high_in_startup(c, w);
             return;
         }
         if self.loss_round_start {
@@ -85,6 +92,8 @@ impl Bbr3 {
     pub(super) fn reset_congestion_signals(&mut self) {
         self.loss_in_round = false;
         self.loss_in_cycle = false;
+        self.ecn_in_round = false;
+        self.ecn_in_cycle = false;
         self.bw_latest = 0;
         self.inflight_latest = 0;
     }
