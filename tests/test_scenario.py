@@ -88,6 +88,7 @@ def test_full_schema_to_core_json() -> None:
         "buffer": {"packets": 100},
         "loss": 0.005,
         "nic_rate_bps": 10 * 10**9,
+        "ecn_threshold": None,
     }
     assert core["tcp"]["hz"] == 250 and core["tcp"]["rto_min_ns"] == 200 * 10**6
     assert core["tcp"]["tsq_limit_bytes"] == 4 * 2**20 and core["tcp"]["delack_min_ns"] == 40 * 10**6
@@ -102,6 +103,7 @@ def test_full_schema_to_core_json() -> None:
         "pacing": True,
         "rwnd_bytes": 6 * 2**20,
         "params": {},
+        "ecn": "off",
     }
     assert core["flows"][2]["cca"] == "reno" and core["flows"][2]["size_bytes"] is None
     assert s.flow_count == 3
@@ -134,7 +136,7 @@ def test_effective_toml_is_complete() -> None:
     assert set(doc["tcp"]) == {
         "mss", "init_cwnd", "hz", "rto_min", "rto_init", "tsq_limit", "pacing_shift", "delack_min",
     }
-    assert set(doc["flows"][0]) == {"cca", "count", "start", "access_delay", "rwnd", "params"}
+    assert set(doc["flows"][0]) == {"cca", "count", "start", "access_delay", "rwnd", "params", "ecn"}
     assert s.scenario_hash in s.effective_toml()
 
 
@@ -154,7 +156,7 @@ def test_hash_is_stable() -> None:
     assert s.scenario_hash == EXPECTED_SHORT_HASH
 
 
-EXPECTED_SHORT_HASH = "90a43e73a8f9412b4ab6afac56c42ddfbf12a6e4ba458f262f2d1c8341a6e660"
+EXPECTED_SHORT_HASH = "d2e670e7139f901de22f3f1fad452fc2f74df965d18d5abc24cd4350caa5b787"
 
 
 def test_hash_ignores_spelling_but_not_values() -> None:

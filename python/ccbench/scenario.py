@@ -18,7 +18,7 @@ import tomllib
 
 import tomli_w
 from pathlib import Path
-from typing import Annotated, Any, Mapping, Optional, Sequence, Union
+from typing import Annotated, Any, Literal, Mapping, Optional, Sequence, Union
 
 from pydantic import (
     AfterValidator,
@@ -85,6 +85,7 @@ class Link(_Table):
     buffer: BufferLimit = Buffer("bdp", 1.0)
     loss: Loss = 0.0
     nic_rate_bps: Rate = Field(10_000_000_000, alias="nic_rate")
+    ecn_threshold: Optional[BufferLimit] = None
 
     @field_validator("rtt_ns")
     @classmethod
@@ -100,6 +101,7 @@ class Link(_Table):
             "buffer": format_buffer(self.buffer),
             "loss": format_loss(self.loss),
             "nic_rate": format_rate(self.nic_rate_bps),
+            "ecn_threshold": None if self.ecn_threshold is None else format_buffer(self.ecn_threshold),
         }
 
     def to_core(self) -> dict[str, Any]:
@@ -109,6 +111,7 @@ class Link(_Table):
             "buffer": self.buffer.to_core(),
             "loss": self.loss,
             "nic_rate_bps": self.nic_rate_bps,
+            "ecn_threshold": None if self.ecn_threshold is None else self.ecn_threshold.to_core(),
         }
 
 
@@ -174,6 +177,7 @@ class Flow(_Table):
     pacing: Optional[bool] = None
     rwnd_bytes: Size = Field(6 * 2**20, alias="rwnd")
     params: dict[str, float] = Field(default_factory=dict)
+    ecn: Literal["off", "classic", "low"] = "off"
 
     @field_validator("cca")
     @classmethod
@@ -209,6 +213,7 @@ class Flow(_Table):
             "pacing": self.pacing,
             "rwnd": format_size(self.rwnd_bytes),
             "params": dict(sorted(self.params.items())),
+            "ecn": self.ecn,
         }
 
     def to_core(self) -> dict[str, Any]:
@@ -220,6 +225,7 @@ class Flow(_Table):
             "pacing": self.pacing,
             "rwnd_bytes": self.rwnd_bytes,
             "params": dict(sorted(self.params.items())),
+            "ecn": self.ecn,
         }
 
 
