@@ -16,6 +16,10 @@ pub struct Stats {
 pub struct FlowSummary {
     pub id: u32,
     pub cca: String,
+    /// The algorithm's full effective parameters (defaults and overrides); gains and
+    /// fractions in the kernel's fixed point (/256 for BBR, /1024 for Cubic's beta).
+    pub params: serde_json::Value,
+    pub ecn: crate::config::Ecn,
     pub paced: bool,
     pub start_s: f64,
     /// Propagation RTT of this flow's path (bottleneck RTT plus twice the access delay).
@@ -56,6 +60,8 @@ pub struct LinkSummary {
     pub drops: u64,
     pub drops_overflow: u64,
     pub drops_random: u64,
+    /// Packets marked CE at the bottleneck.
+    pub ecn_marks: u64,
     /// Sojourn time of packets that left the bottleneck queue, in ms.
     pub queue_delay_ms: Stats,
     /// Queue length seen by each arriving packet, in bytes.

@@ -481,6 +481,10 @@ impl CongestionControl for Cubic {
         super::reno::undo_cwnd(c, w)
     }
 
+    fn params(&self) -> serde_json::Value {
+        serde_json::to_value(&self.p).unwrap_or_default()
+    }
+
     fn internals(&self) -> Internals {
         Internals::from([
             ("w_max", self.last_max_cwnd as f64),

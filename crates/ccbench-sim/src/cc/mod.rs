@@ -227,6 +227,11 @@ pub trait CongestionControl {
         false
     }
 
+    /// The full effective parameter set, recorded with the results.
+    fn params(&self) -> serde_json::Value {
+        serde_json::Value::Object(Default::default())
+    }
+
     /// State variables to record in time series (e.g. Cubic's Wmax, BBR's mode).
     fn internals(&self) -> Internals {
         Internals::new()

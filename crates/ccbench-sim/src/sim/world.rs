@@ -333,6 +333,8 @@ impl World {
             flows.push(FlowSummary {
                 id: i as u32,
                 cca: f.cca.clone(),
+                params: s.cc.params(),
+                ecn: s.p.ecn,
                 paced: s.p.paced,
                 start_s: f.start.secs_f64(),
                 base_rtt_ms: f.base_rtt.ms_f64(),
@@ -377,6 +379,7 @@ impl World {
                 drops: c.drops_overflow + c.drops_random,
                 drops_overflow: c.drops_overflow,
                 drops_random: c.drops_random,
+                ecn_marks: c.ecn_marks,
                 queue_delay_ms: stats_ms(&c.sojourn_ns),
                 queue_bytes: stats_raw(&c.queue_bytes_seen),
                 queue_packets: stats_raw(&c.queue_packets_seen),

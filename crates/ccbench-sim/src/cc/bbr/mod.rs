@@ -423,6 +423,10 @@ impl CongestionControl for Bbr {
         min_tso_segs(c.pacing_rate)
     }
 
+    fn params(&self) -> serde_json::Value {
+        serde_json::to_value(&self.p).unwrap_or_default()
+    }
+
     fn internals(&self) -> Internals {
         let bw_bps = |bw: u64| bw as f64 / BW_UNIT as f64 * 1e6 * self.mss as f64 * 8.0;
         let mut m = Internals::new();

@@ -684,6 +684,10 @@ impl CongestionControl for Bbr3 {
         min_tso_segs(c.pacing_rate)
     }
 
+    fn params(&self) -> serde_json::Value {
+        serde_json::to_value(&self.p).unwrap_or_default()
+    }
+
     fn internals(&self) -> Internals {
         let bps = |bw: u64| if bw == UNSET_BW { f64::NAN } else { bw as f64 / BW_UNIT as f64 * 1e6 * self.mss as f64 * 8.0 };
         let segs = |x: u32| if x == UNSET { f64::NAN } else { x as f64 };
