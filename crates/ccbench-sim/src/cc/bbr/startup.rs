@@ -11,7 +11,7 @@ impl Bbr {
         if self.full_bw_reached || !self.round_start || rs.is_app_limited {
             return;
         }
-        let thresh = (self.full_bw as u128 * self.p.full_bw_thresh as u128 >> BBR_SCALE) as u64;
+        let thresh = ((self.full_bw as u128 * self.p.full_bw_thresh as u128) >> BBR_SCALE) as u64;
         if self.max_bw() >= thresh {
             self.full_bw = self.max_bw();
             self.full_bw_cnt = 0;

@@ -37,8 +37,8 @@ impl Bbr3 {
             }
             // `bbr_loss_lower_bounds`
             let keep = (BBR_UNIT - self.p.beta) as u64;
-            self.bw_lo = self.bw_latest.max((self.bw_lo as u128 * keep as u128 >> BBR_SCALE) as u64);
-            self.inflight_lo = self.inflight_latest.max((self.inflight_lo as u64 * keep >> BBR_SCALE) as u32);
+            self.bw_lo = self.bw_latest.max(((self.bw_lo as u128 * keep as u128) >> BBR_SCALE) as u64);
+            self.inflight_lo = self.inflight_latest.max(((self.inflight_lo as u64 * keep) >> BBR_SCALE) as u32);
         }
         self.inflight_lo = self.inflight_lo.min(ecn_inflight_lo);
         if self.bw_lo != UNSET_BW {

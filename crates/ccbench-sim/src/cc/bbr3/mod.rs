@@ -467,7 +467,7 @@ impl Bbr3 {
         }
         let ce_ratio = ((delivered_ce << BBR_SCALE) / delivered) as u32;
         let gain = self.p.ecn_alpha_gain;
-        let alpha = ((BBR_UNIT - gain) * self.ecn_alpha >> BBR_SCALE) + (gain * ce_ratio >> BBR_SCALE);
+        let alpha = (((BBR_UNIT - gain) * self.ecn_alpha) >> BBR_SCALE) + ((gain * ce_ratio) >> BBR_SCALE);
         self.ecn_alpha = alpha.min(BBR_UNIT);
         self.alpha_last_delivered = c.delivered;
         self.alpha_last_delivered_ce = c.delivered_ce;

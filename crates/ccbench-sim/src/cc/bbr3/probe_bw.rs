@@ -98,7 +98,7 @@ impl Bbr3 {
         self.prev_probe_too_high = true;
         self.bw_probe_samples = false;
         if !app_limited {
-            let cut = (self.target_inflight(c, w) as u64 * (BBR_UNIT - self.p.beta) as u64 >> BBR_SCALE) as u32;
+            let cut = ((self.target_inflight(c, w) as u64 * (BBR_UNIT - self.p.beta) as u64) >> BBR_SCALE) as u32;
             self.inflight_hi = tx_in_flight.max(cut);
         }
         if self.mode == Mode::ProbeBw && self.phase == Phase::Up {

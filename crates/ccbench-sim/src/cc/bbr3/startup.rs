@@ -21,7 +21,7 @@ impl Bbr3 {
                 if self.full_bw_now || rs.is_app_limited {
                     return;
                 }
-                let thresh = (self.full_bw as u128 * self.p.full_bw_thresh as u128 >> BBR_SCALE) as u64;
+                let thresh = ((self.full_bw as u128 * self.p.full_bw_thresh as u128) >> BBR_SCALE) as u64;
                 if self.sample_bw >= thresh {
                     self.reset_full_bw();
                     self.full_bw = self.sample_bw;
@@ -38,7 +38,7 @@ impl Bbr3 {
                 if self.full_bw_reached || !self.round_start || rs.is_app_limited {
                     return;
                 }
-                let thresh = (self.full_bw as u128 * self.p.full_bw_thresh as u128 >> BBR_SCALE) as u64;
+                let thresh = ((self.full_bw as u128 * self.p.full_bw_thresh as u128) >> BBR_SCALE) as u64;
                 if self.max_bw() >= thresh {
                     self.full_bw = self.max_bw();
                     self.full_bw_cnt = 0;
