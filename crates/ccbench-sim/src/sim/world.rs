@@ -42,6 +42,7 @@ pub struct World {
     end: Time,
     interval: Dur,
     recorder: Recorder,
+    last_sample: Time,
     last_link_bytes: u64,
     events: u64,
     trace_hash: u64,
@@ -138,6 +139,7 @@ impl World {
             end,
             interval,
             recorder: Recorder::default(),
+            last_sample: Time::ZERO,
             last_link_bytes: 0,
             events: 0,
             trace_hash: 0xcbf2_9ce4_8422_2325,
@@ -228,6 +230,10 @@ impl World {
                 Event::End => break,
             }
         }
+        // A last sample for the (possibly partial) interval that ends the run.
+        if self.interval > Dur::ZERO && now > self.last_sample {
+            self.sample(now);
+        }
         Ok(self.finish(now))
     }
 
@@ -262,7 +268,8 @@ impl World {
     }
 
     fn sample(&mut self, now: Time) {
-        let secs = self.interval.secs_f64();
+        let secs = now.since(self.last_sample).secs_f64();
+        self.last_sample = now;
         for (i, s) in self.senders.iter().enumerate() {
             let f = &mut self.flows[i];
             let delivered = self.receivers[i].delivered_bytes();
