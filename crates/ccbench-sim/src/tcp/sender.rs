@@ -138,7 +138,7 @@ struct AckScan {
 }
 
 impl Sender {
-    pub fn new(p: SenderParams, mut cc: Box<dyn CongestionControl>) -> Sender {
+    pub fn new(p: SenderParams, cc: Box<dyn CongestionControl>) -> Sender {
         let (total_segs, last_seg_len) = match p.size_bytes {
             Some(b) => (b.div_ceil(p.mss as u64), (b - (b.div_ceil(p.mss as u64) - 1) * p.mss as u64) as u32),
             None => (u64::MAX, p.mss),
@@ -148,12 +148,11 @@ impl Sender {
         rtt.update_min(0, hs, false);
         rtt.sample(hs, 0, 0);
         let paced = p.paced || cc.needs_pacing();
-        let mut w = Window::new(p.init_cwnd);
         let nic = Pipe::new(Some(p.nic_rate), p.access_delay);
         let mut s = Sender {
             p: SenderParams { paced, ..p },
-            cc: Box::new(crate::cc::reno::Reno),
-            w: w.clone(),
+            cc,
+            w: Window::new(p.init_cwnd),
             sb: Scoreboard::default(),
             total_segs,
             last_seg_len,
@@ -193,9 +192,7 @@ impl Sender {
             started: false,
         };
         let info = s.info(Time::ZERO);
-        cc.init(&info, &mut w);
-        s.w = w;
-        s.cc = cc;
+        s.cc.init(&info, &mut s.w);
         if !s.cc.owns_cwnd() {
             s.update_pacing_rate();
         }
