@@ -18,6 +18,7 @@ const GBIT: u64 = 1_000_000_000;
 struct Case {
     name: &'static str,
     what: &'static str,
+    cca: &'static str,
     /// Simulated seconds (full, quick).
     secs: (u64, u64),
     flows: usize,
@@ -26,11 +27,13 @@ struct Case {
 }
 
 const CASES: &[Case] = &[
-    Case { name: "1flow-1bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true },
-    Case { name: "1flow-10bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 10 BDP", secs: (30, 5), flows: 1, buffer_bdp: 10.0, series: true },
-    Case { name: "100flows-1bdp", what: "100 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 100, buffer_bdp: 1.0, series: true },
-    Case { name: "mem-short", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (10, 2), flows: 1, buffer_bdp: 1.0, series: false },
-    Case { name: "mem-long", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (60, 12), flows: 1, buffer_bdp: 1.0, series: false },
+    Case { cca: "cubic", name: "1flow-1bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true },
+    Case { cca: "cubic", name: "1flow-10bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 10 BDP", secs: (30, 5), flows: 1, buffer_bdp: 10.0, series: true },
+    Case { cca: "cubic", name: "100flows-1bdp", what: "100 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 100, buffer_bdp: 1.0, series: true },
+    Case { cca: "cubic", name: "mem-short", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (10, 2), flows: 1, buffer_bdp: 1.0, series: false },
+    Case { cca: "cubic", name: "mem-long", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (60, 12), flows: 1, buffer_bdp: 1.0, series: false },
+    Case { cca: "bbr", name: "bbr-1bdp", what: "1 BBRv1 (paced), 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true },
+    Case { cca: "bbr3", name: "bbr3-1bdp", what: "1 BBRv3 (paced), 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true },
 ];
 
 fn scenario(c: &Case, quick: bool) -> Scenario {
@@ -40,7 +43,7 @@ fn scenario(c: &Case, quick: bool) -> Scenario {
             start_ns: if c.flows > 1 { i as u64 * SEC / c.flows as u64 } else { 0 },
             // Large enough that the window, not the receiver, limits every case.
             rwnd_bytes: 100_000_000,
-            ..FlowConfig::bulk("cubic")
+            ..FlowConfig::bulk(c.cca)
         })
         .collect();
     Scenario {
@@ -190,6 +193,11 @@ fn main() {
     }
     if let (Some(a), Some(b)) = (results.get("mem-short"), results.get("mem-long")) {
         print!("   peak RSS {:.0} s / {:.0} s: {:.2}", b.sim_s, a.sim_s, b.peak_kb as f64 / a.peak_kb as f64);
+    }
+    for name in ["bbr-1bdp", "bbr3-1bdp"] {
+        if let (Some(a), Some(b)) = (results.get("1flow-1bdp"), results.get(name)) {
+            print!("   packets/s {name} / Cubic: {:.2}", b.pps() / a.pps());
+        }
     }
     println!();
 }
