@@ -444,3 +444,5 @@ impl CongestionControl for Bbr {
         m
     }
 }
+
+#[cfg(test)] mod tests;

@@ -299,6 +299,8 @@ pub struct Bbr3 {
     probe_rtt_round_done: bool,
     // Recovery and idle.
     prior_cwnd: u32,
+    /// Bounds saved on entering recovery, restored by an undo (`undo_bw_lo`, ...).
+    undo: (u64, u32, u32),
     prev_ca_state: CaState,
     idle_restart: bool,
     has_seen_rtt: bool,
@@ -360,6 +362,7 @@ impl Bbr3 {
             probe_rtt_done_stamp: None,
             probe_rtt_round_done: false,
             prior_cwnd: 0,
+            undo: (UNSET_BW, UNSET, UNSET),
             prev_ca_state: CaState::Open,
             idle_restart: false,
             has_seen_rtt: false,
@@ -616,8 +619,10 @@ impl CongestionControl for Bbr3 {
         true
     }
 
+    /// `bbr_ssthresh`: save cwnd and the bounds, in case the recovery is undone.
     fn ssthresh(&mut self, _c: &ConnInfo, w: &Window) -> u32 {
         self.save_cwnd(w);
+        self.undo = (self.bw_lo, self.inflight_lo, self.inflight_hi);
         w.ssthresh
     }
 
@@ -674,10 +679,15 @@ impl CongestionControl for Bbr3 {
         }
     }
 
-    fn undo_cwnd(&mut self, _c: &ConnInfo, w: &Window) -> u32 {
+    /// `bbr_undo_cwnd`: the loss was spurious; restore the bounds and cwnd.
+    fn undo_cwnd(&mut self, _c: &ConnInfo, _w: &Window) -> u32 {
         self.reset_full_bw();
         self.loss_in_round = false;
-        w.cwnd.max(self.prior_cwnd)
+        let (bw_lo, inflight_lo, inflight_hi) = self.undo;
+        self.bw_lo = self.bw_lo.max(bw_lo);
+        self.inflight_lo = self.inflight_lo.max(inflight_lo);
+        self.inflight_hi = self.inflight_hi.max(inflight_hi);
+        self.prior_cwnd
     }
 
     fn min_tso_segs(&self, c: &ConnInfo) -> u32 {
@@ -708,3 +718,5 @@ impl CongestionControl for Bbr3 {
         m
     }
 }
+
+#[cfg(test)] mod tests;
