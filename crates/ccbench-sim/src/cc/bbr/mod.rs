@@ -242,27 +242,8 @@ impl Bbr {
         packets_in_net_at_edt(c, self.bw(), inflight_now, tso)
     }
 
-    /// `bbr_init_pacing_rate_from_rtt`: high gain x cwnd / SRTT (1 ms before any RTT).
-    fn init_pacing_rate_from_rtt(&mut self, c: &ConnInfo, w: &mut Window) {
-        let rtt_us = if c.srtt_us > 0 {
-            self.has_seen_rtt = true;
-            c.srtt_us.max(1)
-        } else {
-            1000
-        };
-        let bw = w.cwnd as u64 * BW_UNIT / rtt_us;
-        w.pacing_rate = rate_bytes_per_sec(bw, c.mss, self.p.high_gain);
-    }
-
-    /// `bbr_set_pacing_rate`: before the pipe is full the rate only ever rises.
     fn set_pacing_rate(&mut self, c: &ConnInfo, w: &mut Window, bw: u64, gain: u32) {
-        let rate = rate_bytes_per_sec(bw, c.mss, gain);
-        if !self.has_seen_rtt && c.srtt_us > 0 {
-            self.init_pacing_rate_from_rtt(c, w);
-        }
-        if self.full_bw_reached || rate > w.pacing_rate {
-            w.pacing_rate = rate;
-        }
+        set_pacing_rate(c, w, bw, gain, self.p.high_gain, self.full_bw_reached, &mut self.has_seen_rtt);
     }
 
     /// `bbr_update_bw`: round counting, long-term sampling, the max filter.
@@ -353,7 +334,7 @@ impl CongestionControl for Bbr {
         self.min_rtt_us = c.min_rtt_us;
         self.min_rtt_stamp = c.jiffies;
         self.bw.reset(0, 0);
-        self.init_pacing_rate_from_rtt(c, w);
+        self.has_seen_rtt = init_pacing_rate(c, w, self.p.high_gain);
         self.aggregation.reset_epoch(c.now.us());
     }
 

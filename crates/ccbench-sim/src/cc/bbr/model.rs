@@ -3,7 +3,7 @@
 //! estimator (tcp_bbr.c). Bandwidth is in segments per µs scaled by 2^24 (`BW_SCALE`),
 //! gains are scaled by 256 (`BBR_SCALE`).
 
-use crate::cc::ConnInfo;
+use crate::cc::{ConnInfo, Window};
 
 pub const BW_SCALE: u32 = 24;
 pub const BW_UNIT: u64 = 1 << BW_SCALE;
@@ -43,6 +43,39 @@ pub fn rate_bytes_per_sec(bw: u64, mss: u32, gain: u32) -> u64 {
     rate = (rate * gain as u128) >> BBR_SCALE;
     rate *= (1_000_000 / 100 * (100 - PACING_MARGIN_PERCENT)) as u128;
     (rate >> BW_SCALE) as u64
+}
+
+/// `bbr_init_pacing_rate_from_rtt`: the STARTUP gain x cwnd / SRTT (1 ms before any RTT
+/// sample). Returns whether an RTT had been seen.
+pub fn init_pacing_rate(c: &ConnInfo, w: &mut Window, startup_gain: u32) -> bool {
+    let rtt_us = if c.srtt_us > 0 { c.srtt_us } else { 1000 };
+    let bw = w.cwnd as u64 * BW_UNIT / rtt_us;
+    w.pacing_rate = rate_bytes_per_sec(bw, c.mss, startup_gain);
+    c.srtt_us > 0
+}
+
+/// `bbr_set_pacing_rate`: until the pipe is first full the rate only ever rises.
+pub fn set_pacing_rate(c: &ConnInfo, w: &mut Window, bw: u64, gain: u32, startup_gain: u32, full_bw_reached: bool, has_seen_rtt: &mut bool) {
+    let rate = rate_bytes_per_sec(bw, c.mss, gain);
+    if !*has_seen_rtt && c.srtt_us > 0 {
+        *has_seen_rtt = init_pacing_rate(c, w, startup_gain);
+    }
+    if full_bw_reached || rate > w.pacing_rate {
+        w.pacing_rate = rate;
+    }
+}
+
+/// One round of v1's plateau test (`bbr_check_full_bw_reached`, also v2's): the filtered
+/// max must grow by `thresh` over the baseline, else one more flat round is counted.
+/// Returns whether `rounds` flat rounds have passed.
+pub fn plateau_round(full_bw: &mut u64, full_bw_cnt: &mut u32, max_bw: u64, thresh: u32, rounds: u32) -> bool {
+    if max_bw >= ((*full_bw as u128 * thresh as u128) >> BBR_SCALE) as u64 {
+        *full_bw = max_bw;
+        *full_bw_cnt = 0;
+        return false;
+    }
+    *full_bw_cnt += 1;
+    *full_bw_cnt >= rounds
 }
 
 /// `bbr_min_tso_segs`: 1 segment below 1.2 Mbit/s, else 2.

@@ -425,25 +425,8 @@ impl Bbr3 {
         self.mode == Mode::Startup || (self.mode == Mode::ProbeBw && matches!(self.phase, Phase::Refill | Phase::Up))
     }
 
-    fn init_pacing_rate_from_rtt(&mut self, c: &ConnInfo, w: &mut Window) {
-        let rtt_us = if c.srtt_us > 0 {
-            self.has_seen_rtt = true;
-            c.srtt_us.max(1)
-        } else {
-            1000
-        };
-        let bw = w.cwnd as u64 * BW_UNIT / rtt_us;
-        w.pacing_rate = rate_bytes_per_sec(bw, c.mss, self.p.startup_pacing_gain);
-    }
-
     fn set_pacing_rate(&mut self, c: &ConnInfo, w: &mut Window, bw: u64, gain: u32) {
-        let rate = rate_bytes_per_sec(bw, c.mss, gain);
-        if !self.has_seen_rtt && c.srtt_us > 0 {
-            self.init_pacing_rate_from_rtt(c, w);
-        }
-        if self.full_bw_reached || rate > w.pacing_rate {
-            w.pacing_rate = rate;
-        }
+        set_pacing_rate(c, w, bw, gain, self.p.startup_pacing_gain, self.full_bw_reached, &mut self.has_seen_rtt);
     }
 
     /// `bbr_update_round_start`.
@@ -607,7 +590,7 @@ impl CongestionControl for Bbr3 {
         self.min_rtt_stamp = c.jiffies;
         self.probe_rtt_min_us = c.min_rtt_us;
         self.probe_rtt_min_stamp = c.jiffies;
-        self.init_pacing_rate_from_rtt(c, w);
+        self.has_seen_rtt = init_pacing_rate(c, w, self.p.startup_pacing_gain);
         self.aggregation.reset_epoch(c.now.us());
     }
 

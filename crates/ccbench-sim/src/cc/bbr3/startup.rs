@@ -38,14 +38,8 @@ impl Bbr3 {
                 if self.full_bw_reached || !self.round_start || rs.is_app_limited {
                     return;
                 }
-                let thresh = ((self.full_bw as u128 * self.p.full_bw_thresh as u128) >> BBR_SCALE) as u64;
-                if self.max_bw() >= thresh {
-                    self.full_bw = self.max_bw();
-                    self.full_bw_cnt = 0;
-                    return;
-                }
-                self.full_bw_cnt += 1;
-                self.full_bw_reached = self.full_bw_cnt >= self.p.full_bw_cnt;
+                let max_bw = self.max_bw();
+                self.full_bw_reached = plateau_round(&mut self.full_bw, &mut self.full_bw_cnt, max_bw, self.p.full_bw_thresh, self.p.full_bw_cnt);
             }
         }
     }
