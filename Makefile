@@ -8,13 +8,23 @@ PIP := $(PYTHON) -m pip install --disable-pip-version-check --no-input --progres
 # Where pip puts console scripts for this interpreter (pyenv shims may lag behind).
 SCRIPTS := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
 
-.PHONY: example test
+# The kernel engine's tests (run as root) need iproute2's `ip`; install it only if missing.
+KERNEL_TEST_PACKAGES := iproute2
+
+.PHONY: example test kernel-test-deps
 
 example:
 	$(PIP) .
 	$(SCRIPTS)/ccbench run scenarios/example.toml
 
-test:
+test: kernel-test-deps
 	$(PIP) -e '.[test]'
 	cargo test --workspace --release
 	$(PYTHON) -m pytest -q
+
+kernel-test-deps:
+	@if [ "$$(id -u)" = 0 ] && ! command -v ip >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing $(KERNEL_TEST_PACKAGES) for the kernel engine's tests"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(KERNEL_TEST_PACKAGES) >/dev/null; \
+	fi

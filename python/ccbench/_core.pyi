@@ -20,3 +20,7 @@ def version() -> str:
 
 def algorithms() -> list[str]:
     """Names of the congestion-control algorithms the simulator implements."""
+
+def emulate(config_json: str, control_fd: int = 0, out_fd: int = 1) -> None:
+    """Run the real-time link emulator of the kernel engine until told to stop on
+    `control_fd`, writing its reports to `out_fd`. The GIL is released while running."""

@@ -14,6 +14,7 @@ import click
 
 from . import _core
 from .errors import ScenarioError
+from .kernel.host import KernelRunError
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -54,23 +55,40 @@ def cli() -> None:
 @click.option("--pacing", type=click.Choice(["on", "off"]), help="Force pacing on or off (default: per algorithm).")
 @click.option("--out", metavar="DIR", help="Write summary.json, flows.parquet, link.parquet, scenario.toml here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary JSON instead of tables.")
-def run(scenario: Optional[str], out: Optional[str], as_json: bool, **flags: Any) -> None:
+@click.option("--plot", "make_plots", is_flag=True, help="With --out: also write figures of every flow to DIR/plots.")
+@click.option("--engine", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
+              help="sim: the simulator; kernel: the real Linux stack in network namespaces (root).")
+def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str, **flags: Any) -> None:
     """Run a scenario file, or a scenario built from flags.
 
     Flags given with a scenario file override its values; --cca then replaces its flows.
     """
-    from .engines.sim import run as run_engine
     from .result import FILES, summary_bytes
     from .scenario import Scenario, read_toml
 
+    make_plots = flags.pop("make_plots")
+    if make_plots and out is None:
+        raise ScenarioError("--plot", "needs --out DIR; the figures go to DIR/plots")
     if flags["pacing"] is not None:
         flags["pacing"] = flags["pacing"] == "on"
     base = read_toml(scenario) if scenario is not None else None
-    sc = Scenario.from_flags(base=base, **flags)
+    if engine == "kernel":
+        from .engines import kernel as kernel_engine
+        from .kernel.scenario import from_flags
+
+        sc = from_flags(base=base, **flags)
+        kernel_engine.check(sc)
+        run_engine: Callable[[Scenario], Any] = kernel_engine.run
+        status = "running on the kernel…"
+    else:
+        from .engines.sim import run as run_sim
+
+        sc = Scenario.from_flags(base=base, **flags)
+        run_engine, status = run_sim, "simulating…"
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")
 
-    result = _with_status(lambda: run_engine(sc), quiet=as_json)
+    result = _with_status(lambda: run_engine(sc), quiet=as_json, text=status)
 
     if as_json:
         sys.stdout.buffer.write(summary_bytes(result.summary))
@@ -91,16 +109,145 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, **flags: Any
             f"  link.parquet columns: {', '.join(map(str, result.link.columns)) or '(none)'}",
         ):
             click.echo(line, err=as_json)
+        if make_plots:
+            _write_plots(out, None, None, "png,svg", err=as_json)
 
 
-def _with_status(work: Callable[[], T], quiet: bool) -> T:
-    """Show a spinner on an interactive stderr while the simulator runs."""
+def _with_status(work: Callable[[], T], quiet: bool, text: str = "simulating…") -> T:
+    """Show a spinner on an interactive stderr while the engine runs."""
     if quiet or not sys.stderr.isatty():
         return work()
     from rich.console import Console
 
-    with Console(stderr=True).status("simulating…"):
+    with Console(stderr=True).status(text):
         return work()
+
+
+@cli.group()
+def kernel() -> None:
+    """Housekeeping of the kernel engine."""
+
+
+@kernel.command("cleanup")
+def kernel_cleanup() -> None:
+    """Remove what interrupted kernel runs left behind.
+
+    Only runs whose owner process is gone are touched, and only the namespaces,
+    devices and processes their state files (under /run/ccbench) recorded.
+    """
+    from .kernel import host, state
+
+    host.require_root()
+    removed = state.cleanup_stale()
+    for line in removed:
+        click.echo(f"removed {line}")
+    live = state.live_runs()
+    if not removed:
+        click.echo("nothing to clean up")
+    if live:
+        click.echo(f"left alone: {len(live)} run(s) in progress ({', '.join(st.id for st in live)})")
+
+
+@cli.command()
+@click.option("--quick", is_flag=True, help="A tiny grid (20 Mbit/s, 20 ms, 0.5 and 2 BDP, bbr and cubic; "
+              "5 s, one repetition).")
+@click.option("--reps", type=int, metavar="N", help="Repetitions per cell (default 3; 1 with --quick).")
+@click.option("--duration", metavar="TIME", help="Length of each run (default 20s; 5s with --quick).")
+@click.option("--cca", metavar="NAME[,NAME...]", help="Only these algorithms (default bbr,cubic).")
+@click.option("--no-bench", is_flag=True, help="Skip the emulator's capacity benchmark (20, 50, 100 Mbit/s).")
+@click.option("--out", metavar="DIR", help="Write validate.csv, validate.json and validate.md here, and every "
+              "run's files under DIR/runs.")
+def validate(quick: bool, reps: Optional[int], duration: Optional[str], cca: Optional[str], no_bench: bool,
+             out: Optional[str]) -> None:
+    """Run a grid of scenarios on the simulator and on the kernel and compare them.
+
+    Default grid: {20, 50 Mbit/s} x {10, 40 ms} x {0.5, 2, 8 BDP} x {bbr, cubic}, one
+    flow, 20 s, 3 repetitions. Needs root (the kernel engine).
+    """
+    from . import validate as v
+    from .kernel import host
+    from .units import parse_duration
+
+    host.require_root()
+    params: dict[str, Any] = dict(v.QUICK) if quick else dict(
+        rates=v.DEFAULT_RATES, rtts=v.DEFAULT_RTTS, buffers=v.DEFAULT_BUFFERS, ccas=v.DEFAULT_CCAS,
+        duration=v.DEFAULT_DURATION, reps=v.DEFAULT_REPS)
+    if reps is not None:
+        if reps < 1:
+            raise ScenarioError("--reps", "must be at least 1")
+        params["reps"] = reps
+    if duration is not None:
+        try:
+            parse_duration(duration)
+        except ValueError as e:
+            raise ScenarioError("--duration", str(e)) from None
+        params["duration"] = duration
+    if cca is not None:
+        params["ccas"] = tuple(c.strip().lower() for c in cca.split(",") if c.strip())
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ScenarioError("--out", f"{out!r} exists and is not a directory")
+    cells = v.grid(params["rates"], params["rtts"], params["buffers"], params["ccas"])
+    click.echo(f"validating {len(cells)} scenario(s) x {params['reps']} repetition(s) of {params['duration']} "
+               f"on both engines", err=True)
+    keep = None if out is None else Path(out) / "runs"
+    results = [v.run_cell(cell, params["duration"], params["reps"], keep=keep) for cell in cells]
+    bench = [] if no_bench else v.emulator_benchmark()
+    _print_validation(v, results, bench)
+    if out is not None:
+        facts = host.facts()
+        meta = {"command": "ccbench validate", "kernel": facts.kernel, "kernel_hz": facts.kernel_hz,
+                "version": _core.version(), "duration": params["duration"], "reps": params["reps"]}
+        paths = v.write(Path(out), results, bench, meta)
+        click.echo(f"wrote {', '.join(str(p) for p in paths)}")
+
+
+def _print_validation(v: Any, results: list[Any], bench: list[Any]) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="Simulator vs kernel (sim / kernel, ratio = sim / kernel)", title_justify="left",
+              box=box.SIMPLE_HEAD, header_style="bold", title_style="bold")
+    for h in v.HEADERS:
+        t.add_column(h)
+    for row in v.table_rows(results):
+        t.add_row(*row)
+    console = Console()
+    console.print(t)
+    console.print(f"tolerances: goodput within {v.GOODPUT_TOLERANCE:.0%}, mean RTT within {v.RTT_TOLERANCE:.0%}, "
+                  f"retransmissions within a factor {v.RETRANSMIT_FACTOR:g} or both under "
+                  f"{v.RETRANSMIT_FLOOR:.1%} of packets")
+    if bench:
+        b = Table(title="Emulator capacity (saturating Cubic flow, 2 BDP)", title_justify="left",
+                  box=box.SIMPLE_HEAD, header_style="bold", title_style="bold")
+        for h in ("rate", "delivered / configured", "lateness p50 µs", "lateness p99 µs"):
+            b.add_column(h)
+        for p in bench:
+            ratio = "-" if p.delivered_rate_ratio is None else f"{100 * p.delivered_rate_ratio:.2f}%"
+            b.add_row(p.rate, ratio + (" (short)" if p.flag_short else ""), f"{p.lateness_p50_us:.0f}",
+                      f"{p.lateness_p99_us:.0f}")
+        console.print(b)
+
+
+@cli.command()
+@click.argument("run_dir", metavar="RUN_DIR", required=False)
+@click.option("--flow", type=int, default=0, show_default=True, metavar="N", help="Index of the flow to plot.")
+@click.option("--out", metavar="DIR", help="Write the figures here (default RUN_DIR/plots).")
+@click.option("--format", "formats", default="png,svg", show_default=True, metavar="FMT[,FMT]",
+              help="File formats: png, svg.")
+def plot(run_dir: Optional[str], flow: int, out: Optional[str], formats: str) -> None:
+    """Plot a run directory written by 'ccbench run --out': flow<N> (throughput, RTT,
+    cwnd, pacing and bandwidth estimate, state timeline) and link (queue, drops)."""
+    if run_dir is None:
+        raise ScenarioError("RUN_DIR", "missing; give a directory written by 'ccbench run --out DIR'")
+    _write_plots(run_dir, [flow], out, formats)
+
+
+def _write_plots(run_dir: str, flows: Optional[list[int]], out: Optional[str], formats: str, err: bool = False) -> None:
+    from .plots import plot_run
+
+    paths = plot_run(run_dir, flows=flows, out=out, formats=formats)
+    click.echo(f"wrote {paths[0].parent}: {', '.join(p.name for p in paths)}", err=err)
 
 
 def _fail(field: str, message: str, status: int = EXIT_BAD_INPUT) -> NoReturn:
@@ -135,6 +282,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         rv = cli.main(args=args, prog_name="ccbench", standalone_mode=False)
     except ScenarioError as e:
         _fail(e.field, e.message)
+    except KernelRunError as e:
+        _fail("kernel", str(e), 1)
     except click.UsageError as e:
         _fail(*_usage_error(e))
     except (click.Abort, KeyboardInterrupt):

@@ -60,6 +60,16 @@ fn validate(py: Python<'_>, scenario_json: String) -> PyResult<()> {
         .map_err(|e| scenario_error(py, e))
 }
 
+/// Run the real-time link emulator (the kernel engine's bottleneck) until it is told
+/// to quit on `control_fd`; see `ccbench_emu::realtime` for the line protocol on
+/// `control_fd` and `out_fd`. Blocks with the GIL released. Needs root (TUN devices).
+#[pyfunction]
+#[pyo3(signature = (config_json, control_fd=0, out_fd=1))]
+fn emulate(py: Python<'_>, config_json: String, control_fd: i32, out_fd: i32) -> PyResult<()> {
+    py.detach(move || ccbench_emu::serve(&config_json, control_fd, out_fd))
+        .map_err(pyo3::exceptions::PyRuntimeError::new_err)
+}
+
 /// Version of the simulator crate.
 #[pyfunction]
 fn version() -> &'static str {
@@ -78,6 +88,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
+    m.add_function(wrap_pyfunction!(emulate, m)?)?;
     m.add("ScenarioError", scenario_error_type(m.py())?)?;
     Ok(())
 }

@@ -1,1 +1,2 @@
-"""Engines that run a scenario. ``sim`` is the packet-level simulator in Rust."""
+"""Engines that run a scenario: ``sim``, the packet-level simulator in Rust, and
+``kernel``, the real Linux TCP stack in network namespaces behind the link emulator."""

@@ -1,0 +1,82 @@
+//! What the emulator is told: the resolved scenario (the simulator's own JSON, so both
+//! engines read the same link description) plus where to find the packets.
+
+use ccbench_sim::config::{BufferLimit, Scenario};
+use ccbench_sim::net::bottleneck::QueueLimit;
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmuConfig {
+    /// The scenario as the simulator reads it. Only the link, the flows' access delays
+    /// and the seed matter here; algorithm names are not checked.
+    pub scenario: Scenario,
+    /// TUN device whose packets come from the sender (and receive its ACKs).
+    pub tun_sender: String,
+    /// TUN device that delivers to the receiver (and carries its ACKs back).
+    pub tun_receiver: String,
+    /// Flow i is the TCP connection whose receiver port is `base_port + i`.
+    pub base_port: u16,
+    /// The emulator exits by itself this long after it starts, whatever happens.
+    pub max_runtime_ns: u64,
+    /// SCHED_FIFO priority for the emulator's thread (1..=99), 0 for none. The loop
+    /// sleeps between packets, so it uses little CPU, but without it the agents and
+    /// the TCP stacks on a small machine can delay its wake-ups by milliseconds.
+    #[serde(default)]
+    pub realtime_priority: u8,
+}
+
+impl EmuConfig {
+    pub fn from_json(json: &str) -> Result<EmuConfig, String> {
+        let cfg: EmuConfig = serde_json::from_str(json).map_err(|e| format!("emulator config: {e}"))?;
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let s = &self.scenario;
+        if s.link.rate_bps == 0 || s.link.rtt_ns == 0 || s.link.nic_rate_bps == 0 {
+            return Err("emulator config: rate, rtt and nic_rate must be positive".into());
+        }
+        if !(0.0..1.0).contains(&s.link.loss) {
+            return Err("emulator config: loss must be in [0, 1)".into());
+        }
+        if s.flows.is_empty() || self.base_port as usize + s.flows.len() > u16::MAX as usize {
+            return Err("emulator config: flows must fit in the port range above base_port".into());
+        }
+        if self.realtime_priority > 99 {
+            return Err("emulator config: realtime_priority must be 0..=99".into());
+        }
+        for name in [&self.tun_sender, &self.tun_receiver] {
+            if name.is_empty() || name.len() > 15 {
+                return Err(format!("emulator config: bad device name {name:?} (1 to 15 bytes)"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A limit in bytes, packets or BDP multiples, resolved as the simulator does.
+    fn resolve(&self, limit: BufferLimit) -> QueueLimit {
+        match limit {
+            BufferLimit::Bytes(b) => QueueLimit::Bytes(b),
+            BufferLimit::Packets(n) => QueueLimit::Packets(n),
+            BufferLimit::Bdp(x) => QueueLimit::Bytes((x * self.scenario.bdp_bytes() as f64).round() as u64),
+        }
+    }
+
+    /// The drop-tail limit.
+    pub fn queue_limit(&self) -> QueueLimit {
+        self.resolve(self.scenario.link.buffer)
+    }
+
+    /// The backlog from which ECN-capable packets are marked CE, if any.
+    pub fn ecn_threshold(&self) -> Option<QueueLimit> {
+        self.scenario.link.ecn_threshold.map(|t| self.resolve(t))
+    }
+
+    /// The flow a port belongs to, if any.
+    pub fn flow_of_port(&self, port: u16) -> Option<usize> {
+        let i = port.checked_sub(self.base_port)? as usize;
+        (i < self.scenario.flows.len()).then_some(i)
+    }
+}

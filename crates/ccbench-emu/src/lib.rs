@@ -1,0 +1,20 @@
+//! ccbench-emu: a real-time link emulator between two TUN devices.
+//!
+//! It applies a scenario's bottleneck (rate, drop-tail buffer, random loss) and delays
+//! to real packets, with the simulator's own [`Bottleneck`](ccbench_sim::net::Bottleneck)
+//! and [`Pipe`](ccbench_sim::net::Pipe) driven by the monotonic clock, so that the
+//! kernel engine and the simulator share one description of the link. The model of
+//! the path ([`link`]) is sans-IO and tested with explicit times; [`realtime`] owns
+//! the clock, the devices and the control channel.
+
+pub mod config;
+pub mod link;
+pub mod realtime;
+pub mod report;
+pub mod rtt;
+pub mod tun;
+pub mod wire;
+
+pub use config::EmuConfig;
+pub use realtime::serve;
+pub use report::Report;

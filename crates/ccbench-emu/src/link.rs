@@ -1,0 +1,714 @@
+//! The emulated path, sans-IO: the simulator's dumbbell with real packets in it.
+//!
+//! ```text
+//! sender --NIC (nic_rate, access_delay)--> bottleneck --(rate)--> delay rtt/2 --> receiver
+//! sender <------------------ delay rtt/2 + access_delay (uncongested) ----------- receiver
+//! ```
+//!
+//! The caller passes time in. Packets arrive with [`Link::arrive`]; [`Link::poll`]
+//! processes every event due by `now`, in time order, and hands back each packet that
+//! leaves the path together with the instant it was scheduled to leave. Events run at
+//! their scheduled time even when the caller polls late, so a late wake-up delays a
+//! packet's write but never the link's schedule: the bottleneck's capacity is exact.
+//!
+//! ECN: with a marking threshold, the simulator's bottleneck marks ECN-capable packets
+//! that arrive to a deep enough backlog, and the emulator sets CE in their IP header.
+//!
+//! Random loss applies to data packets only (as in the simulator); handshakes, pure
+//! ACKs and FINs never meet it. Packets that belong to no configured flow (no TCP, or
+//! an unknown port) use an extra lane with the link's base delays.
+
+use crate::config::EmuConfig;
+use crate::report::{stats, FlowReport, LinkReport, Report, SelfCheck, SeriesReport, SHORT_RATIO};
+use crate::rtt::RttSampler;
+use crate::wire::{self, TCP_ACK};
+use ccbench_sim::net::bottleneck::{Admit, LinkCounters};
+use ccbench_sim::net::{Bottleneck, Packet, Pipe};
+use ccbench_sim::observe::histogram::Histogram;
+use ccbench_sim::sim::rng::{self, Rng};
+use ccbench_sim::time::{Dur, Time};
+use ccbench_sim::units::BitRate;
+use rand::Rng as _;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Which end of the path a packet enters from or is delivered to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Sender,
+    Receiver,
+}
+
+/// A packet leaving the emulated path.
+#[derive(Debug)]
+pub struct Delivery {
+    pub to: Side,
+    /// When it was scheduled to leave.
+    pub due: Time,
+    /// Whether it left the bottleneck right behind the previous packet (the link was
+    /// busy in between); used by the self-check.
+    pub chained: bool,
+    pub bytes: Vec<u8>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    NicExit(usize),
+    TxDone,
+    ForwardExit,
+    ReverseExit(usize),
+    Epoch,
+    Sample,
+    End,
+}
+
+/// Packet bytes beside the simulator's `Packet`, which carries the slot in `seq`.
+#[derive(Default)]
+struct Slab {
+    slots: Vec<Option<(Vec<u8>, bool)>>,
+    free: Vec<usize>,
+}
+
+impl Slab {
+    fn insert(&mut self, bytes: Vec<u8>) -> u64 {
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some((bytes, false));
+                i as u64
+            }
+            None => {
+                self.slots.push(Some((bytes, false)));
+                (self.slots.len() - 1) as u64
+            }
+        }
+    }
+    fn take(&mut self, id: u64) -> (Vec<u8>, bool) {
+        let slot = self.slots[id as usize].take().expect("packet slot in use");
+        self.free.push(id as usize);
+        slot
+    }
+    fn mark_chained(&mut self, id: u64, chained: bool) {
+        if let Some(slot) = self.slots[id as usize].as_mut() {
+            slot.1 = chained;
+        }
+    }
+    fn mark_ce(&mut self, id: u64) {
+        if let Some((bytes, _)) = self.slots[id as usize].as_mut() {
+            if wire::ecn(bytes) != 3 {
+                wire::set_ce(bytes);
+            }
+        }
+    }
+    fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+}
+
+#[derive(Default, Clone)]
+struct FlowCounters {
+    dropped: u64,
+    payload_out: u64,
+    data_in: u64,
+    last_payload_out: u64,
+}
+
+/// The measurement window and the figures collected in it.
+#[derive(Default)]
+struct Measure {
+    t0: Option<Time>,
+    end: Time,
+    interval: Dur,
+    active: bool,
+    last_sample: Time,
+    last_wire_bytes: u64,
+    series: SeriesReport,
+    busy_bytes: u64,
+    busy_ns: u64,
+    last_forward_write: Option<Time>,
+    late_forward: Histogram,
+    late_reverse: Histogram,
+    to_receiver: u64,
+    to_sender: u64,
+    write_errors: u64,
+}
+
+pub struct Link {
+    rate: BitRate,
+    bottleneck: Bottleneck,
+    /// Per flow, plus one lane for unclassified traffic (index `flows`).
+    nic: Vec<Pipe>,
+    forward: Pipe,
+    reverse: Vec<Pipe>,
+    loss: f64,
+    loss_rng: Rng,
+    drops_random: u64,
+    /// (time, rank, sequence, event): at equal times the end of the window comes last,
+    /// after the final sample; otherwise first scheduled, first served.
+    heap: BinaryHeap<Reverse<(Time, u8, u64, Ev)>>,
+    seq: u64,
+    slab: Slab,
+    cfg: EmuConfig,
+    flows: usize,
+    /// Whether the packet now on the bottleneck's wire started right as the previous one
+    /// finished.
+    on_wire_chained: bool,
+    counters: Vec<FlowCounters>,
+    rtt: Vec<RttSampler>,
+    m: Measure,
+    /// Frozen at the end of the window.
+    snapshot: Option<Report>,
+}
+
+impl Link {
+    pub fn new(cfg: &EmuConfig) -> Link {
+        let s = &cfg.scenario;
+        let flows = s.flows.len();
+        let one_way = Dur(s.link.rtt_ns / 2);
+        let nic_rate = Some(BitRate(s.link.nic_rate_bps));
+        let access = |i: usize| Dur(s.flows.get(i).map_or(0, |f| f.access_delay_ns));
+        // The simulator's Bottleneck applies its loss to every packet it is offered; the
+        // emulator draws the loss itself so that only data packets meet it.
+        let bottleneck = Bottleneck::new(
+            BitRate(s.link.rate_bps),
+            cfg.queue_limit(),
+            cfg.ecn_threshold(),
+            0.0,
+            rng::stream(s.seed, "unused", 0),
+        );
+        Link {
+            rate: BitRate(s.link.rate_bps),
+            bottleneck,
+            nic: (0..=flows).map(|i| Pipe::new(nic_rate, access(i))).collect(),
+            forward: Pipe::new(None, one_way),
+            reverse: (0..=flows).map(|i| Pipe::new(None, one_way + access(i))).collect(),
+            loss: s.link.loss,
+            loss_rng: rng::stream(s.seed, "loss", 0),
+            drops_random: 0,
+            heap: BinaryHeap::new(),
+            seq: 0,
+            slab: Slab::default(),
+            cfg: cfg.clone(),
+            flows,
+            on_wire_chained: false,
+            counters: vec![FlowCounters::default(); flows + 1],
+            rtt: (0..flows).map(|_| RttSampler::default()).collect(),
+            m: Measure { interval: Dur(s.sample_interval_ns), ..Measure::default() },
+            snapshot: None,
+        }
+    }
+
+    fn schedule(&mut self, t: Time, ev: Ev) {
+        self.seq += 1;
+        let rank = u8::from(ev == Ev::End);
+        self.heap.push(Reverse((t, rank, self.seq, ev)));
+    }
+
+    /// Start measuring at `t0` and stop at `end`: counters restart from zero at `t0`,
+    /// the time series is sampled every interval after it and once more at `end` (or
+    /// when the report is taken, if earlier), as the simulator samples, and the report
+    /// is frozen at `end`.
+    pub fn begin(&mut self, t0: Time, end: Time) {
+        self.m.t0 = Some(t0);
+        self.m.end = end;
+        self.schedule(t0, Ev::Epoch);
+        self.schedule(end, Ev::End);
+    }
+
+    /// The next instant at which something is due.
+    pub fn next_time(&self) -> Option<Time> {
+        self.heap.peek().map(|Reverse((t, _, _, _))| *t)
+    }
+
+    /// Packets inside the emulator (queued, on the wire or in a delay line).
+    pub fn packets_held(&self) -> usize {
+        self.slab.len()
+    }
+
+    /// A packet read from the device on `from`'s side at `now`. Process what is due
+    /// before `now` first (`poll`) so that events stay in time order.
+    pub fn arrive(&mut self, now: Time, from: Side, bytes: Vec<u8>) {
+        let tcp = wire::parse_tcp(&bytes);
+        let wire_bytes = bytes.len() as u32;
+        match from {
+            Side::Sender => {
+                let flow = tcp.and_then(|t| self.cfg.flow_of_port(t.dst_port)).unwrap_or(self.flows);
+                let payload = tcp.map_or(0, |t| t.payload);
+                if let (Some(t), true) = (tcp, flow < self.flows && payload > 0) {
+                    self.rtt[flow].on_data(now, t.seq, payload);
+                    if self.m.active {
+                        self.counters[flow].data_in += 1;
+                    }
+                }
+                let ecn = wire::ecn(&bytes);
+                let pkt = Packet {
+                    flow: flow as u32,
+                    wire_bytes,
+                    payload,
+                    ect: ecn == 1 || ecn == 2,
+                    ce: ecn == 3,
+                    seq: self.slab.insert(bytes),
+                    ..Packet::default()
+                };
+                if let (_, Some(t)) = self.nic[flow].push(now, pkt) {
+                    self.schedule(t, Ev::NicExit(flow));
+                }
+            }
+            Side::Receiver => {
+                let flow = tcp.and_then(|t| self.cfg.flow_of_port(t.src_port)).unwrap_or(self.flows);
+                let pkt = Packet { flow: flow as u32, wire_bytes, seq: self.slab.insert(bytes), ..Packet::default() };
+                if let (_, Some(t)) = self.reverse[flow].push(now, pkt) {
+                    self.schedule(t, Ev::ReverseExit(flow));
+                }
+            }
+        }
+    }
+
+    /// Process events due at or before `now` until one delivers a packet; None when
+    /// nothing more is due.
+    pub fn poll(&mut self, now: Time) -> Option<Delivery> {
+        while let Some(&Reverse((t, _, _, ev))) = self.heap.peek() {
+            if t > now {
+                break;
+            }
+            self.heap.pop();
+            if let Some(d) = self.handle(t, ev) {
+                return Some(d);
+            }
+        }
+        None
+    }
+
+    fn handle(&mut self, t: Time, ev: Ev) -> Option<Delivery> {
+        match ev {
+            Ev::NicExit(f) => {
+                let (pkt, next) = self.nic[f].pop(t);
+                if let Some(n) = next {
+                    self.schedule(n, Ev::NicExit(f));
+                }
+                self.offer(t, pkt);
+                None
+            }
+            Ev::TxDone => {
+                let (pkt, next) = self.bottleneck.tx_done(t);
+                self.slab.mark_chained(pkt.seq, self.on_wire_chained);
+                if pkt.ce {
+                    self.slab.mark_ce(pkt.seq);
+                }
+                self.on_wire_chained = next.is_some();
+                if let Some(n) = next {
+                    self.schedule(n, Ev::TxDone);
+                }
+                if self.m.active {
+                    self.counters[pkt.flow as usize].payload_out += pkt.payload as u64;
+                }
+                if let (_, Some(x)) = self.forward.push(t, pkt) {
+                    self.schedule(x, Ev::ForwardExit);
+                }
+                None
+            }
+            Ev::ForwardExit => {
+                let (pkt, next) = self.forward.pop(t);
+                if let Some(n) = next {
+                    self.schedule(n, Ev::ForwardExit);
+                }
+                let (bytes, chained) = self.slab.take(pkt.seq);
+                Some(Delivery { to: Side::Receiver, due: t, chained, bytes })
+            }
+            Ev::ReverseExit(f) => {
+                let (pkt, next) = self.reverse[f].pop(t);
+                if let Some(n) = next {
+                    self.schedule(n, Ev::ReverseExit(f));
+                }
+                let (bytes, _) = self.slab.take(pkt.seq);
+                if f < self.flows {
+                    if let Some(tcp) = wire::parse_tcp(&bytes).filter(|t| t.has(TCP_ACK)) {
+                        self.rtt[f].on_ack(t, tcp.ack, self.m.active);
+                    }
+                }
+                Some(Delivery { to: Side::Sender, due: t, chained: false, bytes })
+            }
+            Ev::Epoch => {
+                self.start_measuring(t);
+                None
+            }
+            Ev::Sample => {
+                self.sample(t);
+                let next = t + self.m.interval;
+                if next < self.m.end {
+                    self.schedule(next, Ev::Sample);
+                }
+                None
+            }
+            Ev::End => {
+                if self.snapshot.is_none() && self.m.active {
+                    self.final_sample(t);
+                    self.snapshot = Some(self.measure(t));
+                }
+                self.m.active = false;
+                None
+            }
+        }
+    }
+
+    fn offer(&mut self, t: Time, pkt: Packet) {
+        let flow = pkt.flow as usize;
+        if pkt.payload > 0 && self.loss > 0.0 && self.loss_rng.gen::<f64>() < self.loss {
+            self.slab.take(pkt.seq);
+            if self.m.active {
+                self.drops_random += 1;
+                self.counters[flow].dropped += 1;
+            }
+            return;
+        }
+        match self.bottleneck.offer(t, pkt) {
+            Admit::Queued(Some(done)) => {
+                self.on_wire_chained = false;
+                self.schedule(done, Ev::TxDone);
+            }
+            Admit::Queued(None) => {}
+            Admit::DroppedOverflow | Admit::DroppedRandom => {
+                self.slab.take(pkt.seq);
+                if self.m.active {
+                    self.counters[flow].dropped += 1;
+                }
+            }
+        }
+    }
+
+    fn start_measuring(&mut self, t: Time) {
+        self.m.active = true;
+        self.bottleneck.counters = LinkCounters::default();
+        self.drops_random = 0;
+        self.m.last_wire_bytes = 0;
+        for c in &mut self.counters {
+            *c = FlowCounters::default();
+        }
+        for r in &mut self.rtt {
+            r.samples = Histogram::default();
+        }
+        self.m.series = SeriesReport { flow_throughput_bps: vec![Vec::new(); self.flows], ..SeriesReport::default() };
+        self.m.last_sample = t;
+        if self.m.interval > Dur::ZERO && t + self.m.interval < self.m.end {
+            self.schedule(t + self.m.interval, Ev::Sample);
+        }
+    }
+
+    /// The sample that closes the window (over a possibly partial interval), as the
+    /// simulator takes one at the end of a run.
+    fn final_sample(&mut self, t: Time) {
+        if self.m.interval > Dur::ZERO && t > self.m.last_sample {
+            self.sample(t);
+        }
+    }
+
+    fn sample(&mut self, t: Time) {
+        let Some(t0) = self.m.t0 else { return };
+        let secs = t.since(self.m.last_sample).secs_f64();
+        self.m.last_sample = t;
+        let c = &self.bottleneck.counters;
+        let bits = (c.wire_bytes_out - self.m.last_wire_bytes) as f64 * 8.0;
+        self.m.last_wire_bytes = c.wire_bytes_out;
+        let s = &mut self.m.series;
+        s.time_s.push(t.since(t0).secs_f64());
+        s.queue_bytes.push(self.bottleneck.backlog_bytes() as f64);
+        s.queue_packets.push(self.bottleneck.backlog_packets() as f64);
+        s.utilization.push(bits / (self.rate.bps() as f64 * secs));
+        s.throughput_bps.push(bits / secs);
+        s.drops.push((c.drops_overflow + self.drops_random) as f64);
+        for (i, fc) in self.counters.iter_mut().take(self.flows).enumerate() {
+            s.flow_throughput_bps[i].push((fc.payload_out - fc.last_payload_out) as f64 * 8.0 / secs);
+            fc.last_payload_out = fc.payload_out;
+        }
+    }
+
+    /// The caller wrote a delivered packet at wall-clock `wall` (`ok`: the write
+    /// succeeded). Feeds the self-check.
+    pub fn on_written(&mut self, d: &Delivery, wall: Time, ok: bool) {
+        if !self.m.active {
+            return;
+        }
+        if !ok {
+            self.m.write_errors += 1;
+        }
+        let late = wall.since(d.due).ns();
+        match d.to {
+            Side::Receiver => {
+                self.m.to_receiver += 1;
+                self.m.late_forward.record(late);
+                if let (true, Some(prev)) = (d.chained, self.m.last_forward_write) {
+                    self.m.busy_bytes += d.bytes.len() as u64;
+                    self.m.busy_ns += wall.since(prev).ns();
+                }
+                self.m.last_forward_write = Some(wall);
+            }
+            Side::Sender => {
+                self.m.to_sender += 1;
+                self.m.late_reverse.record(late);
+            }
+        }
+    }
+
+    /// The report: frozen at the end of the window if it has passed, else as of `now`.
+    pub fn finish(&mut self, now: Time) -> Report {
+        match self.snapshot.take() {
+            Some(r) => r,
+            None => {
+                if self.m.active {
+                    self.final_sample(now);
+                }
+                self.measure(now)
+            }
+        }
+    }
+
+    fn measure(&self, now: Time) -> Report {
+        let c = &self.bottleneck.counters;
+        let delivered = (self.m.busy_ns > 0).then(|| self.m.busy_bytes as f64 * 8.0 / (self.m.busy_ns as f64 / 1e9));
+        let ratio = delivered.map(|d| d / self.rate.bps() as f64);
+        Report {
+            measured_s: self.m.t0.map_or(0.0, |t0| now.since(t0).secs_f64()),
+            link: LinkReport {
+                packets_forwarded: c.packets_out,
+                wire_bytes_out: c.wire_bytes_out,
+                drops_overflow: c.drops_overflow,
+                drops_random: self.drops_random,
+                ecn_marks: c.ecn_marks,
+                queue_delay_ms: stats(&c.sojourn_ns, 1e6),
+                queue_bytes: stats(&c.queue_bytes_seen, 1.0),
+                queue_packets: stats(&c.queue_packets_seen, 1.0),
+            },
+            flows: (0..self.flows)
+                .map(|i| FlowReport {
+                    dropped: self.counters[i].dropped,
+                    payload_out_bytes: self.counters[i].payload_out,
+                    data_packets_in: self.counters[i].data_in,
+                    rtt_ms: stats(&self.rtt[i].samples, 1e6),
+                    rtt_samples: self.rtt[i].samples.count(),
+                })
+                .collect(),
+            series: self.m.series.clone(),
+            check: SelfCheck {
+                configured_rate_bps: self.rate.bps(),
+                delivered_rate_bps: delivered,
+                delivered_rate_ratio: ratio,
+                flag_short: ratio.is_some_and(|r| r < SHORT_RATIO),
+                busy_s: self.m.busy_ns as f64 / 1e9,
+                busy_bytes: self.m.busy_bytes,
+                lateness_forward_us: stats(&self.m.late_forward, 1e3),
+                lateness_reverse_us: stats(&self.m.late_reverse, 1e3),
+                packets_to_receiver: self.m.to_receiver,
+                packets_to_sender: self.m.to_sender,
+                write_errors: self.m.write_errors,
+                realtime_priority: false,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::build_tcp;
+
+    const MS: u64 = 1_000_000;
+    const PORT: u16 = 20000;
+
+    fn config(rate: &str, buffer: &str, loss: f64, flows: &str) -> EmuConfig {
+        let json = format!(
+            r#"{{"scenario": {{"seed": 1, "duration_ns": 1000000000, "sample_interval_ns": 100000000,
+                "link": {{"rate_bps": {rate}, "rtt_ns": 20000000, "buffer": {buffer}, "loss": {loss},
+                          "nic_rate_bps": 10000000000}},
+                "flows": {flows}}},
+               "tun_sender": "t-s", "tun_receiver": "t-r", "base_port": {PORT}, "max_runtime_ns": 1}}"#
+        );
+        EmuConfig::from_json(&json).unwrap()
+    }
+
+    fn one_flow(rate: &str, buffer: &str, loss: f64) -> Link {
+        Link::new(&config(rate, buffer, loss, r#"[{"cca": "cubic"}]"#))
+    }
+
+    fn data(seq: u32) -> Vec<u8> {
+        build_tcp(40000, PORT, seq, 1, TCP_ACK, 1448)
+    }
+
+    /// Run the link until `until`, collecting (side, due time) of deliveries.
+    fn drain(link: &mut Link, until: Time) -> Vec<(Side, Time, bool)> {
+        let mut out = Vec::new();
+        while let Some(d) = link.poll(until) {
+            out.push((d.to, d.due, d.chained));
+            link.on_written(&d, d.due, true);
+        }
+        out
+    }
+
+    #[test]
+    fn a_burst_leaves_at_the_link_rate_after_the_one_way_delay() {
+        // 12 Mbit/s: a 1500-byte packet takes exactly 1 ms.
+        let mut link = one_flow("12000000", r#"{"packets": 100}"#, 0.0);
+        link.begin(Time(0), Time(1000 * MS));
+        for k in 0..5 {
+            link.arrive(Time(0), Side::Sender, data(k * 1448));
+        }
+        let out = drain(&mut link, Time(100 * MS));
+        assert_eq!(out.len(), 5);
+        let nic = BitRate(10_000_000_000).tx_time(1500).ns();
+        for (k, (side, due, chained)) in out.iter().enumerate() {
+            assert_eq!(*side, Side::Receiver);
+            assert_eq!(due.ns(), nic + (k as u64 + 1) * MS + 10 * MS);
+            assert_eq!(*chained, k > 0);
+        }
+        let r = link.finish(Time(100 * MS));
+        assert_eq!(r.link.packets_forwarded, 5);
+        assert_eq!(r.check.busy_bytes, 4 * 1500);
+        assert!((r.check.delivered_rate_ratio.unwrap() - 1.0).abs() < 1e-9);
+        assert!(!r.check.flag_short);
+    }
+
+    #[test]
+    fn late_writes_show_up_as_short_capacity() {
+        let mut link = one_flow("12000000", r#"{"packets": 100}"#, 0.0);
+        link.begin(Time(0), Time(1000 * MS));
+        for k in 0..11 {
+            link.arrive(Time(0), Side::Sender, data(k * 1448));
+        }
+        // The writer only manages one packet every 1.1 ms.
+        let mut wall = Time(0);
+        while let Some(d) = link.poll(Time(100 * MS)) {
+            wall = wall.max(d.due);
+            link.on_written(&d, wall, true);
+            wall += Dur(1_100_000);
+        }
+        let r = link.finish(Time(100 * MS));
+        let ratio = r.check.delivered_rate_ratio.unwrap();
+        assert!((ratio - 1.0 / 1.1).abs() < 1e-6, "ratio {ratio}");
+        assert!(r.check.flag_short);
+    }
+
+    #[test]
+    fn drop_tail_counts_packets_behind_the_one_on_the_wire() {
+        let mut link = one_flow("12000000", r#"{"packets": 3}"#, 0.0);
+        link.begin(Time(0), Time(1000 * MS));
+        // 1 on the wire + 3 queued fit; the NIC spaces arrivals by 1.2 µs only.
+        for k in 0..6 {
+            link.arrive(Time(0), Side::Sender, data(k * 1448));
+        }
+        assert_eq!(drain(&mut link, Time(100 * MS)).len(), 4);
+        let r = link.finish(Time(100 * MS));
+        assert_eq!((r.link.drops_overflow, r.flows[0].dropped), (2, 2));
+        assert_eq!(link.packets_held(), 0);
+    }
+
+    #[test]
+    fn bdp_buffer_resolves_like_the_simulator() {
+        let cfg = config("12000000", r#"{"bdp": 2.0}"#, 0.0, r#"[{"cca": "cubic"}]"#);
+        match cfg.queue_limit() {
+            ccbench_sim::net::bottleneck::QueueLimit::Bytes(b) => assert_eq!(b, 60_000),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn random_loss_spares_packets_without_payload() {
+        let mut link = one_flow("100000000", r#"{"packets": 100000}"#, 0.5);
+        link.begin(Time(0), Time(10_000 * MS));
+        for k in 0..1000u32 {
+            link.arrive(Time(k as u64 * MS), Side::Sender, build_tcp(40000, PORT, k, 1, TCP_ACK, 0));
+            link.arrive(Time(k as u64 * MS), Side::Sender, data(k * 1448));
+            drain(&mut link, Time(k as u64 * MS));
+        }
+        drain(&mut link, Time(2000 * MS));
+        let r = link.finish(Time(2000 * MS));
+        assert_eq!(r.link.packets_forwarded + r.link.drops_random, 2000);
+        assert!((400..600).contains(&r.link.drops_random), "{}", r.link.drops_random);
+        assert_eq!(r.check.packets_to_receiver, 2000 - r.link.drops_random);
+    }
+
+    #[test]
+    fn acks_return_after_the_flows_own_delay_and_give_rtt_samples() {
+        let cfg = config(
+            "12000000",
+            r#"{"packets": 100}"#,
+            0.0,
+            r#"[{"cca": "cubic"}, {"cca": "cubic", "access_delay_ns": 5000000}]"#,
+        );
+        let mut link = Link::new(&cfg);
+        link.begin(Time(0), Time(1000 * MS));
+        link.arrive(Time(0), Side::Sender, build_tcp(40001, PORT + 1, 1000, 1, TCP_ACK, 1448));
+        let fwd = drain(&mut link, Time(50 * MS));
+        // NIC exit at 5 ms + 1.2 µs, 1 ms on the wire, 10 ms one way.
+        assert_eq!(fwd[0].1.ns(), 16 * MS + 1200);
+        link.arrive(Time(17 * MS), Side::Receiver, build_tcp(PORT + 1, 40001, 1, 2448, TCP_ACK, 0));
+        let back = drain(&mut link, Time(100 * MS));
+        assert_eq!(back, vec![(Side::Sender, Time(32 * MS), false)]);
+        let r = link.finish(Time(100 * MS));
+        assert_eq!(r.flows[1].rtt_samples, 1);
+        assert!((r.flows[1].rtt_ms.mean - 32.0).abs() < 0.3);
+        assert_eq!(r.flows[0].rtt_samples, 0);
+    }
+
+    #[test]
+    fn ecn_capable_packets_are_marked_above_the_threshold() {
+        let json = r#"{"scenario": {"seed": 1, "duration_ns": 1000000000,
+                "link": {"rate_bps": 12000000, "rtt_ns": 20000000, "buffer": {"packets": 100},
+                         "ecn_threshold": {"packets": 2}},
+                "flows": [{"cca": "cubic"}]},
+               "tun_sender": "t-s", "tun_receiver": "t-r", "base_port": 20000, "max_runtime_ns": 1}"#;
+        let mut link = Link::new(&EmuConfig::from_json(json).unwrap());
+        link.begin(Time(0), Time(1000 * MS));
+        for k in 0..5 {
+            let mut p = data(k * 1448);
+            p[1] = 0x02; // ECT(0)
+            link.arrive(Time(0), Side::Sender, p);
+        }
+        link.arrive(Time(0), Side::Sender, data(5 * 1448)); // not ECN-capable
+        let mut marks = Vec::new();
+        while let Some(d) = link.poll(Time(100 * MS)) {
+            marks.push(wire::ecn(&d.bytes));
+        }
+        // Backlogs seen on arrival: 0 (starts on the wire), 0, 1, 2, 3, 4.
+        assert_eq!(marks, vec![2, 2, 2, 3, 3, 0]);
+        assert_eq!(link.finish(Time(100 * MS)).link.ecn_marks, 2);
+    }
+
+    #[test]
+    fn a_window_cut_short_ends_with_a_partial_sample() {
+        let mut link = one_flow("12000000", r#"{"packets": 1000}"#, 0.0);
+        link.begin(Time(0), Time(1000 * MS));
+        for k in 0..150u32 {
+            link.arrive(Time(k as u64 * MS), Side::Sender, data(k * 1448));
+            drain(&mut link, Time(k as u64 * MS));
+        }
+        let r = link.finish(Time(150 * MS));
+        assert_eq!(r.series.time_s, vec![0.1, 0.15]);
+        // The link was busy all along: full utilisation over the partial interval too.
+        assert!((r.series.utilization[1] - 1.0).abs() < 0.03, "{:?}", r.series.utilization);
+    }
+
+    #[test]
+    fn unknown_traffic_takes_the_base_delays() {
+        let mut link = one_flow("12000000", r#"{"packets": 100}"#, 0.0);
+        link.arrive(Time(0), Side::Receiver, vec![0x60; 60]);
+        assert_eq!(drain(&mut link, Time(50 * MS)), vec![(Side::Sender, Time(10 * MS), false)]);
+    }
+
+    #[test]
+    fn the_series_is_sampled_from_the_epoch() {
+        let mut link = one_flow("12000000", r#"{"packets": 1000}"#, 0.0);
+        link.begin(Time(500 * MS), Time(800 * MS));
+        for k in 0..200u32 {
+            link.arrive(Time(400 * MS + k as u64 * 1_000_000), Side::Sender, data(k * 1448));
+            drain(&mut link, Time(400 * MS + k as u64 * 1_000_000));
+        }
+        drain(&mut link, Time(1000 * MS));
+        let r = link.finish(Time(1000 * MS));
+        // Samples at 0.1 and 0.2 s and at the end of the window, 0.3 s.
+        assert_eq!(r.series.time_s.len(), 3);
+        assert!((r.series.time_s[2] - 0.3).abs() < 1e-9);
+        // Packets arrive at 12 Mbit/s, exactly the link's rate: fully used.
+        assert!((r.series.utilization[0] - 1.0).abs() < 0.02, "{:?}", r.series.utilization);
+        assert!((r.measured_s - 0.3).abs() < 1e-9);
+        // Departures at 401 ms + k ms + 1.2 µs: k = 99..=199 fall in the window.
+        assert_eq!(r.flows[0].payload_out_bytes, 101 * 1448);
+    }
+}

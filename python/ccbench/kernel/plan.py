@@ -1,0 +1,175 @@
+"""From a scenario to what the kernel engine sets up, or a clear refusal.
+
+Each scenario value maps to a kernel mechanism, or is refused when the kernel cannot
+express it:
+
+==================  =====================================================================
+scenario            kernel engine
+==================  =====================================================================
+link.*              the emulator (rate, rtt, buffer, loss, nic_rate), exactly as the simulator
+tcp.mss             MTU of the devices = mss + 52 (IPv4 20, TCP 20, timestamps 12)
+tcp.init_cwnd       ``initcwnd`` on the sender's route (when not the default 10)
+tcp.rto_min         ``rto_min`` on the sender's route (whole milliseconds)
+tcp.tsq_limit       ``net.ipv4.tcp_limit_output_bytes`` in the sender's namespace
+tcp.hz              must be the kernel's CONFIG_HZ; the default (1000) is replaced by it
+tcp.rto_init, tcp.pacing_shift, tcp.delack_min
+                    fixed in the kernel: only their defaults are accepted
+flows[].cca         ``TCP_CONGESTION`` per socket; must be in tcp_available_congestion_control
+flows[].pacing      ``true`` for an algorithm that does not pace: ``SO_MAX_PACING_RATE`` (any
+                    cap turns on the kernel's internal pacing); ``false`` for BBR is refused
+flows[].rwnd        ``TCP_WINDOW_CLAMP`` on the receiver's listening socket
+flows[].ecn         ``classic``: the flow connects to a second receiver address whose route
+                    has ``features ecn`` (so ECN can differ per flow); ``low`` is refused
+                    (mainline kernels have no ECN-low route feature)
+link.ecn_threshold  the emulator marks ECN-capable packets CE, exactly as the simulator
+flows[].params      refused (kernel module parameters are global)
+flows[].start, size, access_delay, count
+                    the sender agent and the emulator
+==================  =====================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ..scenario import Scenario, Tcp
+from ..units import format_duration
+from .host import HostFacts, KernelEngineError, ensure_congestion_control
+
+HEADER_BYTES = 52
+MAX_FLOWS = 200
+BASE_PORT = 20000
+# Algorithms that always pace in the kernel (they set SK_PACING_NEEDED themselves).
+SELF_PACED_PREFIX = "bbr"
+SEND_BUFFER_MAX = 64 * 2**20
+MS = 1_000_000
+# SCHED_FIFO priority of the emulator's thread: on a two-CPU machine it cuts the 99th
+# percentile of its lateness at 100 Mbit/s from milliseconds to tens of microseconds.
+EMULATOR_PRIORITY = 10
+
+
+@dataclass(frozen=True)
+class FlowPlan:
+    index: int
+    entry: int
+    cca: str
+    start_ns: int
+    access_delay_ns: int
+    size_bytes: Optional[int]
+    rwnd_bytes: int
+    paced: bool
+    force_pacing: bool
+    ecn: bool
+
+    @property
+    def field(self) -> str:
+        return f"flows[{self.entry}]"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A scenario as the kernel engine runs it."""
+
+    scenario: Scenario  # as run: tcp.hz is the kernel's
+    flows: list[FlowPlan]
+    mtu: int
+    route_options: list[str]
+    sender_sysctls: dict[str, str]
+    receiver_sysctls: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def duration_ns(self) -> int:
+        return self.scenario.duration_ns
+
+    @property
+    def interval_ns(self) -> int:
+        return self.scenario.interval_ns
+
+
+def _defaults() -> Tcp:
+    return Tcp.model_validate({})
+
+
+def make_plan(sc: Scenario, host: HostFacts) -> Plan:
+    notes: list[str] = []
+    tcp, default = sc.tcp, _defaults()
+
+    if host.kernel_hz is not None and tcp.hz != host.kernel_hz:
+        if tcp.hz != default.hz:
+            raise KernelEngineError("tcp.hz", f"the kernel ticks at CONFIG_HZ={host.kernel_hz}; set hz = "
+                                    f"{host.kernel_hz} or leave the default")
+        sc = sc.model_copy(update={"tcp": tcp.model_copy(update={"hz": host.kernel_hz})})
+        tcp = sc.tcp
+        notes.append(f"tcp.hz set to the kernel's CONFIG_HZ={host.kernel_hz}")
+    fixed = (
+        ("rto_init", tcp.rto_init_ns, default.rto_init_ns, format_duration),
+        ("pacing_shift", tcp.pacing_shift, default.pacing_shift, str),
+        ("delack_min", tcp.delack_min_ns, default.delack_min_ns, format_duration),
+    )
+    for name, value, dflt, fmt in fixed:
+        if value != dflt:
+            raise KernelEngineError(f"tcp.{name}", f"the kernel engine cannot change it (the kernel's value is "
+                                    f"{fmt(dflt)}); leave the default")
+    route: list[str] = []
+    if tcp.init_cwnd != default.init_cwnd:
+        route += ["initcwnd", str(tcp.init_cwnd)]
+    if tcp.rto_min_ns != default.rto_min_ns:
+        if tcp.rto_min_ns % MS:
+            raise KernelEngineError("tcp.rto_min", "the kernel engine sets it per route in whole milliseconds")
+        route += ["rto_min", f"{tcp.rto_min_ns // MS}ms"]
+
+    flows: list[FlowPlan] = []
+    for entry, f in enumerate(sc.flows):
+        where = f"flows[{entry}]"
+        if f.params:
+            raise KernelEngineError(f"{where}.params", "the kernel engine cannot set per-flow algorithm parameters "
+                                    "(kernel module parameters are global); remove params")
+        if f.cca not in host.available_congestion_control:
+            ensure_congestion_control(f.cca, f"{where}.cca")
+        self_paced = f.cca.startswith(SELF_PACED_PREFIX)
+        if self_paced and f.pacing is False:
+            raise KernelEngineError(f"{where}.pacing", f"{f.cca} always paces in the kernel; remove pacing = false")
+        ecn = getattr(f, "ecn", "off")
+        if ecn not in ("off", "classic"):
+            raise KernelEngineError(f"{where}.ecn", f"'{ecn}' needs a kernel with an ECN-low route feature, which "
+                                    "mainline Linux lacks; allowed here: off, classic")
+        for _ in range(f.count):
+            flows.append(FlowPlan(
+                index=len(flows),
+                entry=entry,
+                cca=f.cca,
+                start_ns=f.start_ns,
+                access_delay_ns=f.access_delay_ns,
+                size_bytes=f.size_bytes,
+                rwnd_bytes=f.rwnd_bytes,
+                paced=self_paced or f.pacing is True,
+                force_pacing=not self_paced and f.pacing is True,
+                ecn=ecn == "classic",
+            ))
+    if len(flows) > MAX_FLOWS:
+        raise KernelEngineError("flows", f"the kernel engine runs at most {MAX_FLOWS} flows, got {len(flows)}")
+
+    rwnd_max = max(f.rwnd_bytes for f in flows)
+    common = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
+              "net.ipv4.tcp_no_metrics_save": "1"}
+    sender = dict(common)
+    sender["net.ipv4.tcp_limit_output_bytes"] = str(tcp.tsq_limit_bytes)
+    # The simulator's sender always has data ready: no send-buffer limit in practice.
+    sender["net.ipv4.tcp_wmem"] = f"4096 16384 {SEND_BUFFER_MAX}"
+    receiver = dict(common)
+    # Room for the receive window to grow to rwnd whatever the skb overhead.
+    receiver["net.ipv4.tcp_rmem"] = f"4096 131072 {max(4 * rwnd_max, 6 * 2**20)}"
+    return Plan(sc, flows, tcp.mss + HEADER_BYTES, route, sender, receiver, notes)
+
+
+def emulator_config(plan: Plan, tun_sender: str, tun_receiver: str, max_runtime_ns: int) -> dict[str, Any]:
+    return {
+        "scenario": plan.scenario.to_core(),
+        "tun_sender": tun_sender,
+        "tun_receiver": tun_receiver,
+        "base_port": BASE_PORT,
+        "max_runtime_ns": max_runtime_ns,
+        "realtime_priority": EMULATOR_PRIORITY,
+    }

@@ -1,0 +1,214 @@
+"""A kernel run's reports turned into the simulator's summary schema and time series.
+
+Sources: the receiver agent (goodput, completion), the sender agent (``TCP_INFO`` and
+BBR's ``TCP_CC_INFO``), and the emulator (everything about the bottleneck, per-flow
+throughput and drops at the bottleneck, and RTT samples). What the kernel does not
+expose is ``None`` in the summary and NaN in the series: the cumulative count of
+lost-marked segments (``lost``; ``TCP_INFO`` has only the current ``lost_out``) and the
+number of simulator events (``events``). ``params`` are the kernel module's parameters
+as /sys shows them, which apply to every flow of that algorithm on the machine.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+from .. import _core
+from ..scenario import Scenario
+from .host import HostFacts, module_params
+from .plan import HEADER_BYTES, Plan
+from .session import RawRun
+from .tcpinfo import TCP_INFINITE_SSTHRESH
+
+NAN = float("nan")
+CC_COLUMNS = ("cc_bw_bps", "cc_min_rtt_ms", "cc_pacing_gain", "cc_cwnd_gain")
+FLOW_COLUMNS = ("time_s", "flow", "goodput_bps", "throughput_bps", "cwnd", "ssthresh", "inflight", "inflight_bytes",
+                "pacing_rate_bps", "delivery_rate_bps", "srtt_ms", "min_rtt_ms", "retransmits", "lost", "ca_state")
+
+
+def _jain(xs: list[float]) -> float:
+    s, s2 = sum(xs), sum(x * x for x in xs)
+    return 1.0 if s2 == 0 else s * s / (len(xs) * s2)
+
+
+def _bdp_bytes(sc: Scenario) -> int:
+    return sc.link.rate_bps * sc.link.rtt_ns // 8 // 1_000_000_000
+
+
+def _buffer(sc: Scenario) -> tuple[Optional[int], Optional[int]]:
+    b = sc.link.buffer
+    if b.kind == "packets":
+        return None, int(b.amount)
+    if b.kind == "bytes":
+        return int(b.amount), None
+    return int(math.floor(float(b.amount) * _bdp_bytes(sc) + 0.5)), None
+
+
+def _flow_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
+    """Time-series columns from one TCP_INFO sample."""
+    if not info:
+        return {k: NAN for k in ("cwnd", "ssthresh", "inflight", "inflight_bytes", "pacing_rate_bps",
+                                 "delivery_rate_bps", "srtt_ms", "min_rtt_ms", "retransmits", "ca_state")}
+    inflight = info["unacked"] - info["sacked"] - info["lost"] + info["retrans"]
+    min_rtt = info.get("min_rtt", 0xFFFFFFFF)
+    return {
+        "cwnd": float(info["snd_cwnd"]),
+        "ssthresh": NAN if info["snd_ssthresh"] >= TCP_INFINITE_SSTHRESH else float(info["snd_ssthresh"]),
+        "inflight": float(inflight),
+        "inflight_bytes": float(inflight * info["snd_mss"]),
+        "pacing_rate_bps": float(info["pacing_rate"]) * 8.0,
+        "delivery_rate_bps": float(info.get("delivery_rate", 0)) * 8.0,
+        "srtt_ms": info["rtt"] / 1e3,
+        "min_rtt_ms": NAN if min_rtt == 0xFFFFFFFF else min_rtt / 1e3,
+        "retransmits": float(info["total_retrans"]),
+        "ca_state": float(info["ca_state"]),
+    }
+
+
+def _cc_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
+    bbr = (info or {}).get("bbr")
+    if not bbr:
+        return {k: NAN for k in CC_COLUMNS}
+    return {
+        "cc_bw_bps": bbr["bw_bytes_per_s"] * 8.0,
+        "cc_min_rtt_ms": bbr["min_rtt_us"] / 1e3,
+        "cc_pacing_gain": bbr["pacing_gain"],
+        "cc_cwnd_gain": bbr["cwnd_gain"],
+    }
+
+
+def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], dict[str, list[Any]], dict[str, list[Any]]]:
+    """(summary, flows table, link table) in the simulator's schema."""
+    sc = plan.scenario
+    emu, rcv, snd = raw.emulator, raw.receiver, raw.sender
+    n = len(plan.flows)
+    duration_s = sc.duration_ns / 1e9
+    completed = rcv["completed_ns"]
+    if all(f.size_bytes is not None for f in plan.flows) and all(c is not None for c in completed):
+        duration_s = min(duration_s, max(completed) / 1e9)
+    final = snd["final"]
+
+    flows = []
+    for i, f in enumerate(plan.flows):
+        start_s = f.start_ns / 1e9
+        done_s = None if completed[i] is None else completed[i] / 1e9
+        life = (done_s if done_s is not None else duration_s) - start_s
+        delivered = rcv["bytes"][i] if f.size_bytes is None else min(rcv["bytes"][i], f.size_bytes)
+        e = emu["flows"][i]
+        info = final[i]
+        base_rtt_ms = (sc.link.rtt_ns + 2 * f.access_delay_ns) / 1e6
+        per_sec = (lambda b: b * 8.0 / life) if life > 0 else (lambda b: 0.0)
+        flows.append({
+            "id": i,
+            "cca": f.cca,
+            "params": module_params(f.cca),
+            "ecn": "classic" if f.ecn else "off",
+            "paced": f.paced,
+            "start_s": start_s,
+            "base_rtt_ms": base_rtt_ms,
+            "goodput_bps": per_sec(delivered),
+            "throughput_bps": per_sec(e["payload_out_bytes"]),
+            "delivered_bytes": delivered,
+            "sent_bytes": info.get("bytes_sent"),
+            "retransmits": info["total_retrans"],
+            "lost": None,
+            "dropped": e["dropped"],
+            "rto_count": info.get("total_rto"),
+            "rtt_ms": e["rtt_ms"],
+            "self_inflicted_delay_ms": e["rtt_ms"]["mean"] - base_rtt_ms if e["rtt_samples"] > 0 else 0.0,
+            "size_bytes": f.size_bytes,
+            "completion_s": None if done_s is None else done_s - start_s,
+            "final_cwnd": info["snd_cwnd"],
+            # Kernel-only diagnostics (TCP_INFO): time limited by the receive window and
+            # by the send buffer, and RTT samples the emulator took.
+            "rwnd_limited_ms": info.get("rwnd_limited", 0) / 1e3,
+            "sndbuf_limited_ms": info.get("sndbuf_limited", 0) / 1e3,
+            "rtt_samples": e["rtt_samples"],
+        })
+
+    link = emu["link"]
+    buffer_bytes, buffer_packets = _buffer(sc)
+    check = emu["check"]
+    summary: dict[str, Any] = {
+        "engine": "kernel",
+        "version": _core.version(),
+        "seed": sc.seed,
+        "scenario_hash": sc.scenario_hash,
+        "duration_s": duration_s,
+        "header_bytes": HEADER_BYTES,
+        "jain_index": _jain([f["goodput_bps"] for f in flows]),
+        "events": None,
+        "kernel": host.kernel,
+        "kernel_hz": host.kernel_hz,
+        "available_congestion_control": host.available_congestion_control,
+        "notes": plan.notes + raw.notes,
+        "emulator": check,
+        "flows": flows,
+        "link": {
+            "rate_bps": sc.link.rate_bps,
+            "rtt_ms": sc.link.rtt_ns / 1e6,
+            "buffer_bytes": buffer_bytes,
+            "buffer_packets": buffer_packets,
+            "bdp_bytes": _bdp_bytes(sc),
+            "utilization": link["wire_bytes_out"] * 8.0 / (sc.link.rate_bps * max(duration_s, 1e-9)),
+            "drops": link["drops_overflow"] + link["drops_random"],
+            "drops_overflow": link["drops_overflow"],
+            "drops_random": link["drops_random"],
+            "ecn_marks": link["ecn_marks"],
+            "queue_delay_ms": link["queue_delay_ms"],
+            "queue_bytes": link["queue_bytes"],
+            "queue_packets": link["queue_packets"],
+            "packets_forwarded": link["packets_forwarded"],
+        },
+    }
+    return summary, _flows_table(plan, raw, duration_s), _link_table(raw, duration_s)
+
+
+def _flows_table(plan: Plan, raw: RawRun, duration_s: float) -> dict[str, list[Any]]:
+    """One row per flow per sample. Each source ends with a closing sample at the end of
+    the run; the regular samples before it are matched by index."""
+    rcv, snd, series = raw.receiver["samples"], raw.sender["samples"], raw.emulator["series"]
+    n_emu = len(series["time_s"])
+    regular = max(0, min(len(rcv), len(snd), n_emu) - 1)
+    picks = [(k, k, k) for k in range(regular)]
+    if rcv and snd and n_emu:
+        picks.append((len(rcv) - 1, len(snd) - 1, n_emu - 1))
+    any_bbr = any(f.cca.startswith("bbr") for f in plan.flows)
+    table: dict[str, list[Any]] = {c: [] for c in FLOW_COLUMNS + (CC_COLUMNS if any_bbr else ())}
+
+    prev_t, prev_bytes = 0, [0] * len(plan.flows)
+    for row, (kr, ks, ke) in enumerate(picks):
+        nominal_ns, actual_ns, counts = rcv[kr]
+        time_s = duration_s if row == len(picks) - 1 and row >= regular else nominal_ns / 1e9
+        dt = max(actual_ns - prev_t, 1) / 1e9
+        infos = snd[ks][2]
+        for i in range(len(plan.flows)):
+            values: dict[str, Any] = {
+                "time_s": time_s,
+                "flow": i,
+                "goodput_bps": (counts[i] - prev_bytes[i]) * 8.0 / dt,
+                "throughput_bps": float(series["flow_throughput_bps"][i][ke]),
+                "lost": NAN,
+                **_flow_row(infos[i]),
+            }
+            if any_bbr:
+                values.update(_cc_row(infos[i]))
+            for name, column in table.items():
+                column.append(values[name])
+        prev_t, prev_bytes = actual_ns, counts
+    return table
+
+
+def _link_table(raw: RawRun, duration_s: float) -> dict[str, list[Any]]:
+    """The emulator's samples before the end of the run, and its closing sample. (When
+    sized flows end a run early, the emulator closes its window a moment later, when told
+    to quit; that last sample is labelled with the run's end.)"""
+    s = raw.emulator["series"]
+    columns = ("time_s", "queue_bytes", "queue_packets", "utilization", "throughput_bps", "drops")
+    n = len(s["time_s"])
+    keep = [k for k in range(n - 1) if s["time_s"][k] < duration_s - 1e-9] + ([n - 1] if n else [])
+    table = {c: [float(s[c][k]) for k in keep] for c in columns}
+    if keep:
+        table["time_s"][-1] = duration_s
+    return table

@@ -1,0 +1,349 @@
+"""One kernel run: namespaces, the emulator, the agents, and their removal.
+
+```
+ sender namespace                 root namespace                 receiver namespace
+ agent send  --> ccb-ID-s  ==fd==> emulator (Rust) ==fd==> ccb-ID-r --> agent receive
+ 10.X.Y.1                          bottleneck, delays              10.X.Y.2 and 10.X.Y.3
+```
+
+Flows with classic ECN connect to the receiver's second address, whose route in the
+sender's namespace carries ``features ecn``; the others to the first.
+
+The emulator creates both TUN devices and keeps their descriptors; the run moves each
+device into its namespace. Every process is started in a session of its own (a Ctrl-C in
+the terminal reaches only this process, which then removes everything) and is killed by
+the kernel if this process dies (``PR_SET_PDEATHSIG``). Whatever happens, the
+``finally`` clause removes what the state file recorded; after a ``kill -9`` the next
+run (or ``ccbench kernel cleanup``) does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Iterator, Optional
+
+from .host import KernelRunError
+from .plan import BASE_PORT, Plan, emulator_config
+from .state import RunState, cleanup_stale, remove_run
+
+AGENT = Path(__file__).with_name("agent.py")
+READY_TIMEOUT_S = 20.0
+# Margin between telling the processes the epoch and the epoch itself.
+EPOCH_MARGIN_NS = 100_000_000
+# The agents run at a higher priority than ordinary work on the machine (a build beside
+# a run must not starve the application that feeds or drains the sockets).
+AGENT_NICENESS = -10
+# Time allowed after the end of the run for the agents to write their results.
+FINISH_GRACE_S = 20.0
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass
+class RawRun:
+    """What the processes of a run reported."""
+
+    run_id: str
+    t0_ns: int
+    emulator: dict[str, Any]
+    receiver: dict[str, Any]
+    sender: dict[str, Any]
+    notes: list[str]
+
+
+def _die_with_parent(parent: int, niceness: int) -> Any:
+    def preexec() -> None:
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+        if niceness:
+            with contextlib.suppress(OSError):
+                os.nice(niceness)
+
+    return preexec
+
+
+class _Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP during a run: unwind and clean up like Ctrl-C."""
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        raise _Interrupted(signal.Signals(signum).name)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _ip(*args: str, stdin: Optional[str] = None) -> None:
+    proc = subprocess.run(["ip", *args], input=stdin, capture_output=True, text=True, timeout=30)
+    if proc.returncode != 0:
+        raise KernelRunError(f"ip {' '.join(args)}: {proc.stderr.strip() or proc.returncode}")
+
+
+class _Children:
+    """The run's processes, each recorded in the state file as soon as it exists."""
+
+    def __init__(self, st: RunState) -> None:
+        self.st = st
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.stderr: dict[str, IO[bytes]] = {}
+
+    def start(self, role: str, argv: list[str], niceness: int = 0) -> subprocess.Popen[bytes]:
+        err = open(self.st.workdir / f"{role}.stderr", "w+b")
+        self.stderr[role] = err
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                start_new_session=True, preexec_fn=_die_with_parent(os.getpid(), niceness),
+                                cwd=self.st.workdir)
+        self.procs[role] = proc
+        self.st.add_process(proc.pid, role)
+        return proc
+
+    def error_text(self, role: str) -> str:
+        err = self.stderr.get(role)
+        if err is None:
+            return ""
+        err.flush()
+        err.seek(0)
+        lines = err.read().decode(errors="replace").strip().splitlines()
+        return lines[-1] if lines else ""
+
+    def failure(self, role: str, what: str) -> KernelRunError:
+        proc = self.procs.get(role)
+        code = proc.poll() if proc is not None else None
+        detail = self.error_text(role)
+        status = f" (exit status {code})" if code is not None else ""
+        return KernelRunError(f"{role} {what}{status}{': ' + detail if detail else ''}")
+
+    def read_line(self, role: str, timeout_s: float) -> str:
+        proc = self.procs[role]
+        assert proc.stdout is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            if not sel.select(timeout_s):
+                raise self.failure(role, f"did not answer within {timeout_s:g} s")
+        line = proc.stdout.readline()
+        if not line:
+            proc.wait(timeout=5)
+            raise self.failure(role, "stopped")
+        return line.decode().rstrip("\n")
+
+    def expect(self, role: str, word: str, timeout_s: float = READY_TIMEOUT_S) -> None:
+        line = self.read_line(role, timeout_s)
+        if line != word:
+            raise KernelRunError(f"{role}: expected {word!r}, got {line[:200]!r}")
+
+    def tell(self, role: str, line: str) -> None:
+        proc = self.procs[role]
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(line.encode() + b"\n")
+            proc.stdin.flush()
+        except BrokenPipeError:
+            raise self.failure(role, "stopped") from None
+
+    def close_stdin(self, role: str) -> None:
+        stdin = self.procs[role].stdin
+        if stdin is not None:
+            with contextlib.suppress(OSError):
+                stdin.close()
+
+    def stop_all(self) -> None:
+        for role, proc in self.procs.items():
+            if proc.poll() is None:
+                proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+            for pipe in (proc.stdin, proc.stdout):
+                with contextlib.suppress(OSError):
+                    if pipe is not None:
+                        pipe.close()
+        for err in self.stderr.values():
+            err.close()
+
+
+# A note is added when other processes took more than this share of all CPUs.
+BUSY_SHARE = 0.25
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class _CpuTimes:
+    """Busy CPU time of the whole machine and of the run's processes, in clock ticks."""
+
+    at: float
+    machine: int
+    ours: int
+
+    @classmethod
+    def now(cls, children: "_Children") -> "_CpuTimes":
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+        ticks = [int(x) for x in fields]
+        busy = sum(ticks[:8]) - ticks[3] - ticks[4]  # all but idle and iowait
+        ours = 0
+        for proc in children.procs.values():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                stat = Path(f"/proc/{proc.pid}/stat").read_text()
+                f = stat[stat.rindex(")") + 2:].split()
+                ours += int(f[11]) + int(f[12])
+        return cls(time.monotonic(), busy, ours)
+
+    def others_share(self, children: "_Children") -> float:
+        end = _CpuTimes.now(children)
+        capacity = (end.at - self.at) * _TICKS * (os.cpu_count() or 1)
+        others = (end.machine - self.machine) - (end.ours - self.ours)
+        return max(0.0, others / capacity) if capacity > 0 else 0.0
+
+
+def _subnet(run_id: str) -> tuple[str, str, str]:
+    """Per-run addresses: the sender, the receiver, and the receiver's ECN address.
+    Each run has namespaces of its own, so equal addresses in two runs would not
+    collide anyway; distinct ones keep captures unambiguous."""
+    v = int(run_id, 16)
+    x, y = 64 + (v >> 8) % 128, v & 0xFF
+    return f"10.{x}.{y}.1", f"10.{x}.{y}.2", f"10.{x}.{y}.3"
+
+
+def _write_json(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _load_json(path: Path, role: str) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+        return data
+    except (OSError, ValueError) as e:
+        raise KernelRunError(f"{role} wrote no results ({e})") from None
+
+
+def _setup_namespace(st: RunState, ns: str, sysctls: dict[str, str]) -> None:
+    st.add_namespace(ns)
+    _ip("netns", "add", ns)
+    pairs = [f"{k}={v}" for k, v in sysctls.items()]
+    proc = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-E", "-s", str(AGENT), "sysctl", *pairs],
+                          capture_output=True, text=True, timeout=30)
+    if proc.returncode != 0:
+        raise KernelRunError(f"setting sysctls in {ns}: {proc.stderr.strip()[-300:]}")
+
+
+def _attach(ns: str, dev: str, mtu: int, local: str, peer: str, commands: list[str]) -> None:
+    _ip("link", "set", "dev", dev, "netns", ns)
+    cmds = [
+        "link set dev lo up",
+        f"link set dev {dev} mtu {mtu} up",
+        f"addr add {local}/32 peer {peer}/32 dev {dev}",
+        *commands,
+    ]
+    _ip("-n", ns, "-batch", "-", stdin="\n".join(cmds) + "\n")
+
+
+def run_plan(plan: Plan) -> RawRun:
+    """Run ``plan`` on the kernel. Removes everything it created before returning or
+    raising (KernelRunError, KeyboardInterrupt)."""
+    removed = cleanup_stale()
+    st = RunState.create()
+    children = _Children(st)
+    try:
+        with _signals_interrupt():
+            return _run(plan, st, children, removed)
+    finally:
+        children.stop_all()
+        remove_run(st)
+
+
+def _run(plan: Plan, st: RunState, children: _Children, removed: list[str]) -> RawRun:
+    names = st.names_for()
+    ns_s, ns_r = names["ns_sender"], names["ns_receiver"]
+    tun_s, tun_r = names["tun_sender"], names["tun_receiver"]
+    addr_s, addr_r, addr_ecn = _subnet(st.id)
+    duration = plan.duration_ns
+    work = st.workdir
+
+    _setup_namespace(st, ns_s, plan.sender_sysctls)
+    _setup_namespace(st, ns_r, plan.receiver_sysctls)
+
+    max_runtime = duration + int((READY_TIMEOUT_S * 4 + FINISH_GRACE_S + 30) * 1e9)
+    emu_cfg = _write_json(work / "emulator.json", emulator_config(plan, tun_s, tun_r, max_runtime))
+    st.add_device(tun_s)
+    st.add_device(tun_r)
+    children.start("emulator", [sys.executable, "-m", "ccbench.kernel.emu", str(emu_cfg)])
+    children.expect("emulator", "ready")
+    route = " ".join(plan.route_options)
+    _attach(ns_s, tun_s, plan.mtu, addr_s, addr_r, [
+        f"route replace {addr_r}/32 dev {tun_s} src {addr_s} {route}",
+        f"route replace {addr_ecn}/32 dev {tun_s} src {addr_s} features ecn {route}",
+    ])
+    _attach(ns_r, tun_r, plan.mtu, addr_r, addr_s, [f"addr add {addr_ecn}/32 dev {tun_r}"])
+
+    common = {"base_port": BASE_PORT, "duration_ns": duration, "interval_ns": plan.interval_ns}
+    recv_cfg = _write_json(work / "receiver.json", dict(common, out=str(work / "receiver.out.json"), flows=[
+        {"addr": addr_ecn if f.ecn else addr_r, "size": f.size_bytes, "rwnd": f.rwnd_bytes} for f in plan.flows]))
+    send_cfg = _write_json(work / "sender.json", dict(common, out=str(work / "sender.out.json"), flows=[
+        {"addr": addr_ecn if f.ecn else addr_r, "cca": f.cca, "start_ns": f.start_ns, "size": f.size_bytes,
+         "force_pacing": f.force_pacing} for f in plan.flows]))
+    agent = [sys.executable, "-E", "-s", str(AGENT)]
+    children.start("receiver", ["ip", "netns", "exec", ns_r, *agent, "receive", str(recv_cfg)], AGENT_NICENESS)
+    children.expect("receiver", "ready")
+    children.start("sender", ["ip", "netns", "exec", ns_s, *agent, "send", str(send_cfg)], AGENT_NICENESS)
+    children.expect("sender", "ready")
+
+    cpu_start = _CpuTimes.now(children)
+    t0 = time.monotonic_ns() + EPOCH_MARGIN_NS
+    children.tell("emulator", f"start {t0} {t0 + duration}")
+    children.tell("receiver", f"go {t0}")
+    children.tell("sender", f"go {t0}")
+
+    deadline = time.monotonic() + (EPOCH_MARGIN_NS + duration) / 1e9 + FINISH_GRACE_S
+    for role in ("sender", "receiver"):
+        proc = children.procs[role]
+        try:
+            code = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise children.failure(role, "did not finish in time") from None
+        if code != 0:
+            raise children.failure(role, "failed")
+        if role == "sender":
+            children.close_stdin("receiver")  # the receiver may stop lingering
+
+    children.tell("emulator", "quit")
+    line = children.read_line("emulator", 30.0)
+    if not line.startswith("report "):
+        raise KernelRunError(f"emulator: unexpected output {line[:200]!r}")
+    emulator = json.loads(line[len("report "):])
+    children.procs["emulator"].wait(timeout=10)
+
+    notes = [f"removed leftovers of an interrupted run: {x}" for x in removed]
+    others = cpu_start.others_share(children)
+    if others > BUSY_SHARE:
+        notes.append(f"other processes used {min(others, 1.0):.0%} of the machine's CPU time during the run; "
+                     "kernel figures may be disturbed")
+    return RawRun(
+        run_id=st.id,
+        t0_ns=t0,
+        emulator=emulator,
+        receiver=_load_json(work / "receiver.out.json", "receiver"),
+        sender=_load_json(work / "sender.out.json", "sender"),
+        notes=notes,
+    )

@@ -1,0 +1,256 @@
+"""The kernel engine end to end: real TCP in network namespaces through the emulator.
+
+Needs root and /dev/net/tun; skipped otherwise. Every test is bounded in time (runs of
+a few seconds, subprocess timeouts), and after every test no namespace, device or
+process of a finished run remains.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+import ccbench
+from ccbench.engines import kernel as kernel_engine
+from ccbench.kernel import host, state
+from ccbench.validate import Cell, run_cell
+
+from conftest import run_cli
+
+REASON = host.tun_usable()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"kernel engine unavailable: {REASON}")
+
+PAYLOAD_SHARE = 1448 / 1500
+
+
+def ours_left_behind() -> dict[str, list[str]]:
+    """Namespaces, root-namespace devices and processes of the kernel engine that no
+    run in progress owns."""
+    live = state.live_runs()
+    live_ns = {ns for st in live for ns in st.namespaces}
+    live_dev = {d for st in live for d in st.devices}
+    live_pids = {p.pid for st in live for p in st.processes}
+    procs = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in live_pids:
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "ccbench/kernel/agent.py" in cmd or "ccbench.kernel.emu" in cmd:
+            procs.append(f"{entry.name}: {cmd}")
+    return {
+        "namespaces": [n for n in state.list_namespaces() if n.startswith(state.PREFIX) and n not in live_ns],
+        "devices": [d for d in state.list_devices() if d.startswith(state.PREFIX) and d not in live_dev],
+        "processes": procs,
+    }
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind() -> Iterator[None]:
+    yield
+    deadline = time.monotonic() + 3
+    while (left := ours_left_behind()) != {"namespaces": [], "devices": [], "processes": []}:
+        if time.monotonic() > deadline:
+            pytest.fail(f"left behind: {left}")
+        time.sleep(0.1)
+
+
+def run(doc: dict[str, Any]) -> ccbench.Result:
+    return kernel_engine.run(doc)
+
+
+def link(rate: str, rtt: str = "20ms", buffer: str = "1bdp") -> dict[str, str]:
+    return {"rate": rate, "rtt": rtt, "buffer": buffer}
+
+
+def test_cubic_through_the_emulator_matches_the_configured_link(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    res = run_cli("run", "--engine", "kernel", "--cca", "cubic", "--rate", "20Mbit", "--rtt", "20ms",
+                  "--duration", "5s", "--out", str(out), "--json")
+    assert res.returncode == 0, res.stderr
+    s = json.loads(res.stdout)
+    assert sorted(p.name for p in out.iterdir()) == ["flows.parquet", "link.parquet", "scenario.toml", "summary.json"]
+    assert s["engine"] == "kernel" and s["kernel"] == platform.release()
+    assert "cubic" in s["available_congestion_control"]
+    f = s["flows"][0]
+    expected = 20e6 * PAYLOAD_SHARE
+    assert abs(f["goodput_bps"] - expected) / expected < 0.10, f["goodput_bps"]
+    assert f["rtt_ms"]["min"] >= 20.0 and f["rtt_ms"]["mean"] >= 20.0
+    assert f["rtt_samples"] > 1000 and f["retransmits"] >= 0
+    assert s["emulator"]["delivered_rate_ratio"] >= 0.97 and not s["emulator"]["flag_short"]
+    assert 0.9 < s["link"]["utilization"] <= 1.01
+
+    # Same schema as the simulator: every key and column it has, the kernel has too.
+    sim = ccbench.run(ccbench.Scenario.from_file(out / "scenario.toml"))
+    assert set(sim.summary) <= set(s)
+    assert set(sim.summary["flows"][0]) <= set(f) and set(sim.summary["link"]) <= set(s["link"])
+    import pandas as pd
+
+    flows, links = pd.read_parquet(out / "flows.parquet"), pd.read_parquet(out / "link.parquet")
+    core = [c for c in sim.flows.columns if not c.startswith("cc_")]
+    assert set(core) <= set(flows.columns) and list(sim.link.columns) == list(links.columns)
+    assert len(flows) == len(sim.flows) > 40 and flows["flow"].dtype == sim.flows["flow"].dtype
+    assert flows["cwnd"].notna().all() and flows["lost"].isna().all()
+    assert abs(flows["goodput_bps"].iloc[10:].mean() - expected) / expected < 0.10
+
+
+@pytest.mark.parametrize("rate", ["20Mbit", "100Mbit"])
+def test_emulator_delivers_the_configured_capacity(rate: str, capsys: pytest.CaptureFixture[str]) -> None:
+    r = run({"duration": "3s", "link": link(rate, buffer="2bdp"), "flows": [{"cca": "cubic"}]})
+    check = r.summary["emulator"]
+    with capsys.disabled():
+        print(f"\n[benchmark] emulator at {rate}: delivered {100 * check['delivered_rate_ratio']:.2f}% of the "
+              f"configured rate over {check['busy_s']:.2f} s busy; lateness p50 "
+              f"{check['lateness_forward_us']['p50']:.0f} µs, p99 {check['lateness_forward_us']['p99']:.0f} µs")
+    assert check["delivered_rate_ratio"] >= 0.97
+    assert check["busy_s"] > 1.0 and check["write_errors"] == 0
+
+
+def test_bbr_runs_and_reports_its_model() -> None:
+    r = run({"duration": "3s", "link": link("20Mbit"), "flows": [{"cca": "bbr"}]})
+    f = r.summary["flows"][0]
+    assert f["cca"] == "bbr" and f["paced"]
+    assert f["goodput_bps"] > 0.8 * 20e6 * PAYLOAD_SHARE
+    bw = r.flows["cc_bw_bps"].iloc[5:]
+    assert bw.notna().all() and (bw > 10e6).all() and (bw < 25e6).all()
+    assert r.flows["cc_min_rtt_ms"].iloc[-1] >= 20.0
+    assert r.flows["pacing_rate_bps"].iloc[-1] > 0
+
+
+def test_sized_flows_and_start_times() -> None:
+    r = run({"duration": "10s", "link": link("20Mbit"),
+             "flows": [{"cca": "cubic", "size": "2MB"}, {"cca": "cubic", "size": "1MB", "start": "0.5s"}]})
+    s = r.summary
+    a, b = s["flows"]
+    assert a["delivered_bytes"] == 2_000_000 and b["delivered_bytes"] == 1_000_000
+    assert b["start_s"] == 0.5
+    assert 0.8 < a["completion_s"] < 5 and 0.4 < b["completion_s"] < 5
+    # The run ends when the last sized flow completes.
+    assert math.isclose(s["duration_s"], max(a["completion_s"], b["completion_s"] + 0.5), rel_tol=1e-6)
+    assert s["duration_s"] < 10
+    # The series end with a sample at the end of the run, as the simulator's do.
+    for table in (r.flows, r.link):
+        times = table["time_s"].drop_duplicates().tolist()
+        assert times == sorted(times) and math.isclose(times[-1], s["duration_s"])
+
+
+def test_a_killed_run_leaves_state_that_cleanup_removes(tmp_path: Path) -> None:
+    env = dict(os.environ, NO_COLOR="1")
+    proc = subprocess.Popen([sys.executable, "-m", "ccbench", "run", "--engine", "kernel", "--rate", "10Mbit",
+                             "--duration", "20s", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=env)
+    deadline = time.monotonic() + 30
+    st = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        runs = [r for r in state.live_runs() if r.owner_pid == proc.pid]
+        if runs and len(runs[0].processes) == 3:
+            st = runs[0]
+            break
+        time.sleep(0.1)
+    assert st is not None, "the run did not start"
+    time.sleep(1.0)  # traffic is flowing
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    # The children die with their parent; the namespaces and the record remain.
+    time.sleep(0.5)
+    assert not any(state.is_alive(p.pid, p.start) for p in st.processes)
+    assert set(st.namespaces) <= set(state.list_namespaces())
+    assert st.path.exists() and st.id in {r.id for r in state.stale_runs()}
+
+    res = run_cli("kernel", "cleanup")
+    assert res.returncode == 0, res.stderr
+    for ns in st.namespaces:
+        assert f"namespace {ns}" in res.stdout
+    assert not set(st.namespaces) & set(state.list_namespaces())
+    assert not st.path.exists()
+
+
+def test_the_next_run_removes_stale_leftovers_and_nothing_else() -> None:
+    # A stale record (its owner is dead) naming a namespace that exists, and a ccb-
+    # namespace nobody recorded: the next run removes the first and leaves the second.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    st = state.RunState.create()
+    st.owner_pid, st.owner_start = dead.pid, None
+    stale_ns = st.names_for()["ns_sender"]
+    st.add_namespace(stale_ns)
+    subprocess.run(["ip", "netns", "add", stale_ns], check=True)
+    foreign = f"ccb-t{os.getpid() % 100000}-x"
+    subprocess.run(["ip", "netns", "add", foreign], check=True)
+    try:
+        r = run({"duration": "2s", "link": link("10Mbit"), "flows": [{"cca": "cubic"}]})
+        assert r.summary["flows"][0]["goodput_bps"] > 0
+        names = state.list_namespaces()
+        assert stale_ns not in names and not st.path.exists()
+        assert foreign in names
+        res = run_cli("kernel", "cleanup")
+        assert res.returncode == 0 and foreign in state.list_namespaces()
+    finally:
+        subprocess.run(["ip", "netns", "delete", foreign], capture_output=True)
+        state.remove_run(st)
+
+
+def test_two_runs_at_once_do_not_collide(tmp_path: Path) -> None:
+    env = dict(os.environ, NO_COLOR="1")
+    argv = [sys.executable, "-m", "ccbench", "run", "--engine", "kernel", "--rate", "10Mbit", "--duration", "3s",
+            "--json"]
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        s = json.loads(out)
+        g = s["flows"][0]["goodput_bps"]
+        assert abs(g - 10e6 * PAYLOAD_SHARE) / (10e6 * PAYLOAD_SHARE) < 0.15, g
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--cca", "vegas"], "error: flows[0].cca: 'vegas' is not available in this kernel"),
+    (["--cca", "bbr", "--pacing", "off"], "error: flows[0].pacing: bbr always paces in the kernel"),
+])
+def test_refusals_are_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    res = run_cli("run", "--engine", "kernel", *args, "--out", str(out))
+    assert res.returncode == 2
+    assert res.stderr.strip().startswith(message) and len(res.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_refuses_a_tick_rate_the_kernel_does_not_have(tmp_path: Path) -> None:
+    hz = host.kernel_hz()
+    if hz is None:
+        pytest.skip("the kernel's CONFIG_HZ is unknown")
+    other = 100 if hz != 100 else 300
+    path = tmp_path / "s.toml"
+    path.write_text(f'duration = "1s"\n[link]\nrate = "10Mbit"\nrtt = "10ms"\n[tcp]\nhz = {other}\n'
+                    '[[flows]]\ncca = "cubic"\n')
+    res = run_cli("run", "--engine", "kernel", str(path))
+    assert res.returncode == 2 and res.stderr.startswith("error: tcp.hz:")
+
+
+def test_validate_compares_the_engines_for_cubic(tmp_path: Path) -> None:
+    res = run_cell(Cell("20Mbit", "20ms", 1.0, "cubic"), "3s", 1, progress=lambda _: None)
+    assert res.sim.available and res.kernel.available
+    assert res.checks["goodput"], res.ratios
+    assert res.emulator_ratio is not None and res.emulator_ratio >= 0.97
+    out = tmp_path / "v"
+    cli = run_cli("validate", "--cca", "cubic", "--reps", "1", "--duration", "2s",
+                  "--quick", "--no-bench", "--out", str(out))
+    assert cli.returncode == 0, cli.stderr
+    assert "cubic 20Mbit 20ms 0.5bdp" in cli.stdout
+    rows = (out / "validate.csv").read_text().splitlines()
+    assert len(rows) == 3 and rows[0].startswith("cca,rate,rtt,buffer_bdp,verdict")
+    doc = json.loads((out / "validate.json").read_text())
+    assert doc["tolerances"]["goodput"] == 0.10 and len(doc["cells"]) == 2

@@ -1,0 +1,205 @@
+"""The kernel engine's parts that need neither root nor a TUN device: scenario loading
+with kernel-only algorithms, planning and refusals, TCP_INFO parsing, run state, and
+the validation table."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ccbench import ScenarioError
+from ccbench.kernel import state, tcpinfo
+from ccbench.kernel.host import HostFacts, KernelEngineError
+from ccbench.kernel.plan import BASE_PORT, emulator_config, make_plan
+from ccbench.kernel.scenario import from_dict, from_flags
+from ccbench.validate import Cell, EngineFigures, compare, markdown, table_rows
+
+HOST = HostFacts(kernel="6.x-test", kernel_hz=250, available_congestion_control=["reno", "cubic", "bbr"])
+
+
+def scenario(**over: object) -> dict[str, object]:
+    doc: dict[str, object] = {"duration": "5s", "link": {"rate": "20Mbit", "rtt": "20ms"},
+                              "flows": [{"cca": "cubic"}]}
+    doc.update(over)
+    return doc
+
+
+class TestKernelOnlyAlgorithms:
+    def test_a_name_only_the_kernel_knows_loads_and_hashes(self) -> None:
+        sc = from_dict(scenario(flows=[{"cca": "htcp", "count": 2}, {"cca": "cubic"}]))
+        assert [f.cca for f in sc.flows] == ["htcp", "cubic"]
+        assert '"cca":"htcp"' in sc.to_json()
+        assert sc.scenario_hash != from_dict(scenario(flows=[{"cca": "reno", "count": 2}, {"cca": "cubic"}])).scenario_hash
+
+    def test_flags_keep_the_kernel_names_in_order(self) -> None:
+        sc = from_flags(cca="htcp,cubic", rate="10Mbit", duration="3s")
+        assert [f.cca for f in sc.flows] == ["htcp", "cubic"]
+        base = {"duration": "3s", "link": {"rate": "10Mbit", "rtt": "10ms"}, "flows": [{"cca": "htcp"}]}
+        assert [(f.cca, f.count) for f in from_flags(base=base, flows=3).flows] == [("htcp", 3)]
+
+    def test_other_values_are_still_validated(self) -> None:
+        with pytest.raises(ScenarioError) as e:
+            from_dict(scenario(link={"rate": "fast", "rtt": "20ms"}))
+        assert e.value.field == "link.rate"
+        with pytest.raises(ScenarioError) as e:
+            from_dict(scenario(flows=[{"cca": "htcp", "params": {"beta": 0.5}}]))
+        assert e.value.field == "flows[0].params"
+
+
+class TestPlan:
+    def test_defaults_map_to_the_kernel(self) -> None:
+        plan = make_plan(from_dict(scenario()), HOST)
+        assert plan.mtu == 1500
+        assert plan.route_options == []
+        assert plan.scenario.tcp.hz == 250 and plan.notes
+        assert plan.sender_sysctls["net.ipv4.tcp_limit_output_bytes"] == str(4 * 2**20)
+        f = plan.flows[0]
+        assert (f.cca, f.paced, f.force_pacing) == ("cubic", False, False)
+
+    def test_stack_knobs_the_kernel_can_set(self) -> None:
+        sc = from_dict(scenario(tcp={"mss": 1000, "init_cwnd": 4, "rto_min": "50ms", "hz": 250}))
+        plan = make_plan(sc, HOST)
+        assert plan.mtu == 1052
+        assert plan.route_options == ["initcwnd", "4", "rto_min", "50ms"]
+        assert not plan.notes
+
+    def test_pacing_and_counts(self) -> None:
+        sc = from_dict(scenario(flows=[{"cca": "cubic", "pacing": True, "count": 2}, {"cca": "bbr", "start": "1s"}]))
+        flows = make_plan(sc, HOST).flows
+        assert [(f.index, f.entry, f.paced, f.force_pacing) for f in flows] == [
+            (0, 0, True, True), (1, 0, True, True), (2, 1, True, False)]
+        assert flows[2].start_ns == 1_000_000_000
+
+    @pytest.mark.parametrize("over, field", [
+        ({"tcp": {"hz": 100}}, "tcp.hz"),
+        ({"tcp": {"rto_init": "3s"}}, "tcp.rto_init"),
+        ({"tcp": {"delack_min": "10ms"}}, "tcp.delack_min"),
+        ({"tcp": {"pacing_shift": 8}}, "tcp.pacing_shift"),
+        ({"tcp": {"rto_min": "10500us"}}, "tcp.rto_min"),
+        ({"flows": [{"cca": "cubic", "params": {"beta": 800}}]}, "flows[0].params"),
+        ({"flows": [{"cca": "cubic"}, {"cca": "bbr", "pacing": False}]}, "flows[1].pacing"),
+    ])
+    def test_refuses_what_the_kernel_cannot_express(self, over: dict[str, object], field: str) -> None:
+        with pytest.raises(KernelEngineError) as e:
+            make_plan(from_dict(scenario(**over)), HOST)
+        assert e.value.field == field and e.value.message
+
+    def test_refuses_an_algorithm_the_kernel_lacks(self) -> None:
+        with pytest.raises(KernelEngineError) as e:
+            make_plan(from_dict(scenario(flows=[{"cca": "cubic"}, {"cca": "nosuchcc"}])), HOST)
+        assert e.value.field == "flows[1].cca" and "not available in this kernel" in e.value.message
+
+    def test_emulator_gets_the_simulators_scenario(self) -> None:
+        plan = make_plan(from_dict(scenario(link={"rate": "20Mbit", "rtt": "20ms", "buffer": "2bdp"})), HOST)
+        cfg = emulator_config(plan, "ccb-x-s", "ccb-x-r", 10**9)
+        assert cfg["scenario"] == json.loads(plan.scenario.to_json())
+        assert cfg["scenario"]["link"]["buffer"] == {"bdp": 2.0}
+        assert cfg["base_port"] == BASE_PORT
+
+
+class TestTcpInfo:
+    def test_layout_matches_the_kernel_header(self) -> None:
+        ends = dict(zip((n for n, _ in tcpinfo._FIELDS), tcpinfo._ENDS))
+        assert ends["total_retrans"] == 104  # 8 bytes + 24 u32
+        assert ends["pacing_rate"] == 112
+        assert ends["delivery_rate"] == 168
+        assert ends["snd_wnd"] == 232
+
+    def test_reads_a_live_socket(self) -> None:
+        with socket.create_server(("127.0.0.1", 0)) as srv:
+            with socket.create_connection(srv.getsockname()) as c:
+                info = tcpinfo.tcp_info(c)
+        assert info["state"] == 1  # ESTABLISHED
+        assert info["snd_cwnd"] > 0 and info["snd_mss"] > 0
+        assert info["snd_ssthresh"] >= tcpinfo.TCP_INFINITE_SSTHRESH
+
+    def test_short_answers_give_fewer_fields(self) -> None:
+        info = tcpinfo.parse_tcp_info(bytes(104))
+        assert "total_retrans" in info and "pacing_rate" not in info
+
+    def test_bbr_info(self) -> None:
+        import struct
+
+        raw = struct.pack("@5I", 1_250_000, 0, 20_000, 256 * 5 // 4, 512)
+        bbr = tcpinfo.parse_bbr_info(raw)
+        assert bbr == {"bw_bytes_per_s": 1_250_000.0, "min_rtt_us": 20_000.0, "pacing_gain": 1.25, "cwnd_gain": 2.0}
+
+
+class TestState:
+    @pytest.fixture(autouse=True)
+    def state_dir(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+        monkeypatch.setattr(state, "STATE_DIR", tmp_path / "state")
+        return tmp_path / "state"
+
+    def dead_pid(self) -> int:
+        proc = subprocess.Popen([sys.executable, "-c", "pass"])
+        proc.wait()
+        return proc.pid
+
+    def test_a_live_owner_is_left_alone(self, state_dir: Path) -> None:
+        st = state.RunState.create()
+        assert st.path.exists() and st.workdir.is_dir()
+        assert len(st.names_for()["tun_sender"]) <= 15 and len(st.names_for()["ns_receiver"]) <= 15
+        assert state.stale_runs() == [] and [r.id for r in state.live_runs()] == [st.id]
+        state.remove_run(st)
+        assert not st.path.exists() and not st.workdir.exists()
+
+    def test_a_dead_owner_is_cleaned_up_and_only_its_records(self, state_dir: Path) -> None:
+        st = state.RunState.create()
+        st.owner_pid, st.owner_start = self.dead_pid(), None
+        st.add_namespace("not-ours-ns")  # no ccb- prefix: never touched
+        st.add_process(self.dead_pid(), "sender")
+        assert [r.id for r in state.stale_runs()] == [st.id]
+        removed = state.cleanup_stale()
+        assert removed == [f"run {st.id}: state file"]
+        assert not st.path.exists() and not st.workdir.exists()
+
+    def test_a_reused_pid_is_not_signalled(self) -> None:
+        me = os.getpid()
+        assert state.is_alive(me, state.process_start_time(me))
+        assert not state.is_alive(me, (state.process_start_time(me) or 0) + 1)
+        assert not state.kill_process(me, (state.process_start_time(me) or 0) + 1)
+
+
+class TestValidationTable:
+    def test_a_cell_the_simulator_lacks_is_reported_not_failed(self) -> None:
+        runs = [{"goodput_bps": 19e6, "rtt_mean_ms": 25.0, "rtt_p95_ms": 30.0, "retransmits": 5,
+                 "retransmit_fraction": 0.001, "dropped": 5, "emulator_ratio": 0.999, "emulator_flag_short": False}]
+        kernel = EngineFigures(True, "", 19e6, 25.0, 30.0, 5, 0.001, runs)
+        res = compare(Cell("20Mbit", "20ms", 1.0, "bbr3"), EngineFigures(False, "not available in the simulator"), kernel)
+        assert res.verdict == "n/a"
+        row = table_rows([res])[0]
+        assert "not available in the simulator" in row[1]
+        assert "99.9%" in row[5]
+        assert "not available in the simulator" in markdown([res], [])
+
+    def test_tolerances(self) -> None:
+        def figs(g: float, rtt: float, retx: float, frac: float) -> EngineFigures:
+            run = {"emulator_ratio": None, "emulator_flag_short": False}
+            return EngineFigures(True, "", g, rtt, rtt * 1.2, retx, frac, [run])
+
+        cell = Cell("20Mbit", "20ms", 1.0, "cubic")
+        ok = compare(cell, figs(18.5e6, 30.0, 0, 0.0), figs(19.5e6, 26.0, 3, 0.0005))
+        assert ok.verdict == "pass" and ok.checks == {"goodput": True, "rtt_mean": True, "retransmits": True}
+        bad = compare(cell, figs(16e6, 40.0, 100, 0.01), figs(19.5e6, 26.0, 30, 0.003))
+        assert bad.verdict == "FAIL"
+        assert bad.checks == {"goodput": False, "rtt_mean": False, "retransmits": False}
+
+
+def test_without_root_the_kernel_engine_refuses_in_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from ccbench.cli import main
+
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    for argv in (["run", "--engine", "kernel", "--duration", "1s"], ["kernel", "cleanup"], ["validate", "--quick"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: engine: the kernel engine needs root") and len(err.splitlines()) == 1
