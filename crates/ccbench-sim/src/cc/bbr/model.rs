@@ -78,6 +78,40 @@ pub fn plateau_round(full_bw: &mut u64, full_bw_cnt: &mut u32, max_bw: u64, thre
     *full_bw_cnt >= rounds
 }
 
+/// PROBE_RTT's hold, the same in every version: once inflight has fallen to the target,
+/// stay for `mode_ms` and at least one round (`probe_rtt_done_stamp`,
+/// `probe_rtt_round_done`).
+#[derive(Clone, Debug, Default)]
+pub struct ProbeRttHold {
+    /// Jiffy after which PROBE_RTT may end; None until inflight reached the target.
+    pub done_stamp: Option<u32>,
+    pub round_done: bool,
+}
+
+impl ProbeRttHold {
+    /// One ACK in PROBE_RTT. Starts the hold (and a new round, via
+    /// `next_rtt_delivered`) when inflight first reaches `target`; returns true once the
+    /// hold has covered a round, so the caller should check whether it has expired.
+    pub fn on_ack(&mut self, c: &ConnInfo, target: u32, mode_ms: u32, round_start: bool, next_rtt_delivered: &mut u64) -> bool {
+        if self.done_stamp.is_none() && c.inflight <= target {
+            let jiffies = (mode_ms as u64 * c.hz as u64).div_ceil(1000) as u32;
+            self.done_stamp = Some(c.jiffies.wrapping_add(jiffies));
+            self.round_done = false;
+            *next_rtt_delivered = c.delivered;
+            return false;
+        }
+        if self.done_stamp.is_some() && round_start {
+            self.round_done = true;
+        }
+        self.done_stamp.is_some() && self.round_done
+    }
+
+    /// The hold's time is up (`after(tcp_jiffies32, probe_rtt_done_stamp)`).
+    pub fn expired(&self, c: &ConnInfo) -> bool {
+        self.done_stamp.is_some_and(|d| (c.jiffies.wrapping_sub(d) as i32) > 0)
+    }
+}
+
 /// `bbr_min_tso_segs`: 1 segment below 1.2 Mbit/s, else 2.
 pub fn min_tso_segs(pacing_rate: u64) -> u32 {
     if pacing_rate < MIN_TSO_RATE_BPS {

@@ -5,10 +5,6 @@ use super::{Bbr, Mode};
 use crate::cc::{ConnInfo, RateSample, Window};
 
 impl Bbr {
-    fn jiffies_from_ms(&self, c: &ConnInfo, ms: u32) -> u32 {
-        (ms as u64 * c.hz as u64).div_ceil(1000) as u32
-    }
-
     /// `bbr_update_min_rtt`. A sample refreshes min_rtt only if strictly lower (Linux
     /// 5.10+), or when the estimate expired and the ACK was not possibly delayed.
     pub(super) fn update_min_rtt(&mut self, c: &ConnInfo, w: &mut Window, rs: &RateSample) {
@@ -21,22 +17,13 @@ impl Bbr {
         if self.p.probe_rtt_mode_ms > 0 && expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
             self.mode = Mode::ProbeRtt;
             self.save_cwnd(w);
-            self.probe_rtt_done_stamp = None;
+            self.probe_rtt.done_stamp = None;
         }
         if self.mode == Mode::ProbeRtt {
             // Ignore low-rate samples while the pipe is deliberately drained.
             w.mark_app_limited = true;
-            if self.probe_rtt_done_stamp.is_none() && c.inflight <= self.p.cwnd_min_target {
-                self.probe_rtt_done_stamp = Some(c.jiffies.wrapping_add(self.jiffies_from_ms(c, self.p.probe_rtt_mode_ms)));
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = c.delivered;
-            } else if self.probe_rtt_done_stamp.is_some() {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
-                }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(c, w);
-                }
+            if self.probe_rtt.on_ack(c, self.p.cwnd_min_target, self.p.probe_rtt_mode_ms, self.round_start, &mut self.next_rtt_delivered) {
+                self.check_probe_rtt_done(c, w);
             }
         }
         if rs.delivered > 0 {
@@ -46,8 +33,7 @@ impl Bbr {
 
     /// `bbr_check_probe_rtt_done`: after the 200 ms, restore cwnd and leave.
     pub(super) fn check_probe_rtt_done(&mut self, c: &ConnInfo, w: &mut Window) {
-        let Some(done) = self.probe_rtt_done_stamp else { return };
-        if (c.jiffies.wrapping_sub(done) as i32) <= 0 {
+        if !self.probe_rtt.expired(c) {
             return;
         }
         self.min_rtt_stamp = c.jiffies;

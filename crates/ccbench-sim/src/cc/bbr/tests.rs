@@ -619,12 +619,12 @@ fn probe_rtt_holds_four_segments_for_200_ms_and_a_round_then_restores_cwnd() {
         d.ack_with(|rs, _| rs.is_app_limited = true);
         assert_eq!(d.w.cwnd, 4);
         assert!(d.app_limited_requested);
-        assert!(d.cc.probe_rtt_done_stamp.is_none());
+        assert!(d.cc.probe_rtt.done_stamp.is_none());
     }
     d.c.inflight = 4;
     d.ack_with(|rs, _| rs.is_app_limited = true);
     let t1 = d.now_us();
-    assert_eq!(d.cc.probe_rtt_done_stamp, Some(d.c.jiffies + 200));
+    assert_eq!(d.cc.probe_rtt.done_stamp, Some(d.c.jiffies + 200));
     // Exit: the first ACK that is both a round (40 ms) and more than 200 jiffies after t1.
     let expect = first_ack_after_jiffies(t1, 200).max(t1 + RTT_US);
     while d.cc.mode == Mode::ProbeRtt {

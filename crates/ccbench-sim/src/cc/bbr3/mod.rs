@@ -295,8 +295,7 @@ pub struct Bbr3 {
     min_rtt_stamp: u32,
     probe_rtt_min_us: u64,
     probe_rtt_min_stamp: u32,
-    probe_rtt_done_stamp: Option<u32>,
-    probe_rtt_round_done: bool,
+    probe_rtt: ProbeRttHold,
     // Recovery and idle.
     prior_cwnd: u32,
     /// Bounds saved on entering recovery, restored by an undo (`undo_bw_lo`, ...).
@@ -359,8 +358,7 @@ impl Bbr3 {
             min_rtt_stamp: 0,
             probe_rtt_min_us: u64::MAX,
             probe_rtt_min_stamp: 0,
-            probe_rtt_done_stamp: None,
-            probe_rtt_round_done: false,
+            probe_rtt: ProbeRttHold::default(),
             prior_cwnd: 0,
             undo: (UNSET_BW, UNSET, UNSET),
             prev_ca_state: CaState::Open,

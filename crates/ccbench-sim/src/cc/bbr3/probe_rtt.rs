@@ -39,23 +39,15 @@ impl Bbr3 {
         if self.p.probe_rtt_mode_ms > 0 && probe_rtt_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
             self.mode = Mode::ProbeRtt;
             self.save_cwnd(w);
-            self.probe_rtt_done_stamp = None;
+            self.probe_rtt.done_stamp = None;
             self.ack_phase = AckPhase::ProbeStopping;
             self.next_rtt_delivered = c.delivered;
         }
         if self.mode == Mode::ProbeRtt {
             w.mark_app_limited = true;
-            if self.probe_rtt_done_stamp.is_none() && c.inflight <= self.probe_rtt_cwnd() {
-                self.probe_rtt_done_stamp = Some(c.jiffies.wrapping_add(Self::ms_to_jiffies(c, self.p.probe_rtt_mode_ms)));
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = c.delivered;
-            } else if self.probe_rtt_done_stamp.is_some() {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
-                }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(c, w);
-                }
+            let target = self.probe_rtt_cwnd();
+            if self.probe_rtt.on_ack(c, target, self.p.probe_rtt_mode_ms, self.round_start, &mut self.next_rtt_delivered) {
+                self.check_probe_rtt_done(c, w);
             }
         }
         if rs.delivered > 0 {
@@ -65,8 +57,7 @@ impl Bbr3 {
 
     /// `bbr_check_probe_rtt_done` + `bbr_exit_probe_rtt`.
     pub(super) fn check_probe_rtt_done(&mut self, c: &ConnInfo, w: &mut Window) {
-        let Some(done) = self.probe_rtt_done_stamp else { return };
-        if (c.jiffies.wrapping_sub(done) as i32) <= 0 {
+        if !self.probe_rtt.expired(c) {
             return;
         }
         self.probe_rtt_min_stamp = c.jiffies;

@@ -855,12 +855,12 @@ fn v3_probe_rtt_every_five_seconds_at_half_a_bdp_exits_to_cruise() {
     for _ in 0..20 {
         d.ack();
         assert_eq!(d.w.cwnd, 313);
-        assert!(d.cc.probe_rtt_done_stamp.is_none(), "inflight still one BDP");
+        assert!(d.cc.probe_rtt.done_stamp.is_none(), "inflight still one BDP");
     }
     d.c.inflight = 313;
     d.ack();
     let t1 = d.now_us();
-    assert_eq!(d.cc.probe_rtt_done_stamp, Some(d.c.jiffies + 200));
+    assert_eq!(d.cc.probe_rtt.done_stamp, Some(d.c.jiffies + 200));
     let expect = first_ack_after_jiffies(t1, 200).max(t1 + RTT_US);
     d.ack_until(10 * ACKS_PER_ROUND, |d| {
         assert!(d.app_limited_requested);
@@ -887,7 +887,7 @@ fn v3_probe_rtt_lasts_a_full_round_when_rounds_are_longer_than_200_ms() {
     d.round_us = 300_000;
     d.ack();
     let t1 = d.now_us();
-    assert!(d.cc.probe_rtt_done_stamp.is_some());
+    assert!(d.cc.probe_rtt.done_stamp.is_some());
     d.ack_until(2_000, |d| d.cc.mode != Mode::ProbeRtt);
     // The first ACK at least 300 ms after t1 (ACKs every 320 µs).
     assert_eq!(d.now_us(), t1 + 300_000u64.div_ceil(ACK_GAP_US) * ACK_GAP_US);
