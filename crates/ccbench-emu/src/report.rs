@@ -81,13 +81,5 @@ pub struct SelfCheck {
 
 /// Histogram statistics divided by `scale` (1e6 for ns -> ms, 1e3 for ns -> µs).
 pub fn stats(h: &Histogram, scale: f64) -> Stats {
-    let s = |v: u64| v as f64 / scale;
-    Stats {
-        min: s(h.min()),
-        mean: h.mean() / scale,
-        p50: s(h.quantile(0.50)),
-        p95: s(h.quantile(0.95)),
-        p99: s(h.quantile(0.99)),
-        max: s(h.max()),
-    }
+    Stats::from_histogram(h, scale)
 }

@@ -1,5 +1,6 @@
 //! The run summary: the stable, documented result schema (see README "Summary schema").
 
+use crate::observe::histogram::Histogram;
 use serde::Serialize;
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -10,6 +11,21 @@ pub struct Stats {
     pub p95: f64,
     pub p99: f64,
     pub max: f64,
+}
+
+impl Stats {
+    /// A histogram's statistics divided by `scale` (1e6 for ns -> ms, 1 for counts).
+    pub fn from_histogram(h: &Histogram, scale: f64) -> Stats {
+        let s = |v: u64| v as f64 / scale;
+        Stats {
+            min: s(h.min()),
+            mean: h.mean() / scale,
+            p50: s(h.quantile(0.50)),
+            p95: s(h.quantile(0.95)),
+            p99: s(h.quantile(0.99)),
+            max: s(h.max()),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]

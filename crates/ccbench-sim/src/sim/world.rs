@@ -312,23 +312,8 @@ impl World {
 
     fn finish(self, now: Time) -> RunOutput {
         let end = now.min(self.end);
-        let ms = |ns: f64| ns / 1e6;
-        let stats_ms = |h: &Histogram| Stats {
-            min: ms(h.min() as f64),
-            mean: ms(h.mean()),
-            p50: ms(h.quantile(0.50) as f64),
-            p95: ms(h.quantile(0.95) as f64),
-            p99: ms(h.quantile(0.99) as f64),
-            max: ms(h.max() as f64),
-        };
-        let stats_raw = |h: &Histogram| Stats {
-            min: h.min() as f64,
-            mean: h.mean(),
-            p50: h.quantile(0.50) as f64,
-            p95: h.quantile(0.95) as f64,
-            p99: h.quantile(0.99) as f64,
-            max: h.max() as f64,
-        };
+        let stats_ms = |h: &Histogram| Stats::from_histogram(h, 1e6);
+        let stats_raw = |h: &Histogram| Stats::from_histogram(h, 1.0);
         let mut flows = Vec::new();
         for (i, s) in self.senders.iter().enumerate() {
             let f = &self.flows[i];
