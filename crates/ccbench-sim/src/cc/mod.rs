@@ -211,8 +211,9 @@ pub trait CongestionControl {
         w.cwnd.max(c.prior_cwnd)
     }
 
-    /// `min_tso_segs`: floor of the TSO burst in segments (`tcp_min_tso_segs` = 2).
-    fn min_tso_segs(&self, _c: &ConnInfo) -> u32 {
+    /// `min_tso_segs`: floor of the TSO burst in segments at this pacing rate (bytes/s;
+    /// `tcp_min_tso_segs` = 2).
+    fn min_tso_segs(&self, _pacing_rate: u64) -> u32 {
         2
     }
 

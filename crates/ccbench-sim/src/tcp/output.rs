@@ -44,7 +44,7 @@ impl Sender {
             bytes += GSO_MAX_SIZE >> r;
         }
         let bytes = bytes.min(GSO_MAX_SIZE);
-        let min = self.cc.min_tso_segs(&self.info(Time::ZERO));
+        let min = self.cc.min_tso_segs(self.w.pacing_rate);
         ((bytes / self.p.mss as u64) as u32).max(min)
     }
 

@@ -671,8 +671,8 @@ impl CongestionControl for Bbr3 {
         self.prior_cwnd
     }
 
-    fn min_tso_segs(&self, c: &ConnInfo) -> u32 {
-        min_tso_segs(c.pacing_rate)
+    fn min_tso_segs(&self, pacing_rate: u64) -> u32 {
+        min_tso_segs(pacing_rate)
     }
 
     fn params(&self) -> serde_json::Value {
