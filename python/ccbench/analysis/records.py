@@ -1,0 +1,73 @@
+"""What the analysis reads: run records, as the results store returns them.
+
+The analysis only needs a record's fields, so it accepts anything shaped like
+``ccbench.store.RunRecord``; :class:`LocalRecord` builds one from a finished
+:class:`ccbench.Result` for runs that never went through the store (``ccbench recommend``,
+tests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Protocol
+
+from ..result import Result
+
+
+class RecordLike(Protocol):
+    """The fields of a stored run the analysis reads."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def engine(self) -> str: ...
+    @property
+    def sweep(self) -> Optional[str]: ...
+    @property
+    def point(self) -> Mapping[str, Any]: ...
+    @property
+    def repetition(self) -> int: ...
+    @property
+    def scenario(self) -> Mapping[str, Any]: ...
+    @property
+    def summary(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class LocalRecord:
+    """A run record held in memory, with the store's field names."""
+
+    run_id: str
+    scenario_hash: str
+    seed: int
+    engine: str
+    code_version: str
+    sweep: Optional[str]
+    point: dict[str, Any]
+    repetition: int
+    scenario: dict[str, Any]
+    summary: dict[str, Any]
+    series_dir: Optional[str] = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def record_from_result(result: Result, point: Optional[Mapping[str, Any]] = None, repetition: int = 0,
+                       sweep: Optional[str] = None) -> LocalRecord:
+    """A record of a run made with ``ccbench.run``; ``point`` names what was varied."""
+    summary = result.summary
+    scenario_hash = str(summary.get("scenario_hash", result.scenario.scenario_hash))
+    seed = int(summary.get("seed", result.scenario.seed))
+    return LocalRecord(
+        run_id=f"{scenario_hash[:16]}-{seed}",
+        scenario_hash=scenario_hash,
+        seed=seed,
+        engine=str(summary.get("engine", "sim")),
+        code_version=str(summary.get("version", "")),
+        sweep=sweep,
+        point=dict(point or {}),
+        repetition=repetition,
+        scenario=result.scenario.to_dict(),
+        summary=summary,
+    )
