@@ -10,14 +10,16 @@ SCRIPTS := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("scr
 
 # The kernel engine's tests (run as root) need iproute2's `ip`; install it only if missing.
 KERNEL_TEST_PACKAGES := iproute2
+# The HTML report's test opens the page in headless Chromium through chromedriver.
+REPORT_TEST_PACKAGES := chromium chromium-driver
 
-.PHONY: example test kernel-test-deps
+.PHONY: example test kernel-test-deps report-test-deps
 
 example:
 	$(PIP) .
 	$(SCRIPTS)/ccbench run scenarios/example.toml
 
-test: kernel-test-deps
+test: kernel-test-deps report-test-deps
 	$(PIP) -e '.[test]'
 	cargo test --workspace --release
 	$(PYTHON) -m pytest -q
@@ -27,4 +29,13 @@ kernel-test-deps:
 		echo "installing $(KERNEL_TEST_PACKAGES) for the kernel engine's tests"; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(KERNEL_TEST_PACKAGES) >/dev/null; \
+	fi
+
+report-test-deps:
+	@if [ "$$(id -u)" = 0 ] && ! { command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } \
+		&& command -v apt-get >/dev/null 2>&1; then \
+		echo "installing $(REPORT_TEST_PACKAGES) for the HTML report's browser test"; \
+		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
+		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(REPORT_TEST_PACKAGES) >/dev/null; } \
+		|| echo "could not install $(REPORT_TEST_PACKAGES); the browser test will be skipped"; \
 	fi

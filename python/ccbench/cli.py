@@ -250,6 +250,27 @@ def _write_plots(run_dir: str, flows: Optional[list[int]], out: Optional[str], f
     click.echo(f"wrote {paths[0].parent}: {', '.join(p.name for p in paths)}", err=err)
 
 
+@cli.command()
+@click.argument("run_dir", metavar="[RUN_DIR]", required=False)
+@click.option("--sweep", metavar="NAME", help="Report on a sweep in the results store instead of one run.")
+@click.option("--store", metavar="DIR", help="Results store to read (default ./ccbench-results).")
+@click.option("--out", metavar="DIR", help="Where to write index.html and its figures "
+              "(default RUN_DIR/report, or reports/NAME for a sweep).")
+@click.option("--metric", default="goodput_mbps", show_default=True, metavar="COLUMN",
+              help="Metric of the per-algorithm heatmaps (a column of the runs table).")
+@click.option("--x", metavar="COLUMN", help="Heatmap x axis among the swept conditions (default: buffer).")
+@click.option("--y", metavar="COLUMN", help="Heatmap y axis (default: RTT, else the next swept condition).")
+@click.option("--facet", metavar="COLUMN", help="One heatmap panel per value of this condition.")
+@click.option("--format", "formats", default="png,svg", show_default=True, metavar="FMT[,FMT]",
+              help="Figure files written beside the page: png, svg.")
+def report(run_dir: Optional[str], sweep: Optional[str], store: Optional[str], out: Optional[str], metric: str,
+           x: Optional[str], y: Optional[str], facet: Optional[str], formats: str) -> None:
+    """Write a self-contained HTML report of a run directory or of a stored sweep."""
+    from .report_html.command import report_command
+
+    report_command(run_dir, sweep, store, out, metric, x, y, facet, formats)
+
+
 def _fail(field: str, message: str, status: int = EXIT_BAD_INPUT) -> NoReturn:
     line = f"error: {field}: {message}".replace("\n", " ")
     print(line, file=sys.stderr)

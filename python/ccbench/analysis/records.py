@@ -71,3 +71,19 @@ def record_from_result(result: Result, point: Optional[Mapping[str, Any]] = None
         scenario=result.scenario.to_dict(),
         summary=summary,
     )
+
+
+def sweep_records(name: str, store_path: Optional[str] = None, field_name: str = "--sweep") -> list[Any]:
+    """The records of sweep ``name`` in the results store (default ``./ccbench-results``).
+
+    Raises ScenarioError naming ``field_name`` for an unknown or empty sweep."""
+    from ..errors import ScenarioError
+    from ..store import open_store
+
+    store = open_store(store_path, create=False)
+    records = list(store.records(name))
+    if not records:
+        known = sorted(store.sweeps())
+        allowed = f"stored sweeps: {', '.join(known)}" if known else "the store holds no sweep yet; run 'ccbench sweep' first"
+        raise ScenarioError(field_name, f"no runs of sweep {name!r}; {allowed}")
+    return records
