@@ -1,0 +1,239 @@
+"""``ccbench recommend``: simulate each candidate algorithm at one operating point (a few
+seeds, and half and double the buffer to show how sensitive the answer is) and say
+which to use and why."""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+import pandas as pd
+
+from ..analysis import aggregate, record_from_result, runs_frame
+from ..engines.sim import run as run_sim
+from ..errors import ScenarioError
+from ..scenario import Scenario
+from ..units import Buffer, format_buffer, parse_buffer
+from .winners import OBJECTIVES, RETRANS_FLOOR, Weights
+
+DEFAULT_CCAS = ("cubic", "bbr", "bbr3")
+DEFAULT_SEEDS = 5
+DEFAULT_DURATION = "10s"
+# Goodputs this close (relative) count as a tie, decided on delay, then retransmissions.
+GOODPUT_TIE = 0.02
+METRICS = ("goodput_mbps", "rtt_mean_ms", "rtt_p95_ms", "self_inflicted_delay_ms", "retrans_rate", "retransmits",
+           "utilization", "jain_index")
+
+
+@dataclass
+class Recommendation:
+    point: dict[str, Any]  # the flags as given
+    buffer_bdp: float
+    table: pd.DataFrame  # means and intervals per buffer and algorithm
+    choice: str
+    reasons: list[str]
+    sensitivity: list[str] = field(default_factory=list)
+    objective: str = "goodput"
+    ccas: list[str] = field(default_factory=list)
+
+    def at(self, buffer: str) -> pd.DataFrame:
+        """Rows of one buffer, indexed by algorithm in the order the candidates were given."""
+        here = self.table[self.table["buffer"] == buffer].set_index("cca")
+        return here.loc[[c for c in self.ccas if c in here.index]]
+
+    def buffers(self) -> list[str]:
+        """The simulated buffers, smallest first."""
+        return list(dict.fromkeys(self.table.sort_values("buffer_bdp")["buffer"]))
+
+
+def neighbour_buffers(buffer: str) -> list[str]:
+    """Half, the buffer itself, and double, spelled as the user spelled the buffer."""
+    b = parse_buffer(buffer)
+    amounts: list[float] = [b.amount / 2, b.amount, b.amount * 2]
+    if b.kind != "bdp":
+        amounts = [max(1, int(a)) for a in amounts]
+    spelled = [format_buffer(Buffer(b.kind, a)) for a in amounts]  # type: ignore[arg-type]
+    return list(dict.fromkeys(spelled))
+
+
+def scenarios(rate: str, rtt: str, buffer: str, loss: str = "0", flows: int = 1, duration: str = DEFAULT_DURATION,
+              seeds: int = DEFAULT_SEEDS, ccas: Sequence[str] = DEFAULT_CCAS,
+              neighbours: bool = True) -> list[tuple[dict[str, Any], Scenario]]:
+    """(point, scenario) for every buffer, algorithm and seed; bad flags raise
+    ScenarioError naming the flag."""
+    if seeds < 1:
+        raise ScenarioError("--seeds", "must be at least 1")
+    if flows < 1:
+        raise ScenarioError("--flows", "must be at least 1")
+    try:
+        buffers = neighbour_buffers(buffer) if neighbours else [format_buffer(parse_buffer(buffer))]
+    except ValueError as e:
+        raise ScenarioError("--buffer", str(e)) from None
+    out = []
+    for buf in buffers:
+        for cca in ccas:
+            for seed in range(1, seeds + 1):
+                try:
+                    sc = Scenario.from_flags(cca=cca, flows=flows, rate=rate, rtt=rtt, buffer=buf, loss=loss,
+                                             duration=duration, seed=seed)
+                except ScenarioError as e:
+                    raise ScenarioError(_flag(e.field), e.message) from None
+                out.append(({"buffer": buf, "cca": cca, "seed": seed}, sc))
+    return out
+
+
+def _flag(field_name: str) -> str:
+    """Scenario fields as the flags that set them."""
+    leaf = field_name.split(".")[-1]
+    if field_name.startswith("flows[") and leaf == "cca":
+        return "--cca"
+    if leaf == "count":
+        return "--flows"
+    return f"--{leaf}" if leaf in ("rate", "rtt", "buffer", "loss", "duration") else field_name
+
+
+def recommend(rate: str, rtt: str, buffer: str, loss: str = "0", flows: int = 1, duration: str = DEFAULT_DURATION,
+              seeds: int = DEFAULT_SEEDS, ccas: Sequence[str] = DEFAULT_CCAS, neighbours: bool = True,
+              objective: str = "goodput", weights: Weights = Weights(),
+              workers: Optional[int] = None) -> Recommendation:
+    if objective not in OBJECTIVES:
+        raise ScenarioError("--objective", f"unknown objective {objective!r}; allowed: {', '.join(OBJECTIVES)}")
+    ccas = list(dict.fromkeys(c.strip().lower() for c in ccas if c.strip()))
+    if len(ccas) < 1:
+        raise ScenarioError("--cca", "name at least one algorithm")
+    jobs = scenarios(rate, rtt, buffer, loss, flows, duration, seeds, ccas, neighbours)
+    # The simulator releases the GIL, so threads run the seeds in parallel.
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        results = list(pool.map(lambda job: run_sim(job[1]), jobs))
+    records = [record_from_result(res, point, point["seed"] - 1, "recommend") for (point, _), res in zip(jobs, results)]
+    runs = runs_frame(records)
+    table = aggregate(runs, ["buffer", "buffer_bdp", "cca"], list(METRICS))
+    center = format_buffer(parse_buffer(buffer))
+    here = table[table["buffer"] == center].set_index("cca").loc[ccas]
+    choice = choose(here, objective, weights)
+    bdp = float(here["buffer_bdp"].iloc[0])
+    reasons = explain(here, choice, bdp)
+    sensitivity = []
+    for buf in dict.fromkeys(table.sort_values("buffer_bdp")["buffer"]):
+        if buf == center:
+            continue
+        there = table[table["buffer"] == buf].set_index("cca").loc[ccas]
+        other = choose(there, objective, weights)
+        sensitivity.append(f"with a {buf} buffer ({float(there['buffer_bdp'].iloc[0]):.2g} BDP) "
+                           f"{display(other)} {'would also be chosen' if other == choice else 'would be chosen instead'}")
+    point = {"rate": rate, "rtt": rtt, "buffer": center, "loss": loss, "flows": flows, "duration": duration,
+             "seeds": seeds}
+    return Recommendation(point, bdp, table, choice, reasons, sensitivity, objective, ccas)
+
+
+def choose(here: pd.DataFrame, objective: str, weights: Weights = Weights()) -> str:
+    """The algorithm to use at one buffer (rows indexed by algorithm, columns of means).
+
+    goodput: the highest goodput; algorithms within 2% of it (or whose interval reaches
+    it) tie, and the tie goes to the lowest mean RTT. delay, retrans: the lowest mean
+    RTT, retransmission rate. score: the weighted score of :class:`Weights`."""
+    g = here["goodput_mbps_mean"]
+    d = here["rtt_mean_ms_mean"]
+    r = here["retrans_rate_mean"].fillna(0.0)
+    if objective == "goodput":
+        best = g.max()
+        reach = (here["goodput_mbps_hi"].fillna(g) >= best) | (g >= best * (1 - GOODPUT_TIE))
+        tied = here[reach]
+        return str(tied.sort_values(["rtt_mean_ms_mean", "retrans_rate_mean"], kind="stable").index[0])
+    if objective == "delay":
+        return str(d.idxmin())
+    if objective == "retrans":
+        return str(r.idxmin())
+    score = (weights.goodput * g / g.max() + weights.delay * d.min() / d
+             + weights.retrans * (r.min() + RETRANS_FLOOR) / (r + RETRANS_FLOOR))
+    return str(score.idxmax())
+
+
+def explain(here: pd.DataFrame, choice: str, buffer_bdp: float) -> list[str]:
+    """Why: the chosen algorithm against each other one, in goodput, delay and
+    retransmissions, with the buffer's size in BDP first."""
+    name = display
+    w = here.loc[choice]
+    reasons = []
+    for other, o in here.drop(index=choice).iterrows():
+        parts = []
+        ratio = w["goodput_mbps_mean"] / o["goodput_mbps_mean"] if o["goodput_mbps_mean"] > 0 else math.inf
+        if ratio >= 1 + GOODPUT_TIE:
+            parts.append(f"{name(choice)}'s goodput is {_times(ratio)} {name(other)}'s "
+                         f"({w['goodput_mbps_mean']:.1f} vs {o['goodput_mbps_mean']:.1f} Mbit/s)")
+        elif ratio <= 1 - GOODPUT_TIE:
+            parts.append(f"{name(other)}'s goodput is {_times(1 / ratio)} {name(choice)}'s "
+                         f"({o['goodput_mbps_mean']:.1f} vs {w['goodput_mbps_mean']:.1f} Mbit/s)")
+        else:
+            parts.append(f"{name(choice)} and {name(other)} reach the same goodput within {GOODPUT_TIE:.0%} "
+                         f"({w['goodput_mbps_mean']:.1f} vs {o['goodput_mbps_mean']:.1f} Mbit/s)")
+        delta = o["rtt_mean_ms_mean"] - w["rtt_mean_ms_mean"]
+        if abs(delta) >= 0.5:
+            lower, by = (choice, delta) if delta > 0 else (other, -delta)
+            parts.append(f"{name(lower)} keeps the mean RTT {by:.1f} ms lower")
+        rw, ro = 100 * w["retrans_rate_mean"], 100 * o["retrans_rate_mean"]
+        if max(rw, ro) >= 0.01 and not math.isclose(rw, ro, rel_tol=0.2):
+            parts.append(f"{name(choice)} retransmits {rw:.2g}% of its segments, {name(other)} {ro:.2g}%")
+        reasons.append("; ".join(parts))
+    prefix = f"buffer is {buffer_bdp:.2g} BDP: "
+    return [prefix + reasons[0], *reasons[1:]] if reasons else [prefix + f"{name(choice)} is the only candidate"]
+
+
+def _times(ratio: float) -> str:
+    return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.0f}x"
+
+
+def display(cca: str) -> str:
+    return {"bbr": "BBR", "bbr2": "BBRv2", "bbr3": "BBRv3", "cubic": "Cubic", "reno": "Reno"}.get(cca, cca)
+
+
+def render(rec: Recommendation, console: Any) -> None:
+    """The recommendation as rich tables and sentences."""
+    from rich import box
+    from rich.table import Table
+
+    from ..report_html.tables import plus_minus
+
+    p = rec.point
+    flows = f"{p['flows']} flow{'s' if p['flows'] != 1 else ''} per algorithm"
+    title = (f"{p['rate']}, RTT {p['rtt']}, buffer {p['buffer']} ({rec.buffer_bdp:.2g} BDP), loss {p['loss']}, "
+             f"{flows}: {p['seeds']} seeds x {p['duration']} simulated, mean ± 95% CI")
+    for buf in rec.buffers():
+        here = rec.at(buf)
+        center = buf == p["buffer"]
+        t = Table(title=title if center else f"Sensitivity: buffer {buf} ({float(here['buffer_bdp'].iloc[0]):.2g} BDP)",
+                  title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, header_style="bold")
+        for h in ("algorithm", "goodput\nMbit/s", "mean RTT\nms", "p95 RTT\nms", "retrans\n%", "retrans\nsegments"):
+            t.add_column(h, justify="left" if h == "algorithm" else "right", no_wrap=True)
+        for cca, r in here.iterrows():
+            t.add_row(display(str(cca)) + (" *" if center and cca == rec.choice else ""),
+                      plus_minus(r["goodput_mbps_mean"], r["goodput_mbps_ci"], digits=1),
+                      plus_minus(r["rtt_mean_ms_mean"], r["rtt_mean_ms_ci"], digits=1),
+                      plus_minus(r["rtt_p95_ms_mean"], r["rtt_p95_ms_ci"], digits=1),
+                      plus_minus(r["retrans_rate_mean"], r["retrans_rate_ci"], 100, 2),
+                      plus_minus(r["retransmits_mean"], r["retransmits_ci"], digits=0))
+        if center:
+            console.print(t)
+    console.print(f"Recommendation ({rec.objective}): use {display(rec.choice)}", style="bold", markup=False)
+    for reason in rec.reasons:
+        console.print(f"  - {reason}", markup=False)
+    if rec.sensitivity:
+        console.print("Sensitivity to the buffer:", markup=False)
+        for line in rec.sensitivity:
+            console.print(f"  - {line}", markup=False)
+
+
+def recommend_command(rate: str, rtt: str, buffer: str, loss: str, flows: int, duration: str, seeds: int,
+                      cca: str, reno: bool, neighbours: bool, objective: str, weights: Optional[str],
+                      workers: Optional[int]) -> None:
+    from rich.console import Console
+
+    ccas = [c.strip().lower() for c in cca.split(",") if c.strip()]
+    if reno and "reno" not in ccas:
+        ccas.append("reno")
+    rec = recommend(rate, rtt, buffer, loss, flows, duration, seeds, ccas, neighbours, objective,
+                    Weights.parse(weights), workers)
+    render(rec, Console(highlight=False))
