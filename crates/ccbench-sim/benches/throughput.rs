@@ -53,6 +53,7 @@ fn scenario(c: &Case, quick: bool) -> Scenario {
         link: LinkConfig::new(GBIT, 20 * MS, BufferLimit::Bdp(c.buffer_bdp)),
         flows,
         tcp: TcpConfig::default(),
+        host: None,
     }
 }
 

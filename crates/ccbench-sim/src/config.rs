@@ -16,6 +16,9 @@ pub struct Scenario {
     pub flows: Vec<FlowConfig>,
     #[serde(default)]
     pub tcp: TcpConfig,
+    /// The sender host's CPU; None (or an ideal CPU) = work runs the instant it is due.
+    #[serde(default)]
+    pub host: Option<HostConfig>,
 }
 
 fn default_interval() -> u64 {
@@ -81,6 +84,24 @@ pub struct FlowConfig {
     /// marking route with DCTCP-style per-segment echo, which BBRv3 responds to).
     #[serde(default)]
     pub ecn: Ecn,
+    /// Pacing stride (Vargas et al., IMC'22 §6.2): bursts up to `stride` x the TSO goal
+    /// and `stride` x the idle time after each. 1 = Linux.
+    #[serde(default = "one")]
+    pub pacing_stride: u32,
+    /// Hold cwnd at this many segments whatever the algorithm says.
+    #[serde(default)]
+    pub fixed_cwnd: Option<u32>,
+    /// Hold the pacing rate at this many bit/s whatever the algorithm says.
+    #[serde(default)]
+    pub fixed_pacing_rate_bps: Option<u64>,
+    /// Skip the algorithm's per-ACK model update (`cong_control`/`cong_avoid`), so cwnd
+    /// and pacing rate stay where they were set.
+    #[serde(default)]
+    pub freeze_cc: bool,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl LinkConfig {
@@ -102,6 +123,10 @@ impl FlowConfig {
             rwnd_bytes: default_rwnd(),
             params: BTreeMap::new(),
             ecn: Ecn::Off,
+            pacing_stride: 1,
+            fixed_cwnd: None,
+            fixed_pacing_rate_bps: None,
+            freeze_cc: false,
         }
     }
 }
@@ -139,6 +164,9 @@ pub struct TcpConfig {
     pub pacing_shift: u32,
     /// Delayed-ACK timer minimum (`TCP_DELACK_MIN`).
     pub delack_min_ns: u64,
+    /// `net.ipv4.tcp_tso_rtt_log` (Linux 5.18+): TSO bursts get a bonus of 64 KB >>
+    /// (min_rtt / 2^log µs). 0 turns it off, as in older kernels.
+    pub tso_rtt_log: u32,
 }
 
 impl Default for TcpConfig {
@@ -152,7 +180,81 @@ impl Default for TcpConfig {
             tsq_limit_bytes: 4 * 1024 * 1024,
             pacing_shift: 10,
             delack_min_ns: 40_000_000,
+            tso_rtt_log: 9,
         }
+    }
+}
+
+/// The sender host: one CPU that runs every sender-side task of every flow.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    #[serde(default)]
+    pub cpu: CpuAvailability,
+    #[serde(default)]
+    pub cost: CpuCost,
+    /// ACKs the NIC's receive ring holds while they wait for the CPU; more are dropped.
+    #[serde(default = "default_rx_ring")]
+    pub rx_ring: u32,
+}
+
+fn default_rx_ring() -> u32 {
+    256
+}
+
+/// When the CPU may run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum CpuAvailability {
+    #[default]
+    Always,
+    /// SCHED_DEADLINE-style: `runtime_ns` of every `period_ns`, from `offset_ns` on.
+    Periodic { runtime_ns: u64, period_ns: u64, #[serde(default)] offset_ns: u64 },
+    /// Alternating on/off intervals: `[on, off, on, off, ...]` in ns starting on at
+    /// time 0, repeated when they run out.
+    Trace { intervals_ns: Vec<u64> },
+}
+
+/// CPU time each kind of sender work takes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CpuCost {
+    /// Processing one incoming ACK (`tcp_ack` and the driver's receive path).
+    pub per_ack_ns: u64,
+    /// Handing one skb (a TSO burst) to the NIC (`tcp_transmit_skb`, qdisc, driver).
+    pub per_burst_ns: u64,
+    /// Each wire packet of a burst (GSO segmentation where the NIC cannot).
+    pub per_packet_ns: u64,
+    /// Each payload byte sent (copy from the application, checksum), in picoseconds.
+    pub per_byte_ps: u64,
+    /// A softirq/tasklet pass that runs `tcp_write_xmit` for a socket on its own
+    /// (`tcp_tsq_handler` after a pacing timer or a TX completion), and the
+    /// application's write at flow start.
+    pub per_wakeup_ns: u64,
+    /// An hrtimer expiry (interrupt entry, `tcp_pace_kick`, the retransmission timer),
+    /// on top of the wake-up it leads to.
+    pub per_timer_ns: u64,
+    /// Getting going again after being descheduled (a vCPU re-entering the guest:
+    /// pending interrupts injected, cold caches), paid by the first task of a slice.
+    pub per_resume_ns: u64,
+}
+
+impl CpuCost {
+    pub fn is_free(&self) -> bool {
+        *self == CpuCost::default()
+    }
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig { cpu: CpuAvailability::Always, cost: CpuCost::default(), rx_ring: default_rx_ring() }
+    }
+}
+
+impl HostConfig {
+    /// An ideal host: always available, free work. Runs exactly like no host model.
+    pub fn is_ideal(&self) -> bool {
+        self.cpu == CpuAvailability::Always && self.cost.is_free()
     }
 }
 
@@ -229,6 +331,39 @@ impl Scenario {
             }
             if f.rwnd_bytes < self.tcp.mss as u64 {
                 return Err(err(format!("flows[{i}].rwnd"), "must be at least one MSS"));
+            }
+            if !(1..=1000).contains(&f.pacing_stride) {
+                return Err(err(format!("flows[{i}].pacing_stride"), "must be in 1..=1000"));
+            }
+            if f.fixed_cwnd == Some(0) {
+                return Err(err(format!("flows[{i}].fixed_cwnd"), "must be at least 1 segment"));
+            }
+            if f.fixed_pacing_rate_bps == Some(0) {
+                return Err(err(format!("flows[{i}].fixed_pacing_rate"), "must be positive"));
+            }
+        }
+        if self.tcp.tso_rtt_log > 31 {
+            return Err(err("tcp.tso_rtt_log", "must be in 0..=31"));
+        }
+        if let Some(h) = &self.host {
+            if h.rx_ring == 0 {
+                return Err(err("host.rx_ring", "must be at least 1"));
+            }
+            match &h.cpu {
+                CpuAvailability::Always => {}
+                CpuAvailability::Periodic { runtime_ns, period_ns, .. } => {
+                    if *runtime_ns == 0 || runtime_ns > period_ns {
+                        return Err(err("host.cpu_share", "runtime must be positive and at most the period"));
+                    }
+                }
+                CpuAvailability::Trace { intervals_ns } => {
+                    if intervals_ns.len() < 2 || intervals_ns.len() % 2 != 0 {
+                        return Err(err("host.cpu_trace", "needs pairs of (on, off) durations"));
+                    }
+                    if intervals_ns.iter().step_by(2).all(|&on| on == 0) {
+                        return Err(err("host.cpu_trace", "the CPU is never on"));
+                    }
+                }
             }
         }
         Ok(())

@@ -5,6 +5,7 @@
 
 pub mod cc;
 pub mod config;
+pub mod host;
 pub mod net;
 pub mod observe;
 pub mod sim;

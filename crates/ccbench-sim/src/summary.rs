@@ -99,6 +99,26 @@ pub struct Summary {
     /// Jain's fairness index of per-flow goodput.
     pub jain_index: f64,
     pub events: u64,
+    /// The sender host's CPU, when one is modelled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostSummary>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct HostSummary {
+    /// Long-run fraction of time the CPU is available.
+    pub cpu_share: f64,
+    /// Fraction of the run the CPU spent on sender work.
+    pub busy_fraction: f64,
+    /// Tasks run (ACKs, wake-ups, writes).
+    pub tasks: u64,
+    /// ACKs dropped because the host's receive ring was full.
+    pub rx_dropped: u64,
+    /// What the CPU did: ACKs processed, wake-ups (timers, TX completions, the first
+    /// write), skbs (bursts), packets and payload bytes sent.
+    pub work: crate::host::Work,
+    /// How long tasks waited for the CPU.
+    pub wait_ms: Stats,
 }
 
 /// Jain's index: (sum x)^2 / (n * sum x^2); 1 when all equal.

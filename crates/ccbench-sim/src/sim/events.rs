@@ -35,6 +35,8 @@ pub enum Event {
     DelayedAck(u32),
     /// The receiver's SACK-compression timer.
     SackCompress(u32),
+    /// The sender host's CPU may take its next task.
+    CpuRun,
     Sample,
     End,
 }

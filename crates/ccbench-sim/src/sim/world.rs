@@ -3,14 +3,16 @@
 //! propagation delay -> receiver; ACKs return over an uncongested per-flow path.
 
 use super::rng;
+use super::events::SenderTimer;
 use super::{Event, EventQueue};
 use crate::cc::{Algorithm, INFINITE_SSTHRESH};
 use crate::config::{BufferLimit, Scenario};
+use crate::host::{Host, Task, Work};
 use crate::net::bottleneck::{Admit, QueueLimit};
 use crate::net::{Bottleneck, Pipe};
 use crate::observe::histogram::Histogram;
 use crate::observe::recorder::{FlowRow, LinkRow, Recorder};
-use crate::summary::{jain_index, FlowSummary, LinkSummary, Stats, Summary};
+use crate::summary::{jain_index, FlowSummary, HostSummary, LinkSummary, Stats, Summary};
 use crate::tcp::receiver::ReceiverParams;
 use crate::tcp::{Receiver, Sender, SenderParams};
 use crate::time::{Dur, Time};
@@ -37,6 +39,8 @@ pub struct World {
     receivers: Vec<Receiver>,
     flows: Vec<FlowMeta>,
     bottleneck: Bottleneck,
+    /// The senders' CPU; None when ideal (work runs the instant it is due).
+    host: Option<Host>,
     /// Propagation from the bottleneck to the receivers.
     forward: Pipe,
     end: Time,
@@ -92,6 +96,11 @@ impl World {
                     access_delay: access,
                     handshake_rtt: base_rtt,
                     ecn: f.ecn,
+                    tso_rtt_log: tcp.tso_rtt_log,
+                    pacing_stride: f.pacing_stride,
+                    fixed_cwnd: f.fixed_cwnd,
+                    fixed_pacing_rate: f.fixed_pacing_rate_bps.map(|r| r / 8),
+                    freeze_cc: f.freeze_cc,
                 },
                 cc,
             ));
@@ -135,6 +144,7 @@ impl World {
             receivers,
             flows,
             bottleneck,
+            host: s.host.as_ref().and_then(Host::new),
             forward: Pipe::new(None, one_way),
             end,
             interval,
@@ -156,6 +166,7 @@ impl World {
             Event::Sender(i, k) => 6 | (k as u64) << 4 | (i as u64) << 8,
             Event::DelayedAck(i) => 7 | (i as u64) << 8,
             Event::SackCompress(i) => 8 | (i as u64) << 8,
+            Event::CpuRun => 11,
             Event::Sample => 9,
             Event::End => 10,
         };
@@ -181,7 +192,10 @@ impl World {
             self.hash_event(t, &ev);
             let q = &mut self.q;
             match ev {
-                Event::FlowStart(i) => self.senders[i as usize].start(now, q),
+                Event::FlowStart(i) => match &mut self.host {
+                    Some(h) => h.submit(now, i, Task::Start, q),
+                    None => self.senders[i as usize].start(now, q),
+                },
                 Event::NicArrival(i) => {
                     let (pkt, next) = self.senders[i as usize].nic.pop(now);
                     if let Some(t) = next {
@@ -218,9 +232,47 @@ impl World {
                     if let Some(t) = next {
                         q.push(t, Event::AckArrival(i));
                     }
-                    self.senders[i as usize].on_ack(now, &pkt, q);
+                    match &mut self.host {
+                        Some(h) => h.submit(now, i, Task::Ack(pkt), q),
+                        None => self.senders[i as usize].on_ack(now, &pkt, q),
+                    }
                 }
-                Event::Sender(i, which) => self.senders[i as usize].on_timer(now, which, q),
+                Event::Sender(i, which) => match &mut self.host {
+                    Some(h) => {
+                        if self.senders[i as usize].timer_due(now, which, q) {
+                            h.submit(now, i, Task::Timer(which), q);
+                        }
+                    }
+                    None => self.senders[i as usize].on_timer(now, which, q),
+                },
+                Event::CpuRun => {
+                    let host = self.host.as_mut().expect("CpuRun needs a host");
+                    if let Some((i, task)) = host.next_task(now, q) {
+                        let s = &mut self.senders[i as usize];
+                        let before = (s.stats.skbs_sent, s.stats.data_segs_out, s.stats.bytes_sent);
+                        let mut work = Work::default();
+                        match task {
+                            Task::Start => {
+                                work.wakeups = 1;
+                                s.start(now, q);
+                            }
+                            Task::Ack(pkt) => {
+                                work.acks = 1;
+                                s.on_ack(now, &pkt, q);
+                            }
+                            Task::Timer(which) => {
+                                work.wakeups = 1;
+                                // TX completions arrive by interrupt; the others are hrtimers.
+                                work.timers = (which != SenderTimer::TxCompletion) as u64;
+                                s.on_timer_expired(now, which, q);
+                            }
+                        }
+                        work.bursts = s.stats.skbs_sent - before.0;
+                        work.packets = s.stats.data_segs_out - before.1;
+                        work.bytes = s.stats.bytes_sent - before.2;
+                        host.finished(now, work, q);
+                    }
+                }
                 Event::DelayedAck(i) => self.receivers[i as usize].on_delack_timer(now, q),
                 Event::SackCompress(i) => self.receivers[i as usize].on_sack_compress_timer(now, q),
                 Event::Sample => {
@@ -378,6 +430,14 @@ impl World {
                 packets_forwarded: c.packets_out,
             },
             events: self.events,
+            host: self.host.as_ref().map(|h| HostSummary {
+                cpu_share: h.share(),
+                busy_fraction: h.busy.secs_f64() / end.secs_f64().max(1e-9),
+                tasks: h.tasks,
+                rx_dropped: h.rx_dropped,
+                work: h.work,
+                wait_ms: stats_ms(&h.wait_ns),
+            }),
         };
         RunOutput { summary, series: self.recorder.finish(), trace_hash: self.trace_hash }
     }

@@ -14,8 +14,6 @@ use std::ops::Range;
 
 /// `sk_gso_max_size` of a typical device (`GSO_LEGACY_MAX_SIZE`).
 const GSO_MAX_SIZE: u64 = 65536;
-/// `tcp_tso_rtt_log`: the 64 KB TSO bonus halves per 2^9 µs of min RTT (Linux 5.18+).
-const TSO_RTT_LOG: u32 = 9;
 /// Socket-buffer overhead charged per skb on top of its payload (approximate `truesize`).
 const SKB_OVERHEAD: u64 = 768;
 /// `tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio` (percent).
@@ -36,12 +34,25 @@ impl Sender {
     }
 
     /// `tcp_tso_segs` / `tcp_tso_autosize`: about 1 ms of data at the pacing rate, plus
-    /// a bonus on short-RTT paths, capped at 64 KB, at least `min_tso_segs`.
+    /// a bonus on short-RTT paths (`tcp_tso_rtt_log`, Linux 5.18+), capped at 64 KB, at
+    /// least `min_tso_segs`. A pacing stride multiplies the goal (the cap still holds).
     pub fn tso_segs(&self) -> u32 {
+        let stride = self.p.pacing_stride as u64;
+        if stride == 1 {
+            return self.base_tso_segs();
+        }
+        let bytes = (self.base_tso_segs() as u64 * self.p.mss as u64 * stride).min(GSO_MAX_SIZE);
+        ((bytes / self.p.mss as u64) as u32).max(1)
+    }
+
+    /// The TSO goal of an unmodified kernel.
+    fn base_tso_segs(&self) -> u32 {
         let mut bytes = self.w.pacing_rate >> self.p.pacing_shift;
-        let r = self.rtt.min_rtt_us() >> TSO_RTT_LOG;
-        if r < 64 {
-            bytes += GSO_MAX_SIZE >> r;
+        if self.p.tso_rtt_log > 0 {
+            let r = self.rtt.min_rtt_us() >> self.p.tso_rtt_log;
+            if r < 64 {
+                bytes += GSO_MAX_SIZE >> r;
+            }
         }
         let bytes = bytes.min(GSO_MAX_SIZE);
         let min = self.cc.min_tso_segs(self.w.pacing_rate);
@@ -138,6 +149,7 @@ impl Sender {
         if !self.started {
             return;
         }
+        self.hold_overrides();
         let max_segs = self.tso_segs();
         let mut sent = 0u32;
         let mut is_cwnd_limited = false;
@@ -193,6 +205,7 @@ impl Sender {
 
     /// `tcp_xmit_retransmit_queue`: resend lost segments, oldest first, as cwnd allows.
     pub(super) fn xmit_retransmit_queue(&mut self, now: Time, q: &mut EventQueue) {
+        self.hold_overrides();
         let max_segs = self.tso_segs() as u64;
         let mut rearm = false;
         loop {
@@ -274,6 +287,7 @@ impl Sender {
         self.wmem += truesize;
         self.stats.data_segs_out += n as u64;
         self.stats.bytes_sent += payload;
+        self.stats.skbs_sent += 1;
         if retrans {
             self.stats.retransmits += n as u64;
         }
@@ -283,11 +297,25 @@ impl Sender {
         // not paced.
         let rate = self.w.pacing_rate;
         if self.p.paced && rate > 0 && self.stats.data_segs_out >= 10 {
-            let mut len_ns = payload * NS_PER_SEC / rate;
+            let mut len_ns = self.paced_bytes(payload) * NS_PER_SEC / rate;
             let credit = self.wstamp.since(prior_wstamp).ns();
             len_ns -= (len_ns / 2).min(credit);
             self.wstamp += Dur(len_ns);
         }
+    }
+
+    /// Bytes whose airtime the EDT clock advances by after a burst of `payload`. With a
+    /// pacing stride S the idle time is S times that of the burst an unmodified kernel
+    /// would have sent (Vargas et al. eq. 2): a burst that reached S x the goal keeps
+    /// the pacing rate; one cut short by cwnd still idles the full stride (their
+    /// Table 2, strides 10-50).
+    fn paced_bytes(&self, payload: u64) -> u64 {
+        let stride = self.p.pacing_stride as u64;
+        if stride == 1 {
+            return payload;
+        }
+        let goal = self.base_tso_segs() as u64 * self.p.mss as u64;
+        stride * payload.min(goal)
     }
 
     /// `tcp_update_pacing_rate` for algorithms without `cong_control`: 200% of

@@ -9,6 +9,7 @@ use crate::config::Ecn;
 use crate::net::packet::SackBlock;
 use crate::net::{Packet, Pipe};
 use crate::observe::histogram::Histogram;
+use crate::sim::events::SenderTimer;
 use crate::sim::{Event, EventQueue, Timer};
 use crate::time::{Dur, Time};
 use crate::units::BitRate;
@@ -49,6 +50,16 @@ pub struct SenderParams {
     /// RTT measured by the handshake, which seeds SRTT, min RTT and RTO.
     pub handshake_rtt: Dur,
     pub ecn: Ecn,
+    /// `net.ipv4.tcp_tso_rtt_log`; 0 = no short-RTT TSO bonus.
+    pub tso_rtt_log: u32,
+    /// Pacing stride: bursts and idle times scaled by this factor (1 = Linux).
+    pub pacing_stride: u32,
+    /// Overrides held whatever the algorithm computes (the phone study's knobs).
+    pub fixed_cwnd: Option<u32>,
+    /// In payload bytes per second, like `sk_pacing_rate`.
+    pub fixed_pacing_rate: Option<u64>,
+    /// Skip the algorithm's per-ACK hooks.
+    pub freeze_cc: bool,
 }
 
 /// Which handler the retransmit timer runs (`icsk_pending`).
@@ -67,6 +78,8 @@ pub struct SenderStats {
     pub tlp_count: u64,
     pub dsacks: u64,
     pub bytes_sent: u64,
+    /// skbs handed to the NIC (TSO bursts), retransmissions included.
+    pub skbs_sent: u64,
     /// Newest-packet RTT of every ACK that carried one, ns.
     pub rtt_ns: Histogram,
 }
@@ -196,7 +209,18 @@ impl Sender {
         if !s.cc.owns_cwnd() {
             s.update_pacing_rate();
         }
+        s.hold_overrides();
         s
+    }
+
+    /// Re-apply the fixed cwnd and pacing rate after anything may have changed them.
+    pub(super) fn hold_overrides(&mut self) {
+        if let Some(c) = self.p.fixed_cwnd {
+            self.w.cwnd = c;
+        }
+        if let Some(r) = self.p.fixed_pacing_rate {
+            self.w.pacing_rate = r;
+        }
     }
 
     /// `tcp_packets_in_flight`.
@@ -327,9 +351,11 @@ impl Sender {
             self.rtt.sample(seq_rtt as u64, self.sb.snd_una, self.snd_nxt());
             self.stats.rtt_ns.record(ca_rtt as u64 * 1000);
         }
-        let info = self.info(now);
-        let sample = AckSample { pkts_acked: scan.pkts_acked, rtt_us: ca_rtt, in_flight: prior_in_flight };
-        self.cc.pkts_acked(&info, &mut self.w, &sample);
+        if !self.p.freeze_cc {
+            let info = self.info(now);
+            let sample = AckSample { pkts_acked: scan.pkts_acked, rtt_us: ca_rtt, in_flight: prior_in_flight };
+            self.cc.pkts_acked(&info, &mut self.w, &sample);
+        }
 
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(now, ack.ack, flag);
@@ -346,7 +372,10 @@ impl Sender {
         let newly_delivered = (self.delivered - prior_delivered) as u32;
         let newly_lost = (self.lost - prior_lost) as u32;
         self.rate.generate(&scan.pick, now_us, self.delivered, self.delivered_ce, self.lost, newly_delivered, newly_lost, self.rtt.min_rtt_us(), &mut rs);
-        self.cong_control(now, flag, &rs);
+        if !self.p.freeze_cc {
+            self.cong_control(now, flag, &rs);
+        }
+        self.hold_overrides();
         if rexmit {
             self.xmit_retransmit_queue(now, q);
         }
@@ -456,32 +485,47 @@ impl Sender {
         self.update_pacing_rate();
     }
 
-    /// Dispatch a sender timer event.
-    pub fn on_timer(&mut self, now: Time, which: crate::sim::events::SenderTimer, q: &mut EventQueue) {
-        use crate::sim::events::SenderTimer as T;
+    /// Dispatch a sender timer event: run its handler if it is due.
+    pub fn on_timer(&mut self, now: Time, which: SenderTimer, q: &mut EventQueue) {
+        if self.timer_due(now, which, q) {
+            self.on_timer_expired(now, which, q);
+        }
+    }
+
+    /// Whether the heap entry of timer `which` popped at `now` means it expired (a
+    /// superseded entry is dropped, a postponed one re-queued).
+    pub fn timer_due(&mut self, now: Time, which: SenderTimer, q: &mut EventQueue) -> bool {
         use crate::sim::TimerFire;
         let timer = match which {
-            T::Retransmit => &mut self.xmit_timer,
-            T::Pacing => &mut self.pacing_timer,
-            T::TxCompletion => &mut self.txc_timer,
+            SenderTimer::Retransmit => &mut self.xmit_timer,
+            SenderTimer::Pacing => &mut self.pacing_timer,
+            SenderTimer::TxCompletion => &mut self.txc_timer,
         };
         match timer.fire(now) {
-            TimerFire::Stale => {}
-            TimerFire::Requeue(t) => q.push(t, Event::Sender(self.p.id, which)),
-            TimerFire::Expired => match which {
-                T::Retransmit => match self.xmit_kind {
-                    XmitTimer::Rto => self.retransmit_timer(now, q),
-                    XmitTimer::LossProbe => self.send_loss_probe(now, q),
-                    XmitTimer::ReoTimeout => self.rack_reo_timeout(now, q),
-                },
-                // tcp_pace_kick / tcp_tsq_handler -> tcp_tsq_write
-                T::Pacing | T::TxCompletion => {
-                    if self.sb.lost_out > self.sb.retrans_out && self.w.cwnd > self.inflight() {
-                        self.xmit_retransmit_queue(now, q);
-                    }
-                    self.write_xmit(now, 0, q);
-                }
+            TimerFire::Stale => false,
+            TimerFire::Requeue(t) => {
+                q.push(t, Event::Sender(self.p.id, which));
+                false
+            }
+            TimerFire::Expired => true,
+        }
+    }
+
+    /// The handler of an expired timer, run when the CPU gets to it.
+    pub fn on_timer_expired(&mut self, now: Time, which: SenderTimer, q: &mut EventQueue) {
+        match which {
+            SenderTimer::Retransmit => match self.xmit_kind {
+                XmitTimer::Rto => self.retransmit_timer(now, q),
+                XmitTimer::LossProbe => self.send_loss_probe(now, q),
+                XmitTimer::ReoTimeout => self.rack_reo_timeout(now, q),
             },
+            // tcp_pace_kick / tcp_tsq_handler -> tcp_tsq_write
+            SenderTimer::Pacing | SenderTimer::TxCompletion => {
+                if self.sb.lost_out > self.sb.retrans_out && self.w.cwnd > self.inflight() {
+                    self.xmit_retransmit_queue(now, q);
+                }
+                self.write_xmit(now, 0, q);
+            }
         }
     }
 

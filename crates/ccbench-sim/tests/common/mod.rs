@@ -29,6 +29,7 @@ pub fn dumbbell(rate_bps: u64, rtt_ns: u64, buffer: BufferLimit, flows: Vec<Flow
         link: LinkConfig::new(rate_bps, rtt_ns, buffer),
         flows,
         tcp: TcpConfig::default(),
+        host: None,
     }
 }
 

@@ -62,6 +62,9 @@ pub struct BbrParams {
     pub lt_bw_ratio: u32,
     pub lt_bw_diff: u64,
     pub lt_bw_max_rtts: u32,
+    /// 1 = the 2BRobust inflight-deficit patch (pace at `high_gain` while less than a
+    /// BDP is in flight and the flow is not app-limited); 0 = mainline.
+    pub inflight_deficit: u32,
 }
 
 impl Default for BbrParams {
@@ -87,6 +90,7 @@ impl Default for BbrParams {
             lt_bw_ratio: BBR_UNIT / 8,
             lt_bw_diff: 4000 / 8,
             lt_bw_max_rtts: 48,
+            inflight_deficit: 0,
         }
     }
 }
@@ -126,9 +130,10 @@ impl BbrParams {
                 "lt_sampling" => p.lt_sampling = int()?.min(1),
                 "lt_intvl_min_rtts" => p.lt_intvl_min_rtts = int()?.max(1),
                 "lt_bw_max_rtts" => p.lt_bw_max_rtts = int()?.max(1),
+                "inflight_deficit" => p.inflight_deficit = int()?.min(1),
                 _ => {
                     let mut names: Vec<&str> = GAIN_PARAMS.to_vec();
-                    names.extend(["cycle_rand", "bw_rtts", "min_rtt_win_sec", "probe_rtt_mode_ms", "cwnd_min_target", "full_bw_cnt", "extra_acked_win_rtts", "lt_sampling", "lt_intvl_min_rtts", "lt_bw_max_rtts"]);
+                    names.extend(["cycle_rand", "bw_rtts", "min_rtt_win_sec", "probe_rtt_mode_ms", "cwnd_min_target", "full_bw_cnt", "extra_acked_win_rtts", "lt_sampling", "lt_intvl_min_rtts", "lt_bw_max_rtts", "inflight_deficit"]);
                     return Err(format!("bbr has no parameter '{name}' (allowed: {})", names.join(", ")));
                 }
             }
@@ -362,6 +367,9 @@ impl CongestionControl for Bbr {
         self.update_min_rtt(c, w, rs);
         self.update_gains();
         let bw = self.bw();
+        if self.p.inflight_deficit != 0 {
+            self.pacing_gain = inflight_deficit_gain(c, bw, self.min_rtt_us, self.pacing_gain, self.p.high_gain);
+        }
         self.set_pacing_rate(c, w, bw, self.pacing_gain);
         self.set_cwnd(c, w, rs, bw);
         true

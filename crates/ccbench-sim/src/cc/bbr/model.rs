@@ -36,6 +36,18 @@ pub fn bdp(bw: u64, min_rtt_us: u64, gain: u32) -> u32 {
     (((w * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128)) as u32
 }
 
+/// The 2BRobust patch (Elmenhorst & Aschenbruck, §6.2): a flow that is not app-limited
+/// yet has less than one estimated BDP outstanding (`bytes_sent - bytes_acked`, i.e.
+/// snd_nxt - snd_una) cannot be network-limited, so its sender is CPU-limited: pace at
+/// the high gain until the deficit is gone.
+pub fn inflight_deficit_gain(c: &ConnInfo, bw: u64, min_rtt_us: u64, gain: u32, high_gain: u32) -> u32 {
+    if !c.app_limited && min_rtt_us != u64::MAX && c.packets_out < bdp(bw, min_rtt_us, BBR_UNIT) {
+        gain.max(high_gain)
+    } else {
+        gain
+    }
+}
+
 /// `bbr_rate_bytes_per_sec`: bandwidth x gain as payload bytes per second, less the
 /// pacing margin.
 pub fn rate_bytes_per_sec(bw: u64, mss: u32, gain: u32) -> u64 {

@@ -101,6 +101,9 @@ pub struct Bbr3Params {
     pub ecn_max_rtt_us: u32,
     pub full_ecn_cnt: u32,
     pub ecn_reprobe_gain: u32,
+    /// 1 = the 2BRobust inflight-deficit patch (pace at `startup_pacing_gain` while less
+    /// than a BDP is in flight and the flow is not app-limited); 0 = Google's code.
+    pub inflight_deficit: u32,
 }
 
 impl Bbr3Params {
@@ -160,6 +163,7 @@ impl Bbr3Params {
                 Version::V3 => unit / 2,
                 Version::V2 => 0,
             },
+            inflight_deficit: 0,
         }
     }
 
@@ -173,7 +177,7 @@ impl Bbr3Params {
         const COUNTS: &[&str] = &[
             "full_bw_cnt", "full_loss_cnt", "cwnd_min_target", "min_rtt_win_sec", "probe_rtt_win_ms",
             "probe_rtt_mode_ms", "bw_probe_base_us", "bw_probe_rand_us", "bw_probe_max_rounds", "extra_acked_win_rtts",
-            "ecn_max_rtt_us", "full_ecn_cnt",
+            "ecn_max_rtt_us", "full_ecn_cnt", "inflight_deficit",
         ];
         let mut p = Bbr3Params::defaults(v);
         let name = match v {
@@ -215,6 +219,7 @@ impl Bbr3Params {
                 "ecn_reprobe_gain" => &mut p.ecn_reprobe_gain,
                 "ecn_max_rtt_us" => &mut p.ecn_max_rtt_us,
                 "full_ecn_cnt" => &mut p.full_ecn_cnt,
+                "inflight_deficit" => &mut p.inflight_deficit,
                 _ => {
                     let all: Vec<&str> = GAINS.iter().chain(COUNTS).copied().collect();
                     return Err(format!("{name} has no parameter '{key}' (allowed: {})", all.join(", ")));
@@ -622,6 +627,9 @@ impl CongestionControl for Bbr3 {
         self.update_model(c, w, rs);
         self.update_gains();
         let bw = self.bw();
+        if self.p.inflight_deficit != 0 {
+            self.pacing_gain = inflight_deficit_gain(c, bw, self.min_rtt_us, self.pacing_gain, self.p.startup_pacing_gain);
+        }
         self.set_pacing_rate(c, w, bw, self.pacing_gain);
         self.set_cwnd(c, w, rs, bw);
         self.bound_cwnd_for_inflight_model(w);

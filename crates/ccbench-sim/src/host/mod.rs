@@ -1,0 +1,172 @@
+//! The sender host's CPU (reference §6.4, §6.5): one processor runs every sender-side
+//! task of every flow in arrival order — ACK processing, pacing-timer and
+//! TX-completion wake-ups, retransmission timers, the application's first write.
+//! While it is busy or descheduled the work waits, and each task runs, stamps its
+//! packets and samples the clock at the time it actually starts.
+
+pub mod cpu;
+pub mod presets;
+
+use crate::config::{CpuCost, HostConfig};
+use crate::net::Packet;
+use crate::observe::histogram::Histogram;
+use crate::sim::events::SenderTimer;
+use crate::sim::{Event, EventQueue};
+use crate::time::{Dur, Time};
+use cpu::Availability;
+use std::collections::VecDeque;
+
+/// A piece of sender work for flow `flow`.
+#[derive(Clone, Copy, Debug)]
+pub enum Task {
+    /// The application's first write (`tcp_sendmsg`).
+    Start,
+    /// An ACK taken from the NIC's receive ring.
+    Ack(Packet),
+    /// A sender timer that expired.
+    Timer(SenderTimer),
+}
+
+/// What a task did, which sets its cost.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct Work {
+    /// Slices begun after the CPU had been off.
+    pub resumes: u64,
+    pub acks: u64,
+    pub timers: u64,
+    pub wakeups: u64,
+    pub bursts: u64,
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+impl Work {
+    fn add(&mut self, o: &Work) {
+        self.resumes += o.resumes;
+        self.acks += o.acks;
+        self.timers += o.timers;
+        self.wakeups += o.wakeups;
+        self.bursts += o.bursts;
+        self.packets += o.packets;
+        self.bytes += o.bytes;
+    }
+
+    pub fn cost(&self, c: &CpuCost) -> Dur {
+        Dur(self.resumes * c.per_resume_ns
+            + self.acks * c.per_ack_ns
+            + self.timers * c.per_timer_ns
+            + self.wakeups * c.per_wakeup_ns
+            + self.bursts * c.per_burst_ns
+            + self.packets * c.per_packet_ns
+            + self.bytes * c.per_byte_ps / 1000)
+    }
+}
+
+pub struct Host {
+    avail: Availability,
+    cost: CpuCost,
+    queue: VecDeque<(Time, u32, Task)>,
+    busy_until: Time,
+    /// End of the on-interval in which the CPU last worked (a new one costs a resume).
+    slice_end: Option<Time>,
+    /// A `CpuRun` event is in the heap.
+    run_queued: bool,
+    /// ACK tasks waiting, and the receive ring's capacity for them.
+    pending_acks: u32,
+    rx_ring: u32,
+    pub busy: Dur,
+    pub tasks: u64,
+    /// Everything the CPU did.
+    pub work: Work,
+    /// ACKs dropped because the receive ring was full.
+    pub rx_dropped: u64,
+    /// How long tasks waited for the CPU, ns.
+    pub wait_ns: Histogram,
+}
+
+impl Host {
+    /// None for an ideal host, which the world bypasses entirely.
+    pub fn new(cfg: &HostConfig) -> Option<Host> {
+        if cfg.is_ideal() {
+            return None;
+        }
+        Some(Host {
+            avail: Availability::new(&cfg.cpu),
+            cost: cfg.cost.clone(),
+            queue: VecDeque::new(),
+            busy_until: Time::ZERO,
+            slice_end: None,
+            run_queued: false,
+            pending_acks: 0,
+            rx_ring: cfg.rx_ring,
+            busy: Dur::ZERO,
+            tasks: 0,
+            work: Work::default(),
+            rx_dropped: 0,
+            wait_ns: Histogram::default(),
+        })
+    }
+
+    /// Queue a task that became due at `now`.
+    pub fn submit(&mut self, now: Time, flow: u32, task: Task, q: &mut EventQueue) {
+        if let Task::Ack(_) = task {
+            if self.pending_acks >= self.rx_ring {
+                self.rx_dropped += 1;
+                return;
+            }
+            self.pending_acks += 1;
+        }
+        self.queue.push_back((now, flow, task));
+        if !self.run_queued {
+            self.run_queued = true;
+            q.push(now.max(self.busy_until), Event::CpuRun);
+        }
+    }
+
+    /// On `CpuRun` at `now`: the task to run now, or None if the CPU is not free yet
+    /// (the event is rescheduled for when it is).
+    pub fn next_task(&mut self, now: Time, q: &mut EventQueue) -> Option<(u32, Task)> {
+        self.run_queued = false;
+        if self.queue.is_empty() {
+            return None;
+        }
+        let start = self.avail.next_on(now.max(self.busy_until));
+        if start > now {
+            self.run_queued = true;
+            q.push(start, Event::CpuRun);
+            return None;
+        }
+        let (due, flow, task) = self.queue.pop_front().expect("not empty");
+        if let Task::Ack(_) = task {
+            self.pending_acks -= 1;
+        }
+        self.wait_ns.record(now.since(due).ns());
+        Some((flow, task))
+    }
+
+    /// The task started at `now` did `work`: the CPU is busy until it is done.
+    pub fn finished(&mut self, now: Time, mut work: Work, q: &mut EventQueue) {
+        let slice_end = self.avail.on_until(now);
+        if slice_end != self.slice_end {
+            work.resumes = self.slice_end.is_some() as u64;
+            self.slice_end = slice_end;
+        }
+        let cost = work.cost(&self.cost);
+        self.busy = self.busy + cost;
+        self.tasks += 1;
+        self.work.add(&work);
+        self.busy_until = self.avail.finish(now, cost);
+        // Work that spilled into later slices paid no resume for them; charge from the
+        // slice it ended in.
+        self.slice_end = self.avail.on_until(self.busy_until).or(self.slice_end);
+        if !self.queue.is_empty() && !self.run_queued {
+            self.run_queued = true;
+            q.push(self.busy_until, Event::CpuRun);
+        }
+    }
+
+    /// Long-run fraction of time the CPU is available.
+    pub fn share(&self) -> f64 {
+        self.avail.share()
+    }
+}

@@ -1,0 +1,46 @@
+//! Named sender hosts. Costs are CPU time per unit of work; see docs/model.md
+//! ("Sender CPU") for where each number comes from.
+
+use crate::config::{CpuAvailability, CpuCost, HostConfig};
+
+pub const NAMES: [&str; 4] = ["server", "phone-lowend", "phone-midend", "phone-highend"];
+
+/// The preset's host, or None for an unknown name.
+pub fn preset(name: &str) -> Option<HostConfig> {
+    let cost = match name {
+        // An ideal server: work is free and never waits (the simulator without a CPU).
+        "server" => CpuCost::default(),
+        "phone-lowend" => PHONE_LOWEND,
+        "phone-midend" => scaled(&PHONE_LOWEND, 576, 1200),
+        "phone-highend" => scaled(&PHONE_LOWEND, 576, 2 * 2800),
+        _ => return None,
+    };
+    Some(HostConfig { cpu: CpuAvailability::Always, cost, ..HostConfig::default() })
+}
+
+/// Pixel 4 with its LITTLE cores fixed at 576 MHz (Vargas et al., IMC'22, Table 1),
+/// calibrated so that one Cubic and one BBR upload match the study's single-connection
+/// goodput (364 and 325 Mbit/s, §4.1).
+const PHONE_LOWEND: CpuCost = CpuCost {
+    per_ack_ns: 4_000,
+    per_burst_ns: 2_000,
+    per_packet_ns: 21_000,
+    per_byte_ps: 7_300,
+    per_wakeup_ns: 20_000,
+    per_timer_ns: 60_000,
+    per_resume_ns: 0,
+};
+
+/// `base` on a core `to_mhz / from_mhz` times faster.
+fn scaled(base: &CpuCost, from_mhz: u64, to_mhz: u64) -> CpuCost {
+    let s = |v: u64| (v * from_mhz).div_ceil(to_mhz);
+    CpuCost {
+        per_ack_ns: s(base.per_ack_ns),
+        per_burst_ns: s(base.per_burst_ns),
+        per_packet_ns: s(base.per_packet_ns),
+        per_byte_ps: s(base.per_byte_ps),
+        per_wakeup_ns: s(base.per_wakeup_ns),
+        per_timer_ns: s(base.per_timer_ns),
+        per_resume_ns: s(base.per_resume_ns),
+    }
+}
