@@ -319,6 +319,23 @@ def recommend(rate: str, rtt: str, buffer: str, loss: str, flows: int, duration:
                       workers)
 
 
+@cli.command()
+@click.argument("name", metavar="[NAME]", required=False)
+@click.option("--quick/--full", default=True, show_default=True,
+              help="A small grid (a minute or two on two cores), or the study's full grid.")
+@click.option("--out", metavar="DIR", help="Where to write the comparison, figures and report (default "
+              "replications/NAME).")
+@click.option("--workers", type=int, metavar="N", help="Parallel simulations (default: one per core).")
+@click.option("--store", metavar="DIR", help="Results store to run into (default ./ccbench-results).")
+def replicate(name: Optional[str], quick: bool, out: Optional[str], workers: Optional[int],
+              store: Optional[str]) -> None:
+    """Replicate a published study and compare its findings with ccbench's; without
+    NAME, list the studies."""
+    from .replicate.command import replicate_command
+
+    replicate_command(name, quick, out, workers, store)
+
+
 def _fail(field: str, message: str, status: int = EXIT_BAD_INPUT) -> NoReturn:
     line = f"error: {field}: {message}".replace("\n", " ")
     print(line, file=sys.stderr)

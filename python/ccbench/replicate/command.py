@@ -1,0 +1,33 @@
+"""``ccbench replicate NAME``: the command's work, kept out of cli.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from rich.console import Console
+
+from . import get, studies
+
+
+def list_studies(console: Console) -> None:
+    for s in studies().values():
+        console.print(f"{s.name:16} {s.summary}", markup=False, highlight=False)
+
+
+def replicate_command(name: Optional[str], quick: bool, out: Optional[str], workers: Optional[int],
+                      store_path: Optional[str]) -> None:
+    console = Console(highlight=False)
+    if name is None:
+        list_studies(console)
+        return
+    chosen = get(name)
+    from ..errors import ScenarioError
+    from ..store import open_store
+
+    if workers is not None and workers < 1:
+        raise ScenarioError("--workers", f"must be at least 1, got {workers}")
+    target = Path(out) if out is not None else Path("replications") / name
+    if target.exists() and not target.is_dir():
+        raise ScenarioError("--out", f"'{target}' exists and is not a directory")
+    chosen.run(quick, target, workers, open_store(store_path), console)
