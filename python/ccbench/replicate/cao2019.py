@@ -108,8 +108,7 @@ def plans(grid: Grid, prefix: str) -> dict[str, dict[str, Any]]:
 def run(quick: bool, out: Path, workers: Optional[int], store: Any, console: Console,
         grid: Optional[Grid] = None) -> None:
     from ..store import open_store
-    from ..sweep.execute import execute
-    from ..sweep.plan import plan_from_dict
+    from ..sweep import execute, plan_from_dict
 
     grid = grid or (QUICK if quick else FULL)
     mode = "quick" if quick else "full"
