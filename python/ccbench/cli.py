@@ -53,6 +53,17 @@ def cli() -> None:
 @click.option("--interval", metavar="TIME", help="Time-series interval, at least 1ms (default 100ms).")
 @click.option("--size", metavar="SIZE", help="Bytes per flow, e.g. 20MB (default: bulk until the end).")
 @click.option("--pacing", type=click.Choice(["on", "off"]), help="Force pacing on or off (default: per algorithm).")
+@click.option("--cpu", metavar="PRESET", help="Sender host CPU: server, phone-lowend, phone-midend, phone-highend.")
+@click.option("--cpu-share", metavar="SHARE", help="CPU available in deadline-style slices, e.g. 25% (default 100%).")
+@click.option("--cpu-slice", metavar="TIME", help="Period of the CPU slices, e.g. 10ms (default 10ms).")
+@click.option("--cpu-trace", metavar="FILE", help="CPU on/off intervals, one '<on> <off>' pair per line.")
+@click.option("--pacing-stride", type=int, metavar="N", help="Burst and idle N times longer when pacing (default 1).")
+@click.option("--fixed-cwnd", type=int, metavar="SEGS", help="Hold every flow's cwnd at SEGS segments.")
+@click.option("--fixed-pacing-rate", metavar="RATE", help="Hold every flow's pacing rate, e.g. 20Mbit.")
+@click.option("--freeze-cc", is_flag=True, default=None, help="Skip the algorithms' per-ACK model updates.")
+@click.option("--bbr-inflight-deficit", is_flag=True, default=None,
+              help="2BRobust: BBR flows pace at high gain while less than a BDP is in flight.")
+@click.option("--tso-rtt-log", type=int, metavar="N", help="net.ipv4.tcp_tso_rtt_log; 0 = older kernels (default 9).")
 @click.option("--out", metavar="DIR", help="Write summary.json, flows.parquet, link.parquet, scenario.toml here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary JSON instead of tables.")
 @click.option("--plot", "make_plots", is_flag=True, help="With --out: also write figures of every flow to DIR/plots.")
@@ -75,6 +86,11 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
     if engine == "kernel":
         from .engines import kernel as kernel_engine
         from .kernel.scenario import from_flags
+
+        for name in SIMULATOR_ONLY_FLAGS:
+            if flags.pop(name) is not None:
+                raise ScenarioError("--" + name.replace("_", "-"), "is a simulator option; the kernel engine runs "
+                                    "Linux's own TCP on this machine's CPU (use --engine sim)")
 
         sc = from_flags(base=base, **flags)
         kernel_engine.check(sc)
@@ -111,6 +127,10 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
             click.echo(line, err=as_json)
         if make_plots:
             _write_plots(out, None, None, "png,svg", err=as_json)
+
+
+SIMULATOR_ONLY_FLAGS = ("cpu", "cpu_share", "cpu_slice", "cpu_trace", "pacing_stride", "fixed_cwnd",
+                        "fixed_pacing_rate", "freeze_cc", "bbr_inflight_deficit", "tso_rtt_log")
 
 
 def _with_status(work: Callable[[], T], quiet: bool, text: str = "simulating…") -> T:
@@ -290,6 +310,11 @@ def advise(sweep: str, store: Optional[str], objective: str, weights: Optional[s
     from .advise.command import advise_command
 
     advise_command(sweep, store, objective, weights, cca, max_depth, out, formats)
+
+
+from .sweep.command import register as _register_sweep_commands  # noqa: E402  (sweep, results)
+
+_register_sweep_commands(cli)
 
 
 @cli.command()

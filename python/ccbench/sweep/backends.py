@@ -1,0 +1,198 @@
+"""Where a sweep's runs happen: in this process, in local worker processes, or on a Dask
+distributed cluster. Each backend turns tasks into (task, outcome or exception) pairs as
+runs finish, in any order."""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+import socket
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Iterator, Protocol, Union
+
+from ..errors import ScenarioError
+from ..scenario import Scenario
+from ..store.version import code_version
+from .worker import Outcome, Task, check_kernel_scenarios, host_code_version, init_local_worker, run_task
+
+Finished = tuple[Task, Union[Outcome, BaseException]]
+
+# Tasks handed to local workers ahead of time, per worker: enough to keep every worker
+# busy while the coordinator stores results, few enough to stop quickly on Ctrl-C.
+IN_FLIGHT_PER_WORKER = 4
+CONNECT_TIMEOUT_S = 20
+PROBE_TIMEOUT_S = 5
+WORKERS_TIMEOUT_S = 60
+
+
+class Backend(Protocol):
+    def code_version(self, engine: str) -> str: ...
+    def check_kernel(self, scenarios: list[Scenario]) -> list[Scenario]: ...
+    def run(self, tasks: list[Task]) -> Iterator[Finished]: ...
+    def close(self) -> None: ...
+
+
+class InProcess:
+    """Runs one task after another in this process (one worker, or the kernel engine,
+    whose runs on a host happen one at a time anyway)."""
+
+    def code_version(self, engine: str) -> str:
+        return code_version(engine)
+
+    def check_kernel(self, scenarios: list[Scenario]) -> list[Scenario]:
+        return check_kernel_scenarios(scenarios)
+
+    def run(self, tasks: list[Task]) -> Iterator[Finished]:
+        for task in tasks:
+            try:
+                outcome: Union[Outcome, BaseException] = run_task(task)
+            except Exception as e:  # a failed run is reported, the sweep goes on
+                outcome = e
+            yield task, outcome
+
+    def close(self) -> None:
+        pass
+
+
+class LocalProcesses(InProcess):
+    """A pool of worker processes on this machine. Processes rather than threads: the
+    simulator releases the GIL, but building the time-series tables and Parquet files
+    of short runs is Python work that threads would serialise (docs/benchmarks.md)."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _start(self) -> ProcessPoolExecutor:
+        # spawn, not fork: the coordinator may hold DuckDB and progress-bar threads.
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=init_local_worker)
+        return self._pool
+
+    def run(self, tasks: list[Task]) -> Iterator[Finished]:
+        pool = self._start()
+        pending: dict[Future[Outcome], Task] = {}
+        queue = iter(tasks)
+        limit = self.workers * IN_FLIGHT_PER_WORKER
+        try:
+            while True:
+                while len(pending) < limit:
+                    task = next(queue, None)
+                    if task is None:
+                        break
+                    try:
+                        pending[pool.submit(run_task, task)] = task
+                    except BrokenProcessPool:  # a worker died; the pending runs fail below
+                        queue = itertools.chain([task], queue)
+                        break
+                if not pending:
+                    return
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    task = pending.pop(future)
+                    error = future.exception()
+                    yield task, (error if error is not None else future.result())
+                if getattr(pool, "_broken", False) and not pending:
+                    self.close()  # a worker process died (crash, OOM kill): go on with a new pool
+                    pool = self._start()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        pool.shutdown(wait=False, cancel_futures=True)
+        # Runs in progress are not waited for: stop the workers now (Ctrl-C, errors).
+        processes: dict[int, Any] = getattr(pool, "_processes", None) or {}
+        for process in list(processes.values()):
+            if process.is_alive():
+                process.terminate()
+        for process in list(processes.values()):
+            process.join(timeout=5)
+
+
+class DaskCluster:
+    """An existing Dask distributed cluster; its scheduler at ``address``."""
+
+    def __init__(self, address: str) -> None:
+        try:
+            from distributed import Client
+        except ImportError:  # pragma: no cover - a dependency
+            raise ScenarioError("--cluster", "needs the 'distributed' package (pip install 'dask[distributed]')") from None
+        self.address = address
+        _probe(address)
+        try:
+            self.client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        except (OSError, TimeoutError) as e:
+            raise ScenarioError("--cluster", f"cannot reach a Dask scheduler at {address}: {e}") from None
+        try:
+            self.client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
+        except (OSError, TimeoutError):
+            self.client.close()
+            raise ScenarioError("--cluster", f"no Dask worker joined the scheduler at {address} within "
+                                f"{WORKERS_TIMEOUT_S} s; start some with 'dask worker {address}'") from None
+
+    def code_version(self, engine: str) -> str:
+        """The code version every worker runs; they must agree, or a resumed sweep could
+        never tell which runs it already has."""
+        try:
+            versions: dict[str, str] = self.client.run(host_code_version, engine)
+        except Exception as e:
+            raise ScenarioError("--cluster", f"the workers cannot run ccbench: {type(e).__name__}: {e}") from None
+        distinct = sorted(set(versions.values()))
+        if len(distinct) != 1:
+            listing = "; ".join(f"{w}: {v}" for w, v in sorted(versions.items()))
+            raise ScenarioError("--cluster", f"the workers run different ccbench builds ({listing}); install the "
+                                "same build on every worker")
+        return distinct[0]
+
+    def check_kernel(self, scenarios: list[Scenario]) -> list[Scenario]:
+        checked: list[Scenario] = self.client.submit(check_kernel_scenarios, scenarios, pure=False).result()
+        return checked
+
+    def run(self, tasks: list[Task]) -> Iterator[Finished]:
+        from distributed import as_completed
+
+        futures = {}
+        for task in tasks:
+            futures[self.client.submit(run_task, task, pure=False, key=f"ccbench-run-{task.run_id}-{os.getpid()}")] \
+                = task
+        try:
+            for future in as_completed(list(futures)):
+                task = futures.pop(future)
+                try:
+                    outcome: Union[Outcome, BaseException] = future.result()
+                except Exception as e:
+                    outcome = e
+                future.release()
+                yield task, outcome
+        finally:
+            if futures:
+                self.client.cancel(list(futures))
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _probe(address: str) -> None:
+    """Fail at once when nothing listens at the address (Dask's client would retry
+    until its timeout)."""
+    rest = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = rest.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S).close()
+    except (OSError, ValueError) as e:
+        raise ScenarioError("--cluster", f"cannot reach a Dask scheduler at {address}: {e}") from None
+
+
+def choose(engine: str, workers: int | None, cluster: str | None, runs: int) -> Backend:
+    """The backend for a sweep of ``runs`` runs."""
+    if cluster is not None:
+        return DaskCluster(cluster)
+    if engine == "kernel":
+        return InProcess()
+    n = min(workers or os.cpu_count() or 1, max(runs, 1))
+    return LocalProcesses(n) if n > 1 else InProcess()

@@ -1,0 +1,106 @@
+"""Dotted keys of scenario values: ``link.rate``, ``flows[0].cca``,
+``flows[1].params.beta``; and which places of a scenario hold tables rather than values."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Union
+
+from ..errors import ScenarioError
+
+Part = Union[str, int]
+Path = tuple[Part, ...]
+
+_TOKEN = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]|(\.)")
+
+
+def dotted(path: Path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
+
+
+def parse(field: str, key: str) -> Path:
+    """``flows[0].params.beta`` -> ``("flows", 0, "params", "beta")``."""
+    parts: list[Part] = []
+    pos = 0
+    expect_name = True
+    while pos < len(key):
+        m = _TOKEN.match(key, pos)
+        if m is None:
+            break
+        name, index, dot = m.groups()
+        if name is not None and expect_name:
+            parts.append(name)
+            expect_name = False
+        elif index is not None and not expect_name:
+            parts.append(int(index))
+        elif dot is not None and not expect_name:
+            expect_name = True
+        else:
+            break
+        pos = m.end()
+    if pos != len(key) or expect_name or not parts:
+        raise ScenarioError(field, f"{key!r} is not a dotted key such as link.rate or flows[0].cca")
+    return tuple(parts)
+
+
+def is_table(path: Path) -> bool:
+    """Whether the scenario schema puts a table (not a value) at ``path``."""
+    shapes = {(), ("link",), ("tcp",), ("flows", int), ("flows", int, "params")}
+    return tuple(int if isinstance(p, int) else p for p in path) in shapes
+
+
+def check_value_path(field: str, path: Path, flow_entries: int) -> None:
+    """Refuse a key that names a table, an array, or a [[flows]] entry the plan lacks."""
+    shape = tuple(int if isinstance(p, int) else p for p in path)
+    if is_table(path) or shape == ("flows",):
+        raise ScenarioError(field, "names a table; name one of its values, e.g. link.rate, flows[0].cca")
+    head = path[0]
+    if head == "flows":
+        if len(path) < 3 or not isinstance(path[1], int) or not isinstance(path[2], str):
+            raise ScenarioError(field, "name a value of a flow entry, e.g. flows[0].cca")
+        if path[1] >= flow_entries:
+            have = {0: "no [[flows]] entry", 1: "1 [[flows]] entry (flows[0])"}.get(
+                flow_entries, f"{flow_entries} [[flows]] entries (flows[0] to flows[{flow_entries - 1}])")
+            raise ScenarioError(field, f"the plan has {have}")
+        deepest = 4 if path[2] == "params" else 3
+    elif head in ("link", "tcp"):
+        deepest = 2
+    else:
+        deepest = 1
+    if len(path) != deepest or any(isinstance(p, int) for p in path[2 if head == "flows" else 0:]):
+        raise ScenarioError(field, "is not a scenario value; e.g. link.rate, tcp.mss, flows[0].cca, "
+                            "flows[0].params.beta")
+
+
+def get(doc: Any, path: Path) -> Any:
+    node = doc
+    for part in path:
+        node = node[part]
+    return node
+
+
+def has(doc: Any, path: Path) -> bool:
+    try:
+        get(doc, path)
+    except (KeyError, IndexError, TypeError):
+        return False
+    return True
+
+
+def put(doc: dict[str, Any], path: Path, value: Any) -> None:
+    """Set ``path`` in ``doc``, creating the tables on the way (``[tcp]``, ``params``)."""
+    node: Any = doc
+    for i, part in enumerate(path[:-1]):
+        if isinstance(part, int):
+            node = node[part]
+            continue
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, (dict, list)):
+            raise ScenarioError(dotted(path[:i + 1]), "must be a table")
+        node = child
+    node[path[-1]] = value
