@@ -134,9 +134,11 @@ def test_effective_toml_is_complete() -> None:
     assert set(doc) == {"seed", "duration", "interval", "link", "tcp", "flows"}
     assert set(doc["link"]) == {"rate", "rtt", "buffer", "loss", "nic_rate"}
     assert set(doc["tcp"]) == {
-        "mss", "init_cwnd", "hz", "rto_min", "rto_init", "tsq_limit", "pacing_shift", "delack_min",
+        "mss", "init_cwnd", "hz", "rto_min", "rto_init", "tsq_limit", "pacing_shift", "delack_min", "tso_rtt_log",
     }
-    assert set(doc["flows"][0]) == {"cca", "count", "start", "access_delay", "rwnd", "params", "ecn"}
+    assert set(doc["flows"][0]) == {
+        "cca", "count", "start", "access_delay", "rwnd", "params", "ecn", "pacing_stride", "freeze_cc",
+    }
     assert s.scenario_hash in s.effective_toml()
 
 

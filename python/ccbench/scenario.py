@@ -33,6 +33,7 @@ from pydantic import (
 
 from . import _core
 from .errors import ScenarioError
+from .host import Host, HostCost
 from .units import (
     Buffer,
     format_buffer,
@@ -65,6 +66,7 @@ def _int_range(lo: int, hi: int) -> AfterValidator:
 
 MS = 1_000_000
 S = 1_000_000_000
+TSO_RTT_LOG = 9  # net.ipv4.tcp_tso_rtt_log default (Linux 5.18+)
 MIN_INTERVAL_NS = 1 * MS
 MAX_FLOWS_PER_ENTRY = 10_000
 
@@ -126,6 +128,7 @@ class Tcp(_Table):
     tsq_limit_bytes: Size = Field(4 * 2**20, alias="tsq_limit")
     pacing_shift: Annotated[int, _int_range(0, 31)] = 10
     delack_min_ns: Duration = Field(40 * MS, alias="delack_min")
+    tso_rtt_log: Annotated[int, _int_range(0, 31)] = TSO_RTT_LOG
 
     @field_validator("hz")
     @classmethod
@@ -151,6 +154,7 @@ class Tcp(_Table):
             "tsq_limit": format_size(self.tsq_limit_bytes),
             "pacing_shift": self.pacing_shift,
             "delack_min": format_duration(self.delack_min_ns),
+            "tso_rtt_log": self.tso_rtt_log,
         }
 
     def to_core(self) -> dict[str, Any]:
@@ -163,6 +167,8 @@ class Tcp(_Table):
             "tsq_limit_bytes": self.tsq_limit_bytes,
             "pacing_shift": self.pacing_shift,
             "delack_min_ns": self.delack_min_ns,
+            # Only when changed, so that scenarios written before the knob keep their hash.
+            **({"tso_rtt_log": self.tso_rtt_log} if self.tso_rtt_log != TSO_RTT_LOG else {}),
         }
 
 
@@ -178,6 +184,10 @@ class Flow(_Table):
     rwnd_bytes: Size = Field(6 * 2**20, alias="rwnd")
     params: dict[str, float] = Field(default_factory=dict)
     ecn: Literal["off", "classic", "low"] = "off"
+    pacing_stride: Annotated[int, _int_range(1, 1000)] = 1
+    fixed_cwnd: Optional[Annotated[int, _int_range(1, 1_000_000_000)]] = None
+    fixed_pacing_rate_bps: Optional[Rate] = Field(None, alias="fixed_pacing_rate")
+    freeze_cc: bool = False
 
     @field_validator("cca")
     @classmethod
@@ -214,10 +224,23 @@ class Flow(_Table):
             "rwnd": format_size(self.rwnd_bytes),
             "params": dict(sorted(self.params.items())),
             "ecn": self.ecn,
+            "pacing_stride": self.pacing_stride,
+            "fixed_cwnd": self.fixed_cwnd,
+            "fixed_pacing_rate": None if self.fixed_pacing_rate_bps is None else format_rate(self.fixed_pacing_rate_bps),
+            "freeze_cc": self.freeze_cc,
         }
 
     def to_core(self) -> dict[str, Any]:
+        # The phone study's knobs appear only when used, so that scenarios written
+        # before them keep their hash.
+        knobs = {
+            "pacing_stride": (self.pacing_stride, 1),
+            "fixed_cwnd": (self.fixed_cwnd, None),
+            "fixed_pacing_rate_bps": (self.fixed_pacing_rate_bps, None),
+            "freeze_cc": (self.freeze_cc, False),
+        }
         return {
+            **{k: v for k, (v, default) in knobs.items() if v != default},
             "cca": self.cca,
             "start_ns": self.start_ns,
             "access_delay_ns": self.access_delay_ns,
@@ -248,6 +271,7 @@ class Scenario(_Table):
     interval_ns: Duration = Field(100 * MS, alias="interval")
     link: Link
     tcp: Tcp = Field(default_factory=lambda: Tcp.model_validate({}))
+    host: Optional[Host] = None
     flows: list[Flow]
 
     @field_validator("duration_ns")
@@ -305,7 +329,12 @@ class Scenario(_Table):
 
     @classmethod
     def from_file(cls, path: Union[str, os.PathLike[str]]) -> "Scenario":
-        return cls.from_dict(read_toml(path))
+        doc = read_toml(path)
+        # Files a scenario names are relative to the scenario file.
+        host = doc.get("host")
+        if isinstance(host, dict) and isinstance(host.get("cpu_trace"), str):
+            host["cpu_trace"] = os.path.join(os.path.dirname(os.fspath(path)), host["cpu_trace"])
+        return cls.from_dict(doc)
 
     @classmethod
     def load(cls, scenario: Union["Scenario", Mapping[str, Any], str, os.PathLike[str]]) -> "Scenario":
@@ -334,13 +363,26 @@ class Scenario(_Table):
         interval: Optional[str] = None,
         size: Union[str, int, None] = None,
         pacing: Optional[bool] = None,
+        cpu: Optional[str] = None,
+        cpu_share: Union[str, float, None] = None,
+        cpu_slice: Optional[str] = None,
+        cpu_trace: Optional[str] = None,
+        pacing_stride: Optional[int] = None,
+        fixed_cwnd: Optional[int] = None,
+        fixed_pacing_rate: Union[str, int, None] = None,
+        freeze_cc: Optional[bool] = None,
+        bbr_inflight_deficit: Optional[bool] = None,
+        tso_rtt_log: Optional[int] = None,
     ) -> "Scenario":
         """Build a scenario from command-line values, over ``base`` if given.
 
         Without a base the defaults are :data:`FLAG_DEFAULTS` (one Cubic flow over
         100 Mbit/s, 40 ms, 1 BDP, for 10 s). ``cca`` ("cubic,reno" or a list) replaces the
         flows with ``flows`` flows of each algorithm; without ``cca``, ``flows``, ``size``
-        and ``pacing`` apply to every ``[[flows]]`` entry of the base.
+        and ``pacing`` apply to every ``[[flows]]`` entry of the base, as do the phone
+        study's knobs (``pacing_stride``, ``fixed_cwnd``, ``fixed_pacing_rate``,
+        ``freeze_cc``); ``bbr_inflight_deficit`` turns the 2BRobust patch on for every
+        BBR flow. ``cpu*`` set the ``[host]`` table.
         """
         doc: dict[str, Any] = copy.deepcopy(dict(FLAG_DEFAULTS if base is None else
                                                  base.to_dict() if isinstance(base, Scenario) else base))
@@ -356,12 +398,32 @@ class Scenario(_Table):
         if cca is not None:
             names = [c.strip() for c in cca.split(",")] if isinstance(cca, str) else list(cca)
             doc["flows"] = [{"cca": name} for name in names if name]
-        per_flow: list[tuple[str, object]] = [("count", flows), ("size", size), ("pacing", pacing)]
+        per_flow: list[tuple[str, object]] = [
+            ("count", flows), ("size", size), ("pacing", pacing), ("pacing_stride", pacing_stride),
+            ("fixed_cwnd", fixed_cwnd), ("fixed_pacing_rate", fixed_pacing_rate), ("freeze_cc", freeze_cc),
+        ]
         entries = doc.get("flows")
         if isinstance(entries, list):
             for entry in entries:
                 if isinstance(entry, dict):
                     entry.update((key, value) for key, value in per_flow if value is not None)
+                    if bbr_inflight_deficit and str(entry.get("cca", "")).lower() in BBR_FAMILY:
+                        params = entry.setdefault("params", {})
+                        if isinstance(params, dict):
+                            params["inflight_deficit"] = 1
+        if bbr_inflight_deficit and not any(isinstance(e, dict) and str(e.get("cca", "")).lower() in BBR_FAMILY
+                                            for e in (entries if isinstance(entries, list) else [])):
+            raise ScenarioError("bbr_inflight_deficit", f"needs a BBR flow ({', '.join(BBR_FAMILY)})")
+        if tso_rtt_log is not None:
+            tcp = doc.setdefault("tcp", {})
+            if isinstance(tcp, dict):
+                tcp["tso_rtt_log"] = tso_rtt_log
+        host_flags: list[tuple[str, object]] = [("cpu", cpu), ("cpu_share", cpu_share), ("cpu_slice", cpu_slice),
+                                                ("cpu_trace", cpu_trace)]
+        if any(value is not None for _, value in host_flags):
+            host = doc.setdefault("host", {})
+            if isinstance(host, dict):
+                host.update((key, value) for key, value in host_flags if value is not None)
         return cls.from_dict(doc)
 
     # Output
@@ -374,6 +436,7 @@ class Scenario(_Table):
             "interval": format_duration(self.interval_ns),
             "link": self.link.to_dict(),
             "tcp": self.tcp.to_dict(),
+            **({} if self.host is None else {"host": self.host.to_dict()}),
             "flows": [f.to_dict() for f in self.flows],
         }
 
@@ -394,6 +457,7 @@ class Scenario(_Table):
             "sample_interval_ns": self.interval_ns,
             "link": self.link.to_core(),
             "tcp": self.tcp.to_core(),
+            **({} if self.host is None else {"host": self.host.to_core()}),
             "flows": [f.to_core() for f in self.flows for _ in range(f.count)],
         }
 
@@ -422,6 +486,8 @@ class Scenario(_Table):
             k -= f.count
         return field
 
+
+BBR_FAMILY = ("bbr", "bbr2", "bbr3")
 
 FLAG_DEFAULTS: dict[str, Any] = {
     "duration": "10s",
@@ -471,14 +537,16 @@ def _dotted(loc: Sequence[Union[str, int]]) -> str:
     return out or "scenario"
 
 
-def _table_for(loc: Sequence[Union[str, int]]) -> Optional[type[_Table]]:
+def _table_for(loc: Sequence[Union[str, int]]) -> Optional[type[BaseModel]]:
     """The model whose keys live at ``loc`` (list indices ignored)."""
     path = tuple(p for p in loc if isinstance(p, str))
-    tables: dict[tuple[str, ...], type[_Table]] = {(): Scenario, ("link",): Link, ("tcp",): Tcp, ("flows",): Flow}
+    tables: dict[tuple[str, ...], type[BaseModel]] = {
+        (): Scenario, ("link",): Link, ("tcp",): Tcp, ("flows",): Flow, ("host",): Host, ("host", "cost"): HostCost,
+    }
     return tables.get(path)
 
 
-def _keys(model: type[_Table]) -> list[str]:
+def _keys(model: type[BaseModel]) -> list[str]:
     return [f.alias or name for name, f in model.model_fields.items()]
 
 

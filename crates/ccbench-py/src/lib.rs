@@ -70,6 +70,16 @@ fn emulate(py: Python<'_>, config_json: String, control_fd: i32, out_fd: i32) ->
         .map_err(pyo3::exceptions::PyRuntimeError::new_err)
 }
 
+/// The named sender hosts: {name: {cost field: value}} (see `ccbench_sim::host::presets`).
+#[pyfunction]
+fn cpu_presets() -> PyResult<String> {
+    let all: std::collections::BTreeMap<&str, ccbench_sim::config::CpuCost> = ccbench_sim::host::presets::NAMES
+        .iter()
+        .map(|&n| (n, ccbench_sim::host::presets::preset(n).expect("listed").cost))
+        .collect();
+    serde_json::to_string(&all).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
+}
+
 /// Version of the simulator crate.
 #[pyfunction]
 fn version() -> &'static str {
@@ -89,6 +99,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(emulate, m)?)?;
+    m.add_function(wrap_pyfunction!(cpu_presets, m)?)?;
     m.add("ScenarioError", scenario_error_type(m.py())?)?;
     Ok(())
 }

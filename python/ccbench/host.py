@@ -1,0 +1,197 @@
+"""The ``[host]`` table: the sender host's CPU.
+
+A preset names a host whose per-task CPU costs are documented in docs/model.md
+("Sender CPU"); ``[host.cost]`` overrides single costs. Availability is either always,
+deadline-style slices (``cpu_share`` of every ``cpu_slice``, as SCHED_DEADLINE gives a
+VM's vCPU) or an on/off trace file. Every sender of the scenario shares this CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from decimal import Decimal
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Any, Optional, Union
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from . import _core
+from .errors import ScenarioError
+from .units import _split, format_duration, parse_duration
+
+Duration = Annotated[int, BeforeValidator(parse_duration)]
+
+DEFAULT_SLICE_NS = 10_000_000
+DEFAULT_RX_RING = 256
+
+
+@lru_cache(maxsize=1)
+def presets() -> dict[str, dict[str, int]]:
+    """The simulator's named hosts: {name: {cost field: value}}."""
+    return json.loads(_core.cpu_presets())
+
+
+def parse_share(value: object) -> float:
+    """A CPU share: ``"25%"`` or a fraction, above 0 and at most 1."""
+    number, unit = _split(value, "a CPU share", "25%")
+    if unit == "%":
+        number /= 100
+    elif unit:
+        raise ValueError(f"unknown share unit {unit!r} in {value!r}; give a percentage ('25%') or a fraction (0.25)")
+    if not (0 < number <= 1):
+        raise ValueError(f"{value!r} is out of range; the CPU share must be above 0% and at most 100%")
+    return float(number)
+
+
+def format_share(share: float) -> str:
+    return f"{Decimal(repr(share * 100)).normalize():f}%"
+
+
+def parse_byte_cost(value: object) -> int:
+    """CPU time per byte, e.g. ``"7.3ns"``, to whole picoseconds."""
+    ns = parse_duration_fraction(value)
+    ps = ns * 1000
+    if ps != ps.to_integral_value():
+        raise ValueError(f"{value!r} is finer than a picosecond")
+    return int(ps)
+
+
+def parse_duration_fraction(value: object) -> Decimal:
+    """A duration in ns that may have a fraction (``"7.3ns"``)."""
+    number, unit = _split(value, "a duration", "7.3ns")
+    factors = {"ns": 1, "us": 1000, "µs": 1000, "ms": 10**6, "s": 10**9}
+    if unit not in factors:
+        raise ValueError(f"{value!r} needs a unit: one of ns, us, ms, s (e.g. '7.3ns')")
+    if number < 0:
+        raise ValueError(f"{value!r} must not be negative")
+    return number * factors[unit]
+
+
+def format_byte_cost(ps: int) -> str:
+    return f"{(Decimal(ps) / 1000).normalize():f}ns"
+
+
+def read_cpu_trace(path: Union[str, os.PathLike[str]]) -> list[int]:
+    """An on/off trace: one ``<on> <off>`` pair of durations per line (``#`` starts a
+    comment), starting on at time 0 and repeating. Returns [on, off, ...] in ns."""
+    name = os.fspath(path)
+    try:
+        lines = Path(name).read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise ScenarioError("host.cpu_trace", f"cannot read {name}: {e.strerror or e}") from None
+    intervals: list[int] = []
+    for number, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        parts = text.split()
+        if len(parts) != 2:
+            raise ScenarioError("host.cpu_trace", f"{name}:{number}: expected '<on> <off>', e.g. '2.5ms 7.5ms', got {text!r}")
+        try:
+            intervals += [parse_duration(p) for p in parts]
+        except ValueError as e:
+            raise ScenarioError("host.cpu_trace", f"{name}:{number}: {e}") from None
+    if not intervals:
+        raise ScenarioError("host.cpu_trace", f"{name}: no '<on> <off>' lines")
+    if not any(intervals[0::2]):
+        raise ScenarioError("host.cpu_trace", f"{name}: the CPU is never on")
+    return intervals
+
+
+COST_FIELDS = ("ack", "burst", "packet", "byte", "wakeup", "timer", "resume")
+
+
+class HostCost(BaseModel):
+    """``[host.cost]``: overrides of the preset's CPU time per unit of work."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    ack: Optional[Duration] = None
+    burst: Optional[Duration] = None
+    packet: Optional[Duration] = None
+    byte: Optional[Annotated[int, BeforeValidator(parse_byte_cost)]] = None
+    wakeup: Optional[Duration] = None
+    timer: Optional[Duration] = None
+    resume: Optional[Duration] = None
+
+
+def _core_key(name: str) -> str:
+    return "per_byte_ps" if name == "byte" else f"per_{name}_ns"
+
+
+class Host(BaseModel):
+    """``[host]``: the CPU every sender runs on."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    cpu: str = "server"
+    cpu_share: Annotated[float, BeforeValidator(parse_share)] = 1.0
+    cpu_slice_ns: Duration = Field(DEFAULT_SLICE_NS, alias="cpu_slice")
+    cpu_offset_ns: Duration = Field(0, alias="cpu_offset")
+    cpu_trace: Optional[str] = None
+    rx_ring: int = DEFAULT_RX_RING
+    cost: HostCost = Field(default_factory=lambda: HostCost.model_validate({}))
+
+    @field_validator("cpu")
+    @classmethod
+    def _known_preset(cls, v: str) -> str:
+        if v not in presets():
+            raise ValueError(f"unknown CPU preset {v!r}; allowed: {', '.join(presets())}")
+        return v
+
+    @field_validator("cpu_slice_ns")
+    @classmethod
+    def _positive_slice(cls, v: int) -> int:
+        if v <= 0:
+            raise ValueError("must be positive, e.g. '10ms'")
+        return v
+
+    @field_validator("rx_ring")
+    @classmethod
+    def _ring(cls, v: int) -> int:
+        if not 1 <= v <= 1_000_000:
+            raise ValueError(f"must be an integer from 1 to 1000000, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _one_availability(self) -> "Host":
+        if self.cpu_trace is not None and self.cpu_share < 1:
+            raise ScenarioError("host.cpu_trace", "give either cpu_share (with cpu_slice) or cpu_trace, not both")
+        runtime = round(self.cpu_share * self.cpu_slice_ns)
+        if self.cpu_share < 1 and runtime < 1:
+            raise ScenarioError("host.cpu_share", "leaves less than 1 ns of each slice")
+        return self
+
+    def costs(self) -> dict[str, int]:
+        """Effective costs in the core's units: the preset with overrides applied."""
+        out = dict(presets()[self.cpu])
+        for name in COST_FIELDS:
+            value = getattr(self.cost, name)
+            if value is not None:
+                out[_core_key(name)] = value
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.costs()
+        return {
+            "cpu": self.cpu,
+            "cpu_share": format_share(self.cpu_share),
+            "cpu_slice": format_duration(self.cpu_slice_ns),
+            "cpu_offset": format_duration(self.cpu_offset_ns),
+            "cpu_trace": self.cpu_trace,
+            "rx_ring": self.rx_ring,
+            "cost": {name: (format_byte_cost(c[_core_key(name)]) if name == "byte" else format_duration(c[_core_key(name)]))
+                     for name in COST_FIELDS},
+        }
+
+    def to_core(self) -> dict[str, Any]:
+        if self.cpu_trace is not None:
+            cpu: Any = {"trace": {"intervals_ns": read_cpu_trace(self.cpu_trace)}}
+        elif self.cpu_share < 1:
+            cpu = {"periodic": {"runtime_ns": round(self.cpu_share * self.cpu_slice_ns),
+                                "period_ns": self.cpu_slice_ns, "offset_ns": self.cpu_offset_ns}}
+        else:
+            cpu = "always"
+        return {"cpu": cpu, "cost": self.costs(), "rx_ring": self.rx_ring}
