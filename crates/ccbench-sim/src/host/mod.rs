@@ -170,3 +170,36 @@ impl Host {
         self.avail.share()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CpuAvailability;
+
+    #[test]
+    fn work_costs_add_up_per_unit() {
+        let c = CpuCost { per_ack_ns: 4, per_burst_ns: 2, per_packet_ns: 21, per_byte_ps: 7300, per_wakeup_ns: 20, per_timer_ns: 60, per_resume_ns: 100 };
+        let w = Work { resumes: 1, acks: 2, timers: 1, wakeups: 1, bursts: 3, packets: 5, bytes: 1000 };
+        assert_eq!(w.cost(&c), Dur(100 + 2 * 4 + 60 + 20 + 3 * 2 + 5 * 21 + 7300));
+    }
+
+    #[test]
+    fn tasks_wait_in_order_and_a_full_ring_drops_acks() {
+        let cfg = HostConfig { cost: CpuCost { per_ack_ns: 1000, ..CpuCost::default() }, rx_ring: 2, cpu: CpuAvailability::Always };
+        let mut h = Host::new(&cfg).unwrap();
+        let mut q = EventQueue::default();
+        for _ in 0..3 {
+            h.submit(Time(0), 0, Task::Ack(Packet::default()), &mut q);
+        }
+        assert_eq!(h.rx_dropped, 1);
+        assert_eq!(q.pop(), Some((Time(0), Event::CpuRun)));
+        assert!(matches!(h.next_task(Time(0), &mut q), Some((0, Task::Ack(_)))));
+        h.finished(Time(0), Work { acks: 1, ..Work::default() }, &mut q);
+        // The second ACK runs when the first is done.
+        assert_eq!(q.pop(), Some((Time(1000), Event::CpuRun)));
+        assert!(h.next_task(Time(1000), &mut q).is_some());
+        h.finished(Time(1000), Work { acks: 1, ..Work::default() }, &mut q);
+        assert!(q.pop().is_none());
+        assert_eq!(h.wait_ns.count(), 2);
+    }
+}

@@ -823,3 +823,37 @@ fn the_random_entry_phase_is_a_function_of_the_seed() {
         assert_eq!(cc.cycle_idx, 0);
     }
 }
+
+// ---------------------------------------------------------------------------------
+// The 2BRobust option
+
+#[test]
+fn inflight_deficit_paces_at_high_gain_below_one_bdp_unless_app_limited() {
+    let high = BbrParams::default().high_gain;
+    let mut c = ConnInfo { packets_out: BDP - 1, ..ConnInfo::default() };
+    assert_eq!(inflight_deficit_gain(&c, BW, RTT_US, 320, high), high);
+    c.packets_out = BDP;
+    assert_eq!(inflight_deficit_gain(&c, BW, RTT_US, 320, high), 320);
+    c.packets_out = BDP - 1;
+    c.app_limited = true;
+    assert_eq!(inflight_deficit_gain(&c, BW, RTT_US, 320, high), 320);
+    c.app_limited = false;
+    assert_eq!(inflight_deficit_gain(&c, BW, u64::MAX, 320, high), 320, "no RTT sample yet");
+    // STARTUP's own gain is never lowered.
+    assert_eq!(inflight_deficit_gain(&c, BW, RTT_US, 800, high), 800);
+
+    // Driven: in PROBE_BW the patched flow's pacing gain follows the deficit.
+    let mut d = Drv::new(params(&[("extra_acked_gain", 0.0), ("inflight_deficit", 1.0)]), 1);
+    d.c.packets_out = BDP;
+    d.reach_probe_bw();
+    d.ack_with(|_, c| c.packets_out = BDP / 2);
+    assert_eq!(d.cc.pacing_gain, high);
+    d.ack_with(|_, c| c.packets_out = BDP + 10);
+    assert!(d.cc.pacing_gain < high);
+    // Mainline ignores the deficit.
+    let mut d = Drv::with_defaults();
+    d.c.packets_out = BDP;
+    d.reach_probe_bw();
+    d.ack_with(|_, c| c.packets_out = BDP / 2);
+    assert!(d.cc.pacing_gain < high);
+}
