@@ -164,6 +164,7 @@ def goodput_delay(table: pd.DataFrame, hue: str = "cca_mix") -> Figure:
                     yerr=_err(table.loc[sel, "goodput_mbps_ci"] / rate[sel]),
                     fmt=MARKERS[k % len(MARKERS)], ms=4, lw=0.8, capsize=2, color=cca_color(name, k),
                     label=name, alpha=0.85)
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("self-inflicted delay (ms), mean ± 95% CI")
     ax.set_ylabel("goodput / bottleneck rate, mean ± 95% CI")
     if (table["self_inflicted_delay_ms_mean"] > 0).all() and _spread(table["self_inflicted_delay_ms_mean"]) > 30:
@@ -222,6 +223,8 @@ def metric_lines(table: pd.DataFrame, x: str, metric: str, hue: str = "cca_mix",
                         marker=MARKERS[k % len(MARKERS)], ms=3.5, color=cca_color(name, k), label=name)
         if logy:
             ax.set_yscale("log")
+        elif (sub[f"{metric}_mean"].dropna() >= 0).all():
+            ax.set_ylim(bottom=0)  # intervals of two repetitions are wide; keep the axis physical
         if _spread(sub[x]) > 20 and (sub[x] > 0).all():
             ax.set_xscale("log")
         ax.set_xlabel(label(x))
