@@ -161,7 +161,7 @@ class DaskCluster:
             futures[self.client.submit(run_task, task, pure=False, key=f"ccbench-run-{task.run_id}-{os.getpid()}")] \
                 = task
         try:
-            for future in as_completed(list(futures)):
+            for future in as_completed(list(futures), loop=self.client.loop):
                 task = futures.pop(future)
                 try:
                     outcome: Union[Outcome, BaseException] = future.result()

@@ -73,19 +73,16 @@ def sweep(plan_path: Optional[str], engine: str, workers: Optional[int], cluster
 
 
 def _print_dry_run(plan: Any, store: Any, engine: str) -> None:
-    from ..store import code_version, run_id_for
+    from .runner import dry_run
 
-    points = plan.points(engine)
-    version = code_version(engine)
-    ids = [run_id_for(p.scenario.scenario_hash, p.scenario.seed, engine, version) for p in points]
-    have = store.existing(ids)
-    for p, rid in zip(points, ids):
+    runs = dry_run(plan, store, engine)
+    for p, rid, stored in runs:
         values = " ".join(f"{k}={v}" for k, v in p.values.items())
-        status = "stored" if rid in have else "to run"
+        status = "stored" if stored else "to run"
         click.echo(f"{rid}  {status:6}  rep {p.repetition}  seed {p.scenario.seed}  {values}".rstrip())
-    missing = sum(rid not in have for rid in ids)
-    click.echo(f"sweep {plan.name}: {len(points)} run(s) of {plan.point_count} point(s) x {plan.repetitions} "
-               f"repetition(s); {missing} to run, {len(points) - missing} already in {store.root}")
+    missing = sum(not stored for _, _, stored in runs)
+    click.echo(f"sweep {plan.name}: {len(runs)} run(s) of {plan.point_count} point(s) x {plan.repetitions} "
+               f"repetition(s); {missing} to run, {len(runs) - missing} already in {store.root}")
 
 
 @click.command()

@@ -27,7 +27,7 @@ ENGINES = ("sim", "kernel")
 MAX_RUNS = 100_000
 MAX_REPETITIONS = 10_000
 MAX_NAME = 100
-_SCENARIO_KEYS = ("seed", "duration", "interval", "link", "tcp", "flows")
+_SCENARIO_KEYS = ("seed", "duration", "interval", "link", "tcp", "host", "flows")
 
 
 @dataclass(frozen=True)

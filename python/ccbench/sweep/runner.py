@@ -17,7 +17,7 @@ from typing import Optional, Sequence, Union
 
 from ..errors import ScenarioError
 from ..store import Membership, RunRecord, Store, open_store, run_id_for
-from .backends import Backend, choose
+from .backends import Backend, InProcess, choose
 from .plan import ENGINES, Plan, Point, points_of
 from .progress import SweepProgress
 from .worker import Outcome, Task
@@ -104,22 +104,37 @@ def run_sweep(plan_or_points: Union[Plan, Sequence[Point]], store: Union[Store, 
     st = store if isinstance(store, Store) else open_store(store)
     backend = choose(engine, workers, cluster, len(points))
     try:
+        points, ids, version = prepare(points, engine, backend)
         with st.sweep_lock():
             st.remove_stale_tmp()
-            report = _run(points, st, backend, engine, name, progress, keep_series)
+            report = _run(points, ids, version, st, backend, engine, name, progress, keep_series)
     finally:
         backend.close()
     report.elapsed_s = time.monotonic() - started
     return report
 
 
-def _run(points: list[Point], store: Store, backend: Backend, engine: str, name: Optional[str], progress: bool,
-         keep_series: bool) -> SweepReport:
+def prepare(points: list[Point], engine: str, backend: Backend) -> tuple[list[Point], list[str], str]:
+    """The points as the engine will run them, their run ids and the code version.
+    Kernel scenarios are checked by the kernel that will run them (its HZ replaces
+    tcp.hz; what it cannot run is refused) before anything is written."""
     version = backend.code_version(engine)
-    if engine == "kernel":  # as the kernel will run them (its HZ), refused before anything runs
+    if engine == "kernel":
         checked = backend.check_kernel([p.scenario for p in points])
         points = [replace(p, scenario=sc) for p, sc in zip(points, checked)]
     ids = [run_id_for(p.scenario.scenario_hash, p.scenario.seed, engine, version) for p in points]
+    return points, ids, version
+
+
+def dry_run(plan: Plan, store: Store, engine: str = "sim") -> list[tuple[Point, str, bool]]:
+    """Every run of the plan as this machine would run it: (point, run id, stored)."""
+    points, ids, _ = prepare(plan.points(engine), engine, InProcess())
+    have = store.existing(ids)
+    return [(p, rid, rid in have) for p, rid in zip(points, ids)]
+
+
+def _run(points: list[Point], ids: list[str], version: str, store: Store, backend: Backend, engine: str,
+         name: Optional[str], progress: bool, keep_series: bool) -> SweepReport:
     members = [Membership(name, p.values, p.repetition, rid, p.index) for p, rid in zip(points, ids)] \
         if name is not None else []
 
