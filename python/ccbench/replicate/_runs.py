@@ -1,0 +1,79 @@
+"""Shared by the replications of the CPU studies: run named sweep plans into the store,
+and reduce their records to one row per run with the swept values as columns."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from rich.console import Console
+
+from ..analysis.stats import mean_ci
+
+
+def execute_plans(plans: Mapping[str, dict[str, Any]], store: Any, workers: Optional[int], console: Console,
+                  label: str, keep_series: bool = False) -> dict[str, list[Any]]:
+    """Run each plan (a TOML-shaped document with a ``[sweep]`` table) through the sweep
+    executor; returns the records by plan name."""
+    from ..sweep import execute, plan_from_dict
+
+    records: dict[str, list[Any]] = {}
+    for part, doc in plans.items():
+        plan = plan_from_dict(doc, default_name=doc["sweep"]["name"])
+        console.print(f"{label}, {part}: {plan.point_count} points x {plan.repetitions} repetitions", markup=False)
+        records[part] = execute(plan, store, workers=workers, progress=console.is_terminal, keep_series=keep_series)
+    return records
+
+
+def runs(records: Iterable[Any]) -> pd.DataFrame:
+    """One row per run: the swept values (dotted keys as columns), the aggregate goodput
+    of all flows, their mean RTT, retransmissions and the host CPU's busy fraction."""
+    rows = []
+    for r in records:
+        flows = r.summary["flows"]
+        host = r.summary.get("host") or {}
+        rows.append({
+            **r.point,
+            "repetition": r.repetition,
+            "goodput_mbps": sum(f["goodput_bps"] for f in flows) / 1e6,
+            "rtt_ms": float(np.mean([f["rtt_ms"]["mean"] for f in flows])),
+            "retransmits": sum(f["retransmits"] for f in flows),
+            "cpu_busy": host.get("busy_fraction", math.nan),
+        })
+    return pd.DataFrame(rows)
+
+
+def means(frame: pd.DataFrame, by: Sequence[str], metric: str = "goodput_mbps") -> pd.DataFrame:
+    """Mean and 95% confidence half-width of ``metric`` per combination of ``by``."""
+    out = []
+    for key, group in frame.groupby(list(by), sort=True):
+        mean, ci = mean_ci(group[metric])
+        out.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "mean": mean, "ci": ci})
+    return pd.DataFrame(out)
+
+
+def value(table: pd.DataFrame, **where: Any) -> float:
+    """The ``mean`` of the one row matching ``where`` (NaN if none)."""
+    sel = table
+    for k, v in where.items():
+        sel = sel[sel[k] == v]
+    return float(sel["mean"].iloc[0]) if len(sel) else math.nan
+
+
+def line(ax: Axes, table: pd.DataFrame, x: str, label: str, color: str, marker: str = "o") -> None:
+    """One mean line with 95% CI error bars."""
+    t = table.sort_values(x)
+    err = t["ci"].to_numpy()
+    ax.errorbar(t[x], t["mean"], yerr=np.where(np.isfinite(err), err, 0.0), label=label, color=color,
+                marker=marker, ms=4, lw=1.2, capsize=2)
+
+
+def mbps(x: float) -> str:
+    return "n/a" if not math.isfinite(x) else f"{x:.0f} Mbit/s" if x >= 20 else f"{x:.1f} Mbit/s"
+
+
+def pct(x: float) -> str:
+    return "n/a" if not math.isfinite(x) else f"{x:+.0f}%"

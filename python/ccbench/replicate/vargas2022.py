@@ -1,0 +1,252 @@
+"""Vargas, Gunapati, Gandhi and Balasubramanian, "Are mobiles ready for BBR?", IMC 2022.
+
+A phone uploads over an uncongested 1 Gbit/s Ethernet LAN with 1 to 20 parallel
+connections; its CPU (the ``phone-*`` host presets) is the bottleneck. Experiments, each
+a sweep into the results store:
+
+* connections: BBR and Cubic, 1/5/10/20 connections, low-, mid- and high-end CPUs (§4.1);
+* pacing: BBR with and without pacing (§5.2.1);
+* cubic-pacing / cubic-fixed: Cubic paced at the stack's rate and at fixed rates (§5.2.2);
+* bbr-fixed: BBR with cwnd fixed at 70, the model frozen, fixed pacing rates (§5.1);
+* stride: BBR with pacing strides 1 to 50 (§6.2).
+
+The low-end preset's costs are calibrated on the study's single-connection goodputs
+only (Cubic 364, BBR 325 Mbit/s); everything else in ccbench's column emerges.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import matplotlib
+import pandas as pd
+from matplotlib.figure import Figure
+from rich.console import Console
+
+from ..plots import style
+from ..report_html import Page, Section, Table, save_figure, write_page
+from . import study
+from ._runs import execute_plans, line, mbps, means, pct, runs, value
+from .compare import Finding, print_comparison, save_comparison
+
+STUDY = "Vargas et al., IMC 2022"
+CPUS = ("phone-lowend", "phone-midend", "phone-highend")
+CPU_LABEL = {"phone-lowend": "Low-End", "phone-midend": "Mid-End", "phone-highend": "High-End"}
+KERNEL_NOTE = (
+    "The phones ran Linux 4.14 (Pixel 4) and 5.10 (Pixel 6), which have no TSO burst bonus on short-RTT paths, "
+    "so these runs set tcp.tso_rtt_log = 0; on a current kernel (tso_rtt_log = 9) a 1 ms LAN adds up to 32 KB "
+    "to every burst, pacing wakes the CPU far less often and the effect shrinks. The study's 'Default' "
+    "configuration (dynamic frequency scaling) is not modelled. The host presets are one serial CPU: the "
+    "phones' other cores and interrupt steering are not."
+)
+
+
+@dataclass(frozen=True)
+class Grid:
+    duration: str
+    repetitions: int
+    connections: Sequence[int] = (1, 5, 10, 20)
+    strides: Sequence[int] = (1, 2, 5, 10, 20, 50)
+
+
+FULL = Grid(duration="60s", repetitions=3)
+QUICK = Grid(duration="10s", repetitions=1)
+
+# The testbed: phone -> 1 Gbit/s Ethernet -> router -> server, about 1 ms RTT.
+TESTBED: dict[str, Any] = {
+    "link": {"rate": "1Gbit", "rtt": "1ms", "buffer": "1000pkt", "nic_rate": "1Gbit"},
+    "tcp": {"tso_rtt_log": 0},
+}
+
+
+def _plan(grid: Grid, name: str, cpu: Any, flow: dict[str, Any]) -> dict[str, Any]:
+    doc = copy.deepcopy(TESTBED)
+    doc.update({"duration": grid.duration, "host": {"cpu": cpu}, "flows": [flow],
+                "sweep": {"name": name, "repetitions": grid.repetitions}})
+    return doc
+
+
+def plans(grid: Grid, prefix: str) -> dict[str, dict[str, Any]]:
+    n = list(grid.connections)
+    return {
+        "connections": _plan(grid, f"{prefix}-connections", list(CPUS), {"cca": ["bbr", "cubic"], "count": n}),
+        "pacing": _plan(grid, f"{prefix}-pacing", ["phone-lowend", "phone-midend"],
+                        {"cca": "bbr", "count": [1, 5, 20], "pacing": [True, False]}),
+        "cubic-pacing": _plan(grid, f"{prefix}-cubic-pacing", "phone-lowend",
+                              {"cca": "cubic", "count": 20, "pacing": [False, True]}),
+        "cubic-fixed": _plan(grid, f"{prefix}-cubic-fixed", "phone-lowend",
+                             {"cca": "cubic", "count": 20, "pacing": True, "fixed_pacing_rate": ["20Mbit", "140Mbit"]}),
+        "bbr-fixed": _plan(grid, f"{prefix}-bbr-fixed", "phone-lowend",
+                           {"cca": "bbr", "count": 20, "fixed_cwnd": 70, "freeze_cc": True,
+                            "fixed_pacing_rate": ["20Mbit", "140Mbit"]}),
+        "stride": _plan(grid, f"{prefix}-stride", ["phone-lowend", "phone-midend"],
+                        {"cca": "bbr", "count": 20, "pacing_stride": list(grid.strides)}),
+    }
+
+
+@study("vargas2022", summary="Vargas et al., Are mobiles ready for BBR? (IMC 2022): BBR vs Cubic on low-end "
+                             "phones with 1-20 uploads; pacing on/off; pacing strides")
+def run(quick: bool, out: Path, workers: Optional[int], store: Any, console: Console,
+        grid: Optional[Grid] = None) -> None:
+    from ..store import open_store
+
+    grid = grid or (QUICK if quick else FULL)
+    mode = "quick" if quick else "full"
+    store = store if store is not None else open_store()
+    records = execute_plans(plans(grid, f"vargas2022-{mode}"), store, workers, console, STUDY)
+    frames = {part: runs(recs) for part, recs in records.items()}
+    findings = analyse(frames)
+    print_comparison(findings, console, f"{STUDY}: the study's figures and ccbench's ({mode} mode)")
+    console.print(KERNEL_NOTE, markup=False)
+    out.mkdir(parents=True, exist_ok=True)
+    written = save_comparison(findings, out)
+    written.append(write_report(frames, findings, out, mode))
+    console.print(f"wrote {', '.join(str(p) for p in written)} (figures beside the report)", markup=False)
+
+
+def analyse(frames: dict[str, pd.DataFrame]) -> list[Finding]:
+    conn = means(frames["connections"], ["host.cpu", "flows[0].cca", "flows[0].count"])
+    g = lambda cpu, cca, n: value(conn, **{"host.cpu": cpu, "flows[0].cca": cca, "flows[0].count": n})  # noqa: E731
+    lo = "phone-lowend"
+    c1, c20, b1, b20 = g(lo, "cubic", 1), g(lo, "cubic", 20), g(lo, "bbr", 1), g(lo, "bbr", 20)
+    high = conn[conn["host.cpu"] == "phone-highend"]["mean"]
+    pacing = means(frames["pacing"], ["host.cpu", "flows[0].count", "flows[0].pacing"])
+    pacing_rtt = means(frames["pacing"], ["host.cpu", "flows[0].count", "flows[0].pacing"], "rtt_ms")
+    p = lambda t, cpu, n, on: value(t, **{"host.cpu": cpu, "flows[0].count": n, "flows[0].pacing": on})  # noqa: E731
+    lift = {n: 100 * (p(pacing, lo, n, False) / p(pacing, lo, n, True) - 1) for n in (1, 5, 20)}
+    mid_lift = 100 * (p(pacing, "phone-midend", 20, False) / p(pacing, "phone-midend", 20, True) - 1)
+    cubic = means(frames["cubic-pacing"], ["flows[0].pacing"])
+    fixed = means(frames["cubic-fixed"], ["flows[0].fixed_pacing_rate"])
+    bbr_fixed = means(frames["bbr-fixed"], ["flows[0].fixed_pacing_rate"])
+    stride = means(frames["stride"], ["host.cpu", "flows[0].pacing_stride"])
+
+    def best_stride(cpu: str) -> tuple[int, float, float]:
+        t = stride[stride["host.cpu"] == cpu]
+        top = t.loc[t["mean"].idxmax()]
+        return int(top["flows[0].pacing_stride"]), float(top["mean"]), value(t, **{"flows[0].pacing_stride": 1})
+
+    s_lo, s_lo_best, s_lo_1 = best_stride(lo)
+    s_mid, s_mid_best, s_mid_1 = best_stride("phone-midend")
+    largest = max(stride["flows[0].pacing_stride"])
+    s_lo_largest = value(stride, **{"host.cpu": lo, "flows[0].pacing_stride": largest})
+    return [
+        Finding("Low-End, 1 connection: Cubic / BBR", "364 / 325 Mbit/s", f"{mbps(c1)} / {mbps(b1)}",
+                "the calibration point of the phone-lowend preset"),
+        Finding("Low-End, 20 connections: Cubic / BBR", "310 / 138 Mbit/s (BBR 55% below Cubic)",
+                f"{mbps(c20)} / {mbps(b20)} (BBR {100 * (1 - b20 / c20):.0f}% below Cubic)", "emerges"),
+        Finding("Low-End, 1 -> 20 connections", "Cubic -15%, BBR -58%",
+                f"Cubic {pct(100 * (c20 / c1 - 1))}, BBR {pct(100 * (b20 / b1 - 1))}", "emerges"),
+        Finding("High-End, any connection count", "both at least 915 Mbit/s (line rate 1 Gbit/s)",
+                f"{mbps(high.min())} to {mbps(high.max())}", "the 1 Gbit/s link is the bottleneck"),
+        Finding("BBR without pacing, Low-End, 20 connections", "goodput x2.7; RTT more than doubles",
+                f"goodput x{p(pacing, lo, 20, False) / p(pacing, lo, 20, True):.1f}; RTT "
+                f"{p(pacing_rtt, lo, 20, True):.1f} -> {p(pacing_rtt, lo, 20, False):.1f} ms", ""),
+        Finding("BBR without pacing, Low-End, 1 and 5 connections", "+14% and +19%",
+                f"{pct(lift[1])} and {pct(lift[5])}",
+                "ccbench's BBR falls further already at 5 connections, so pacing costs more there"),
+        Finding("BBR without pacing, Mid-End, 20 connections", "+67%", pct(mid_lift),
+                "Mid-End costs are Low-End's scaled by clock (576 MHz -> 1.2 GHz)"),
+        Finding("Cubic, Low-End, 20 connections: unpaced / paced at the stack's rate",
+                "pacing drops Cubic's goodput considerably",
+                f"{mbps(value(cubic, **{'flows[0].pacing': False}))} / {mbps(value(cubic, **{'flows[0].pacing': True}))}",
+                "Cubic paced at 120% of cwnd/SRTT (tcp_update_pacing_rate)"),
+        Finding("Cubic paced at a fixed 20 / 140 Mbit/s per connection", "147 Mbit/s / about unpaced Cubic",
+                f"{mbps(value(fixed, **{'flows[0].fixed_pacing_rate': '20Mbit'}))} / "
+                f"{mbps(value(fixed, **{'flows[0].fixed_pacing_rate': '140Mbit'}))}", ""),
+        Finding("BBR, cwnd 70, model frozen, pacing fixed at 20 / 140 Mbit/s", "only 140 Mbit/s reaches Cubic's goodput",
+                f"{mbps(value(bbr_fixed, **{'flows[0].fixed_pacing_rate': '20Mbit'}))} / "
+                f"{mbps(value(bbr_fixed, **{'flows[0].fixed_pacing_rate': '140Mbit'}))} (Cubic {mbps(c20)})", ""),
+        Finding("Pacing stride, Low-End, 20 connections", "best at 10x: below 140 -> 240 Mbit/s; larger strides "
+                "limited by the socket buffer",
+                f"best at {s_lo}x: {mbps(s_lo_1)} -> {mbps(s_lo_best)}; {largest}x: {mbps(s_lo_largest)}",
+                "ccbench's stride bursts grow until the 64 KB GSO limit (44 segments); the study's stopped near "
+                "15 KB, which it attributes to the socket buffer, and ccbench models no send buffer (the "
+                "application always has data queued), so its best stride comes later"),
+        Finding("Pacing stride, Mid-End, 20 connections", "best at 5x",
+                f"best at {s_mid}x: {mbps(s_mid_1)} -> {mbps(s_mid_best)}", ""),
+    ]
+
+
+def write_report(frames: dict[str, pd.DataFrame], findings: Sequence[Finding], out: Path, mode: str) -> Path:
+    with matplotlib.rc_context(style.RC):
+        images = [
+            save_figure(connections_figure(frames["connections"]), out, "connections",
+                        "Goodput against the number of connections, per CPU configuration (the study's Fig. 2)",
+                        "Aggregate goodput of all uploads, mean ± 95% CI."),
+            save_figure(pacing_figure(frames["pacing"]), out, "pacing",
+                        "BBR with and without pacing (the study's Figs. 4, 5 and 7)", "Low-End and Mid-End."),
+            save_figure(stride_figure(frames["stride"]), out, "stride",
+                        "Goodput against the pacing stride, 20 connections (the study's Fig. 8)", ""),
+        ]
+    comparison = Table("Findings", ["point / finding", "study", "ccbench", "note"],
+                       [[f.point, f.study, f.ccbench, f.note] for f in findings])
+    page = Page(title=f"ccbench replication: {STUDY}, Are mobiles ready for BBR?", subtitle=f"{mode} mode",
+                sections=[Section("The study's figures and ccbench's", paragraphs=[KERNEL_NOTE], tables=[comparison]),
+                          Section("Figures", images=images)])
+    return write_page(page, out)
+
+
+COLORS = {"bbr": style.BLUE, "cubic": style.ORANGE}
+
+
+def connections_figure(frame: pd.DataFrame) -> Figure:
+    table = means(frame, ["host.cpu", "flows[0].cca", "flows[0].count"])
+    cpus = [c for c in CPUS if c in set(table["host.cpu"])]
+    fig = Figure(figsize=(3.6 * len(cpus), 3.2))
+    axes = fig.subplots(1, len(cpus), sharey=True, squeeze=False)[0]
+    for ax, cpu in zip(axes, cpus):
+        for cca in ("bbr", "cubic"):
+            t = table[(table["host.cpu"] == cpu) & (table["flows[0].cca"] == cca)]
+            line(ax, t, "flows[0].count", cca.upper() if cca == "bbr" else "Cubic", COLORS[cca])
+        ax.set_title(CPU_LABEL[cpu])
+        ax.set_xlabel("connections")
+        ax.set_xticks(sorted(set(table["flows[0].count"])))
+    axes[0].set_ylim(0, 1.08 * float((table["mean"] + table["ci"].fillna(0)).max()))
+    axes[0].set_ylabel("goodput (Mbit/s)")
+    axes[0].legend()
+    fig.tight_layout()
+    return fig
+
+
+def pacing_figure(frame: pd.DataFrame) -> Figure:
+    fig = Figure(figsize=(8, 3.2))
+    ax_g, ax_r = fig.subplots(1, 2)
+    keys = ["host.cpu", "flows[0].count", "flows[0].pacing"]
+    for ax, metric, ylabel in ((ax_g, "goodput_mbps", "goodput (Mbit/s)"), (ax_r, "rtt_ms", "mean RTT (ms)")):
+        table = means(frame, keys, metric)
+        groups = [(cpu, n) for cpu in ("phone-lowend", "phone-midend") for n in sorted(set(table["flows[0].count"]))
+                  if ((table["host.cpu"] == cpu) & (table["flows[0].count"] == n)).any()]
+        for j, (on, color, label) in enumerate(((True, style.BLUE, "pacing on"), (False, style.VERMILLION, "pacing off"))):
+            ys = [value(table, **{"host.cpu": cpu, "flows[0].count": n, "flows[0].pacing": on}) for cpu, n in groups]
+            ax.bar([i + (j - 0.5) * 0.38 for i in range(len(groups))], ys, width=0.38, color=color, label=label)
+        ax.set_xticks(range(len(groups)), [f"{CPU_LABEL[c]}\n{n} conn." for c, n in groups], fontsize=7)
+        ax.set_ylabel(ylabel)
+    ax_g.set_title("BBR goodput")
+    ax_r.set_title("BBR RTT")
+    ax_g.legend()
+    fig.tight_layout()
+    return fig
+
+
+def stride_figure(frame: pd.DataFrame) -> Figure:
+    table = means(frame, ["host.cpu", "flows[0].pacing_stride"])
+    fig = Figure(figsize=(4.8, 3.2))
+    ax = fig.subplots()
+    for cpu, color in (("phone-lowend", style.BLUE), ("phone-midend", style.GREEN)):
+        line(ax, table[table["host.cpu"] == cpu], "flows[0].pacing_stride", CPU_LABEL[cpu], color)
+    ax.set_xscale("log")
+    strides = sorted(set(table["flows[0].pacing_stride"]))
+    ax.set_xticks(strides, [f"{s}x" for s in strides])
+    ax.set_xlabel("pacing stride")
+    ax.set_ylabel("goodput (Mbit/s)")
+    ax.set_ylim(bottom=0)
+    ax.set_title("BBR, 20 connections")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+__all__ = ["FULL", "QUICK", "Grid", "analyse", "plans", "run", "write_report"]
