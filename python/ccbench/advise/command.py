@@ -48,7 +48,7 @@ def describe(result: TreeResult, weights: Optional[Weights] = None) -> list[str]
     lines.append("  In words:")
     for i, rule in enumerate(result.rules(), 1):
         where = " and ".join(rule.conditions) if rule.conditions else "everywhere"
-        lines.append(f"  {i}. {where}: {rule.winner} ({rule.agree} of {rule.points} points)")
+        lines.append(f"  {i}. {where}: {rule.winner} ({rule.agree} of {rule.points} point{'s' if rule.points != 1 else ''})")
     return lines
 
 

@@ -158,7 +158,8 @@ def explain(here: pd.DataFrame, choice: str, buffer_bdp: float) -> list[str]:
     name = display
     w = here.loc[choice]
     reasons = []
-    for other, o in here.drop(index=choice).iterrows():
+    for other_key, o in here.drop(index=choice).iterrows():
+        other = str(other_key)
         parts = []
         ratio = w["goodput_mbps_mean"] / o["goodput_mbps_mean"] if o["goodput_mbps_mean"] > 0 else math.inf
         if ratio >= 1 + GOODPUT_TIE:
@@ -175,7 +176,7 @@ def explain(here: pd.DataFrame, choice: str, buffer_bdp: float) -> list[str]:
             lower, by = (choice, delta) if delta > 0 else (other, -delta)
             parts.append(f"{name(lower)} keeps the mean RTT {by:.1f} ms lower")
         rw, ro = 100 * w["retrans_rate_mean"], 100 * o["retrans_rate_mean"]
-        if max(rw, ro) >= 0.01 and not math.isclose(rw, ro, rel_tol=0.2):
+        if max(rw, ro) >= 0.01 and not math.isclose(float(rw), float(ro), rel_tol=0.2):
             parts.append(f"{name(choice)} retransmits {rw:.2g}% of its segments, {name(other)} {ro:.2g}%")
         reasons.append("; ".join(parts))
     prefix = f"buffer is {buffer_bdp:.2g} BDP: "

@@ -184,8 +184,9 @@ def _text(result: TreeResult) -> str:
         if tree.children_left[node] == tree.children_right[node]:
             counts = _leaf_counts(result, node)
             best = int(np.argmax(counts))
+            total = int(round(counts.sum()))
             lines.append(f"{indent}→ {result.classes[best]} ({int(round(counts[best]))} of "
-                         f"{int(round(counts.sum()))} points)")
+                         f"{total} point{'s' if total != 1 else ''})")
             return
         feature = result.features[tree.feature[node]]
         threshold = float(tree.threshold[node])

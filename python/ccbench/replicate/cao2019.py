@@ -162,7 +162,7 @@ def _shallow(ratio: pd.DataFrame) -> Finding:
     if sel.empty:
         return Finding(point, study_text, f"no grid point with buffer ≤ {SHALLOW} BDP")
     r = sel["ratio"]
-    top = sel.loc[r.idxmax()]
+    top = sel.iloc[int(r.to_numpy().argmax())]
     return Finding(point, study_text,
                    f"BBR/Cubic goodput up to {_fmt_ratio(r.max())} (at {top['rate_mbps']:g} Mbit/s, "
                    f"{top['rtt_ms']:g} ms, {top['buffer_kb']:g} KB = {top['buffer_bdp']:.2g} BDP), median "
@@ -219,7 +219,7 @@ def _cliff(loss: pd.DataFrame) -> list[Finding]:
     text += (f"; Cubic falls below half at {cubic_cliff:g}%" if cubic_cliff is not None else "")
     rows.append(Finding(point, "about 20% random loss (set by the 1.25 probing pacing gain)", text,
                         "loss applied to data packets at the bottleneck; the study used netem"))
-    peak = bbr.loc[bbr["retransmits_mean"].idxmax()] if len(bbr) else None
+    peak = bbr.iloc[int(bbr["retransmits_mean"].to_numpy().argmax())] if len(bbr) else None
     rows.append(Finding("Retransmissions at the cliff point", "BBR's retransmissions are highest at the cliff point",
                         "no loss sweep" if peak is None else
                         f"BBR's retransmissions peak at {peak['loss_pct']:g}% loss "

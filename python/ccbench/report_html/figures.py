@@ -99,7 +99,7 @@ def heatmap(frame: pd.DataFrame, x: str, y: str, value: str, facet: Optional[str
         ax.set_ylabel(label(y))
         ax.grid(False)
         if fv is not None:
-            ax.set_title(f"{label(facet)} = {fmt(fv)}", fontsize=9)
+            ax.set_title(f"{label(str(facet))} = {fmt(fv)}", fontsize=9)
         if data.size <= 120:
             for (i, j), v in np.ndenumerate(data):
                 if math.isfinite(v):
@@ -115,7 +115,7 @@ def heatmap(frame: pd.DataFrame, x: str, y: str, value: str, facet: Optional[str
 def _dark_cell(v: float, norm: colors.Normalize, ratio: bool) -> bool:
     """Whether a cell's colour is dark enough for white text (PuOr's ends, viridis' low end)."""
     if ratio:
-        return v > 0 and abs(math.log2(v)) > 0.6 * math.log2(float(norm.vmax))
+        return v > 0 and abs(math.log2(v)) > 0.6 * math.log2(float(norm.vmax or 2.0))
     return float(norm(v)) < 0.4
 
 
@@ -230,7 +230,7 @@ def metric_lines(table: pd.DataFrame, x: str, metric: str, hue: str = "cca_mix",
         ax.set_xlabel(label(x))
         ax.set_ylabel(label(metric))
         if fv is not None:
-            ax.set_title(f"{label(facet)} = {fmt(fv)}", fontsize=9)
+            ax.set_title(f"{label(str(facet))} = {fmt(fv)}", fontsize=9)
         ax.legend(loc="best")
     fig.suptitle(title, fontsize=10, fontweight="bold")
     return fig
