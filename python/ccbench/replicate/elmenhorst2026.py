@@ -181,7 +181,8 @@ def analyse(frames: dict[str, pd.DataFrame], series: dict[str, pd.DataFrame]) ->
         Finding("Cubic (slices up to 10 ms, 25% share and above)", "reaches the 100 Mbit/s link in nearly all cases",
                 f"{mbps(cubic['mean'].min())} to {mbps(cubic['mean'].max())}" if len(cubic) else "n/a", ""),
         Finding("BBRv2 (10 ms slices, 35-55% share)", "less affected than v1 and v3, with high variance",
-                ", ".join(f"{100 * s:.0f}%: v2 {mbps(value(v2, share=s))} vs v3 {mbps(value(v3, share=s))}" for s in mid),
+                ", ".join(f"{100 * s:.0f}%: v2 {mbps(value(v2, share=s))} vs v3 {mbps(value(v3, share=s))}" for s in mid)
+                or "n/a (no share of 35-55% in this grid)",
                 "ccbench models v2alpha's code; the study saw v2's estimate freeze in some runs"),
         Finding("BBRv3, 10 ms slices, shares up to 35%, 10-1000 Mbit/s", "capped near 20 Mbit/s whatever the bandwidth",
                 "; ".join(f"at {100 * s:.0f}%: {mbps(v.min())} to {mbps(v.max())}" for s, v in capped.items())

@@ -1,0 +1,172 @@
+"""The [host] table, the phone study's per-flow knobs, their flags and their errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+import ccbench
+from ccbench import Scenario, ScenarioError
+from ccbench.host import presets, read_cpu_trace
+
+BASE = """
+duration = "2s"
+[link]
+rate = "100Mbit"
+rtt = "10ms"
+[[flows]]
+cca = "bbr"
+"""
+
+
+def scenario(extra: str) -> Scenario:
+    return Scenario.from_toml(BASE + extra)
+
+
+def test_presets_come_from_the_simulator():
+    p = presets()
+    assert set(p) == {"server", "phone-lowend", "phone-midend", "phone-highend"}
+    assert all(v == 0 for v in p["server"].values())
+    low, mid, high = p["phone-lowend"], p["phone-midend"], p["phone-highend"]
+    for key, cost in low.items():
+        assert cost >= mid[key] >= high[key], key
+
+
+def test_share_and_slice_become_deadline_slices():
+    s = scenario('[host]\ncpu_share = "25%"\ncpu_slice = "10ms"\n')
+    core = s.to_core()["host"]
+    assert core["cpu"] == {"periodic": {"runtime_ns": 2_500_000, "period_ns": 10_000_000, "offset_ns": 0}}
+    assert core["cost"] == presets()["server"] and core["rx_ring"] == 256
+    assert scenario("[host]\n").to_core()["host"]["cpu"] == "always"
+
+
+def test_cost_overrides_and_effective_toml_round_trip():
+    s = scenario('[host]\ncpu = "phone-lowend"\ncpu_share = 0.5\n[host.cost]\nack = "10us"\nbyte = "2.5ns"\n')
+    costs = s.to_core()["host"]["cost"]
+    assert costs["per_ack_ns"] == 10_000 and costs["per_byte_ps"] == 2_500
+    assert costs["per_timer_ns"] == presets()["phone-lowend"]["per_timer_ns"]
+    doc = tomllib.loads(s.effective_toml())
+    assert doc["host"]["cpu_share"] == "50%" and doc["host"]["cost"]["byte"] == "2.5ns"
+    again = Scenario.from_toml(s.effective_toml())
+    assert again.scenario_hash == s.scenario_hash
+
+
+def test_scenarios_without_the_new_keys_keep_their_hash():
+    plain = scenario("")
+    assert "host" not in plain.to_core()
+    assert "tso_rtt_log" not in plain.to_core()["tcp"]
+    assert all(k not in plain.to_core()["flows"][0] for k in ("pacing_stride", "fixed_cwnd", "freeze_cc"))
+    # Writing the defaults out changes nothing either.
+    same = scenario('pacing_stride = 1\nfreeze_cc = false\n[tcp]\ntso_rtt_log = 9\n')
+    assert same.scenario_hash == plain.scenario_hash
+
+
+def test_the_server_preset_changes_no_result():
+    plain = ccbench.run(scenario(""))
+    server = ccbench.run(scenario('[host]\ncpu = "server"\n'))
+    assert "host" not in plain.summary and "host" not in server.summary
+    strip = lambda s: {k: v for k, v in s.items() if k != "scenario_hash"}  # noqa: E731
+    assert strip(plain.summary) == strip(server.summary)
+    assert plain.flows.equals(server.flows)
+
+
+def test_a_sliced_cpu_reports_itself_and_caps_bbr():
+    r = ccbench.run(Scenario.from_toml(BASE.replace('"2s"', '"10s"') + '[host]\ncpu_share = "25%"\n'))
+    host = r.summary["host"]
+    assert host["cpu_share"] == pytest.approx(0.25)
+    assert host["work"]["acks"] > 0 and host["work"]["timers"] > 0
+    assert r.summary["flows"][0]["goodput_bps"] < 20e6
+
+
+def test_cpu_trace_file(tmp_path):
+    trace = tmp_path / "vcpu.txt"
+    trace.write_text("# on off\n2.5ms 7.5ms\n\n1ms 9ms  # a short slice\n")
+    assert read_cpu_trace(trace) == [2_500_000, 7_500_000, 1_000_000, 9_000_000]
+    toml = tmp_path / "s.toml"
+    toml.write_text(BASE + '[host]\ncpu_trace = "vcpu.txt"\n')
+    s = Scenario.from_file(toml)  # relative to the scenario file
+    assert s.to_core()["host"]["cpu"] == {"trace": {"intervals_ns": [2_500_000, 7_500_000, 1_000_000, 9_000_000]}}
+
+
+@pytest.mark.parametrize("content, message", [
+    ("2.5ms\n", "vcpu.txt:1: expected '<on> <off>'"),
+    ("1ms 2ms\nfast 2ms\n", "vcpu.txt:2:"),
+    ("# nothing\n", "no '<on> <off>' lines"),
+    ("0ms 5ms\n", "the CPU is never on"),
+])
+def test_malformed_cpu_trace_names_file_and_line(tmp_path, content, message):
+    (tmp_path / "vcpu.txt").write_text(content)
+    with pytest.raises(ScenarioError) as e:
+        read_cpu_trace(tmp_path / "vcpu.txt")
+    assert e.value.field == "host.cpu_trace" and message in e.value.message
+
+
+@pytest.mark.parametrize("extra, field, message", [
+    ('[host]\ncpu = "pentium"\n', "host.cpu", "unknown CPU preset 'pentium'; allowed:"),
+    ('[host]\ncpu_share = "0%"\n', "host.cpu_share", "above 0%"),
+    ('[host]\ncpu_share = "120%"\n', "host.cpu_share", "at most 100%"),
+    ('[host]\ncpu_slice = "0ms"\n', "host.cpu_slice", "must be positive"),
+    ('[host]\ncores = 4\n', "host.cores", "unknown key; allowed keys: cpu, cpu_share"),
+    ('[host.cost]\nack = "fast"\n', "host.cost.ack", "not a duration"),
+    ('[host.cost]\nflops = "1ns"\n', "host.cost.flops", "unknown key; allowed keys: ack, burst"),
+    ('[host]\ncpu_share = "50%"\ncpu_trace = "x"\n', "host.cpu_trace", "not both"),
+])
+def test_bad_host_values_name_the_field(extra, field, message):
+    with pytest.raises(ScenarioError) as e:
+        scenario(extra)
+    assert e.value.field == field and message in e.value.message
+
+
+@pytest.mark.parametrize("flow, field", [
+    ("pacing_stride = 0", "flows[0].pacing_stride"),
+    ("fixed_cwnd = 0", "flows[0].fixed_cwnd"),
+    ('fixed_pacing_rate = "fast"', "flows[0].fixed_pacing_rate"),
+    ('freeze_cc = "yes"', "flows[0].freeze_cc"),
+])
+def test_bad_flow_knobs_name_the_field(flow, field):
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_toml(BASE + flow + "\n")
+    assert e.value.field == field
+
+
+def test_flags_build_the_host_and_the_knobs():
+    s = Scenario.from_flags(cca="bbr,cubic", cpu="phone-lowend", cpu_share="25%", cpu_slice="1ms",
+                            pacing_stride=5, fixed_cwnd=70, fixed_pacing_rate="140Mbit", freeze_cc=True,
+                            bbr_inflight_deficit=True, tso_rtt_log=0)
+    core = s.to_core()
+    assert core["host"]["cpu"]["periodic"]["period_ns"] == 1_000_000
+    assert core["tcp"]["tso_rtt_log"] == 0
+    bbr, cubic = core["flows"]
+    assert bbr["params"] == {"inflight_deficit": 1} and cubic["params"] == {}
+    assert bbr["pacing_stride"] == 5 and bbr["fixed_cwnd"] == 70 and bbr["fixed_pacing_rate_bps"] == 140_000_000
+    assert bbr["freeze_cc"] is True
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ccbench", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args, line", [
+    (["run", "--cpu", "pentium"], "error: host.cpu: unknown CPU preset 'pentium'; allowed: "),
+    (["run", "--cpu-share", "150%"], "error: host.cpu_share: "),
+    (["run", "--cca", "cubic", "--bbr-inflight-deficit"], "error: bbr_inflight_deficit: needs a BBR flow"),
+    (["run", "--pacing-stride", "0"], "error: flows[0].pacing_stride: must be an integer from 1 to 1000"),
+    (["run", "--engine", "kernel", "--cpu-share", "25%"], "error: --cpu-share: is a simulator option"),
+])
+def test_cli_errors_are_one_line(args, line):
+    p = cli(*args)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.startswith(line) and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_cli_runs_a_phone():
+    p = cli("run", "--cca", "bbr", "--flows", "5", "--rate", "1Gbit", "--rtt", "1ms", "--duration", "2s",
+            "--cpu", "phone-lowend", "--tso-rtt-log", "0", "--json")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)
+    assert summary["host"]["busy_fraction"] > 0.9
+    assert sum(f["goodput_bps"] for f in summary["flows"]) < 400e6
