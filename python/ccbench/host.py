@@ -162,16 +162,18 @@ class Host(BaseModel):
         runtime = round(self.cpu_share * self.cpu_slice_ns)
         if self.cpu_share < 1 and runtime < 1:
             raise ScenarioError("host.cpu_share", "leaves less than 1 ns of each slice")
+        # Spell every cost out, so that a host and its effective TOML compare equal.
+        resolved = {name: self._cost(name) for name in COST_FIELDS}
+        object.__setattr__(self, "cost", HostCost.model_construct(**resolved))
         return self
+
+    def _cost(self, name: str) -> int:
+        value = getattr(self.cost, name)
+        return presets()[self.cpu][_core_key(name)] if value is None else value
 
     def costs(self) -> dict[str, int]:
         """Effective costs in the core's units: the preset with overrides applied."""
-        out = dict(presets()[self.cpu])
-        for name in COST_FIELDS:
-            value = getattr(self.cost, name)
-            if value is not None:
-                out[_core_key(name)] = value
-        return out
+        return {_core_key(name): self._cost(name) for name in COST_FIELDS}
 
     def to_dict(self) -> dict[str, Any]:
         c = self.costs()

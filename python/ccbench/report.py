@@ -80,6 +80,23 @@ def link_table(summary: Mapping[str, Any]) -> Table:
     return t
 
 
+def host_table(summary: Mapping[str, Any]) -> Table:
+    """The sender host's CPU: how much of it there was and where it went."""
+    t = _table("Sender CPU")
+    for heading in ("share", "busy", "tasks", "ACKs", "timers", "wake-ups", "bursts", "ACKs\ndropped",
+                    "wait\nmean ms", "wait\np99 ms"):
+        t.add_column(heading, justify="right")
+    h = summary.get("host") or {}
+    work = h.get("work") or {}
+    t.add_row(
+        _num(h.get("cpu_share"), 100.0, 0) + " %", _num(h.get("busy_fraction"), 100.0, 1) + " %",
+        _int(h.get("tasks")), _int(work.get("acks")), _int(work.get("timers")), _int(work.get("wakeups")),
+        _int(work.get("bursts")), _int(h.get("rx_dropped")), _num(_get(h, "wait_ms", "mean")),
+        _num(_get(h, "wait_ms", "p99")),
+    )
+    return t
+
+
 def headline(summary: Mapping[str, Any]) -> Text:
     parts = [
         f"ccbench {summary.get('version', '?')}",
@@ -95,4 +112,7 @@ def headline(summary: Mapping[str, Any]) -> Text:
 
 def render(summary: Mapping[str, Any], console: Optional[Console] = None) -> None:
     console = console or Console()
-    console.print(Group(headline(summary), Text(""), flows_table(summary), Text(""), link_table(summary)))
+    parts = [headline(summary), Text(""), flows_table(summary), Text(""), link_table(summary)]
+    if summary.get("host"):
+        parts += [Text(""), host_table(summary)]
+    console.print(Group(*parts))
