@@ -24,16 +24,20 @@ struct Case {
     flows: usize,
     buffer_bdp: f64,
     series: bool,
+    /// A host preset: every sender task goes through the CPU model.
+    host: Option<&'static str>,
 }
 
 const CASES: &[Case] = &[
-    Case { cca: "cubic", name: "1flow-1bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true },
-    Case { cca: "cubic", name: "1flow-10bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 10 BDP", secs: (30, 5), flows: 1, buffer_bdp: 10.0, series: true },
-    Case { cca: "cubic", name: "100flows-1bdp", what: "100 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 100, buffer_bdp: 1.0, series: true },
-    Case { cca: "cubic", name: "mem-short", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (10, 2), flows: 1, buffer_bdp: 1.0, series: false },
-    Case { cca: "cubic", name: "mem-long", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (60, 12), flows: 1, buffer_bdp: 1.0, series: false },
-    Case { cca: "bbr", name: "bbr-1bdp", what: "1 BBRv1 (paced), 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true },
-    Case { cca: "bbr3", name: "bbr3-1bdp", what: "1 BBRv3 (paced), 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true },
+    Case { cca: "cubic", name: "1flow-1bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None },
+    Case { cca: "cubic", name: "1flow-10bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 10 BDP", secs: (30, 5), flows: 1, buffer_bdp: 10.0, series: true, host: None },
+    Case { cca: "cubic", name: "100flows-1bdp", what: "100 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 100, buffer_bdp: 1.0, series: true, host: None },
+    Case { cca: "cubic", name: "mem-short", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (10, 2), flows: 1, buffer_bdp: 1.0, series: false, host: None },
+    Case { cca: "cubic", name: "mem-long", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (60, 12), flows: 1, buffer_bdp: 1.0, series: false, host: None },
+    Case { cca: "bbr", name: "bbr-1bdp", what: "1 BBRv1 (paced), 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None },
+    Case { cca: "bbr3", name: "bbr3-1bdp", what: "1 BBRv3 (paced), 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None },
+    Case { cca: "cubic", name: "1flow-1bdp-cpu", what: "1flow-1bdp with a host CPU (highend)", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: Some("phone-highend") },
+    Case { cca: "bbr", name: "bbr-1bdp-cpu", what: "bbr-1bdp with a host CPU (highend)", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: Some("phone-highend") },
 ];
 
 fn scenario(c: &Case, quick: bool) -> Scenario {
@@ -53,7 +57,7 @@ fn scenario(c: &Case, quick: bool) -> Scenario {
         link: LinkConfig::new(GBIT, 20 * MS, BufferLimit::Bdp(c.buffer_bdp)),
         flows,
         tcp: TcpConfig::default(),
-        host: None,
+        host: c.host.map(|name| ccbench_sim::host::presets::preset(name).expect("known preset")),
     }
 }
 
