@@ -114,3 +114,25 @@ def test_sweep_command(tmp_path: Path) -> None:
     assert dry.stdout.count(" stored ") == 4 and "0 to run, 4 already in" in dry.stdout
     second = run_cli("sweep", "plan.toml", "--quiet", "--no-series", cwd=tmp_path)
     assert "0 run now, 4 already in the store" in second.stdout and second.stderr == ""
+
+
+def die_on_20mbit(task: Any) -> Any:
+    """A task that kills its worker process (as a crash in the engine would)."""
+    import os
+
+    from ccbench.sweep.worker import run_task
+
+    if task.scenario.link.rate_bps == 20_000_000:
+        os._exit(3)
+    return run_task(task)
+
+
+def test_a_dying_worker_process_fails_only_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = plan_from_dict({**PLAN, "sweep": {"name": "crash"}})
+    monkeypatch.setattr(backends, "run_task", die_on_20mbit)
+    report = run_sweep(plan, tmp_path / "s", workers=2, progress=False)
+    assert 4 <= len(report.failures) < 12 and report.ran == 12 - len(report.failures)
+    assert all("BrokenProcessPool" in f.message for f in report.failures)
+    monkeypatch.undo()
+    again = run_sweep(plan, tmp_path / "s", workers=2, progress=False)
+    assert (again.ran, again.reused, again.failures) == (len(report.failures), report.ran, [])

@@ -22,6 +22,7 @@ Finished = tuple[Task, Union[Outcome, BaseException]]
 # Tasks handed to local workers ahead of time, per worker: enough to keep every worker
 # busy while the coordinator stores results, few enough to stop quickly on Ctrl-C.
 IN_FLIGHT_PER_WORKER = 4
+MAX_POOL_RESTARTS = 3
 CONNECT_TIMEOUT_S = 20
 PROBE_TIMEOUT_S = 5
 WORKERS_TIMEOUT_S = 60
@@ -76,41 +77,57 @@ class LocalProcesses(InProcess):
         pending: dict[Future[Outcome], Task] = {}
         queue = iter(tasks)
         limit = self.workers * IN_FLIGHT_PER_WORKER
+        restarts = 0
         try:
             while True:
+                if getattr(pool, "_broken", False) and not pending:
+                    # A worker process died (a crash, an OOM kill); its runs failed. Go on
+                    # with a new pool, unless workers keep dying.
+                    if restarts == MAX_POOL_RESTARTS:
+                        error = BrokenProcessPool("local worker processes keep dying")
+                        for task in queue:
+                            yield task, error
+                        break
+                    restarts += 1
+                    self.close()
+                    pool = self._start()
                 while len(pending) < limit:
                     task = next(queue, None)
                     if task is None:
                         break
                     try:
                         pending[pool.submit(run_task, task)] = task
-                    except BrokenProcessPool:  # a worker died; the pending runs fail below
+                    except BrokenProcessPool:
                         queue = itertools.chain([task], queue)
                         break
                 if not pending:
-                    return
+                    if getattr(pool, "_broken", False):
+                        continue
+                    break
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     task = pending.pop(future)
                     error = future.exception()
                     yield task, (error if error is not None else future.result())
-                if getattr(pool, "_broken", False) and not pending:
-                    self.close()  # a worker process died (crash, OOM kill): go on with a new pool
-                    pool = self._start()
+            self.close(wait=True)
         finally:
             self.close()
 
-    def close(self) -> None:
+    def close(self, wait: bool = False) -> None:
+        """Shut the pool down: after the last run, let the workers exit; otherwise
+        (Ctrl-C, an error) stop them now rather than wait for the runs in progress."""
         pool, self._pool = self._pool, None
         if pool is None:
             return
+        if wait:
+            pool.shutdown(wait=True)
+            return
+        processes: list[Any] = list((getattr(pool, "_processes", None) or {}).values())  # gone after shutdown
         pool.shutdown(wait=False, cancel_futures=True)
-        # Runs in progress are not waited for: stop the workers now (Ctrl-C, errors).
-        processes: dict[int, Any] = getattr(pool, "_processes", None) or {}
-        for process in list(processes.values()):
+        for process in processes:
             if process.is_alive():
                 process.terminate()
-        for process in list(processes.values()):
+        for process in processes:
             process.join(timeout=5)
 
 

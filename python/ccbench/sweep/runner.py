@@ -43,6 +43,8 @@ class SweepReport:
     reused: int = 0          # points whose run the store already had
     failures: list[Failure] = field(default_factory=list)
     elapsed_s: float = 0.0
+    run_s: float = 0.0       # summed over runs: time in the engine and making the files, where they ran
+    store_s: float = 0.0     # time this process spent writing run files and database rows
 
 
 class SweepFailed(RuntimeError):
@@ -64,6 +66,16 @@ class _Recorder:
         self.records: list[RunRecord] = []
         self.members: list[Membership] = []
         self.last_flush = time.monotonic()
+        self.busy_s = 0.0
+
+    def write_files(self, run_id: str, files: Optional[dict[str, bytes]]) -> Optional[str]:
+        if files is None:
+            return None
+        start = time.perf_counter()
+        try:
+            return self.store.write_run_files(run_id, files)
+        finally:
+            self.busy_s += time.perf_counter() - start
 
     def add(self, record: RunRecord, members: Sequence[Membership]) -> None:
         self.records.append(record)
@@ -72,10 +84,12 @@ class _Recorder:
             self.flush()
 
     def flush(self) -> None:
+        start = time.perf_counter()
         if self.records or self.members:
             self.store.commit(self.records, self.members)
         self.records, self.members = [], []
         self.last_flush = time.monotonic()
+        self.busy_s += time.perf_counter() - start
 
 
 def execute(plan_or_points: Union[Plan, Sequence[Point]], store: Union[Store, str, "os.PathLike[str]", None] = None,
@@ -153,6 +167,7 @@ def _run(points: list[Point], ids: list[str], version: str, store: Store, backen
     done: dict[str, RunRecord] = {}
     failed: dict[str, str] = {}
     recorder = _Recorder(store)
+    run_s = 0.0
     tasks = [Task(run_id=rid, scenario=p.scenario, engine=engine, keep_series=keep_series) for rid, p in todo.items()]
     try:
         with SweepProgress(name or "", len(tasks), enabled=progress) as bar:
@@ -167,7 +182,8 @@ def _run(points: list[Point], ids: list[str], version: str, store: Store, backen
                     bar.advance(failed=True)
                     continue
                 point = todo[task.run_id]
-                series_dir = None if outcome.files is None else store.write_run_files(task.run_id, outcome.files)
+                run_s += outcome.wall_s
+                series_dir = recorder.write_files(task.run_id, outcome.files)
                 record = RunRecord(
                     run_id=task.run_id, scenario_hash=outcome.scenario_hash, seed=outcome.seed, engine=engine,
                     code_version=outcome.code_version, sweep=name, point=point.values, repetition=point.repetition,
@@ -187,7 +203,7 @@ def _run(points: list[Point], ids: list[str], version: str, store: Store, backen
         else:
             failures.append(Failure(p, failed.get(rid, "did not run")))
     return SweepReport(name=name, records=records, ran=len(done), reused=sum(rid in have for rid in ids),
-                       failures=failures)
+                       failures=failures, run_s=run_s, store_s=recorder.busy_s)
 
 
 def _mismatch(task: Task, outcome: Outcome, version: str) -> Optional[str]:
