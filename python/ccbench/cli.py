@@ -53,6 +53,7 @@ def cli() -> None:
 @click.option("--interval", metavar="TIME", help="Time-series interval, at least 1ms (default 100ms).")
 @click.option("--size", metavar="SIZE", help="Bytes per flow, e.g. 20MB (default: bulk until the end).")
 @click.option("--pacing", type=click.Choice(["on", "off"]), help="Force pacing on or off (default: per algorithm).")
+@click.option("--rwnd", metavar="SIZE", help="Receive-window limit of every flow, e.g. 3MB (default 6MiB).")
 @click.option("--cpu", metavar="PRESET", help="Sender host CPU: server, phone-lowend, phone-midend, phone-highend.")
 @click.option("--cpu-share", metavar="SHARE", help="CPU available in deadline-style slices, e.g. 25% (default 100%).")
 @click.option("--cpu-slice", metavar="TIME", help="Period of the CPU slices, e.g. 10ms (default 10ms).")

@@ -363,6 +363,7 @@ class Scenario(_Table):
         interval: Optional[str] = None,
         size: Union[str, int, None] = None,
         pacing: Optional[bool] = None,
+        rwnd: Union[str, int, None] = None,
         cpu: Optional[str] = None,
         cpu_share: Union[str, float, None] = None,
         cpu_slice: Optional[str] = None,
@@ -399,7 +400,7 @@ class Scenario(_Table):
             names = [c.strip() for c in cca.split(",")] if isinstance(cca, str) else list(cca)
             doc["flows"] = [{"cca": name} for name in names if name]
         per_flow: list[tuple[str, object]] = [
-            ("count", flows), ("size", size), ("pacing", pacing), ("pacing_stride", pacing_stride),
+            ("count", flows), ("size", size), ("pacing", pacing), ("rwnd", rwnd), ("pacing_stride", pacing_stride),
             ("fixed_cwnd", fixed_cwnd), ("fixed_pacing_rate", fixed_pacing_rate), ("freeze_cc", freeze_cc),
         ]
         entries = doc.get("flows")

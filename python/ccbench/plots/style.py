@@ -40,6 +40,7 @@ LINE = {
     "inflight_hi": {"color": VERMILLION, "lw": 1.2, "ls": "--"},
     "inflight_lo": {"color": PURPLE, "lw": 1.2, "ls": "-."},
     "w_max": {"color": GREEN, "lw": 1.0, "ls": ":"},
+    "rwnd": {"color": PURPLE, "lw": 1.2, "ls": "--"},
     "pacing": {"color": BLUE, "lw": 1.0},
     "delivery": {"color": "#BBBBBB", "lw": 0.7},
     "bw": {"color": ORANGE, "lw": 1.3},

@@ -195,6 +195,14 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
         if v is not None:
             c.plot(t, v, label=label, drawstyle="steps-post", **style.LINE[label])
             series_c.append(v)
+    rwnd = _col(f, "rwnd_bytes")
+    rwnd_seg = None if rwnd is None else rwnd / run.mss
+    if rwnd_seg is not None and inflight is not None and \
+            np.nanmax(inflight, initial=0) > 0.5 * np.nanmin(rwnd_seg, initial=np.inf):
+        # Only when the receive window comes near what is in flight; otherwise its scale
+        # would flatten everything else.
+        c.plot(t, rwnd_seg, label="receive window", drawstyle="steps-post", **style.LINE["rwnd"])
+        series_c.append(rwnd_seg)
     if not cca.startswith("bbr"):
         ss = _col(f, "ssthresh")
         if ss is not None:

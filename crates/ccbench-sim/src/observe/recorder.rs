@@ -15,6 +15,8 @@ pub struct FlowRow {
     pub ssthresh: f64,
     pub inflight: f64,
     pub inflight_bytes: f64,
+    /// The receive window the peer last advertised (`snd_wnd`).
+    pub rwnd_bytes: f64,
     pub pacing_rate_bps: f64,
     pub delivery_rate_bps: f64,
     pub srtt_ms: f64,
@@ -62,6 +64,7 @@ impl Recorder {
                 col("ssthresh", |r| r.ssthresh),
                 col("inflight", |r| r.inflight),
                 col("inflight_bytes", |r| r.inflight_bytes),
+                col("rwnd_bytes", |r| r.rwnd_bytes),
                 col("pacing_rate_bps", |r| r.pacing_rate_bps),
                 col("delivery_rate_bps", |r| r.delivery_rate_bps),
                 col("srtt_ms", |r| r.srtt_ms),

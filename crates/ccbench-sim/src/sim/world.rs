@@ -336,6 +336,7 @@ impl World {
                 ssthresh: if s.w.ssthresh >= INFINITE_SSTHRESH { f64::NAN } else { s.w.ssthresh as f64 },
                 inflight: s.inflight() as f64,
                 inflight_bytes: s.inflight() as f64 * mss,
+                rwnd_bytes: s.snd_wnd() as f64,
                 pacing_rate_bps: s.w.pacing_rate as f64 * 8.0,
                 delivery_rate_bps: s.rate.delivery_rate_segs() * mss * 8.0,
                 srtt_ms: s.rtt.srtt_us() as f64 / 1e3,

@@ -228,6 +228,11 @@ impl Sender {
         self.sb.in_flight()
     }
 
+    /// The peer's advertised window in bytes.
+    pub fn snd_wnd(&self) -> u64 {
+        self.snd_wnd
+    }
+
     pub fn snd_nxt(&self) -> u64 {
         self.sb.snd_nxt()
     }
