@@ -335,14 +335,19 @@ _register_sweep_commands(cli)
               show_default=True, help="What to optimise; goodput ties (within 2%) go to the lower RTT.")
 @click.option("--weights", metavar="goodput=W,delay=W,retrans=W", help="Weights of --objective score.")
 @click.option("--workers", type=int, metavar="N", help="Parallel simulations (default: one per core).")
+@click.option("--cpu", metavar="PRESET", help="The sender's CPU: server, phone-lowend, phone-midend, phone-highend.")
+@click.option("--cpu-share", metavar="SHARE", help="CPU available in slices, e.g. 25% (a VM's vCPU).")
+@click.option("--cpu-slice", metavar="TIME", help="Period of the CPU slices (default 10ms).")
 def recommend(rate: str, rtt: str, buffer: str, loss: str, flows: int, duration: str, seeds: int, cca: str,
-              reno: bool, neighbours: bool, objective: str, weights: Optional[str], workers: Optional[int]) -> None:
+              reno: bool, neighbours: bool, objective: str, weights: Optional[str], workers: Optional[int],
+              cpu: Optional[str], cpu_share: Optional[str], cpu_slice: Optional[str]) -> None:
     """Simulate the candidate algorithms at one operating point and recommend one, with
     its predicted goodput, RTT and retransmissions and the reasons."""
     from .advise.recommend import recommend_command
 
+    host = {k: v for k, v in (("cpu", cpu), ("cpu_share", cpu_share), ("cpu_slice", cpu_slice)) if v is not None}
     recommend_command(rate, rtt, buffer, loss, flows, duration, seeds, cca, reno, neighbours, objective, weights,
-                      workers)
+                      workers, host)
 
 
 @cli.command()

@@ -8,7 +8,7 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import pandas as pd
 
@@ -61,9 +61,10 @@ def neighbour_buffers(buffer: str) -> list[str]:
 
 def scenarios(rate: str, rtt: str, buffer: str, loss: str = "0", flows: int = 1, duration: str = DEFAULT_DURATION,
               seeds: int = DEFAULT_SEEDS, ccas: Sequence[str] = DEFAULT_CCAS,
-              neighbours: bool = True) -> list[tuple[dict[str, Any], Scenario]]:
+              neighbours: bool = True, host: Optional[Mapping[str, Any]] = None) -> list[tuple[dict[str, Any], Scenario]]:
     """(point, scenario) for every buffer, algorithm and seed; bad flags raise
-    ScenarioError naming the flag."""
+    ScenarioError naming the flag. ``host`` holds ``Scenario.from_flags``'s CPU flags
+    (``cpu``, ``cpu_share``, ``cpu_slice``)."""
     if seeds < 1:
         raise ScenarioError("--seeds", "must be at least 1")
     if flows < 1:
@@ -78,7 +79,7 @@ def scenarios(rate: str, rtt: str, buffer: str, loss: str = "0", flows: int = 1,
             for seed in range(1, seeds + 1):
                 try:
                     sc = Scenario.from_flags(cca=cca, flows=flows, rate=rate, rtt=rtt, buffer=buf, loss=loss,
-                                             duration=duration, seed=seed)
+                                             duration=duration, seed=seed, **dict(host or {}))
                 except ScenarioError as e:
                     raise ScenarioError(_flag(e.field), e.message) from None
                 out.append(({"buffer": buf, "cca": cca, "seed": seed}, sc))
@@ -90,6 +91,8 @@ def _flag(field_name: str) -> str:
     leaf = field_name.split(".")[-1]
     if field_name.startswith("flows[") and leaf == "cca":
         return "--cca"
+    if field_name.startswith("host."):
+        return "--" + leaf.replace("_", "-")
     if leaf == "count":
         return "--flows"
     return f"--{leaf}" if leaf in ("rate", "rtt", "buffer", "loss", "duration") else field_name
@@ -98,13 +101,13 @@ def _flag(field_name: str) -> str:
 def recommend(rate: str, rtt: str, buffer: str, loss: str = "0", flows: int = 1, duration: str = DEFAULT_DURATION,
               seeds: int = DEFAULT_SEEDS, ccas: Sequence[str] = DEFAULT_CCAS, neighbours: bool = True,
               objective: str = "goodput", weights: Weights = Weights(),
-              workers: Optional[int] = None) -> Recommendation:
+              workers: Optional[int] = None, host: Optional[Mapping[str, Any]] = None) -> Recommendation:
     if objective not in OBJECTIVES:
         raise ScenarioError("--objective", f"unknown objective {objective!r}; allowed: {', '.join(OBJECTIVES)}")
     ccas = list(dict.fromkeys(c.strip().lower() for c in ccas if c.strip()))
     if len(ccas) < 1:
         raise ScenarioError("--cca", "name at least one algorithm")
-    jobs = scenarios(rate, rtt, buffer, loss, flows, duration, seeds, ccas, neighbours)
+    jobs = scenarios(rate, rtt, buffer, loss, flows, duration, seeds, ccas, neighbours, host)
     # The simulator releases the GIL, so threads run the seeds in parallel.
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
         results = list(pool.map(lambda job: run_sim(job[1]), jobs))
@@ -125,7 +128,7 @@ def recommend(rate: str, rtt: str, buffer: str, loss: str = "0", flows: int = 1,
         sensitivity.append(f"with a {buf} buffer ({float(there['buffer_bdp'].iloc[0]):.2g} BDP) "
                            f"{display(other)} {'would also be chosen' if other == choice else 'would be chosen instead'}")
     point = {"rate": rate, "rtt": rtt, "buffer": center, "loss": loss, "flows": flows, "duration": duration,
-             "seeds": seeds}
+             "seeds": seeds, **dict(host or {})}
     return Recommendation(point, bdp, table, choice, reasons, sensitivity, objective, ccas)
 
 
@@ -229,12 +232,12 @@ def render(rec: Recommendation, console: Any) -> None:
 
 def recommend_command(rate: str, rtt: str, buffer: str, loss: str, flows: int, duration: str, seeds: int,
                       cca: str, reno: bool, neighbours: bool, objective: str, weights: Optional[str],
-                      workers: Optional[int]) -> None:
+                      workers: Optional[int], host: Optional[Mapping[str, Any]] = None) -> None:
     from rich.console import Console
 
     ccas = [c.strip().lower() for c in cca.split(",") if c.strip()]
     if reno and "reno" not in ccas:
         ccas.append("reno")
     rec = recommend(rate, rtt, buffer, loss, flows, duration, seeds, ccas, neighbours, objective,
-                    Weights.parse(weights), workers)
+                    Weights.parse(weights), workers, host)
     render(rec, Console(highlight=False))
