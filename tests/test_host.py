@@ -170,3 +170,11 @@ def test_cli_runs_a_phone():
     summary = json.loads(p.stdout)
     assert summary["host"]["busy_fraction"] > 0.9
     assert sum(f["goodput_bps"] for f in summary["flows"]) < 400e6
+
+
+def test_recommend_weighs_the_host():
+    from ccbench.advise.recommend import recommend
+
+    rec = recommend("100Mbit", "10ms", "1bdp", duration="5s", seeds=1, ccas=["cubic", "bbr"], neighbours=False,
+                    host={"cpu_share": "25%", "cpu_slice": "10ms"})
+    assert rec.choice == "cubic" and rec.point["cpu_share"] == "25%"
