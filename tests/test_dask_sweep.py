@@ -126,4 +126,6 @@ def test_sweep_on_a_dask_cluster_with_a_lost_worker(tmp_path: Path) -> None:
     assert comparable(cluster_records) == comparable(local_records)
     # The files came back from the workers intact.
     for c, l in zip(cluster_records, local_records):
-        assert (Path(c.series_dir) / "flows.parquet").read_bytes() == (Path(l.series_dir) / "flows.parquet").read_bytes()
+        assert c.series_dir is not None and l.series_dir is not None
+        assert (Path(c.series_dir) / "flows.parquet").read_bytes() == \
+            (Path(l.series_dir) / "flows.parquet").read_bytes()

@@ -51,6 +51,7 @@ def test_add_and_read_back(tmp_path: Path, result: ccbench.Result) -> None:
     assert store.sweeps() == ["s"]
     assert store.records("s") == [got]
     assert store.records("other") == []
+    assert got.series_dir is not None
     files = sorted(p.name for p in Path(got.series_dir).iterdir())
     assert files == ["flows.parquet", "link.parquet", "scenario.toml", "summary.json"]
     assert json.loads((Path(got.series_dir) / "summary.json").read_text()) == result.summary

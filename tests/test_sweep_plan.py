@@ -141,7 +141,7 @@ def test_range_values(spec: dict[str, Any], values: list[Any]) -> None:
     assert [type(v) for v in got] == [type(v) for v in values]
 
 
-PLAN_ERRORS = {
+PLAN_ERRORS: dict[str, tuple[dict[str, Any], str, str]] = {
     "empty-list": (dict(link={"rate": []}), "link.rate", "empty list"),
     "duplicate": (dict(link={"rate": ["1Mbit", "1Mbit"]}), "link.rate", "listed twice"),
     "nested-list": (dict(link={"rate": [["1Mbit"]]}), "link.rate", "plain values"),
@@ -190,8 +190,8 @@ PLAN_ERRORS = {
 
 @pytest.mark.parametrize("name", sorted(PLAN_ERRORS))
 def test_plan_errors(name: str) -> None:
-    changes, field, message = PLAN_ERRORS[name]
-    changes = {k: v for k, v in changes.items() if v is not None}
+    given, field, message = PLAN_ERRORS[name]
+    changes: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     with pytest.raises(ScenarioError) as info:
         plan(**changes)
     assert info.value.field == field

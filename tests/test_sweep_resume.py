@@ -89,4 +89,43 @@ def test_kill_9_halfway_then_resume(tmp_path: Path) -> None:
     dirs = sorted(p.name for p in (store_dir / "runs").iterdir())
     assert dirs == sorted(r.run_id for r in records)  # no leftover or temporary directory
     for r in records:
-        assert (Path(r.series_dir) / "flows.parquet").stat().st_size > 0
+        assert (Path(str(r.series_dir)) / "flows.parquet").stat().st_size > 0
+
+
+def test_ctrl_c_stores_what_finished_then_resume(tmp_path: Path) -> None:
+    plan_path = tmp_path / "plan.toml"
+    plan_path.write_text(PLAN)
+    store_dir = tmp_path / "store"
+    # As from a terminal: SIGINT at its default (a shell's background job would ignore it).
+    proc = subprocess.Popen([sys.executable, "-m", "ccbench", "sweep", str(plan_path), "--store", str(store_dir),
+                             "--workers", "2", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    children: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while completed_dirs(store_dir) < RUNS // 3:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the sweep made no progress"
+            time.sleep(0.02)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    _, alive = psutil.wait_procs(children, timeout=10)
+    for child in alive:
+        child.kill()
+    assert alive == []
+    assert proc.returncode == 130
+    # (click puts an empty line before it, after the ^C a terminal echoes)
+    assert [line for line in err.splitlines() if line] == ["error: interrupted: stopped before the run finished"]
+    stored = open_store(store_dir).records()
+    assert 0 < len(stored) < RUNS
+    # Everything that finished is stored: Ctrl-C waits for the rows of runs already in.
+    assert sorted(r.run_id for r in stored) == sorted(p.name for p in (store_dir / "runs").iterdir())
+
+    result = run_cli("sweep", str(plan_path), "--store", str(store_dir), "--quiet")
+    assert f"{RUNS - len(stored)} run now, {len(stored)} already in the store" in result.stdout, result.stderr
+    assert len(open_store(store_dir).records()) == RUNS

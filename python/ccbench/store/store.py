@@ -16,6 +16,8 @@ import fcntl
 import json
 import os
 import shutil
+import signal
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
@@ -76,6 +78,23 @@ class Membership:
 
 def _dumps(value: Any, sort_keys: bool = True) -> str:
     return json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Let a commit finish before Ctrl-C takes effect (DuckDB would abandon the query
+    half-way); KeyboardInterrupt is raised right after it. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        raise KeyboardInterrupt
 
 
 def _pid_alive(pid: int) -> bool:
@@ -235,7 +254,7 @@ class Store:
         member_rows = [[m.sweep, point_key(m.point), m.repetition, m.run_id, _dumps(m.point, sort_keys=False),
                         m.ordinal]
                        for m in memberships]
-        with self._write() as con:
+        with _sigint_deferred(), self._write() as con:
             con.execute("BEGIN TRANSACTION")
             try:
                 # Bulk inserts from Arrow tables: executemany costs about 5 ms a row.

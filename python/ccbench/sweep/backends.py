@@ -84,21 +84,21 @@ class LocalProcesses(InProcess):
                     # A worker process died (a crash, an OOM kill); its runs failed. Go on
                     # with a new pool, unless workers keep dying.
                     if restarts == MAX_POOL_RESTARTS:
-                        error = BrokenProcessPool("local worker processes keep dying")
-                        for task in queue:
-                            yield task, error
+                        dying = BrokenProcessPool("local worker processes keep dying")
+                        for rest in queue:
+                            yield rest, dying
                         break
                     restarts += 1
                     self.close()
                     pool = self._start()
                 while len(pending) < limit:
-                    task = next(queue, None)
-                    if task is None:
+                    upcoming = next(queue, None)
+                    if upcoming is None:
                         break
                     try:
-                        pending[pool.submit(run_task, task)] = task
+                        pending[pool.submit(run_task, upcoming)] = upcoming
                     except BrokenProcessPool:
-                        queue = itertools.chain([task], queue)
+                        queue = itertools.chain([upcoming], queue)
                         break
                 if not pending:
                     if getattr(pool, "_broken", False):
@@ -138,7 +138,8 @@ class DaskCluster:
         try:
             from distributed import Client
         except ImportError:  # pragma: no cover - a dependency
-            raise ScenarioError("--cluster", "needs the 'distributed' package (pip install 'dask[distributed]')") from None
+            raise ScenarioError("--cluster", "needs the 'distributed' package: pip install 'dask[distributed]'") \
+                from None
         self.address = address
         _probe(address)
         try:

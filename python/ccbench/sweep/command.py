@@ -52,7 +52,8 @@ def sweep(plan_path: Optional[str], engine: str, workers: Optional[int], cluster
         if workers is not None:
             raise ScenarioError("--workers", "not used with --cluster; the cluster's workers run the sweep")
         if not _ADDRESS.match(cluster):
-            raise ScenarioError("--cluster", f"expected a scheduler address such as tcp://10.0.0.5:8786, got {cluster!r}")
+            raise ScenarioError("--cluster", "expected a scheduler address such as tcp://10.0.0.5:8786, "
+                                f"got {cluster!r}")
     plan = load_plan(plan_path, engine=engine, name=name)
     store = open_store(store_dir)
     if dry_run:

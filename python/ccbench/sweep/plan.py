@@ -291,13 +291,13 @@ def _axes(swept: dict[str, list[Any]], zip_groups: Any) -> list[Axis]:
     axes: list[Axis] = []
     placed: set[int] = set()
     for name in swept:
-        g = group_of.get(name)
-        if g is None:
+        index = group_of.get(name)
+        if index is None:
             axes.append(Axis((name,), tuple((v,) for v in swept[name])))
-        elif g not in placed:
-            placed.add(g)
-            names = groups[g]
-            axes.append(Axis(tuple(names), tuple(zip(*(swept[n] for n in names)))))
+        elif index not in placed:
+            placed.add(index)
+            members = groups[index]
+            axes.append(Axis(tuple(members), tuple(zip(*(swept[n] for n in members)))))
     return axes
 
 

@@ -83,7 +83,8 @@ def host_code_version(engine: str) -> str:
 
 def _lock_path() -> Path:
     run_lock = Path("/run/lock")
-    return (run_lock if run_lock.is_dir() and os.access(run_lock, os.W_OK) else Path("/tmp")) / "ccbench-kernel-run.lock"
+    directory = run_lock if run_lock.is_dir() and os.access(run_lock, os.W_OK) else Path("/tmp")
+    return directory / "ccbench-kernel-run.lock"
 
 
 @contextlib.contextmanager
