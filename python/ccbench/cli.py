@@ -58,6 +58,9 @@ def cli() -> None:
 @click.option("--plot", "make_plots", is_flag=True, help="With --out: also write figures of every flow to DIR/plots.")
 @click.option("--engine", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
               help="sim: the simulator; kernel: the real Linux stack in network namespaces (root).")
+@click.option("--pcap", metavar="POINT[,POINT]", help="Capture packets to DIR/capture-<point>.pcap at: sender, "
+              "bottleneck-in, bottleneck-out, receiver (needs --out DIR or [capture] dir).")
+@click.option("--pcap-flows", metavar="N[,N]", help="Capture only these flows (0-based; default every flow).")
 def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str, **flags: Any) -> None:
     """Run a scenario file, or a scenario built from flags.
 
@@ -78,7 +81,7 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
 
         sc = from_flags(base=base, **flags)
         kernel_engine.check(sc)
-        run_engine: Callable[[Scenario], Any] = kernel_engine.run
+        run_engine: Callable[..., Any] = kernel_engine.run
         status = "running on the kernel…"
     else:
         from .engines.sim import run as run_sim
@@ -87,8 +90,17 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
         run_engine, status = run_sim, "simulating…"
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")
+    if sc.capture is not None:
+        from .engines.sim import capture_dir
 
-    result = _with_status(lambda: run_engine(sc), quiet=as_json, text=status)
+        try:
+            capture_dir(sc, out)
+        except ScenarioError as e:
+            if flags["pcap"] is not None:
+                raise ScenarioError("--pcap", "needs --out DIR; the captures go to DIR/capture-<point>.pcap") from None
+            raise e
+
+    result = _with_status(lambda: run_engine(sc, capture_to=out), quiet=as_json, text=status)
 
     if as_json:
         sys.stdout.buffer.write(summary_bytes(result.summary))
@@ -111,6 +123,12 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
             click.echo(line, err=as_json)
         if make_plots:
             _write_plots(out, None, None, "png,svg", err=as_json)
+    if sc.capture is not None:
+        from .engines.sim import capture_dir
+
+        where = Path(capture_dir(sc, out) or ".")
+        names = ", ".join(f"capture-{p}.pcap" for p in sc.capture.points)
+        click.echo(f"wrote {where}: {names}", err=as_json)
 
 
 def _with_status(work: Callable[[], T], quiet: bool, text: str = "simulating…") -> T:

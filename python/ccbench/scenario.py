@@ -231,6 +231,49 @@ class Flow(_Table):
 
 
 
+CAPTURE_POINTS = ("sender", "bottleneck-in", "bottleneck-out", "receiver")
+CapturePoint = Literal["sender", "bottleneck-in", "bottleneck-out", "receiver"]
+
+
+class Capture(_Table):
+    """``[capture]``: pcap files of chosen flows at chosen points of the path. It does not
+    change the experiment, so it is not part of ``scenario_hash``."""
+
+    points: list[CapturePoint]
+    flows: Optional[list[int]] = None
+    dir: Optional[str] = None
+
+    @field_validator("points")
+    @classmethod
+    def _some_points(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError(f"name at least one of {', '.join(CAPTURE_POINTS)}")
+        return sorted(set(v), key=CAPTURE_POINTS.index)
+
+    @field_validator("flows")
+    @classmethod
+    def _flow_list(cls, v: Optional[list[int]]) -> Optional[list[int]]:
+        if v is not None:
+            if not v:
+                raise ValueError("name at least one flow index, or leave flows out for every flow")
+            if any(i < 0 for i in v):
+                raise ValueError("flow indices start at 0")
+            v = sorted(set(v))
+        return v
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"points": list(self.points), "flows": None if self.flows is None else list(self.flows),
+                "dir": self.dir}
+
+    def to_core(self, directory: Union[str, os.PathLike[str]]) -> dict[str, Any]:
+        return {"points": list(self.points), "flows": self.flows, "dir": os.fspath(directory)}
+
+
+def _capture_points(text: Union[str, Sequence[str]]) -> list[str]:
+    items = [p.strip().lower() for p in (text.split(",") if isinstance(text, str) else text)]
+    return [p for p in items if p]
+
+
 def _without_none(value: Any) -> Any:
     """TOML has no null: unset optional values are left out."""
     if isinstance(value, dict):
@@ -249,6 +292,7 @@ class Scenario(_Table):
     link: Link
     tcp: Tcp = Field(default_factory=lambda: Tcp.model_validate({}))
     flows: list[Flow]
+    capture: Optional[Capture] = None
 
     @field_validator("duration_ns")
     @classmethod
@@ -281,6 +325,13 @@ class Scenario(_Table):
                 )
             if flow.rwnd_bytes < self.tcp.mss:
                 raise ScenarioError(f"flows[{i}].rwnd", f"must be at least one MSS ({self.tcp.mss} bytes)")
+        if self.capture is not None and self.capture.flows is not None:
+            n = self.flow_count
+            for k in self.capture.flows:
+                if k >= n:
+                    valid = "0" if n == 1 else f"0..{n - 1}"
+                    raise ScenarioError("capture.flows", f"flow {k} out of range; the scenario has {n} "
+                                        f"flow{'s' if n != 1 else ''}: {valid}")
         # The simulator's own checks (e.g. algorithm parameter names), reported with the
         # index of the [[flows]] entry rather than of the expanded flow.
         try:
@@ -334,13 +385,16 @@ class Scenario(_Table):
         interval: Optional[str] = None,
         size: Union[str, int, None] = None,
         pacing: Optional[bool] = None,
+        pcap: Union[str, Sequence[str], None] = None,
+        pcap_flows: Union[str, Sequence[int], None] = None,
     ) -> "Scenario":
         """Build a scenario from command-line values, over ``base`` if given.
 
         Without a base the defaults are :data:`FLAG_DEFAULTS` (one Cubic flow over
         100 Mbit/s, 40 ms, 1 BDP, for 10 s). ``cca`` ("cubic,reno" or a list) replaces the
         flows with ``flows`` flows of each algorithm; without ``cca``, ``flows``, ``size``
-        and ``pacing`` apply to every ``[[flows]]`` entry of the base.
+        and ``pacing`` apply to every ``[[flows]]`` entry of the base. ``pcap`` ("sender,receiver")
+        and ``pcap_flows`` ("0,2") set the ``[capture]`` table's points and flows.
         """
         doc: dict[str, Any] = copy.deepcopy(dict(FLAG_DEFAULTS if base is None else
                                                  base.to_dict() if isinstance(base, Scenario) else base))
@@ -356,6 +410,20 @@ class Scenario(_Table):
         if cca is not None:
             names = [c.strip() for c in cca.split(",")] if isinstance(cca, str) else list(cca)
             doc["flows"] = [{"cca": name} for name in names if name]
+        if pcap is not None or pcap_flows is not None:
+            capture = doc.get("capture")
+            capture = dict(capture) if isinstance(capture, dict) else {}
+            if pcap is not None:
+                capture["points"] = _capture_points(pcap)
+            if pcap_flows is not None:
+                if isinstance(pcap_flows, str):
+                    try:
+                        capture["flows"] = [int(x) for x in pcap_flows.split(",") if x.strip()]
+                    except ValueError:
+                        raise ScenarioError("capture.flows", f"expected flow indices such as '0,2', got {pcap_flows!r}") from None
+                else:
+                    capture["flows"] = list(pcap_flows)
+            doc["capture"] = capture
         per_flow: list[tuple[str, object]] = [("count", flows), ("size", size), ("pacing", pacing)]
         entries = doc.get("flows")
         if isinstance(entries, list):
@@ -375,6 +443,7 @@ class Scenario(_Table):
             "link": self.link.to_dict(),
             "tcp": self.tcp.to_dict(),
             "flows": [f.to_dict() for f in self.flows],
+            **({} if self.capture is None else {"capture": self.capture.to_dict()}),
         }
 
     def effective_toml(self) -> str:
@@ -474,7 +543,8 @@ def _dotted(loc: Sequence[Union[str, int]]) -> str:
 def _table_for(loc: Sequence[Union[str, int]]) -> Optional[type[_Table]]:
     """The model whose keys live at ``loc`` (list indices ignored)."""
     path = tuple(p for p in loc if isinstance(p, str))
-    tables: dict[tuple[str, ...], type[_Table]] = {(): Scenario, ("link",): Link, ("tcp",): Tcp, ("flows",): Flow}
+    tables: dict[tuple[str, ...], type[_Table]] = {(): Scenario, ("link",): Link, ("tcp",): Tcp, ("flows",): Flow,
+                                                  ("capture",): Capture}
     return tables.get(path)
 
 
@@ -492,6 +562,9 @@ def _scenario_error(e: ValidationError) -> ScenarioError:
         if isinstance(cause, ScenarioError):
             return cause
         return ScenarioError(field, str(cause) if cause is not None else err["msg"])
+    if kind == "literal_error" and loc[:2] == ("capture", "points"):
+        return ScenarioError("capture.points", f"unknown capture point {err.get('input')!r}; allowed: "
+                             f"{', '.join(CAPTURE_POINTS)}")
     if kind == "extra_forbidden":
         model = _table_for(loc[:-1])
         allowed = f"; allowed keys: {', '.join(_keys(model))}" if model else ""
@@ -500,7 +573,7 @@ def _scenario_error(e: ValidationError) -> ScenarioError:
         return ScenarioError(field, "is required")
     if kind in ("model_type", "dict_type") and _table_for(loc) is not None:
         return ScenarioError(field, "must be a table")
-    expected = _EXPECTED.get(kind)
+    expected = "an array of tables ([[flows]])" if kind == "list_type" and loc == ("flows",) else _EXPECTED.get(kind)
     if expected is not None:
         return ScenarioError(field, f"must be {expected}, got {_toml_type(err.get('input'))}")
     return ScenarioError(field, err["msg"])
@@ -516,7 +589,7 @@ _EXPECTED = {
     "float_parsing": "a number",
     "string_type": "a string",
     "dict_type": "a table",
-    "list_type": "an array of tables ([[flows]])",
+    "list_type": "an array",
     "model_type": "a table",
 }
 
