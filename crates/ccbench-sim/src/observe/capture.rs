@@ -430,6 +430,51 @@ mod tests {
         assert_eq!(window_scale(u64::MAX), 14);
     }
 
+    fn flow(size: Option<u64>) -> FlowWire {
+        FlowWire {
+            src: [10, 1, 0, 1],
+            dst: [10, 2, 0, 1],
+            sport: SENDER_PORT,
+            dport: RECEIVER_PORT,
+            isn_s: u32::MAX - 1000,
+            isn_r: 7,
+            mss: 1000,
+            size,
+            total_segs: size.map_or(u64::MAX, |b| b.div_ceil(1000)),
+            rwnd: 6 << 20,
+            wscale: 7,
+            ecn: false,
+            access: Dur::ZERO,
+        }
+    }
+
+    fn be32(b: &[u8], at: usize) -> u32 {
+        u32::from_be_bytes(b[at..at + 4].try_into().unwrap())
+    }
+
+    #[test]
+    fn ack_numbers_sack_blocks_and_fin_in_bytes() {
+        let f = flow(Some(2500));
+        let (mut opts, mut buf) = (Vec::new(), Vec::new());
+        // A DSACK for segment 0 ahead of a SACK block for the last segment (with FIN).
+        let mut ack = Packet { ack: 1, rwnd: 6 << 20, n_sacks: 2, dsack: true, ts_val: 5, ts_ecr: 4, ..Default::default() };
+        ack.sacks[0] = (0, 1);
+        ack.sacks[1] = (2, 3);
+        let len = render(&f, Kind::Ack, &ack, Time(0), &mut opts, &mut buf);
+        assert_eq!(len, 52 + 4 + 16);
+        let isn1 = f.isn_s.wrapping_add(1);
+        assert_eq!(be32(&buf, 28), isn1.wrapping_add(1000)); // ack
+        assert_eq!(u16::from_be_bytes([buf[34], buf[35]]), (6 << 20 >> 7) as u16);
+        let sack = &buf[40 + 12 + 4..];
+        assert_eq!((be32(sack, 0), be32(sack, 4)), (isn1, isn1.wrapping_add(1000)));
+        assert_eq!((be32(sack, 8), be32(sack, 12)), (isn1.wrapping_add(2000), isn1.wrapping_add(2501)));
+        // The last segment: 500 bytes with FIN.
+        let data = Packet { seq: 2, payload: 500, wire_bytes: 552, ..Default::default() };
+        assert_eq!(render(&f, Kind::Data, &data, Time(0), &mut opts, &mut buf), 552);
+        assert_eq!(be32(&buf, 24), isn1.wrapping_add(2000));
+        assert_eq!(buf[33], pcap::ACK | pcap::FIN);
+    }
+
     #[test]
     fn addresses_are_distinct_per_flow() {
         assert_eq!(addresses(0), ([10, 1, 0, 1], [10, 2, 0, 1]));
