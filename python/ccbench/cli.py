@@ -248,6 +248,51 @@ def _print_validation(v: Any, results: list[Any], bench: list[Any]) -> None:
 
 
 @cli.command()
+@click.argument("capture", metavar="CAPTURE.pcap", required=False)
+@click.option("--flow", type=int, metavar="N", help="Only the N-th connection carrying data (0-based, in order of "
+              "its first packet).")
+@click.option("--port", type=int, metavar="P", help="Only connections with port P at either end.")
+@click.option("--side", type=click.Choice(["sender", "receiver"]), help="Where the capture was taken (default: "
+              "detected from timing).")
+@click.option("--interval", default="100ms", show_default=True, metavar="TIME", help="Time-series interval.")
+@click.option("--out", metavar="DIR", help="Write summary.json, flows.parquet, link.parquet, packets.parquet here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary JSON instead of tables.")
+@click.option("--plot", "make_plots", is_flag=True, help="With --out: also write the figures to DIR/plots.")
+def analyze(capture: Optional[str], flow: Optional[int], port: Optional[int], side: Optional[str], interval: str,
+            out: Optional[str], as_json: bool, make_plots: bool) -> None:
+    """Measure the TCP connections of a packet capture (pcap or pcapng) as a run:
+    goodput, throughput, retransmissions, RTT, duplicate ACKs, bytes in flight and the
+    receive window, written as a run directory that 'ccbench plot' draws."""
+    from .capture import analyze_file
+    from .result import summary_bytes
+    from .units import parse_duration
+
+    if capture is None:
+        raise ScenarioError("CAPTURE", "missing; give a pcap or pcapng file")
+    if make_plots and out is None:
+        raise ScenarioError("--plot", "needs --out DIR; the figures go to DIR/plots")
+    try:
+        interval_s = parse_duration(interval) / 1e9
+    except ValueError as e:
+        raise ScenarioError("--interval", str(e)) from None
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ScenarioError("--out", f"{out!r} exists and is not a directory")
+    run = analyze_file(capture, flow=flow, port=port, side=side, interval=interval_s)
+    if as_json:
+        sys.stdout.buffer.write(summary_bytes(run.summary))
+        sys.stdout.flush()
+    else:
+        from .report import render
+
+        render(run.summary)
+    if out is not None:
+        run.save(out)
+        click.echo(f"wrote {out}: summary.json, flows.parquet, link.parquet, packets.parquet", err=as_json)
+        if make_plots:
+            _write_plots(out, None, None, "png,svg", err=as_json)
+
+
+@cli.command()
 @click.argument("run_dir", metavar="RUN_DIR", required=False)
 @click.option("--flow", type=int, default=0, show_default=True, metavar="N", help="Index of the flow to plot.")
 @click.option("--out", metavar="DIR", help="Write the figures here (default RUN_DIR/plots).")
