@@ -60,6 +60,11 @@ def seq_figure(run: RunData, flow: int) -> Figure:
                              np.stack([t, d["end"].to_numpy(float) / MB], 1)], 1)
             ax.add_collection(LineCollection(segs, colors=color, linewidths=lw, label=label))
             ax.plot(t, d["end"].to_numpy(float) / MB, ls="none", marker="_", ms=3, color=color)
+    rd = data[data["retransmission"]]
+    if len(rd):
+        # On top of the ACK line, which otherwise hides them at this scale.
+        ax.plot(rd["time_s"].to_numpy(float), rd["seq"].to_numpy(float) / MB, ls="none", marker="x", ms=5,
+                mew=1.2, color=style.VERMILLION, zorder=5)
     if len(acks):
         t = acks["time_s"].to_numpy(float)
         ack = acks["ack"].to_numpy(float)
@@ -80,7 +85,7 @@ def seq_figure(run: RunData, flow: int) -> Figure:
         win_top = float(np.nanmax(np.concatenate([[0.0], (acks["ack"] + acks["rwnd_bytes"]).to_numpy(float)]))) / MB
         if win_top > top * 1.3:
             # A window far ahead of the data does not limit it: keep the data readable.
-            ax.set_ylim(top=top * 1.05)
+            ax.set_ylim(bottom=0, top=top * 1.05)
             ax.text(0.995, 0.02, f"receive window's edge above the scale (up to {win_top:.4g} MB)",
                     transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="#555555")
     ax.set_xlabel("time (s)")
