@@ -89,7 +89,8 @@ class AnalyzedRun:
 def _samples(end: float, interval: float) -> np.ndarray:
     """Sample instants: every interval, and the end (as a run takes a last sample)."""
     n = int(math.floor(end / interval + 1e-9))
-    times = [interval * k for k in range(1, n + 1)]
+    step_ns = round(interval * 1e9)  # as a run's sample times: whole nanoseconds, divided once
+    times = [k * step_ns / 1e9 for k in range(1, n + 1)]
     if not times or end > times[-1] + 1e-9:
         times.append(end)
     return np.asarray(times, dtype=float)
