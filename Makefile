@@ -10,14 +10,16 @@ SCRIPTS := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("scr
 
 # The kernel engine's tests (run as root) need iproute2's `ip`; install it only if missing.
 KERNEL_TEST_PACKAGES := iproute2
+# The capture tests read pcap files with tshark and import real iperf3 reports.
+CAPTURE_TEST_PACKAGES := tshark iperf3
 
-.PHONY: example test kernel-test-deps
+.PHONY: example test kernel-test-deps capture-test-deps
 
 example:
 	$(PIP) .
 	$(SCRIPTS)/ccbench run scenarios/example.toml
 
-test: kernel-test-deps
+test: kernel-test-deps capture-test-deps
 	$(PIP) -e '.[test]'
 	cargo test --workspace --release
 	$(PYTHON) -m pytest -q
@@ -27,4 +29,15 @@ kernel-test-deps:
 		echo "installing $(KERNEL_TEST_PACKAGES) for the kernel engine's tests"; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(KERNEL_TEST_PACKAGES) >/dev/null; \
+	fi
+
+# Only as root, only what is missing. wireshark-common asks whether non-root users may
+# capture; answer no beforehand so that the install never waits for input.
+capture-test-deps:
+	@missing=""; for cmd in $(CAPTURE_TEST_PACKAGES); do command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$cmd"; done; \
+	if [ "$$(id -u)" = 0 ] && [ -n "$$missing" ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing$$missing for the capture tests"; \
+		echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi

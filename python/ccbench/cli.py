@@ -292,6 +292,38 @@ def analyze(capture: Optional[str], flow: Optional[int], port: Optional[int], si
             _write_plots(out, None, None, "png,svg", err=as_json)
 
 
+@cli.command("import-iperf3")
+@click.argument("report", metavar="FILE.json", required=False)
+@click.option("--out", metavar="DIR", help="Write summary.json, flows.parquet, link.parquet here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary JSON instead of tables.")
+@click.option("--plot", "make_plots", is_flag=True, help="With --out: also write the figures to DIR/plots.")
+def import_iperf3(report: Optional[str], out: Optional[str], as_json: bool, make_plots: bool) -> None:
+    """Turn an 'iperf3 -J' report (also --reverse, -P N) into a run directory:
+    throughput, retransmissions, snd_cwnd, RTT, rttvar and PMTU per interval."""
+    from .importers.iperf3 import import_file
+    from .result import summary_bytes
+
+    if report is None:
+        raise ScenarioError("FILE", "missing; give the JSON output of 'iperf3 -J'")
+    if make_plots and out is None:
+        raise ScenarioError("--plot", "needs --out DIR; the figures go to DIR/plots")
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ScenarioError("--out", f"{out!r} exists and is not a directory")
+    run = import_file(report)
+    if as_json:
+        sys.stdout.buffer.write(summary_bytes(run.summary))
+        sys.stdout.flush()
+    else:
+        from .report import render
+
+        render(run.summary)
+    if out is not None:
+        run.save(out)
+        click.echo(f"wrote {out}: summary.json, flows.parquet, link.parquet", err=as_json)
+        if make_plots:
+            _write_plots(out, None, None, "png,svg", err=as_json)
+
+
 @cli.command()
 @click.argument("run_dir", metavar="RUN_DIR", required=False)
 @click.option("--flow", type=int, default=0, show_default=True, metavar="N", help="Index of the flow to plot.")
