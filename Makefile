@@ -12,14 +12,16 @@ SCRIPTS := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("scr
 KERNEL_TEST_PACKAGES := iproute2
 # The HTML report's test opens the page in headless Chromium through chromedriver.
 REPORT_TEST_PACKAGES := chromium chromium-driver
+# The capture tests read pcap files with tshark and import real iperf3 reports.
+CAPTURE_TEST_PACKAGES := tshark iperf3
 
-.PHONY: example test kernel-test-deps report-test-deps
+.PHONY: example test kernel-test-deps report-test-deps capture-test-deps
 
 example:
 	$(PIP) .
 	$(SCRIPTS)/ccbench run scenarios/example.toml
 
-test: kernel-test-deps report-test-deps
+test: kernel-test-deps report-test-deps capture-test-deps
 	$(PIP) -e '.[test]'
 	cargo test --workspace --release
 	$(PYTHON) -m pytest -q
@@ -38,4 +40,15 @@ report-test-deps:
 		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
 		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(REPORT_TEST_PACKAGES) >/dev/null; } \
 		|| echo "could not install $(REPORT_TEST_PACKAGES); the browser test will be skipped"; \
+	fi
+
+# Only as root, only what is missing. wireshark-common asks whether non-root users may
+# capture; answer no beforehand so that the install never waits for input.
+capture-test-deps:
+	@missing=""; for cmd in $(CAPTURE_TEST_PACKAGES); do command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$cmd"; done; \
+	if [ "$$(id -u)" = 0 ] && [ -n "$$missing" ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing$$missing for the capture tests"; \
+		echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi

@@ -4,8 +4,10 @@ from ccbench.errors import ScenarioError as ScenarioError
 
 Column = list[float] | list[int]
 
-def run(scenario_json: str) -> tuple[str, dict[str, Column], dict[str, Column]]:
-    """Run a scenario given as the simulator's JSON.
+def run(scenario_json: str, capture_json: str | None = None) -> tuple[str, dict[str, Column], dict[str, Column]]:
+    """Run a scenario given as the simulator's JSON; with ``capture_json``
+    (``{"points": [...], "flows": [...] | null, "dir": "..."}``) also write
+    ``dir/capture-<point>.pcap``.
 
     Returns (summary JSON, flows table, link table); tables map column names to equally
     long lists (floats, or ints for u32 columns). The GIL is released while running.

@@ -70,6 +70,9 @@ def cli() -> None:
 @click.option("--plot", "make_plots", is_flag=True, help="With --out: also write figures of every flow to DIR/plots.")
 @click.option("--engine", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
               help="sim: the simulator; kernel: the real Linux stack in network namespaces (root).")
+@click.option("--pcap", metavar="POINT[,POINT]", help="Capture packets to DIR/capture-<point>.pcap at: sender, "
+              "bottleneck-in, bottleneck-out, receiver (needs --out DIR or [capture] dir).")
+@click.option("--pcap-flows", metavar="N[,N]", help="Capture only these flows (0-based; default every flow).")
 def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str, **flags: Any) -> None:
     """Run a scenario file, or a scenario built from flags.
 
@@ -95,7 +98,7 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
 
         sc = from_flags(base=base, **flags)
         kernel_engine.check(sc)
-        run_engine: Callable[[Scenario], Any] = kernel_engine.run
+        run_engine: Callable[..., Any] = kernel_engine.run
         status = "running on the kernel…"
     else:
         from .engines.sim import run as run_sim
@@ -104,8 +107,17 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
         run_engine, status = run_sim, "simulating…"
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")
+    if sc.capture is not None:
+        from .engines.sim import capture_dir
 
-    result = _with_status(lambda: run_engine(sc), quiet=as_json, text=status)
+        try:
+            capture_dir(sc, out)
+        except ScenarioError as e:
+            if flags["pcap"] is not None:
+                raise ScenarioError("--pcap", "needs --out DIR; the captures go to DIR/capture-<point>.pcap") from None
+            raise e
+
+    result = _with_status(lambda: run_engine(sc, capture_to=out), quiet=as_json, text=status)
 
     if as_json:
         sys.stdout.buffer.write(summary_bytes(result.summary))
@@ -128,6 +140,12 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
             click.echo(line, err=as_json)
         if make_plots:
             _write_plots(out, None, None, "png,svg", err=as_json)
+    if sc.capture is not None:
+        from .engines.sim import capture_dir
+
+        where = Path(capture_dir(sc, out) or ".")
+        names = ", ".join(f"capture-{p}.pcap" for p in sc.capture.points)
+        click.echo(f"wrote {where}: {names}", err=as_json)
 
 
 SIMULATOR_ONLY_FLAGS = ("cpu", "cpu_share", "cpu_slice", "cpu_trace", "pacing_stride", "fixed_cwnd",
@@ -248,6 +266,83 @@ def _print_validation(v: Any, results: list[Any], bench: list[Any]) -> None:
             b.add_row(p.rate, ratio + (" (short)" if p.flag_short else ""), f"{p.lateness_p50_us:.0f}",
                       f"{p.lateness_p99_us:.0f}")
         console.print(b)
+
+
+@cli.command()
+@click.argument("capture", metavar="CAPTURE.pcap", required=False)
+@click.option("--flow", type=int, metavar="N", help="Only the N-th connection carrying data (0-based, in order of "
+              "its first packet).")
+@click.option("--port", type=int, metavar="P", help="Only connections with port P at either end.")
+@click.option("--side", type=click.Choice(["sender", "receiver"]), help="Where the capture was taken (default: "
+              "detected from timing).")
+@click.option("--interval", default="100ms", show_default=True, metavar="TIME", help="Time-series interval.")
+@click.option("--out", metavar="DIR", help="Write summary.json, flows.parquet, link.parquet, packets.parquet here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary JSON instead of tables.")
+@click.option("--plot", "make_plots", is_flag=True, help="With --out: also write the figures to DIR/plots.")
+def analyze(capture: Optional[str], flow: Optional[int], port: Optional[int], side: Optional[str], interval: str,
+            out: Optional[str], as_json: bool, make_plots: bool) -> None:
+    """Measure the TCP connections of a packet capture (pcap or pcapng) as a run:
+    goodput, throughput, retransmissions, RTT, duplicate ACKs, bytes in flight and the
+    receive window, written as a run directory that 'ccbench plot' draws."""
+    from .capture import analyze_file
+    from .result import summary_bytes
+    from .units import parse_duration
+
+    if capture is None:
+        raise ScenarioError("CAPTURE", "missing; give a pcap or pcapng file")
+    if make_plots and out is None:
+        raise ScenarioError("--plot", "needs --out DIR; the figures go to DIR/plots")
+    try:
+        interval_s = parse_duration(interval) / 1e9
+    except ValueError as e:
+        raise ScenarioError("--interval", str(e)) from None
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ScenarioError("--out", f"{out!r} exists and is not a directory")
+    run = analyze_file(capture, flow=flow, port=port, side=side, interval=interval_s)
+    if as_json:
+        sys.stdout.buffer.write(summary_bytes(run.summary))
+        sys.stdout.flush()
+    else:
+        from .report import render
+
+        render(run.summary)
+    if out is not None:
+        run.save(out)
+        click.echo(f"wrote {out}: summary.json, flows.parquet, link.parquet, packets.parquet", err=as_json)
+        if make_plots:
+            _write_plots(out, None, None, "png,svg", err=as_json)
+
+
+@cli.command("import-iperf3")
+@click.argument("report", metavar="FILE.json", required=False)
+@click.option("--out", metavar="DIR", help="Write summary.json, flows.parquet, link.parquet here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary JSON instead of tables.")
+@click.option("--plot", "make_plots", is_flag=True, help="With --out: also write the figures to DIR/plots.")
+def import_iperf3(report: Optional[str], out: Optional[str], as_json: bool, make_plots: bool) -> None:
+    """Turn an 'iperf3 -J' report (also --reverse, -P N) into a run directory:
+    throughput, retransmissions, snd_cwnd, RTT, rttvar and PMTU per interval."""
+    from .importers.iperf3 import import_file
+    from .result import summary_bytes
+
+    if report is None:
+        raise ScenarioError("FILE", "missing; give the JSON output of 'iperf3 -J'")
+    if make_plots and out is None:
+        raise ScenarioError("--plot", "needs --out DIR; the figures go to DIR/plots")
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ScenarioError("--out", f"{out!r} exists and is not a directory")
+    run = import_file(report)
+    if as_json:
+        sys.stdout.buffer.write(summary_bytes(run.summary))
+        sys.stdout.flush()
+    else:
+        from .report import render
+
+        render(run.summary)
+    if out is not None:
+        run.save(out)
+        click.echo(f"wrote {out}: summary.json, flows.parquet, link.parquet", err=as_json)
+        if make_plots:
+            _write_plots(out, None, None, "png,svg", err=as_json)
 
 
 @cli.command()

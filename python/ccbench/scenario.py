@@ -254,6 +254,49 @@ class Flow(_Table):
 
 
 
+CAPTURE_POINTS = ("sender", "bottleneck-in", "bottleneck-out", "receiver")
+CapturePoint = Literal["sender", "bottleneck-in", "bottleneck-out", "receiver"]
+
+
+class Capture(_Table):
+    """``[capture]``: pcap files of chosen flows at chosen points of the path. It does not
+    change the experiment, so it is not part of ``scenario_hash``."""
+
+    points: list[CapturePoint]
+    flows: Optional[list[int]] = None
+    dir: Optional[str] = None
+
+    @field_validator("points")
+    @classmethod
+    def _some_points(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError(f"name at least one of {', '.join(CAPTURE_POINTS)}")
+        return sorted(set(v), key=CAPTURE_POINTS.index)
+
+    @field_validator("flows")
+    @classmethod
+    def _flow_list(cls, v: Optional[list[int]]) -> Optional[list[int]]:
+        if v is not None:
+            if not v:
+                raise ValueError("name at least one flow index, or leave flows out for every flow")
+            if any(i < 0 for i in v):
+                raise ValueError("flow indices start at 0")
+            v = sorted(set(v))
+        return v
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"points": list(self.points), "flows": None if self.flows is None else list(self.flows),
+                "dir": self.dir}
+
+    def to_core(self, directory: Union[str, os.PathLike[str]]) -> dict[str, Any]:
+        return {"points": list(self.points), "flows": self.flows, "dir": os.fspath(directory)}
+
+
+def _capture_points(text: Union[str, Sequence[str]]) -> list[str]:
+    items = [p.strip().lower() for p in (text.split(",") if isinstance(text, str) else text)]
+    return [p for p in items if p]
+
+
 def _without_none(value: Any) -> Any:
     """TOML has no null: unset optional values are left out."""
     if isinstance(value, dict):
@@ -273,6 +316,7 @@ class Scenario(_Table):
     tcp: Tcp = Field(default_factory=lambda: Tcp.model_validate({}))
     host: Optional[Host] = None
     flows: list[Flow]
+    capture: Optional[Capture] = None
 
     @field_validator("duration_ns")
     @classmethod
@@ -305,6 +349,13 @@ class Scenario(_Table):
                 )
             if flow.rwnd_bytes < self.tcp.mss:
                 raise ScenarioError(f"flows[{i}].rwnd", f"must be at least one MSS ({self.tcp.mss} bytes)")
+        if self.capture is not None and self.capture.flows is not None:
+            n = self.flow_count
+            for k in self.capture.flows:
+                if k >= n:
+                    valid = "0" if n == 1 else f"0..{n - 1}"
+                    raise ScenarioError("capture.flows", f"flow {k} out of range; the scenario has {n} "
+                                        f"flow{'s' if n != 1 else ''}: {valid}")
         # The simulator's own checks (e.g. algorithm parameter names), reported with the
         # index of the [[flows]] entry rather than of the expanded flow.
         try:
@@ -374,6 +425,8 @@ class Scenario(_Table):
         freeze_cc: Optional[bool] = None,
         bbr_inflight_deficit: Optional[bool] = None,
         tso_rtt_log: Optional[int] = None,
+        pcap: Union[str, Sequence[str], None] = None,
+        pcap_flows: Union[str, Sequence[int], None] = None,
     ) -> "Scenario":
         """Build a scenario from command-line values, over ``base`` if given.
 
@@ -383,7 +436,8 @@ class Scenario(_Table):
         and ``pacing`` apply to every ``[[flows]]`` entry of the base, as do the phone
         study's knobs (``pacing_stride``, ``fixed_cwnd``, ``fixed_pacing_rate``,
         ``freeze_cc``); ``bbr_inflight_deficit`` turns the 2BRobust patch on for every
-        BBR flow. ``cpu*`` set the ``[host]`` table.
+        BBR flow. ``cpu*`` set the ``[host]`` table. ``pcap`` ("sender,receiver") and
+        ``pcap_flows`` ("0,2") set the ``[capture]`` table's points and flows.
         """
         doc: dict[str, Any] = copy.deepcopy(dict(FLAG_DEFAULTS if base is None else
                                                  base.to_dict() if isinstance(base, Scenario) else base))
@@ -399,6 +453,20 @@ class Scenario(_Table):
         if cca is not None:
             names = [c.strip() for c in cca.split(",")] if isinstance(cca, str) else list(cca)
             doc["flows"] = [{"cca": name} for name in names if name]
+        if pcap is not None or pcap_flows is not None:
+            capture = doc.get("capture")
+            capture = dict(capture) if isinstance(capture, dict) else {}
+            if pcap is not None:
+                capture["points"] = _capture_points(pcap)
+            if pcap_flows is not None:
+                if isinstance(pcap_flows, str):
+                    try:
+                        capture["flows"] = [int(x) for x in pcap_flows.split(",") if x.strip()]
+                    except ValueError:
+                        raise ScenarioError("capture.flows", f"expected flow indices such as '0,2', got {pcap_flows!r}") from None
+                else:
+                    capture["flows"] = list(pcap_flows)
+            doc["capture"] = capture
         per_flow: list[tuple[str, object]] = [
             ("count", flows), ("size", size), ("pacing", pacing), ("rwnd", rwnd), ("pacing_stride", pacing_stride),
             ("fixed_cwnd", fixed_cwnd), ("fixed_pacing_rate", fixed_pacing_rate), ("freeze_cc", freeze_cc),
@@ -439,6 +507,7 @@ class Scenario(_Table):
             "tcp": self.tcp.to_dict(),
             **({} if self.host is None else {"host": self.host.to_dict()}),
             "flows": [f.to_dict() for f in self.flows],
+            **({} if self.capture is None else {"capture": self.capture.to_dict()}),
         }
 
     def effective_toml(self) -> str:
@@ -543,6 +612,7 @@ def _table_for(loc: Sequence[Union[str, int]]) -> Optional[type[BaseModel]]:
     path = tuple(p for p in loc if isinstance(p, str))
     tables: dict[tuple[str, ...], type[BaseModel]] = {
         (): Scenario, ("link",): Link, ("tcp",): Tcp, ("flows",): Flow, ("host",): Host, ("host", "cost"): HostCost,
+        ("capture",): Capture,
     }
     return tables.get(path)
 
@@ -561,6 +631,9 @@ def _scenario_error(e: ValidationError) -> ScenarioError:
         if isinstance(cause, ScenarioError):
             return cause
         return ScenarioError(field, str(cause) if cause is not None else err["msg"])
+    if kind == "literal_error" and loc[:2] == ("capture", "points"):
+        return ScenarioError("capture.points", f"unknown capture point {err.get('input')!r}; allowed: "
+                             f"{', '.join(CAPTURE_POINTS)}")
     if kind == "extra_forbidden":
         model = _table_for(loc[:-1])
         allowed = f"; allowed keys: {', '.join(_keys(model))}" if model else ""
@@ -569,7 +642,7 @@ def _scenario_error(e: ValidationError) -> ScenarioError:
         return ScenarioError(field, "is required")
     if kind in ("model_type", "dict_type") and _table_for(loc) is not None:
         return ScenarioError(field, "must be a table")
-    expected = _EXPECTED.get(kind)
+    expected = "an array of tables ([[flows]])" if kind == "list_type" and loc == ("flows",) else _EXPECTED.get(kind)
     if expected is not None:
         return ScenarioError(field, f"must be {expected}, got {_toml_type(err.get('input'))}")
     return ScenarioError(field, err["msg"])
@@ -585,7 +658,7 @@ _EXPECTED = {
     "float_parsing": "a number",
     "string_type": "a string",
     "dict_type": "a table",
-    "list_type": "an array of tables ([[flows]])",
+    "list_type": "an array",
     "model_type": "a table",
 }
 

@@ -3,6 +3,7 @@
 
 use ccbench_sim::config::{BufferLimit, Scenario};
 use ccbench_sim::net::bottleneck::QueueLimit;
+use ccbench_sim::observe::capture::CaptureSpec;
 use serde::Deserialize;
 
 #[derive(Clone, Debug, Deserialize)]
@@ -24,6 +25,9 @@ pub struct EmuConfig {
     /// the TCP stacks on a small machine can delay its wake-ups by milliseconds.
     #[serde(default)]
     pub realtime_priority: u8,
+    /// Write pcap files of the flows' packets (the simulator's capture points).
+    #[serde(default)]
+    pub capture: Option<CaptureSpec>,
 }
 
 impl EmuConfig {

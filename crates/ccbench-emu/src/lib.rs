@@ -7,6 +7,7 @@
 //! the path ([`link`]) is sans-IO and tested with explicit times; [`realtime`] owns
 //! the clock, the devices and the control channel.
 
+pub mod capture;
 pub mod config;
 pub mod link;
 pub mod realtime;

@@ -18,12 +18,14 @@
 //! ACKs and FINs never meet it. Packets that belong to no configured flow (no TCP, or
 //! an unknown port) use an extra lane with the link's base delays.
 
+use crate::capture::EmuCapture;
 use crate::config::EmuConfig;
 use crate::report::{stats, FlowReport, LinkReport, Report, SelfCheck, SeriesReport, SHORT_RATIO};
 use crate::rtt::RttSampler;
 use crate::wire::{self, TCP_ACK};
 use ccbench_sim::net::bottleneck::{Admit, LinkCounters};
 use ccbench_sim::net::{Bottleneck, Packet, Pipe};
+use ccbench_sim::observe::capture::Point;
 use ccbench_sim::observe::histogram::Histogram;
 use ccbench_sim::sim::rng::{self, Rng};
 use ccbench_sim::time::{Dur, Time};
@@ -92,6 +94,9 @@ impl Slab {
             slot.1 = chained;
         }
     }
+    fn get(&self, id: u64) -> &[u8] {
+        self.slots[id as usize].as_ref().map_or(&[], |(b, _)| b)
+    }
     fn mark_ce(&mut self, id: u64) {
         if let Some((bytes, _)) = self.slots[id as usize].as_mut() {
             if wire::ecn(bytes) != 3 {
@@ -157,6 +162,8 @@ pub struct Link {
     m: Measure,
     /// Frozen at the end of the window.
     snapshot: Option<Report>,
+    one_way: Dur,
+    capture: Option<EmuCapture>,
 }
 
 impl Link {
@@ -194,7 +201,28 @@ impl Link {
             rtt: (0..flows).map(|_| RttSampler::default()).collect(),
             m: Measure { interval: Dur(s.sample_interval_ns), ..Measure::default() },
             snapshot: None,
+            one_way,
+            capture: None,
         }
+    }
+
+    /// Capture packets (`cfg.capture`), stamping them `epoch_ns` + emulator time.
+    pub fn with_capture(mut self, capture: EmuCapture) -> Link {
+        self.capture = Some(capture);
+        self
+    }
+
+    fn cap(&mut self, point: Point, t: Time, flow: usize, bytes: &[u8]) {
+        if let Some(c) = self.capture.as_mut() {
+            if flow < self.flows {
+                c.record(point, t, flow, bytes);
+            }
+        }
+    }
+
+    /// Close the capture files; the first error writing them, if any.
+    pub fn finish_capture(&mut self) -> Option<String> {
+        self.capture.as_mut().and_then(|c| c.finish())
     }
 
     fn schedule(&mut self, t: Time, ev: Ev) {
@@ -239,6 +267,7 @@ impl Link {
                         self.counters[flow].data_in += 1;
                     }
                 }
+                self.cap(Point::Sender, now, flow, &bytes);
                 let ecn = wire::ecn(&bytes);
                 let pkt = Packet {
                     flow: flow as u32,
@@ -255,6 +284,10 @@ impl Link {
             }
             Side::Receiver => {
                 let flow = tcp.and_then(|t| self.cfg.flow_of_port(t.src_port)).unwrap_or(self.flows);
+                self.cap(Point::Receiver, now, flow, &bytes);
+                let router = now + self.one_way;
+                self.cap(Point::BottleneckIn, router, flow, &bytes);
+                self.cap(Point::BottleneckOut, router, flow, &bytes);
                 let pkt = Packet { flow: flow as u32, wire_bytes, seq: self.slab.insert(bytes), ..Packet::default() };
                 if let (_, Some(t)) = self.reverse[flow].push(now, pkt) {
                     self.schedule(t, Ev::ReverseExit(flow));
@@ -275,6 +308,9 @@ impl Link {
                 return Some(d);
             }
         }
+        if let Some(c) = self.capture.as_mut() {
+            c.flush(now);
+        }
         None
     }
 
@@ -294,6 +330,10 @@ impl Link {
                 if pkt.ce {
                     self.slab.mark_ce(pkt.seq);
                 }
+                if self.capture.is_some() {
+                    let bytes = self.slab.get(pkt.seq).to_vec();
+                    self.cap(Point::BottleneckOut, t, pkt.flow as usize, &bytes);
+                }
                 self.on_wire_chained = next.is_some();
                 if let Some(n) = next {
                     self.schedule(n, Ev::TxDone);
@@ -312,6 +352,7 @@ impl Link {
                     self.schedule(n, Ev::ForwardExit);
                 }
                 let (bytes, chained) = self.slab.take(pkt.seq);
+                self.cap(Point::Receiver, t, pkt.flow as usize, &bytes);
                 Some(Delivery { to: Side::Receiver, due: t, chained, bytes })
             }
             Ev::ReverseExit(f) => {
@@ -320,6 +361,7 @@ impl Link {
                     self.schedule(n, Ev::ReverseExit(f));
                 }
                 let (bytes, _) = self.slab.take(pkt.seq);
+                self.cap(Point::Sender, t, f, &bytes);
                 if f < self.flows {
                     if let Some(tcp) = wire::parse_tcp(&bytes).filter(|t| t.has(TCP_ACK)) {
                         self.rtt[f].on_ack(t, tcp.ack, self.m.active);
@@ -352,6 +394,10 @@ impl Link {
 
     fn offer(&mut self, t: Time, pkt: Packet) {
         let flow = pkt.flow as usize;
+        if self.capture.is_some() {
+            let bytes = self.slab.get(pkt.seq).to_vec();
+            self.cap(Point::BottleneckIn, t, flow, &bytes);
+        }
         if pkt.payload > 0 && self.loss > 0.0 && self.loss_rng.gen::<f64>() < self.loss {
             self.slab.take(pkt.seq);
             if self.m.active {
@@ -501,6 +547,7 @@ impl Link {
                 write_errors: self.m.write_errors,
                 realtime_priority: false,
             },
+            capture_error: None,
         }
     }
 }
@@ -710,5 +757,44 @@ mod tests {
         assert!((r.measured_s - 0.3).abs() < 1e-9);
         // Departures at 401 ms + k ms + 1.2 µs: k = 99..=199 fall in the window.
         assert_eq!(r.flows[0].payload_out_bytes, 101 * 1448);
+    }
+
+    #[test]
+    fn captures_each_point_in_time_order_with_headers_only() {
+        use ccbench_sim::observe::capture::CaptureSpec;
+        let dir = std::env::temp_dir().join(format!("ccbench-emu-capture-{}", std::process::id()));
+        let spec = CaptureSpec { points: Point::ALL.to_vec(), flows: None, dir: dir.clone() };
+        let mut link = one_flow("12000000", r#"{"packets": 100}"#, 0.0).with_capture(EmuCapture::open(&spec, 0).unwrap());
+        link.begin(Time(0), Time(1000 * MS));
+        for k in 0..3 {
+            link.arrive(Time(0), Side::Sender, data(k * 1448));
+        }
+        drain(&mut link, Time(20 * MS));
+        link.arrive(Time(20 * MS), Side::Receiver, build_tcp(PORT, 40000, 1, 3 * 1448, TCP_ACK, 0));
+        drain(&mut link, Time(100 * MS));
+        assert_eq!(link.finish_capture(), None);
+        let read = |p: Point| {
+            let b = std::fs::read(p.file_in(&dir)).unwrap();
+            let mut out = Vec::new();
+            let mut at = 24;
+            while at < b.len() {
+                let word = |o: usize| u32::from_le_bytes(b[at + o..at + o + 4].try_into().unwrap()) as u64;
+                out.push((word(0) * 1_000_000_000 + word(4), word(8), word(12)));
+                at += 16 + word(8) as usize;
+            }
+            out
+        };
+        for p in Point::ALL {
+            let recs = read(p);
+            assert_eq!(recs.len(), 4, "{p:?}");
+            assert!(recs.windows(2).all(|w| w[0].0 <= w[1].0), "{p:?} {recs:?}");
+            assert_eq!((recs[0].1, recs[0].2), (52, 1500));
+        }
+        // The ACK passes the router one way (10 ms) after the receiver sent it; with no
+        // access delay it reaches the sender then too.
+        assert_eq!(read(Point::Receiver)[3].0, 20 * MS);
+        assert_eq!(read(Point::BottleneckIn)[3].0, 30 * MS);
+        assert_eq!(read(Point::Sender)[3].0, 30 * MS);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -156,6 +156,15 @@ pub fn serve(config_json: &str, control_fd: RawFd, out_fd: RawFd) -> Result<(), 
     set_nonblocking(control_fd).map_err(|e| format!("control channel: {e}"))?;
     let mut control = Control { fd: control_fd, pending: Vec::new() };
     let mut link = Link::new(&cfg);
+    if let Some(spec) = &cfg.capture {
+        // Capture time stamps: the wall clock at the emulator's time zero, plus its time.
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime writes the timespec we pass.
+        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+        let wall = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+        let epoch = wall.saturating_sub(clock.now().ns());
+        link = link.with_capture(crate::capture::EmuCapture::open(spec, epoch)?);
+    }
     let deadline = Time(cfg.max_runtime_ns);
     write_all(out_fd, "ready\n").map_err(|e| format!("output: {e}"))?;
 
@@ -205,6 +214,7 @@ pub fn serve(config_json: &str, control_fd: RawFd, out_fd: RawFd) -> Result<(), 
     }
     let mut report = link.finish(clock.now());
     report.check.realtime_priority = realtime;
+    report.capture_error = link.finish_capture();
     let json = serde_json::to_string(&report).map_err(|e| format!("report: {e}"))?;
     write_all(out_fd, &format!("report {json}\n")).map_err(|e| format!("output: {e}"))?;
     Ok(())

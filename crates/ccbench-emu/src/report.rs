@@ -16,6 +16,9 @@ pub struct Report {
     pub flows: Vec<FlowReport>,
     pub series: SeriesReport,
     pub check: SelfCheck,
+    /// The first error writing the packet capture, if one was asked for and failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_error: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]

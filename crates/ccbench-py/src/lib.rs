@@ -37,13 +37,25 @@ fn table_to_dict<'py>(py: Python<'py>, table: &Table) -> PyResult<Bound<'py, PyD
 }
 
 /// Run a scenario given as JSON. Returns (summary JSON, flows table, link table).
+/// With `capture_json` (`ccbench_sim::observe::capture::CaptureSpec`), also write pcap
+/// files of the chosen flows at the chosen points.
 #[pyfunction]
+#[pyo3(signature = (scenario_json, capture_json=None))]
 fn run<'py>(
     py: Python<'py>,
     scenario_json: String,
+    capture_json: Option<String>,
 ) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let output = py
-        .detach(move || ccbench_sim::run_json(&scenario_json))
+        .detach(move || match capture_json {
+            None => ccbench_sim::run_json(&scenario_json),
+            Some(c) => {
+                let scenario = ccbench_sim::Scenario::from_json(&scenario_json)?;
+                let spec = serde_json::from_str(&c)
+                    .map_err(|e| ConfigError { field: "capture".into(), message: e.to_string() })?;
+                ccbench_sim::run_with_capture(&scenario, &spec)
+            }
+        })
         .map_err(|e| scenario_error(py, e))?;
     let summary = serde_json::to_string(&output.summary)
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("summary serialisation: {e}")))?;

@@ -33,6 +33,12 @@ pub fn run(scenario: &Scenario) -> Result<RunOutput, ConfigError> {
     Ok(sim::world::World::new(scenario)?.run())
 }
 
+/// Run a validated scenario, capturing packets to pcap files as `spec` says.
+pub fn run_with_capture(scenario: &Scenario, spec: &observe::capture::CaptureSpec) -> Result<RunOutput, ConfigError> {
+    scenario.validate()?;
+    sim::world::World::new(scenario)?.with_capture(spec)?.run_captured()
+}
+
 /// Run while checking the simulator's invariants every `every` events (property tests).
 pub fn run_audited(scenario: &Scenario, every: u64) -> Result<RunOutput, String> {
     scenario.validate().map_err(|e| e.to_string())?;

@@ -18,6 +18,7 @@ from ..kernel.scenario import load
 from ..kernel.session import run_plan
 from ..result import Result, table_frame
 from ..scenario import Scenario
+from .sim import capture_dir
 
 ScenarioLike = Union[Scenario, Mapping[str, Any], str, "os.PathLike[str]"]
 
@@ -30,16 +31,20 @@ def check(scenario: ScenarioLike) -> Scenario:
     return make_plan(sc, host.facts()).scenario
 
 
-def run(scenario: ScenarioLike) -> Result:
+def run(scenario: ScenarioLike, capture_to: Union[str, "os.PathLike[str]", None] = None) -> Result:
     """Run a scenario on the kernel and return a Result in the simulator's schema.
 
-    Raises KernelEngineError (a ScenarioError) when the run cannot be done here, and
-    KernelRunError when it fails while running; either way nothing it created remains.
+    With a ``[capture]`` table the emulator writes pcap files of the real packets to its
+    ``dir`` or, without one, to ``capture_to``. Raises KernelEngineError (a
+    ScenarioError) when the run cannot be done here, and KernelRunError when it fails
+    while running; either way nothing it created remains.
     """
     sc = load(scenario)
     host.require_root()
     facts = host.facts()
     plan = make_plan(sc, facts)
-    raw = run_plan(plan)
+    where = capture_dir(sc, capture_to)
+    capture = None if where is None or sc.capture is None else sc.capture.to_core(os.path.abspath(where))
+    raw = run_plan(plan, capture)
     summary, flows, link = assemble(plan, raw, facts)
     return Result(summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=plan.scenario)

@@ -164,8 +164,10 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
     return Plan(sc, flows, tcp.mss + HEADER_BYTES, route, sender, receiver, notes)
 
 
-def emulator_config(plan: Plan, tun_sender: str, tun_receiver: str, max_runtime_ns: int) -> dict[str, Any]:
+def emulator_config(plan: Plan, tun_sender: str, tun_receiver: str, max_runtime_ns: int,
+                    capture: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     return {
+        "capture": capture,
         "scenario": plan.scenario.to_core(),
         "tun_sender": tun_sender,
         "tun_receiver": tun_receiver,

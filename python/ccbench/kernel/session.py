@@ -259,21 +259,23 @@ def _attach(ns: str, dev: str, mtu: int, local: str, peer: str, commands: list[s
     _ip("-n", ns, "-batch", "-", stdin="\n".join(cmds) + "\n")
 
 
-def run_plan(plan: Plan) -> RawRun:
-    """Run ``plan`` on the kernel. Removes everything it created before returning or
-    raising (KernelRunError, KeyboardInterrupt)."""
+def run_plan(plan: Plan, capture: Optional[dict[str, Any]] = None) -> RawRun:
+    """Run ``plan`` on the kernel; with ``capture`` (points, flows, dir) the emulator
+    writes pcap files. Removes everything it created before returning or raising
+    (KernelRunError, KeyboardInterrupt)."""
     removed = cleanup_stale()
     st = RunState.create()
     children = _Children(st)
     try:
         with _signals_interrupt():
-            return _run(plan, st, children, removed)
+            return _run(plan, st, children, removed, capture)
     finally:
         children.stop_all()
         remove_run(st)
 
 
-def _run(plan: Plan, st: RunState, children: _Children, removed: list[str]) -> RawRun:
+def _run(plan: Plan, st: RunState, children: _Children, removed: list[str],
+         capture: Optional[dict[str, Any]] = None) -> RawRun:
     names = st.names_for()
     ns_s, ns_r = names["ns_sender"], names["ns_receiver"]
     tun_s, tun_r = names["tun_sender"], names["tun_receiver"]
@@ -285,7 +287,7 @@ def _run(plan: Plan, st: RunState, children: _Children, removed: list[str]) -> R
     _setup_namespace(st, ns_r, plan.receiver_sysctls)
 
     max_runtime = duration + int((READY_TIMEOUT_S * 4 + FINISH_GRACE_S + 30) * 1e9)
-    emu_cfg = _write_json(work / "emulator.json", emulator_config(plan, tun_s, tun_r, max_runtime))
+    emu_cfg = _write_json(work / "emulator.json", emulator_config(plan, tun_s, tun_r, max_runtime, capture))
     st.add_device(tun_s)
     st.add_device(tun_r)
     children.start("emulator", [sys.executable, "-m", "ccbench.kernel.emu", str(emu_cfg)])
@@ -333,6 +335,8 @@ def _run(plan: Plan, st: RunState, children: _Children, removed: list[str]) -> R
         raise KernelRunError(f"emulator: unexpected output {line[:200]!r}")
     emulator = json.loads(line[len("report "):])
     children.procs["emulator"].wait(timeout=10)
+    if emulator.get("capture_error"):
+        raise KernelRunError(f"emulator: {emulator['capture_error']}")
 
     notes = [f"removed leftovers of an interrupted run: {x}" for x in removed]
     others = cpu_start.others_share(children)

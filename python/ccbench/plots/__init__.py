@@ -19,10 +19,11 @@ import matplotlib
 from . import style
 from .rundir import PlotError, RunData, load_run
 from .states import Segment, TimelineRow, state_timeline
+from .packets import retrans_figure, seq_figure
 from .timeseries import flow_figure, link_figure
 
 __all__ = ["FORMATS", "PlotError", "RunData", "Segment", "TimelineRow", "flow_figure", "link_figure",
-           "load_run", "parse_formats", "plot_run", "state_timeline"]
+           "load_run", "parse_formats", "plot_run", "retrans_figure", "seq_figure", "state_timeline"]
 
 FORMATS = style.FORMATS
 PathLike = Union[str, "os.PathLike[str]"]
@@ -53,7 +54,9 @@ def plot_run(
     link: bool = True,
 ) -> list[Path]:
     """Write ``flow<N>.<fmt>`` for each flow in ``flows`` (``None``: every flow) and
-    ``link.<fmt>`` into ``out`` (default ``RUN_DIR/plots``). Returns the paths written.
+    ``link.<fmt>`` into ``out`` (default ``RUN_DIR/plots``); for an analysed capture
+    (with ``packets.parquet``) also ``seq<N>`` and ``retrans<N>``. Returns the paths
+    written.
 
     Raises PlotError for a directory that is not a run, a flow out of range or an
     unknown format, before anything is written."""
@@ -75,6 +78,9 @@ def plot_run(
             for i in wanted:
                 fig, _rows = flow_figure(run, i)
                 written += style.save(fig, target / f"flow{i}", fmts)
+                if run.packets is not None:
+                    written += style.save(seq_figure(run, i), target / f"seq{i}", fmts)
+                    written += style.save(retrans_figure(run, i), target / f"retrans{i}", fmts)
             if link:
                 written += style.save(link_figure(run), target / "link", fmts)
         except OSError as e:

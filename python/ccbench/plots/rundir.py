@@ -33,6 +33,7 @@ class RunData:
     flows: pd.DataFrame
     link: pd.DataFrame
     scenario: dict[str, Any] = field(default_factory=dict)  # scenario.toml, when present
+    packets: Optional[pd.DataFrame] = None  # packets.parquet of an analysed capture
 
     @property
     def flow_count(self) -> int:
@@ -42,6 +43,9 @@ class RunData:
     def interval_s(self) -> float:
         """The sampling interval, from the time stamps (or the scenario when there is
         only one sample)."""
+        given = (self.summary.get("capture") or {}).get("interval_s")
+        if isinstance(given, (int, float)) and given > 0:
+            return float(given)
         times = np.unique(self.link["time_s"].to_numpy(dtype=float)) if len(self.link) else np.array([])
         if len(times) >= 2:
             return round(float(np.median(np.diff(times))), 9)
@@ -126,7 +130,13 @@ def load_run(directory: Union[str, "os.PathLike[str]"]) -> RunData:
             scenario = tomllib.loads((d / "scenario.toml").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             scenario = {}  # only used for the title and the MSS
-    return RunData(d, summary, frames["flows.parquet"], frames["link.parquet"], scenario)
+    packets = None
+    if (d / "packets.parquet").is_file():
+        try:
+            packets = pd.read_parquet(d / "packets.parquet")
+        except Exception as e:
+            raise PlotError("packets.parquet", f"cannot read '{d / 'packets.parquet'}': {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    return RunData(d, summary, frames["flows.parquet"], frames["link.parquet"], scenario, packets)
 
 
 # -- human-readable numbers for titles and legends ------------------------------------

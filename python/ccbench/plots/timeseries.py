@@ -73,6 +73,12 @@ def _clip_top(ax: Axes, values: list[Optional[np.ndarray]], cap: Optional[float]
 
 def _run_line(run: RunData) -> str:
     s, link = run.summary, run.summary["link"]
+    cap = s.get("capture")
+    if isinstance(cap, dict):
+        sides = sorted({str(f.get("capture_side")) for f in s.get("flows", [])})
+        return " · ".join([f"capture {cap.get('file', '?')} ({cap.get('format', '?')}, {cap.get('linktype', '?')})",
+                           f"{s.get('duration_s', 0):.3g} s", f"taken at the {'/'.join(sides)}",
+                           f"engine {s.get('engine', '?')}"])
     parts = [
         f"bottleneck {fmt_rate(link.get('rate_bps'))}",
         f"RTT {fmt_ms(link.get('rtt_ms'))}",
@@ -353,8 +359,12 @@ def link_figure(run: RunData) -> Figure:
     for x in ccas:
         counts[x] = counts.get(x, 0) + 1
     mix = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in counts.items())
-    fig.suptitle(f"link: {n} flow{'s' if n != 1 else ''} ({mix}), utilisation "
-                 f"{100 * float(link.get('utilization') or 0):.1f} %, {link.get('drops', 0)} drops\n" + _run_line(run),
+    util = link.get("utilization")
+    drops = link.get("drops")
+    figures = ", ".join(x for x in (None if util is None else f"utilisation {100 * float(util):.1f} %",
+                                    None if drops is None else f"{drops} drops") if x)
+    fig.suptitle(f"link: {n} flow{'s' if n != 1 else ''} ({mix})" + (f", {figures}" if figures else "")
+                 + "\n" + _run_line(run),
                  fontsize=11, x=0.01, ha="left")
 
     # (a) throughput

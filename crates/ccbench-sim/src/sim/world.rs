@@ -10,6 +10,7 @@ use crate::config::{BufferLimit, Scenario};
 use crate::host::{Host, Task, Work};
 use crate::net::bottleneck::{Admit, QueueLimit};
 use crate::net::{Bottleneck, Pipe};
+use crate::observe::capture::{Capture, CaptureSpec};
 use crate::observe::histogram::Histogram;
 use crate::observe::recorder::{FlowRow, LinkRow, Recorder};
 use crate::summary::{jain_index, FlowSummary, HostSummary, LinkSummary, Stats, Summary};
@@ -50,6 +51,8 @@ pub struct World {
     last_link_bytes: u64,
     events: u64,
     trace_hash: u64,
+    /// Packet capture; None (the default) costs one branch per hook.
+    capture: Option<Capture>,
 }
 
 impl World {
@@ -153,7 +156,34 @@ impl World {
             last_link_bytes: 0,
             events: 0,
             trace_hash: 0xcbf2_9ce4_8422_2325,
+            capture: None,
         })
+    }
+
+    /// Capture packets as `spec` says (creates the pcap files).
+    pub fn with_capture(mut self, spec: &CaptureSpec) -> Result<World, ConfigError> {
+        self.capture = Some(Capture::open(spec, &self.scenario)?);
+        Ok(self)
+    }
+
+    /// Run a sender handler, then hand what it gave its NIC to the capture.
+    fn at_sender(&mut self, i: u32, f: impl FnOnce(&mut Sender, &mut EventQueue)) {
+        let s = &mut self.senders[i as usize];
+        let before = self.capture.as_ref().map(|_| s.nic.len());
+        f(s, &mut self.q);
+        if let (Some(c), Some(k)) = (self.capture.as_mut(), before) {
+            c.sent(i, s.nic.from(k));
+        }
+    }
+
+    /// Run a receiver handler, then hand the ACKs it sent to the capture.
+    fn at_receiver(&mut self, now: Time, i: u32, f: impl FnOnce(&mut Receiver, &mut EventQueue)) {
+        let r = &mut self.receivers[i as usize];
+        let before = self.capture.as_ref().map(|_| r.out.len());
+        f(r, &mut self.q);
+        if let (Some(c), Some(k)) = (self.capture.as_mut(), before) {
+            c.acks_sent(now, i, r.out.from(k));
+        }
     }
 
     fn hash_event(&mut self, t: Time, ev: &Event) {
@@ -181,7 +211,12 @@ impl World {
 
     /// Run, checking every sender's and receiver's invariants after every `every`-th
     /// event (0: never). Used by the property tests.
-    pub fn run_audited(mut self, every: u64) -> Result<RunOutput, String> {
+    pub fn run_audited(self, every: u64) -> Result<RunOutput, String> {
+        self.simulate(every).map(|(out, _)| out)
+    }
+
+    /// The run loop; also returns how closing the capture files went.
+    fn simulate(mut self, every: u64) -> Result<(RunOutput, Result<(), ConfigError>), String> {
         let mut now = Time::ZERO;
         while let Some((t, ev)) = self.q.pop() {
             if every > 0 && self.events.is_multiple_of(every) {
@@ -190,16 +225,27 @@ impl World {
             now = t;
             self.events += 1;
             self.hash_event(t, &ev);
-            let q = &mut self.q;
+            if let Some(c) = self.capture.as_mut() {
+                c.flush(now);
+            }
             match ev {
-                Event::FlowStart(i) => match &mut self.host {
-                    Some(h) => h.submit(now, i, Task::Start, q),
-                    None => self.senders[i as usize].start(now, q),
-                },
+                Event::FlowStart(i) => {
+                    if let Some(c) = self.capture.as_mut() {
+                        c.flow_start(now, i);
+                    }
+                    match &mut self.host {
+                        Some(h) => h.submit(now, i, Task::Start, &mut self.q),
+                        None => self.at_sender(i, |s, q| s.start(now, q)),
+                    }
+                }
                 Event::NicArrival(i) => {
+                    let q = &mut self.q;
                     let (pkt, next) = self.senders[i as usize].nic.pop(now);
                     if let Some(t) = next {
                         q.push(t, Event::NicArrival(i));
+                    }
+                    if let Some(c) = self.capture.as_mut() {
+                        c.bottleneck_in(now, &pkt);
                     }
                     match self.bottleneck.offer(now, pkt) {
                         Admit::Queued(Some(done)) => q.push(done, Event::LinkTxDone),
@@ -208,9 +254,13 @@ impl World {
                     }
                 }
                 Event::LinkTxDone => {
+                    let q = &mut self.q;
                     let (pkt, next) = self.bottleneck.tx_done(now);
                     if let Some(t) = next {
                         q.push(t, Event::LinkTxDone);
+                    }
+                    if let Some(c) = self.capture.as_mut() {
+                        c.bottleneck_out(now, &pkt);
                     }
                     self.flows[pkt.flow as usize].bottleneck_bytes += pkt.payload as u64;
                     if let (_, Some(t)) = self.forward.push(now, pkt) {
@@ -220,9 +270,12 @@ impl World {
                 Event::ReceiverArrival => {
                     let (pkt, next) = self.forward.pop(now);
                     if let Some(t) = next {
-                        q.push(t, Event::ReceiverArrival);
+                        self.q.push(t, Event::ReceiverArrival);
                     }
-                    self.receivers[pkt.flow as usize].on_data(now, &pkt, q);
+                    if let Some(c) = self.capture.as_mut() {
+                        c.receiver_data(now, &pkt);
+                    }
+                    self.at_receiver(now, pkt.flow, |r, q| r.on_data(now, &pkt, q));
                     if self.all_sized_flows_done() {
                         break;
                     }
@@ -230,51 +283,55 @@ impl World {
                 Event::AckArrival(i) => {
                     let (pkt, next) = self.receivers[i as usize].out.pop(now);
                     if let Some(t) = next {
-                        q.push(t, Event::AckArrival(i));
+                        self.q.push(t, Event::AckArrival(i));
+                    }
+                    if let Some(c) = self.capture.as_mut() {
+                        c.ack_arrival(now, &pkt);
                     }
                     match &mut self.host {
-                        Some(h) => h.submit(now, i, Task::Ack(pkt), q),
-                        None => self.senders[i as usize].on_ack(now, &pkt, q),
+                        Some(h) => h.submit(now, i, Task::Ack(pkt), &mut self.q),
+                        None => self.at_sender(i, |s, q| s.on_ack(now, &pkt, q)),
                     }
                 }
                 Event::Sender(i, which) => match &mut self.host {
                     Some(h) => {
-                        if self.senders[i as usize].timer_due(now, which, q) {
-                            h.submit(now, i, Task::Timer(which), q);
+                        if self.senders[i as usize].timer_due(now, which, &mut self.q) {
+                            h.submit(now, i, Task::Timer(which), &mut self.q);
                         }
                     }
-                    None => self.senders[i as usize].on_timer(now, which, q),
+                    None => self.at_sender(i, |s, q| s.on_timer(now, which, q)),
                 },
                 Event::CpuRun => {
                     let host = self.host.as_mut().expect("CpuRun needs a host");
-                    if let Some((i, task)) = host.next_task(now, q) {
-                        let s = &mut self.senders[i as usize];
+                    if let Some((i, task)) = host.next_task(now, &mut self.q) {
+                        let s = &self.senders[i as usize];
                         let before = (s.stats.skbs_sent, s.stats.data_segs_out, s.stats.bytes_sent);
                         let mut work = Work::default();
                         match task {
                             Task::Start => {
                                 work.wakeups = 1;
-                                s.start(now, q);
+                                self.at_sender(i, |s, q| s.start(now, q));
                             }
                             Task::Ack(pkt) => {
                                 work.acks = 1;
-                                s.on_ack(now, &pkt, q);
+                                self.at_sender(i, |s, q| s.on_ack(now, &pkt, q));
                             }
                             Task::Timer(which) => {
                                 work.wakeups = 1;
                                 // TX completions arrive by interrupt; the others are hrtimers.
                                 work.timers = (which != SenderTimer::TxCompletion) as u64;
-                                s.on_timer_expired(now, which, q);
+                                self.at_sender(i, |s, q| s.on_timer_expired(now, which, q));
                             }
                         }
+                        let s = &self.senders[i as usize];
                         work.bursts = s.stats.skbs_sent - before.0;
                         work.packets = s.stats.data_segs_out - before.1;
                         work.bytes = s.stats.bytes_sent - before.2;
-                        host.finished(now, work, q);
+                        self.host.as_mut().expect("a host").finished(now, work, &mut self.q);
                     }
                 }
-                Event::DelayedAck(i) => self.receivers[i as usize].on_delack_timer(now, q),
-                Event::SackCompress(i) => self.receivers[i as usize].on_sack_compress_timer(now, q),
+                Event::DelayedAck(i) => self.at_receiver(now, i, |r, q| r.on_delack_timer(now, q)),
+                Event::SackCompress(i) => self.at_receiver(now, i, |r, q| r.on_sack_compress_timer(now, q)),
                 Event::Sample => {
                     self.sample(now);
                     self.q.push(now + self.interval, Event::Sample);
@@ -286,7 +343,8 @@ impl World {
         if self.interval > Dur::ZERO && now > self.last_sample {
             self.sample(now);
         }
-        Ok(self.finish(now))
+        let capture = self.capture.take().map_or(Ok(()), |c| c.finish(now.min(self.end)));
+        Ok((self.finish(now), capture))
     }
 
     /// Invariants: the scoreboard's counters match its bits, inflight never exceeds
@@ -361,6 +419,12 @@ impl World {
             throughput_bps: bits / secs,
             drops: (c.drops_overflow + c.drops_random) as f64,
         });
+    }
+
+    /// Run with capture: the output, or the first error writing the capture files.
+    pub fn run_captured(self) -> Result<RunOutput, ConfigError> {
+        let (out, capture) = self.simulate(0).expect("audits are off");
+        capture.map(|_| out)
     }
 
     fn finish(self, now: Time) -> RunOutput {

@@ -136,6 +136,9 @@ pub struct Sender {
     pub(super) rto_retransmits: u32,
     pub stats: SenderStats,
     pub started: bool,
+    /// The receiver's latest timestamp, echoed in data segments (`ts_recent`); only
+    /// packet captures read it.
+    pub(super) ts_recent: u32,
 }
 
 /// Per-ACK bookkeeping while tagging and cleaning the queue (`tcp_sacktag_state`).
@@ -203,6 +206,7 @@ impl Sender {
             rto_retransmits: 0,
             stats: SenderStats::default(),
             started: false,
+            ts_recent: 0,
         };
         let info = s.info(Time::ZERO);
         s.cc.init(&info, &mut s.w);
@@ -289,6 +293,8 @@ impl Sender {
     pub fn start(&mut self, now: Time, q: &mut EventQueue) {
         self.started = true;
         self.wstamp = now;
+        // The (unmodelled) SYN-ACK's timestamp, as a capture's synthetic handshake shows it.
+        self.ts_recent = (now.ns() / 1_000_000) as u32;
         self.check_app_limited();
         self.write_xmit(now, 0, q);
     }
@@ -296,6 +302,9 @@ impl Sender {
     /// `tcp_ack` for an ACK arriving at `now`.
     pub fn on_ack(&mut self, now: Time, ack: &Packet, q: &mut EventQueue) {
         let prior_snd_una = self.sb.snd_una;
+        if ack.ts_val.wrapping_sub(self.ts_recent) as i32 >= 0 {
+            self.ts_recent = ack.ts_val;
+        }
         if ack.ack > self.snd_nxt() || ack.ack < prior_snd_una {
             return; // ACK of unsent data, or an old ACK: ignored
         }

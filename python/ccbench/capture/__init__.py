@@ -1,0 +1,220 @@
+"""``ccbench analyze``: the measurements of a run, taken from a packet capture.
+
+>>> from ccbench.capture import analyze_file
+>>> run = analyze_file("capture-sender.pcap")          # doctest: +SKIP
+>>> run.summary["flows"][0]["goodput_bps"], run.flows.head()  # doctest: +SKIP
+>>> run.save("results/analyzed")                       # doctest: +SKIP
+
+The output directory has the files of a run (``summary.json``, ``flows.parquet``,
+``link.parquet``) so that ``ccbench plot`` draws it, plus ``packets.parquet``, one row per
+data segment and ACK, for the time-sequence and retransmission figures.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import numpy as np
+import pandas as pd
+
+from .. import _core
+from ..errors import ScenarioError
+from ..result import summary_bytes
+from .analysis import FlowAnalysis, analyze, flow_summary
+from .reader import LINK_NAMES, CaptureFile, TcpPacket, read_capture
+
+__all__ = ["AnalyzedRun", "analyze_file", "connections", "PACKET_COLUMNS"]
+
+PACKET_COLUMNS = ("time_s", "flow", "kind", "seq", "end", "ack", "rwnd_bytes", "sack_left", "sack_right",
+                  "inflight_bytes", "retransmission", "dupack")
+FILES = ("summary.json", "flows.parquet", "link.parquet", "packets.parquet")
+
+
+@dataclass
+class Connection:
+    """A TCP connection: its packets in time order and the endpoint sending data."""
+
+    index: int
+    sender: tuple[str, int]
+    receiver: tuple[str, int]
+    packets: list[TcpPacket]
+    payload: int
+
+
+def connections(cap: CaptureFile) -> list[Connection]:
+    """The connections that carry data, in order of their first packet."""
+    groups: dict[tuple[tuple[str, int], tuple[str, int]], list[TcpPacket]] = {}
+    for p in cap.packets:
+        a, b = (p.src, p.sport), (p.dst, p.dport)
+        groups.setdefault((a, b) if a <= b else (b, a), []).append(p)
+    out: list[Connection] = []
+    for (a, b), pkts in sorted(groups.items(), key=lambda kv: min(p.t for p in kv[1])):
+        pkts.sort(key=lambda p: p.t)
+        by = Counter()
+        for p in pkts:
+            by[(p.src, p.sport)] += p.payload
+        if not by or max(by.values()) == 0:
+            continue
+        snd = a if by[a] >= by[b] else b
+        out.append(Connection(len(out), snd, b if snd == a else a, pkts, by[snd]))
+    return out
+
+
+@dataclass
+class AnalyzedRun:
+    """What ``ccbench analyze`` measured: a run's summary and series, plus packets."""
+
+    summary: dict[str, Any]
+    flows: pd.DataFrame
+    link: pd.DataFrame
+    packets: pd.DataFrame
+
+    def save(self, directory: Union[str, "os.PathLike[str]"]) -> list[Path]:
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = [out / name for name in FILES]
+        paths[0].write_bytes(summary_bytes(self.summary))
+        self.flows.to_parquet(paths[1], index=False)
+        self.link.to_parquet(paths[2], index=False)
+        self.packets.to_parquet(paths[3], index=False)
+        return paths
+
+
+def _samples(end: float, interval: float) -> np.ndarray:
+    """Sample instants: every interval, and the end (as a run takes a last sample)."""
+    n = int(math.floor(end / interval + 1e-9))
+    step_ns = round(interval * 1e9)  # as a run's sample times: whole nanoseconds, divided once
+    times = [k * step_ns / 1e9 for k in range(1, n + 1)]
+    if not times or end > times[-1] + 1e-9:
+        times.append(end)
+    return np.asarray(times, dtype=float)
+
+
+def _series(fa: FlowAnalysis, flow: int, times: np.ndarray) -> dict[str, np.ndarray]:
+    """The flow's row at each sample: rates over the interval, state at its end."""
+    st = np.asarray(fa.states, dtype=float).reshape(-1, 10)
+    idx = np.searchsorted(st[:, 0], times, side="right") - 1 if len(st) else np.full(len(times), -1)
+
+    def at(col: int, fill: float = 0.0) -> np.ndarray:
+        v = np.full(len(times), fill)
+        ok = idx >= 0
+        v[ok] = st[idx[ok], col]
+        return v
+
+    dt = np.diff(np.concatenate([[0.0], times]))
+    dt[dt <= 0] = np.nan
+    rate = lambda v: np.diff(np.concatenate([[0.0], v])) * 8.0 / dt  # noqa: E731
+    delivered, sent = at(1), at(2)
+    inflight = at(6, math.nan)
+    return {
+        "time_s": times,
+        "flow": np.full(len(times), flow, dtype=np.uint32),
+        "goodput_bps": rate(delivered),
+        "throughput_bps": rate(sent),
+        "inflight": inflight / fa.mss,
+        "inflight_bytes": inflight,
+        "srtt_ms": at(8, math.nan) * 1e3,
+        "min_rtt_ms": at(9, math.nan) * 1e3,
+        "retransmits": at(4),
+        "rwnd_bytes": at(7, math.nan),
+        "dupacks": at(5),
+    }
+
+
+def _packets(fa: FlowAnalysis, flow: int) -> pd.DataFrame:
+    cols = list(zip(*fa.trace)) if fa.trace else [[] for _ in range(10)]
+    t, kind, seq, end, ack, rwnd, sl, sr, infl, flag = (np.asarray(c) for c in cols)
+    kind = kind.astype(np.uint8) if len(kind) else np.zeros(0, np.uint8)
+    flag = flag.astype(bool) if len(flag) else np.zeros(0, bool)
+    return pd.DataFrame({
+        "time_s": t.astype(float), "flow": np.full(len(t), flow, dtype=np.uint32), "kind": kind,
+        "seq": seq.astype(float), "end": end.astype(float), "ack": ack.astype(float),
+        "rwnd_bytes": rwnd.astype(float), "sack_left": sl.astype(float), "sack_right": sr.astype(float),
+        "inflight_bytes": infl.astype(float),
+        "retransmission": flag & (kind == 0), "dupack": flag & (kind == 1),
+    }, columns=list(PACKET_COLUMNS))
+
+
+def analyze_file(path: Union[str, "os.PathLike[str]"], flow: Optional[int] = None, port: Optional[int] = None,
+                 side: Optional[str] = None, interval: float = 0.1) -> AnalyzedRun:
+    """Analyze the TCP connections of a capture file (all that carry data, or the
+    ``flow``-th one, or those with ``port`` at either end). Raises ScenarioError for a
+    file that cannot be read or a selection that matches nothing."""
+    if side not in (None, "sender", "receiver"):
+        raise ScenarioError("--side", f"unknown side {side!r}; allowed: sender, receiver")
+    if not interval > 0:
+        raise ScenarioError("--interval", "must be positive")
+    cap = read_capture(path)
+    conns = all_conns = connections(cap)
+    if not conns:
+        raise ScenarioError("CAPTURE", f"'{cap.path}' has no TCP connection carrying data "
+                            f"({len(cap.packets)} TCP packets in {cap.records} records)")
+    if flow is not None:
+        if not 0 <= flow < len(conns):
+            valid = "0" if len(conns) == 1 else f"0..{len(conns) - 1}"
+            raise ScenarioError("--flow", f"flow {flow} out of range; the capture has {len(conns)} "
+                                f"connection{'s' if len(conns) != 1 else ''} carrying data: {valid}")
+        conns = [conns[flow]]
+    if port is not None:
+        conns = [c for c in conns if port in (c.sender[1], c.receiver[1])]
+        if not conns:
+            raise ScenarioError("--port", f"no connection carrying data has port {port}")
+    origin = min(p.t for c in conns for p in c.packets)
+    analyses = [analyze(c.packets, c.sender, origin, side) for c in conns]
+    end = max(fa.end for fa in analyses)
+    last = max(p.t for c in conns for p in c.packets) - origin
+    duration = max(end, last)
+    times = _samples(duration, interval)
+    flows_df = pd.concat([pd.DataFrame(_series(fa, i, times)) for i, fa in enumerate(analyses)], ignore_index=True)
+    flows_df = flows_df.sort_values(["time_s", "flow"], kind="stable").reset_index(drop=True)
+    packets_df = pd.concat([_packets(fa, i) for i, fa in enumerate(analyses)], ignore_index=True)
+    # The link: what the analysed connections' data segments put on the wire here.
+    wire = np.zeros(len(times))
+    for fa in analyses:
+        st = np.asarray(fa.states, dtype=float).reshape(-1, 10)
+        if len(st):
+            k = np.searchsorted(st[:, 0], times, side="right") - 1
+            wire += np.where(k >= 0, st[np.maximum(k, 0), 3], 0.0)
+    dt = np.diff(np.concatenate([[0.0], times]))
+    link_df = pd.DataFrame({
+        "time_s": times,
+        "queue_bytes": np.nan, "queue_packets": np.nan, "utilization": np.nan,
+        "throughput_bps": np.diff(np.concatenate([[0.0], wire])) * 8.0 / np.where(dt > 0, dt, np.nan),
+        "drops": np.nan,
+    })
+    flows = [flow_summary(fa, i) for i, fa in enumerate(analyses)]
+    goodputs = [f["goodput_bps"] for f in flows]
+    s, s2 = sum(goodputs), sum(x * x for x in goodputs)
+    headers = [h for fa in analyses for h in fa.header_bytes]
+    summary: dict[str, Any] = {
+        "engine": "capture",
+        "version": _core.version(),
+        "seed": None,
+        "scenario_hash": None,
+        "duration_s": duration,
+        "header_bytes": statistics.mode(headers) if headers else None,
+        "jain_index": 1.0 if s2 == 0 else s * s / (len(goodputs) * s2),
+        "events": None,
+        "capture": {
+            "file": cap.path.name,
+            "format": cap.format,
+            "linktype": LINK_NAMES.get(cap.linktype, str(cap.linktype)),
+            "records": cap.records,
+            "tcp_packets": len(cap.packets),
+            "connections": len(all_conns),
+            "interval_s": interval,
+        },
+        "flows": flows,
+        "link": {
+            "rate_bps": None, "rtt_ms": None, "buffer_bytes": None, "buffer_packets": None, "bdp_bytes": None,
+            "utilization": None, "drops": None, "drops_overflow": None, "drops_random": None, "ecn_marks": None,
+            "queue_delay_ms": None, "queue_bytes": None, "queue_packets": None, "packets_forwarded": None,
+        },
+    }
+    return AnalyzedRun(summary, flows_df, link_df, packets_df)

@@ -1,0 +1,394 @@
+"""The measurements of one TCP connection in a capture.
+
+Sequence numbers are unwrapped to 64 bits and taken relative to the first byte of data
+(the SYN's sequence number + 1 when the handshake was captured). The direction that
+carries more payload is the *sender*'s.
+
+What a capture can measure depends on where it was taken (``side``):
+
+* at the **sender** (or anywhere before the bottleneck), data segments are seen as they
+  leave and ACKs as they come back: RTT samples match each cumulative ACK to the newest
+  segment it newly acknowledges (Karn's rule: none when the ACK covers a retransmitted
+  range), and bytes in flight are the unacknowledged bytes less those SACKed;
+* at the **receiver**, data is seen as it arrives (losses upstream are invisible except
+  as holes later filled by retransmissions) and ACKs as they leave: the RTT comes from
+  TCP timestamps, from an ACK carrying TSval E leaving to the first data segment that
+  echoes E arriving (the receiver's view, as Linux's ``tcp_rcv_rtt_measure_ts``), and
+  bytes in flight cannot be known.
+
+Goodput counts the bytes the receiver acknowledged in order (at the receiver: the bytes
+that arrived in order) over the flow's life, from its first data segment until the last
+byte was delivered (when the sender closed with FIN) or the connection's last packet.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .reader import ACK, CWR, ECE, FIN, RST, SYN, TcpPacket
+
+MOD = 1 << 32
+HALF = 1 << 31
+
+
+def unwrap(x: int, ref: int) -> int:
+    """32-bit ``x`` as the 64-bit value nearest to ``ref``."""
+    return ref + ((x - ref + HALF) % MOD) - HALF
+
+
+class Intervals:
+    """Disjoint sorted byte ranges [start, end)."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def add(self, s: int, e: int) -> None:
+        if e <= s:
+            return
+        i = bisect.bisect_left(self.ends, s)
+        j = bisect.bisect_right(self.starts, e)
+        if i < j:
+            s, e = min(s, self.starts[i]), max(e, self.ends[j - 1])
+        self.starts[i:j] = [s]
+        self.ends[i:j] = [e]
+
+    def drop_below(self, x: int) -> None:
+        i = bisect.bisect_right(self.ends, x)
+        del self.starts[:i], self.ends[:i]
+        if self.starts and self.starts[0] < x:
+            self.starts[0] = x
+
+    def total(self) -> int:
+        return sum(e - s for s, e in zip(self.starts, self.ends))
+
+    def first_end_from(self, x: int) -> int:
+        """The end of the range holding ``x`` (x itself when none does)."""
+        i = bisect.bisect_right(self.starts, x) - 1
+        return self.ends[i] if i >= 0 and self.ends[i] >= x else x
+
+
+@dataclass
+class Handshake:
+    isn_s: Optional[int] = None
+    isn_r: Optional[int] = None
+    ws_s: Optional[int] = None
+    ws_r: Optional[int] = None
+    mss_s: Optional[int] = None
+    mss_r: Optional[int] = None
+    ts: bool = False
+    ecn_syn: bool = False
+    ecn_synack: bool = False
+    syn_t: Optional[float] = None
+    synack_t: Optional[float] = None
+
+    @property
+    def seen(self) -> bool:
+        return self.isn_s is not None and self.isn_r is not None
+
+    @property
+    def window_scaling(self) -> bool:
+        return self.seen and self.ws_s is not None and self.ws_r is not None
+
+
+@dataclass
+class FlowAnalysis:
+    """Everything measured for one connection; times are seconds since ``origin``."""
+
+    src: str
+    dst: str
+    side: str
+    mss: int
+    handshake: Handshake
+    start: float = math.nan
+    end: float = math.nan
+    completion: Optional[float] = None
+    size_bytes: Optional[int] = None
+    delivered: int = 0
+    sent_bytes: int = 0
+    data_packets: int = 0
+    retransmits: int = 0
+    retransmitted_packets: int = 0
+    dupacks: int = 0
+    rtt_samples: list[float] = field(default_factory=list)  # seconds
+    rtt_method: str = "ack"
+    header_bytes: list[int] = field(default_factory=list)
+    wire_bytes: int = 0
+    # Per-packet trace: (t, kind, seq, end, ack, rwnd, sack_left, sack_right, inflight, flag)
+    # kind 0 data, 1 ACK; flag: data 1 = retransmission; ACK 1 = duplicate ACK.
+    trace: list[tuple[float, int, float, float, float, float, float, float, float, int]] = field(default_factory=list)
+    # State checkpoints for the time series, after each packet: (t, delivered,
+    # sent payload, wire bytes of data, retransmits, dupacks, inflight, rwnd, srtt, min_rtt)
+    states: list[tuple[float, ...]] = field(default_factory=list)
+
+    @property
+    def ecn(self) -> Optional[str]:
+        if not self.handshake.seen:
+            return None
+        return "classic" if self.handshake.ecn_syn and self.handshake.ecn_synack else "off"
+
+
+def detect_side(pkts: list[TcpPacket], snd: tuple[str, int]) -> str:
+    """'sender' or 'receiver': where the capture was taken, from timing.
+
+    At the sender a data segment waits about an RTT for the ACK that covers it, while
+    the segment that echoes an ACK's timestamp leaves right after that ACK came in; at
+    the receiver it is the other way round. Without timestamps, the handshake decides
+    (SYN to SYN-ACK is an RTT at the connecting side), else 'sender'."""
+    first_sent: dict[int, float] = {}
+    acks: list[tuple[float, int]] = []
+    first_tsval: dict[int, float] = {}
+    echo: list[float] = []
+    echoed: set[int] = set()
+    for p in pkts:
+        from_snd = (p.src, p.sport) == snd
+        if from_snd and p.payload > 0:
+            first_sent.setdefault(p.seq + p.payload, p.t)
+            if p.tsecr is not None and p.tsecr in first_tsval and p.tsecr not in echoed:
+                echoed.add(p.tsecr)
+                echo.append(p.t - first_tsval[p.tsecr])
+        elif not from_snd and p.flags & ACK:
+            acks.append((p.t, p.ack))
+            if p.tsval is not None:
+                first_tsval.setdefault(p.tsval, p.t)
+    waits = []
+    if acks:
+        ack_times = [t for t, _ in acks]
+        for end, t in list(first_sent.items())[:2000]:
+            k = bisect.bisect_left(ack_times, t)
+            for j in range(k, min(k + 200, len(acks))):
+                if (acks[j][1] - end) % MOD < HALF:
+                    waits.append(acks[j][0] - t)
+                    break
+    if waits and echo:
+        return "sender" if statistics.median(waits) > statistics.median(echo) else "receiver"
+    syn = [p for p in pkts if p.flags & SYN]
+    if len(syn) >= 2 and not syn[0].flags & ACK:
+        client_is_snd = (syn[0].src, syn[0].sport) == snd
+        handshake_rtt_here = syn[1].t - syn[0].t
+        after = [p.t for p in pkts if p.t >= syn[1].t and not p.flags & SYN][:1]
+        third = (after[0] - syn[1].t) if after else 0.0
+        at_client = handshake_rtt_here > third
+        return "sender" if at_client == client_is_snd else "receiver"
+    return "sender"
+
+
+def analyze(pkts: list[TcpPacket], snd: tuple[str, int], origin: float, side: Optional[str] = None) -> FlowAnalysis:
+    """Measure one connection (its packets in time order; ``snd`` the data sender)."""
+    rcv = next(((p.src, p.sport) for p in pkts if (p.src, p.sport) != snd), ("?", 0))
+    hs = Handshake()
+    for p in pkts:
+        if not p.flags & SYN:
+            continue
+        if (p.src, p.sport) == snd and hs.isn_s is None:
+            hs.isn_s, hs.ws_s, hs.mss_s, hs.syn_t = p.seq, p.wscale, p.mss, p.t
+            hs.ts = p.tsval is not None
+            hs.ecn_syn = bool(p.flags & ECE and (p.flags & CWR or p.flags & ACK))
+        elif (p.src, p.sport) == rcv and hs.isn_r is None:
+            hs.isn_r, hs.ws_r, hs.mss_r, hs.synack_t = p.seq, p.wscale, p.mss, p.t
+            hs.ts = hs.ts and p.tsval is not None
+            hs.ecn_synack = bool(p.flags & ECE)
+    payloads = [p.payload for p in pkts if (p.src, p.sport) == snd and p.payload > 0]
+    mss_opt = hs.mss_r if hs.mss_r is not None else hs.mss_s
+    if mss_opt is not None:
+        mss = mss_opt - (12 if hs.ts else 0)
+    elif payloads:
+        mss = statistics.mode(payloads)
+    else:
+        mss = 1448
+    mss = max(mss, 1)
+    side = side or detect_side(pkts, snd)
+    fa = FlowAnalysis(f"{snd[0]}:{snd[1]}", f"{rcv[0]}:{rcv[1]}", side, mss, hs,
+                      rtt_method="ack" if side == "sender" else "timestamps")
+    # Window scaling applies only when both SYNs carried the option.
+    shift = hs.ws_r if hs.window_scaling and hs.ws_r is not None else (0 if hs.seen else None)
+
+    base: Optional[int] = None
+    if hs.isn_s is not None:
+        base = hs.isn_s + 1
+    ref = 0
+    snd_max = 0  # highest byte sent (relative)
+    snd_una = 0
+    fin_end: Optional[int] = None
+    sacked = Intervals()
+    received = Intervals()  # bytes seen arriving (receiver side)
+    sent_q: list[tuple[int, float]] = []  # first transmissions not yet acked: (end, t)
+    q_head = 0
+    retrans_ranges: list[tuple[int, int]] = []
+    rwnd = math.nan
+    last_win: Optional[int] = None
+    srtt = math.nan
+    min_rtt = math.nan
+    ack_tsval_first: dict[int, float] = {}
+    echoed: set[int] = set()
+    delivered_rx = 0
+
+    def rel(x: int) -> int:
+        nonlocal ref
+        v = unwrap(x, ref + base) - base  # type: ignore[operator]
+        return v
+
+    def rtt_sample(r: float) -> None:
+        nonlocal srtt, min_rtt
+        fa.rtt_samples.append(r)
+        srtt = r if math.isnan(srtt) else srtt + (r - srtt) / 8
+        min_rtt = r if math.isnan(min_rtt) else min(min_rtt, r)
+
+    for p in pkts:
+        t = p.t - origin
+        from_snd = (p.src, p.sport) == snd
+        if p.flags & SYN or p.flags & RST:
+            continue
+        if from_snd:
+            if p.payload == 0 and not p.flags & FIN:
+                continue
+            if base is None:
+                base = p.seq
+            s = rel(p.seq)
+            e = s + p.payload
+            if p.flags & FIN:
+                fin_end = e if fin_end is None else max(fin_end, e)
+            if p.payload == 0:
+                continue
+            ref = max(ref, e)
+            if math.isnan(fa.start):
+                fa.start = t
+            fa.data_packets += 1
+            fa.sent_bytes += p.payload
+            fa.wire_bytes += p.wire
+            fa.header_bytes.append(p.header)
+            retrans = s < snd_max
+            if retrans:
+                fa.retransmitted_packets += 1
+                fa.retransmits += max(1, -(-p.payload // mss))
+                retrans_ranges.append((s, min(e, snd_max)))
+            if e > snd_max:
+                sent_q.append((e, t))
+                snd_max = e
+            if side == "receiver":
+                received.add(s, e)
+                delivered_rx = received.first_end_from(0) if received.starts and received.starts[0] <= 0 else 0
+                if p.tsecr is not None and p.tsecr in ack_tsval_first and p.tsecr not in echoed and not retrans:
+                    echoed.add(p.tsecr)
+                    rtt_sample(t - ack_tsval_first[p.tsecr])
+                if fin_end is not None and fa.completion is None and delivered_rx >= fin_end:
+                    fa.completion = t
+            inflight = (snd_max - snd_una - sacked.total()) if side == "sender" else math.nan
+            fa.trace.append((t, 0, float(s), float(e), math.nan, math.nan, math.nan, math.nan, float(inflight), int(retrans)))
+        elif p.flags & ACK:
+            if base is None:
+                continue  # ACKs before any data: nothing to measure yet
+            a = rel(p.ack)
+            if p.tsval is not None:
+                ack_tsval_first.setdefault(p.tsval, t)
+            if shift is not None:
+                rwnd = float(p.win << shift)
+            dup = False
+            if a > snd_una:
+                # A cumulative ACK: RTT from the newest first transmission it covers.
+                newest = None
+                while q_head < len(sent_q) and sent_q[q_head][0] <= a:
+                    newest = sent_q[q_head][1]
+                    q_head += 1
+                if q_head > 4096:
+                    del sent_q[:q_head]
+                    q_head = 0
+                ambiguous = any(rs < a for rs, _ in retrans_ranges)
+                retrans_ranges = [r for r in retrans_ranges if r[1] > a]
+                if side == "sender" and newest is not None and not ambiguous:
+                    rtt_sample(t - newest)
+                snd_una = a
+                sacked.drop_below(a)
+                if fin_end is not None and fa.completion is None and a >= fin_end and side == "sender":
+                    fa.completion = t
+            elif (a == snd_una and p.payload == 0 and not p.flags & FIN and snd_max > snd_una
+                  and (last_win is None or p.win == last_win)):
+                dup = True
+                fa.dupacks += 1
+            last_win = p.win
+            first_block = (math.nan, math.nan)
+            for k, (l32, r32) in enumerate(p.sacks):
+                left, right = rel(l32), rel(r32)
+                if k == 0 and (left < a or (len(p.sacks) > 1 and rel(p.sacks[1][0]) <= left
+                                            and right <= rel(p.sacks[1][1]))):
+                    continue  # DSACK: a duplicate, not new information
+                sacked.add(max(left, a), right)
+                if math.isnan(first_block[0]):
+                    first_block = (float(left), float(right))
+            inflight = (snd_max - snd_una - sacked.total()) if side == "sender" else math.nan
+            fa.trace.append((t, 1, math.nan, math.nan, float(a), rwnd, first_block[0], first_block[1],
+                             float(inflight), int(dup)))
+        else:
+            continue
+        delivered = snd_una if side == "sender" else delivered_rx
+        if fin_end is not None:
+            delivered = min(delivered, fin_end)
+        fa.states.append((t, float(delivered), float(fa.sent_bytes), float(fa.wire_bytes), float(fa.retransmits),
+                          float(fa.dupacks), float(fa.trace[-1][8]), rwnd, srtt, min_rtt))
+    last = max((p.t for p in pkts), default=origin) - origin
+    delivered = snd_una if side == "sender" else delivered_rx
+    if fin_end is not None:
+        delivered = min(delivered, fin_end)
+        if fa.completion is not None:
+            fa.size_bytes = fin_end
+    fa.delivered = max(0, delivered)
+    fa.end = fa.completion if fa.completion is not None else last
+    return fa
+
+
+def stats(values: list[float], scale: float = 1.0) -> Optional[dict[str, float]]:
+    """The summary's Stats object ({min, mean, p50, p95, p99, max}), None without values."""
+    if not values:
+        return None
+    v = sorted(x * scale for x in values)
+
+    def q(f: float) -> float:
+        return v[min(len(v) - 1, max(0, math.ceil(f * len(v)) - 1))]
+
+    return {"min": v[0], "mean": sum(v) / len(v), "p50": q(0.5), "p95": q(0.95), "p99": q(0.99), "max": v[-1]}
+
+
+def flow_summary(fa: FlowAnalysis, index: int) -> dict[str, Any]:
+    """One ``flows[]`` entry of the summary schema; what a capture cannot tell is None."""
+    life = (fa.end - fa.start) if not math.isnan(fa.start) else 0.0
+    per_sec = (lambda b: b * 8.0 / life) if life > 0 else (lambda b: 0.0)
+    rtt = stats(fa.rtt_samples, 1e3)
+    base = rtt["min"] if rtt else None
+    return {
+        "id": index,
+        "cca": "unknown",
+        "params": {},
+        "ecn": fa.ecn,
+        "paced": None,
+        "start_s": 0.0 if math.isnan(fa.start) else fa.start,
+        "base_rtt_ms": base,
+        "goodput_bps": per_sec(fa.delivered),
+        "throughput_bps": per_sec(fa.sent_bytes),
+        "delivered_bytes": fa.delivered,
+        "sent_bytes": fa.sent_bytes,
+        "retransmits": fa.retransmits,
+        "lost": None,
+        "dropped": None,
+        "rto_count": None,
+        "rtt_ms": rtt,
+        "self_inflicted_delay_ms": (rtt["mean"] - rtt["min"]) if rtt else None,
+        "size_bytes": fa.size_bytes,
+        "completion_s": None if fa.completion is None else fa.completion - fa.start,
+        "final_cwnd": None,
+        # Capture-only keys
+        "src": fa.src,
+        "dst": fa.dst,
+        "capture_side": fa.side,
+        "rtt_method": fa.rtt_method,
+        "rtt_samples": len(fa.rtt_samples),
+        "dupacks": fa.dupacks,
+        "data_packets": fa.data_packets,
+        "retransmitted_packets": fa.retransmitted_packets,
+        "mss": fa.mss,
+        "window_scale": fa.handshake.ws_r if fa.handshake.window_scaling else None,
+        "handshake_captured": fa.handshake.seen,
+    }

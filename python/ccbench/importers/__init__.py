@@ -1,0 +1,1 @@
+"""Importers: measurements of other tools as ccbench run directories."""
