@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! sender --NIC (nic_rate, access_delay)--> bottleneck --(rate)--> delay rtt/2 --> receiver
-//! sender <------------------ delay rtt/2 + access_delay (uncongested) ----------- receiver
+//! sender <------------- delay rtt/2 + access_delay <-- [ACK trace link] --------- receiver
 //! ```
 //!
 //! The caller passes time in. Packets arrive with [`Link::arrive`]; [`Link::poll`]
@@ -14,21 +14,26 @@
 //! ECN: with a marking threshold, the simulator's bottleneck marks ECN-capable packets
 //! that arrive to a deep enough backlog, and the emulator sets CE in their IP header.
 //!
-//! Random loss applies to data packets only (as in the simulator); handshakes, pure
-//! ACKs and FINs never meet it. Packets that belong to no configured flow (no TCP, or
-//! an unknown port) use an extra lane with the link's base delays.
+//! Random loss (Bernoulli or Gilbert-Elliott) applies to data packets only (as in the
+//! simulator); handshakes, pure ACKs and FINs never meet it. Packets that belong to no
+//! configured flow (no TCP, or an unknown port) use an extra lane with the link's base
+//! delays.
+//!
+//! A trace, a rate schedule and the RTT schedule start at the measurement epoch
+//! ([`Link::begin`]); before it a trace runs from the emulator's start, so that
+//! connection set-up has capacity. An ACK trace puts every packet towards the sender
+//! behind the trace's opportunities.
 
 use crate::config::EmuConfig;
 use crate::report::{stats, FlowReport, LinkReport, Report, SelfCheck, SeriesReport, SHORT_RATIO};
 use crate::rtt::RttSampler;
 use crate::wire::{self, TCP_ACK};
-use ccbench_sim::net::bottleneck::{Admit, LinkCounters};
+use ccbench_sim::net::bottleneck::{loss_for, LinkCounters};
+use ccbench_sim::net::loss::LossModel;
 use ccbench_sim::net::{Bottleneck, Packet, Pipe};
 use ccbench_sim::observe::histogram::Histogram;
-use ccbench_sim::sim::rng::{self, Rng};
 use ccbench_sim::time::{Dur, Time};
 use ccbench_sim::units::BitRate;
-use rand::Rng as _;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -55,6 +60,8 @@ pub struct Delivery {
 enum Ev {
     NicExit(usize),
     TxDone,
+    AckTxDone,
+    RttStep(usize),
     ForwardExit,
     ReverseExit(usize),
     Epoch,
@@ -124,6 +131,8 @@ struct Measure {
     series: SeriesReport,
     busy_bytes: u64,
     busy_ns: u64,
+    /// Capacity the link offered over the busy stretches, in bits.
+    busy_capacity_bits: f64,
     last_forward_write: Option<Time>,
     late_forward: Histogram,
     late_reverse: Histogram,
@@ -133,14 +142,15 @@ struct Measure {
 }
 
 pub struct Link {
-    rate: BitRate,
     bottleneck: Bottleneck,
+    /// The ACK direction's trace-driven link, if any.
+    ack_link: Option<Bottleneck>,
+    departed: Vec<Packet>,
     /// Per flow, plus one lane for unclassified traffic (index `flows`).
     nic: Vec<Pipe>,
     forward: Pipe,
     reverse: Vec<Pipe>,
-    loss: f64,
-    loss_rng: Rng,
+    loss: LossModel,
     drops_random: u64,
     /// (time, rank, sequence, event): at equal times the end of the window comes last,
     /// after the final sample; otherwise first scheduled, first served.
@@ -168,21 +178,15 @@ impl Link {
         let access = |i: usize| Dur(s.flows.get(i).map_or(0, |f| f.access_delay_ns));
         // The simulator's Bottleneck applies its loss to every packet it is offered; the
         // emulator draws the loss itself so that only data packets meet it.
-        let bottleneck = Bottleneck::new(
-            BitRate(s.link.rate_bps),
-            cfg.queue_limit(),
-            cfg.ecn_threshold(),
-            0.0,
-            rng::stream(s.seed, "unused", 0),
-        );
+        let bottleneck = Bottleneck::forward(s, false);
         Link {
-            rate: BitRate(s.link.rate_bps),
             bottleneck,
+            ack_link: Bottleneck::reverse(s),
+            departed: Vec::new(),
             nic: (0..=flows).map(|i| Pipe::new(nic_rate, access(i))).collect(),
             forward: Pipe::new(None, one_way),
             reverse: (0..=flows).map(|i| Pipe::new(None, one_way + access(i))).collect(),
-            loss: s.link.loss,
-            loss_rng: rng::stream(s.seed, "loss", 0),
+            loss: loss_for(s),
             drops_random: 0,
             heap: BinaryHeap::new(),
             seq: 0,
@@ -256,10 +260,22 @@ impl Link {
             Side::Receiver => {
                 let flow = tcp.and_then(|t| self.cfg.flow_of_port(t.src_port)).unwrap_or(self.flows);
                 let pkt = Packet { flow: flow as u32, wire_bytes, seq: self.slab.insert(bytes), ..Packet::default() };
-                if let (_, Some(t)) = self.reverse[flow].push(now, pkt) {
-                    self.schedule(t, Ev::ReverseExit(flow));
+                match self.ack_link.as_mut() {
+                    Some(link) => {
+                        if let Some(t) = link.offer(now, pkt) {
+                            self.schedule(t, Ev::AckTxDone);
+                        }
+                    }
+                    None => self.reverse_push(now, pkt),
                 }
             }
+        }
+    }
+
+    fn reverse_push(&mut self, t: Time, pkt: Packet) {
+        let flow = pkt.flow as usize;
+        if let (_, Some(x)) = self.reverse[flow].push(t, pkt) {
+            self.schedule(x, Ev::ReverseExit(flow));
         }
     }
 
@@ -289,20 +305,48 @@ impl Link {
                 None
             }
             Ev::TxDone => {
-                let (pkt, next) = self.bottleneck.tx_done(t);
-                self.slab.mark_chained(pkt.seq, self.on_wire_chained);
-                if pkt.ce {
-                    self.slab.mark_ce(pkt.seq);
-                }
-                self.on_wire_chained = next.is_some();
+                let mut departed = std::mem::take(&mut self.departed);
+                let next = self.bottleneck.service(t, &mut departed);
                 if let Some(n) = next {
                     self.schedule(n, Ev::TxDone);
                 }
-                if self.m.active {
-                    self.counters[pkt.flow as usize].payload_out += pkt.payload as u64;
+                for pkt in departed.drain(..) {
+                    // Left right behind the previous packet, the link busy in between.
+                    self.slab.mark_chained(pkt.seq, self.on_wire_chained);
+                    self.on_wire_chained = true;
+                    if pkt.ce {
+                        self.slab.mark_ce(pkt.seq);
+                    }
+                    if self.m.active {
+                        self.counters[pkt.flow as usize].payload_out += pkt.payload as u64;
+                    }
+                    if let (_, Some(x)) = self.forward.push(t, pkt) {
+                        self.schedule(x, Ev::ForwardExit);
+                    }
                 }
-                if let (_, Some(x)) = self.forward.push(t, pkt) {
-                    self.schedule(x, Ev::ForwardExit);
+                self.departed = departed;
+                self.on_wire_chained = self.bottleneck.is_busy();
+                self.drain_drops();
+                None
+            }
+            Ev::AckTxDone => {
+                let mut departed = std::mem::take(&mut self.departed);
+                let link = self.ack_link.as_mut().expect("an ACK link");
+                if let Some(n) = link.service(t, &mut departed) {
+                    self.schedule(n, Ev::AckTxDone);
+                }
+                for pkt in departed.drain(..) {
+                    self.reverse_push(t, pkt);
+                }
+                self.departed = departed;
+                None
+            }
+            Ev::RttStep(k) => {
+                let s = &self.cfg.scenario;
+                let one_way = Dur(s.link.rtt_schedule[k].rtt_ns / 2);
+                self.forward.set_delay(one_way);
+                for (i, r) in self.reverse.iter_mut().enumerate() {
+                    r.set_delay(one_way + Dur(s.flows.get(i).map_or(0, |f| f.access_delay_ns)));
                 }
                 None
             }
@@ -352,7 +396,7 @@ impl Link {
 
     fn offer(&mut self, t: Time, pkt: Packet) {
         let flow = pkt.flow as usize;
-        if pkt.payload > 0 && self.loss > 0.0 && self.loss_rng.gen::<f64>() < self.loss {
+        if pkt.payload > 0 && self.loss.lose() {
             self.slab.take(pkt.seq);
             if self.m.active {
                 self.drops_random += 1;
@@ -360,23 +404,33 @@ impl Link {
             }
             return;
         }
-        match self.bottleneck.offer(t, pkt) {
-            Admit::Queued(Some(done)) => {
-                self.on_wire_chained = false;
-                self.schedule(done, Ev::TxDone);
-            }
-            Admit::Queued(None) => {}
-            Admit::DroppedOverflow | Admit::DroppedRandom => {
-                self.slab.take(pkt.seq);
-                if self.m.active {
-                    self.counters[flow].dropped += 1;
-                }
+        if let Some(at) = self.bottleneck.offer(t, pkt) {
+            self.on_wire_chained = false;
+            self.schedule(at, Ev::TxDone);
+        }
+        self.drain_drops();
+    }
+
+    /// Free what the bottleneck dropped (overflow, AQM) and charge it to its flow.
+    fn drain_drops(&mut self) {
+        for d in self.bottleneck.drops.drain(..) {
+            self.slab.take(d.pkt.seq);
+            if self.m.active {
+                self.counters[d.pkt.flow as usize].dropped += 1;
             }
         }
     }
 
     fn start_measuring(&mut self, t: Time) {
         self.m.active = true;
+        self.bottleneck.restart_capacity_at(t);
+        if let Some(a) = self.ack_link.as_mut() {
+            a.restart_capacity_at(t);
+        }
+        let steps: Vec<u64> = self.cfg.scenario.link.rtt_schedule.iter().map(|s| s.at_ns).collect();
+        for (k, at) in steps.into_iter().enumerate() {
+            self.schedule(t + Dur(at), Ev::RttStep(k));
+        }
         self.bottleneck.counters = LinkCounters::default();
         self.drops_random = 0;
         self.m.last_wire_bytes = 0;
@@ -404,6 +458,7 @@ impl Link {
     fn sample(&mut self, t: Time) {
         let Some(t0) = self.m.t0 else { return };
         let secs = t.since(self.m.last_sample).secs_f64();
+        let capacity = self.bottleneck.capacity_bits(self.m.last_sample, t);
         self.m.last_sample = t;
         let c = &self.bottleneck.counters;
         let bits = (c.wire_bytes_out - self.m.last_wire_bytes) as f64 * 8.0;
@@ -412,9 +467,10 @@ impl Link {
         s.time_s.push(t.since(t0).secs_f64());
         s.queue_bytes.push(self.bottleneck.backlog_bytes() as f64);
         s.queue_packets.push(self.bottleneck.backlog_packets() as f64);
-        s.utilization.push(bits / (self.rate.bps() as f64 * secs));
+        s.utilization.push(if capacity > 0.0 { bits / capacity } else { f64::NAN });
         s.throughput_bps.push(bits / secs);
-        s.drops.push((c.drops_overflow + self.drops_random) as f64);
+        s.capacity_bps.push(capacity / secs);
+        s.drops.push((c.drops_overflow + self.drops_random + c.drops_aqm) as f64);
         for (i, fc) in self.counters.iter_mut().take(self.flows).enumerate() {
             s.flow_throughput_bps[i].push((fc.payload_out - fc.last_payload_out) as f64 * 8.0 / secs);
             fc.last_payload_out = fc.payload_out;
@@ -438,6 +494,7 @@ impl Link {
                 if let (true, Some(prev)) = (d.chained, self.m.last_forward_write) {
                     self.m.busy_bytes += d.bytes.len() as u64;
                     self.m.busy_ns += wall.since(prev).ns();
+                    self.m.busy_capacity_bits += self.bottleneck.capacity_bits(prev, wall);
                 }
                 self.m.last_forward_write = Some(wall);
             }
@@ -464,7 +521,8 @@ impl Link {
     fn measure(&self, now: Time) -> Report {
         let c = &self.bottleneck.counters;
         let delivered = (self.m.busy_ns > 0).then(|| self.m.busy_bytes as f64 * 8.0 / (self.m.busy_ns as f64 / 1e9));
-        let ratio = delivered.map(|d| d / self.rate.bps() as f64);
+        let ratio = (self.m.busy_capacity_bits > 0.0).then(|| self.m.busy_bytes as f64 * 8.0 / self.m.busy_capacity_bits);
+        let window = self.m.t0.map_or(0.0, |t0| self.bottleneck.capacity_bits(t0, now.min(self.m.end.max(t0))));
         Report {
             measured_s: self.m.t0.map_or(0.0, |t0| now.since(t0).secs_f64()),
             link: LinkReport {
@@ -472,6 +530,8 @@ impl Link {
                 wire_bytes_out: c.wire_bytes_out,
                 drops_overflow: c.drops_overflow,
                 drops_random: self.drops_random,
+                drops_aqm: c.drops_aqm,
+                capacity_bits: window,
                 ecn_marks: c.ecn_marks,
                 queue_delay_ms: stats(&c.sojourn_ns, 1e6),
                 queue_bytes: stats(&c.queue_bytes_seen, 1.0),
@@ -488,7 +548,7 @@ impl Link {
                 .collect(),
             series: self.m.series.clone(),
             check: SelfCheck {
-                configured_rate_bps: self.rate.bps(),
+                configured_rate_bps: self.cfg.scenario.link.reference_rate_bps(),
                 delivered_rate_bps: delivered,
                 delivered_rate_ratio: ratio,
                 flag_short: ratio.is_some_and(|r| r < SHORT_RATIO),

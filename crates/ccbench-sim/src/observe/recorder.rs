@@ -32,6 +32,8 @@ pub struct LinkRow {
     pub queue_packets: f64,
     pub utilization: f64,
     pub throughput_bps: f64,
+    /// Capacity offered during the interval (the rate, or a trace's opportunities).
+    pub capacity_bps: f64,
     pub drops: f64,
 }
 
@@ -92,6 +94,7 @@ impl Recorder {
                 lcol("utilization", |r| r.utilization),
                 lcol("throughput_bps", |r| r.throughput_bps),
                 lcol("drops", |r| r.drops),
+                lcol("capacity_bps", |r| r.capacity_bps),
             ],
         };
         Series { flows, link }
