@@ -53,6 +53,11 @@ def cli() -> None:
 @click.option("--interval", metavar="TIME", help="Time-series interval, at least 1ms (default 100ms).")
 @click.option("--size", metavar="SIZE", help="Bytes per flow, e.g. 20MB (default: bulk until the end).")
 @click.option("--pacing", type=click.Choice(["on", "off"]), help="Force pacing on or off (default: per algorithm).")
+@click.option("--trace", metavar="PATH", help="Bottleneck capacity from a Mahimahi delivery-opportunity trace "
+              "(replaces --rate).")
+@click.option("--ack-trace", "ack_trace", metavar="PATH", help="Delivery-opportunity trace for the ACK direction.")
+@click.option("--aqm", type=click.Choice(["droptail", "codel", "fq_codel"]),
+              help="Queueing discipline at the bottleneck (default droptail).")
 @click.option("--out", metavar="DIR", help="Write summary.json, flows.parquet, link.parquet, scenario.toml here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary JSON instead of tables.")
 @click.option("--plot", "make_plots", is_flag=True, help="With --out: also write figures of every flow to DIR/plots.")
