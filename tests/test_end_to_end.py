@@ -12,6 +12,7 @@ import pytest
 
 import ccbench
 from ccbench import Scenario
+from ccbench.scenario import read_toml
 
 from conftest import SCENARIOS, SHORT_TOML, run_cli
 
@@ -150,6 +151,7 @@ def test_sized_flow_completes() -> None:
 
 @pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.toml")), ids=lambda p: p.name)
 def test_shipped_scenarios_run_shortened(path: Path) -> None:
-    scenario = Scenario.from_flags(base=tomllib.loads(path.read_text()), duration="2s")
+    # read_toml resolves trace paths against the scenario file's directory.
+    scenario = Scenario.from_flags(base=read_toml(path), duration="2s")
     summary = ccbench.run(scenario).summary
     check_summary(summary, scenario)

@@ -462,8 +462,9 @@ impl Scenario {
         }
         let mut prev = 0;
         for (i, s) in l.rate_schedule.iter().enumerate() {
-            if s.at_ns <= prev || s.at_ns >= self.duration_ns {
-                return Err(err(format!("link.rate_schedule[{i}].at"), "steps must be after 0, increasing, and before the end of the run"));
+            // Steps at or after the end of the run never take effect (a shortened run).
+            if s.at_ns <= prev {
+                return Err(err(format!("link.rate_schedule[{i}].at"), "steps must be after 0 and in increasing order"));
             }
             if s.rate_bps == 0 {
                 return Err(err(format!("link.rate_schedule[{i}].rate"), "must be positive"));
@@ -472,8 +473,9 @@ impl Scenario {
         }
         prev = 0;
         for (i, s) in l.rtt_schedule.iter().enumerate() {
-            if s.at_ns <= prev || s.at_ns >= self.duration_ns {
-                return Err(err(format!("link.rtt_schedule[{i}].at"), "steps must be after 0, increasing, and before the end of the run"));
+            // Steps at or after the end of the run never take effect (a shortened run).
+            if s.at_ns <= prev {
+                return Err(err(format!("link.rtt_schedule[{i}].at"), "steps must be after 0 and in increasing order"));
             }
             if s.rtt_ns == 0 {
                 return Err(err(format!("link.rtt_schedule[{i}].rtt"), "must be positive"));
