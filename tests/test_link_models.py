@@ -300,3 +300,13 @@ def test_rate_steps_example_follows_its_steps() -> None:
         part = lk[(lk.time_s > lo) & (lk.time_s <= hi)]
         assert (abs(part.capacity_bps - rate) < 1).all()
         assert part.throughput_bps.mean() > 0.95 * rate, (lo, part.throughput_bps.mean())
+
+
+def test_a_trace_run_plots(tmp_path: Path) -> None:
+    from ccbench.plots import plot_run
+
+    s = Scenario.from_flags(trace=str(TRACES / "TMobile-LTE-short.up"), aqm="fq_codel", duration="3s",
+                            cca="cubic,bbr")
+    ccbench.run(s).save(tmp_path / "run")
+    paths = plot_run(tmp_path / "run", flows=None, formats="png")
+    assert sorted(p.name for p in paths) == ["flow0.png", "flow1.png", "link.png"]

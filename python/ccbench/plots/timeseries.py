@@ -373,7 +373,7 @@ def link_figure(run: RunData) -> Figure:
     if capacity is not None and np.nanmax(capacity) - np.nanmin(capacity) > 1.0:
         # A trace or rate steps: the capacity offered in each interval.
         cap = _mean(capacity, smooth) / MBIT
-        a.plot(t, cap, label="capacity offered", color=style.BLACK, lw=0.8, ls="--", zorder=1)
+        a.fill_between(t, np.nan_to_num(cap), color="#D9D9D9", lw=0, zorder=0, label="capacity offered")
         series_a.append(cap)
     else:
         _hline(a, rate_mbit, f"bottleneck rate ({fmt_rate(rate)})")
