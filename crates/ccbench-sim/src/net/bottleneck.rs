@@ -198,17 +198,38 @@ impl Bottleneck {
             pkt.ce = true;
             self.counters.ecn_marks += 1;
         }
-        let n = self.drops.len();
-        self.qdisc.enqueue(pkt, &mut self.drops);
-        self.count_drops(n);
         if self.scheduled {
+            if let Qdisc::DropTail(d) = &mut self.qdisc {
+                d.push(pkt);
+                return None;
+            }
+            let n = self.drops.len();
+            self.qdisc.enqueue(pkt, &mut self.drops);
+            self.count_drops(n);
             return None;
         }
         match &mut self.capacity {
-            Capacity::Rate(_) => self.start(now),
-            Capacity::Trace(server) => {
+            // An idle drop-tail link at a rate: straight onto the wire (what queueing and
+            // dequeuing at once would do).
+            Capacity::Rate(r) if matches!(self.qdisc, Qdisc::DropTail(_)) => {
+                let done = r.finish(now, pkt.wire_bytes);
+                self.current = Some(InService { pkt, start: now, left: 0 });
                 self.scheduled = true;
-                Some(server.first_service(now))
+                Some(done)
+            }
+            Capacity::Rate(_) => {
+                let n = self.drops.len();
+                self.qdisc.enqueue(pkt, &mut self.drops);
+                self.count_drops(n);
+                self.start(now)
+            }
+            Capacity::Trace(server) => {
+                let at = server.first_service(now);
+                let n = self.drops.len();
+                self.qdisc.enqueue(pkt, &mut self.drops);
+                self.count_drops(n);
+                self.scheduled = true;
+                Some(at)
             }
         }
     }
@@ -216,10 +237,26 @@ impl Bottleneck {
     /// The service event at `now`: departing packets are appended to `out`. Returns the
     /// time of the next service event, if any.
     pub fn service(&mut self, now: Time, out: &mut Vec<Packet>) -> Option<Time> {
+        self.service_with(now, |p| out.push(p))
+    }
+
+    /// [`Bottleneck::service`] handing each departing packet to `depart`.
+    #[inline]
+    pub fn service_with(&mut self, now: Time, mut depart: impl FnMut(Packet)) -> Option<Time> {
         self.scheduled = false;
-        if let Capacity::Rate(_) = self.capacity {
+        if let Capacity::Rate(r) = &mut self.capacity {
             let cur = self.current.take().expect("service with an idle link");
-            self.depart(cur, out);
+            // The plain link (one rate, drop-tail) without the general machinery.
+            if let (Some(rate), Qdisc::DropTail(d)) = (r.constant_rate(), &mut self.qdisc) {
+                let next = d.pop().map(|pkt| {
+                    self.current = Some(InService { pkt, start: now, left: 0 });
+                    now + rate.tx_time(pkt.wire_bytes)
+                });
+                self.scheduled = next.is_some();
+                depart(self.departed(cur));
+                return next;
+            }
+            depart(self.departed(cur));
             return self.start(now);
         }
         loop {
@@ -241,7 +278,7 @@ impl Bottleneck {
             cur.left -= take;
             if cur.left == 0 {
                 let cur = self.current.take().expect("in service");
-                self.depart(cur, out);
+                depart(self.departed(cur));
             }
         }
         let Capacity::Trace(server) = &self.capacity else { unreachable!() };
@@ -254,6 +291,7 @@ impl Bottleneck {
     }
 
     /// Rate server: dequeue at `now` and start serializing; the completion time.
+    #[inline]
     fn start(&mut self, now: Time) -> Option<Time> {
         let pkt = self.dequeue(now)?;
         let Capacity::Rate(r) = &mut self.capacity else { unreachable!() };
@@ -263,7 +301,11 @@ impl Bottleneck {
         Some(done)
     }
 
+    #[inline]
     fn dequeue(&mut self, now: Time) -> Option<Packet> {
+        if let Qdisc::DropTail(d) = &mut self.qdisc {
+            return d.pop();
+        }
         let (n, marks) = (self.drops.len(), self.qdisc.aqm_marks());
         let pkt = self.qdisc.dequeue(now, &mut self.drops);
         self.counters.ecn_marks += self.qdisc.aqm_marks() - marks;
@@ -281,11 +323,13 @@ impl Bottleneck {
         }
     }
 
-    fn depart(&mut self, cur: InService, out: &mut Vec<Packet>) {
+    /// Count a packet leaving the link.
+    #[inline]
+    fn departed(&mut self, cur: InService) -> Packet {
         self.counters.packets_out += 1;
         self.counters.wire_bytes_out += cur.pkt.wire_bytes as u64;
         self.counters.sojourn_ns.record(cur.start.since(cur.pkt.enqueued).ns());
-        out.push(cur.pkt);
+        cur.pkt
     }
 }
 

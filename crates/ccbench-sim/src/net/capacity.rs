@@ -10,6 +10,8 @@ use crate::units::BitRate;
 #[derive(Clone, Debug)]
 pub struct RateSchedule {
     steps: Vec<(Time, BitRate)>,
+    /// The rate, when there are no steps (the fast path).
+    constant: Option<BitRate>,
     /// What step times count from (zero in the simulator).
     origin: Time,
     /// The step in force at the latest serialization start (starts never go back).
@@ -18,7 +20,7 @@ pub struct RateSchedule {
 
 impl RateSchedule {
     pub fn constant(rate: BitRate) -> RateSchedule {
-        RateSchedule { steps: vec![(Time::ZERO, rate)], origin: Time::ZERO, cur: 0 }
+        RateSchedule { steps: vec![(Time::ZERO, rate)], constant: Some(rate), origin: Time::ZERO, cur: 0 }
     }
 
     /// `rate` from time zero, then each `(at, rate)` step. Steps must be increasing in
@@ -27,7 +29,8 @@ impl RateSchedule {
         let mut all = vec![(Time::ZERO, rate)];
         all.extend_from_slice(steps);
         debug_assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
-        RateSchedule { steps: all, origin: Time::ZERO, cur: 0 }
+        let constant = (all.len() == 1).then_some(rate);
+        RateSchedule { steps: all, constant, origin: Time::ZERO, cur: 0 }
     }
 
     /// Start the schedule at `origin`: step times count from there (the initial rate
@@ -37,8 +40,14 @@ impl RateSchedule {
         self.cur = 0;
     }
 
+    /// The rate, if it never changes.
+    #[inline]
+    pub fn constant_rate(&self) -> Option<BitRate> {
+        self.constant
+    }
+
     pub fn is_constant(&self) -> bool {
-        self.steps.len() == 1
+        self.constant.is_some()
     }
 
     /// The rate at time zero.
@@ -54,7 +63,11 @@ impl RateSchedule {
     /// When serializing `bytes` that starts at `start` completes: the rate integrated
     /// over the steps it spans, rounded up to the nanosecond. Constant rate: exactly
     /// `start + tx_time(bytes)`.
+    #[inline]
     pub fn finish(&mut self, start: Time, bytes: u32) -> Time {
+        if let Some(rate) = self.constant {
+            return start + rate.tx_time(bytes);
+        }
         while self.end_of(self.cur).is_some_and(|e| e <= start) {
             self.cur += 1;
         }

@@ -65,6 +65,7 @@ impl LossModel {
     }
 
     /// Whether the next packet is lost.
+    #[inline]
     pub fn lose(&mut self) -> bool {
         match self {
             LossModel::None => false,

@@ -195,20 +195,37 @@ impl World {
                     if let Some(t) = self.bottleneck.offer(now, pkt) {
                         q.push(t, Event::LinkTxDone);
                     }
-                    self.count_drops();
+                    if !self.bottleneck.drops.is_empty() {
+                        self.count_drops();
+                    }
                 }
                 Event::LinkTxDone => {
-                    let next = self.bottleneck.service(now, &mut self.departed);
+                    // Usually one packet leaves (always at a rate); more go to `departed`.
+                    let (mut first, more) = (None, &mut self.departed);
+                    let next = self.bottleneck.service_with(now, |p| match first {
+                        None => first = Some(p),
+                        Some(_) => more.push(p),
+                    });
                     if let Some(t) = next {
                         q.push(t, Event::LinkTxDone);
                     }
-                    for pkt in self.departed.drain(..) {
-                        self.flows[pkt.flow as usize].bottleneck_bytes += pkt.payload as u64;
+                    let mut to_receiver = |pkt: Packet, flows: &mut Vec<FlowMeta>, q: &mut EventQueue| {
+                        flows[pkt.flow as usize].bottleneck_bytes += pkt.payload as u64;
                         if let (_, Some(t)) = self.forward.push(now, pkt) {
                             q.push(t, Event::ReceiverArrival);
                         }
+                    };
+                    if let Some(pkt) = first {
+                        to_receiver(pkt, &mut self.flows, q);
                     }
-                    self.count_drops();
+                    if !self.departed.is_empty() {
+                        for pkt in self.departed.drain(..) {
+                            to_receiver(pkt, &mut self.flows, q);
+                        }
+                    }
+                    if !self.bottleneck.drops.is_empty() {
+                        self.count_drops();
+                    }
                 }
                 Event::AckLinkTxDone => {
                     let link = self.ack_link.as_mut().expect("an ACK link");
@@ -235,7 +252,9 @@ impl World {
                         q.push(t, Event::ReceiverArrival);
                     }
                     self.receivers[pkt.flow as usize].on_data(now, &pkt, q);
-                    self.flush_acks(pkt.flow, now);
+                    if self.ack_link.is_some() {
+                        self.flush_acks(pkt.flow, now);
+                    }
                     if self.all_sized_flows_done() {
                         break;
                     }
@@ -250,11 +269,15 @@ impl World {
                 Event::Sender(i, which) => self.senders[i as usize].on_timer(now, which, q),
                 Event::DelayedAck(i) => {
                     self.receivers[i as usize].on_delack_timer(now, q);
-                    self.flush_acks(i, now);
+                    if self.ack_link.is_some() {
+                        self.flush_acks(i, now);
+                    }
                 }
                 Event::SackCompress(i) => {
                     self.receivers[i as usize].on_sack_compress_timer(now, q);
-                    self.flush_acks(i, now);
+                    if self.ack_link.is_some() {
+                        self.flush_acks(i, now);
+                    }
                 }
                 Event::Sample => {
                     self.sample(now);

@@ -46,6 +46,19 @@ impl DropTail {
     pub fn new(limit: QueueLimit) -> DropTail {
         DropTail { limit, queue: VecDeque::new(), bytes: 0 }
     }
+
+    #[inline]
+    pub fn push(&mut self, pkt: Packet) {
+        self.bytes += pkt.wire_bytes as u64;
+        self.queue.push_back(pkt);
+    }
+
+    #[inline]
+    pub fn pop(&mut self) -> Option<Packet> {
+        let p = self.queue.pop_front()?;
+        self.bytes -= p.wire_bytes as u64;
+        Some(p)
+    }
 }
 
 pub enum Qdisc {
@@ -57,6 +70,7 @@ pub enum Qdisc {
 impl Qdisc {
     /// Whether an arriving packet is tail-dropped (FQ-CoDel admits every packet and
     /// drops from its fattest flow instead).
+    #[inline]
     pub fn admits(&self, pkt: &Packet) -> bool {
         match self {
             Qdisc::DropTail(d) => match d.limit {
@@ -69,30 +83,26 @@ impl Qdisc {
     }
 
     /// Queue an admitted packet; FQ-CoDel may drop others (to `drops`).
+    #[inline]
     pub fn enqueue(&mut self, pkt: Packet, drops: &mut Vec<Dropped>) {
         match self {
-            Qdisc::DropTail(d) => {
-                d.bytes += pkt.wire_bytes as u64;
-                d.queue.push_back(pkt);
-            }
+            Qdisc::DropTail(d) => d.push(pkt),
             Qdisc::Codel(c) => c.enqueue(pkt),
             Qdisc::FqCodel(f) => f.enqueue(pkt, drops),
         }
     }
 
     /// The next packet to send at `now`; CoDel drops go to `drops`.
+    #[inline]
     pub fn dequeue(&mut self, now: Time, drops: &mut Vec<Dropped>) -> Option<Packet> {
         match self {
-            Qdisc::DropTail(d) => {
-                let p = d.queue.pop_front()?;
-                d.bytes -= p.wire_bytes as u64;
-                Some(p)
-            }
+            Qdisc::DropTail(d) => d.pop(),
             Qdisc::Codel(c) => c.dequeue(now, drops),
             Qdisc::FqCodel(f) => f.dequeue(now, drops),
         }
     }
 
+    #[inline]
     pub fn backlog_bytes(&self) -> u64 {
         match self {
             Qdisc::DropTail(d) => d.bytes,
@@ -101,6 +111,7 @@ impl Qdisc {
         }
     }
 
+    #[inline]
     pub fn backlog_packets(&self) -> u64 {
         match self {
             Qdisc::DropTail(d) => d.queue.len() as u64,
