@@ -108,8 +108,12 @@ pub struct TraceServer {
     /// When the trace starts (zero in the simulator; the measurement epoch in the
     /// emulator).
     origin: Time,
-    /// The next unused opportunity.
+    /// The next unused opportunity: its index, its repetition's start (ns after the
+    /// origin) and position in the trace, and its instant.
     next: u64,
+    base_ns: u64,
+    pos: usize,
+    next_at: Time,
     /// Bytes left of the last opportunity taken, and its instant.
     budget: u32,
     budget_at: Time,
@@ -117,18 +121,35 @@ pub struct TraceServer {
 
 impl TraceServer {
     pub fn new(trace: Trace) -> TraceServer {
-        TraceServer { trace, origin: Time::ZERO, next: 0, budget: 0, budget_at: Time::ZERO }
+        let next_at = Time(trace.at_ns[0]);
+        TraceServer { trace, origin: Time::ZERO, next: 0, base_ns: 0, pos: 0, next_at, budget: 0, budget_at: Time::ZERO }
     }
 
     /// Restart the trace at `origin` (opportunities of the old start are dropped).
     pub fn restart_at(&mut self, origin: Time) {
         self.origin = origin;
-        self.next = 0;
         self.budget = 0;
+        self.seek(0);
     }
 
-    fn time_of(&self, i: u64) -> Time {
-        Time(self.origin.ns() + self.trace.time_of(i).ns())
+    /// Make opportunity `i` the next one.
+    fn seek(&mut self, i: u64) {
+        let n = self.trace.len();
+        self.next = i;
+        self.base_ns = (i / n) * self.trace.period_ns;
+        self.pos = (i % n) as usize;
+        self.next_at = Time(self.origin.ns() + self.base_ns + self.trace.at_ns[self.pos]);
+    }
+
+    /// Take the next opportunity (no division: opportunities are taken in order).
+    fn advance(&mut self) {
+        self.next += 1;
+        self.pos += 1;
+        if self.pos == self.trace.at_ns.len() {
+            self.pos = 0;
+            self.base_ns += self.trace.period_ns;
+        }
+        self.next_at = Time(self.origin.ns() + self.base_ns + self.trace.at_ns[self.pos]);
     }
 
     fn first_at_or_after(&self, t: Time) -> u64 {
@@ -149,18 +170,23 @@ impl TraceServer {
         if self.budget > 0 && self.budget_at == now {
             return now;
         }
-        self.next = self.next.max(self.first_at_or_after(now));
-        self.time_of(self.next)
+        if self.next_at < now {
+            // Idle since: the opportunities in between are lost.
+            let i = self.first_at_or_after(now);
+            self.seek(i);
+        }
+        self.next_at
     }
 
     /// Bytes available at `now`: what is left of an opportunity taken at `now`, else a
     /// fresh opportunity if one falls at `now`; 0 when the link must wait.
+    #[inline]
     pub fn budget_at(&mut self, now: Time) -> u32 {
         if self.budget_at != now {
             self.budget = 0;
         }
-        if self.budget == 0 && self.time_of(self.next) == now {
-            self.next += 1;
+        if self.budget == 0 && self.next_at == now {
+            self.advance();
             self.budget = OPPORTUNITY_BYTES;
             self.budget_at = now;
         }
@@ -175,7 +201,7 @@ impl TraceServer {
 
     /// The instant of the next unused opportunity.
     pub fn next_opportunity(&self) -> Time {
-        self.time_of(self.next)
+        self.next_at
     }
 }
 

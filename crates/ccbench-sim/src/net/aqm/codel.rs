@@ -117,6 +117,7 @@ fn set_ce(pkt: &mut Packet) -> (bool, bool) {
 
 /// `codel_should_drop`: record the head's sojourn and say whether it has been above
 /// target for at least an interval (and more than an MTU is still queued).
+#[inline]
 fn should_drop(pkt: Option<&Packet>, v: &mut CodelVars, p: &CodelParams, backlog: u64, now: CodelTime) -> bool {
     let Some(pkt) = pkt else {
         v.first_above_time = 0;
@@ -139,6 +140,7 @@ fn should_drop(pkt: Option<&Packet>, v: &mut CodelVars, p: &CodelParams, backlog
 
 /// `codel_dequeue`: the next packet to send, after dropping (or marking) what the
 /// state machine says. Dropped packets go to `drops`.
+#[inline]
 pub fn codel_dequeue<Q: CodelQueue>(
     q: &mut Q,
     v: &mut CodelVars,
@@ -226,6 +228,7 @@ pub struct Fifo {
 }
 
 impl CodelQueue for Fifo {
+    #[inline]
     fn dequeue(&mut self) -> Option<Packet> {
         let p = self.q.pop_front()?;
         self.bytes -= p.wire_bytes as u64;
@@ -262,6 +265,7 @@ impl Codel {
     }
 
     /// `codel_qdisc_dequeue`.
+    #[inline]
     pub fn dequeue(&mut self, now: Time, drops: &mut Vec<Dropped>) -> Option<Packet> {
         codel_dequeue(&mut self.fifo, &mut self.vars, &self.params, &mut self.stats, now, drops)
     }

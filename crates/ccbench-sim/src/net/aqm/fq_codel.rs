@@ -61,6 +61,7 @@ struct FlowView<'a> {
 }
 
 impl CodelQueue for FlowView<'_> {
+    #[inline]
     fn dequeue(&mut self) -> Option<Packet> {
         let p = self.flow.pop_front()?;
         let len = p.wire_bytes as u64;
@@ -96,6 +97,7 @@ impl FqCodel {
     }
 
     /// `fq_codel_enqueue`: always queue, then drop from the fattest flow if over a limit.
+    #[inline]
     pub fn enqueue(&mut self, pkt: Packet, drops: &mut Vec<Dropped>) {
         let idx = self.classify(&pkt);
         let len = pkt.wire_bytes as u64;
@@ -148,6 +150,7 @@ impl FqCodel {
     }
 
     /// `fq_codel_dequeue`.
+    #[inline]
     pub fn dequeue(&mut self, now: Time, drops: &mut Vec<Dropped>) -> Option<Packet> {
         loop {
             let (from_new, idx) = match (self.new_flows.front(), self.old_flows.front()) {
