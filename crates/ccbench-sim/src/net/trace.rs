@@ -170,8 +170,14 @@ impl TraceServer {
         if self.budget > 0 && self.budget_at == now {
             return now;
         }
+        // Idle since: the opportunities in between are lost. Step over a few, search
+        // beyond.
+        let mut steps = 0;
+        while self.next_at < now && steps < 16 {
+            self.advance();
+            steps += 1;
+        }
         if self.next_at < now {
-            // Idle since: the opportunities in between are lost.
             let i = self.first_at_or_after(now);
             self.seek(i);
         }
