@@ -106,6 +106,38 @@ def test_cubic_through_the_emulator_matches_the_configured_link(tmp_path: Path) 
     assert abs(flows["goodput_bps"].iloc[10:].mean() - expected) / expected < 0.10
 
 
+TRACES = Path(__file__).resolve().parent.parent / "traces"
+
+
+def test_a_trace_link_delivers_the_traces_capacity(capsys: pytest.CaptureFixture[str]) -> None:
+    # The T-Mobile uplink trace, restarted at the run's epoch: what its first 5 s offer.
+    trace = TRACES / "TMobile-LTE-short.up"
+    r = run({"duration": "5s", "link": {"trace": str(trace), "rtt": "20ms", "buffer": "300pkt"},
+             "flows": [{"cca": "cubic"}]})
+    link, check = r.summary["link"], r.summary["emulator"]
+    ms = [int(x) for x in trace.read_text().split()]
+    offered = sum(1 for m in ms if m < 5000) * 1500 * 8 / 5.0
+    with capsys.disabled():
+        print(f"\n[benchmark] emulator on {trace.name}: offered {offered / 1e6:.2f} Mbit/s in the first 5 s, "
+              f"reported {link['rate_bps'] / 1e6:.2f}, used {100 * link['utilization']:.1f}%, delivered "
+              f"{100 * check['delivered_rate_ratio']:.2f}% of the capacity while busy")
+    assert abs(link["rate_bps"] / offered - 1) < 0.01
+    assert link["trace_mean_bps"] == len(ms) * 12000 * 1000 // ms[-1]
+    assert link["utilization"] > 0.85
+    assert check["delivered_rate_ratio"] >= 0.97 and check["write_errors"] == 0
+    assert r.link["capacity_bps"].notna().all()
+
+
+def test_fq_codel_in_the_emulator_keeps_the_queue_short() -> None:
+    r = run({"duration": "6s", "link": {"rate": "10Mbit", "rtt": "20ms", "aqm": "fq_codel"},
+             "flows": [{"cca": "cubic"}]})
+    link = r.summary["link"]
+    assert link["aqm"]["name"] == "fq_codel" and link["buffer_packets"] == 10240
+    assert link["queue_delay_ms"]["p50"] < 30.0, link["queue_delay_ms"]
+    assert link["drops_aqm"] + link["ecn_marks"] > 0
+    assert link["utilization"] > 0.8
+
+
 @pytest.mark.parametrize("rate", ["20Mbit", "100Mbit"])
 def test_emulator_delivers_the_configured_capacity(rate: str, capsys: pytest.CaptureFixture[str]) -> None:
     r = run({"duration": "3s", "link": link(rate, buffer="2bdp"), "flows": [{"cca": "cubic"}]})

@@ -132,7 +132,7 @@ def test_effective_toml_is_complete() -> None:
     s = Scenario.from_toml(MINIMAL)
     doc = tomllib.loads(s.effective_toml())
     assert set(doc) == {"seed", "duration", "interval", "link", "tcp", "flows"}
-    assert set(doc["link"]) == {"rate", "rtt", "buffer", "loss", "nic_rate"}
+    assert set(doc["link"]) == {"rate", "rtt", "buffer", "aqm", "loss", "nic_rate"}
     assert set(doc["tcp"]) == {
         "mss", "init_cwnd", "hz", "rto_min", "rto_init", "tsq_limit", "pacing_shift", "delack_min", "tso_rtt_log",
     }

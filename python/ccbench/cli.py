@@ -65,6 +65,11 @@ def cli() -> None:
 @click.option("--bbr-inflight-deficit", is_flag=True, default=None,
               help="2BRobust: BBR flows pace at high gain while less than a BDP is in flight.")
 @click.option("--tso-rtt-log", type=int, metavar="N", help="net.ipv4.tcp_tso_rtt_log; 0 = older kernels (default 9).")
+@click.option("--trace", metavar="PATH", help="Bottleneck capacity from a Mahimahi delivery-opportunity trace "
+              "(replaces --rate).")
+@click.option("--ack-trace", "ack_trace", metavar="PATH", help="Delivery-opportunity trace for the ACK direction.")
+@click.option("--aqm", type=click.Choice(["droptail", "codel", "fq_codel"]),
+              help="Queueing discipline at the bottleneck (default droptail).")
 @click.option("--out", metavar="DIR", help="Write summary.json, flows.parquet, link.parquet, scenario.toml here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary JSON instead of tables.")
 @click.option("--plot", "make_plots", is_flag=True, help="With --out: also write figures of every flow to DIR/plots.")

@@ -64,19 +64,32 @@ def flows_table(summary: Mapping[str, Any]) -> Table:
 
 def link_table(summary: Mapping[str, Any]) -> Table:
     t = _table("Bottleneck")
+    link = summary.get("link") or {}
+    # Traces and AQMs add columns; a constant-rate drop-tail run keeps the plain table.
+    traced = link.get("trace_mean_bps") is not None
+    aqm = link.get("aqm") if isinstance(link.get("aqm"), Mapping) else None
+    if traced:
+        t.add_column("capacity\nMbit/s", justify="right")
     t.add_column("utilisation", justify="right")
     t.add_column("drops", justify="right")
+    if aqm is not None:
+        t.add_column(f"{aqm.get('name', 'AQM')}\ndrops", justify="right")
     t.add_column("queue delay\nmean ms", justify="right")
     t.add_column("queue delay\np95 ms", justify="right")
     t.add_column("Jain index", justify="right")
-    link = summary.get("link") or {}
-    t.add_row(
+    row = [_num(link.get("rate_bps"), 1e-6)] if traced else []
+    row += [
         _num(link.get("utilization"), 100.0, 1) + " %" if link.get("utilization") is not None else DASH,
         _int(link.get("drops")),
+    ]
+    if aqm is not None:
+        row.append(_int(link.get("drops_aqm")))
+    row += [
         _num(_get(link, "queue_delay_ms", "mean")),
         _num(_get(link, "queue_delay_ms", "p95")),
         _num(summary.get("jain_index"), digits=4),
-    )
+    ]
+    t.add_row(*row)
     return t
 
 

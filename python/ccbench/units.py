@@ -13,6 +13,7 @@ formatting a parsed value gives a string that parses back to the same value.
 * Buffers: a size, ``<x>bdp`` (a multiple of the bandwidth-delay product) or
   ``<n>pkt`` / ``<n>packets``.
 * Loss: a percentage string (``"0.5%"``) or a fraction (``0.005``).
+* Probabilities (loss-model parameters): the same forms, from 0 to 100%.
 """
 
 from __future__ import annotations
@@ -199,6 +200,18 @@ def parse_loss(value: object) -> float:
         raise ValueError(f"unknown loss unit {unit!r} in {value!r}; give a percentage ('0.5%') or a fraction (0.005)")
     if not (0 <= number < 1):
         raise ValueError(f"{value!r} is out of range; loss must be at least 0% and below 100% (e.g. '0.5%' or 0.005)")
+    return float(number)
+
+
+def parse_probability(value: object) -> float:
+    """A probability: ``"30%"`` or a fraction; in [0, 1]."""
+    number, unit = _split(value, "a probability", "30%")
+    if unit == "%":
+        number /= 100
+    elif unit:
+        raise ValueError(f"unknown unit {unit!r} in {value!r}; give a percentage ('30%') or a fraction (0.3)")
+    if not (0 <= number <= 1):
+        raise ValueError(f"{value!r} is out of range; a probability is from 0% to 100% (e.g. '30%' or 0.3)")
     return float(number)
 
 

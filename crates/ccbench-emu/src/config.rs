@@ -1,8 +1,8 @@
 //! What the emulator is told: the resolved scenario (the simulator's own JSON, so both
 //! engines read the same link description) plus where to find the packets.
 
-use ccbench_sim::config::{BufferLimit, Scenario};
-use ccbench_sim::net::bottleneck::QueueLimit;
+use ccbench_sim::config::Scenario;
+use ccbench_sim::net::bottleneck::{resolve_limit, QueueLimit};
 use ccbench_sim::observe::capture::CaptureSpec;
 use serde::Deserialize;
 
@@ -39,12 +39,14 @@ impl EmuConfig {
 
     fn check(&self) -> Result<(), String> {
         let s = &self.scenario;
-        if s.link.rate_bps == 0 || s.link.rtt_ns == 0 || s.link.nic_rate_bps == 0 {
+        let rate_ok = s.link.trace.is_some() || s.link.rate_bps > 0;
+        if !rate_ok || s.link.rtt_ns == 0 || s.link.nic_rate_bps == 0 {
             return Err("emulator config: rate, rtt and nic_rate must be positive".into());
         }
         if !(0.0..1.0).contains(&s.link.loss) {
             return Err("emulator config: loss must be in [0, 1)".into());
         }
+        s.validate_link_models().map_err(|e| format!("emulator config: {e}"))?;
         if s.flows.is_empty() || self.base_port as usize + s.flows.len() > u16::MAX as usize {
             return Err("emulator config: flows must fit in the port range above base_port".into());
         }
@@ -59,23 +61,9 @@ impl EmuConfig {
         Ok(())
     }
 
-    /// A limit in bytes, packets or BDP multiples, resolved as the simulator does.
-    fn resolve(&self, limit: BufferLimit) -> QueueLimit {
-        match limit {
-            BufferLimit::Bytes(b) => QueueLimit::Bytes(b),
-            BufferLimit::Packets(n) => QueueLimit::Packets(n),
-            BufferLimit::Bdp(x) => QueueLimit::Bytes((x * self.scenario.bdp_bytes() as f64).round() as u64),
-        }
-    }
-
-    /// The drop-tail limit.
+    /// The drop-tail limit, resolved as the simulator does.
     pub fn queue_limit(&self) -> QueueLimit {
-        self.resolve(self.scenario.link.buffer)
-    }
-
-    /// The backlog from which ECN-capable packets are marked CE, if any.
-    pub fn ecn_threshold(&self) -> Option<QueueLimit> {
-        self.scenario.link.ecn_threshold.map(|t| self.resolve(t))
+        resolve_limit(&self.scenario, self.scenario.link.buffer)
     }
 
     /// The flow a port belongs to, if any.

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! sender --NIC (nic_rate, access_delay)--> bottleneck --(rate)--> delay rtt/2 --> receiver
-//! sender <------------------ delay rtt/2 + access_delay (uncongested) ----------- receiver
+//! sender <------------- delay rtt/2 + access_delay <-- [ACK trace link] --------- receiver
 //! ```
 //!
 //! The caller passes time in. Packets arrive with [`Link::arrive`]; [`Link::poll`]
@@ -14,23 +14,28 @@
 //! ECN: with a marking threshold, the simulator's bottleneck marks ECN-capable packets
 //! that arrive to a deep enough backlog, and the emulator sets CE in their IP header.
 //!
-//! Random loss applies to data packets only (as in the simulator); handshakes, pure
-//! ACKs and FINs never meet it. Packets that belong to no configured flow (no TCP, or
-//! an unknown port) use an extra lane with the link's base delays.
+//! Random loss (Bernoulli or Gilbert-Elliott) applies to data packets only (as in the
+//! simulator); handshakes, pure ACKs and FINs never meet it. Packets that belong to no
+//! configured flow (no TCP, or an unknown port) use an extra lane with the link's base
+//! delays.
+//!
+//! A trace, a rate schedule and the RTT schedule start at the measurement epoch
+//! ([`Link::begin`]); before it a trace runs from the emulator's start, so that
+//! connection set-up has capacity. An ACK trace puts every packet towards the sender
+//! behind the trace's opportunities.
 
 use crate::capture::EmuCapture;
 use crate::config::EmuConfig;
 use crate::report::{stats, FlowReport, LinkReport, Report, SelfCheck, SeriesReport, SHORT_RATIO};
 use crate::rtt::RttSampler;
 use crate::wire::{self, TCP_ACK};
-use ccbench_sim::net::bottleneck::{Admit, LinkCounters};
+use ccbench_sim::net::bottleneck::{loss_for, LinkCounters};
+use ccbench_sim::net::loss::LossModel;
 use ccbench_sim::net::{Bottleneck, Packet, Pipe};
 use ccbench_sim::observe::capture::Point;
 use ccbench_sim::observe::histogram::Histogram;
-use ccbench_sim::sim::rng::{self, Rng};
 use ccbench_sim::time::{Dur, Time};
 use ccbench_sim::units::BitRate;
-use rand::Rng as _;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -57,6 +62,8 @@ pub struct Delivery {
 enum Ev {
     NicExit(usize),
     TxDone,
+    AckTxDone,
+    RttStep(usize),
     ForwardExit,
     ReverseExit(usize),
     Epoch,
@@ -129,6 +136,8 @@ struct Measure {
     series: SeriesReport,
     busy_bytes: u64,
     busy_ns: u64,
+    /// Capacity the link offered over the busy stretches, in bits.
+    busy_capacity_bits: f64,
     last_forward_write: Option<Time>,
     late_forward: Histogram,
     late_reverse: Histogram,
@@ -138,14 +147,15 @@ struct Measure {
 }
 
 pub struct Link {
-    rate: BitRate,
     bottleneck: Bottleneck,
+    /// The ACK direction's trace-driven link, if any.
+    ack_link: Option<Bottleneck>,
+    departed: Vec<Packet>,
     /// Per flow, plus one lane for unclassified traffic (index `flows`).
     nic: Vec<Pipe>,
     forward: Pipe,
     reverse: Vec<Pipe>,
-    loss: f64,
-    loss_rng: Rng,
+    loss: LossModel,
     drops_random: u64,
     /// (time, rank, sequence, event): at equal times the end of the window comes last,
     /// after the final sample; otherwise first scheduled, first served.
@@ -175,21 +185,15 @@ impl Link {
         let access = |i: usize| Dur(s.flows.get(i).map_or(0, |f| f.access_delay_ns));
         // The simulator's Bottleneck applies its loss to every packet it is offered; the
         // emulator draws the loss itself so that only data packets meet it.
-        let bottleneck = Bottleneck::new(
-            BitRate(s.link.rate_bps),
-            cfg.queue_limit(),
-            cfg.ecn_threshold(),
-            0.0,
-            rng::stream(s.seed, "unused", 0),
-        );
+        let bottleneck = Bottleneck::forward(s, false);
         Link {
-            rate: BitRate(s.link.rate_bps),
             bottleneck,
+            ack_link: Bottleneck::reverse(s),
+            departed: Vec::new(),
             nic: (0..=flows).map(|i| Pipe::new(nic_rate, access(i))).collect(),
             forward: Pipe::new(None, one_way),
             reverse: (0..=flows).map(|i| Pipe::new(None, one_way + access(i))).collect(),
-            loss: s.link.loss,
-            loss_rng: rng::stream(s.seed, "loss", 0),
+            loss: loss_for(s),
             drops_random: 0,
             heap: BinaryHeap::new(),
             seq: 0,
@@ -289,10 +293,22 @@ impl Link {
                 self.cap(Point::BottleneckIn, router, flow, &bytes);
                 self.cap(Point::BottleneckOut, router, flow, &bytes);
                 let pkt = Packet { flow: flow as u32, wire_bytes, seq: self.slab.insert(bytes), ..Packet::default() };
-                if let (_, Some(t)) = self.reverse[flow].push(now, pkt) {
-                    self.schedule(t, Ev::ReverseExit(flow));
+                match self.ack_link.as_mut() {
+                    Some(link) => {
+                        if let Some(t) = link.offer(now, pkt) {
+                            self.schedule(t, Ev::AckTxDone);
+                        }
+                    }
+                    None => self.reverse_push(now, pkt),
                 }
             }
+        }
+    }
+
+    fn reverse_push(&mut self, t: Time, pkt: Packet) {
+        let flow = pkt.flow as usize;
+        if let (_, Some(x)) = self.reverse[flow].push(t, pkt) {
+            self.schedule(x, Ev::ReverseExit(flow));
         }
     }
 
@@ -325,24 +341,52 @@ impl Link {
                 None
             }
             Ev::TxDone => {
-                let (pkt, next) = self.bottleneck.tx_done(t);
-                self.slab.mark_chained(pkt.seq, self.on_wire_chained);
-                if pkt.ce {
-                    self.slab.mark_ce(pkt.seq);
-                }
-                if self.capture.is_some() {
-                    let bytes = self.slab.get(pkt.seq).to_vec();
-                    self.cap(Point::BottleneckOut, t, pkt.flow as usize, &bytes);
-                }
-                self.on_wire_chained = next.is_some();
+                let mut departed = std::mem::take(&mut self.departed);
+                let next = self.bottleneck.service(t, &mut departed);
                 if let Some(n) = next {
                     self.schedule(n, Ev::TxDone);
                 }
-                if self.m.active {
-                    self.counters[pkt.flow as usize].payload_out += pkt.payload as u64;
+                for pkt in departed.drain(..) {
+                    // Left right behind the previous packet, the link busy in between.
+                    self.slab.mark_chained(pkt.seq, self.on_wire_chained);
+                    self.on_wire_chained = true;
+                    if pkt.ce {
+                        self.slab.mark_ce(pkt.seq);
+                    }
+                    if self.capture.is_some() {
+                        let bytes = self.slab.get(pkt.seq).to_vec();
+                        self.cap(Point::BottleneckOut, t, pkt.flow as usize, &bytes);
+                    }
+                    if self.m.active {
+                        self.counters[pkt.flow as usize].payload_out += pkt.payload as u64;
+                    }
+                    if let (_, Some(x)) = self.forward.push(t, pkt) {
+                        self.schedule(x, Ev::ForwardExit);
+                    }
                 }
-                if let (_, Some(x)) = self.forward.push(t, pkt) {
-                    self.schedule(x, Ev::ForwardExit);
+                self.departed = departed;
+                self.on_wire_chained = self.bottleneck.is_busy();
+                self.drain_drops();
+                None
+            }
+            Ev::AckTxDone => {
+                let mut departed = std::mem::take(&mut self.departed);
+                let link = self.ack_link.as_mut().expect("an ACK link");
+                if let Some(n) = link.service(t, &mut departed) {
+                    self.schedule(n, Ev::AckTxDone);
+                }
+                for pkt in departed.drain(..) {
+                    self.reverse_push(t, pkt);
+                }
+                self.departed = departed;
+                None
+            }
+            Ev::RttStep(k) => {
+                let s = &self.cfg.scenario;
+                let one_way = Dur(s.link.rtt_schedule[k].rtt_ns / 2);
+                self.forward.set_delay(one_way);
+                for (i, r) in self.reverse.iter_mut().enumerate() {
+                    r.set_delay(one_way + Dur(s.flows.get(i).map_or(0, |f| f.access_delay_ns)));
                 }
                 None
             }
@@ -398,7 +442,7 @@ impl Link {
             let bytes = self.slab.get(pkt.seq).to_vec();
             self.cap(Point::BottleneckIn, t, flow, &bytes);
         }
-        if pkt.payload > 0 && self.loss > 0.0 && self.loss_rng.gen::<f64>() < self.loss {
+        if pkt.payload > 0 && self.loss.lose() {
             self.slab.take(pkt.seq);
             if self.m.active {
                 self.drops_random += 1;
@@ -406,23 +450,33 @@ impl Link {
             }
             return;
         }
-        match self.bottleneck.offer(t, pkt) {
-            Admit::Queued(Some(done)) => {
-                self.on_wire_chained = false;
-                self.schedule(done, Ev::TxDone);
-            }
-            Admit::Queued(None) => {}
-            Admit::DroppedOverflow | Admit::DroppedRandom => {
-                self.slab.take(pkt.seq);
-                if self.m.active {
-                    self.counters[flow].dropped += 1;
-                }
+        if let Some(at) = self.bottleneck.offer(t, pkt) {
+            self.on_wire_chained = false;
+            self.schedule(at, Ev::TxDone);
+        }
+        self.drain_drops();
+    }
+
+    /// Free what the bottleneck dropped (overflow, AQM) and charge it to its flow.
+    fn drain_drops(&mut self) {
+        for d in self.bottleneck.drops.drain(..) {
+            self.slab.take(d.pkt.seq);
+            if self.m.active {
+                self.counters[d.pkt.flow as usize].dropped += 1;
             }
         }
     }
 
     fn start_measuring(&mut self, t: Time) {
         self.m.active = true;
+        self.bottleneck.restart_capacity_at(t);
+        if let Some(a) = self.ack_link.as_mut() {
+            a.restart_capacity_at(t);
+        }
+        let steps: Vec<u64> = self.cfg.scenario.link.rtt_schedule.iter().map(|s| s.at_ns).collect();
+        for (k, at) in steps.into_iter().enumerate() {
+            self.schedule(t + Dur(at), Ev::RttStep(k));
+        }
         self.bottleneck.counters = LinkCounters::default();
         self.drops_random = 0;
         self.m.last_wire_bytes = 0;
@@ -450,6 +504,7 @@ impl Link {
     fn sample(&mut self, t: Time) {
         let Some(t0) = self.m.t0 else { return };
         let secs = t.since(self.m.last_sample).secs_f64();
+        let capacity = self.bottleneck.capacity_bits(self.m.last_sample, t);
         self.m.last_sample = t;
         let c = &self.bottleneck.counters;
         let bits = (c.wire_bytes_out - self.m.last_wire_bytes) as f64 * 8.0;
@@ -458,9 +513,10 @@ impl Link {
         s.time_s.push(t.since(t0).secs_f64());
         s.queue_bytes.push(self.bottleneck.backlog_bytes() as f64);
         s.queue_packets.push(self.bottleneck.backlog_packets() as f64);
-        s.utilization.push(bits / (self.rate.bps() as f64 * secs));
+        s.utilization.push(if capacity > 0.0 { bits / capacity } else { f64::NAN });
         s.throughput_bps.push(bits / secs);
-        s.drops.push((c.drops_overflow + self.drops_random) as f64);
+        s.capacity_bps.push(capacity / secs);
+        s.drops.push((c.drops_overflow + self.drops_random + c.drops_aqm) as f64);
         for (i, fc) in self.counters.iter_mut().take(self.flows).enumerate() {
             s.flow_throughput_bps[i].push((fc.payload_out - fc.last_payload_out) as f64 * 8.0 / secs);
             fc.last_payload_out = fc.payload_out;
@@ -484,6 +540,7 @@ impl Link {
                 if let (true, Some(prev)) = (d.chained, self.m.last_forward_write) {
                     self.m.busy_bytes += d.bytes.len() as u64;
                     self.m.busy_ns += wall.since(prev).ns();
+                    self.m.busy_capacity_bits += self.bottleneck.capacity_bits(prev, wall);
                 }
                 self.m.last_forward_write = Some(wall);
             }
@@ -510,7 +567,8 @@ impl Link {
     fn measure(&self, now: Time) -> Report {
         let c = &self.bottleneck.counters;
         let delivered = (self.m.busy_ns > 0).then(|| self.m.busy_bytes as f64 * 8.0 / (self.m.busy_ns as f64 / 1e9));
-        let ratio = delivered.map(|d| d / self.rate.bps() as f64);
+        let ratio = (self.m.busy_capacity_bits > 0.0).then(|| self.m.busy_bytes as f64 * 8.0 / self.m.busy_capacity_bits);
+        let window = self.m.t0.map_or(0.0, |t0| self.bottleneck.capacity_bits(t0, now.min(self.m.end.max(t0))));
         Report {
             measured_s: self.m.t0.map_or(0.0, |t0| now.since(t0).secs_f64()),
             link: LinkReport {
@@ -518,6 +576,8 @@ impl Link {
                 wire_bytes_out: c.wire_bytes_out,
                 drops_overflow: c.drops_overflow,
                 drops_random: self.drops_random,
+                drops_aqm: c.drops_aqm,
+                capacity_bits: window,
                 ecn_marks: c.ecn_marks,
                 queue_delay_ms: stats(&c.sojourn_ns, 1e6),
                 queue_bytes: stats(&c.queue_bytes_seen, 1.0),
@@ -534,7 +594,7 @@ impl Link {
                 .collect(),
             series: self.m.series.clone(),
             check: SelfCheck {
-                configured_rate_bps: self.rate.bps(),
+                configured_rate_bps: self.cfg.scenario.link.reference_rate_bps(),
                 delivered_rate_bps: delivered,
                 delivered_rate_ratio: ratio,
                 flag_short: ratio.is_some_and(|r| r < SHORT_RATIO),
@@ -796,5 +856,119 @@ mod tests {
         assert_eq!(read(Point::BottleneckIn)[3].0, 30 * MS);
         assert_eq!(read(Point::Sender)[3].0, 30 * MS);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn trace_ms(name: &str) -> Vec<u64> {
+        let path = format!("{}/../../traces/{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap().lines().map(|l| l.trim().parse().unwrap()).collect()
+    }
+
+    /// One Cubic flow's scenario with extra link fields (JSON), for the link models.
+    fn with_link(extra: &str, buffer: &str) -> Link {
+        let json = format!(
+            r#"{{"scenario": {{"seed": 1, "duration_ns": 10000000000, "sample_interval_ns": 100000000,
+                "link": {{"rate_bps": 12000000, "rtt_ns": 20000000, "buffer": {buffer} {extra}}},
+                "flows": [{{"cca": "cubic"}}]}},
+               "tun_sender": "t-s", "tun_receiver": "t-r", "base_port": {PORT}, "max_runtime_ns": 1}}"#
+        );
+        Link::new(&EmuConfig::from_json(&json).unwrap())
+    }
+
+    #[test]
+    fn a_trace_link_delivers_exactly_the_traces_capacity() {
+        // The first 10 s of the T-Mobile downlink trace, kept busy by 60 Mbit/s of data
+        // (a packet every 0.2 ms) into a deep buffer; the window starts at 2 s, so the
+        // trace starts there too.
+        let ms = trace_ms("TMobile-LTE-short.down");
+        let extra = format!(r#", "trace": {{"opportunities_ms": {ms:?}}}"#);
+        let mut link = with_link(&extra, r#"{"packets": 1000000}"#);
+        let (t0, end) = (Time(2000 * MS), Time(12_000 * MS));
+        link.begin(t0, end);
+        let mut delivered = 0u64;
+        let mut k = 0u32;
+        let mut now = Time(0);
+        while now < Time(12_500 * MS) {
+            link.arrive(now, Side::Sender, data(k * 1448));
+            k += 1;
+            while let Some(d) = link.poll(now) {
+                if d.to == Side::Receiver && d.due >= t0 + Dur(10 * MS) && d.due < end + Dur(10 * MS) {
+                    delivered += d.bytes.len() as u64;
+                }
+                link.on_written(&d, d.due, true);
+            }
+            now += Dur(MS / 5);
+        }
+        // Opportunities in [t0, end), counted from the file: the trace restarts at t0.
+        let opportunities = ms.iter().filter(|&&m| m < 10_000).count() as u64;
+        assert_eq!(delivered, opportunities * 1500, "delivered {delivered} B for {opportunities} opportunities");
+        let r = link.finish(end);
+        assert!((r.link.capacity_bits - (opportunities * 12_000) as f64).abs() < 1e-6, "{}", r.link.capacity_bits);
+        // Backlogged throughout: every opportunity used, every interval fully utilised.
+        assert!(r.series.utilization.iter().all(|u| (u - 1.0).abs() < 1e-9), "{:?}", r.series.utilization);
+        let ratio = r.check.delivered_rate_ratio.unwrap();
+        assert!((ratio - 1.0).abs() < 0.01, "ratio {ratio}");
+        let mean_bps = r.series.capacity_bps.iter().sum::<f64>() / r.series.capacity_bps.len() as f64;
+        assert!((mean_bps - (opportunities * 12_000) as f64 / 10.0).abs() < 1.0, "{mean_bps}");
+    }
+
+    #[test]
+    fn an_ack_trace_holds_acks_until_an_opportunity() {
+        // ACK opportunities every 10 ms: an ACK sent at 3 ms leaves at 10 ms, then 10 ms of
+        // one-way delay.
+        let mut link = with_link(r#", "ack_trace": {"opportunities_ms": [10]}"#, r#"{"packets": 100}"#);
+        link.begin(Time(0), Time(1000 * MS));
+        link.arrive(Time(3 * MS), Side::Receiver, build_tcp(PORT, 40000, 1, 1449, TCP_ACK, 0));
+        link.arrive(Time(4 * MS), Side::Receiver, build_tcp(PORT, 40000, 1, 2897, TCP_ACK, 0));
+        let back = drain(&mut link, Time(100 * MS));
+        assert_eq!(back, vec![(Side::Sender, Time(20 * MS), false), (Side::Sender, Time(20 * MS), false)]);
+    }
+
+    #[test]
+    fn rtt_steps_change_both_delays_from_the_epoch() {
+        // 20 ms, then 60 ms from 100 ms after the epoch at 50 ms.
+        let mut link = with_link(r#", "rtt_schedule": [{"at_ns": 100000000, "rtt_ns": 60000000}]"#, r#"{"packets": 100}"#);
+        link.begin(Time(50 * MS), Time(1000 * MS));
+        let mut back = drain(&mut link, Time(100 * MS));
+        link.arrive(Time(100 * MS), Side::Receiver, build_tcp(PORT, 40000, 1, 1449, TCP_ACK, 0));
+        back.extend(drain(&mut link, Time(200 * MS)));
+        link.arrive(Time(200 * MS), Side::Receiver, build_tcp(PORT, 40000, 1, 2897, TCP_ACK, 0));
+        back.extend(drain(&mut link, Time(400 * MS)));
+        assert_eq!(back, vec![(Side::Sender, Time(110 * MS), false), (Side::Sender, Time(230 * MS), false)]);
+    }
+
+    #[test]
+    fn fq_codel_in_the_emulator_frees_what_it_drops() {
+        let mut link = with_link(r#", "aqm": {"fq_codel": {"limit_packets": 50}}"#, r#"{"packets": 100}"#);
+        link.begin(Time(0), Time(1000 * MS));
+        for k in 0..200u32 {
+            link.arrive(Time(0), Side::Sender, data(k * 1448));
+        }
+        let out = drain(&mut link, Time(900 * MS));
+        let r = link.finish(Time(900 * MS));
+        assert_eq!(out.len() as u64 + r.link.drops_overflow + r.link.drops_aqm, 200);
+        assert!(r.link.drops_overflow > 0 && r.flows[0].dropped == r.link.drops_overflow + r.link.drops_aqm);
+        assert_eq!(link.packets_held(), 0);
+    }
+
+    #[test]
+    fn rate_steps_and_gilbert_elliott_loss_apply_in_the_emulator() {
+        // 12 Mbit/s, then 24 Mbit/s from 100 ms after the epoch (1 ms then 0.5 ms per
+        // packet); Gilbert-Elliott loss on data only.
+        let extra = r#", "rate_schedule": [{"at_ns": 100000000, "rate_bps": 24000000}],
+                       "loss_model": {"gilbert_elliott": {"p": 0.05, "r": 0.5}}"#;
+        let mut link = with_link(extra, r#"{"packets": 100000}"#);
+        link.begin(Time(50 * MS), Time(1000 * MS));
+        for k in 0..400u32 {
+            link.arrive(Time(50 * MS), Side::Sender, data(k * 1448));
+            link.arrive(Time(50 * MS), Side::Sender, build_tcp(40000, PORT, k, 1, TCP_ACK, 0));
+        }
+        let out = drain(&mut link, Time(1000 * MS));
+        let r = link.finish(Time(1000 * MS));
+        // Pure ACKs are never lost; every data packet is delivered or counted lost.
+        assert_eq!(out.len() as u64 + r.link.drops_random, 800);
+        assert!(r.link.drops_random > 10, "{}", r.link.drops_random);
+        // Until 150 ms (100 ms after the epoch) 1 ms per 1500-byte packet, after it half.
+        let firsts: Vec<u64> = out.iter().map(|d| d.1.ns()).collect();
+        assert!(firsts.windows(2).any(|w| w[1] - w[0] == MS / 2));
     }
 }

@@ -27,6 +27,11 @@ pub struct LinkReport {
     pub wire_bytes_out: u64,
     pub drops_overflow: u64,
     pub drops_random: u64,
+    /// Drops by CoDel at dequeue (with an AQM).
+    pub drops_aqm: u64,
+    /// Capacity the bottleneck offered during the window, in bits (the rate, or the
+    /// trace's opportunities).
+    pub capacity_bits: f64,
     /// Packets marked Congestion Experienced at the bottleneck.
     pub ecn_marks: u64,
     pub queue_delay_ms: Stats,
@@ -56,17 +61,20 @@ pub struct SeriesReport {
     pub queue_packets: Vec<f64>,
     pub utilization: Vec<f64>,
     pub throughput_bps: Vec<f64>,
+    pub capacity_bps: Vec<f64>,
     pub drops: Vec<f64>,
     pub flow_throughput_bps: Vec<Vec<f64>>,
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct SelfCheck {
+    /// The configured rate (a trace's mean capacity; a rate schedule's initial rate).
     pub configured_rate_bps: u64,
     /// Wire bits written to the receiver's device during busy periods of the bottleneck
     /// (back-to-back departures), divided by the wall-clock time those writes spanned.
     /// None when the bottleneck never had a backlog.
     pub delivered_rate_bps: Option<f64>,
+    /// Those bits over the capacity the link offered in the same wall-clock spans.
     pub delivered_rate_ratio: Option<f64>,
     /// Below SHORT_RATIO: the emulator did not deliver the configured capacity.
     pub flag_short: bool,

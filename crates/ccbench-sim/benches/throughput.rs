@@ -5,7 +5,7 @@
 //! Each case runs in its own child process (this binary re-invoked with `--case NAME`)
 //! so that its peak resident set (`VmHWM`) is its own.
 
-use ccbench_sim::config::{BufferLimit, FlowConfig, LinkConfig, TcpConfig};
+use ccbench_sim::config::{Aqm, BufferLimit, FlowConfig, FqCodelConfig, LinkConfig, TcpConfig};
 use ccbench_sim::Scenario;
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -24,21 +24,65 @@ struct Case {
     flows: usize,
     buffer_bdp: f64,
     series: bool,
+    link: Link,
     /// A host preset: every sender task goes through the CPU model.
     host: Option<&'static str>,
 }
 
+/// The bottleneck's capacity model and queue.
+#[derive(Clone, Copy, PartialEq)]
+enum Link {
+    /// 1 Gbit/s, drop-tail.
+    Rate,
+    /// A delivery-opportunity trace averaging exactly 1 Gbit/s (250 opportunities every
+    /// 3 ms), drop-tail: the per-packet cost of serving from a trace.
+    Trace,
+    /// 1 Gbit/s with FQ-CoDel (kernel defaults).
+    FqCodel,
+    /// The T-Mobile LTE downlink trace (16.7 Mbit/s mean) for one period (140 s).
+    LteTrace,
+    /// A constant rate equal to that trace's mean, as long.
+    LteRate,
+}
+
 const CASES: &[Case] = &[
-    Case { cca: "cubic", name: "1flow-1bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None },
-    Case { cca: "cubic", name: "1flow-10bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 10 BDP", secs: (30, 5), flows: 1, buffer_bdp: 10.0, series: true, host: None },
-    Case { cca: "cubic", name: "100flows-1bdp", what: "100 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 100, buffer_bdp: 1.0, series: true, host: None },
-    Case { cca: "cubic", name: "mem-short", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (10, 2), flows: 1, buffer_bdp: 1.0, series: false, host: None },
-    Case { cca: "cubic", name: "mem-long", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (60, 12), flows: 1, buffer_bdp: 1.0, series: false, host: None },
-    Case { cca: "bbr", name: "bbr-1bdp", what: "1 BBRv1 (paced), 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None },
-    Case { cca: "bbr3", name: "bbr3-1bdp", what: "1 BBRv3 (paced), 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None },
-    Case { cca: "cubic", name: "1flow-1bdp-cpu", what: "1flow-1bdp with a host CPU (highend)", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: Some("phone-highend") },
-    Case { cca: "bbr", name: "bbr-1bdp-cpu", what: "bbr-1bdp with a host CPU (highend)", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: Some("phone-highend") },
+    Case { cca: "cubic", name: "1flow-1bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None, link: Link::Rate },
+    Case { cca: "cubic", name: "1flow-10bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 10 BDP", secs: (30, 5), flows: 1, buffer_bdp: 10.0, series: true, host: None, link: Link::Rate },
+    Case { cca: "cubic", name: "100flows-1bdp", what: "100 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 100, buffer_bdp: 1.0, series: true, host: None, link: Link::Rate },
+    Case { cca: "cubic", name: "mem-short", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (10, 2), flows: 1, buffer_bdp: 1.0, series: false, host: None, link: Link::Rate },
+    Case { cca: "cubic", name: "mem-long", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (60, 12), flows: 1, buffer_bdp: 1.0, series: false, host: None, link: Link::Rate },
+    Case { cca: "bbr", name: "bbr-1bdp", what: "1 BBRv1 (paced), 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None, link: Link::Rate },
+    Case { cca: "bbr3", name: "bbr3-1bdp", what: "1 BBRv3 (paced), 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None, link: Link::Rate },
+    Case { cca: "cubic", name: "trace-1bdp", what: "1 Cubic, 1 Gbit/s trace 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None, link: Link::Trace },
+    Case { cca: "cubic", name: "fq_codel", what: "1 Cubic, 1 Gbit/s 20 ms, FQ-CoDel", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None, link: Link::FqCodel },
+    Case { cca: "cubic", name: "lte-trace", what: "1 Cubic, T-Mobile LTE trace 40 ms, 250 pkt", secs: (140, 28), flows: 1, buffer_bdp: 0.0, series: true, host: None, link: Link::LteTrace },
+    Case { cca: "cubic", name: "lte-rate", what: "1 Cubic, 16.7 Mbit/s 40 ms, 250 pkt", secs: (140, 28), flows: 1, buffer_bdp: 0.0, series: true, host: None, link: Link::LteRate },
+    Case { cca: "cubic", name: "1flow-1bdp-cpu", what: "1flow-1bdp with a host CPU (highend)", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: Some("phone-highend"), link: Link::Rate },
+    Case { cca: "bbr", name: "bbr-1bdp-cpu", what: "bbr-1bdp with a host CPU (highend)", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: Some("phone-highend"), link: Link::Rate },
 ];
+
+/// The T-Mobile LTE downlink trace shipped in `traces/`.
+fn lte_trace() -> Vec<u64> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../traces/TMobile-LTE-short.down");
+    std::fs::read_to_string(path).expect("trace file").lines().map(|l| l.trim().parse().expect("timestamp")).collect()
+}
+
+fn link_for(c: &Case) -> LinkConfig {
+    let buffer = BufferLimit::Bdp(c.buffer_bdp);
+    match c.link {
+        Link::Rate => LinkConfig::new(GBIT, 20 * MS, buffer),
+        Link::Trace => {
+            let ms: Vec<u64> = [(1, 83), (2, 83), (3, 84)].iter().flat_map(|&(t, n)| std::iter::repeat_n(t, n)).collect();
+            LinkConfig::with_trace(ms, 20 * MS, buffer)
+        }
+        Link::FqCodel => LinkConfig { aqm: Aqm::FqCodel(FqCodelConfig::default()), ..LinkConfig::new(GBIT, 20 * MS, buffer) },
+        Link::LteTrace => LinkConfig::with_trace(lte_trace(), 40 * MS, BufferLimit::Packets(250)),
+        Link::LteRate => {
+            let mean = LinkConfig::with_trace(lte_trace(), 40 * MS, BufferLimit::Packets(250)).rate_bps;
+            LinkConfig::new(mean, 40 * MS, BufferLimit::Packets(250))
+        }
+    }
+}
 
 fn scenario(c: &Case, quick: bool) -> Scenario {
     let flows = (0..c.flows)
@@ -54,7 +98,7 @@ fn scenario(c: &Case, quick: bool) -> Scenario {
         seed: 1,
         duration_ns: if quick { c.secs.1 } else { c.secs.0 } * SEC,
         sample_interval_ns: if c.series { 100 * MS } else { 0 },
-        link: LinkConfig::new(GBIT, 20 * MS, BufferLimit::Bdp(c.buffer_bdp)),
+        link: link_for(c),
         flows,
         tcp: TcpConfig::default(),
         host: c.host.map(|name| ccbench_sim::host::presets::preset(name).expect("known preset")),
@@ -202,6 +246,12 @@ fn main() {
     for name in ["bbr-1bdp", "bbr3-1bdp"] {
         if let (Some(a), Some(b)) = (results.get("1flow-1bdp"), results.get(name)) {
             print!("   packets/s {name} / Cubic: {:.2}", b.pps() / a.pps());
+        }
+    }
+    println!();
+    for (base, name) in [("1flow-1bdp", "trace-1bdp"), ("1flow-1bdp", "fq_codel"), ("lte-rate", "lte-trace")] {
+        if let (Some(a), Some(b)) = (results.get(base), results.get(name)) {
+            print!("packets/s {name} / {base}: {:.2}   ", b.pps() / a.pps());
         }
     }
     println!();

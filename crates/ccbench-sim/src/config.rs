@@ -43,6 +43,179 @@ pub struct LinkConfig {
     /// (instantaneous step marking, like fq_codel's ce_threshold or DCTCP's K).
     #[serde(default)]
     pub ecn_threshold: Option<BufferLimit>,
+    /// Capacity from a delivery-opportunity trace instead of `rate_bps`. The trace's
+    /// mean capacity then sizes BDP-relative buffers; `rate_bps` is not used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceConfig>,
+    /// A delivery-opportunity trace for the ACK direction, which is otherwise an
+    /// uncongested delay line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ack_trace: Option<TraceConfig>,
+    /// Rate steps: from each step's time on, the bottleneck serves at its rate
+    /// (`rate_bps` before the first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate_schedule: Vec<RateStep>,
+    /// Base-RTT steps: from each step's time on, the propagation delays are those of
+    /// its RTT (`rtt_ns` before the first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rtt_schedule: Vec<RttStep>,
+    /// A bursty loss model for data packets arriving at the bottleneck (instead of the
+    /// independent `loss`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_model: Option<LossModelConfig>,
+    /// Queueing discipline at the bottleneck; drop-tail uses `buffer`.
+    #[serde(default, skip_serializing_if = "Aqm::is_drop_tail")]
+    pub aqm: Aqm,
+}
+
+/// Mahimahi delivery opportunities: millisecond timestamps, one 1500-byte packet each.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceConfig {
+    pub opportunities_ms: Vec<u64>,
+}
+
+impl TraceConfig {
+    /// The trace's mean capacity in bit/s (0 for an invalid trace).
+    pub fn mean_bps(&self) -> u64 {
+        match self.opportunities_ms.last() {
+            Some(&last) if last > 0 => {
+                let bits = self.opportunities_ms.len() as u128 * crate::net::trace::OPPORTUNITY_BYTES as u128 * 8;
+                (bits * 1000 / last as u128) as u64
+            }
+            _ => 0,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateStep {
+    pub at_ns: u64,
+    pub rate_bps: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RttStep {
+    pub at_ns: u64,
+    pub rtt_ns: u64,
+}
+
+/// Bursty loss. Gilbert-Elliott: Good -> Bad with probability `p` and Bad -> Good with
+/// `r` per packet; a packet gets through with probability `k` in Good and `h` in Bad.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum LossModelConfig {
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        #[serde(default)]
+        h: f64,
+        #[serde(default = "one")]
+        k: f64,
+    },
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl LossModelConfig {
+    pub fn params(&self) -> crate::net::loss::GilbertElliott {
+        match *self {
+            LossModelConfig::GilbertElliott { p, r, h, k } => crate::net::loss::GilbertElliott { p, r, h, k },
+        }
+    }
+}
+
+/// The bottleneck's queueing discipline.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Aqm {
+    /// `bfifo`/`pfifo` with the link's `buffer` as limit.
+    #[default]
+    DropTail,
+    /// `sch_codel`.
+    Codel(CodelConfig),
+    /// `sch_fq_codel`.
+    FqCodel(FqCodelConfig),
+}
+
+impl Aqm {
+    pub fn is_drop_tail(&self) -> bool {
+        matches!(self, Aqm::DropTail)
+    }
+    pub fn name(&self) -> &'static str {
+        match self {
+            Aqm::DropTail => "droptail",
+            Aqm::Codel(_) => "codel",
+            Aqm::FqCodel(_) => "fq_codel",
+        }
+    }
+}
+
+/// `codel_params_init` and `codel_init` defaults: target 5 ms, interval 100 ms, limit
+/// 1000 packets, ECN off; `mtu` is `psched_mtu` of an Ethernet device (1500 + 14).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CodelConfig {
+    pub target_ns: u64,
+    pub interval_ns: u64,
+    pub limit_packets: u32,
+    pub ecn: bool,
+    pub ce_threshold_ns: Option<u64>,
+    pub mtu_bytes: u32,
+}
+
+impl Default for CodelConfig {
+    fn default() -> Self {
+        CodelConfig {
+            target_ns: 5_000_000,
+            interval_ns: 100_000_000,
+            limit_packets: 1000,
+            ecn: false,
+            ce_threshold_ns: None,
+            mtu_bytes: ETH_MTU,
+        }
+    }
+}
+
+/// `psched_mtu` of an Ethernet device: MTU 1500 + 14 bytes of header.
+pub const ETH_MTU: u32 = 1514;
+
+/// `fq_codel_init` defaults: limit 10240 packets, 1024 flows, quantum = `psched_mtu`,
+/// memory limit 32 MB, drop batch 64, ECN on; CoDel's target and interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FqCodelConfig {
+    pub target_ns: u64,
+    pub interval_ns: u64,
+    pub limit_packets: u32,
+    pub ecn: bool,
+    pub ce_threshold_ns: Option<u64>,
+    pub mtu_bytes: u32,
+    pub quantum_bytes: u32,
+    pub flows: u32,
+    pub memory_limit_bytes: u64,
+    pub drop_batch: u32,
+}
+
+impl Default for FqCodelConfig {
+    fn default() -> Self {
+        FqCodelConfig {
+            target_ns: 5_000_000,
+            interval_ns: 100_000_000,
+            limit_packets: 10 * 1024,
+            ecn: true,
+            ce_threshold_ns: None,
+            mtu_bytes: ETH_MTU,
+            quantum_bytes: ETH_MTU,
+            flows: 1024,
+            memory_limit_bytes: 32 << 20,
+            drop_batch: 64,
+        }
+    }
 }
 
 fn default_nic_rate() -> u64 {
@@ -86,7 +259,7 @@ pub struct FlowConfig {
     pub ecn: Ecn,
     /// Pacing stride (Vargas et al., IMC'22 §6.2): bursts up to `stride` x the TSO goal
     /// and `stride` x the idle time after each. 1 = Linux.
-    #[serde(default = "one")]
+    #[serde(default = "stride_one")]
     pub pacing_stride: u32,
     /// Hold cwnd at this many segments whatever the algorithm says.
     #[serde(default)]
@@ -100,14 +273,38 @@ pub struct FlowConfig {
     pub freeze_cc: bool,
 }
 
-fn one() -> u32 {
+fn stride_one() -> u32 {
     1
 }
 
 impl LinkConfig {
     /// A drop-tail bottleneck with no random loss and no ECN marking.
     pub fn new(rate_bps: u64, rtt_ns: u64, buffer: BufferLimit) -> LinkConfig {
-        LinkConfig { rate_bps, rtt_ns, buffer, loss: 0.0, nic_rate_bps: default_nic_rate(), ecn_threshold: None }
+        LinkConfig {
+            rate_bps,
+            rtt_ns,
+            buffer,
+            loss: 0.0,
+            nic_rate_bps: default_nic_rate(),
+            ecn_threshold: None,
+            trace: None,
+            ack_trace: None,
+            rate_schedule: Vec::new(),
+            rtt_schedule: Vec::new(),
+            loss_model: None,
+            aqm: Aqm::DropTail,
+        }
+    }
+
+    /// A trace-driven bottleneck (the trace's mean stands in for the rate).
+    pub fn with_trace(opportunities_ms: Vec<u64>, rtt_ns: u64, buffer: BufferLimit) -> LinkConfig {
+        let trace = TraceConfig { opportunities_ms };
+        LinkConfig { trace: Some(trace.clone()), ..LinkConfig::new(trace.mean_bps(), rtt_ns, buffer) }
+    }
+
+    /// The rate BDP-relative sizes refer to: the trace's mean, or `rate_bps`.
+    pub fn reference_rate_bps(&self) -> u64 {
+        self.trace.as_ref().map_or(self.rate_bps, |t| t.mean_bps())
     }
 }
 
@@ -286,14 +483,14 @@ impl Scenario {
 
     /// Bottleneck bandwidth-delay product in bytes.
     pub fn bdp_bytes(&self) -> u64 {
-        (self.link.rate_bps as u128 * self.link.rtt_ns as u128 / 8 / 1_000_000_000) as u64
+        (self.link.reference_rate_bps() as u128 * self.link.rtt_ns as u128 / 8 / 1_000_000_000) as u64
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.duration_ns == 0 {
             return Err(err("duration", "must be positive"));
         }
-        if self.link.rate_bps == 0 {
+        if self.link.trace.is_none() && self.link.rate_bps == 0 {
             return Err(err("link.rate", "must be positive"));
         }
         if self.link.rtt_ns == 0 {
@@ -311,6 +508,7 @@ impl Scenario {
             }
             _ => {}
         }
+        self.validate_link_models()?;
         if self.flows.is_empty() {
             return Err(err("flows", "at least one flow is required"));
         }
@@ -363,6 +561,99 @@ impl Scenario {
                     if intervals_ns.iter().step_by(2).all(|&on| on == 0) {
                         return Err(err("host.cpu_trace", "the CPU is never on"));
                     }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A CoDel time (ns) must fit the kernel's 32-bit codel clock (ns >> 10, signed).
+const MAX_CODEL_NS: u64 = (i32::MAX as u64) << crate::net::aqm::codel::CODEL_SHIFT;
+
+fn check_codel_times(field: &str, target: u64, interval: u64, ce: Option<u64>) -> Result<(), ConfigError> {
+    for (name, v) in [("target", target), ("interval", interval)] {
+        if v == 0 || v > MAX_CODEL_NS {
+            return Err(err(format!("{field}.{name}"), format!("must be positive and at most {} s", MAX_CODEL_NS / 1_000_000_000)));
+        }
+    }
+    if ce.is_some_and(|c| c > MAX_CODEL_NS) {
+        return Err(err(format!("{field}.ce_threshold"), "is too large"));
+    }
+    Ok(())
+}
+
+impl Scenario {
+    /// Traces, schedules, the loss model and the AQM (the emulator checks these too).
+    pub fn validate_link_models(&self) -> Result<(), ConfigError> {
+        let l = &self.link;
+        for (name, t) in [("link.trace", &l.trace), ("link.ack_trace", &l.ack_trace)] {
+            if let Some(t) = t {
+                crate::net::trace::Trace::from_ms(&t.opportunities_ms).map_err(|m| err(name, m))?;
+            }
+        }
+        if l.trace.is_some() && !l.rate_schedule.is_empty() {
+            return Err(err("link.rate_schedule", "cannot be combined with link.trace (the trace sets the capacity)"));
+        }
+        let mut prev = 0;
+        for (i, s) in l.rate_schedule.iter().enumerate() {
+            // Steps at or after the end of the run never take effect (a shortened run).
+            if s.at_ns <= prev {
+                return Err(err(format!("link.rate_schedule[{i}].at"), "steps must be after 0 and in increasing order"));
+            }
+            if s.rate_bps == 0 {
+                return Err(err(format!("link.rate_schedule[{i}].rate"), "must be positive"));
+            }
+            prev = s.at_ns;
+        }
+        prev = 0;
+        for (i, s) in l.rtt_schedule.iter().enumerate() {
+            // Steps at or after the end of the run never take effect (a shortened run).
+            if s.at_ns <= prev {
+                return Err(err(format!("link.rtt_schedule[{i}].at"), "steps must be after 0 and in increasing order"));
+            }
+            if s.rtt_ns == 0 {
+                return Err(err(format!("link.rtt_schedule[{i}].rtt"), "must be positive"));
+            }
+            prev = s.at_ns;
+        }
+        if let Some(m) = &l.loss_model {
+            if l.loss > 0.0 {
+                return Err(err("link.loss_model", "cannot be combined with link.loss; give one of them"));
+            }
+            let g = m.params();
+            for (name, v, lo_open) in [("p", g.p, true), ("r", g.r, true), ("h", g.h, false), ("k", g.k, false)] {
+                let ok = v.is_finite() && v <= 1.0 && if lo_open { v > 0.0 } else { v >= 0.0 };
+                if !ok {
+                    let range = if lo_open { "(0, 1]" } else { "[0, 1]" };
+                    return Err(err(format!("link.loss_model.{name}"), format!("must be a probability in {range}")));
+                }
+            }
+        }
+        match &l.aqm {
+            Aqm::DropTail => {}
+            Aqm::Codel(c) => {
+                check_codel_times("link.aqm_params", c.target_ns, c.interval_ns, c.ce_threshold_ns)?;
+                if c.limit_packets == 0 {
+                    return Err(err("link.aqm_params.limit", "must be at least 1 packet"));
+                }
+            }
+            Aqm::FqCodel(c) => {
+                check_codel_times("link.aqm_params", c.target_ns, c.interval_ns, c.ce_threshold_ns)?;
+                if c.limit_packets == 0 {
+                    return Err(err("link.aqm_params.limit", "must be at least 1 packet"));
+                }
+                if !(1..=65536).contains(&c.flows) {
+                    return Err(err("link.aqm_params.flows", "must be from 1 to 65536"));
+                }
+                if !(256..=1 << 20).contains(&c.quantum_bytes) {
+                    return Err(err("link.aqm_params.quantum", "must be from 256 to 1048576 bytes"));
+                }
+                if c.memory_limit_bytes == 0 || c.memory_limit_bytes > 1 << 31 {
+                    return Err(err("link.aqm_params.memory_limit", "must be from 1 byte to 2 GiB"));
+                }
+                if c.drop_batch == 0 {
+                    return Err(err("link.aqm_params.drop_batch", "must be at least 1"));
                 }
             }
         }

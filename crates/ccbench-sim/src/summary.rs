@@ -71,7 +71,7 @@ pub struct LinkSummary {
     pub buffer_bytes: Option<u64>,
     pub buffer_packets: Option<u64>,
     pub bdp_bytes: u64,
-    /// Fraction of the run's time the bottleneck was transmitting.
+    /// Fraction of the capacity offered over the run that was used.
     pub utilization: f64,
     pub drops: u64,
     pub drops_overflow: u64,
@@ -84,6 +84,32 @@ pub struct LinkSummary {
     pub queue_bytes: Stats,
     pub queue_packets: Stats,
     pub packets_forwarded: u64,
+    /// With a trace: its long-run mean capacity (`rate_bps` is the mean over the run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_mean_bps: Option<u64>,
+    /// With an AQM: its name and effective parameters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<serde_json::Value>,
+    /// With an AQM: drops by CoDel at dequeue (also in `drops`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drops_aqm: Option<u64>,
+    /// With a loss model: its parameters, mean loss and mean Bad-state run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss_model: Option<serde_json::Value>,
+    /// With an ACK trace: the ACK direction's link.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ack_link: Option<AckLinkSummary>,
+}
+
+/// The trace-driven link of the ACK direction.
+#[derive(Clone, Debug, Serialize)]
+pub struct AckLinkSummary {
+    pub trace_mean_bps: u64,
+    /// Fraction of the opportunities' bytes that ACKs used.
+    pub utilization: f64,
+    pub packets_forwarded: u64,
+    /// Time ACKs waited for an opportunity, in ms.
+    pub queue_delay_ms: Stats,
 }
 
 #[derive(Clone, Debug, Serialize)]

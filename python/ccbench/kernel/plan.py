@@ -6,7 +6,9 @@ express it:
 ==================  =====================================================================
 scenario            kernel engine
 ==================  =====================================================================
-link.*              the emulator (rate, rtt, buffer, loss, nic_rate), exactly as the simulator
+link.*              the emulator (rate or trace, ack_trace, rate and RTT schedules, buffer or
+                    AQM, loss or loss model, nic_rate), exactly as the simulator; traces and
+                    schedules start at the measurement epoch
 tcp.mss             MTU of the devices = mss + 52 (IPv4 20, TCP 20, timestamps 12)
 tcp.init_cwnd       ``initcwnd`` on the sender's route (when not the default 10)
 tcp.rto_min         ``rto_min`` on the sender's route (whole milliseconds)

@@ -24,7 +24,7 @@ from .tcpinfo import TCP_INFINITE_SSTHRESH
 NAN = float("nan")
 CC_COLUMNS = ("cc_bw_bps", "cc_min_rtt_ms", "cc_pacing_gain", "cc_cwnd_gain")
 FLOW_COLUMNS = ("time_s", "flow", "goodput_bps", "throughput_bps", "cwnd", "ssthresh", "inflight", "inflight_bytes",
-                "pacing_rate_bps", "delivery_rate_bps", "srtt_ms", "min_rtt_ms", "retransmits", "lost", "ca_state")
+                "rwnd_bytes", "pacing_rate_bps", "delivery_rate_bps", "srtt_ms", "min_rtt_ms", "retransmits", "lost", "ca_state")
 
 
 def _jain(xs: list[float]) -> float:
@@ -33,10 +33,12 @@ def _jain(xs: list[float]) -> float:
 
 
 def _bdp_bytes(sc: Scenario) -> int:
-    return sc.link.rate_bps * sc.link.rtt_ns // 8 // 1_000_000_000
+    return sc.link.reference_rate_bps * sc.link.rtt_ns // 8 // 1_000_000_000
 
 
 def _buffer(sc: Scenario) -> tuple[Optional[int], Optional[int]]:
+    if sc.link.aqm != "droptail" and sc.link.aqm_params is not None:
+        return None, sc.link.aqm_params.limit
     b = sc.link.buffer
     if b.kind == "packets":
         return None, int(b.amount)
@@ -45,10 +47,34 @@ def _buffer(sc: Scenario) -> tuple[Optional[int], Optional[int]]:
     return int(math.floor(float(b.amount) * _bdp_bytes(sc) + 0.5)), None
 
 
+def _link_models(sc: Scenario, link: dict[str, Any]) -> dict[str, Any]:
+    """The summary's optional link keys, as the simulator writes them."""
+    out: dict[str, Any] = {}
+    lk = sc.link
+    if lk.trace is not None:
+        out["trace_mean_bps"] = lk.trace.mean_bps
+    if lk.aqm != "droptail" and lk.aqm_params is not None:
+        a = lk.aqm_params
+        aqm: dict[str, Any] = {"name": lk.aqm, "target_ms": a.target_ns / 1e6, "interval_ms": a.interval_ns / 1e6,
+                               "limit_packets": a.limit, "ecn": a.ecn,
+                               "ce_threshold_ms": None if a.ce_threshold_ns is None else a.ce_threshold_ns / 1e6,
+                               "mtu_bytes": a.mtu_bytes}
+        if lk.aqm == "fq_codel":
+            aqm.update(quantum_bytes=a.quantum_bytes, flows=a.flows, memory_limit_bytes=a.memory_limit_bytes,
+                       drop_batch=a.drop_batch)
+        out["aqm"] = aqm
+        out["drops_aqm"] = link.get("drops_aqm", 0)
+    if lk.loss_model is not None:
+        m = lk.loss_model
+        out["loss_model"] = {"type": m.type, "p": m.p, "r": m.r, "h": m.h, "k": m.k, "mean_loss": m.mean_loss,
+                             "mean_bad_run_packets": 1.0 / m.r}
+    return out
+
+
 def _flow_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
     """Time-series columns from one TCP_INFO sample."""
     if not info:
-        return {k: NAN for k in ("cwnd", "ssthresh", "inflight", "inflight_bytes", "pacing_rate_bps",
+        return {k: NAN for k in ("cwnd", "ssthresh", "inflight", "inflight_bytes", "rwnd_bytes", "pacing_rate_bps",
                                  "delivery_rate_bps", "srtt_ms", "min_rtt_ms", "retransmits", "ca_state")}
     inflight = info["unacked"] - info["sacked"] - info["lost"] + info["retrans"]
     min_rtt = info.get("min_rtt", 0xFFFFFFFF)
@@ -57,6 +83,8 @@ def _flow_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
         "ssthresh": NAN if info["snd_ssthresh"] >= TCP_INFINITE_SSTHRESH else float(info["snd_ssthresh"]),
         "inflight": float(inflight),
         "inflight_bytes": float(inflight * info["snd_mss"]),
+        # tcpi_snd_wnd (Linux 5.4+): the peer's window as the sender sees it.
+        "rwnd_bytes": float(info["snd_wnd"]) if "snd_wnd" in info else NAN,
         "pacing_rate_bps": float(info["pacing_rate"]) * 8.0,
         "delivery_rate_bps": float(info.get("delivery_rate", 0)) * 8.0,
         "srtt_ms": info["rtt"] / 1e3,
@@ -129,6 +157,16 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
 
     link = emu["link"]
     buffer_bytes, buffer_packets = _buffer(sc)
+    if sc.link.trace is None and not sc.link.rate_schedule:
+        assert sc.link.rate_bps is not None
+        rate_bps = sc.link.rate_bps
+        utilization = link["wire_bytes_out"] * 8.0 / (rate_bps * max(duration_s, 1e-9))
+    else:
+        # What the trace or the rate steps offered during the emulator's window.
+        capacity = float(link.get("capacity_bits", 0.0))
+        window_s = max(float(emu.get("measured_s") or duration_s), 1e-9)
+        rate_bps = round(capacity / window_s)
+        utilization = link["wire_bytes_out"] * 8.0 / capacity if capacity > 0 else 0.0
     check = emu["check"]
     summary: dict[str, Any] = {
         "engine": "kernel",
@@ -146,13 +184,13 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
         "emulator": check,
         "flows": flows,
         "link": {
-            "rate_bps": sc.link.rate_bps,
+            "rate_bps": rate_bps,
             "rtt_ms": sc.link.rtt_ns / 1e6,
             "buffer_bytes": buffer_bytes,
             "buffer_packets": buffer_packets,
             "bdp_bytes": _bdp_bytes(sc),
-            "utilization": link["wire_bytes_out"] * 8.0 / (sc.link.rate_bps * max(duration_s, 1e-9)),
-            "drops": link["drops_overflow"] + link["drops_random"],
+            "utilization": utilization,
+            "drops": link["drops_overflow"] + link["drops_random"] + link.get("drops_aqm", 0),
             "drops_overflow": link["drops_overflow"],
             "drops_random": link["drops_random"],
             "ecn_marks": link["ecn_marks"],
@@ -160,6 +198,7 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
             "queue_bytes": link["queue_bytes"],
             "queue_packets": link["queue_packets"],
             "packets_forwarded": link["packets_forwarded"],
+            **_link_models(sc, link),
         },
     }
     return summary, _flows_table(plan, raw, duration_s), _link_table(raw, duration_s)
@@ -205,7 +244,7 @@ def _link_table(raw: RawRun, duration_s: float) -> dict[str, list[Any]]:
     sized flows end a run early, the emulator closes its window a moment later, when told
     to quit; that last sample is labelled with the run's end.)"""
     s = raw.emulator["series"]
-    columns = ("time_s", "queue_bytes", "queue_packets", "utilization", "throughput_bps", "drops")
+    columns = ("time_s", "queue_bytes", "queue_packets", "utilization", "throughput_bps", "drops", "capacity_bps")
     n = len(s["time_s"])
     keep = [k for k in range(n - 1) if s["time_s"][k] < duration_s - 1e-9] + ([n - 1] if n else [])
     table = {c: [float(s[c][k]) for k in keep] for c in columns}

@@ -79,14 +79,18 @@ def _run_line(run: RunData) -> str:
         return " · ".join([f"capture {cap.get('file', '?')} ({cap.get('format', '?')}, {cap.get('linktype', '?')})",
                            f"{s.get('duration_s', 0):.3g} s", f"taken at the {'/'.join(sides)}",
                            f"engine {s.get('engine', '?')}"])
+    traced = link.get("trace_mean_bps") is not None
+    aqm = link.get("aqm") if isinstance(link.get("aqm"), dict) else None
     parts = [
-        f"bottleneck {fmt_rate(link.get('rate_bps'))}",
+        f"bottleneck {'trace, mean ' if traced else ''}{fmt_rate(link.get('rate_bps'))}",
         f"RTT {fmt_ms(link.get('rtt_ms'))}",
-        f"buffer {fmt_buffer(link)}",
+        f"{aqm['name']} limit {fmt_buffer(link)}" if aqm else f"buffer {fmt_buffer(link)}",
     ]
     loss = fmt_loss(run.scenario)
     if loss:
         parts.append(loss)
+    if isinstance(link.get("loss_model"), dict):
+        parts.append(f"Gilbert-Elliott loss {100 * float(link['loss_model'].get('mean_loss', 0)):.3g}%")
     parts.append(f"{s.get('duration_s', 0):g} s")
     parts.append(f"seed {s.get('seed')}")
     parts.append(f"engine {s.get('engine', '?')}")
@@ -383,9 +387,16 @@ def link_figure(run: RunData) -> Figure:
             a.plot(ff["time_s"].to_numpy(dtype=float), v, lw=0.9, color=style.FLOW_COLORS[i],
                    label=f"flow {i} ({ccas[i]}, payload)")
             series_a.append(v)
-    _hline(a, rate_mbit, f"bottleneck rate ({fmt_rate(rate)})")
-    if rate_mbit:
-        series_a.append(np.array([rate_mbit]))
+    capacity = _col(lf, "capacity_bps")
+    if capacity is not None and np.nanmax(capacity) - np.nanmin(capacity) > 1.0:
+        # A trace or rate steps: the capacity offered in each interval.
+        cap = _mean(capacity, smooth) / MBIT
+        a.fill_between(t, np.nan_to_num(cap), color="#D9D9D9", lw=0, zorder=0, label="capacity offered")
+        series_a.append(cap)
+    else:
+        _hline(a, rate_mbit, f"bottleneck rate ({fmt_rate(rate)})")
+        if rate_mbit:
+            series_a.append(np.array([rate_mbit]))
     a.set_ylabel("Mbit/s")
     a.set_title("(a) throughput" + ("" if n <= len(style.FLOW_COLORS) else " (total; too many flows to draw each)")
                 + (f", {SMOOTH_S * 1e3:.0f} ms means" if smooth > 1 else ""))

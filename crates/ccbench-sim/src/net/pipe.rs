@@ -1,5 +1,6 @@
-//! A FIFO pipe: optional serialization at a fixed rate, then a constant delay.
-//! Packets leave in the order they entered, so only the head needs an event.
+//! A FIFO pipe: optional serialization at a fixed rate, then a delay. Packets leave in
+//! the order they entered, so only the head needs an event. The delay may change (an
+//! RTT step); a packet never overtakes one sent before it, as on a single path.
 
 use super::Packet;
 use crate::time::{Dur, Time};
@@ -12,11 +13,13 @@ pub struct Pipe {
     delay: Dur,
     busy_until: Time,
     in_flight: VecDeque<(Time, Packet)>,
+    /// Exit time of the last packet pushed.
+    last_exit: Time,
 }
 
 impl Pipe {
     pub fn new(rate: Option<BitRate>, delay: Dur) -> Pipe {
-        Pipe { rate, delay, busy_until: Time::ZERO, in_flight: VecDeque::new() }
+        Pipe { rate, delay, busy_until: Time::ZERO, in_flight: VecDeque::new(), last_exit: Time::ZERO }
     }
 
     /// Enqueue at `now`. Returns (time serialization completes, whether the head changed
@@ -29,7 +32,10 @@ impl Pipe {
             }
             None => now,
         };
-        let exit = sent + self.delay;
+        // With a constant delay exits are already in order; after the delay shrinks a
+        // packet waits for the one ahead of it.
+        let exit = (sent + self.delay).max(self.last_exit);
+        self.last_exit = exit;
         let was_empty = self.in_flight.is_empty();
         self.in_flight.push_back((exit, pkt));
         (sent, was_empty.then_some(exit))
@@ -46,6 +52,15 @@ impl Pipe {
     /// pipe held `k` packets, as long as nothing was popped in between).
     pub fn from(&self, k: usize) -> std::collections::vec_deque::Iter<'_, (Time, Packet)> {
         self.in_flight.range(k..)
+    }
+
+    /// The propagation delay for packets pushed from now on.
+    pub fn set_delay(&mut self, delay: Dur) {
+        self.delay = delay;
+    }
+
+    pub fn delay(&self) -> Dur {
+        self.delay
     }
 
     pub fn len(&self) -> usize {

@@ -298,12 +298,14 @@ impl Capture {
     }
 
     /// ACKs the receiver just sent (the new tail of its reverse pipe).
-    pub fn acks_sent<'a>(&mut self, now: Time, flow: u32, pkts: impl Iterator<Item = &'a (Time, Packet)>) {
+    /// With a trace-driven ACK link the ACKs' passage through the router is stamped as
+    /// if the reverse path were uncongested (an approximation).
+    pub fn acks_sent<'a>(&mut self, now: Time, flow: u32, pkts: impl Iterator<Item = &'a Packet>) {
         if !self.captured(flow) {
             return;
         }
         let router = now + self.one_way;
-        for (_, pkt) in pkts {
+        for pkt in pkts {
             self.push(Point::Receiver, now, Kind::Ack, pkt);
             self.push(Point::BottleneckIn, router, Kind::Ack, pkt);
             self.push(Point::BottleneckOut, router, Kind::Ack, pkt);

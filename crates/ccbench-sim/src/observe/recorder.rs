@@ -34,6 +34,8 @@ pub struct LinkRow {
     pub queue_packets: f64,
     pub utilization: f64,
     pub throughput_bps: f64,
+    /// Capacity offered during the interval (the rate, or a trace's opportunities).
+    pub capacity_bps: f64,
     pub drops: f64,
 }
 
@@ -95,6 +97,7 @@ impl Recorder {
                 lcol("utilization", |r| r.utilization),
                 lcol("throughput_bps", |r| r.throughput_bps),
                 lcol("drops", |r| r.drops),
+                lcol("capacity_bps", |r| r.capacity_bps),
             ],
         };
         Series { flows, link }

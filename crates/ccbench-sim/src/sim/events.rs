@@ -24,8 +24,13 @@ pub enum Event {
     FlowStart(u32),
     /// The head of a flow's NIC pipe reaches the bottleneck.
     NicArrival(u32),
-    /// The bottleneck finished serializing its head packet.
+    /// The bottleneck's next service instant: its head packet is serialized, or (on a
+    /// trace) a delivery opportunity comes.
     LinkTxDone,
+    /// A delivery opportunity of the ACK direction's trace-driven link.
+    AckLinkTxDone,
+    /// Step `k` of the link's RTT schedule takes effect.
+    RttStep(u32),
     /// The head of the forward delay line reaches its receiver.
     ReceiverArrival,
     /// The head of a flow's reverse path reaches its sender.

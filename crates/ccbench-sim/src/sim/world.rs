@@ -1,23 +1,24 @@
 //! The dumbbell and its run loop. Each flow: sender host (its NIC is the access link,
-//! carrying the flow's extra delay) -> shared bottleneck (drop-tail, random loss) ->
-//! propagation delay -> receiver; ACKs return over an uncongested per-flow path.
+//! carrying the flow's extra delay) -> shared bottleneck (loss model, queueing
+//! discipline, rate or trace) -> propagation delay -> receiver; ACKs return over a
+//! per-flow delay line, behind a shared trace-driven ACK link if the scenario has one.
 
 use super::rng;
 use super::events::SenderTimer;
 use super::{Event, EventQueue};
 use crate::cc::{Algorithm, INFINITE_SSTHRESH};
-use crate::config::{BufferLimit, Scenario};
+use crate::config::{Aqm, BufferLimit, LossModelConfig, Scenario};
 use crate::host::{Host, Task, Work};
-use crate::net::bottleneck::{Admit, QueueLimit};
-use crate::net::{Bottleneck, Pipe};
+use crate::net::{Bottleneck, Packet, Pipe};
 use crate::observe::capture::{Capture, CaptureSpec};
 use crate::observe::histogram::Histogram;
 use crate::observe::recorder::{FlowRow, LinkRow, Recorder};
-use crate::summary::{jain_index, FlowSummary, HostSummary, LinkSummary, Stats, Summary};
+use crate::summary::{jain_index, AckLinkSummary, FlowSummary, HostSummary, LinkSummary, Stats, Summary};
 use crate::tcp::receiver::ReceiverParams;
 use crate::tcp::{Receiver, Sender, SenderParams};
 use crate::time::{Dur, Time};
 use crate::units::{wire, BitRate};
+use serde_json::json;
 use crate::{ConfigError, RunOutput, VERSION};
 
 /// Per-flow facts and counters kept by the network.
@@ -25,6 +26,7 @@ struct FlowMeta {
     cca: String,
     start: Time,
     base_rtt: Dur,
+    access_delay: Dur,
     size_bytes: Option<u64>,
     dropped: u64,
     /// Payload of this flow that left the bottleneck.
@@ -42,6 +44,10 @@ pub struct World {
     bottleneck: Bottleneck,
     /// The senders' CPU; None when ideal (work runs the instant it is due).
     host: Option<Host>,
+    /// The ACK direction's trace-driven link, if any.
+    ack_link: Option<Bottleneck>,
+    /// Packets leaving a link at one service event (reused).
+    departed: Vec<Packet>,
     /// Propagation from the bottleneck to the receivers.
     forward: Pipe,
     end: Time,
@@ -59,18 +65,8 @@ impl World {
     pub fn new(s: &Scenario) -> Result<World, ConfigError> {
         let link = &s.link;
         let one_way = Dur(link.rtt_ns / 2);
-        let rate = BitRate(link.rate_bps);
-        let limit = match link.buffer {
-            BufferLimit::Bytes(b) => QueueLimit::Bytes(b),
-            BufferLimit::Packets(n) => QueueLimit::Packets(n),
-            BufferLimit::Bdp(x) => QueueLimit::Bytes((x * s.bdp_bytes() as f64).round() as u64),
-        };
-        let ecn_threshold = link.ecn_threshold.map(|t| match t {
-            BufferLimit::Bytes(b) => QueueLimit::Bytes(b),
-            BufferLimit::Packets(n) => QueueLimit::Packets(n),
-            BufferLimit::Bdp(x) => QueueLimit::Bytes((x * s.bdp_bytes() as f64).round() as u64),
-        });
-        let bottleneck = Bottleneck::new(rate, limit, ecn_threshold, link.loss, rng::stream(s.seed, "loss", 0));
+        let bottleneck = Bottleneck::forward(s, true);
+        let ack_link = Bottleneck::reverse(s);
         let tcp = &s.tcp;
         let mut senders = Vec::new();
         let mut receivers = Vec::new();
@@ -121,11 +117,13 @@ impl World {
                 rtt: base_rtt,
                 reverse_delay: one_way + access,
                 ecn: f.ecn,
+                via_ack_link: ack_link.is_some(),
             }));
             flows.push(FlowMeta {
                 cca: f.cca.clone(),
                 start: Time(f.start_ns),
                 base_rtt,
+                access_delay: access,
                 size_bytes: f.size_bytes,
                 dropped: 0,
                 bottleneck_bytes: 0,
@@ -139,6 +137,9 @@ impl World {
         if s.sample_interval_ns > 0 {
             q.push(Time::ZERO + interval, Event::Sample);
         }
+        for (k, step) in link.rtt_schedule.iter().enumerate() {
+            q.push(Time(step.at_ns), Event::RttStep(k as u32));
+        }
         q.push(end, Event::End);
         Ok(World {
             scenario: s.clone(),
@@ -148,6 +149,8 @@ impl World {
             flows,
             bottleneck,
             host: s.host.as_ref().and_then(Host::new),
+            ack_link,
+            departed: Vec::new(),
             forward: Pipe::new(None, one_way),
             end,
             interval,
@@ -177,13 +180,64 @@ impl World {
     }
 
     /// Run a receiver handler, then hand the ACKs it sent to the capture.
+    /// With an ACK link the receiver leaves its ACKs in `outbox`, which is then handed
+    /// to the link (`flush_acks`).
     fn at_receiver(&mut self, now: Time, i: u32, f: impl FnOnce(&mut Receiver, &mut EventQueue)) {
         let r = &mut self.receivers[i as usize];
         let before = self.capture.as_ref().map(|_| r.out.len());
         f(r, &mut self.q);
         if let (Some(c), Some(k)) = (self.capture.as_mut(), before) {
-            c.acks_sent(now, i, r.out.from(k));
+            if self.ack_link.is_some() {
+                c.acks_sent(now, i, r.outbox.iter());
+            } else {
+                c.acks_sent(now, i, r.out.from(k).map(|(_, p)| p));
+            }
         }
+        if self.ack_link.is_some() {
+            self.flush_acks(i, now);
+        }
+    }
+
+    /// A packet leaving the bottleneck, on its way to the receiver.
+    fn to_receiver(&mut self, now: Time, pkt: Packet) {
+        if let Some(c) = self.capture.as_mut() {
+            c.bottleneck_out(now, &pkt);
+        }
+        self.flows[pkt.flow as usize].bottleneck_bytes += pkt.payload as u64;
+        if let (_, Some(t)) = self.forward.push(now, pkt) {
+            self.q.push(t, Event::ReceiverArrival);
+        }
+    }
+
+    /// The host CPU takes its next task, if it is free: run it at `now` and charge what
+    /// it did.
+    fn run_cpu_task(&mut self, now: Time) {
+        let host = self.host.as_mut().expect("CpuRun needs a host");
+        let Some((i, task)) = host.next_task(now, &mut self.q) else { return };
+        let s = &self.senders[i as usize];
+        let before = (s.stats.skbs_sent, s.stats.data_segs_out, s.stats.bytes_sent);
+        let mut work = Work::default();
+        match task {
+            Task::Start => {
+                work.wakeups = 1;
+                self.at_sender(i, |s, q| s.start(now, q));
+            }
+            Task::Ack(pkt) => {
+                work.acks = 1;
+                self.at_sender(i, |s, q| s.on_ack(now, &pkt, q));
+            }
+            Task::Timer(which) => {
+                work.wakeups = 1;
+                // TX completions arrive by interrupt; the others are hrtimers.
+                work.timers = (which != SenderTimer::TxCompletion) as u64;
+                self.at_sender(i, |s, q| s.on_timer_expired(now, which, q));
+            }
+        }
+        let s = &self.senders[i as usize];
+        work.bursts = s.stats.skbs_sent - before.0;
+        work.packets = s.stats.data_segs_out - before.1;
+        work.bytes = s.stats.bytes_sent - before.2;
+        self.host.as_mut().expect("a host").finished(now, work, &mut self.q);
     }
 
     fn hash_event(&mut self, t: Time, ev: &Event) {
@@ -199,6 +253,8 @@ impl World {
             Event::CpuRun => 11,
             Event::Sample => 9,
             Event::End => 10,
+            Event::AckLinkTxDone => 11,
+            Event::RttStep(k) => 12 | (k as u64) << 8,
         };
         for x in [t.ns(), code] {
             self.trace_hash = (self.trace_hash ^ x).wrapping_mul(0x0100_0000_01b3);
@@ -239,32 +295,61 @@ impl World {
                     }
                 }
                 Event::NicArrival(i) => {
-                    let q = &mut self.q;
                     let (pkt, next) = self.senders[i as usize].nic.pop(now);
                     if let Some(t) = next {
-                        q.push(t, Event::NicArrival(i));
+                        self.q.push(t, Event::NicArrival(i));
                     }
                     if let Some(c) = self.capture.as_mut() {
                         c.bottleneck_in(now, &pkt);
                     }
-                    match self.bottleneck.offer(now, pkt) {
-                        Admit::Queued(Some(done)) => q.push(done, Event::LinkTxDone),
-                        Admit::Queued(None) => {}
-                        Admit::DroppedOverflow | Admit::DroppedRandom => self.flows[i as usize].dropped += 1,
+                    if let Some(t) = self.bottleneck.offer(now, pkt) {
+                        self.q.push(t, Event::LinkTxDone);
+                    }
+                    if !self.bottleneck.drops.is_empty() {
+                        self.count_drops();
                     }
                 }
                 Event::LinkTxDone => {
-                    let q = &mut self.q;
-                    let (pkt, next) = self.bottleneck.tx_done(now);
+                    // Usually one packet leaves (always at a rate); more go to `departed`.
+                    let (mut first, more) = (None, &mut self.departed);
+                    let next = self.bottleneck.service_with(now, |p| match first {
+                        None => first = Some(p),
+                        Some(_) => more.push(p),
+                    });
                     if let Some(t) = next {
-                        q.push(t, Event::LinkTxDone);
+                        self.q.push(t, Event::LinkTxDone);
                     }
-                    if let Some(c) = self.capture.as_mut() {
-                        c.bottleneck_out(now, &pkt);
+                    if let Some(pkt) = first {
+                        self.to_receiver(now, pkt);
                     }
-                    self.flows[pkt.flow as usize].bottleneck_bytes += pkt.payload as u64;
-                    if let (_, Some(t)) = self.forward.push(now, pkt) {
-                        q.push(t, Event::ReceiverArrival);
+                    if !self.departed.is_empty() {
+                        let mut departed = std::mem::take(&mut self.departed);
+                        for pkt in departed.drain(..) {
+                            self.to_receiver(now, pkt);
+                        }
+                        self.departed = departed;
+                    }
+                    if !self.bottleneck.drops.is_empty() {
+                        self.count_drops();
+                    }
+                }
+                Event::AckLinkTxDone => {
+                    let link = self.ack_link.as_mut().expect("an ACK link");
+                    if let Some(t) = link.service(now, &mut self.departed) {
+                        self.q.push(t, Event::AckLinkTxDone);
+                    }
+                    for ack in self.departed.drain(..) {
+                        let i = ack.flow;
+                        if let (_, Some(t)) = self.receivers[i as usize].out.push(now, ack) {
+                            self.q.push(t, Event::AckArrival(i));
+                        }
+                    }
+                }
+                Event::RttStep(k) => {
+                    let rtt = Dur(self.scenario.link.rtt_schedule[k as usize].rtt_ns);
+                    self.forward.set_delay(Dur(rtt.ns() / 2));
+                    for (r, f) in self.receivers.iter_mut().zip(&self.flows) {
+                        r.out.set_delay(Dur(rtt.ns() / 2) + f.access_delay);
                     }
                 }
                 Event::ReceiverArrival => {
@@ -301,35 +386,7 @@ impl World {
                     }
                     None => self.at_sender(i, |s, q| s.on_timer(now, which, q)),
                 },
-                Event::CpuRun => {
-                    let host = self.host.as_mut().expect("CpuRun needs a host");
-                    if let Some((i, task)) = host.next_task(now, &mut self.q) {
-                        let s = &self.senders[i as usize];
-                        let before = (s.stats.skbs_sent, s.stats.data_segs_out, s.stats.bytes_sent);
-                        let mut work = Work::default();
-                        match task {
-                            Task::Start => {
-                                work.wakeups = 1;
-                                self.at_sender(i, |s, q| s.start(now, q));
-                            }
-                            Task::Ack(pkt) => {
-                                work.acks = 1;
-                                self.at_sender(i, |s, q| s.on_ack(now, &pkt, q));
-                            }
-                            Task::Timer(which) => {
-                                work.wakeups = 1;
-                                // TX completions arrive by interrupt; the others are hrtimers.
-                                work.timers = (which != SenderTimer::TxCompletion) as u64;
-                                self.at_sender(i, |s, q| s.on_timer_expired(now, which, q));
-                            }
-                        }
-                        let s = &self.senders[i as usize];
-                        work.bursts = s.stats.skbs_sent - before.0;
-                        work.packets = s.stats.data_segs_out - before.1;
-                        work.bytes = s.stats.bytes_sent - before.2;
-                        self.host.as_mut().expect("a host").finished(now, work, &mut self.q);
-                    }
-                }
+                Event::CpuRun => self.run_cpu_task(now),
                 Event::DelayedAck(i) => self.at_receiver(now, i, |r, q| r.on_delack_timer(now, q)),
                 Event::SackCompress(i) => self.at_receiver(now, i, |r, q| r.on_sack_compress_timer(now, q)),
                 Event::Sample => {
@@ -345,6 +402,23 @@ impl World {
         }
         let capture = self.capture.take().map_or(Ok(()), |c| c.finish(now.min(self.end)));
         Ok((self.finish(now), capture))
+    }
+
+    /// Charge the packets the bottleneck dropped to their flows.
+    fn count_drops(&mut self) {
+        for d in self.bottleneck.drops.drain(..) {
+            self.flows[d.pkt.flow as usize].dropped += 1;
+        }
+    }
+
+    /// Hand the ACKs receiver `i` just sent to the ACK link.
+    fn flush_acks(&mut self, i: u32, now: Time) {
+        let Some(link) = self.ack_link.as_mut() else { return };
+        for ack in self.receivers[i as usize].outbox.drain(..) {
+            if let Some(t) = link.offer(now, ack) {
+                self.q.push(t, Event::AckLinkTxDone);
+            }
+        }
     }
 
     /// Invariants: the scoreboard's counters match its bits, inflight never exceeds
@@ -365,7 +439,7 @@ impl World {
                 return Err(format!("flow {i} at {now}: snd_una {} beyond rcv_nxt {}", s.sb.snd_una, r.rcv_nxt));
             }
         }
-        let capacity_bits = self.bottleneck.rate.bps() as f64 * now.secs_f64();
+        let capacity_bits = self.bottleneck.capacity_bits(Time::ZERO, now + Dur(1));
         let sent_bits = self.bottleneck.counters.wire_bytes_out as f64 * 8.0;
         if sent_bits > capacity_bits + 8.0 * 1500.0 {
             return Err(format!("bottleneck forwarded {sent_bits} bits by {now}, capacity {capacity_bits}"));
@@ -379,6 +453,7 @@ impl World {
 
     fn sample(&mut self, now: Time) {
         let secs = now.since(self.last_sample).secs_f64();
+        let since = self.last_sample;
         self.last_sample = now;
         for (i, s) in self.senders.iter().enumerate() {
             let f = &mut self.flows[i];
@@ -411,13 +486,22 @@ impl World {
         let wire_bytes = c.wire_bytes_out - self.last_link_bytes;
         self.last_link_bytes = c.wire_bytes_out;
         let bits = wire_bytes as f64 * 8.0;
+        let (utilization, capacity_bps) = match self.bottleneck.capacity().constant_rate() {
+            Some(rate) => (bits / (rate.bps() as f64 * secs), rate.bps() as f64),
+            None => {
+                // Unused opportunities count: utilisation is of what was offered.
+                let cap = self.bottleneck.capacity_bits(since, now);
+                (if cap > 0.0 { bits / cap } else { f64::NAN }, cap / secs)
+            }
+        };
         self.recorder.link(LinkRow {
             time_s: now.secs_f64(),
             queue_bytes: self.bottleneck.backlog_bytes() as f64,
             queue_packets: self.bottleneck.backlog_packets() as f64,
-            utilization: bits / (self.bottleneck.rate.bps() as f64 * secs),
+            utilization,
             throughput_bps: bits / secs,
-            drops: (c.drops_overflow + c.drops_random) as f64,
+            capacity_bps,
+            drops: (c.drops_overflow + c.drops_random + c.drops_aqm) as f64,
         });
     }
 
@@ -465,11 +549,31 @@ impl World {
         let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
         let c = &self.bottleneck.counters;
         let link = &self.scenario.link;
-        let (buffer_bytes, buffer_packets) = match link.buffer {
-            BufferLimit::Bytes(b) => (Some(b), None),
-            BufferLimit::Packets(n) => (None, Some(n)),
-            BufferLimit::Bdp(x) => (Some((x * self.scenario.bdp_bytes() as f64).round() as u64), None),
+        let (buffer_bytes, buffer_packets) = match (&link.aqm, link.buffer) {
+            (Aqm::Codel(c), _) => (None, Some(c.limit_packets as u64)),
+            (Aqm::FqCodel(c), _) => (None, Some(c.limit_packets as u64)),
+            (Aqm::DropTail, BufferLimit::Bytes(b)) => (Some(b), None),
+            (Aqm::DropTail, BufferLimit::Packets(n)) => (None, Some(n)),
+            (Aqm::DropTail, BufferLimit::Bdp(x)) => (Some((x * self.scenario.bdp_bytes() as f64).round() as u64), None),
         };
+        let secs = end.secs_f64().max(1e-9);
+        let (rate_bps, utilization) = match self.bottleneck.capacity().constant_rate() {
+            Some(_) => (link.rate_bps, c.wire_bytes_out as f64 * 8.0 / (link.rate_bps as f64 * secs)),
+            None => {
+                let cap = self.bottleneck.capacity_bits(Time::ZERO, end);
+                let util = if cap > 0.0 { c.wire_bytes_out as f64 * 8.0 / cap } else { 0.0 };
+                ((cap / secs).round() as u64, util)
+            }
+        };
+        let ack_link = self.ack_link.as_ref().map(|a| {
+            let cap = a.capacity_bits(Time::ZERO, end);
+            AckLinkSummary {
+                trace_mean_bps: link.ack_trace.as_ref().map_or(0, |t| t.mean_bps()),
+                utilization: if cap > 0.0 { a.counters.wire_bytes_out as f64 * 8.0 / cap } else { 0.0 },
+                packets_forwarded: a.counters.packets_out,
+                queue_delay_ms: stats_ms(&a.counters.sojourn_ns),
+            }
+        });
         let summary = Summary {
             engine: "sim",
             version: VERSION,
@@ -479,13 +583,13 @@ impl World {
             jain_index: jain_index(&goodputs),
             flows,
             link: LinkSummary {
-                rate_bps: link.rate_bps,
+                rate_bps,
                 rtt_ms: link.rtt_ns as f64 / 1e6,
                 buffer_bytes,
                 buffer_packets,
                 bdp_bytes: self.scenario.bdp_bytes(),
-                utilization: c.wire_bytes_out as f64 * 8.0 / (link.rate_bps as f64 * end.secs_f64().max(1e-9)),
-                drops: c.drops_overflow + c.drops_random,
+                utilization,
+                drops: c.drops_overflow + c.drops_random + c.drops_aqm,
                 drops_overflow: c.drops_overflow,
                 drops_random: c.drops_random,
                 ecn_marks: c.ecn_marks,
@@ -493,6 +597,11 @@ impl World {
                 queue_bytes: stats_raw(&c.queue_bytes_seen),
                 queue_packets: stats_raw(&c.queue_packets_seen),
                 packets_forwarded: c.packets_out,
+                trace_mean_bps: link.trace.as_ref().map(|t| t.mean_bps()),
+                aqm: aqm_summary(&link.aqm),
+                drops_aqm: (!link.aqm.is_drop_tail()).then_some(c.drops_aqm),
+                loss_model: link.loss_model.as_ref().map(loss_model_summary),
+                ack_link,
             },
             events: self.events,
             host: self.host.as_ref().map(|h| HostSummary {
@@ -506,4 +615,51 @@ impl World {
         };
         RunOutput { summary, series: self.recorder.finish(), trace_hash: self.trace_hash }
     }
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// The effective AQM parameters, in the summary's units.
+fn aqm_summary(aqm: &Aqm) -> Option<serde_json::Value> {
+    match aqm {
+        Aqm::DropTail => None,
+        Aqm::Codel(c) => Some(json!({
+            "name": "codel",
+            "target_ms": ms(c.target_ns),
+            "interval_ms": ms(c.interval_ns),
+            "limit_packets": c.limit_packets,
+            "ecn": c.ecn,
+            "ce_threshold_ms": c.ce_threshold_ns.map(ms),
+            "mtu_bytes": c.mtu_bytes,
+        })),
+        Aqm::FqCodel(c) => Some(json!({
+            "name": "fq_codel",
+            "target_ms": ms(c.target_ns),
+            "interval_ms": ms(c.interval_ns),
+            "limit_packets": c.limit_packets,
+            "ecn": c.ecn,
+            "ce_threshold_ms": c.ce_threshold_ns.map(ms),
+            "mtu_bytes": c.mtu_bytes,
+            "quantum_bytes": c.quantum_bytes,
+            "flows": c.flows,
+            "memory_limit_bytes": c.memory_limit_bytes,
+            "drop_batch": c.drop_batch,
+        })),
+    }
+}
+
+/// The loss model's parameters and what they imply in the long run.
+fn loss_model_summary(m: &LossModelConfig) -> serde_json::Value {
+    let g = m.params();
+    json!({
+        "type": "gilbert-elliott",
+        "p": g.p,
+        "r": g.r,
+        "h": g.h,
+        "k": g.k,
+        "mean_loss": g.mean_loss(),
+        "mean_bad_run_packets": g.mean_bad_run(),
+    })
 }

@@ -38,6 +38,9 @@ pub struct ReceiverParams {
     /// One-way delay of the reverse path back to the sender.
     pub reverse_delay: Dur,
     pub ecn: Ecn,
+    /// ACKs first queue at a trace-driven reverse link: they are left in `outbox` for
+    /// the network to take instead of entering `out` directly.
+    pub via_ack_link: bool,
 }
 
 #[derive(Default, Debug, Clone)]
@@ -74,8 +77,10 @@ pub struct Receiver {
     demand_cwr: bool,
     /// ECN-low: the CE state of the last data segment, echoed per ACK (DCTCP style).
     ce_state: bool,
-    /// Reverse path to the sender.
+    /// Reverse path to the sender (after the ACK link, if any).
     pub out: Pipe,
+    /// ACKs sent and not yet taken by the ACK link (with `via_ack_link`).
+    pub outbox: Vec<Packet>,
     pub completed_at: Option<Time>,
     pub stats: ReceiverStats,
 }
@@ -104,6 +109,7 @@ impl Receiver {
             demand_cwr: false,
             ce_state: false,
             out,
+            outbox: Vec::new(),
             completed_at: None,
             stats: ReceiverStats::default(),
             p,
@@ -359,6 +365,10 @@ impl Receiver {
         self.compressed_ack = 0;
         self.comp_timer.cancel();
         self.delack.cancel();
+        if self.p.via_ack_link {
+            self.outbox.push(pkt);
+            return;
+        }
         let (_, head) = self.out.push(now, pkt);
         if let Some(t) = head {
             q.push(t, Event::AckArrival(self.p.id));
