@@ -53,6 +53,8 @@ def cli() -> None:
 @click.option("--interval", metavar="TIME", help="Time-series interval, at least 1ms (default 100ms).")
 @click.option("--size", metavar="SIZE", help="Bytes per flow, e.g. 20MB (default: bulk until the end).")
 @click.option("--pacing", type=click.Choice(["on", "off"]), help="Force pacing on or off (default: per algorithm).")
+@click.option("--repeat", type=int, metavar="N", help="With --size: N downloads per flow, each on a new connection.")
+@click.option("--pause", metavar="TIME", help="With --repeat: wait this long after each download (default 0s).")
 @click.option("--rwnd", metavar="SIZE", help="Receive-window limit of every flow, e.g. 3MB (default 6MiB).")
 @click.option("--cpu", metavar="PRESET", help="Sender host CPU: server, phone-lowend, phone-midend, phone-highend.")
 @click.option("--cpu-share", metavar="SHARE", help="CPU available in deadline-style slices, e.g. 25% (default 100%).")
@@ -154,7 +156,7 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
 
 
 SIMULATOR_ONLY_FLAGS = ("cpu", "cpu_share", "cpu_slice", "cpu_trace", "pacing_stride", "fixed_cwnd",
-                        "fixed_pacing_rate", "freeze_cc", "bbr_inflight_deficit", "tso_rtt_log")
+                        "fixed_pacing_rate", "freeze_cc", "bbr_inflight_deficit", "tso_rtt_log", "repeat", "pause")
 
 
 def _with_status(work: Callable[[], T], quiet: bool, text: str = "simulating…") -> T:

@@ -93,6 +93,34 @@ def link_table(summary: Mapping[str, Any]) -> Table:
     return t
 
 
+def downloads_table(summary: Mapping[str, Any]) -> Table:
+    """Flows that repeat a download: how their downloads went, as medians over them."""
+    t = _table("Downloads")
+    for heading in ("flow", "cca", "done", "completion\np50 s", "completion\np90 s", "throughput\np50 Mbit/s",
+                    "self-inflicted\ndelay p50 ms", "retrans", "dup\nACKs"):
+        t.add_column(heading, justify="left" if heading == "cca" else "right", no_wrap=True)
+    for f in summary.get("flows") or []:
+        d = f.get("downloads")
+        if not d:
+            continue
+        done = [x["completion_s"] for x in d if x.get("completion_s") is not None]
+        t.add_row(
+            str(f.get("id")), str(f.get("cca")), f"{len(done)}/{len(d)}",
+            _num(_quantile(done, 0.5), digits=3), _num(_quantile(done, 0.9), digits=3),
+            _num(_quantile([x["throughput_bps"] for x in d], 0.5), 1e-6),
+            _num(_quantile([x["self_inflicted_delay_ms"] for x in d], 0.5), digits=1),
+            _int(sum(x["retransmits"] for x in d)), _int(sum(x["dupacks"] for x in d)),
+        )
+    return t
+
+
+def _quantile(values: list[float], q: float) -> Optional[float]:
+    if not values:
+        return None
+    v = sorted(values)
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
 def host_table(summary: Mapping[str, Any]) -> Table:
     """The sender host's CPU: how much of it there was and where it went."""
     t = _table("Sender CPU")
@@ -126,6 +154,8 @@ def headline(summary: Mapping[str, Any]) -> Text:
 def render(summary: Mapping[str, Any], console: Optional[Console] = None) -> None:
     console = console or Console()
     parts = [headline(summary), Text(""), flows_table(summary), Text(""), link_table(summary)]
+    if any(f.get("downloads") for f in summary.get("flows") or []):
+        parts += [Text(""), downloads_table(summary)]
     if summary.get("host"):
         parts += [Text(""), host_table(summary)]
     console.print(Group(*parts))

@@ -394,6 +394,8 @@ class Flow(_Table):
     fixed_cwnd: Optional[Annotated[int, _int_range(1, 1_000_000_000)]] = None
     fixed_pacing_rate_bps: Optional[Rate] = Field(None, alias="fixed_pacing_rate")
     freeze_cc: bool = False
+    repeat: Annotated[int, _int_range(1, 1_000_000)] = 1
+    pause_ns: Duration = Field(0, alias="pause")
 
     @field_validator("cca")
     @classmethod
@@ -434,6 +436,8 @@ class Flow(_Table):
             "fixed_cwnd": self.fixed_cwnd,
             "fixed_pacing_rate": None if self.fixed_pacing_rate_bps is None else format_rate(self.fixed_pacing_rate_bps),
             "freeze_cc": self.freeze_cc,
+            "repeat": self.repeat,
+            "pause": format_duration(self.pause_ns),
         }
 
     def to_core(self) -> dict[str, Any]:
@@ -444,6 +448,8 @@ class Flow(_Table):
             "fixed_cwnd": (self.fixed_cwnd, None),
             "fixed_pacing_rate_bps": (self.fixed_pacing_rate_bps, None),
             "freeze_cc": (self.freeze_cc, False),
+            "repeat": (self.repeat, 1),
+            "pause_ns": (self.pause_ns, 0),
         }
         return {
             **{k: v for k, (v, default) in knobs.items() if v != default},
@@ -621,6 +627,8 @@ class Scenario(_Table):
         size: Union[str, int, None] = None,
         pacing: Optional[bool] = None,
         rwnd: Union[str, int, None] = None,
+        repeat: Optional[int] = None,
+        pause: Optional[str] = None,
         cpu: Optional[str] = None,
         cpu_share: Union[str, float, None] = None,
         cpu_slice: Optional[str] = None,
@@ -693,7 +701,8 @@ class Scenario(_Table):
                     capture["flows"] = list(pcap_flows)
             doc["capture"] = capture
         per_flow: list[tuple[str, object]] = [
-            ("count", flows), ("size", size), ("pacing", pacing), ("rwnd", rwnd), ("pacing_stride", pacing_stride),
+            ("count", flows), ("size", size), ("pacing", pacing), ("rwnd", rwnd), ("repeat", repeat), ("pause", pause),
+            ("pacing_stride", pacing_stride),
             ("fixed_cwnd", fixed_cwnd), ("fixed_pacing_rate", fixed_pacing_rate), ("freeze_cc", freeze_cc),
         ]
         entries = doc.get("flows")

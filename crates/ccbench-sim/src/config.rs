@@ -259,7 +259,7 @@ pub struct FlowConfig {
     pub ecn: Ecn,
     /// Pacing stride (Vargas et al., IMC'22 §6.2): bursts up to `stride` x the TSO goal
     /// and `stride` x the idle time after each. 1 = Linux.
-    #[serde(default = "stride_one")]
+    #[serde(default = "one_u32")]
     pub pacing_stride: u32,
     /// Hold cwnd at this many segments whatever the algorithm says.
     #[serde(default)]
@@ -271,9 +271,15 @@ pub struct FlowConfig {
     /// and pacing rate stay where they were set.
     #[serde(default)]
     pub freeze_cc: bool,
+    /// Downloads of `size_bytes`, each on a new connection, the next one `pause_ns`
+    /// after the previous completed.
+    #[serde(default = "one_u32")]
+    pub repeat: u32,
+    #[serde(default)]
+    pub pause_ns: u64,
 }
 
-fn stride_one() -> u32 {
+fn one_u32() -> u32 {
     1
 }
 
@@ -324,6 +330,8 @@ impl FlowConfig {
             fixed_cwnd: None,
             fixed_pacing_rate_bps: None,
             freeze_cc: false,
+            repeat: 1,
+            pause_ns: 0,
         }
     }
 }
@@ -535,6 +543,12 @@ impl Scenario {
             }
             if f.fixed_cwnd == Some(0) {
                 return Err(err(format!("flows[{i}].fixed_cwnd"), "must be at least 1 segment"));
+            }
+            if f.repeat == 0 || f.repeat > 1_000_000 {
+                return Err(err(format!("flows[{i}].repeat"), "must be in 1..=1000000"));
+            }
+            if f.repeat > 1 && f.size_bytes.is_none() {
+                return Err(err(format!("flows[{i}].repeat"), "repeats a download: give the flow a size"));
             }
             if f.fixed_pacing_rate_bps == Some(0) {
                 return Err(err(format!("flows[{i}].fixed_pacing_rate"), "must be positive"));

@@ -62,6 +62,29 @@ pub struct FlowSummary {
     /// Seconds from the flow's start until the receiver had all `size_bytes`.
     pub completion_s: Option<f64>,
     pub final_cwnd: u32,
+    /// Repeated downloads (`repeat` > 1): one entry per download, in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub downloads: Option<Vec<DownloadSummary>>,
+}
+
+/// One download of a flow that repeats them, each on its own connection.
+#[derive(Clone, Debug, Serialize)]
+pub struct DownloadSummary {
+    pub index: u32,
+    /// When it started, from the run's start.
+    pub start_s: f64,
+    /// Seconds until the receiver had every byte; None if the run ended first.
+    pub completion_s: Option<f64>,
+    pub delivered_bytes: u64,
+    /// delivered_bytes over completion_s (or over the time it had, unfinished).
+    pub throughput_bps: f64,
+    pub rtt_ms: Stats,
+    /// Mean RTT minus the flow's base RTT.
+    pub self_inflicted_delay_ms: f64,
+    pub retransmits: u64,
+    /// ACKs that acknowledged nothing new while data was outstanding.
+    pub dupacks: u64,
+    pub rto_count: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -221,6 +221,41 @@ fn sized_flow_reports_completion_time() {
 }
 
 #[test]
+fn repeated_downloads_each_open_a_fresh_connection() {
+    let (size, pause) = (1_000_000u64, 2 * SEC);
+    let mut s = bulk("cubic", 1, BufferLimit::Bdp(1.0), 60);
+    s.flows[0].size_bytes = Some(size);
+    s.flows[0].repeat = 4;
+    s.flows[0].pause_ns = pause;
+    let out = run_ok(&s);
+    let f = &out.summary.flows[0];
+    let d = f.downloads.as_ref().expect("downloads listed");
+    assert_eq!(d.len(), 4);
+    let bound = completion_lower_bound_s(size, s.tcp.init_cwnd as u64);
+    // On an idle lossless link every download starts afresh in slow start, so each takes
+    // what the first does: none is faster than the bound, none finds a warm window.
+    let first = d[0].completion_s.unwrap();
+    for (k, x) in d.iter().enumerate() {
+        let c = x.completion_s.unwrap_or_else(|| panic!("download {k} did not complete"));
+        assert!(c >= bound && (c - first).abs() < 1e-6, "download {k}: {c} s, first {first} s, bound {bound}");
+        assert_eq!(x.delivered_bytes, size);
+        assert_eq!(x.index, k as u32);
+        if k > 0 {
+            // The next one starts `pause` after the previous completed.
+            let prev = d[k - 1].start_s + d[k - 1].completion_s.unwrap();
+            assert!((x.start_s - (prev + pause as f64 / 1e9)).abs() < 1e-9, "download {k} starts at {}", x.start_s);
+        }
+    }
+    assert_eq!(f.delivered_bytes, 4 * size);
+    let last = d[3].start_s + d[3].completion_s.unwrap();
+    assert!((f.completion_s.unwrap() - last).abs() < 1e-9);
+    assert!(out.summary.duration_s <= last + 1e-9, "the run ends with the last download");
+    // Without repeat there is no list.
+    s.flows[0].repeat = 1;
+    assert!(run_ok(&s).summary.flows[0].downloads.is_none());
+}
+
+#[test]
 fn flows_with_different_rtts_get_different_base_rtts() {
     let access_ms = [0u64, 10, 30];
     let mut s = bulk("cubic", 3, BufferLimit::Bdp(1.0), 10);

@@ -19,6 +19,7 @@ import matplotlib
 from . import style
 from .rundir import PlotError, RunData, load_run
 from .states import Segment, TimelineRow, state_timeline
+from .downloads import downloads_figure
 from .packets import retrans_figure, seq_figure
 from .timeseries import flow_figure, link_figure
 
@@ -83,6 +84,9 @@ def plot_run(
                     written += style.save(retrans_figure(run, i), target / f"retrans{i}", fmts)
             if link:
                 written += style.save(link_figure(run), target / "link", fmts)
+            downloads = downloads_figure(run)
+            if downloads is not None:
+                written += style.save(downloads, target / "downloads", fmts)
         except OSError as e:
             raise PlotError("--out", f"cannot write to '{target}': {e.strerror or e}") from None
     return written

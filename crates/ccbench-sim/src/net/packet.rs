@@ -32,6 +32,9 @@ pub struct Packet {
     pub cwr: bool,
     /// When the packet entered the bottleneck queue (for sojourn time).
     pub enqueued: Time,
+    /// Which of the flow's connections sent it (repeated downloads open a new one each
+    /// time); a packet of an earlier connection is ignored on arrival.
+    pub conn: u16,
 }
 
 impl Packet {

@@ -109,6 +109,10 @@ impl CaptureSpec {
                 return Err(e("flows", format!("flow {f}: only flows 0..{MAX_CAPTURED_FLOW} can be captured")));
             }
         }
+        if let Some(i) = s.flows.iter().position(|f| f.repeat > 1) {
+            // Each download is a new connection; the capture knows one per flow.
+            return Err(e("points", format!("flows[{i}] repeats its download; capture runs without repeat")));
+        }
         if self.flows.is_none() && s.flows.len() > MAX_CAPTURED_FLOW as usize + 1 {
             return Err(e("flows", format!("choose the flows to capture; only flows 0..{MAX_CAPTURED_FLOW} can be")));
         }

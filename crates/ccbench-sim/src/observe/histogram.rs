@@ -42,6 +42,17 @@ fn value_of(bucket: usize) -> u64 {
 }
 
 impl Histogram {
+    /// Add every sample of `other`.
+    pub fn merge(&mut self, other: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.n += other.n;
+        self.sum += other.sum;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
     pub fn record(&mut self, v: u64) {
         self.counts[bucket_of(v)] += 1;
         self.n += 1;

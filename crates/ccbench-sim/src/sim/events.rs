@@ -42,6 +42,8 @@ pub enum Event {
     SackCompress(u32),
     /// The sender host's CPU may take its next task.
     CpuRun,
+    /// A flow opens its next connection for another download.
+    FlowRestart(u32),
     Sample,
     End,
 }

@@ -13,7 +13,7 @@ use crate::net::{Bottleneck, Packet, Pipe};
 use crate::observe::capture::{Capture, CaptureSpec};
 use crate::observe::histogram::Histogram;
 use crate::observe::recorder::{FlowRow, LinkRow, Recorder};
-use crate::summary::{jain_index, AckLinkSummary, FlowSummary, HostSummary, LinkSummary, Stats, Summary};
+use crate::summary::{jain_index, AckLinkSummary, DownloadSummary, FlowSummary, HostSummary, LinkSummary, Stats, Summary};
 use crate::tcp::receiver::ReceiverParams;
 use crate::tcp::{Receiver, Sender, SenderParams};
 use crate::time::{Dur, Time};
@@ -33,6 +33,82 @@ struct FlowMeta {
     bottleneck_bytes: u64,
     last_delivered: u64,
     last_bottleneck: u64,
+    /// Repeated downloads: how many more, the pause before each, which connection is
+    /// open, when its download started, the ones finished, and the totals of closed
+    /// connections.
+    repeats_left: u32,
+    pause: Dur,
+    conn: u16,
+    download_start: Time,
+    downloads: Vec<DownloadSummary>,
+    closed: Totals,
+}
+
+/// What a flow's closed connections delivered, sent and measured.
+#[derive(Default)]
+struct Totals {
+    delivered: u64,
+    sent_bytes: u64,
+    retransmits: u64,
+    lost: u64,
+    rto_count: u64,
+    rtt_ns: Histogram,
+}
+
+/// A flow's connection `conn`: its sender and receiver (`rng` streams per connection, the
+/// first one's as for a single connection).
+fn connection(s: &Scenario, i: usize, conn: u16, via_ack_link: bool) -> Result<(Sender, Receiver), ConfigError> {
+    let (link, tcp, f) = (&s.link, &s.tcp, &s.flows[i]);
+    let id = i as u32;
+    let alg = Algorithm::from_name(&f.cca).expect("validated");
+    let cc = alg
+        .build(&f.params, rng::stream(s.seed, "cc", id as u64 | (conn as u64) << 32))
+        .map_err(|m| ConfigError { field: format!("flows[{i}].params"), message: m })?;
+    let access = Dur(f.access_delay_ns);
+    let base_rtt = Dur(link.rtt_ns) + access + access;
+    let mut sender = Sender::new(
+        SenderParams {
+            id,
+            mss: tcp.mss,
+            init_cwnd: tcp.init_cwnd,
+            hz: tcp.hz,
+            rto_min: Dur(tcp.rto_min_ns),
+            rto_init: Dur(tcp.rto_init_ns),
+            tsq_limit_bytes: tcp.tsq_limit_bytes,
+            pacing_shift: tcp.pacing_shift,
+            paced: f.pacing.unwrap_or(false),
+            size_bytes: f.size_bytes,
+            nic_rate: BitRate(link.nic_rate_bps),
+            access_delay: access,
+            handshake_rtt: base_rtt,
+            ecn: f.ecn,
+            tso_rtt_log: tcp.tso_rtt_log,
+            pacing_stride: f.pacing_stride,
+            fixed_cwnd: f.fixed_cwnd,
+            fixed_pacing_rate: f.fixed_pacing_rate_bps.map(|r| r / 8),
+            freeze_cc: f.freeze_cc,
+            conn,
+        },
+        cc,
+    );
+    if f.pacing == Some(false) {
+        // The algorithm may require pacing (BBR); honour the explicit request.
+        sender.p.paced = false;
+    }
+    let receiver = Receiver::new(ReceiverParams {
+        id,
+        mss: tcp.mss,
+        hz: tcp.hz,
+        rwnd_bytes: f.rwnd_bytes,
+        delack_min: Dur(tcp.delack_min_ns),
+        size_bytes: f.size_bytes,
+        rtt: base_rtt,
+        reverse_delay: Dur(link.rtt_ns / 2) + access,
+        ecn: f.ecn,
+        via_ack_link,
+        conn,
+    });
+    Ok((sender, receiver))
 }
 
 pub struct World {
@@ -67,58 +143,17 @@ impl World {
         let one_way = Dur(link.rtt_ns / 2);
         let bottleneck = Bottleneck::forward(s, true);
         let ack_link = Bottleneck::reverse(s);
-        let tcp = &s.tcp;
         let mut senders = Vec::new();
         let mut receivers = Vec::new();
         let mut flows = Vec::new();
         let mut q = EventQueue::default();
         for (i, f) in s.flows.iter().enumerate() {
             let id = i as u32;
-            let alg = Algorithm::from_name(&f.cca).expect("validated");
-            let cc = alg.build(&f.params, rng::stream(s.seed, "cc", id as u64)).map_err(|m| ConfigError { field: format!("flows[{i}].params"), message: m })?;
+            let (sender, receiver) = connection(s, i, 0, ack_link.is_some())?;
+            senders.push(sender);
+            receivers.push(receiver);
             let access = Dur(f.access_delay_ns);
             let base_rtt = Dur(link.rtt_ns) + access + access;
-            let paced = f.pacing.unwrap_or(false);
-            senders.push(Sender::new(
-                SenderParams {
-                    id,
-                    mss: tcp.mss,
-                    init_cwnd: tcp.init_cwnd,
-                    hz: tcp.hz,
-                    rto_min: Dur(tcp.rto_min_ns),
-                    rto_init: Dur(tcp.rto_init_ns),
-                    tsq_limit_bytes: tcp.tsq_limit_bytes,
-                    pacing_shift: tcp.pacing_shift,
-                    paced,
-                    size_bytes: f.size_bytes,
-                    nic_rate: BitRate(link.nic_rate_bps),
-                    access_delay: access,
-                    handshake_rtt: base_rtt,
-                    ecn: f.ecn,
-                    tso_rtt_log: tcp.tso_rtt_log,
-                    pacing_stride: f.pacing_stride,
-                    fixed_cwnd: f.fixed_cwnd,
-                    fixed_pacing_rate: f.fixed_pacing_rate_bps.map(|r| r / 8),
-                    freeze_cc: f.freeze_cc,
-                },
-                cc,
-            ));
-            if f.pacing == Some(false) && senders[i].p.paced {
-                // The algorithm requires pacing (BBR); honour the explicit request.
-                senders[i].p.paced = false;
-            }
-            receivers.push(Receiver::new(ReceiverParams {
-                id,
-                mss: tcp.mss,
-                hz: tcp.hz,
-                rwnd_bytes: f.rwnd_bytes,
-                delack_min: Dur(tcp.delack_min_ns),
-                size_bytes: f.size_bytes,
-                rtt: base_rtt,
-                reverse_delay: one_way + access,
-                ecn: f.ecn,
-                via_ack_link: ack_link.is_some(),
-            }));
             flows.push(FlowMeta {
                 cca: f.cca.clone(),
                 start: Time(f.start_ns),
@@ -129,6 +164,12 @@ impl World {
                 bottleneck_bytes: 0,
                 last_delivered: 0,
                 last_bottleneck: 0,
+                repeats_left: f.repeat - 1,
+                pause: Dur(f.pause_ns),
+                conn: 0,
+                download_start: Time(f.start_ns),
+                downloads: Vec::new(),
+                closed: Totals::default(),
             });
             q.push(Time(f.start_ns), Event::FlowStart(id));
         }
@@ -251,6 +292,7 @@ impl World {
             Event::DelayedAck(i) => 7 | (i as u64) << 8,
             Event::SackCompress(i) => 8 | (i as u64) << 8,
             Event::CpuRun => 11,
+            Event::FlowRestart(i) => 13 | (i as u64) << 8,
             Event::Sample => 9,
             Event::End => 10,
             Event::AckLinkTxDone => 11,
@@ -361,6 +403,10 @@ impl World {
                         c.receiver_data(now, &pkt);
                     }
                     self.at_receiver(now, pkt.flow, |r, q| r.on_data(now, &pkt, q));
+                    let k = pkt.flow as usize;
+                    if self.receivers[k].completed_at == Some(now) && self.flows[k].downloads.len() == self.flows[k].conn as usize {
+                        self.download_done(pkt.flow, now);
+                    }
                     if self.all_sized_flows_done() {
                         break;
                     }
@@ -387,6 +433,7 @@ impl World {
                     None => self.at_sender(i, |s, q| s.on_timer(now, which, q)),
                 },
                 Event::CpuRun => self.run_cpu_task(now),
+                Event::FlowRestart(i) => self.next_download(i, now),
                 Event::DelayedAck(i) => self.at_receiver(now, i, |r, q| r.on_delack_timer(now, q)),
                 Event::SackCompress(i) => self.at_receiver(now, i, |r, q| r.on_sack_compress_timer(now, q)),
                 Event::Sample => {
@@ -402,6 +449,49 @@ impl World {
         }
         let capture = self.capture.take().map_or(Ok(()), |c| c.finish(now.min(self.end)));
         Ok((self.finish(now), capture))
+    }
+
+    /// Flow `i`'s current download completed at `now`: record it and, if more are due,
+    /// open the next connection after the pause.
+    fn download_done(&mut self, i: u32, now: Time) {
+        let k = i as usize;
+        if self.scenario.flows[k].repeat == 1 {
+            return;
+        }
+        let d = download_summary(&self.flows[k], &self.senders[k], &self.receivers[k], now);
+        let f = &mut self.flows[k];
+        f.downloads.push(d);
+        if f.repeats_left > 0 {
+            self.q.push(now + f.pause, Event::FlowRestart(i));
+        }
+    }
+
+    /// Close flow `i`'s connection and open the next one, which starts its download.
+    /// Packets of the old connection still in the network are ignored on arrival; the
+    /// NIC and the return path carry on.
+    fn next_download(&mut self, i: u32, now: Time) {
+        let k = i as usize;
+        let f = &mut self.flows[k];
+        f.repeats_left -= 1;
+        f.conn = f.conn.wrapping_add(1);
+        f.download_start = now;
+        let (old_s, old_r) = (&self.senders[k], &self.receivers[k]);
+        let c = &mut f.closed;
+        c.delivered += old_r.delivered_bytes();
+        c.sent_bytes += old_s.stats.bytes_sent;
+        c.retransmits += old_s.stats.retransmits;
+        c.lost += old_s.lost;
+        c.rto_count += old_s.stats.rto_count;
+        c.rtt_ns.merge(&old_s.stats.rtt_ns);
+        let (mut sender, mut receiver) = connection(&self.scenario, k, f.conn, self.ack_link.is_some()).expect("validated at the start");
+        std::mem::swap(&mut sender.nic, &mut self.senders[k].nic);
+        std::mem::swap(&mut receiver.out, &mut self.receivers[k].out);
+        self.senders[k] = sender;
+        self.receivers[k] = receiver;
+        match &mut self.host {
+            Some(h) => h.submit(now, i, Task::Start, &mut self.q),
+            None => self.at_sender(i, |s, q| s.start(now, q)),
+        }
     }
 
     /// Charge the packets the bottleneck dropped to their flows.
@@ -448,7 +538,7 @@ impl World {
     }
 
     fn all_sized_flows_done(&self) -> bool {
-        self.flows.iter().zip(&self.receivers).all(|(f, r)| f.size_bytes.is_some() && r.completed_at.is_some())
+        self.flows.iter().zip(&self.receivers).all(|(f, r)| f.size_bytes.is_some() && r.completed_at.is_some() && f.repeats_left == 0)
     }
 
     fn sample(&mut self, now: Time) {
@@ -457,7 +547,7 @@ impl World {
         self.last_sample = now;
         for (i, s) in self.senders.iter().enumerate() {
             let f = &mut self.flows[i];
-            let delivered = self.receivers[i].delivered_bytes();
+            let delivered = f.closed.delivered + self.receivers[i].delivered_bytes();
             let mss = s.p.mss as f64;
             let min_rtt = s.rtt.min_rtt_us();
             self.recorder.flow(FlowRow {
@@ -474,8 +564,8 @@ impl World {
                 delivery_rate_bps: s.rate.delivery_rate_segs() * mss * 8.0,
                 srtt_ms: s.rtt.srtt_us() as f64 / 1e3,
                 min_rtt_ms: if min_rtt == u64::MAX { f64::NAN } else { min_rtt as f64 / 1e3 },
-                retransmits: s.stats.retransmits as f64,
-                lost: s.lost as f64,
+                retransmits: (f.closed.retransmits + s.stats.retransmits) as f64,
+                lost: (f.closed.lost + s.lost) as f64,
                 ca_state: s.ca_state as u8 as f64,
                 internals: s.cc.internals(),
             });
@@ -519,10 +609,24 @@ impl World {
         for (i, s) in self.senders.iter().enumerate() {
             let f = &self.flows[i];
             let r = &self.receivers[i];
-            let stop = r.completed_at.unwrap_or(end);
+            // Repeated downloads: the closed connections' totals plus the open one's; the
+            // flow is complete when its last download is.
+            let done = if f.repeats_left == 0 { r.completed_at } else { None };
+            let stop = done.unwrap_or(end);
             let life = stop.since(f.start).secs_f64();
             let per_sec = |bytes: u64| if life > 0.0 { bytes as f64 * 8.0 / life } else { 0.0 };
-            let rtt = stats_ms(&s.stats.rtt_ns);
+            let mut rtt_ns = f.closed.rtt_ns.clone();
+            rtt_ns.merge(&s.stats.rtt_ns);
+            let rtt = stats_ms(&rtt_ns);
+            let delivered = f.closed.delivered + r.delivered_bytes();
+            let repeated = self.scenario.flows[i].repeat > 1;
+            let downloads = repeated.then(|| {
+                let mut all = f.downloads.clone();
+                if r.completed_at.is_none() {
+                    all.push(download_summary(f, s, r, end));
+                }
+                all
+            });
             flows.push(FlowSummary {
                 id: i as u32,
                 cca: f.cca.clone(),
@@ -531,19 +635,20 @@ impl World {
                 paced: s.p.paced,
                 start_s: f.start.secs_f64(),
                 base_rtt_ms: f.base_rtt.ms_f64(),
-                goodput_bps: per_sec(r.delivered_bytes()),
+                goodput_bps: per_sec(delivered),
                 throughput_bps: per_sec(f.bottleneck_bytes),
-                delivered_bytes: r.delivered_bytes(),
-                sent_bytes: s.stats.bytes_sent,
-                retransmits: s.stats.retransmits,
-                lost: s.lost,
+                delivered_bytes: delivered,
+                sent_bytes: f.closed.sent_bytes + s.stats.bytes_sent,
+                retransmits: f.closed.retransmits + s.stats.retransmits,
+                lost: f.closed.lost + s.lost,
                 dropped: f.dropped,
-                rto_count: s.stats.rto_count,
-                self_inflicted_delay_ms: if s.stats.rtt_ns.count() > 0 { rtt.mean - f.base_rtt.ms_f64() } else { 0.0 },
+                rto_count: f.closed.rto_count + s.stats.rto_count,
+                self_inflicted_delay_ms: if rtt_ns.count() > 0 { rtt.mean - f.base_rtt.ms_f64() } else { 0.0 },
                 rtt_ms: rtt,
                 size_bytes: f.size_bytes,
-                completion_s: r.completed_at.map(|t| t.since(f.start).secs_f64()),
+                completion_s: done.map(|t| t.since(f.start).secs_f64()),
                 final_cwnd: s.w.cwnd,
+                downloads,
             });
         }
         let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
@@ -662,4 +767,23 @@ fn loss_model_summary(m: &LossModelConfig) -> serde_json::Value {
         "mean_loss": g.mean_loss(),
         "mean_bad_run_packets": g.mean_bad_run(),
     })
+}
+
+/// The download flow `f`'s open connection (`s`, `r`) carried, as of `now`.
+fn download_summary(f: &FlowMeta, s: &Sender, r: &Receiver, now: Time) -> DownloadSummary {
+    let done = r.completed_at;
+    let took = done.unwrap_or(now).since(f.download_start).secs_f64();
+    let rtt = Stats::from_histogram(&s.stats.rtt_ns, 1e6);
+    DownloadSummary {
+        index: f.downloads.len() as u32,
+        start_s: f.download_start.secs_f64(),
+        completion_s: done.map(|t| t.since(f.download_start).secs_f64()),
+        delivered_bytes: r.delivered_bytes(),
+        throughput_bps: if took > 0.0 { r.delivered_bytes() as f64 * 8.0 / took } else { 0.0 },
+        self_inflicted_delay_ms: if s.stats.rtt_ns.count() > 0 { rtt.mean - f.base_rtt.ms_f64() } else { 0.0 },
+        rtt_ms: rtt,
+        retransmits: s.stats.retransmits,
+        dupacks: s.stats.dupacks,
+        rto_count: s.stats.rto_count,
+    }
 }

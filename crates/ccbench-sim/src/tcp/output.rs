@@ -275,7 +275,7 @@ impl Sender {
             }
             let ect = self.p.ecn != Ecn::Off;
             let cwr = !retrans && std::mem::take(&mut self.ecn_queue_cwr);
-            let pkt = Packet { flow: self.p.id, wire_bytes: len + wire::DATA_OVERHEAD, seq, payload: len, ts_val, ts_ecr: self.ts_recent, ect, cwr, ..Default::default() };
+            let pkt = Packet { flow: self.p.id, conn: self.p.conn, wire_bytes: len + wire::DATA_OVERHEAD, seq, payload: len, ts_val, ts_ecr: self.ts_recent, ect, cwr, ..Default::default() };
             let (sent, head) = self.nic.push(now, pkt);
             done = sent;
             if let Some(t) = head {

@@ -41,6 +41,8 @@ pub struct ReceiverParams {
     /// ACKs first queue at a trace-driven reverse link: they are left in `outbox` for
     /// the network to take instead of entering `out` directly.
     pub via_ack_link: bool,
+    /// Which of the flow's connections this is; data of another one is ignored.
+    pub conn: u16,
 }
 
 #[derive(Default, Debug, Clone)]
@@ -160,6 +162,9 @@ impl Receiver {
 
     /// A data segment arrives (`tcp_data_queue` then `__tcp_ack_snd_check`).
     pub fn on_data(&mut self, now: Time, pkt: &Packet, q: &mut EventQueue) {
+        if pkt.conn != self.p.conn {
+            return; // a closed connection's segment still in flight
+        }
         self.stats.segments_received += 1;
         self.ecn_on_data(now, pkt, q);
         let (s, e) = (pkt.seq, pkt.seq + 1);
@@ -335,7 +340,7 @@ impl Receiver {
 
     /// `tcp_send_ack` + `tcp_event_ack_sent`.
     fn send_ack(&mut self, now: Time, q: &mut EventQueue) {
-        let mut pkt = Packet { flow: self.p.id, ack: self.rcv_nxt, rwnd: self.p.rwnd_bytes, ts_ecr: self.ts_recent, ..Default::default() };
+        let mut pkt = Packet { flow: self.p.id, conn: self.p.conn, ack: self.rcv_nxt, rwnd: self.p.rwnd_bytes, ts_ecr: self.ts_recent, ..Default::default() };
         pkt.ts_val = (now.ns() / 1_000_000) as u32;
         pkt.ece = match self.p.ecn {
             Ecn::Off => false,

@@ -60,6 +60,8 @@ pub struct SenderParams {
     pub fixed_pacing_rate: Option<u64>,
     /// Skip the algorithm's per-ACK hooks.
     pub freeze_cc: bool,
+    /// Which of the flow's connections this is (stamped on every packet).
+    pub conn: u16,
 }
 
 /// Which handler the retransmit timer runs (`icsk_pending`).
@@ -80,6 +82,8 @@ pub struct SenderStats {
     pub bytes_sent: u64,
     /// skbs handed to the NIC (TSO bursts), retransmissions included.
     pub skbs_sent: u64,
+    /// Duplicate ACKs: no new data acknowledged, no window change, data outstanding.
+    pub dupacks: u64,
     /// Newest-packet RTT of every ACK that carried one, ns.
     pub rtt_ns: Histogram,
 }
@@ -302,6 +306,9 @@ impl Sender {
     /// `tcp_ack` for an ACK arriving at `now`.
     pub fn on_ack(&mut self, now: Time, ack: &Packet, q: &mut EventQueue) {
         let prior_snd_una = self.sb.snd_una;
+        if ack.conn != self.p.conn {
+            return; // an ACK of a closed connection, still in flight
+        }
         if ack.ts_val.wrapping_sub(self.ts_recent) as i32 >= 0 {
             self.ts_recent = ack.ts_val;
         }
@@ -320,6 +327,9 @@ impl Sender {
         if ack.rwnd != self.snd_wnd {
             flag |= FLAG_WIN_UPDATE;
             self.snd_wnd = ack.rwnd;
+        }
+        if flag == 0 && self.sb.packets_out() > 0 {
+            self.stats.dupacks += 1;
         }
         let mut scan = AckScan::default();
         if ack.n_sacks > 0 {
