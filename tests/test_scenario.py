@@ -137,7 +137,7 @@ def test_effective_toml_is_complete() -> None:
         "mss", "init_cwnd", "hz", "rto_min", "rto_init", "tsq_limit", "pacing_shift", "delack_min", "tso_rtt_log",
     }
     assert set(doc["flows"][0]) == {
-        "cca", "count", "start", "access_delay", "rwnd", "params", "ecn", "pacing_stride", "freeze_cc", "repeat", "pause",
+        "cca", "count", "start", "access_delay", "rwnd", "params", "ecn", "pacing_stride", "freeze_cc", "repeat", "pause", "rwnd_autotune",
     }
     assert s.scenario_hash in s.effective_toml()
 

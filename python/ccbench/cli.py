@@ -55,7 +55,8 @@ def cli() -> None:
 @click.option("--pacing", type=click.Choice(["on", "off"]), help="Force pacing on or off (default: per algorithm).")
 @click.option("--repeat", type=int, metavar="N", help="With --size: N downloads per flow, each on a new connection.")
 @click.option("--pause", metavar="TIME", help="With --repeat: wait this long after each download (default 0s).")
-@click.option("--rwnd", metavar="SIZE", help="Receive-window limit of every flow, e.g. 3MB (default 6MiB).")
+@click.option("--rwnd", metavar="SIZE|auto", help="Receive-window limit of every flow, e.g. 3MB (default 6MiB); "
+              "auto: autotune the receive buffer up to the limit, as Linux does.")
 @click.option("--cpu", metavar="PRESET", help="Sender host CPU: server, phone-lowend, phone-midend, phone-highend.")
 @click.option("--cpu-share", metavar="SHARE", help="CPU available in deadline-style slices, e.g. 25% (default 100%).")
 @click.option("--cpu-slice", metavar="TIME", help="Period of the CPU slices, e.g. 10ms (default 10ms).")

@@ -396,6 +396,7 @@ class Flow(_Table):
     freeze_cc: bool = False
     repeat: Annotated[int, _int_range(1, 1_000_000)] = 1
     pause_ns: Duration = Field(0, alias="pause")
+    rwnd_autotune: bool = False
 
     @field_validator("cca")
     @classmethod
@@ -438,6 +439,7 @@ class Flow(_Table):
             "freeze_cc": self.freeze_cc,
             "repeat": self.repeat,
             "pause": format_duration(self.pause_ns),
+            "rwnd_autotune": self.rwnd_autotune,
         }
 
     def to_core(self) -> dict[str, Any]:
@@ -450,6 +452,7 @@ class Flow(_Table):
             "freeze_cc": (self.freeze_cc, False),
             "repeat": (self.repeat, 1),
             "pause_ns": (self.pause_ns, 0),
+            "rwnd_autotune": (self.rwnd_autotune, False),
         }
         return {
             **{k: v for k, (v, default) in knobs.items() if v != default},
@@ -705,6 +708,8 @@ class Scenario(_Table):
             ("pacing_stride", pacing_stride),
             ("fixed_cwnd", fixed_cwnd), ("fixed_pacing_rate", fixed_pacing_rate), ("freeze_cc", freeze_cc),
         ]
+        if rwnd == "auto":
+            per_flow = [(k, v) for k, v in per_flow if k != "rwnd"] + [("rwnd_autotune", True)]
         entries = doc.get("flows")
         if isinstance(entries, list):
             for entry in entries:

@@ -250,6 +250,10 @@ pub struct FlowConfig {
     /// Receive-window limit in bytes (the receiver's advertised window).
     #[serde(default = "default_rwnd")]
     pub rwnd_bytes: u64,
+    /// Autotune the receive buffer from `tcp_rmem[1]` up to `rwnd_bytes` (DRS), as Linux
+    /// does, instead of advertising `rwnd_bytes` from the start.
+    #[serde(default)]
+    pub rwnd_autotune: bool,
     /// Algorithm parameter overrides by name.
     #[serde(default)]
     pub params: BTreeMap<String, f64>,
@@ -324,6 +328,7 @@ impl FlowConfig {
             size_bytes: None,
             pacing: None,
             rwnd_bytes: default_rwnd(),
+            rwnd_autotune: false,
             params: BTreeMap::new(),
             ecn: Ecn::Off,
             pacing_stride: 1,

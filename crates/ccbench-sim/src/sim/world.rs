@@ -107,6 +107,7 @@ fn connection(s: &Scenario, i: usize, conn: u16, via_ack_link: bool) -> Result<(
         ecn: f.ecn,
         via_ack_link,
         conn,
+        autotune: f.rwnd_autotune,
     });
     Ok((sender, receiver))
 }

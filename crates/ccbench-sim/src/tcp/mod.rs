@@ -3,6 +3,7 @@
 pub mod minmax;
 mod output;
 pub mod rate;
+pub mod rcvbuf;
 mod recovery;
 pub mod receiver;
 pub mod rtt;

@@ -3,6 +3,7 @@
 //! duplicate ACKs for out-of-order data with SACK compression after three, DSACK.
 //! The application reads at once, so the advertised window stays at its limit.
 
+use super::rcvbuf::RcvBuf;
 use crate::net::packet::SackBlock;
 use crate::net::{Packet, Pipe};
 use crate::sim::{Event, EventQueue, Timer, TimerFire};
@@ -43,6 +44,9 @@ pub struct ReceiverParams {
     pub via_ack_link: bool,
     /// Which of the flow's connections this is; data of another one is ignored.
     pub conn: u16,
+    /// Autotune the receive buffer (DRS) with `rwnd_bytes` as its ceiling, instead of
+    /// advertising `rwnd_bytes` from the start.
+    pub autotune: bool,
 }
 
 #[derive(Default, Debug, Clone)]
@@ -85,6 +89,8 @@ pub struct Receiver {
     pub outbox: Vec<Packet>,
     pub completed_at: Option<Time>,
     pub stats: ReceiverStats,
+    /// The autotuned receive buffer, if autotuning.
+    rcvbuf: Option<RcvBuf>,
 }
 
 impl Receiver {
@@ -114,8 +120,18 @@ impl Receiver {
             outbox: Vec::new(),
             completed_at: None,
             stats: ReceiverStats::default(),
+            rcvbuf: p.autotune.then(|| RcvBuf::new(p.rwnd_bytes, p.mss)),
             p,
         }
+    }
+
+    /// The receive window to advertise: the fixed limit, or what the autotuned buffer
+    /// has room for.
+    fn advertised_window(&mut self) -> u64 {
+        let mss = self.p.mss as u64;
+        let Some(b) = self.rcvbuf.as_mut() else { return self.p.rwnd_bytes };
+        let ooo: u64 = self.ooo.iter().map(|&(s, e)| (e - s) * mss).sum();
+        b.window(self.rcv_nxt * mss, ooo).min(self.p.rwnd_bytes)
     }
 
     /// In-order payload bytes handed to the application so far.
@@ -135,7 +151,8 @@ impl Receiver {
 
     /// `tcp_incr_quickack`.
     fn incr_quickack(&mut self, max: u32) {
-        let n = ((self.p.rwnd_bytes / (2 * self.p.mss as u64)) as u32).max(2).min(max);
+        let rcv_wnd = self.rcvbuf.as_ref().map_or(self.p.rwnd_bytes, |b| b.rcvbuf / 2);
+        let n = ((rcv_wnd / (2 * self.p.mss as u64)) as u32).max(2).min(max);
         self.quick = self.quick.max(n);
     }
 
@@ -179,6 +196,9 @@ impl Receiver {
         self.ack_pending = true;
         if s == self.rcv_nxt {
             self.ts_recent = pkt.ts_val;
+            if let Some(b) = self.rcvbuf.as_mut() {
+                b.on_in_order();
+            }
             self.rcv_nxt = e;
             let had_ooo = !self.ooo.is_empty();
             while let Some(&(bs, be)) = self.ooo.first() {
@@ -194,6 +214,11 @@ impl Receiver {
             let nxt = self.rcv_nxt;
             self.sacks.retain(|b| b.1 > nxt);
             self.event_data_recv(now);
+            // The application reads what arrived in order at once.
+            let read = self.delivered_bytes();
+            if let Some(b) = self.rcvbuf.as_mut() {
+                b.adjust(now, read, self.p.rtt);
+            }
             if let Some(size) = self.p.size_bytes {
                 if self.completed_at.is_none() && self.delivered_bytes() >= size {
                     self.completed_at = Some(now);
@@ -340,7 +365,8 @@ impl Receiver {
 
     /// `tcp_send_ack` + `tcp_event_ack_sent`.
     fn send_ack(&mut self, now: Time, q: &mut EventQueue) {
-        let mut pkt = Packet { flow: self.p.id, conn: self.p.conn, ack: self.rcv_nxt, rwnd: self.p.rwnd_bytes, ts_ecr: self.ts_recent, ..Default::default() };
+        let rwnd = self.advertised_window();
+        let mut pkt = Packet { flow: self.p.id, conn: self.p.conn, ack: self.rcv_nxt, rwnd, ts_ecr: self.ts_recent, ..Default::default() };
         pkt.ts_val = (now.ns() / 1_000_000) as u32;
         pkt.ece = match self.p.ecn {
             Ecn::Off => false,
