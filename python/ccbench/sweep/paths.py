@@ -48,7 +48,8 @@ def parse(field: str, key: str) -> Path:
 
 def is_table(path: Path) -> bool:
     """Whether the scenario schema puts a table (not a value) at ``path``."""
-    shapes = {(), ("link",), ("tcp",), ("host",), ("host", "cost"), ("flows", int), ("flows", int, "params")}
+    shapes = {(), ("link",), ("tcp",), ("host",), ("host", "cost"), ("link", "aqm_params"), ("link", "loss_model"),
+              ("capture",), ("flows", int), ("flows", int, "params")}
     return tuple(int if isinstance(p, int) else p for p in path) in shapes
 
 
