@@ -18,11 +18,13 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::BufWriter;
 
+/// A record not yet final: (time, order, captured bytes, original length).
+type Pending = Reverse<(Time, u64, Vec<u8>, u32)>;
+
 struct Out {
     point: Point,
     w: PcapWriter<BufWriter<File>>,
-    /// (time, order, captured bytes, original length): records not yet final.
-    pending: BinaryHeap<Reverse<(Time, u64, Vec<u8>, u32)>>,
+    pending: BinaryHeap<Pending>,
 }
 
 pub struct EmuCapture {

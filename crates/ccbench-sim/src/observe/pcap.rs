@@ -130,7 +130,7 @@ impl Segment<'_> {
     /// length in the pseudo-header counts them. A tool that pads the missing payload
     /// with zeros verifies it; tools that see a truncated packet leave it unverified.
     pub fn render(&self, out: &mut Vec<u8>) -> u32 {
-        debug_assert!(self.options.len() % 4 == 0 && self.options.len() <= 40);
+        debug_assert!(self.options.len().is_multiple_of(4) && self.options.len() <= 40);
         let tcp_hdr = 20 + self.options.len();
         let total = (20 + tcp_hdr) as u32 + self.payload;
         out.clear();

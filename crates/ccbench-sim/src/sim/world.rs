@@ -241,7 +241,7 @@ impl World {
     }
 
     /// A packet leaving the bottleneck, on its way to the receiver.
-    fn to_receiver(&mut self, now: Time, pkt: Packet) {
+    fn forward_to_receiver(&mut self, now: Time, pkt: Packet) {
         if let Some(c) = self.capture.as_mut() {
             c.bottleneck_out(now, &pkt);
         }
@@ -363,12 +363,12 @@ impl World {
                         self.q.push(t, Event::LinkTxDone);
                     }
                     if let Some(pkt) = first {
-                        self.to_receiver(now, pkt);
+                        self.forward_to_receiver(now, pkt);
                     }
                     if !self.departed.is_empty() {
                         let mut departed = std::mem::take(&mut self.departed);
                         for pkt in departed.drain(..) {
-                            self.to_receiver(now, pkt);
+                            self.forward_to_receiver(now, pkt);
                         }
                         self.departed = departed;
                     }
