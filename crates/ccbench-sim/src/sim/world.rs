@@ -292,12 +292,12 @@ impl World {
             Event::Sender(i, k) => 6 | (k as u64) << 4 | (i as u64) << 8,
             Event::DelayedAck(i) => 7 | (i as u64) << 8,
             Event::SackCompress(i) => 8 | (i as u64) << 8,
-            Event::CpuRun => 11,
-            Event::FlowRestart(i) => 13 | (i as u64) << 8,
             Event::Sample => 9,
             Event::End => 10,
             Event::AckLinkTxDone => 11,
             Event::RttStep(k) => 12 | (k as u64) << 8,
+            Event::FlowRestart(i) => 13 | (i as u64) << 8,
+            Event::CpuRun => 14,
         };
         for x in [t.ns(), code] {
             self.trace_hash = (self.trace_hash ^ x).wrapping_mul(0x0100_0000_01b3);
