@@ -4,7 +4,8 @@ and reduce their records to one row per run with the swept values as columns."""
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,7 @@ from matplotlib.axes import Axes
 from rich.console import Console
 
 from ..analysis.stats import mean_ci
+from .compare import Finding, print_comparison, save_comparison
 
 
 def execute_plans(plans: Mapping[str, dict[str, Any]], store: Any, workers: Optional[int], console: Console,
@@ -26,6 +28,17 @@ def execute_plans(plans: Mapping[str, dict[str, Any]], store: Any, workers: Opti
         console.print(f"{label}, {part}: {plan.point_count} points x {plan.repetitions} repetitions", markup=False)
         records[part] = execute(plan, store, workers=workers, progress=console.is_terminal, keep_series=keep_series)
     return records
+
+
+def conclude(findings: Sequence[Finding], console: Console, out: Path, title: str, note: str,
+             write_report: Callable[[Path], Path]) -> None:
+    """Print the comparison and the note; write it (CSV, Markdown) and the report."""
+    print_comparison(findings, console, title)
+    console.print(note, markup=False)
+    out.mkdir(parents=True, exist_ok=True)
+    written = save_comparison(findings, out)
+    written.append(write_report(out))
+    console.print(f"wrote {', '.join(str(p) for p in written)} (figures beside the report)", markup=False)
 
 
 def runs(records: Iterable[Any]) -> pd.DataFrame:

@@ -29,8 +29,8 @@ from rich.console import Console
 from ..plots import style
 from ..report_html import Page, Section, Table, save_figure, write_page
 from . import study
-from ._runs import execute_plans, line, mbps, means, runs, value
-from .compare import Finding, print_comparison, save_comparison
+from ._runs import conclude, execute_plans, line, mbps, means, runs, value
+from .compare import Finding
 
 STUDY = "Elmenhorst & Aschenbruck, 2026"
 NOTE = (
@@ -98,12 +98,8 @@ def run(quick: bool, out: Path, workers: Optional[int], store: Any, console: Con
     frames = {part: _with_share(runs(recs)) for part, recs in records.items()}
     series = spiral_runs(grid.duration)
     findings = analyse(frames, series)
-    print_comparison(findings, console, f"{STUDY}: the study's figures and ccbench's ({mode} mode)")
-    console.print(NOTE, markup=False)
-    out.mkdir(parents=True, exist_ok=True)
-    written = save_comparison(findings, out)
-    written.append(write_report(frames, series, findings, out, mode))
-    console.print(f"wrote {', '.join(str(p) for p in written)} (figures beside the report)", markup=False)
+    conclude(findings, console, out, f"{STUDY}: the study's figures and ccbench's ({mode} mode)", NOTE,
+             lambda path: write_report(frames, series, findings, path, mode))
 
 
 def _with_share(frame: pd.DataFrame) -> pd.DataFrame:

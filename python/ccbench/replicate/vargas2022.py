@@ -29,8 +29,8 @@ from rich.console import Console
 from ..plots import style
 from ..report_html import Page, Section, Table, save_figure, write_page
 from . import study
-from ._runs import execute_plans, line, mbps, means, pct, runs, value
-from .compare import Finding, print_comparison, save_comparison
+from ._runs import conclude, execute_plans, line, mbps, means, pct, runs, value
+from .compare import Finding
 
 STUDY = "Vargas et al., IMC 2022"
 CPUS = ("phone-lowend", "phone-midend", "phone-highend")
@@ -99,12 +99,8 @@ def run(quick: bool, out: Path, workers: Optional[int], store: Any, console: Con
     records = execute_plans(plans(grid, f"vargas2022-{mode}"), store, workers, console, STUDY)
     frames = {part: runs(recs) for part, recs in records.items()}
     findings = analyse(frames)
-    print_comparison(findings, console, f"{STUDY}: the study's figures and ccbench's ({mode} mode)")
-    console.print(KERNEL_NOTE, markup=False)
-    out.mkdir(parents=True, exist_ok=True)
-    written = save_comparison(findings, out)
-    written.append(write_report(frames, findings, out, mode))
-    console.print(f"wrote {', '.join(str(p) for p in written)} (figures beside the report)", markup=False)
+    conclude(findings, console, out, f"{STUDY}: the study's figures and ccbench's ({mode} mode)", KERNEL_NOTE,
+             lambda path: write_report(frames, findings, path, mode))
 
 
 def analyse(frames: dict[str, pd.DataFrame]) -> list[Finding]:
