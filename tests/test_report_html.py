@@ -96,8 +96,10 @@ def test_report_of_a_stored_sweep_from_the_command_line(tmp_path: Path):
     bad = run_cli("report", "--sweep", "nope", "--store", str(tmp_path / "store"))
     assert bad.returncode == 2
     assert bad.stderr.strip() == "error: --sweep: no runs of sweep 'nope'; stored sweeps: cli-sweep"
-    bad = run_cli("report", "--sweep", "cli-sweep", "--store", str(tmp_path / "store"), "--x", "loss_pct")
+    bad = run_cli("report", "--sweep", "cli-sweep", "--store", str(tmp_path / "store"), "--x", "loss_pct",
+                  "--out", str(tmp_path / "bad"))
     assert bad.returncode == 2 and bad.stderr.startswith("error: --x: 'loss_pct' does not vary")
+    assert not (tmp_path / "bad").exists(), "bad input writes nothing"
 
 
 def test_report_of_a_run_directory(tmp_path: Path):

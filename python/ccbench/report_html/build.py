@@ -61,9 +61,9 @@ def sweep_report(records: Iterable[Any], out: PathLike, *, name: str, metric: st
     runs = runs_frame(records)
     if runs.empty:
         raise ReportError("--sweep", f"sweep {name!r} has no runs")
-    target = _target(out)
     dims = dimensions(runs)
     x, y, facet = choose_axes(dims, x, y, facet)
+    target = _target(out)  # only once the request is known to be good: bad input writes nothing
     table = algorithm_table(runs)
     single = runs[runs["cca"] != "mixed"]
     algorithms = sorted(runs["cca_mix"].unique())
