@@ -27,6 +27,18 @@ pub enum Task {
     Timer(SenderTimer),
 }
 
+impl Task {
+    /// The work a task is before what it sends: an ACK, or a wake-up (through an
+    /// hrtimer unless it is a TX completion, which arrives by interrupt).
+    pub fn work(&self) -> Work {
+        match self {
+            Task::Start => Work { wakeups: 1, ..Work::default() },
+            Task::Ack(_) => Work { acks: 1, ..Work::default() },
+            Task::Timer(which) => Work { wakeups: 1, timers: (*which != SenderTimer::TxCompletion) as u64, ..Work::default() },
+        }
+    }
+}
+
 /// What a task did, which sets its cost.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct Work {

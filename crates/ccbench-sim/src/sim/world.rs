@@ -4,11 +4,10 @@
 //! per-flow delay line, behind a shared trace-driven ACK link if the scenario has one.
 
 use super::rng;
-use super::events::SenderTimer;
 use super::{Event, EventQueue};
 use crate::cc::{Algorithm, INFINITE_SSTHRESH};
 use crate::config::{Aqm, BufferLimit, LossModelConfig, Scenario};
-use crate::host::{Host, Task, Work};
+use crate::host::{Host, Task};
 use crate::net::{Bottleneck, Packet, Pipe};
 use crate::observe::capture::{Capture, CaptureSpec};
 use crate::observe::histogram::Histogram;
@@ -251,30 +250,32 @@ impl World {
         }
     }
 
+    /// Sender work due at `now`: with a host CPU it waits its turn there, otherwise it
+    /// runs at once.
+    fn sender_task(&mut self, now: Time, i: u32, task: Task) {
+        match &mut self.host {
+            Some(h) => h.submit(now, i, task, &mut self.q),
+            None => self.run_task(now, i, task),
+        }
+    }
+
+    fn run_task(&mut self, now: Time, i: u32, task: Task) {
+        match task {
+            Task::Start => self.at_sender(i, |s, q| s.start(now, q)),
+            Task::Ack(pkt) => self.at_sender(i, |s, q| s.on_ack(now, &pkt, q)),
+            Task::Timer(which) => self.at_sender(i, |s, q| s.on_timer_expired(now, which, q)),
+        }
+    }
+
     /// The host CPU takes its next task, if it is free: run it at `now` and charge what
     /// it did.
     fn run_cpu_task(&mut self, now: Time) {
         let host = self.host.as_mut().expect("CpuRun needs a host");
         let Some((i, task)) = host.next_task(now, &mut self.q) else { return };
+        let mut work = task.work();
         let s = &self.senders[i as usize];
         let before = (s.stats.skbs_sent, s.stats.data_segs_out, s.stats.bytes_sent);
-        let mut work = Work::default();
-        match task {
-            Task::Start => {
-                work.wakeups = 1;
-                self.at_sender(i, |s, q| s.start(now, q));
-            }
-            Task::Ack(pkt) => {
-                work.acks = 1;
-                self.at_sender(i, |s, q| s.on_ack(now, &pkt, q));
-            }
-            Task::Timer(which) => {
-                work.wakeups = 1;
-                // TX completions arrive by interrupt; the others are hrtimers.
-                work.timers = (which != SenderTimer::TxCompletion) as u64;
-                self.at_sender(i, |s, q| s.on_timer_expired(now, which, q));
-            }
-        }
+        self.run_task(now, i, task);
         let s = &self.senders[i as usize];
         work.bursts = s.stats.skbs_sent - before.0;
         work.packets = s.stats.data_segs_out - before.1;
@@ -332,10 +333,7 @@ impl World {
                     if let Some(c) = self.capture.as_mut() {
                         c.flow_start(now, i);
                     }
-                    match &mut self.host {
-                        Some(h) => h.submit(now, i, Task::Start, &mut self.q),
-                        None => self.at_sender(i, |s, q| s.start(now, q)),
-                    }
+                    self.sender_task(now, i, Task::Start);
                 }
                 Event::NicArrival(i) => {
                     let (pkt, next) = self.senders[i as usize].nic.pop(now);
@@ -420,19 +418,13 @@ impl World {
                     if let Some(c) = self.capture.as_mut() {
                         c.ack_arrival(now, &pkt);
                     }
-                    match &mut self.host {
-                        Some(h) => h.submit(now, i, Task::Ack(pkt), &mut self.q),
-                        None => self.at_sender(i, |s, q| s.on_ack(now, &pkt, q)),
+                    self.sender_task(now, i, Task::Ack(pkt));
+                }
+                Event::Sender(i, which) => {
+                    if self.senders[i as usize].timer_due(now, which, &mut self.q) {
+                        self.sender_task(now, i, Task::Timer(which));
                     }
                 }
-                Event::Sender(i, which) => match &mut self.host {
-                    Some(h) => {
-                        if self.senders[i as usize].timer_due(now, which, &mut self.q) {
-                            h.submit(now, i, Task::Timer(which), &mut self.q);
-                        }
-                    }
-                    None => self.at_sender(i, |s, q| s.on_timer(now, which, q)),
-                },
                 Event::CpuRun => self.run_cpu_task(now),
                 Event::FlowRestart(i) => self.next_download(i, now),
                 Event::DelayedAck(i) => self.at_receiver(now, i, |r, q| r.on_delack_timer(now, q)),
@@ -489,10 +481,7 @@ impl World {
         std::mem::swap(&mut receiver.out, &mut self.receivers[k].out);
         self.senders[k] = sender;
         self.receivers[k] = receiver;
-        match &mut self.host {
-            Some(h) => h.submit(now, i, Task::Start, &mut self.q),
-            None => self.at_sender(i, |s, q| s.start(now, q)),
-        }
+        self.sender_task(now, i, Task::Start);
     }
 
     /// Charge the packets the bottleneck dropped to their flows.

@@ -509,13 +509,6 @@ impl Sender {
         self.update_pacing_rate();
     }
 
-    /// Dispatch a sender timer event: run its handler if it is due.
-    pub fn on_timer(&mut self, now: Time, which: SenderTimer, q: &mut EventQueue) {
-        if self.timer_due(now, which, q) {
-            self.on_timer_expired(now, which, q);
-        }
-    }
-
     /// Whether the heap entry of timer `which` popped at `now` means it expired (a
     /// superseded entry is dropped, a postponed one re-queued).
     pub fn timer_due(&mut self, now: Time, which: SenderTimer, q: &mut EventQueue) -> bool {
