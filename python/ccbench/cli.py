@@ -293,7 +293,6 @@ def analyze(capture: Optional[str], flow: Optional[int], port: Optional[int], si
     goodput, throughput, retransmissions, RTT, duplicate ACKs, bytes in flight and the
     receive window, written as a run directory that 'ccbench plot' draws."""
     from .capture import analyze_file
-    from .result import summary_bytes
     from .units import parse_duration
 
     if capture is None:
@@ -306,19 +305,8 @@ def analyze(capture: Optional[str], flow: Optional[int], port: Optional[int], si
         raise ScenarioError("--interval", str(e)) from None
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")
-    run = analyze_file(capture, flow=flow, port=port, side=side, interval=interval_s)
-    if as_json:
-        sys.stdout.buffer.write(summary_bytes(run.summary))
-        sys.stdout.flush()
-    else:
-        from .report import render
-
-        render(run.summary)
-    if out is not None:
-        run.save(out)
-        click.echo(f"wrote {out}: summary.json, flows.parquet, link.parquet, packets.parquet", err=as_json)
-        if make_plots:
-            _write_plots(out, None, None, "png,svg", err=as_json)
+    _show_and_save(analyze_file(capture, flow=flow, port=port, side=side, interval=interval_s), out, as_json,
+                   make_plots)
 
 
 @cli.command("import-iperf3")
@@ -330,7 +318,6 @@ def import_iperf3(report: Optional[str], out: Optional[str], as_json: bool, make
     """Turn an 'iperf3 -J' report (also --reverse, -P N) into a run directory:
     throughput, retransmissions, snd_cwnd, RTT, rttvar and PMTU per interval."""
     from .importers.iperf3 import import_file
-    from .result import summary_bytes
 
     if report is None:
         raise ScenarioError("FILE", "missing; give the JSON output of 'iperf3 -J'")
@@ -338,19 +325,7 @@ def import_iperf3(report: Optional[str], out: Optional[str], as_json: bool, make
         raise ScenarioError("--plot", "needs --out DIR; the figures go to DIR/plots")
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")
-    run = import_file(report)
-    if as_json:
-        sys.stdout.buffer.write(summary_bytes(run.summary))
-        sys.stdout.flush()
-    else:
-        from .report import render
-
-        render(run.summary)
-    if out is not None:
-        run.save(out)
-        click.echo(f"wrote {out}: summary.json, flows.parquet, link.parquet", err=as_json)
-        if make_plots:
-            _write_plots(out, None, None, "png,svg", err=as_json)
+    _show_and_save(import_file(report), out, as_json, make_plots)
 
 
 @cli.command()
@@ -365,6 +340,25 @@ def plot(run_dir: Optional[str], flow: int, out: Optional[str], formats: str) ->
     if run_dir is None:
         raise ScenarioError("RUN_DIR", "missing; give a directory written by 'ccbench run --out DIR'")
     _write_plots(run_dir, [flow], out, formats)
+
+
+def _show_and_save(run: Any, out: Optional[str], as_json: bool, make_plots: bool) -> None:
+    """Print a measured run (its summary JSON, or the tables) and, with --out, save it
+    (and its figures). With --json, stdout carries only the JSON."""
+    from .result import summary_bytes
+
+    if as_json:
+        sys.stdout.buffer.write(summary_bytes(run.summary))
+        sys.stdout.flush()
+    else:
+        from .report import render
+
+        render(run.summary)
+    if out is not None:
+        paths = run.save(out)
+        click.echo(f"wrote {out}: {', '.join(p.name for p in paths)}", err=as_json)
+        if make_plots:
+            _write_plots(out, None, None, "png,svg", err=as_json)
 
 
 def _write_plots(run_dir: str, flows: Optional[list[int]], out: Optional[str], formats: str, err: bool = False) -> None:

@@ -35,6 +35,19 @@ def summary_bytes(summary: Mapping[str, Any]) -> bytes:
     return (text + "\n").encode("utf-8")
 
 
+def save_tables(directory: Union[str, os.PathLike[str]], summary: Mapping[str, Any], flows: pd.DataFrame,
+                link: pd.DataFrame) -> list[Path]:
+    """Write summary.json, flows.parquet and link.parquet, the files every run directory
+    holds, into ``directory`` (created if needed). Returns the paths written."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / name for name in FILES[:3]]
+    paths[0].write_bytes(summary_bytes(summary))
+    flows.to_parquet(paths[1], index=False)
+    link.to_parquet(paths[2], index=False)
+    return paths
+
+
 @dataclass
 class Result:
     """A finished run: the summary (see the README's "Summary schema"), per-flow and
@@ -48,11 +61,7 @@ class Result:
     def save(self, directory: Union[str, os.PathLike[str]]) -> list[Path]:
         """Write summary.json, flows.parquet, link.parquet and scenario.toml into
         ``directory`` (created if needed). Returns the paths written."""
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = [out / name for name in FILES]
-        paths[0].write_bytes(summary_bytes(self.summary))
-        self.flows.to_parquet(paths[1], index=False)
-        self.link.to_parquet(paths[2], index=False)
+        paths = save_tables(directory, self.summary, self.flows, self.link)
+        paths.append(Path(directory) / FILES[3])
         paths[3].write_text(self.scenario.effective_toml(), encoding="utf-8")
         return paths

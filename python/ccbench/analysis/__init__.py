@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from .frames import (CONDITIONS, FLOW_METRICS, LABELS, RUN_METRICS, cca_mix, cpu_share, flows_frame,
                      runs_frame)
-from .records import LocalRecord, RecordLike, record_from_result
+from .records import RecordLike, record_from_result
 from .stats import CONFIDENCE, aggregate, mean_ci
 from .compare import algorithm_table, dimensions, goodput_ratio
 
 __all__ = [
-    "CONDITIONS", "CONFIDENCE", "FLOW_METRICS", "LABELS", "LocalRecord", "RUN_METRICS", "RecordLike",
+    "CONDITIONS", "CONFIDENCE", "FLOW_METRICS", "LABELS", "RUN_METRICS", "RecordLike",
     "aggregate", "algorithm_table", "cca_mix", "cpu_share", "dimensions", "flows_frame", "goodput_ratio",
     "mean_ci", "record_from_result", "runs_frame",
 ]

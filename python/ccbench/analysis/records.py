@@ -1,17 +1,17 @@
 """What the analysis reads: run records, as the results store returns them.
 
 The analysis only needs a record's fields, so it accepts anything shaped like
-``ccbench.store.RunRecord``; :class:`LocalRecord` builds one from a finished
+``ccbench.store.RunRecord``; :func:`record_from_result` builds one from a finished
 :class:`ccbench.Result` for runs that never went through the store (``ccbench recommend``,
 tests).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Protocol
 
 from ..result import Result
+from ..store.records import RunRecord
 
 
 class RecordLike(Protocol):
@@ -35,31 +35,13 @@ class RecordLike(Protocol):
     def summary(self) -> Mapping[str, Any]: ...
 
 
-@dataclass(frozen=True)
-class LocalRecord:
-    """A run record held in memory, with the store's field names."""
-
-    run_id: str
-    scenario_hash: str
-    seed: int
-    engine: str
-    code_version: str
-    sweep: Optional[str]
-    point: dict[str, Any]
-    repetition: int
-    scenario: dict[str, Any]
-    summary: dict[str, Any]
-    series_dir: Optional[str] = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 def record_from_result(result: Result, point: Optional[Mapping[str, Any]] = None, repetition: int = 0,
-                       sweep: Optional[str] = None) -> LocalRecord:
+                       sweep: Optional[str] = None) -> RunRecord:
     """A record of a run made with ``ccbench.run``; ``point`` names what was varied."""
     summary = result.summary
     scenario_hash = str(summary.get("scenario_hash", result.scenario.scenario_hash))
     seed = int(summary.get("seed", result.scenario.seed))
-    return LocalRecord(
+    return RunRecord(
         run_id=f"{scenario_hash[:16]}-{seed}",
         scenario_hash=scenario_hash,
         seed=seed,
@@ -70,6 +52,7 @@ def record_from_result(result: Result, point: Optional[Mapping[str, Any]] = None
         repetition=repetition,
         scenario=result.scenario.to_dict(),
         summary=summary,
+        series_dir=None,
     )
 
 

@@ -25,7 +25,7 @@ import pandas as pd
 
 from .. import _core
 from ..errors import ScenarioError
-from ..result import summary_bytes
+from ..result import save_tables
 from .analysis import FlowAnalysis, analyze, flow_summary
 from .reader import LINK_NAMES, CaptureFile, TcpPacket, read_capture
 
@@ -76,12 +76,8 @@ class AnalyzedRun:
     packets: pd.DataFrame
 
     def save(self, directory: Union[str, "os.PathLike[str]"]) -> list[Path]:
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = [out / name for name in FILES]
-        paths[0].write_bytes(summary_bytes(self.summary))
-        self.flows.to_parquet(paths[1], index=False)
-        self.link.to_parquet(paths[2], index=False)
+        paths = save_tables(directory, self.summary, self.flows, self.link)
+        paths.append(Path(directory) / FILES[3])
         self.packets.to_parquet(paths[3], index=False)
         return paths
 

@@ -24,9 +24,8 @@ import pandas as pd
 
 from .. import _core
 from ..errors import ScenarioError
-from ..result import summary_bytes
+from ..result import save_tables
 
-FILES = ("summary.json", "flows.parquet", "link.parquet")
 NAN = float("nan")
 
 
@@ -37,13 +36,7 @@ class ImportedRun:
     link: pd.DataFrame
 
     def save(self, directory: Union[str, "os.PathLike[str]"]) -> list[Path]:
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = [out / name for name in FILES]
-        paths[0].write_bytes(summary_bytes(self.summary))
-        self.flows.to_parquet(paths[1], index=False)
-        self.link.to_parquet(paths[2], index=False)
-        return paths
+        return save_tables(directory, self.summary, self.flows, self.link)
 
 
 def _num(x: Any) -> Optional[float]:

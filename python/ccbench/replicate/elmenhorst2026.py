@@ -226,8 +226,7 @@ def write_report(frames: dict[str, pd.DataFrame], series: dict[str, pd.DataFrame
 
 def share_figure(frame: pd.DataFrame) -> Figure:
     table = means(frame, ["link.rtt", "host.cpu_slice", "flows[0].cca", "share"])
-    rtts = sorted(set(table["link.rtt"]), key=lambda r: float(r.rstrip("ms")))
-    slices = sorted(set(table["host.cpu_slice"]), key=lambda r: float(r.rstrip("ms")))
+    rtts, slices = _by_duration(table["link.rtt"]), _by_duration(table["host.cpu_slice"])
     fig = Figure(figsize=(3.4 * len(slices), 2.8 * len(rtts)))
     axes = fig.subplots(len(rtts), len(slices), sharex=True, sharey=True, squeeze=False)
     for i, rtt in enumerate(rtts):
@@ -265,6 +264,12 @@ def bandwidth_figure(frame: pd.DataFrame) -> Figure:
     return fig
 
 
+def _by_duration(values: Any) -> list[str]:
+    """Distinct duration strings ("1ms", "10ms"), shortest first."""
+    from ..units import parse_duration
+    return sorted(set(values), key=parse_duration)
+
+
 def _rate_bps(text: str) -> float:
     from ..units import parse_rate
     return float(parse_rate(text))
@@ -272,7 +277,7 @@ def _rate_bps(text: str) -> float:
 
 def patch_figure(frame: pd.DataFrame) -> Figure:
     table = means(frame, ["flows[0].cca", "host.cpu_slice", "patch", "share"])
-    slices = sorted(set(table["host.cpu_slice"]), key=lambda r: float(r.rstrip("ms")))
+    slices = _by_duration(table["host.cpu_slice"])
     ccas = sorted(set(table["flows[0].cca"]))
     fig = Figure(figsize=(3.6 * len(slices), 2.9 * len(ccas)))
     axes = fig.subplots(len(ccas), len(slices), sharey=True, squeeze=False)
