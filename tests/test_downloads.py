@@ -50,7 +50,7 @@ def test_repeat_needs_a_size_and_the_simulator():
     p = cli("run", "--repeat", "2")
     assert p.returncode == 2 and p.stderr.startswith("error: flows[0].repeat: repeats a download: give the flow a size")
     p = cli("run", "--engine", "kernel", "--size", "1MB", "--repeat", "2")
-    assert p.returncode == 2 and p.stderr.startswith("error: --repeat: is a simulator option")
+    assert p.returncode == 2 and p.stderr.startswith("error: flows[0].repeat: is a simulator option")
     with pytest.raises(ScenarioError) as e:
         Scenario.from_flags(size="1MB", repeat=0)
     assert e.value.field == "flows[0].repeat"

@@ -155,7 +155,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     (["run", "--cpu-share", "150%"], "error: host.cpu_share: "),
     (["run", "--cca", "cubic", "--bbr-inflight-deficit"], "error: bbr_inflight_deficit: needs a BBR flow"),
     (["run", "--pacing-stride", "0"], "error: flows[0].pacing_stride: must be an integer from 1 to 1000"),
-    (["run", "--engine", "kernel", "--cpu-share", "25%"], "error: --cpu-share: is a simulator option"),
+    (["run", "--engine", "kernel", "--cpu-share", "25%"], "error: host.cpu_share: is a simulator option"),
 ])
 def test_cli_errors_are_one_line(args, line):
     p = cli(*args)

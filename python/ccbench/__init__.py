@@ -7,12 +7,25 @@
 
 from __future__ import annotations
 
+import os
+from typing import Any, Mapping, Union
+
 from .errors import ScenarioError  # first: the compiled core raises this class
+from .engines import DEFAULT as DEFAULT_ENGINE
 from .scenario import Scenario
 from .result import Result
-from .engines.sim import run
 
 __all__ = ["Result", "Scenario", "ScenarioError", "run", "__version__"]
+
+
+def run(scenario: Union[Scenario, Mapping[str, Any], str, "os.PathLike[str]"],
+        capture_to: Union[str, "os.PathLike[str]", None] = None, *, engine: str = DEFAULT_ENGINE) -> Result:
+    """Run a scenario (a Scenario, a TOML-shaped mapping or a path to a TOML file) on
+    ``engine`` (``ccbench.engines.names()``; default the simulator) and return its Result.
+    With a ``[capture]`` table, pcap files go to its ``dir`` or else to ``capture_to``."""
+    from .engines import get
+
+    return get(engine, "engine").run(scenario, capture_to)
 
 
 def _version() -> str:

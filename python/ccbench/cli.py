@@ -12,7 +12,8 @@ from typing import Any, Callable, NoReturn, Optional, Sequence, TypeVar
 
 import click
 
-from . import _core
+from . import _core, engines
+from .engines.base import capture_dir
 from .errors import ScenarioError
 from .kernel.host import KernelRunError
 
@@ -76,8 +77,8 @@ def cli() -> None:
 @click.option("--out", metavar="DIR", help="Write summary.json, flows.parquet, link.parquet, scenario.toml here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary JSON instead of tables.")
 @click.option("--plot", "make_plots", is_flag=True, help="With --out: also write figures of every flow to DIR/plots.")
-@click.option("--engine", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
-              help="sim: the simulator; kernel: the real Linux stack in network namespaces (root).")
+@click.option("--engine", type=click.Choice(engines.names()), default=engines.DEFAULT, show_default=True,
+              help=engines.help_text())
 @click.option("--pcap", metavar="POINT[,POINT]", help="Capture packets to DIR/capture-<point>.pcap at: sender, "
               "bottleneck-in, bottleneck-out, receiver (needs --out DIR or [capture] dir).")
 @click.option("--pcap-flows", metavar="N[,N]", help="Capture only these flows (0-based; default every flow).")
@@ -87,7 +88,7 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
     Flags given with a scenario file override its values; --cca then replaces its flows.
     """
     from .result import FILES, summary_bytes
-    from .scenario import Scenario, read_toml
+    from .scenario import read_toml
 
     make_plots = flags.pop("make_plots")
     if make_plots and out is None:
@@ -95,29 +96,11 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
     if flags["pacing"] is not None:
         flags["pacing"] = flags["pacing"] == "on"
     base = read_toml(scenario) if scenario is not None else None
-    if engine == "kernel":
-        from .engines import kernel as kernel_engine
-        from .kernel.scenario import from_flags
-
-        for name in SIMULATOR_ONLY_FLAGS:
-            if flags.pop(name) is not None:
-                raise ScenarioError("--" + name.replace("_", "-"), "is a simulator option; the kernel engine runs "
-                                    "Linux's own TCP on this machine's CPU (use --engine sim)")
-
-        sc = from_flags(base=base, **flags)
-        kernel_engine.check(sc)
-        run_engine: Callable[..., Any] = kernel_engine.run
-        status = "running on the kernel…"
-    else:
-        from .engines.sim import run as run_sim
-
-        sc = Scenario.from_flags(base=base, **flags)
-        run_engine, status = run_sim, "simulating…"
+    runner = engines.get(engine)
+    sc = runner.check(runner.from_flags(base=base, **flags))
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")
     if sc.capture is not None:
-        from .engines.sim import capture_dir
-
         try:
             capture_dir(sc, out)
         except ScenarioError as e:
@@ -125,7 +108,7 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
                 raise ScenarioError("--pcap", "needs --out DIR; the captures go to DIR/capture-<point>.pcap") from None
             raise e
 
-    result = _with_status(lambda: run_engine(sc, capture_to=out), quiet=as_json, text=status)
+    result = _with_status(lambda: runner.run(sc, capture_to=out), quiet=as_json, text=runner.status)
 
     if as_json:
         sys.stdout.buffer.write(summary_bytes(result.summary))
@@ -149,18 +132,12 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
         if make_plots:
             _write_plots(out, None, None, "png,svg", err=as_json)
     if sc.capture is not None:
-        from .engines.sim import capture_dir
-
         where = Path(capture_dir(sc, out) or ".")
         names = ", ".join(f"capture-{p}.pcap" for p in sc.capture.points)
         click.echo(f"wrote {where}: {names}", err=as_json)
 
 
-SIMULATOR_ONLY_FLAGS = ("cpu", "cpu_share", "cpu_slice", "cpu_trace", "pacing_stride", "fixed_cwnd",
-                        "fixed_pacing_rate", "freeze_cc", "bbr_inflight_deficit", "tso_rtt_log", "repeat", "pause")
-
-
-def _with_status(work: Callable[[], T], quiet: bool, text: str = "simulating…") -> T:
+def _with_status(work: Callable[[], T], quiet: bool, text: str) -> T:
     """Show a spinner on an interactive stderr while the engine runs."""
     if quiet or not sys.stderr.isatty():
         return work()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Protocol
 
+from .. import engines
 from ..result import Result
 from ..store.records import RunRecord
 
@@ -45,7 +46,7 @@ def record_from_result(result: Result, point: Optional[Mapping[str, Any]] = None
         run_id=f"{scenario_hash[:16]}-{seed}",
         scenario_hash=scenario_hash,
         seed=seed,
-        engine=str(summary.get("engine", "sim")),
+        engine=str(summary.get("engine", engines.DEFAULT)),
         code_version=str(summary.get("version", "")),
         sweep=sweep,
         point=dict(point or {}),

@@ -1,2 +1,40 @@
-"""Engines that run a scenario: ``sim``, the packet-level simulator in Rust, and
-``kernel``, the real Linux TCP stack in network namespaces behind the link emulator."""
+"""The engines that run a scenario, by name. Each is one module here implementing
+:class:`ccbench.engines.base.Engine`; this registry is the only place that lists them.
+Modules are imported when an engine is first asked for, so that listing the names (for
+``--engine``'s choices) costs nothing."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from ..errors import ScenarioError
+
+if TYPE_CHECKING:
+    from .base import Engine
+
+DEFAULT = "sim"
+
+# name: (module, one line for --help)
+ENGINES: dict[str, tuple[str, str]] = {
+    "sim": ("ccbench.engines.sim", "the packet-level simulator"),
+    "kernel": ("ccbench.engines.kernel", "the real Linux stack in network namespaces (root; one run at a time "
+                                         "per host)"),
+}
+
+
+def names() -> tuple[str, ...]:
+    return tuple(ENGINES)
+
+
+def help_text() -> str:
+    """``--engine``'s help: every engine with its line."""
+    return "; ".join(f"{name}: {line}" for name, (_, line) in ENGINES.items()) + "."
+
+
+def get(name: str, field: str = "--engine") -> "Engine":
+    """The engine called ``name``; ScenarioError (on ``field``) for an unknown name."""
+    if name not in ENGINES:
+        raise ScenarioError(field, f"unknown engine {name!r}; allowed: {', '.join(ENGINES)}")
+    engine: Engine = importlib.import_module(ENGINES[name][0]).ENGINE
+    return engine

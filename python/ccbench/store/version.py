@@ -1,19 +1,15 @@
-"""The code version a run is keyed by: whatever, besides the scenario and seed, changes
-its results.
+"""The parts of a code version that engines share: a run is keyed by whatever, besides
+the scenario and seed, changes its results (``Engine.code_version``).
 
 The simulator's version string alone does not change when the simulator is rebuilt
-from changed sources, so the version also carries a digest of the compiled core. Kernel
-runs also depend on the Python side of the kernel engine and on the running kernel.
+from changed sources, so the version also carries a digest of the compiled core.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import platform
 from pathlib import Path
-
-from .. import _core
 
 DIGEST_CHARS = 12
 
@@ -29,21 +25,22 @@ def _digest_files(paths: list[Path]) -> str:
 @functools.cache
 def core_version() -> str:
     """``<simulator version>+<digest of the compiled core>``."""
+    from .. import _core
+
     library = Path(_core.__file__ or "")
     digest = _digest_files([library]) if library.is_file() else "unknown"
     return f"{_core.version()}+{digest}"
 
 
 @functools.cache
-def _kernel_engine_digest() -> str:
-    package = Path(__file__).resolve().parent.parent / "kernel"
+def package_digest(name: str) -> str:
+    """A digest of the Python sources of ``ccbench.<name>`` (an engine's own parts)."""
+    package = Path(__file__).resolve().parent.parent / name
     return _digest_files(sorted(package.glob("*.py")))
 
 
 def code_version(engine: str) -> str:
-    """The code version of runs of ``engine`` ("sim" or "kernel") made by this process."""
-    if engine == "sim":
-        return core_version()
-    if engine == "kernel":
-        return f"{core_version()}/py-{_kernel_engine_digest()}/linux-{platform.release()}"
-    raise ValueError(f"unknown engine {engine!r}; allowed: sim, kernel")
+    """The code version of runs of the engine called ``engine`` made by this process."""
+    from ..engines import get
+
+    return get(engine).code_version()

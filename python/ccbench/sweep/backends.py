@@ -14,8 +14,8 @@ from typing import Any, Iterator, Protocol, Union
 
 from ..errors import ScenarioError
 from ..scenario import Scenario
-from ..store.version import code_version
-from .worker import Outcome, Task, check_kernel_scenarios, host_code_version, init_local_worker, run_task
+from .. import engines
+from .worker import Outcome, Task, check_scenarios, host_code_version, init_local_worker, run_task
 
 Finished = tuple[Task, Union[Outcome, BaseException]]
 
@@ -30,20 +30,20 @@ WORKERS_TIMEOUT_S = 60
 
 class Backend(Protocol):
     def code_version(self, engine: str) -> str: ...
-    def check_kernel(self, scenarios: list[Scenario]) -> list[Scenario]: ...
+    def check(self, engine: str, scenarios: list[Scenario]) -> list[Scenario]: ...
     def run(self, tasks: list[Task]) -> Iterator[Finished]: ...
     def close(self) -> None: ...
 
 
 class InProcess:
-    """Runs one task after another in this process (one worker, or the kernel engine,
-    whose runs on a host happen one at a time anyway)."""
+    """Runs one task after another in this process (one worker, or an engine whose runs
+    on a host happen one at a time anyway)."""
 
     def code_version(self, engine: str) -> str:
-        return code_version(engine)
+        return host_code_version(engine)
 
-    def check_kernel(self, scenarios: list[Scenario]) -> list[Scenario]:
-        return check_kernel_scenarios(scenarios)
+    def check(self, engine: str, scenarios: list[Scenario]) -> list[Scenario]:
+        return check_scenarios(engine, scenarios)
 
     def run(self, tasks: list[Task]) -> Iterator[Finished]:
         for task in tasks:
@@ -167,8 +167,9 @@ class DaskCluster:
                                 "same build on every worker")
         return distinct[0]
 
-    def check_kernel(self, scenarios: list[Scenario]) -> list[Scenario]:
-        checked: list[Scenario] = self.client.submit(check_kernel_scenarios, scenarios, pure=False).result()
+    def check(self, engine: str, scenarios: list[Scenario]) -> list[Scenario]:
+        """Checked where the runs happen: on a worker, whose host may differ from this one."""
+        checked: list[Scenario] = self.client.submit(check_scenarios, engine, scenarios, pure=False).result()
         return checked
 
     def run(self, tasks: list[Task]) -> Iterator[Finished]:
@@ -210,7 +211,7 @@ def choose(engine: str, workers: int | None, cluster: str | None, runs: int) -> 
     """The backend for a sweep of ``runs`` runs."""
     if cluster is not None:
         return DaskCluster(cluster)
-    if engine == "kernel":
+    if engines.get(engine).needs_host_lock:
         return InProcess()
     n = min(workers or os.cpu_count() or 1, max(runs, 1))
     return LocalProcesses(n) if n > 1 else InProcess()

@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 import click
 
+from .. import engines
 from ..errors import ScenarioError
 
 EXIT_RUNS_FAILED = 1
@@ -22,8 +23,8 @@ def _duration(seconds: float) -> str:
 
 @click.command()
 @click.argument("plan_path", required=False, metavar="PLAN.toml")
-@click.option("--engine", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
-              help="sim: the simulator; kernel: the real Linux stack (root; one run at a time per host).")
+@click.option("--engine", type=click.Choice(engines.names()), default=engines.DEFAULT, show_default=True,
+              help=engines.help_text())
 @click.option("--workers", type=int, metavar="N", help="Local worker processes (default: one per core).")
 @click.option("--cluster", metavar="tcp://HOST:PORT", help="Run on this Dask scheduler's workers instead.")
 @click.option("--store", "store_dir", metavar="DIR", help="Results store (default ./ccbench-results).")
@@ -92,7 +93,7 @@ def _print_dry_run(plan: Any, store: Any, engine: str) -> None:
 @click.option("--where", "wheres", multiple=True, metavar="KEY=VALUE",
               help="Only runs whose scenario has this value, e.g. link.rate=50Mbit (repeatable).")
 @click.option("--cca", metavar="NAME", help="Only runs with a flow of this algorithm.")
-@click.option("--engine", type=click.Choice(["sim", "kernel"]), help="Only runs of this engine.")
+@click.option("--engine", type=click.Choice(engines.names()), help="Only runs of this engine.")
 @click.option("--code-version", metavar="VERSION", help="Only runs of this code version ('current': this build).")
 @click.option("--csv", "csv_path", metavar="FILE", help="Write one row per flow to FILE ('-': stdout).")
 @click.option("--limit", type=int, default=50, show_default=True, metavar="N",
@@ -112,7 +113,7 @@ def results(store_dir: Optional[str], sweep_name: Optional[str], wheres: tuple[s
         known = ", ".join(store.sweeps()) or "none"
         raise ScenarioError("--sweep", f"no sweep named {sweep_name!r} in {store.root}; sweeps: {known}")
     if code_version == "current":
-        code_version = current_version(engine or "sim")
+        code_version = current_version(engine or engines.DEFAULT)
     records = select(store.records(sweep_name, code_version=code_version), where=where, cca=cca, engine=engine)
     if csv_path is not None:
         frame = flow_rows(records)

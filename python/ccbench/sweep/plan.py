@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
+from .. import engines
 from ..errors import ScenarioError
 from ..scenario import Scenario, read_toml
 from . import paths
@@ -23,7 +24,6 @@ from .paths import dotted
 from .ranges import expand_range, is_range
 
 SWEEP_KEYS = ("name", "repetitions", "zip", "vary")
-ENGINES = ("sim", "kernel")
 MAX_RUNS = 100_000
 MAX_REPETITIONS = 10_000
 MAX_NAME = 100
@@ -67,7 +67,7 @@ class Plan:
     repetitions: int
     base: dict[str, Any]              # the scenario document with the swept places left as written
     axes: list[Axis]
-    engine: str = "sim"
+    engine: str = engines.DEFAULT
     source: str = "plan"
     _points: dict[str, list[Point]] = field(default_factory=dict, repr=False)
 
@@ -121,19 +121,13 @@ def _show(value: Any) -> str:
 
 
 def _loader(engine: str) -> Callable[[Mapping[str, Any]], Scenario]:
-    if engine == "sim":
-        return Scenario.from_dict
-    if engine == "kernel":
-        from ..kernel.scenario import from_dict
-
-        return from_dict
-    raise ScenarioError("--engine", f"unknown engine {engine!r}; allowed: {', '.join(ENGINES)}")
+    return engines.get(engine).load
 
 
 # Loading
 
 
-def load_plan(path: Union[str, os.PathLike[str]], *, engine: str = "sim", name: Optional[str] = None) -> Plan:
+def load_plan(path: Union[str, os.PathLike[str]], *, engine: str = engines.DEFAULT, name: Optional[str] = None) -> Plan:
     """Read and expand the plan at ``path``; every point is validated for ``engine``.
     ``name`` overrides the plan's ``sweep.name`` (default: the file name without .toml).
     Raises ScenarioError (``.field``, ``.message``) for anything wrong."""
@@ -142,7 +136,7 @@ def load_plan(path: Union[str, os.PathLike[str]], *, engine: str = "sim", name: 
 
 
 def plan_from_dict(doc: Mapping[str, Any], *, name: Optional[str] = None, default_name: str = "sweep",
-                   engine: str = "sim", source: str = "plan") -> Plan:
+                   engine: str = engines.DEFAULT, source: str = "plan") -> Plan:
     """A plan from a TOML-shaped mapping (a scenario with lists, ranges and ``[sweep]``)."""
     _loader(engine)
     base = copy.deepcopy(dict(doc))

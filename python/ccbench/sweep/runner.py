@@ -15,10 +15,11 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Optional, Sequence, Union
 
+from .. import engines
 from ..errors import ScenarioError
 from ..store import Membership, RunRecord, Store, open_store, run_id_for
 from .backends import Backend, InProcess, choose
-from .plan import ENGINES, Plan, Point, points_of
+from .plan import Plan, Point, points_of
 from .progress import SweepProgress
 from .worker import Outcome, Task
 
@@ -93,7 +94,7 @@ class _Recorder:
 
 
 def execute(plan_or_points: Union[Plan, Sequence[Point]], store: Union[Store, str, "os.PathLike[str]", None] = None,
-            *, engine: str = "sim", workers: Optional[int] = None, cluster: Optional[str] = None,
+            *, engine: str = engines.DEFAULT, workers: Optional[int] = None, cluster: Optional[str] = None,
             progress: bool = True, sweep_name: Optional[str] = None, keep_series: bool = True) -> list[RunRecord]:
     """Run every point of a plan that the store does not have yet; return a record per
     point (in plan order). Raises SweepFailed, after storing the rest, if runs failed."""
@@ -105,12 +106,11 @@ def execute(plan_or_points: Union[Plan, Sequence[Point]], store: Union[Store, st
 
 
 def run_sweep(plan_or_points: Union[Plan, Sequence[Point]], store: Union[Store, str, "os.PathLike[str]", None] = None,
-              *, engine: str = "sim", workers: Optional[int] = None, cluster: Optional[str] = None,
+              *, engine: str = engines.DEFAULT, workers: Optional[int] = None, cluster: Optional[str] = None,
               progress: bool = True, sweep_name: Optional[str] = None, keep_series: bool = True) -> SweepReport:
     """:func:`execute`, returning a SweepReport instead of raising for failed runs."""
     started = time.monotonic()
-    if engine not in ENGINES:
-        raise ScenarioError("--engine", f"unknown engine {engine!r}; allowed: {', '.join(ENGINES)}")
+    engines.get(engine)  # an unknown name is refused before anything else
     if workers is not None and workers < 1:
         raise ScenarioError("--workers", f"must be at least 1, got {workers}")
     name = sweep_name if sweep_name is not None else (plan_or_points.name if isinstance(plan_or_points, Plan) else None)
@@ -130,17 +130,16 @@ def run_sweep(plan_or_points: Union[Plan, Sequence[Point]], store: Union[Store, 
 
 def prepare(points: list[Point], engine: str, backend: Backend) -> tuple[list[Point], list[str], str]:
     """The points as the engine will run them, their run ids and the code version.
-    Kernel scenarios are checked by the kernel that will run them (its HZ replaces
-    tcp.hz; what it cannot run is refused) before anything is written."""
+    Scenarios are checked where they will run (the kernel engine's HZ replaces tcp.hz;
+    what the engine cannot run is refused) before anything is written."""
     version = backend.code_version(engine)
-    if engine == "kernel":
-        checked = backend.check_kernel([p.scenario for p in points])
-        points = [replace(p, scenario=sc) for p, sc in zip(points, checked)]
+    checked = backend.check(engine, [p.scenario for p in points])
+    points = [replace(p, scenario=sc) for p, sc in zip(points, checked)]
     ids = [run_id_for(p.scenario.scenario_hash, p.scenario.seed, engine, version) for p in points]
     return points, ids, version
 
 
-def dry_run(plan: Plan, store: Store, engine: str = "sim") -> list[tuple[Point, str, bool]]:
+def dry_run(plan: Plan, store: Store, engine: str = engines.DEFAULT) -> list[tuple[Point, str, bool]]:
     """Every run of the plan as this machine would run it: (point, run id, stored)."""
     points, ids, _ = prepare(plan.points(engine), engine, InProcess())
     have = store.existing(ids)

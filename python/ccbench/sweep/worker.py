@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from .. import engines
 from ..scenario import Scenario
 from ..store.files import run_files
-from ..store.version import code_version
 
 
 @dataclass(frozen=True)
@@ -43,17 +43,12 @@ class Outcome:
 
 
 def run_task(task: Task) -> Outcome:
-    """Run one scenario on ``task.engine``; kernel runs hold the host's kernel-run lock."""
+    """Run one scenario on ``task.engine``; an engine that uses the host's network stack
+    holds the host-wide run lock."""
     start = time.perf_counter()
-    if task.engine == "kernel":
-        from ..engines import kernel as kernel_engine
-
-        with kernel_host_lock():
-            result = kernel_engine.run(task.scenario)
-    else:
-        from ..engines.sim import run
-
-        result = run(task.scenario)
+    engine = engines.get(task.engine)
+    with host_run_lock() if engine.needs_host_lock else contextlib.nullcontext():
+        result = engine.run(task.scenario)
     files = run_files(result.summary, result.scenario, result.flows, result.link) if task.keep_series else None
     return Outcome(
         run_id=task.run_id,
@@ -61,7 +56,7 @@ def run_task(task: Task) -> Outcome:
         scenario_hash=result.scenario.scenario_hash,
         seed=result.scenario.seed,
         engine=task.engine,
-        code_version=code_version(task.engine),
+        code_version=engine.code_version(),
         summary=result.summary,
         files=files,
         wall_s=time.perf_counter() - start,
@@ -69,16 +64,15 @@ def run_task(task: Task) -> Outcome:
     )
 
 
-def check_kernel_scenarios(scenarios: list[Scenario]) -> list[Scenario]:
-    """The scenarios as the kernel engine of this host would run them (``tcp.hz`` set to
-    the kernel's); raises KernelEngineError if this host cannot run one."""
-    from ..engines import kernel as kernel_engine
-
-    return [kernel_engine.check(sc) for sc in scenarios]
+def check_scenarios(engine: str, scenarios: list[Scenario]) -> list[Scenario]:
+    """The scenarios as ``engine`` would run them on this host (the kernel engine sets
+    ``tcp.hz`` to the kernel's); raises ScenarioError if this host cannot run one."""
+    checker = engines.get(engine)
+    return [checker.check(sc) for sc in scenarios]
 
 
 def host_code_version(engine: str) -> str:
-    return code_version(engine)
+    return engines.get(engine).code_version()
 
 
 def _lock_path() -> Path:
@@ -88,9 +82,9 @@ def _lock_path() -> Path:
 
 
 @contextlib.contextmanager
-def kernel_host_lock() -> Iterator[None]:
-    """One kernel run at a time on this host, across processes (local workers, Dask
-    workers, other sweeps); the kernel drops the lock if its holder dies."""
+def host_run_lock() -> Iterator[None]:
+    """One run on the host's network stack at a time, across processes (local workers,
+    Dask workers, other sweeps); the kernel drops the lock if its holder dies."""
     fd = os.open(_lock_path(), os.O_RDWR | os.O_CREAT, 0o666)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
