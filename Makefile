@@ -14,14 +14,16 @@ KERNEL_TEST_PACKAGES := iproute2
 REPORT_TEST_PACKAGES := chromium chromium-driver
 # The capture tests read pcap files with tshark and import real iperf3 reports.
 CAPTURE_TEST_PACKAGES := tshark iperf3
+# The VM guest's tests boot a Debian kernel (downloaded on first use) in QEMU from an
+# initramfs built around static busybox: qemu-system-x86 and busybox-static.
 
-.PHONY: example test kernel-test-deps report-test-deps capture-test-deps
+.PHONY: example test kernel-test-deps report-test-deps capture-test-deps vm-test-deps
 
 example:
 	$(PIP) .
 	$(SCRIPTS)/ccbench run scenarios/example.toml
 
-test: kernel-test-deps report-test-deps capture-test-deps
+test: kernel-test-deps report-test-deps capture-test-deps vm-test-deps
 	$(PIP) -e '.[test]'
 	cargo test --workspace --release
 	$(PYTHON) -m pytest -q
@@ -51,4 +53,14 @@ capture-test-deps:
 		echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+vm-test-deps:
+	@missing=""; command -v qemu-system-x86_64 >/dev/null 2>&1 || missing="$$missing qemu-system-x86"; \
+	dpkg-query -W -f='$${Status}' busybox-static 2>/dev/null | grep -q "ok installed" || missing="$$missing busybox-static"; \
+	if [ "$$(id -u)" = 0 ] && [ -n "$$missing" ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing$$missing for the VM guest's tests"; \
+		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
+		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
+		|| echo "could not install$$missing; the VM tests will be skipped"; \
 	fi

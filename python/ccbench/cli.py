@@ -6,6 +6,7 @@ stderr, exit status 2, nothing written.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Optional, Sequence, TypeVar
@@ -16,6 +17,8 @@ from . import _core, engines
 from .engines.base import capture_dir
 from .errors import ScenarioError
 from .kernel.host import KernelRunError
+from .lifecycle import signals_interrupt
+from .vm.qemu import VmError
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -441,6 +444,61 @@ def replicate(name: Optional[str], quick: bool, out: Optional[str], workers: Opt
     replicate_command(name, quick, out, workers, store)
 
 
+@cli.group()
+def vm() -> None:
+    """The VM engine's guest: a Debian kernel in QEMU with its vCPUs under SCHED_DEADLINE."""
+
+
+@vm.command("probe")
+@click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC",
+              help="debian:6.1, debian:6.12, debian:PACKAGE=VERSION, a directory with boot/vmlinuz-* and "
+              "lib/modules/<release>, or BZIMAGE:MODULES_DIR.")
+@click.option("--vcpus", type=click.IntRange(1, 64), default=1, show_default=True, metavar="N",
+              help="Guest vCPUs (one host thread each).")
+@click.option("--cpu-share", metavar="SHARE", help="Give each vCPU thread this share under SCHED_DEADLINE, "
+              "e.g. 25% (root).")
+@click.option("--cpu-slice", default="10ms", show_default=True, metavar="TIME", help="The deadline period.")
+@click.option("--busy", default="0s", show_default=True, metavar="TIME",
+              help="Keep the guest busy this long and measure the CPU time each vCPU thread gets.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def vm_probe(guest_kernel: str, vcpus: int, cpu_share: Optional[str], cpu_slice: str, busy: str,
+             as_json: bool) -> None:
+    """Boot the guest once and report its kernel, the accelerator, the boot time, the
+    congestion controls it offers and, with --cpu-share, the policy read back from the
+    host kernel and the CPU the busy vCPUs got."""
+    import json as jsonlib
+
+    from .host import parse_share
+    from .units import parse_duration
+    from .vm.probe import probe
+
+    share = None
+    if cpu_share is not None:
+        try:
+            share = parse_share(cpu_share)
+        except ValueError as e:
+            raise ScenarioError("--cpu-share", str(e)) from None
+    try:
+        period = parse_duration(cpu_slice)
+        busy_ns = parse_duration(busy)
+    except ValueError as e:
+        raise ScenarioError("--cpu-slice" if "slice" in str(e) else "--busy", str(e)) from None
+    if not 1_000_000 <= period <= 1_000_000_000:
+        raise ScenarioError("--cpu-slice", "must be from 1ms to 1s")
+    if busy_ns > 600 * 10**9:
+        raise ScenarioError("--busy", "must be at most 600s")
+    if share is not None and os.geteuid() != 0:
+        raise ScenarioError("--cpu-share", "setting SCHED_DEADLINE on the vCPU threads needs root")
+    with signals_interrupt():
+        report = probe(guest_kernel, vcpus, share, period, busy_ns / 1e9)
+    if as_json:
+        click.echo(jsonlib.dumps(report.as_dict(), indent=1))
+        return
+    for key, value in report.as_dict().items():
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else value
+        click.echo(f"{key:>26}: {shown}")
+
+
 def _fail(field: str, message: str, status: int = EXIT_BAD_INPUT) -> NoReturn:
     line = f"error: {field}: {message}".replace("\n", " ")
     print(line, file=sys.stderr)
@@ -475,6 +533,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _fail(e.field, e.message)
     except KernelRunError as e:
         _fail("kernel", str(e), 1)
+    except VmError as e:
+        _fail("vm", str(e), 1)
     except click.UsageError as e:
         _fail(*_usage_error(e))
     except (click.Abort, KeyboardInterrupt):

@@ -20,19 +20,17 @@ run (or ``ccbench kernel cleanup``) does.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import selectors
-import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator, Optional
+from typing import IO, Any, Optional
 
+from ..lifecycle import die_with_parent, signals_interrupt
 from .host import KernelRunError
 from .plan import BASE_PORT, Plan, emulator_config
 from .state import RunState, cleanup_stale, remove_run
@@ -47,8 +45,6 @@ AGENT_NICENESS = -10
 # Time allowed after the end of the run for the agents to write their results.
 FINISH_GRACE_S = 20.0
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_PR_SET_PDEATHSIG = 1
 
 
 @dataclass
@@ -61,39 +57,6 @@ class RawRun:
     receiver: dict[str, Any]
     sender: dict[str, Any]
     notes: list[str]
-
-
-def _die_with_parent(parent: int, niceness: int) -> Any:
-    def preexec() -> None:
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-        if niceness:
-            with contextlib.suppress(OSError):
-                os.nice(niceness)
-
-    return preexec
-
-
-class _Interrupted(KeyboardInterrupt):
-    """SIGTERM or SIGHUP during a run: unwind and clean up like Ctrl-C."""
-
-
-@contextlib.contextmanager
-def _signals_interrupt() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: Any) -> None:
-        raise _Interrupted(signal.Signals(signum).name)
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 def _ip(*args: str, stdin: Optional[str] = None) -> None:
@@ -114,7 +77,7 @@ class _Children:
         err = open(self.st.workdir / f"{role}.stderr", "w+b")
         self.stderr[role] = err
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                                start_new_session=True, preexec_fn=_die_with_parent(os.getpid(), niceness),
+                                start_new_session=True, preexec_fn=die_with_parent(os.getpid(), niceness),
                                 cwd=self.st.workdir)
         self.procs[role] = proc
         self.st.add_process(proc.pid, role)
@@ -267,7 +230,7 @@ def run_plan(plan: Plan, capture: Optional[dict[str, Any]] = None) -> RawRun:
     st = RunState.create()
     children = _Children(st)
     try:
-        with _signals_interrupt():
+        with signals_interrupt():
             return _run(plan, st, children, removed, capture)
     finally:
         children.stop_all()

@@ -1,0 +1,152 @@
+"""The guest's Linux kernel: a Debian package, downloaded and extracted into a cache
+(never installed on the host), or a kernel of the user's own.
+
+``--guest-kernel`` takes:
+
+* ``debian:6.1`` (the default) or ``debian:6.12``: the pinned Debian cloud kernels below;
+* ``debian:PACKAGE=VERSION``: any Debian kernel package apt can download here;
+* a directory holding ``boot/vmlinuz-*`` and ``lib/modules/<release>/`` (what a Debian
+  package or ``make install modules_install INSTALL_MOD_PATH=DIR`` lays out);
+* ``BZIMAGE:MODULES_DIR``: a kernel image and its ``lib/modules/<release>`` directory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ScenarioError
+
+# Debian's cloud flavour: virtio drivers and every TCP congestion control as modules,
+# and small (27 MB). Pinned so that results name the kernel they ran on.
+PINNED = {
+    "6.1": ("linux-image-6.1.0-56-cloud-amd64", "6.1.192-2"),
+    "6.12": ("linux-image-6.12.107+deb12-cloud-amd64", "6.12.107-1~deb12u1"),
+}
+DEFAULT = "debian:6.1"
+DOWNLOAD_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class GuestKernel:
+    """A kernel image and the modules directory of the same release."""
+
+    image: Path
+    modules: Path          # .../lib/modules/<release>
+    source: str            # how it was named: "debian:linux-image-...=6.1.192-2", or a path
+
+    @property
+    def release(self) -> str:
+        return self.modules.name
+
+    def module_path(self, name: str) -> Path:
+        """The file of module ``name`` (``virtio_net``, ``tcp_bbr``); ScenarioError if the
+        kernel has none (it may be built in: see :meth:`builtin`)."""
+        found = self._index().get(name.replace("-", "_"))
+        if found is None:
+            raise ScenarioError("--guest-kernel", f"{self.source} has no module {name}")
+        return found
+
+    def has_module(self, name: str) -> bool:
+        return name.replace("-", "_") in self._index()
+
+    def builtin(self, name: str) -> bool:
+        path = self.modules / "modules.builtin"
+        if not path.is_file():
+            return False
+        wanted = name.replace("-", "_")
+        return any(Path(line.strip()).name.split(".ko")[0].replace("-", "_") == wanted
+                   for line in path.read_text().splitlines())
+
+    def congestion_modules(self) -> list[str]:
+        """Every ``tcp_<name>`` module, by algorithm name (``bbr``, ``vegas``, ...)."""
+        return sorted(n[len("tcp_"):] for n in self._index() if n.startswith("tcp_") and n != "tcp_diag")
+
+    def _index(self) -> dict[str, Path]:
+        index: dict[str, Path] = {}
+        for p in sorted(self.modules.rglob("*.ko*")):
+            index.setdefault(p.name.split(".ko")[0].replace("-", "_"), p)
+        return index
+
+
+def cache_dir() -> Path:
+    """Where downloaded kernels and built images are kept: ``$CCBENCH_CACHE``, else
+    ``/var/cache/ccbench`` for root, else ``~/.cache/ccbench``."""
+    if os.environ.get("CCBENCH_CACHE"):
+        return Path(os.environ["CCBENCH_CACHE"])
+    if os.geteuid() == 0:
+        return Path("/var/cache/ccbench")
+    return Path.home() / ".cache" / "ccbench"
+
+
+def resolve(spec: str = DEFAULT) -> GuestKernel:
+    """The guest kernel ``spec`` names, downloading a Debian package on first use."""
+    if spec.startswith("debian:"):
+        return _debian(spec[len("debian:"):], spec)
+    if ":" in spec and not Path(spec).exists():
+        image, _, modules = spec.partition(":")
+        return _own(Path(image), Path(modules), spec)
+    root = Path(spec)
+    if root.is_dir():
+        images = sorted((root / "boot").glob("vmlinuz-*"))
+        trees = sorted(p for p in (root / "lib" / "modules").glob("*") if p.is_dir())
+        if len(images) != 1 or len(trees) != 1:
+            raise ScenarioError("--guest-kernel", f"{spec}: expected one boot/vmlinuz-* and one lib/modules/<release>, "
+                                f"found {len(images)} and {len(trees)}")
+        return _own(images[0], trees[0], spec)
+    raise ScenarioError("--guest-kernel", f"{spec!r}: allowed: debian:6.1, debian:6.12, debian:PACKAGE=VERSION, "
+                        "a directory with boot/vmlinuz-* and lib/modules/<release>, or BZIMAGE:MODULES_DIR")
+
+
+def _own(image: Path, modules: Path, spec: str) -> GuestKernel:
+    if not image.is_file():
+        raise ScenarioError("--guest-kernel", f"{image}: no such kernel image")
+    if not modules.is_dir():
+        raise ScenarioError("--guest-kernel", f"{modules}: no such modules directory")
+    return GuestKernel(image=image.resolve(), modules=modules.resolve(), source=spec)
+
+
+def _debian(rest: str, spec: str) -> GuestKernel:
+    if rest in PINNED:
+        package, version = PINNED[rest]
+    elif "=" in rest:
+        package, _, version = rest.partition("=")
+    else:
+        raise ScenarioError("--guest-kernel", f"{spec!r}: allowed: debian:{', debian:'.join(PINNED)} or "
+                            "debian:PACKAGE=VERSION")
+    where = cache_dir() / "vm" / "kernels" / f"{package}_{version}"
+    if not (where / ".complete").is_file():
+        _download(package, version, where)
+    images = sorted((where / "boot").glob("vmlinuz-*"))
+    trees = sorted(p for p in (where / "lib" / "modules").glob("*") if p.is_dir())
+    if len(images) != 1 or len(trees) != 1:
+        raise ScenarioError("--guest-kernel", f"{package}={version} has no single kernel image and modules tree")
+    return GuestKernel(image=images[0], modules=trees[0], source=f"debian:{package}={version}")
+
+
+def _download(package: str, version: str, where: Path) -> None:
+    """``apt-get download`` the package and extract it with ``dpkg-deb -x`` (nothing is
+    installed on the host)."""
+    for tool in ("apt-get", "dpkg-deb"):
+        if shutil.which(tool) is None:
+            raise ScenarioError("--guest-kernel", f"downloading a Debian kernel needs {tool}; give a kernel of your "
+                                "own instead (a directory or BZIMAGE:MODULES_DIR)")
+    where.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=where.parent) as tmp:
+        # Run as the invoking user; apt only warns that it cannot sandbox the download.
+        got = subprocess.run(["apt-get", "download", "-q", f"{package}={version}"], cwd=tmp, capture_output=True,
+                             text=True, timeout=DOWNLOAD_TIMEOUT_S)
+        debs = list(Path(tmp).glob("*.deb"))
+        if got.returncode != 0 or len(debs) != 1:
+            reason = (got.stderr.strip().splitlines() or ["no package file"])[-1]
+            raise ScenarioError("--guest-kernel", f"cannot download {package}={version}: {reason}")
+        tree = Path(tmp) / "tree"
+        subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(tree)], check=True, timeout=DOWNLOAD_TIMEOUT_S)
+        (tree / ".complete").write_text(f"{package}={version}\n")
+        if where.exists():
+            shutil.rmtree(where)
+        tree.rename(where)

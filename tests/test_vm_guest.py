@@ -1,0 +1,110 @@
+"""The VM engine's guest: the initramfs, the Debian guest kernel booted in QEMU, the
+SCHED_DEADLINE policy on its vCPU threads, and nothing left behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ccbench.vm import initramfs
+
+from conftest import run_cli
+
+REASON = None
+if sys.platform != "linux":
+    REASON = "Linux only"
+elif shutil.which("qemu-system-x86_64") is None:
+    REASON = "no qemu-system-x86_64 (Debian: qemu-system-x86)"
+elif not initramfs.BUSYBOX.is_file():
+    REASON = "no static busybox (Debian: busybox-static)"
+elif shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
+    REASON = "no apt-get/dpkg-deb to fetch the guest kernel"
+needs_vm = pytest.mark.skipif(REASON is not None, reason=f"VM guest unavailable: {REASON}")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_DEADLINE needs root")
+
+
+def test_newc_archives_list_back_with_busybox_cpio(tmp_path: Path) -> None:
+    if not initramfs.BUSYBOX.is_file():
+        pytest.skip("no busybox")
+    archive = initramfs.newc(sorted([("bin", 0o040755, b""), ("bin/sh", 0o120777, b"busybox"),
+                                     ("init", 0o100755, b"#!/bin/sh\necho hi\n"), ("odd", 0o100644, b"x" * 5)]))
+    assert initramfs.newc([]) == initramfs.newc([])  # deterministic
+    listed = subprocess.run([str(initramfs.BUSYBOX), "cpio", "-t"], input=archive, capture_output=True, timeout=10)
+    assert listed.stdout.decode().split() == ["bin", "bin/sh", "init", "odd"]
+    out = tmp_path / "x"
+    out.mkdir()
+    subprocess.run([str(initramfs.BUSYBOX), "cpio", "-i"], input=archive, cwd=out, check=True, timeout=10)
+    assert (out / "init").read_text() == "#!/bin/sh\necho hi\n" and os.readlink(out / "bin" / "sh") == "busybox"
+
+
+@needs_vm
+def test_modules_load_after_what_they_depend_on() -> None:
+    from ccbench.vm.guest import resolve
+
+    kernel = resolve()
+    order = initramfs.load_order(kernel, [*initramfs.NETWORK_MODULES, "tcp_bbr", "tcp_yeah"])
+    for i, name in enumerate(order):
+        for dep in initramfs.module_dependencies(kernel.module_path(name)):
+            assert dep in order[:i], f"{name} needs {dep} first"
+    assert {"virtio_net", "virtio_pci", "tcp_bbr", "tcp_vegas", "tcp_yeah"} <= set(order)
+
+
+@needs_vm
+def test_the_guest_boots_in_seconds_and_offers_every_congestion_control() -> None:
+    from ccbench.vm.probe import probe
+
+    report = probe()
+    assert report.release.startswith("6.1.0-") and report.accelerator in ("kvm", "tcg")
+    assert {"reno", "cubic", "bbr", "vegas", "dctcp"} <= set(report.congestion_control)
+    assert report.boot_s < 30 and len(report.vcpu_threads) == 1 and report.policy == ["SCHED_OTHER"]
+
+
+@needs_vm
+@needs_root
+def test_a_vcpu_under_a_deadline_share_gets_that_share() -> None:
+    from ccbench.vm.probe import probe
+
+    report = probe(vcpus=1, share=0.25, period_ns=10_000_000, busy_s=4.0)
+    assert report.policy == ["SCHED_DEADLINE 2500000/10000000/10000000 ns"]
+    [use] = report.vcpu_cpu_use
+    assert abs(use - 0.25) <= 0.03, use
+
+
+@needs_vm
+def test_killing_ccbench_leaves_no_qemu(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "ccbench", "vm", "probe", "--busy", "60s"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    qemu = None
+    deadline = time.monotonic() + 120
+    while qemu is None and time.monotonic() < deadline and proc.poll() is None:
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+        pids = children.read_text().split() if children.exists() else []
+        qemu = next((int(p) for p in pids if "qemu" in Path(f"/proc/{p}/comm").read_text()), None)
+        time.sleep(0.1)
+    assert qemu is not None, "QEMU never started"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    for _ in range(100):
+        if not Path(f"/proc/{qemu}").exists() or "Z" in Path(f"/proc/{qemu}/stat").read_text().split()[2]:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"QEMU {qemu} outlived ccbench")
+
+
+@pytest.mark.parametrize("args, line", [
+    (["vm", "probe", "--cpu-share", "140%"], "error: --cpu-share: '140%' is out of range"),
+    (["vm", "probe", "--cpu-slice", "100us"], "error: --cpu-slice: must be from 1ms to 1s"),
+    (["vm", "probe", "--guest-kernel", "nope"], "error: --guest-kernel: 'nope': allowed: debian:6.1"),
+    (["vm", "probe", "--guest-kernel", "debian:7.0"], "error: --guest-kernel: 'debian:7.0': allowed: debian:6.1"),
+])
+def test_refusals_are_one_line(args: list[str], line: str) -> None:
+    res = run_cli(*args)
+    assert res.returncode == 2 and res.stderr.startswith(line) and res.stderr.count("\n") == 1, res.stderr
