@@ -25,7 +25,7 @@ def replay(monkeypatch: pytest.MonkeyPatch) -> str:
 def test_an_unknown_engine_is_refused_with_the_names() -> None:
     with pytest.raises(ScenarioError) as e:
         engines.get("ns3")
-    assert e.value.field == "--engine" and "allowed: sim, kernel" in e.value.message
+    assert e.value.field == "--engine" and "allowed: sim, kernel, vm" in e.value.message
 
 
 @pytest.mark.parametrize("flags, field", [

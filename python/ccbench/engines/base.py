@@ -104,12 +104,18 @@ def _differing(model: "BaseModel", path: str) -> Iterator[str]:
     value = getattr(model, head)
     shown = info.alias or head
     if rest:
+        if value is None:  # an optional table left out: nothing in it is set
+            return
         yield from (f"{shown}.{f}" for f in _differing(value, rest))
         return
-    default = info.get_default(call_default_factory=True)
+    from pydantic import BaseModel, ValidationError
+
+    try:  # the default as validation resolves it (a table's defaults may depend on each other)
+        default = getattr(type(model).model_validate({}), head)
+    except ValidationError:  # a model with required fields: its declared default
+        default = info.get_default(call_default_factory=True)
     if value == default:
         return
-    from pydantic import BaseModel
 
     if default is None and isinstance(value, BaseModel):
         # An optional table: set, but maybe only to its defaults.

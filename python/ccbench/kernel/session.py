@@ -28,7 +28,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Optional
+from typing import IO, Any, Optional, Protocol
 
 from ..lifecycle import die_with_parent, signals_interrupt
 from .host import KernelRunError
@@ -59,7 +59,7 @@ class RawRun:
     notes: list[str]
 
 
-def _ip(*args: str, stdin: Optional[str] = None) -> None:
+def run_ip(*args: str, stdin: Optional[str] = None) -> None:
     proc = subprocess.run(["ip", *args], input=stdin, capture_output=True, text=True, timeout=30)
     if proc.returncode != 0:
         raise KernelRunError(f"ip {' '.join(args)}: {proc.stderr.strip() or proc.returncode}")
@@ -165,9 +165,10 @@ class _CpuTimes:
         ticks = [int(x) for x in fields]
         busy = sum(ticks[:8]) - ticks[3] - ticks[4]  # all but idle and iowait
         ours = 0
-        for proc in children.procs.values():
+        # Every process the run recorded (a VM run's QEMU too), not only the agents.
+        for pid in {p.pid for p in children.st.processes}:
             with contextlib.suppress(OSError, IndexError, ValueError):
-                stat = Path(f"/proc/{proc.pid}/stat").read_text()
+                stat = Path(f"/proc/{pid}/stat").read_text()
                 f = stat[stat.rindex(")") + 2:].split()
                 ours += int(f[11]) + int(f[12])
         return cls(time.monotonic(), busy, ours)
@@ -201,9 +202,9 @@ def _load_json(path: Path, role: str) -> dict[str, Any]:
         raise KernelRunError(f"{role} wrote no results ({e})") from None
 
 
-def _setup_namespace(st: RunState, ns: str, sysctls: dict[str, str]) -> None:
+def setup_namespace(st: RunState, ns: str, sysctls: dict[str, str]) -> None:
     st.add_namespace(ns)
-    _ip("netns", "add", ns)
+    run_ip("netns", "add", ns)
     pairs = [f"{k}={v}" for k, v in sysctls.items()]
     proc = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-E", "-s", str(AGENT), "sysctl", *pairs],
                           capture_output=True, text=True, timeout=30)
@@ -211,43 +212,132 @@ def _setup_namespace(st: RunState, ns: str, sysctls: dict[str, str]) -> None:
         raise KernelRunError(f"setting sysctls in {ns}: {proc.stderr.strip()[-300:]}")
 
 
-def _attach(ns: str, dev: str, mtu: int, local: str, peer: str, commands: list[str]) -> None:
-    _ip("link", "set", "dev", dev, "netns", ns)
+def attach_device(ns: str, dev: str, mtu: int, local: str, peer: str, commands: list[str]) -> None:
+    run_ip("link", "set", "dev", dev, "netns", ns)
     cmds = [
         "link set dev lo up",
         f"link set dev {dev} mtu {mtu} up",
         f"addr add {local}/32 peer {peer}/32 dev {dev}",
         *commands,
     ]
-    _ip("-n", ns, "-batch", "-", stdin="\n".join(cmds) + "\n")
+    run_ip("-n", ns, "-batch", "-", stdin="\n".join(cmds) + "\n")
 
 
-def run_plan(plan: Plan, capture: Optional[dict[str, Any]] = None) -> RawRun:
+@dataclass
+class RunContext:
+    """What a run's sender side needs to know of it."""
+
+    plan: Plan
+    st: RunState
+    children: "_Children"
+    ns_sender: str
+    tun_sender: str
+    tun_receiver: str
+    addr_sender: str
+    addr_receiver: str
+    addr_ecn: str
+
+    @property
+    def work(self) -> Path:
+        return self.st.workdir
+
+
+class SenderSide(Protocol):
+    """Where a run's senders live: a network namespace of this host (the kernel engine)
+    or a guest behind one (the VM engine). Called in this order by ``run_plan``."""
+
+    def setup(self, run: RunContext) -> None:
+        """Create the sender's namespace (before the emulator starts)."""
+
+    def attach(self, run: RunContext) -> None:
+        """Bring the emulator's sender-side TUN device into service, with routes."""
+
+    def receiver_routes(self, run: RunContext) -> list[str]:
+        """Extra ``ip route`` commands the receiver's namespace needs to reach the senders."""
+
+    def start(self, run: RunContext, config: dict[str, Any]) -> None:
+        """Start the senders with the agent's ``config`` and return once every flow is
+        connected."""
+
+    def go(self, t0_ns: int) -> None:
+        """Start sending; ``t0_ns`` is the run's epoch on this host's CLOCK_MONOTONIC."""
+
+    def finish(self, timeout_s: float) -> dict[str, Any]:
+        """Wait for the end of the run; the sender's results (the agent's out file)."""
+
+
+class NamespaceSender:
+    """The kernel engine's sender: the Python agent in a namespace of this host."""
+
+    def __init__(self) -> None:
+        self.run: Optional[RunContext] = None
+
+    def setup(self, run: RunContext) -> None:
+        setup_namespace(run.st, run.ns_sender, run.plan.sender_sysctls)
+
+    def attach(self, run: RunContext) -> None:
+        route = " ".join(run.plan.route_options)
+        attach_device(run.ns_sender, run.tun_sender, run.plan.mtu, run.addr_sender, run.addr_receiver, [
+            f"route replace {run.addr_receiver}/32 dev {run.tun_sender} src {run.addr_sender} {route}",
+            f"route replace {run.addr_ecn}/32 dev {run.tun_sender} src {run.addr_sender} features ecn {route}",
+        ])
+
+    def receiver_routes(self, run: RunContext) -> list[str]:
+        return []  # the sender's address is the receiver device's peer
+
+    def start(self, run: RunContext, config: dict[str, Any]) -> None:
+        self.run = run
+        send_cfg = _write_json(run.work / "sender.json", dict(config, out=str(run.work / "sender.out.json")))
+        agent = [sys.executable, "-E", "-s", str(AGENT)]
+        run.children.start("sender", ["ip", "netns", "exec", run.ns_sender, *agent, "send", str(send_cfg)],
+                           AGENT_NICENESS)
+        run.children.expect("sender", "ready")
+
+    def go(self, t0_ns: int) -> None:
+        assert self.run is not None
+        self.run.children.tell("sender", f"go {t0_ns}")
+
+    def finish(self, timeout_s: float) -> dict[str, Any]:
+        assert self.run is not None
+        children = self.run.children
+        try:
+            code = children.procs["sender"].wait(timeout=max(0.1, timeout_s))
+        except subprocess.TimeoutExpired:
+            raise children.failure("sender", "did not finish in time") from None
+        if code != 0:
+            raise children.failure("sender", "failed")
+        return _load_json(self.run.work / "sender.out.json", "sender")
+
+
+def run_plan(plan: Plan, capture: Optional[dict[str, Any]] = None,
+             sender: Optional[SenderSide] = None) -> RawRun:
     """Run ``plan`` on the kernel; with ``capture`` (points, flows, dir) the emulator
-    writes pcap files. Removes everything it created before returning or raising
+    writes pcap files. The senders run in a namespace of this host unless ``sender``
+    puts them elsewhere. Removes everything it created before returning or raising
     (KernelRunError, KeyboardInterrupt)."""
     removed = cleanup_stale()
     st = RunState.create()
     children = _Children(st)
     try:
         with signals_interrupt():
-            return _run(plan, st, children, removed, capture)
+            return _run(plan, st, children, removed, capture, sender or NamespaceSender())
     finally:
         children.stop_all()
         remove_run(st)
 
 
 def _run(plan: Plan, st: RunState, children: _Children, removed: list[str],
-         capture: Optional[dict[str, Any]] = None) -> RawRun:
+         capture: Optional[dict[str, Any]], sender: SenderSide) -> RawRun:
     names = st.names_for()
-    ns_s, ns_r = names["ns_sender"], names["ns_receiver"]
+    ns_r = names["ns_receiver"]
     tun_s, tun_r = names["tun_sender"], names["tun_receiver"]
     addr_s, addr_r, addr_ecn = _subnet(st.id)
     duration = plan.duration_ns
     work = st.workdir
+    run = RunContext(plan, st, children, names["ns_sender"], tun_s, tun_r, addr_s, addr_r, addr_ecn)
 
-    _setup_namespace(st, ns_s, plan.sender_sysctls)
-    _setup_namespace(st, ns_r, plan.receiver_sysctls)
+    sender.setup(run)
+    setup_namespace(st, ns_r, plan.receiver_sysctls)
 
     max_runtime = duration + int((READY_TIMEOUT_S * 4 + FINISH_GRACE_S + 30) * 1e9)
     emu_cfg = _write_json(work / "emulator.json", emulator_config(plan, tun_s, tun_r, max_runtime, capture))
@@ -255,42 +345,35 @@ def _run(plan: Plan, st: RunState, children: _Children, removed: list[str],
     st.add_device(tun_r)
     children.start("emulator", [sys.executable, "-m", "ccbench.kernel.emu", str(emu_cfg)])
     children.expect("emulator", "ready")
-    route = " ".join(plan.route_options)
-    _attach(ns_s, tun_s, plan.mtu, addr_s, addr_r, [
-        f"route replace {addr_r}/32 dev {tun_s} src {addr_s} {route}",
-        f"route replace {addr_ecn}/32 dev {tun_s} src {addr_s} features ecn {route}",
-    ])
-    _attach(ns_r, tun_r, plan.mtu, addr_r, addr_s, [f"addr add {addr_ecn}/32 dev {tun_r}"])
+    sender.attach(run)
+    attach_device(ns_r, tun_r, plan.mtu, addr_r, addr_s, [f"addr add {addr_ecn}/32 dev {tun_r}",
+                                                    *sender.receiver_routes(run)])
 
     common = {"base_port": BASE_PORT, "duration_ns": duration, "interval_ns": plan.interval_ns}
     recv_cfg = _write_json(work / "receiver.json", dict(common, out=str(work / "receiver.out.json"), flows=[
         {"addr": addr_ecn if f.ecn else addr_r, "size": f.size_bytes, "rwnd": f.rwnd_bytes} for f in plan.flows]))
-    send_cfg = _write_json(work / "sender.json", dict(common, out=str(work / "sender.out.json"), flows=[
-        {"addr": addr_ecn if f.ecn else addr_r, "cca": f.cca, "start_ns": f.start_ns, "size": f.size_bytes,
-         "force_pacing": f.force_pacing} for f in plan.flows]))
     agent = [sys.executable, "-E", "-s", str(AGENT)]
     children.start("receiver", ["ip", "netns", "exec", ns_r, *agent, "receive", str(recv_cfg)], AGENT_NICENESS)
     children.expect("receiver", "ready")
-    children.start("sender", ["ip", "netns", "exec", ns_s, *agent, "send", str(send_cfg)], AGENT_NICENESS)
-    children.expect("sender", "ready")
+    sender.start(run, dict(common, flows=[
+        {"addr": addr_ecn if f.ecn else addr_r, "cca": f.cca, "start_ns": f.start_ns, "size": f.size_bytes,
+         "force_pacing": f.force_pacing} for f in plan.flows]))
 
     cpu_start = _CpuTimes.now(children)
     t0 = time.monotonic_ns() + EPOCH_MARGIN_NS
     children.tell("emulator", f"start {t0} {t0 + duration}")
     children.tell("receiver", f"go {t0}")
-    children.tell("sender", f"go {t0}")
+    sender.go(t0)
 
     deadline = time.monotonic() + (EPOCH_MARGIN_NS + duration) / 1e9 + FINISH_GRACE_S
-    for role in ("sender", "receiver"):
-        proc = children.procs[role]
-        try:
-            code = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            raise children.failure(role, "did not finish in time") from None
-        if code != 0:
-            raise children.failure(role, "failed")
-        if role == "sender":
-            children.close_stdin("receiver")  # the receiver may stop lingering
+    sent = sender.finish(deadline - time.monotonic())
+    children.close_stdin("receiver")  # the receiver may stop lingering
+    try:
+        code = children.procs["receiver"].wait(timeout=max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        raise children.failure("receiver", "did not finish in time") from None
+    if code != 0:
+        raise children.failure("receiver", "failed")
 
     children.tell("emulator", "quit")
     line = children.read_line("emulator", 30.0)
@@ -311,6 +394,6 @@ def _run(plan: Plan, st: RunState, children: _Children, removed: list[str],
         t0_ns=t0,
         emulator=emulator,
         receiver=_load_json(work / "receiver.out.json", "receiver"),
-        sender=_load_json(work / "sender.out.json", "sender"),
+        sender=sent,
         notes=notes,
     )

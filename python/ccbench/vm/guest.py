@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 from ..errors import ScenarioError
 
@@ -61,6 +62,29 @@ class GuestKernel:
         wanted = name.replace("-", "_")
         return any(Path(line.strip()).name.split(".ko")[0].replace("-", "_") == wanted
                    for line in path.read_text().splitlines())
+
+    def config(self) -> dict[str, str]:
+        """The kernel's build configuration (``boot/config-<release>`` of the tree the
+        modules are in, or beside the image); empty if there is none."""
+        for path in (self.modules.parent.parent.parent / "boot" / f"config-{self.release}",
+                     self.image.parent / f"config-{self.release}"):
+            if path.is_file():
+                pairs = (line.split("=", 1) for line in path.read_text(errors="replace").splitlines()
+                         if line.startswith("CONFIG_") and "=" in line)
+                return {k: v for k, v in pairs}
+        return {}
+
+    def hz(self) -> Optional[int]:
+        value = self.config().get("CONFIG_HZ")
+        return int(value) if value and value.isdigit() else None
+
+    def congestion_control(self) -> list[str]:
+        """What the guest offers once its modules are loaded: reno (always built in),
+        the built-in ones, then every module."""
+        config = self.config()
+        builtin = [cc for cc, key in (("cubic", "CONFIG_TCP_CONG_CUBIC"), ("bbr", "CONFIG_TCP_CONG_BBR"))
+                   if config.get(key) == "y"]
+        return ["reno", *builtin, *(cc for cc in self.congestion_modules() if cc not in builtin)]
 
     def congestion_modules(self) -> list[str]:
         """Every ``tcp_<name>`` module, by algorithm name (``bbr``, ``vegas``, ...)."""

@@ -38,15 +38,16 @@ for a in $(cat /proc/cmdline); do
     ccbench.gw=*) GW=${a#ccbench.gw=};; ccbench.busy=*) BUSY=${a#ccbench.busy=};;
   esac
 done
+# Hold the control port open and raw from now on: a closed serial port drops what
+# arrives, and a cooked one would echo the host's lines back to it.
+exec 3<>/dev/ttyS1; stty raw -echo <&3
 ip link set lo up
 if [ -n "$IP" ]; then ip addr add $IP dev eth0; ip link set eth0 up; fi
 if [ -n "$GW" ]; then ip route add default via $GW; fi
 echo "CCBENCH READY uptime=$(cut -d' ' -f1 /proc/uptime) release=$(uname -r) nproc=$(nproc) cc=$(tr ' ' ',' < /proc/sys/net/ipv4/tcp_available_congestion_control)"
 case $MODE in
   agent) /bin/ccbench-agent serve --control /dev/ttyS1 ;;
-  # Hold the port open from before announcing WAITING until the line is read: a closed
-  # serial port drops what arrives.
-  probe) exec 3<>/dev/ttyS1; stty raw -echo <&3; echo "CCBENCH WAITING"; read -r GO <&3
+  probe) echo "CCBENCH WAITING"; read -r GO <&3
          if [ "$BUSY" != 0 ]; then echo "CCBENCH BUSY"; timeout $BUSY sh -c 'while :; do :; done'; fi ;;
 esac
 echo "CCBENCH DONE"
@@ -90,7 +91,7 @@ def load_order(kernel: GuestKernel, wanted: Iterable[str]) -> list[str]:
 def build(kernel: GuestKernel, out: Path, agent: Optional[Path] = None) -> Path:
     """Write the initramfs for ``kernel`` to ``out``: busybox, the network and congestion
     control modules, ``/init`` and, if given, the traffic agent as ``/bin/ccbench-agent``."""
-    if not BUSYBOX.is_file() or _dynamic(BUSYBOX.read_bytes()):
+    if not BUSYBOX.is_file() or is_dynamic(BUSYBOX.read_bytes()):
         raise ScenarioError("--engine", "the VM engine needs a static busybox at /bin/busybox "
                             "(Debian: apt-get install busybox-static)")
     wanted = [*NETWORK_MODULES, *(f"tcp_{cc}" for cc in kernel.congestion_modules())]
@@ -157,7 +158,7 @@ def _module_bytes(path: Path) -> bytes:
     return data
 
 
-def _dynamic(elf: bytes) -> bool:
+def is_dynamic(elf: bytes) -> bool:
     """Whether a 64-bit ELF executable asks for a program interpreter (PT_INTERP)."""
     if elf[:4] != b"\x7fELF" or elf[4] != 2:
         return True

@@ -1,0 +1,154 @@
+"""The VM engine: the senders in a QEMU guest running a real Debian kernel, its vCPU
+threads under SCHED_DEADLINE when the scenario's ``[host]`` gives a CPU share; the
+bottleneck is the kernel engine's emulator and the receivers stay in a namespace of
+this host. See ``ccbench.vm`` and docs/vm-engine.md.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..result import Result, table_frame
+from .base import Engine, PathLike, ScenarioLike, Unsupported, capture_dir
+from .kernel import SIMULATOR_OPTION
+
+if TYPE_CHECKING:
+    from ..kernel.host import HostFacts
+    from ..scenario import Scenario
+
+NO_VM_MEANING = "has no meaning for a VM; the VM engine's sender CPU is the guest's vCPUs, given a share with " \
+                "host.cpu_share and host.cpu_slice"
+NOT_IN_GUEST_YET = "cannot be set in the VM guest yet (route options); leave the default"
+
+
+class VmEngine(Engine):
+    name = "vm"
+    status = "running in the VM…"
+    needs_host_lock = True
+    unsupported = (
+        Unsupported("host.cpu", NO_VM_MEANING),
+        Unsupported("host.cpu_trace", NO_VM_MEANING),
+        Unsupported("host.cpu_offset_ns", NO_VM_MEANING),
+        Unsupported("host.rx_ring", NO_VM_MEANING),
+        Unsupported("host.cost", NO_VM_MEANING),
+        Unsupported("tcp.tso_rtt_log", SIMULATOR_OPTION),
+        Unsupported("tcp.init_cwnd", NOT_IN_GUEST_YET),
+        Unsupported("tcp.rto_min_ns", NOT_IN_GUEST_YET),
+        *(Unsupported(f"flows[].{knob}", SIMULATOR_OPTION)
+          for knob in ("pacing_stride", "fixed_cwnd", "fixed_pacing_rate_bps", "freeze_cc", "repeat", "pause_ns")),
+    )
+
+    def __init__(self, guest_kernel: str = "debian:6.1", vcpus: int = 1) -> None:
+        self.guest_kernel, self.vcpus = guest_kernel, vcpus
+
+    def load(self, scenario: ScenarioLike) -> "Scenario":
+        """Also accepts any algorithm name a guest kernel might offer."""
+        from ..kernel.scenario import load
+
+        return load(scenario)
+
+    def from_flags(self, **flags: Any) -> "Scenario":
+        from ..kernel.scenario import from_flags
+
+        return from_flags(**flags)
+
+    def check(self, scenario: "Scenario") -> "Scenario":
+        from ..kernel import host
+        from ..kernel.plan import make_plan
+        from ..vm.qemu import require_qemu
+
+        super().check(scenario)
+        host.require_root()
+        require_qemu()
+        return make_plan(scenario, self._facts(scenario)).scenario
+
+    def run(self, scenario: ScenarioLike, capture_to: Optional[PathLike] = None) -> Result:
+        """Run a scenario with its senders in the guest. Raises ScenarioError for what
+        cannot run here, KernelRunError or VmError when the run fails; nothing it
+        created remains either way."""
+        import tempfile
+        from pathlib import Path
+
+        from ..kernel import host
+        from ..kernel.plan import make_plan
+        from ..kernel.results import assemble
+        from ..kernel.session import run_plan
+        from ..vm import deadline, guest
+        from ..vm.image import agent_binary, guest_image
+        from ..vm.qemu import accelerator, qemu_version, require_qemu
+        from ..vm.sender import GuestSender
+
+        sc = self.load(scenario)
+        super().check(sc)
+        host.require_root()
+        require_qemu()
+        kernel = guest.resolve(self.guest_kernel)
+        facts = self._facts(sc, kernel)
+        plan = make_plan(sc, facts)
+        initrd = guest_image(kernel, agent_binary())
+        with tempfile.TemporaryDirectory(prefix="ccbench-vm-") as tmp:
+            accel = accelerator(kernel, initrd, Path(tmp))
+        share = sc.host.cpu_share if sc.host is not None and sc.host.cpu_share < 1 else None
+        period = sc.host.cpu_slice_ns if sc.host is not None else 10_000_000
+        sender = GuestSender(kernel, initrd, accel, self.vcpus, share, period)
+        where = capture_dir(sc, capture_to)
+        capture = None if where is None or sc.capture is None else sc.capture.to_core(os.path.abspath(where))
+        booked = deadline.booked_bandwidth()
+        try:
+            raw = run_plan(plan, capture, sender)
+        finally:
+            sender.stop()
+        summary, flows, link = assemble(plan, raw, facts)
+        summary["engine"] = self.name
+        summary["vm"] = {
+            "guest_kernel": kernel.source, "release": sender.info.get("kernel", kernel.release),
+            "accelerator": accel, "qemu": qemu_version(), "vcpus": self.vcpus,
+            "boot_s": round(sender.vm.boot_s, 3) if sender.vm else None,
+            "cpu_policy": [p.describe() for p in sender.policies],
+            "cpu_share_applied": [p.share for p in sender.policies],
+            "guest_available_congestion_control": sender.info.get("available_congestion_control"),
+        }
+        summary["available_congestion_control"] = sender.info.get("available_congestion_control",
+                                                                   facts.available_congestion_control)
+        summary["kernel"] = summary["vm"]["release"]
+        summary["notes"] = summary["notes"] + [
+            f"the senders ran in a QEMU guest ({kernel.source}) under {accel.upper()}"
+            + ("; TCG translates every guest instruction, so guest CPU work costs several times what it costs "
+               "under KVM or on bare metal" if accel == "tcg" else ""),
+            "deadline bandwidth booked before the run: " + ("unknown (debugfs not mounted)" if booked is None
+                                                              else f"{booked:.2f} CPUs"),
+        ]
+        return Result(summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=plan.scenario)
+
+    def code_version(self) -> str:
+        """The emulator and the engines' Python side, the host kernel, QEMU and the guest
+        kernel all shape a VM run's results."""
+        import platform
+        import re
+
+        from ..store.version import core_version, package_digest
+        from ..vm.qemu import qemu_version
+
+        found = re.search(r"version (\S+)", qemu_version())
+        qemu = found.group(1) if found else "unknown"
+        return (f"{core_version()}/py-{package_digest('kernel')}-{package_digest('vm')}/linux-{platform.release()}"
+                f"/qemu-{qemu}/{self.guest_kernel}")
+
+    def _facts(self, scenario: "Scenario", kernel: Any = None) -> "HostFacts":
+        from ..errors import ScenarioError
+        from ..kernel.host import HostFacts
+        from ..vm import guest
+
+        kernel = kernel or guest.resolve(self.guest_kernel)
+        offered = kernel.congestion_control()
+        for i, f in enumerate(scenario.flows):
+            if f.cca not in offered:
+                raise ScenarioError(f"flows[{i}].cca", f"'{f.cca}' is not available in the guest kernel "
+                                    f"({kernel.source}); available: {', '.join(offered)}")
+        return HostFacts(kernel.release, kernel.hz(), offered)
+
+
+ENGINE = VmEngine()
+run = ENGINE.run
+check = ENGINE.check

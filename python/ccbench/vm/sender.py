@@ -1,0 +1,163 @@
+"""The VM engine's sender side: the senders run in a QEMU guest whose virtio NIC is a TAP
+device in the run's sender namespace, which routes to the emulator's TUN device.
+
+```
+ guest (QEMU, TCG or KVM)      sender namespace (router)        root        receiver namespace
+ ccbench-agent --> eth0 ==TAP==> ccb-ID-t --fwd--> ccb-ID-s ==> emulator ==> ccb-ID-r --> agent receive
+ 10.X.Y.6/30                    10.X.Y.5/30                                    10.X.Y.2, .3
+```
+
+The guest's agent (``crates/ccbench-agent``) takes commands as JSON lines over the guest's
+second serial port; its epoch is its own clock when it reads ``go``, sent at the host's
+epoch, so the guest's flows start late by the control channel's latency (well under a
+millisecond).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from ..kernel.host import KernelRunError
+from ..kernel.session import RunContext, attach_device, run_ip, setup_namespace
+from . import deadline
+from .guest import GuestKernel
+from .qemu import Vm, VmError
+
+AGENT_TIMEOUT_S = 30.0
+HANDSHAKE_RETRY_S = 1.0
+MAC = "52:54:00:cc:be:01"
+
+
+def guest_addresses(addr_sender: str) -> tuple[str, str]:
+    """(the TAP's address, the guest's address): a /30 beside the run's /32s."""
+    a, b, c, _ = addr_sender.split(".")
+    return f"{a}.{b}.{c}.5", f"{a}.{b}.{c}.6"
+
+
+class GuestSender:
+    """Senders in a guest; implements ``ccbench.kernel.session.SenderSide``."""
+
+    def __init__(self, kernel: GuestKernel, initrd: Path, accel: str, vcpus: int = 1,
+                 share: Optional[float] = None, period_ns: int = 10_000_000) -> None:
+        self.kernel, self.initrd, self.accel, self.vcpus = kernel, initrd, accel, vcpus
+        self.share, self.period_ns = share, period_ns
+        self.vm: Optional[Vm] = None
+        self.channel: Optional[socket.socket] = None
+        self.reader: Any = None
+        self.info: dict[str, Any] = {}
+        self.policies: list[deadline.Policy] = []
+
+    # SenderSide
+
+    def setup(self, run: RunContext) -> None:
+        # The namespace only routes; the sender's sysctls are set in the guest.
+        setup_namespace(run.st, run.ns_sender, {"net.ipv4.ip_forward": "1",
+                                                 "net.ipv6.conf.all.disable_ipv6": "1"})
+
+    def attach(self, run: RunContext) -> None:
+        tap = self._tap(run)
+        tap_addr, guest_addr = guest_addresses(run.addr_sender)
+        attach_device(run.ns_sender, run.tun_sender, run.plan.mtu, run.addr_sender, run.addr_receiver, [
+            f"route replace {run.addr_receiver}/32 dev {run.tun_sender} src {run.addr_sender}",
+            f"route replace {run.addr_ecn}/32 dev {run.tun_sender} src {run.addr_sender} features ecn",
+        ])
+        run_ip("-n", run.ns_sender, "tuntap", "add", "dev", tap, "mode", "tap")
+        run_ip("-n", run.ns_sender, "-batch", "-", stdin=f"link set dev {tap} mtu {run.plan.mtu} up\n"
+                                                        f"addr add {tap_addr}/30 dev {tap}\n")
+        self._boot(run, tap, guest_addr, tap_addr)
+
+    def receiver_routes(self, run: RunContext) -> list[str]:
+        _, guest_addr = guest_addresses(run.addr_sender)
+        return [f"route replace {guest_addr}/32 dev {run.tun_receiver}"]
+
+    def start(self, run: RunContext, config: dict[str, Any]) -> None:
+        self._ask({"cmd": "sysctl", "set": run.plan.sender_sysctls}, "ok")
+        self._ask({"cmd": "send", "config": config}, "ready")
+
+    def go(self, t0_ns: int) -> None:
+        # The guest's epoch is when it reads this line: send it at the host's epoch.
+        time.sleep(max(0.0, (t0_ns - time.monotonic_ns()) / 1e9))
+        self._send({"cmd": "go"})
+
+    def finish(self, timeout_s: float) -> dict[str, Any]:
+        result: dict[str, Any] = self._reply("result", timeout_s)
+        self._send({"cmd": "quit"})
+        return result
+
+    # The guest
+
+    def _tap(self, run: RunContext) -> str:
+        return run.tun_sender[:-2] + "-t"
+
+    def _boot(self, run: RunContext, tap: str, guest_addr: str, gateway: str) -> None:
+        vm = Vm(self.kernel, self.initrd, run.work / "vm", vcpus=self.vcpus, accel=self.accel,
+                append=f"ccbench.mode=agent ccbench.ip={guest_addr}/30 ccbench.gw={gateway}",
+                netns=run.ns_sender,
+                extra_args=["-netdev", f"tap,id=n0,ifname={tap},script=no,downscript=no",
+                            "-device", f"virtio-net-pci,netdev=n0,mac={MAC}"])
+        self.vm = vm
+        try:
+            vm.start()
+        finally:
+            if vm.proc is not None:
+                run.st.add_process(vm.proc.pid, "qemu")
+        if self.share is not None:
+            self.policies = [deadline.set_deadline(t, self.share, self.period_ns) for t in vm.vcpu_threads()]
+        else:
+            self.policies = [deadline.get_policy(t) for t in vm.vcpu_threads()]
+        self.channel = vm.control()
+        self.channel.settimeout(None)
+        self.reader = self.channel.makefile("rb")
+        self.info = self._handshake()
+
+    def _handshake(self) -> dict[str, Any]:
+        """``info`` until the agent answers: it may still be starting, and it discards what
+        arrived before it put the port in raw mode."""
+        deadline = time.monotonic() + AGENT_TIMEOUT_S
+        while True:
+            self._send({"cmd": "info"})
+            try:
+                info: dict[str, Any] = self._reply("info", HANDSHAKE_RETRY_S)
+                return info
+            except KernelRunError:
+                if time.monotonic() > deadline:
+                    raise
+            # A reply may still be on its way: start afresh.
+            self.reader = self.channel.makefile("rb") if self.channel is not None else None
+
+    def stop(self) -> None:
+        if self.channel is not None:
+            self.channel.close()
+        if self.vm is not None:
+            self.vm.stop()
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.channel is not None
+        self.channel.sendall(json.dumps(message).encode() + b"\n")
+
+    def _ask(self, message: dict[str, Any], key: str) -> Any:
+        self._send(message)
+        return self._reply(key, AGENT_TIMEOUT_S)
+
+    def _reply(self, key: str, timeout_s: float) -> Any:
+        assert self.channel is not None and self.vm is not None
+        self.channel.settimeout(max(0.1, timeout_s))
+        try:
+            line = self.reader.readline()
+        except (TimeoutError, socket.timeout):
+            raise KernelRunError(f"guest agent: no reply within {timeout_s:.0f} s (waiting for {key!r})") from None
+        if not line:
+            raise VmError(f"the guest's control channel closed (waiting for {key!r}){self.vm._tail()}")
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            raise KernelRunError(f"guest agent: unreadable reply {line[:200]!r}") from None
+        if "error" in reply:
+            raise KernelRunError(f"guest agent: {reply['error']}")
+        if key not in reply:
+            raise KernelRunError(f"guest agent: expected {key!r}, got {line[:200]!r}")
+        return reply[key]

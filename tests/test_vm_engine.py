@@ -1,0 +1,140 @@
+"""The VM engine end to end: senders in a QEMU guest (Debian's kernel), its vCPU under
+SCHED_DEADLINE, through the emulator to receivers in a namespace of this host.
+
+Needs root, /dev/net/tun, QEMU, static busybox and the static guest agent; skipped with
+the reason otherwise. Runs are a few seconds each; after every test nothing of a
+finished run remains (namespaces, devices, QEMU and agent processes)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+import ccbench
+from ccbench import ScenarioError
+from ccbench.kernel import host, state
+from ccbench.vm import initramfs
+
+from conftest import run_cli
+
+
+def _reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root"
+    if (tun := host.tun_usable()) is not None:
+        return tun
+    if shutil.which("qemu-system-x86_64") is None:
+        return "no qemu-system-x86_64 (Debian: qemu-system-x86)"
+    if not initramfs.BUSYBOX.is_file():
+        return "no static busybox (Debian: busybox-static)"
+    try:
+        from ccbench.vm.image import agent_binary
+
+        agent_binary()
+    except ScenarioError as e:
+        return e.message
+    return None
+
+
+REASON = _reason()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"VM engine unavailable: {REASON}")
+
+
+def left_behind() -> dict[str, list[str]]:
+    live = state.live_runs()
+    live_ns = {ns for st in live for ns in st.namespaces}
+    live_pids = {p.pid for st in live for p in st.processes}
+    procs = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in live_pids:
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "ccbench.mode=agent" in cmd or "ccbench/kernel/agent.py" in cmd or "ccbench.kernel.emu" in cmd:
+            procs.append(f"{entry.name}: {cmd[:120]}")
+    return {
+        "namespaces": [n for n in state.list_namespaces() if n.startswith(state.PREFIX) and n not in live_ns],
+        "devices": [d for d in state.list_devices() if d.startswith(state.PREFIX)],
+        "processes": procs,
+    }
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind() -> Iterator[None]:
+    yield
+    deadline = time.monotonic() + 5
+    while (left := left_behind()) != {"namespaces": [], "devices": [], "processes": []}:
+        if time.monotonic() > deadline:
+            pytest.fail(f"left behind: {left}")
+        time.sleep(0.1)
+
+
+def scenario(cca: list[str], **host_table: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {"duration": "4s", "link": {"rate": "20Mbit", "rtt": "20ms", "buffer": "1bdp"},
+                           "flows": [{"cca": c} for c in cca]}
+    if host_table:
+        doc["host"] = host_table
+    return doc
+
+
+def test_cubic_and_bbr_run_in_the_guest_through_the_emulator() -> None:
+    r = ccbench.run(scenario(["cubic", "bbr"]), engine="vm")
+    s = r.summary
+    assert s["engine"] == "vm" and s["vm"]["release"].startswith("6.1.0-")
+    assert s["vm"]["accelerator"] in ("kvm", "tcg") and s["vm"]["cpu_policy"] == ["SCHED_OTHER"]
+    assert [f["cca"] for f in s["flows"]] == ["cubic", "bbr"]
+    assert all(f["goodput_bps"] > 1e6 for f in s["flows"])
+    assert 0.8 < s["link"]["utilization"] <= 1.01
+    assert {"reno", "cubic", "bbr", "vegas"} <= set(s["available_congestion_control"])
+    assert any("QEMU guest" in n for n in s["notes"])
+    assert set(r.flows["flow"]) == {0, 1} and len(r.link) > 10
+
+
+def test_the_share_read_back_is_the_share_asked_for() -> None:
+    r = ccbench.run(scenario(["cubic"], cpu_share="25%", cpu_slice="10ms"), engine="vm")
+    vm = r.summary["vm"]
+    assert vm["cpu_policy"] == ["SCHED_DEADLINE 2500000/10000000/10000000 ns"]
+    assert vm["cpu_share_applied"] == [0.25]
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--cpu", "phone-lowend"], "error: host.cpu: has no meaning for a VM"),
+    (["--cca", "bbr3"], "error: flows[0].cca: 'bbr3' is not available in the guest kernel"),
+    (["--pacing-stride", "4"], "error: flows[0].pacing_stride: is a simulator option"),
+])
+def test_refusals_are_one_line(args: list[str], line: str) -> None:
+    res = run_cli("run", "--engine", "vm", "--duration", "2s", *args)
+    assert res.returncode == 2 and res.stderr.startswith(line) and res.stderr.count("\n") == 1, res.stderr
+
+
+def test_a_killed_run_leaves_nothing_after_cleanup() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "ccbench", "run", "--engine", "vm", "--rate", "10Mbit",
+                             "--duration", "30s", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 90
+    st = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        runs = [r for r in state.live_runs() if r.owner_pid == proc.pid]
+        if runs and any(p.role == "sender" or p.role == "qemu" for p in runs[0].processes) and \
+                any(p.role == "receiver" for p in runs[0].processes):
+            st = runs[0]
+            break
+        time.sleep(0.1)
+    assert st is not None, "the run did not start"
+    time.sleep(2.0)  # traffic is flowing
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    time.sleep(0.5)
+    assert not any(state.is_alive(p.pid, p.start) for p in st.processes)  # QEMU died with its parent
+    res = run_cli("kernel", "cleanup")
+    assert res.returncode == 0, res.stderr
+    assert not set(st.namespaces) & set(state.list_namespaces()) and not st.path.exists()
