@@ -83,3 +83,15 @@ def test_a_third_engine_runs_through_run_sweeps_and_the_store(replay: str, tmp_p
                                         engine=replay)
         run_sweep(plan_with_host, tmp_path / "store", engine=replay, workers=1, progress=False)
     assert e.value.field == "host.cpu_share" and e.value.message == "has no CPU model"
+
+
+def test_engine_options_belong_to_their_engine() -> None:
+    with pytest.raises(ScenarioError) as e:
+        engines.get("sim", vcpus=2)
+    assert (e.value.field, e.value.message) == ("--vcpus", "is not an option of the sim engine")
+    vm = engines.get("vm", guest_kernel="debian:6.12", vcpus=2)
+    assert (vm.guest_kernel, vm.vcpus) == ("debian:6.12", 2)  # type: ignore[attr-defined]
+    assert engines.get("vm") is not vm and engines.get("vm", vcpus=None) is engines.get("vm")
+    with pytest.raises(ScenarioError) as e:
+        engines.get("vm", vcpus=0)
+    assert e.value.field == "--vcpus"

@@ -19,13 +19,16 @@ __all__ = ["Result", "Scenario", "ScenarioError", "run", "__version__"]
 
 
 def run(scenario: Union[Scenario, Mapping[str, Any], str, "os.PathLike[str]"],
-        capture_to: Union[str, "os.PathLike[str]", None] = None, *, engine: str = DEFAULT_ENGINE) -> Result:
+        capture_to: Union[str, "os.PathLike[str]", None] = None, *, engine: str = DEFAULT_ENGINE,
+        **engine_options: Any) -> Result:
     """Run a scenario (a Scenario, a TOML-shaped mapping or a path to a TOML file) on
-    ``engine`` (``ccbench.engines.names()``; default the simulator) and return its Result.
-    With a ``[capture]`` table, pcap files go to its ``dir`` or else to ``capture_to``."""
+    ``engine`` (``ccbench.engines.names()``; default the simulator), configured with
+    ``engine_options`` (the VM engine's ``guest_kernel`` and ``vcpus``), and return its
+    Result. With a ``[capture]`` table, pcap files go to its ``dir`` or else to
+    ``capture_to``."""
     from .engines import get
 
-    return get(engine, "engine").run(scenario, capture_to)
+    return get(engine, "engine", **engine_options).run(scenario, capture_to)
 
 
 def _version() -> str:

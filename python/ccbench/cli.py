@@ -82,10 +82,14 @@ def cli() -> None:
 @click.option("--plot", "make_plots", is_flag=True, help="With --out: also write figures of every flow to DIR/plots.")
 @click.option("--engine", type=click.Choice(engines.names()), default=engines.DEFAULT, show_default=True,
               help=engines.help_text())
+@click.option("--guest-kernel", metavar="SPEC", help="VM engine: the guest's kernel, debian:6.1 (default), "
+              "debian:6.12, debian:PACKAGE=VERSION, or a kernel of your own (see docs/vm-engine.md).")
+@click.option("--vcpus", type=int, metavar="N", help="VM engine: the guest's vCPUs (default 1).")
 @click.option("--pcap", metavar="POINT[,POINT]", help="Capture packets to DIR/capture-<point>.pcap at: sender, "
               "bottleneck-in, bottleneck-out, receiver (needs --out DIR or [capture] dir).")
 @click.option("--pcap-flows", metavar="N[,N]", help="Capture only these flows (0-based; default every flow).")
-def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str, **flags: Any) -> None:
+def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str, guest_kernel: Optional[str],
+        vcpus: Optional[int], **flags: Any) -> None:
     """Run a scenario file, or a scenario built from flags.
 
     Flags given with a scenario file override its values; --cca then replaces its flows.
@@ -99,7 +103,7 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
     if flags["pacing"] is not None:
         flags["pacing"] = flags["pacing"] == "on"
     base = read_toml(scenario) if scenario is not None else None
-    runner = engines.get(engine)
+    runner = engines.get(engine, guest_kernel=guest_kernel, vcpus=vcpus)
     sc = runner.check(runner.from_flags(base=base, **flags))
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")

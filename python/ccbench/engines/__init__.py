@@ -6,7 +6,7 @@ Modules are imported when an engine is first asked for, so that listing the name
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ScenarioError
 
@@ -34,9 +34,11 @@ def help_text() -> str:
     return "; ".join(f"{name}: {line}" for name, (_, line) in ENGINES.items()) + "."
 
 
-def get(name: str, field: str = "--engine") -> "Engine":
-    """The engine called ``name``; ScenarioError (on ``field``) for an unknown name."""
+def get(name: str, field: str = "--engine", **options: Any) -> "Engine":
+    """The engine called ``name``, configured with ``options`` (None values are left
+    out); ScenarioError (on ``field``) for an unknown name or an option it lacks."""
     if name not in ENGINES:
         raise ScenarioError(field, f"unknown engine {name!r}; allowed: {', '.join(ENGINES)}")
     engine: Engine = importlib.import_module(ENGINES[name][0]).ENGINE
-    return engine
+    given = {k: v for k, v in options.items() if v is not None}
+    return engine.configure(**given) if given else engine

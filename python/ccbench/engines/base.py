@@ -46,6 +46,13 @@ class Engine(ABC):
     needs_host_lock: ClassVar[bool] = False
     unsupported: ClassVar[tuple[Unsupported, ...]] = ()
 
+    def configure(self, **options: Any) -> "Engine":
+        """This engine with options of its own (the VM engine's guest kernel, say); the
+        base engine takes none. ScenarioError names the option as a flag."""
+        for key in options:
+            raise ScenarioError("--" + key.replace("_", "-"), f"is not an option of the {self.name} engine")
+        return self
+
     def load(self, scenario: ScenarioLike) -> "Scenario":
         """A scenario (a Scenario, a TOML-shaped mapping or a TOML file) validated as this
         engine accepts it. Raises ScenarioError."""

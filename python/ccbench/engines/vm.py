@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..errors import ScenarioError
 from ..result import Result, table_frame
 from .base import Engine, PathLike, ScenarioLike, Unsupported, capture_dir
 from .kernel import SIMULATOR_OPTION
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 NO_VM_MEANING = "has no meaning for a VM; the VM engine's sender CPU is the guest's vCPUs, given a share with " \
                 "host.cpu_share and host.cpu_slice"
+MAX_VCPUS = 16
 NOT_IN_GUEST_YET = "cannot be set in the VM guest yet (route options); leave the default"
 
 
@@ -41,6 +43,14 @@ class VmEngine(Engine):
 
     def __init__(self, guest_kernel: str = "debian:6.1", vcpus: int = 1) -> None:
         self.guest_kernel, self.vcpus = guest_kernel, vcpus
+
+    def configure(self, *, guest_kernel: Optional[str] = None, vcpus: Optional[int] = None,
+                  **others: Any) -> "VmEngine":
+        """``guest_kernel`` (see ``ccbench.vm.guest``) and ``vcpus`` (1 to MAX_VCPUS)."""
+        super().configure(**others)
+        if vcpus is not None and not (isinstance(vcpus, int) and 1 <= vcpus <= MAX_VCPUS):
+            raise ScenarioError("--vcpus", f"must be an integer from 1 to {MAX_VCPUS}, got {vcpus!r}")
+        return VmEngine(guest_kernel or self.guest_kernel, vcpus or self.vcpus)
 
     def load(self, scenario: ScenarioLike) -> "Scenario":
         """Also accepts any algorithm name a guest kernel might offer."""
@@ -133,10 +143,9 @@ class VmEngine(Engine):
         found = re.search(r"version (\S+)", qemu_version())
         qemu = found.group(1) if found else "unknown"
         return (f"{core_version()}/py-{package_digest('kernel')}-{package_digest('vm')}/linux-{platform.release()}"
-                f"/qemu-{qemu}/{self.guest_kernel}")
+                f"/qemu-{qemu}/{self.guest_kernel}/vcpus-{self.vcpus}")
 
     def _facts(self, scenario: "Scenario", kernel: Any = None) -> "HostFacts":
-        from ..errors import ScenarioError
         from ..kernel.host import HostFacts
         from ..vm import guest
 
