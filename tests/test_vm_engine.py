@@ -100,11 +100,15 @@ def test_cubic_and_bbr_run_in_the_guest_through_the_emulator() -> None:
     assert set(r.flows["flow"]) == {0, 1} and len(r.link) > 10
 
 
-def test_the_share_read_back_is_the_share_asked_for() -> None:
-    r = ccbench.run(scenario(["cubic"], cpu_share="25%", cpu_slice="10ms"), engine="vm")
+def test_the_share_read_back_is_the_share_asked_for_and_used() -> None:
+    doc = scenario(["cubic"], cpu_share="25%", cpu_slice="10ms")
+    doc["link"]["rate"] = "1Gbit"  # more than the guest can send on a quarter of a CPU
+    r = ccbench.run(doc, engine="vm")
     vm = r.summary["vm"]
     assert vm["cpu_policy"] == ["SCHED_DEADLINE 2500000/10000000/10000000 ns"]
     assert vm["cpu_share_applied"] == [0.25]
+    [use] = vm["vcpu_cpu_use"]
+    assert abs(use - 0.25) <= 0.03, use
 
 
 @pytest.mark.parametrize("args, line", [
@@ -138,3 +142,16 @@ def test_a_killed_run_leaves_nothing_after_cleanup() -> None:
     res = run_cli("kernel", "cleanup")
     assert res.returncode == 0, res.stderr
     assert not set(st.namespaces) & set(state.list_namespaces()) and not st.path.exists()
+
+
+def test_calibration_writes_costs_the_simulator_takes(tmp_path: Path) -> None:
+    from ccbench.vm.calibrate import calibrate
+
+    result = calibrate(points=(("20Mbit", 1), ("200Mbit", 2), ("50Mbit", 4)), duration="3s")
+    assert len(result.samples) == 3 and all(s.vcpu_cpu_s > 0 and s.acks > 0 for s in result.samples)
+    assert result.ack_ns >= 0 and result.packet_ns >= 0 and result.idle_cpu_per_s >= 0
+    costs = tmp_path / "costs.toml"
+    costs.write_text(result.toml())
+    res = run_cli("run", "--cca", "bbr", "--cpu-share", "50%", "--duration", "1s", "--cpu-costs", str(costs),
+                  "--json")
+    assert res.returncode == 0, res.stderr

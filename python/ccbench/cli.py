@@ -82,6 +82,8 @@ def cli() -> None:
 @click.option("--plot", "make_plots", is_flag=True, help="With --out: also write figures of every flow to DIR/plots.")
 @click.option("--engine", type=click.Choice(engines.names()), default=engines.DEFAULT, show_default=True,
               help=engines.help_text())
+@click.option("--cpu-costs", metavar="FILE", help="Sender CPU costs from a [host.cost] table, as "
+              "'ccbench calibrate-host' writes it.")
 @click.option("--guest-kernel", metavar="SPEC", help="VM engine: the guest's kernel, debian:6.1 (default), "
               "debian:6.12, debian:PACKAGE=VERSION, or a kernel of your own (see docs/vm-engine.md).")
 @click.option("--vcpus", type=int, metavar="N", help="VM engine: the guest's vCPUs (default 1).")
@@ -89,7 +91,7 @@ def cli() -> None:
               "bottleneck-in, bottleneck-out, receiver (needs --out DIR or [capture] dir).")
 @click.option("--pcap-flows", metavar="N[,N]", help="Capture only these flows (0-based; default every flow).")
 def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str, guest_kernel: Optional[str],
-        vcpus: Optional[int], **flags: Any) -> None:
+        vcpus: Optional[int], cpu_costs: Optional[str], **flags: Any) -> None:
     """Run a scenario file, or a scenario built from flags.
 
     Flags given with a scenario file override its values; --cca then replaces its flows.
@@ -104,7 +106,10 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
         flags["pacing"] = flags["pacing"] == "on"
     base = read_toml(scenario) if scenario is not None else None
     runner = engines.get(engine, guest_kernel=guest_kernel, vcpus=vcpus)
-    sc = runner.check(runner.from_flags(base=base, **flags))
+    sc = runner.from_flags(base=base, **flags)
+    if cpu_costs is not None:
+        sc = runner.load(_with_costs(sc, cpu_costs))
+    sc = runner.check(sc)
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")
     if sc.capture is not None:
@@ -142,6 +147,19 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
         where = Path(capture_dir(sc, out) or ".")
         names = ", ".join(f"capture-{p}.pcap" for p in sc.capture.points)
         click.echo(f"wrote {where}: {names}", err=as_json)
+
+
+def _with_costs(sc: Any, path: str) -> dict[str, Any]:
+    """The scenario's document with ``[host.cost]`` entries from the file at ``path``."""
+    from .scenario import _without_none, read_toml
+
+    costs = read_toml(path).get("host", {}).get("cost")
+    if not isinstance(costs, dict) or not costs:
+        raise ScenarioError("--cpu-costs", f"{path}: no [host.cost] table (write one with 'ccbench calibrate-host')")
+    doc: dict[str, Any] = _without_none(sc.to_dict())
+    host = doc.setdefault("host", {})
+    host["cost"] = {**{k: v for k, v in host.get("cost", {}).items() if k not in costs}, **costs}
+    return doc
 
 
 def _with_status(work: Callable[[], T], quiet: bool, text: str) -> T:
@@ -501,6 +519,42 @@ def vm_probe(guest_kernel: str, vcpus: int, cpu_share: Optional[str], cpu_slice:
     for key, value in report.as_dict().items():
         shown = ", ".join(map(str, value)) if isinstance(value, list) else value
         click.echo(f"{key:>26}: {shown}")
+
+
+@cli.command("calibrate-host")
+@click.option("--quick", is_flag=True, help="Four runs instead of eight.")
+@click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC", help="The guest's kernel.")
+@click.option("--vcpus", type=click.IntRange(1, 16), default=1, show_default=True, metavar="N", help="Guest vCPUs.")
+@click.option("--duration", default="5s", show_default=True, metavar="TIME", help="Length of each run.")
+@click.option("--out", default="host-costs.toml", show_default=True, metavar="FILE",
+              help="Where to write the [host.cost] table.")
+@click.option("--json", "as_json", is_flag=True, help="Print the runs and the fit as JSON.")
+def calibrate_host(quick: bool, guest_kernel: str, vcpus: int, duration: str, out: str, as_json: bool) -> None:
+    """Measure the VM guest's CPU time per ACK and per segment from unlimited runs and
+    write them as a [host.cost] table for the simulator (--cpu-costs FILE). Root; run it
+    on a quiet machine, since other work disturbs the vCPU's times."""
+    import json as jsonlib
+
+    from .kernel import host
+    from .units import parse_duration
+    from .vm.calibrate import DEFAULT_POINTS, QUICK_POINTS, calibrate
+
+    try:
+        parse_duration(duration)
+    except ValueError as e:
+        raise ScenarioError("--duration", str(e)) from None
+    if Path(out).is_dir():
+        raise ScenarioError("--out", f"{out!r} is a directory; give a file name")
+    host.require_root()
+    with signals_interrupt():
+        result = calibrate(guest_kernel, vcpus, QUICK_POINTS if quick else DEFAULT_POINTS, duration,
+                           progress=lambda line: click.echo(line, err=True))
+    Path(out).write_text(result.toml())
+    if as_json:
+        click.echo(jsonlib.dumps(result.as_dict(), indent=1))
+    else:
+        click.echo(result.toml(), nl=False)
+    click.echo(f"wrote {out}", err=as_json)
 
 
 def _fail(field: str, message: str, status: int = EXIT_BAD_INPUT) -> NoReturn:

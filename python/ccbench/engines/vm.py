@@ -117,6 +117,12 @@ class VmEngine(Engine):
             "boot_s": round(sender.vm.boot_s, 3) if sender.vm else None,
             "cpu_policy": [p.describe() for p in sender.policies],
             "cpu_share_applied": [p.share for p in sender.policies],
+            # What the vCPU threads used during the run (CPU time / wall time), and the
+            # work the guest's sockets did: the inputs of ccbench calibrate-host.
+            "vcpu_cpu_use": [round(u, 4) for u in sender.vcpu_use()],
+            "vcpu_cpu_s": round(sender.vcpu_cpu_s(), 6),
+            "run_wall_s": round(sender.wall_s, 6),
+            "work": _work(raw.sender.get("final", [])),
             "guest_available_congestion_control": sender.info.get("available_congestion_control"),
         }
         summary["available_congestion_control"] = sender.info.get("available_congestion_control",
@@ -156,6 +162,15 @@ class VmEngine(Engine):
                 raise ScenarioError(f"flows[{i}].cca", f"'{f.cca}' is not available in the guest kernel "
                                     f"({kernel.source}); available: {', '.join(offered)}")
         return HostFacts(kernel.release, kernel.hz(), offered)
+
+
+def _work(final: list[dict[str, Any]]) -> dict[str, int]:
+    """The guest sockets' work over the run, from their last TCP_INFO: segments out
+    (data and retransmissions, in MSS units as GSO splits them), segments in (ACKs) and
+    bytes sent."""
+    return {"segs_out": sum(int(i.get("segs_out", 0)) for i in final),
+            "segs_in": sum(int(i.get("segs_in", 0)) for i in final),
+            "bytes_sent": sum(int(i.get("bytes_sent", 0)) for i in final)}
 
 
 ENGINE = VmEngine()

@@ -50,6 +50,11 @@ class GuestSender:
         self.reader: Any = None
         self.info: dict[str, Any] = {}
         self.policies: list[deadline.Policy] = []
+        self.threads: list[int] = []
+        # CPU time of each vCPU thread and the wall time, at go and at the end of the run.
+        self.cpu_at_go: list[int] = []
+        self.cpu_at_end: list[int] = []
+        self.wall_s = 0.0
 
     # SenderSide
 
@@ -81,10 +86,12 @@ class GuestSender:
     def go(self, t0_ns: int) -> None:
         # The guest's epoch is when it reads this line: send it at the host's epoch.
         time.sleep(max(0.0, (t0_ns - time.monotonic_ns()) / 1e9))
+        self.cpu_at_go, self.wall_s = self._cpu_times(), time.monotonic()
         self._send({"cmd": "go"})
 
     def finish(self, timeout_s: float) -> dict[str, Any]:
         result: dict[str, Any] = self._reply("result", timeout_s)
+        self.cpu_at_end, self.wall_s = self._cpu_times(), time.monotonic() - self.wall_s
         self._send({"cmd": "quit"})
         return result
 
@@ -105,14 +112,29 @@ class GuestSender:
         finally:
             if vm.proc is not None:
                 run.st.add_process(vm.proc.pid, "qemu")
+        self.threads = vm.vcpu_threads()
         if self.share is not None:
-            self.policies = [deadline.set_deadline(t, self.share, self.period_ns) for t in vm.vcpu_threads()]
+            self.policies = [deadline.set_deadline(t, self.share, self.period_ns) for t in self.threads]
         else:
-            self.policies = [deadline.get_policy(t) for t in vm.vcpu_threads()]
+            self.policies = [deadline.get_policy(t) for t in self.threads]
         self.channel = vm.control()
         self.channel.settimeout(None)
         self.reader = self.channel.makefile("rb")
         self.info = self._handshake()
+
+    def vcpu_use(self) -> list[float]:
+        """Each vCPU thread's CPU time over the run as a share of the run's wall time."""
+        if not self.cpu_at_end or self.wall_s <= 0:
+            return []
+        return [(b - a) / 1e9 / self.wall_s for a, b in zip(self.cpu_at_go, self.cpu_at_end)]
+
+    def vcpu_cpu_s(self) -> float:
+        """CPU time all vCPU threads used during the run, in seconds."""
+        return sum(b - a for a, b in zip(self.cpu_at_go, self.cpu_at_end)) / 1e9
+
+    def _cpu_times(self) -> list[int]:
+        assert self.vm is not None
+        return [deadline.cpu_time_ns(self.vm.pid, t) for t in self.threads]
 
     def _handshake(self) -> dict[str, Any]:
         """``info`` until the agent answers: it may still be starting, and it discards what
