@@ -155,3 +155,17 @@ def test_calibration_writes_costs_the_simulator_takes(tmp_path: Path) -> None:
     res = run_cli("run", "--cca", "bbr", "--cpu-share", "50%", "--duration", "1s", "--cpu-costs", str(costs),
                   "--json")
     assert res.returncode == 0, res.stderr
+
+
+def test_validate_cpu_compares_the_engines_cell_by_cell(tmp_path: Path) -> None:
+    from ccbench import engines
+    from ccbench.vm import validate as vc
+
+    cells = vc.grid((0.5,), ("10ms",), ("bbr", "cubic"), ("20Mbit",), ("10ms",))
+    rows = vc.run(cells, "3s", None, engines.get("vm"), progress=lambda line: None)
+    assert [r.cell.cca for r in rows] == ["bbr", "cubic"]
+    assert all(r.sim_mbps > 0 and r.vm_mbps > 0 and 0 < r.vm_cpu_use <= 0.55 for r in rows)
+    [limit] = vc.thresholds(rows)
+    assert (limit.slice, limit.rate, limit.rtt) == ("10ms", "20Mbit", "10ms")
+    paths = vc.write(tmp_path, rows, [limit], {"guest": "debian:6.1"})
+    assert all(p.is_file() for p in paths) and "| bbr 50% of 10ms" in paths[2].read_text()

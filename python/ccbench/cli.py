@@ -206,18 +206,31 @@ def kernel_cleanup() -> None:
 @click.option("--no-bench", is_flag=True, help="Skip the emulator's capacity benchmark (20, 50, 100 Mbit/s).")
 @click.option("--out", metavar="DIR", help="Write validate.csv, validate.json and validate.md here, and every "
               "run's files under DIR/runs.")
+@click.option("--cpu", is_flag=True, help="Instead: the sender-CPU model against the VM engine on the 2BRobust "
+              "grid (share x slice x algorithm x rate x RTT).")
+@click.option("--cpu-costs", metavar="FILE", help="With --cpu: the simulator's sender costs ([host.cost], from "
+              "'ccbench calibrate-host').")
+@click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC",
+              help="With --cpu: the VM's kernel.")
 def validate(quick: bool, reps: Optional[int], duration: Optional[str], cca: Optional[str], no_bench: bool,
-             out: Optional[str]) -> None:
+             out: Optional[str], cpu: bool, cpu_costs: Optional[str], guest_kernel: str) -> None:
     """Run a grid of scenarios on the simulator and on the kernel and compare them.
 
     Default grid: {20, 50 Mbit/s} x {10, 40 ms} x {0.5, 2, 8 BDP} x {bbr, cubic}, one
-    flow, 20 s, 3 repetitions. Needs root (the kernel engine).
+    flow, 20 s, 3 repetitions. Needs root (the kernel engine). With --cpu, the
+    2BRobust grid on the simulator and the VM engine instead (--quick: 6 cells).
     """
     from . import validate as v
     from .kernel import host
     from .units import parse_duration
 
     host.require_root()
+    if cpu:
+        _validate_cpu(quick, duration, cca, cpu_costs, guest_kernel, out)
+        return
+    for name, value in (("--cpu-costs", cpu_costs),):
+        if value is not None:
+            raise ScenarioError(name, "only with --cpu")
     params: dict[str, Any] = dict(v.QUICK) if quick else dict(
         rates=v.DEFAULT_RATES, rtts=v.DEFAULT_RTTS, buffers=v.DEFAULT_BUFFERS, ccas=v.DEFAULT_CCAS,
         duration=v.DEFAULT_DURATION, reps=v.DEFAULT_REPS)
@@ -247,6 +260,43 @@ def validate(quick: bool, reps: Optional[int], duration: Optional[str], cca: Opt
         meta = {"command": "ccbench validate", "kernel": facts.kernel, "kernel_hz": facts.kernel_hz,
                 "version": _core.version(), "duration": params["duration"], "reps": params["reps"]}
         paths = v.write(Path(out), results, bench, meta)
+        click.echo(f"wrote {', '.join(str(p) for p in paths)}")
+
+
+def _validate_cpu(quick: bool, duration: Optional[str], cca: Optional[str], cpu_costs: Optional[str],
+                  guest_kernel: str, out: Optional[str]) -> None:
+    from .scenario import read_toml
+    from .units import parse_duration
+    from .vm import validate as vc
+
+    params: dict[str, Any] = dict(vc.QUICK if quick else vc.FULL)
+    if duration is not None:
+        try:
+            parse_duration(duration)
+        except ValueError as e:
+            raise ScenarioError("--duration", str(e)) from None
+        params["duration"] = duration
+    if cca is not None:
+        params["ccas"] = tuple(c.strip().lower() for c in cca.split(",") if c.strip())
+    costs = None
+    if cpu_costs is not None:
+        costs = read_toml(cpu_costs).get("host", {}).get("cost")
+        if not isinstance(costs, dict):
+            raise ScenarioError("--cpu-costs", f"{cpu_costs}: no [host.cost] table")
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ScenarioError("--out", f"{out!r} exists and is not a directory")
+    vm = engines.get("vm", guest_kernel=guest_kernel)
+    cells = vc.grid(params["shares"], params["slices"], params["ccas"], params["rates"], params["rtts"])
+    click.echo(f"validating the sender-CPU model: {len(cells)} cell(s) of {params['duration']} on the simulator "
+               f"and the VM ({guest_kernel})", err=True)
+    with signals_interrupt():
+        rows = vc.run(cells, params["duration"], costs, vm, progress=lambda line: click.echo(line, err=True))
+    limits = vc.thresholds(rows)
+    click.echo(vc.markdown(rows, limits, {"guest": guest_kernel, "accelerator": "see each run's notes"}), nl=False)
+    if out is not None:
+        meta = {"command": "ccbench validate --cpu", "guest": guest_kernel, "duration": params["duration"],
+                "costs": costs, "version": _core.version()}
+        paths = vc.write(Path(out), rows, limits, meta)
         click.echo(f"wrote {', '.join(str(p) for p in paths)}")
 
 

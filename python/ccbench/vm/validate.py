@@ -1,0 +1,164 @@
+"""``ccbench validate --cpu``: the simulator's sender-CPU model against the VM engine on
+the 2BRobust grid (CPU share x slice length x algorithm x rate x RTT), with the same
+sender costs on both (a ``[host.cost]`` table from ``ccbench calibrate-host``).
+
+Tolerances: goodput within 15% of the VM's (or both below 5% of the link), and, per
+slice length, rate and RTT, the highest share at which BBR gets less than half of
+Cubic's goodput within 10 percentage points of the VM's.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+GOODPUT_TOLERANCE = 0.15
+LINK_FLOOR = 0.05
+THRESHOLD_POINTS = 10
+
+FULL = {"shares": (0.10, 0.15, 0.25, 0.35, 0.45, 0.55, 0.70), "slices": ("1ms", "10ms", "20ms"),
+        "ccas": ("bbr", "cubic"), "rates": ("10Mbit", "100Mbit", "1Gbit"), "rtts": ("10ms", "40ms"),
+        "duration": "10s"}
+QUICK = {"shares": (0.15, 0.35, 0.70), "slices": ("10ms",), "ccas": ("bbr", "cubic"), "rates": ("100Mbit",),
+         "rtts": ("20ms",), "duration": "5s"}
+
+
+@dataclass(frozen=True)
+class CpuCell:
+    share: float
+    slice: str
+    cca: str
+    rate: str
+    rtt: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.cca} {self.share:.0%} of {self.slice}, {self.rate}, {self.rtt}"
+
+    def scenario(self, duration: str, costs: Optional[dict[str, Any]]) -> dict[str, Any]:
+        host: dict[str, Any] = {"cpu_share": self.share, "cpu_slice": self.slice}
+        if costs:
+            host["cost"] = dict(costs)
+        return {"duration": duration, "link": {"rate": self.rate, "rtt": self.rtt, "buffer": "1bdp"},
+                "host": host, "flows": [{"cca": self.cca}]}
+
+
+@dataclass
+class CpuRow:
+    cell: CpuCell
+    link_mbps: float
+    sim_mbps: float
+    vm_mbps: float
+    vm_cpu_use: float
+
+    @property
+    def ratio(self) -> Optional[float]:
+        return self.sim_mbps / self.vm_mbps if self.vm_mbps > 0 else None
+
+    @property
+    def passed(self) -> bool:
+        floor = LINK_FLOOR * self.link_mbps
+        if self.sim_mbps < floor and self.vm_mbps < floor:
+            return True
+        return self.ratio is not None and abs(self.ratio - 1) <= GOODPUT_TOLERANCE
+
+
+@dataclass
+class Threshold:
+    """Per slice, rate and RTT: the highest share at which BBR gets under half of Cubic."""
+
+    slice: str
+    rate: str
+    rtt: str
+    sim_share: Optional[float]
+    vm_share: Optional[float]
+
+    @property
+    def passed(self) -> bool:
+        sim, vm = self.sim_share or 0.0, self.vm_share or 0.0
+        return abs(sim - vm) * 100 <= THRESHOLD_POINTS
+
+
+def grid(shares: Sequence[float], slices: Sequence[str], ccas: Sequence[str], rates: Sequence[str],
+         rtts: Sequence[str]) -> list[CpuCell]:
+    return [CpuCell(*c) for c in itertools.product(shares, slices, ccas, rates, rtts)]
+
+
+def run(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]], vm_engine: Any,
+        progress: Callable[[str], None]) -> list[CpuRow]:
+    """Each cell on the simulator and on ``vm_engine`` (one repetition each)."""
+    from ..engines import get
+    from ..units import parse_rate
+
+    sim = get("sim")
+    rows = []
+    for cell in cells:
+        doc = cell.scenario(duration, costs)
+        sim_summary = sim.run(doc).summary
+        vm_doc = cell.scenario(duration, None)  # the VM's costs are its own
+        vm_summary = vm_engine.run(vm_doc).summary
+        row = CpuRow(cell, parse_rate(cell.rate) / 1e6, _goodput(sim_summary), _goodput(vm_summary),
+                     (vm_summary["vm"]["vcpu_cpu_use"] or [0.0])[0])
+        rows.append(row)
+        ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
+        progress(f"  {cell.name}: sim {row.sim_mbps:.1f}, VM {row.vm_mbps:.1f} Mbit/s (ratio {ratio}, "
+                 f"vCPU {row.vm_cpu_use:.0%}) {'ok' if row.passed else 'DIFFERS'}")
+    return rows
+
+
+def thresholds(rows: Sequence[CpuRow]) -> list[Threshold]:
+    out = []
+    keys = sorted({(r.cell.slice, r.cell.rate, r.cell.rtt) for r in rows})
+    for slice_, rate, rtt in keys:
+        by = {(r.cell.cca, r.cell.share): r for r in rows if (r.cell.slice, r.cell.rate, r.cell.rtt) ==
+              (slice_, rate, rtt)}
+        shares = sorted({s for (_, s) in by})
+
+        def collapse(pick: Callable[[CpuRow], float]) -> Optional[float]:
+            below = [s for s in shares if ("bbr", s) in by and ("cubic", s) in by
+                     and pick(by[("bbr", s)]) < 0.5 * pick(by[("cubic", s)])]
+            return max(below) if below else None
+
+        out.append(Threshold(slice_, rate, rtt, collapse(lambda r: r.sim_mbps), collapse(lambda r: r.vm_mbps)))
+    return out
+
+
+def write(out: Path, rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: dict[str, Any]) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "validate-cpu.csv", out / "validate-cpu.json", out / "validate-cpu.md"]
+    with open(paths[0], "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["cca", "share", "slice", "rate", "rtt", "sim_mbps", "vm_mbps", "ratio", "vm_cpu_use", "passed"])
+        for r in rows:
+            c = r.cell
+            w.writerow([c.cca, c.share, c.slice, c.rate, c.rtt, f"{r.sim_mbps:.3f}", f"{r.vm_mbps:.3f}",
+                        "" if r.ratio is None else f"{r.ratio:.3f}", f"{r.vm_cpu_use:.3f}", r.passed])
+    paths[1].write_text(json.dumps({"meta": meta, "rows": [dict(asdict(r), ratio=r.ratio, passed=r.passed)
+                                                          for r in rows],
+                                    "thresholds": [dict(asdict(t), passed=t.passed) for t in limits]}, indent=1))
+    paths[2].write_text(markdown(rows, limits, meta))
+    return paths
+
+
+def markdown(rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: dict[str, Any]) -> str:
+    lines = [f"Simulator vs VM ({meta.get('guest', '?')}, {meta.get('accelerator', '?')}); goodput Mbit/s, "
+             "ratio = sim / VM", "",
+             "| cell | sim | VM | ratio | VM vCPU use | verdict |", "|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r.passed, r.cell.slice, r.cell.rate, r.cell.rtt, r.cell.cca, r.cell.share)):
+        ratio = "-" if r.ratio is None else f"{r.ratio:.2f}"
+        lines.append(f"| {r.cell.name} | {r.sim_mbps:.1f} | {r.vm_mbps:.1f} | {ratio} | {r.vm_cpu_use:.0%} | "
+                     f"{'ok' if r.passed else 'differs'} |")
+    lines += ["", "| slice, rate, RTT | BBR under half of Cubic up to (sim) | (VM) | verdict |", "|---|---|---|---|"]
+    for t in limits:
+        show = lambda x: "never" if x is None else f"{x:.0%}"  # noqa: E731
+        lines.append(f"| {t.slice}, {t.rate}, {t.rtt} | {show(t.sim_share)} | {show(t.vm_share)} | "
+                     f"{'ok' if t.passed else 'differs'} |")
+    return "\n".join(lines) + "\n"
+
+
+def _goodput(summary: dict[str, Any]) -> float:
+    return sum(f["goodput_bps"] for f in summary["flows"]) / 1e6
