@@ -536,7 +536,7 @@ impl Scenario {
                 let names: Vec<_> = crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect();
                 err(format!("flows[{i}].cca"), format!("unknown algorithm '{}'; allowed: {}", f.cca, names.join(", ")))
             })?;
-            alg.build(&f.params, crate::sim::rng::stream(0, "cc", 0)).map_err(|m| err(format!("flows[{i}].params"), m))?;
+            alg.instance(&f.params, crate::sim::rng::stream(0, "cc", 0)).map_err(|e| err(format!("flows[{i}].params.{}", e.name), e.message))?;
             if f.size_bytes == Some(0) {
                 return Err(err(format!("flows[{i}].size"), "must be positive"));
             }
