@@ -355,7 +355,7 @@ fn default_rwnd() -> u64 {
     6 * 1024 * 1024
 }
 
-/// Stack-wide knobs, with the defaults of a recent Linux kernel (reference §1.9).
+/// Stack-wide knobs, with the defaults of a recent Linux kernel (the net.ipv4.tcp_* sysctls and include/net/tcp.h).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TcpConfig {

@@ -1,6 +1,5 @@
 //! CUBIC as Linux implements it (`net/ipv4/tcp_cubic.c`, module version 2.3), with
-//! HyStart in its µs form (the 2020 rework, Linux 5.7). Reference:
-//! linux-cca-reference.md §5.
+//! HyStart in its µs form (the 2020 rework, Linux 5.7).
 //!
 //! The window follows W(t) = C·(t − K)³ + W_max after a reduction, evaluated one
 //! min RTT ahead and turned into "ACKs per +1 segment" (`cnt`) for the stack's

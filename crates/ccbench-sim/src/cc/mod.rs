@@ -1,7 +1,7 @@
 //! The congestion-control interface, shaped like Linux's `struct tcp_congestion_ops`.
 //!
 //! The TCP sender (`tcp::sender`) owns the connection state and calls these hooks in
-//! the kernel's order (`tcp_ack`, reference §1.1). Classic algorithms (Reno, Cubic)
+//! the kernel's order (`tcp_ack`, tcp_input.c). Classic algorithms (Reno, Cubic)
 //! implement `ssthresh` + `cong_avoid` and let the stack run PRR and set the pacing
 //! rate; model-based ones (BBR) implement `cong_control` and set cwnd and pacing
 //! themselves, exactly as `tcp_cong_control` dispatches.

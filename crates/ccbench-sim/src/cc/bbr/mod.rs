@@ -1,4 +1,4 @@
-//! BBRv1 as mainline Linux `net/ipv4/tcp_bbr.c` (reference §2). One file per state
+//! BBRv1 as mainline Linux `net/ipv4/tcp_bbr.c`. One file per state
 //! (`startup.rs` with DRAIN, `probe_bw.rs`, `probe_rtt.rs`), the loss handling in
 //! `recovery.rs`, the model arithmetic shared with v2/v3 in `model.rs`.
 

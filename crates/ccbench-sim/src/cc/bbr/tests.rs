@@ -1,6 +1,6 @@
 //! Scripted tests of BBRv1: the algorithm driven through `CongestionControl` with
 //! explicit ACKs and rate samples at explicit times, each checked against a closed form
-//! computed here from the kernel's constants (reference §2).
+//! computed here from the constants of net/ipv4/tcp_bbr.c.
 //!
 //! The test path: min RTT 40 ms and a delivery rate of exactly 1/64 segment per µs
 //! (15 625 segments/s), so that the bandwidth is exact in the kernel's 2^24 fixed point
@@ -29,7 +29,8 @@ const BDP: u32 = 625;
 const ACKS_PER_ROUND: u64 = RTT_US / ACK_GAP_US;
 
 // ---------------------------------------------------------------------------------
-// Closed forms (reference §0, §2.4-§2.6), written from the reference's formulas.
+// Closed forms of `bbr_bw_to_pacing_rate`, `bbr_bdp`, `bbr_tso_segs_goal` and
+// `bbr_quantization_budget` (tcp_bbr.c), written as formulas.
 
 /// Pacing rate in payload bytes/s: bw x MSS x gain x 0.99, truncated.
 fn pacing_rate_closed(bw_segs_per_us: f64, gain: u32) -> u64 {
@@ -63,7 +64,7 @@ fn params(pairs: &[(&str, f64)]) -> BbrParams {
 // ---------------------------------------------------------------------------------
 // The driver.
 
-/// One connection driven the way the stack drives `cong_control` (§1.1): per ACK the
+/// One connection driven the way the stack drives `cong_control` (`tcp_ack`, tcp_input.c): per ACK the
 /// delivered count and delivered stamp advance, a rate sample is formed, the algorithm
 /// runs, and its app-limited request is taken. `prior_delivered` is the delivered count
 /// one `round_us` earlier (the newest delivered packet left one round trip ago), so a

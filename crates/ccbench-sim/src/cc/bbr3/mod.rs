@@ -1,5 +1,5 @@
 //! BBRv3 (google/bbr `v3`, the basis of draft-ietf-ccwg-bbr) and BBRv2 (google/bbr
-//! `v2alpha`), reference §3-§4. One struct serves both; every place they differ matches
+//! `v2alpha`, `tcp_bbr2.c`). One struct serves both; every place they differ matches
 //! on [`Version`]. Files: `startup.rs` (STARTUP, DRAIN), `probe_bw.rs` (DOWN, CRUISE,
 //! REFILL, UP and the upper bound inflight_hi), `probe_rtt.rs`, `bounds.rs` (the loss
 //! response: bw_lo, inflight_lo, and the cwnd bound). Shared arithmetic is in

@@ -1,7 +1,7 @@
 //! Scripted tests of BBRv3 and BBRv2: the algorithm driven through `CongestionControl`
 //! with explicit ACKs, rate samples and lost segments at explicit times, each checked
 //! against a closed form computed here from the constants of the google/bbr trees
-//! (reference §3, §4).
+//! (v3 net/ipv4/tcp_bbr.c, v2alpha net/ipv4/tcp_bbr2.c).
 //!
 //! The test path, as in the v1 tests: min RTT 40 ms and a delivery rate of exactly 1/64
 //! segment per µs (2^18 in the 2^24 fixed point), so one BDP is exactly 625 segments;
@@ -25,7 +25,8 @@ const BDP: u32 = 625;
 const ACKS_PER_ROUND: u64 = RTT_US / ACK_GAP_US;
 
 // ---------------------------------------------------------------------------------
-// Closed forms (reference §3.1, §3.6, §3.7).
+// Closed forms of `bbr_bw_to_pacing_rate`, `bbr_bdp`, `bbr_tso_segs_generic`,
+// `bbr_quantization_budget` and the loss cut `bbr_beta` (google/bbr v3 tcp_bbr.c).
 
 fn pacing_rate_closed(bw_segs_per_us: f64, gain: u32) -> u64 {
     (bw_segs_per_us * MSS as f64 * gain as f64 / 256.0 * 0.99 * 1e6).floor() as u64
