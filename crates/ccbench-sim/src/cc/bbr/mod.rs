@@ -416,4 +416,8 @@ impl CongestionControl for Bbr {
     }
 }
 
-#[cfg(test)] mod tests;
+/// The test path and driver shared with the v2/v3 tests.
+#[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
+mod tests;
