@@ -1,9 +1,12 @@
 """Algorithm parameters (``[[flows]] params``): one behaviour for every algorithm, and
-the table of names, defaults and ranges the binding exposes (``_core.parameters()``)."""
+the table of names, defaults and ranges the binding exposes (``_core.parameters()``),
+of which docs/parameters.md is a rendering: ``python tests/test_cc_params.py --update``
+writes it again."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,3 +76,69 @@ def test_the_ends_of_a_range_are_accepted(tmp_path: Path) -> None:
         for x in (row["min"], row["max"]):
             text = write(tmp_path, "bbr3", f"{row['name']} = {x}").read_text()
             assert Scenario.from_toml(text).flows[0].params == {row["name"]: x}
+
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "parameters.md"
+
+DOC_HEAD = """\
+# Algorithm parameters
+
+A flow's algorithm takes overrides by name in its `[[flows]]` entry, e.g.
+
+```toml
+[[flows]]
+cca = "bbr"
+params = { cwnd_gain = 2.5, probe_rtt_mode_ms = 100 }
+```
+
+Every algorithm applies them the same way (`crates/ccbench-sim/src/cc/params.rs`):
+
+- a name the algorithm does not have is an error listing the names it has;
+- a value outside the range below, or of the wrong kind, is an error giving the range,
+  e.g. `error: flows[0].params.high_gain: must be in [0.00390625, 3.99609375], got 12`;
+  nothing is clamped;
+- *flag*: 0 or 1; *integer*: a whole number, as the kernel holds it; *gain*: a real
+  number, rounded to the nearest 1/256 (BBR's fixed point, `BBR_UNIT`) when applied,
+  so `cwnd_gain = 2.5` is 640/256 and the default `high_gain` 739/256 shows as
+  2.88671875.
+
+The ranges are what the kernel's own fields can hold where it stores the value in a bit
+field of `struct bbr` (a gain in `pacing_gain:10` is below 4; `full_bw_cnt:2` counts to
+3), what keeps the arithmetic defined otherwise (Cubic's `beta` below 1024, a BBR cut
+below 1), and generous bounds on times and counts. The effective set of every flow is
+recorded in `summary.json` (`flows[].params`). BBRv2 and BBRv3 share one table; their
+defaults differ.
+
+This page is generated from `ccbench._core.parameters()` by
+`python tests/test_cc_params.py --update`; a test keeps it current.
+"""
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def render() -> str:
+    out = [DOC_HEAD]
+    for alg, rows in sorted(table().items()):
+        out.append(f"\n## {alg}\n")
+        if not rows:
+            out.append("No parameters.\n")
+            continue
+        out.append("| name | kind | default | range | kernel | meaning |")
+        out.append("|---|---|---|---|---|---|")
+        for r in rows:
+            rng = f"[{_number(r['min'])}, {_number(r['max'])}]"
+            out.append(f"| `{r['name']}` | {r['kind']} | {_number(r['default'])} | {rng} | `{r['kernel']}` | {r['meaning']} |")
+    return "\n".join(out) + "\n"
+
+
+def test_the_parameters_page_is_current() -> None:
+    assert DOC.read_text() == render(), "run: python tests/test_cc_params.py --update"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--update"]:
+        sys.exit("usage: python tests/test_cc_params.py --update")
+    DOC.write_text(render())
+    print(f"wrote {DOC}")

@@ -117,7 +117,7 @@ impl BbrParams {
         param!("lt_sampling", "tcp_bbr.c: bbr_lt_bw_sampling", FLAG, lt_sampling, "long-term (policer) bandwidth sampling on"),
         param!("lt_intvl_min_rtts", "tcp_bbr.c: bbr_lt_intvl_min_rtts", (Kind::Integer, 1.0, 31.0), lt_intvl_min_rtts, "shortest long-term sampling interval, rounds (4 times it must fit lt_rtt_cnt:7)"),
         param!("lt_bw_max_rtts", "tcp_bbr.c: bbr_lt_bw_max_rtts", (Kind::Integer, 1.0, 127.0), lt_bw_max_rtts, "rounds the long-term bandwidth is used before sampling again (counted in lt_rtt_cnt:7)"),
-        param!("inflight_deficit", "model.rs: inflight_deficit_gain (the 2BRobust patch)", FLAG, inflight_deficit, "pace at high_gain while less than a BDP is in flight and the flow is not app-limited"),
+        param!("inflight_deficit", "cc/bbr/model.rs: inflight_deficit_gain (the 2BRobust patch)", FLAG, inflight_deficit, "pace at high_gain while less than a BDP is in flight and the flow is not app-limited"),
     ];
 
     /// The defaults with named overrides applied (see `cc::params::apply`).

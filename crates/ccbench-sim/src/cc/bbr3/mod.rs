@@ -183,7 +183,7 @@ impl Bbr3Params {
         param!("ecn_reprobe_gain", "google/bbr v3 tcp_bbr.c: bbr_ecn_reprobe_gain", PROPORTION, ecn_reprobe_gain, "first inflight_hi step after an ECN-only cycle, a share of inflight_hi; 0 turns it off"),
         param!("ecn_max_rtt_us", "google/bbr v3 tcp_bbr.c: bbr_ecn_max_rtt_us", (Kind::Integer, 0.0, u32::MAX as f64), ecn_max_rtt_us, "ECN is used only below this min_rtt, us; 0 at any RTT"),
         param!("full_ecn_cnt", "google/bbr v3 tcp_bbr.c: bbr_full_ecn_cnt", (Kind::Integer, 0.0, 3.0), full_ecn_cnt, "rounds of high CE ratio that end STARTUP; 0 turns the test off (counted in startup_ecn_rounds:2)"),
-        param!("inflight_deficit", "model.rs: inflight_deficit_gain (the 2BRobust patch)", FLAG, inflight_deficit, "pace at startup_pacing_gain while less than a BDP is in flight and the flow is not app-limited"),
+        param!("inflight_deficit", "cc/bbr/model.rs: inflight_deficit_gain (the 2BRobust patch)", FLAG, inflight_deficit, "pace at startup_pacing_gain while less than a BDP is in flight and the flow is not app-limited"),
     ];
 
     /// The defaults of version `v` with named overrides applied (see `cc::params::apply`).
