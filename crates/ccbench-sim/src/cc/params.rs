@@ -94,15 +94,7 @@ pub const FLAG: Range = (Kind::Flag, 0.0, 1.0);
 /// A row of a parameter table: `param!(name, kernel name, range, field, meaning)`.
 macro_rules! param {
     ($name:literal, $kernel:literal, $range:expr, $field:ident, $meaning:literal) => {
-        $crate::cc::params::Param {
-            name: $name,
-            kernel: $kernel,
-            meaning: $meaning,
-            kind: $range.0,
-            min: $range.1,
-            max: $range.2,
-            field: |p| &mut p.$field,
-        }
+        $crate::cc::params::Param { name: $name, kernel: $kernel, meaning: $meaning, kind: $range.0, min: $range.1, max: $range.2, field: |p| &mut p.$field }
     };
 }
 pub(crate) use param;
@@ -130,9 +122,7 @@ fn check<P>(p: &Param<P>, x: f64) -> Result<(), String> {
     let range = format!("[{}, {}]", number(p.min), number(p.max));
     match p.kind {
         Kind::Flag if x != 0.0 && x != 1.0 => return Err(format!("is a flag: must be 0 or 1, got {x}")),
-        Kind::Integer if x.fract() != 0.0 || !x.is_finite() => {
-            return Err(format!("must be a whole number in {range}, got {x}"))
-        }
+        Kind::Integer if x.fract() != 0.0 || !x.is_finite() => return Err(format!("must be a whole number in {range}, got {x}")),
         _ => {}
     }
     if !(p.min..=p.max).contains(&x) {

@@ -116,37 +116,37 @@ impl Bbr3Params {
         let v1_high_gain = unit * 2885 / 1000 + 1; // tcp_bbr2.c: bbr_high_gain
         Bbr3Params {
             startup_pacing_gain: if v3 { unit * 277 / 100 + 1 } else { v1_high_gain }, // bbr_startup_pacing_gain
-            startup_cwnd_gain: if v3 { unit * 2 } else { v1_high_gain }, // bbr_startup_cwnd_gain
-            drain_gain: unit * 1000 / 2885,                              // bbr_drain_gain
-            cwnd_gain: unit * 2,                                         // bbr_cwnd_gain
-            probe_up_cwnd_gain_extra: if v3 { unit / 4 } else { 0 },     // bbr_bw_probe_cwnd_gain (in units of 1/4)
-            probe_up_gain: unit * 5 / 4,                                 // bbr_pacing_gain[BBR_BW_PROBE_UP]
-            probe_down_gain: if v3 { unit * 91 / 100 } else { unit * 3 / 4 }, // bbr_pacing_gain[BBR_BW_PROBE_DOWN]
-            probe_pif_gain: unit * 5 / 4,                                // tcp_bbr2.c: bbr_bw_probe_pif_gain
-            full_bw_thresh: unit * 5 / 4,                                // bbr_full_bw_thresh
-            full_bw_cnt: 3,                                              // bbr_full_bw_cnt
-            full_loss_cnt: if v3 { 6 } else { 8 },                       // bbr_full_loss_cnt
-            loss_thresh: unit * 2 / 100,                                 // bbr_loss_thresh
-            beta: unit * 30 / 100,                                       // bbr_beta
-            inflight_headroom: unit * 15 / 100,                          // bbr_inflight_headroom
-            cwnd_min_target: 4,                                          // bbr_cwnd_min_target
-            min_rtt_win_sec: 10,                                         // bbr_min_rtt_win_sec
-            probe_rtt_win_ms: 5000,                                      // bbr_probe_rtt_win_ms
-            probe_rtt_mode_ms: 200,                                      // bbr_probe_rtt_mode_ms
-            probe_rtt_cwnd_gain: unit / 2,                               // bbr_probe_rtt_cwnd_gain
-            bw_probe_base_us: 2_000_000,                                 // bbr_bw_probe_base_us
-            bw_probe_rand_us: 1_000_000,                                 // bbr_bw_probe_rand_us
-            bw_probe_max_rounds: 63,                                     // bbr_bw_probe_max_rounds
-            extra_acked_gain: unit,                                      // bbr_extra_acked_gain
-            extra_acked_win_rtts: 5,                                     // bbr_extra_acked_win_rtts
-            startup_extra_acked_win_rtts: 1,                             // bbr_update_ack_aggregation (1 round before full bw)
-            ecn_factor: if v3 { unit / 3 } else { 0 },                   // bbr_ecn_factor (v2: ecn_enable off)
-            ecn_alpha_gain: unit / 16,                                   // bbr_ecn_alpha_gain
-            ecn_thresh: unit / 2,                                        // bbr_ecn_thresh
-            ecn_max_rtt_us: 5000,                                        // bbr_ecn_max_rtt_us
-            full_ecn_cnt: 2,                                             // bbr_full_ecn_cnt
-            ecn_reprobe_gain: if v3 { unit / 2 } else { 0 },             // bbr_ecn_reprobe_gain
-            inflight_deficit: 0,                                         // (a patch: bbr::model::inflight_deficit_gain)
+            startup_cwnd_gain: if v3 { unit * 2 } else { v1_high_gain },               // bbr_startup_cwnd_gain
+            drain_gain: unit * 1000 / 2885,                                            // bbr_drain_gain
+            cwnd_gain: unit * 2,                                                       // bbr_cwnd_gain
+            probe_up_cwnd_gain_extra: if v3 { unit / 4 } else { 0 },                   // bbr_bw_probe_cwnd_gain (in units of 1/4)
+            probe_up_gain: unit * 5 / 4,                                               // bbr_pacing_gain[BBR_BW_PROBE_UP]
+            probe_down_gain: if v3 { unit * 91 / 100 } else { unit * 3 / 4 },          // bbr_pacing_gain[BBR_BW_PROBE_DOWN]
+            probe_pif_gain: unit * 5 / 4,                                              // tcp_bbr2.c: bbr_bw_probe_pif_gain
+            full_bw_thresh: unit * 5 / 4,                                              // bbr_full_bw_thresh
+            full_bw_cnt: 3,                                                            // bbr_full_bw_cnt
+            full_loss_cnt: if v3 { 6 } else { 8 },                                     // bbr_full_loss_cnt
+            loss_thresh: unit * 2 / 100,                                               // bbr_loss_thresh
+            beta: unit * 30 / 100,                                                     // bbr_beta
+            inflight_headroom: unit * 15 / 100,                                        // bbr_inflight_headroom
+            cwnd_min_target: 4,                                                        // bbr_cwnd_min_target
+            min_rtt_win_sec: 10,                                                       // bbr_min_rtt_win_sec
+            probe_rtt_win_ms: 5000,                                                    // bbr_probe_rtt_win_ms
+            probe_rtt_mode_ms: 200,                                                    // bbr_probe_rtt_mode_ms
+            probe_rtt_cwnd_gain: unit / 2,                                             // bbr_probe_rtt_cwnd_gain
+            bw_probe_base_us: 2_000_000,                                               // bbr_bw_probe_base_us
+            bw_probe_rand_us: 1_000_000,                                               // bbr_bw_probe_rand_us
+            bw_probe_max_rounds: 63,                                                   // bbr_bw_probe_max_rounds
+            extra_acked_gain: unit,                                                    // bbr_extra_acked_gain
+            extra_acked_win_rtts: 5,                                                   // bbr_extra_acked_win_rtts
+            startup_extra_acked_win_rtts: 1,                                           // bbr_update_ack_aggregation (1 round before full bw)
+            ecn_factor: if v3 { unit / 3 } else { 0 },                                 // bbr_ecn_factor (v2: ecn_enable off)
+            ecn_alpha_gain: unit / 16,                                                 // bbr_ecn_alpha_gain
+            ecn_thresh: unit / 2,                                                      // bbr_ecn_thresh
+            ecn_max_rtt_us: 5000,                                                      // bbr_ecn_max_rtt_us
+            full_ecn_cnt: 2,                                                           // bbr_full_ecn_cnt
+            ecn_reprobe_gain: if v3 { unit / 2 } else { 0 },                           // bbr_ecn_reprobe_gain
+            inflight_deficit: 0,                                                       // (a patch: bbr::model::inflight_deficit_gain)
         }
     }
 
