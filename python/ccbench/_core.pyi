@@ -23,6 +23,12 @@ def version() -> str:
 def algorithms() -> list[str]:
     """Names of the congestion-control algorithms the simulator implements."""
 
+def parameters() -> str:
+    """Every algorithm's overridable parameters (``[[flows]] params``) as JSON:
+    ``{algorithm: [{"name", "kind" ("flag", "integer" or "gain"), "default", "min", "max",
+    "kernel", "meaning"}, ...]}``; ``min`` and ``max`` are inclusive, in the scenario's
+    units (gains as real numbers, rounded to 1/256 when applied)."""
+
 def emulate(config_json: str, control_fd: int = 0, out_fd: int = 1) -> None:
     """Run the real-time link emulator of the kernel engine until told to stop on
     `control_fd`, writing its reports to `out_fd`. The GIL is released while running."""

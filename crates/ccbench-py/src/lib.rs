@@ -104,6 +104,13 @@ fn algorithms() -> Vec<&'static str> {
     ccbench_sim::cc::Algorithm::ALL.iter().map(|a| a.name()).collect()
 }
 
+/// Every algorithm's overridable parameters as JSON: {algorithm: [{name, kind, default,
+/// min, max, kernel, meaning}, ...]} (see `ccbench_sim::cc::params`).
+#[pyfunction]
+fn parameters() -> PyResult<String> {
+    serde_json::to_string(&ccbench_sim::cc::parameters()).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
@@ -112,6 +119,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(emulate, m)?)?;
     m.add_function(wrap_pyfunction!(cpu_presets, m)?)?;
+    m.add_function(wrap_pyfunction!(parameters, m)?)?;
     m.add("ScenarioError", scenario_error_type(m.py())?)?;
     Ok(())
 }

@@ -355,7 +355,7 @@ fn default_rwnd() -> u64 {
     6 * 1024 * 1024
 }
 
-/// Stack-wide knobs, with the defaults of a recent Linux kernel (reference §1.9).
+/// Stack-wide knobs, with the defaults of a recent Linux kernel (the net.ipv4.tcp_* sysctls and include/net/tcp.h).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TcpConfig {
@@ -536,7 +536,7 @@ impl Scenario {
                 let names: Vec<_> = crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect();
                 err(format!("flows[{i}].cca"), format!("unknown algorithm '{}'; allowed: {}", f.cca, names.join(", ")))
             })?;
-            alg.build(&f.params, crate::sim::rng::stream(0, "cc", 0)).map_err(|m| err(format!("flows[{i}].params"), m))?;
+            alg.instance(&f.params, crate::sim::rng::stream(0, "cc", 0)).map_err(|e| err(format!("flows[{i}].params.{}", e.name), e.message))?;
             if f.size_bytes == Some(0) {
                 return Err(err(format!("flows[{i}].size"), "must be positive"));
             }

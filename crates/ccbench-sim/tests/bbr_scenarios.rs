@@ -1,6 +1,6 @@
 //! Named scenario tests of the three BBR versions on the dumbbell: link utilisation and
 //! queueing, the shallow-buffer and random-loss behaviour reported in the literature
-//! (reference §6.1-§6.3), sharing with Cubic by buffer depth, PROBE_RTT timing, and
+//! (docs/model.md, "Published effects the BBR tests check"), sharing with Cubic by buffer depth, PROBE_RTT timing, and
 //! determinism of the random cycle phase. Tolerances are stated where they are set.
 //! Run in release: `cargo test --release -p ccbench-sim --test bbr_scenarios`.
 
@@ -89,7 +89,7 @@ fn lossy(cca: &str, p: f64) -> Scenario {
     s
 }
 
-/// Reference §6.2: BBRv1's model ignores random loss until the 1.25 probe can no longer
+/// Cao et al. (IMC 2019; docs/model.md, "Published effects the BBR tests check"): BBRv1's model ignores random loss until the 1.25 probe can no longer
 /// refresh the max filter, 1.25 (1 - p) < 1, i.e. p > 20%; Cubic collapses at ~1%;
 /// BBRv3 bounds its inflight once loss exceeds 2% of a probe's flight.
 #[test]
@@ -123,7 +123,7 @@ fn bbr_v1_loss_cliff() {
     assert!(g(2) >= 0.85 * 0.95 * payload);
 }
 
-/// Reference §6.3 (Cao et al., Hock et al., Ware et al.): against Cubic, BBRv1 wins in
+/// Cao et al., Hock et al., Ware et al. (docs/model.md, "Published effects the BBR tests check"): against Cubic, BBRv1 wins in
 /// shallow buffers (Cubic backs off on the losses BBR's 2-BDP flight causes) and loses
 /// in deep ones (Cubic's flight grows with the buffer, BBR's is capped near 2 BDP).
 #[test]

@@ -1,4 +1,4 @@
-//! The sender's CPU (reference §6.4, §6.5): the effects of the phone study (Vargas et al.,
+//! The sender's CPU (docs/model.md, "Sender CPU"): the effects of the phone study (Vargas et al.,
 //! IMC'22) and of the VM study (Elmenhorst & Aschenbruck, 2BRobust) must emerge from the
 //! host model, and an ideal host must change nothing.
 

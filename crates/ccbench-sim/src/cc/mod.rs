@@ -1,7 +1,7 @@
 //! The congestion-control interface, shaped like Linux's `struct tcp_congestion_ops`.
 //!
 //! The TCP sender (`tcp::sender`) owns the connection state and calls these hooks in
-//! the kernel's order (`tcp_ack`, reference §1.1). Classic algorithms (Reno, Cubic)
+//! the kernel's order (`tcp_ack`, tcp_input.c). Classic algorithms (Reno, Cubic)
 //! implement `ssthresh` + `cong_avoid` and let the stack run PRR and set the pacing
 //! rate; model-based ones (BBR) implement `cong_control` and set cwnd and pacing
 //! themselves, exactly as `tcp_cong_control` dispatches.
@@ -9,6 +9,7 @@
 pub mod bbr;
 pub mod bbr3;
 pub mod cubic;
+pub mod params;
 pub mod reno;
 
 use crate::time::Time;
@@ -270,14 +271,12 @@ impl Algorithm {
         Algorithm::ALL.iter().copied().find(|a| a.name() == name)
     }
 
-    /// Build an instance with parameter overrides by name (unknown names are errors) and
-    /// its own random stream.
-    pub fn build(self, params: &BTreeMap<String, f64>, rng: crate::sim::rng::Rng) -> Result<Box<dyn CongestionControl>, String> {
+    /// An instance with parameter overrides by name (`params::apply`: unknown names and
+    /// values out of range are errors) and its own random stream.
+    pub fn instance(self, params: &BTreeMap<String, f64>, rng: crate::sim::rng::Rng) -> Result<Box<dyn CongestionControl>, params::ParamError> {
         Ok(match self {
             Algorithm::Reno => {
-                if let Some(k) = params.keys().next() {
-                    return Err(format!("reno has no parameter '{k}'"));
-                }
+                params::apply("reno", &[] as &[params::Param<()>], (), params)?;
                 Box::new(reno::Reno)
             }
             Algorithm::Cubic => Box::new(cubic::Cubic::new(cubic::CubicParams::from_overrides(params)?)),
@@ -292,4 +291,27 @@ impl Algorithm {
             }
         })
     }
+
+    /// [`Algorithm::instance`] with the error as one line, `name: what is allowed`.
+    pub fn build(self, params: &BTreeMap<String, f64>, rng: crate::sim::rng::Rng) -> Result<Box<dyn CongestionControl>, String> {
+        self.instance(params, rng).map_err(|e| e.to_string())
+    }
+
+    /// The parameters a scenario may override, each with its default, range, kernel
+    /// name and meaning.
+    pub fn parameters(self) -> Vec<params::Description> {
+        match self {
+            Algorithm::Reno => Vec::new(),
+            Algorithm::Cubic => params::describe(cubic::CubicParams::TABLE, cubic::CubicParams::default()),
+            Algorithm::Bbr => params::describe(bbr::BbrParams::TABLE, bbr::BbrParams::default()),
+            Algorithm::Bbr2 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
+            Algorithm::Bbr3 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V3)),
+        }
+    }
+}
+
+/// Every algorithm's parameters, `{algorithm: [{name, kind, default, min, max, kernel,
+/// meaning}, ...]}`, for the front end and the docs.
+pub fn parameters() -> BTreeMap<&'static str, Vec<params::Description>> {
+    Algorithm::ALL.iter().map(|&a| (a.name(), a.parameters())).collect()
 }

@@ -1,4 +1,4 @@
-//! The sender host's CPU (reference §6.4, §6.5): one processor runs every sender-side
+//! The sender host's CPU (docs/model.md, "Sender CPU"): one processor runs every sender-side
 //! task of every flow in arrival order — ACK processing, pacing-timer and
 //! TX-completion wake-ups, retransmission timers, the application's first write.
 //! While it is busy or descheduled the work waits, and each task runs, stamps its

@@ -1,4 +1,5 @@
-//! The TCP endpoints, modelled on the Linux stack (reference §1).
+//! The TCP endpoints, modelled on the Linux stack (net/ipv4/tcp_input.c, tcp_output.c,
+//! tcp_rate.c, tcp_recovery.c, tcp_timer.c).
 
 pub mod minmax;
 mod output;

@@ -1,5 +1,6 @@
 //! The output path: `tcp_write_xmit` with its pacing check, cwnd quota, TSO sizing and
-//! deferral and TCP Small Queues (reference §1.5-§1.6, §1.8), and retransmission.
+//! deferral (`tcp_pacing_check`, `tcp_tso_should_defer`) and TCP Small Queues
+//! (`tcp_small_queue_check`), all in net/ipv4/tcp_output.c, and retransmission.
 
 use super::scoreboard::Seg;
 use super::sender::*;

@@ -1,4 +1,4 @@
-//! Delivery-rate sampling as `net/ipv4/tcp_rate.c` (reference §1.2), with the v3 tree's
+//! Delivery-rate sampling as `net/ipv4/tcp_rate.c`, with the google/bbr v3 tree's
 //! extra snapshots (`tx.in_flight`, `tx.lost`). All stamps are µs, like `tcp_mstamp`.
 
 use crate::cc::RateSample;

@@ -1,4 +1,5 @@
-//! The Linux receiver's ACK policy (reference §1.7): ACK every second full segment,
+//! The Linux receiver's ACK policy (`__tcp_ack_snd_check`, `tcp_event_data_recv`,
+//! `tcp_send_delayed_ack`; tcp_input.c, tcp_output.c): ACK every second full segment,
 //! quick-ACK at start, a delayed-ACK timer with `ato` adaptation, immediate SACKed
 //! duplicate ACKs for out-of-order data with SACK compression after three, DSACK.
 //! The application reads at once, so the advertised window stays at its limit.

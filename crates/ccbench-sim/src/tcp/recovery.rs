@@ -1,6 +1,6 @@
 //! Loss detection and recovery: the CA state machine of `tcp_fastretrans_alert`, RACK
 //! (tcp_recovery.c), PRR (`tcp_cwnd_reduction`), RTO (`tcp_retransmit_timer`,
-//! `tcp_enter_loss`) and the tail loss probe. Reference §1.3-§1.4.
+//! `tcp_enter_loss`) and the tail loss probe (`tcp_schedule_loss_probe`).
 
 use super::sender::*;
 use crate::cc::{CaEvent, CaState, INFINITE_SSTHRESH};

@@ -1,5 +1,5 @@
 //! The TCP sender: connection state and the ACK path in the order of Linux's `tcp_ack`
-//! (reference §1.1). Loss recovery is in `recovery.rs`, the output path in `output.rs`.
+//! (net/ipv4/tcp_input.c). Loss recovery is in `recovery.rs`, the output path in `output.rs`.
 
 use super::rate::{Pick, RateState, TxSnapshot};
 use super::rtt::RttEstimator;

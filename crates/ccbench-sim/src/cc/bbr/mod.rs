@@ -1,4 +1,4 @@
-//! BBRv1 as mainline Linux `net/ipv4/tcp_bbr.c` (reference §2). One file per state
+//! BBRv1 as mainline Linux `net/ipv4/tcp_bbr.c`. One file per state
 //! (`startup.rs` with DRAIN, `probe_bw.rs`, `probe_rtt.rs`), the loss handling in
 //! `recovery.rs`, the model arithmetic shared with v2/v3 in `model.rs`.
 
@@ -9,6 +9,7 @@ mod recovery;
 mod startup;
 
 use self::model::*;
+use super::params::{apply, param, Kind, Param, ParamError, FLAG, GAIN, MAX_GAIN, ROUNDS};
 use super::{CaEvent, CaState, CongestionControl, ConnInfo, Internals, RateSample, Window, INFINITE_SSTHRESH};
 use crate::sim::rng::Rng;
 use crate::tcp::minmax::MinMax;
@@ -68,77 +69,60 @@ pub struct BbrParams {
 }
 
 impl Default for BbrParams {
+    /// The constants of mainline tcp_bbr.c.
     fn default() -> Self {
         BbrParams {
-            high_gain: BBR_UNIT * 2885 / 1000 + 1,
-            drain_gain: BBR_UNIT * 1000 / 2885,
-            cwnd_gain: BBR_UNIT * 2,
-            probe_gain: BBR_UNIT * 5 / 4,
-            probe_drain_gain: BBR_UNIT * 3 / 4,
-            cycle_rand: 7,
-            bw_rtts: CYCLE_LEN as u32 + 2,
-            min_rtt_win_sec: 10,
-            probe_rtt_mode_ms: 200,
-            cwnd_min_target: 4,
-            full_bw_thresh: BBR_UNIT * 5 / 4,
-            full_bw_cnt: 3,
-            extra_acked_gain: BBR_UNIT,
-            extra_acked_win_rtts: 5,
-            lt_sampling: 1,
-            lt_intvl_min_rtts: 4,
-            lt_loss_thresh: 50,
-            lt_bw_ratio: BBR_UNIT / 8,
-            lt_bw_diff: 4000 / 8,
-            lt_bw_max_rtts: 48,
-            inflight_deficit: 0,
+            high_gain: BBR_UNIT * 2885 / 1000 + 1,  // tcp_bbr.c: bbr_high_gain
+            drain_gain: BBR_UNIT * 1000 / 2885,     // tcp_bbr.c: bbr_drain_gain
+            cwnd_gain: BBR_UNIT * 2,                // tcp_bbr.c: bbr_cwnd_gain
+            probe_gain: BBR_UNIT * 5 / 4,           // tcp_bbr.c: bbr_pacing_gain[0]
+            probe_drain_gain: BBR_UNIT * 3 / 4,     // tcp_bbr.c: bbr_pacing_gain[1]
+            cycle_rand: 7,                          // tcp_bbr.c: bbr_cycle_rand
+            bw_rtts: CYCLE_LEN as u32 + 2,          // tcp_bbr.c: bbr_bw_rtts
+            min_rtt_win_sec: 10,                    // tcp_bbr.c: bbr_min_rtt_win_sec
+            probe_rtt_mode_ms: 200,                 // tcp_bbr.c: bbr_probe_rtt_mode_ms
+            cwnd_min_target: 4,                     // tcp_bbr.c: bbr_cwnd_min_target
+            full_bw_thresh: BBR_UNIT * 5 / 4,       // tcp_bbr.c: bbr_full_bw_thresh
+            full_bw_cnt: 3,                         // tcp_bbr.c: bbr_full_bw_cnt
+            extra_acked_gain: BBR_UNIT,             // tcp_bbr.c: bbr_extra_acked_gain
+            extra_acked_win_rtts: 5,                // tcp_bbr.c: bbr_extra_acked_win_rtts
+            lt_sampling: 1,                         // (always on in tcp_bbr.c)
+            lt_intvl_min_rtts: 4,                   // tcp_bbr.c: bbr_lt_intvl_min_rtts
+            lt_loss_thresh: 50,                     // tcp_bbr.c: bbr_lt_loss_thresh
+            lt_bw_ratio: BBR_UNIT / 8,              // tcp_bbr.c: bbr_lt_bw_ratio
+            lt_bw_diff: 4000 / 8,                   // tcp_bbr.c: bbr_lt_bw_diff
+            lt_bw_max_rtts: 48,                     // tcp_bbr.c: bbr_lt_bw_max_rtts
+            inflight_deficit: 0,                    // (a patch: model.rs, inflight_deficit_gain)
         }
     }
 }
 
-/// Gain names take real numbers (e.g. `cwnd_gain = 2.5`); counts take integers.
-const GAIN_PARAMS: &[&str] = &["high_gain", "drain_gain", "cwnd_gain", "probe_gain", "probe_drain_gain", "full_bw_thresh", "extra_acked_gain"];
-
 impl BbrParams {
-    pub fn from_overrides(overrides: &BTreeMap<String, f64>) -> Result<Self, String> {
-        let mut p = BbrParams::default();
-        for (name, &v) in overrides {
-            if !v.is_finite() || v < 0.0 {
-                return Err(format!("bbr parameter '{name}' must be a finite non-negative number, got {v}"));
-            }
-            let int = || -> Result<u32, String> {
-                if v.fract() != 0.0 || v > u32::MAX as f64 {
-                    Err(format!("bbr parameter '{name}' must be a whole number, got {v}"))
-                } else {
-                    Ok(v as u32)
-                }
-            };
-            match name.as_str() {
-                "high_gain" => p.high_gain = gain(v),
-                "drain_gain" => p.drain_gain = gain(v),
-                "cwnd_gain" => p.cwnd_gain = gain(v),
-                "probe_gain" => p.probe_gain = gain(v),
-                "probe_drain_gain" => p.probe_drain_gain = gain(v),
-                "full_bw_thresh" => p.full_bw_thresh = gain(v),
-                "extra_acked_gain" => p.extra_acked_gain = gain(v),
-                "cycle_rand" => p.cycle_rand = int()?.clamp(1, CYCLE_LEN as u32 - 1),
-                "bw_rtts" => p.bw_rtts = int()?.max(1),
-                "min_rtt_win_sec" => p.min_rtt_win_sec = int()?.max(1),
-                "probe_rtt_mode_ms" => p.probe_rtt_mode_ms = int()?,
-                "cwnd_min_target" => p.cwnd_min_target = int()?.max(1),
-                "full_bw_cnt" => p.full_bw_cnt = int()?.max(1),
-                "extra_acked_win_rtts" => p.extra_acked_win_rtts = int()?.max(1),
-                "lt_sampling" => p.lt_sampling = int()?.min(1),
-                "lt_intvl_min_rtts" => p.lt_intvl_min_rtts = int()?.max(1),
-                "lt_bw_max_rtts" => p.lt_bw_max_rtts = int()?.max(1),
-                "inflight_deficit" => p.inflight_deficit = int()?.min(1),
-                _ => {
-                    let mut names: Vec<&str> = GAIN_PARAMS.to_vec();
-                    names.extend(["cycle_rand", "bw_rtts", "min_rtt_win_sec", "probe_rtt_mode_ms", "cwnd_min_target", "full_bw_cnt", "extra_acked_win_rtts", "lt_sampling", "lt_intvl_min_rtts", "lt_bw_max_rtts", "inflight_deficit"]);
-                    return Err(format!("bbr has no parameter '{name}' (allowed: {})", names.join(", ")));
-                }
-            }
-        }
-        Ok(p)
+    /// What a scenario may override, with the ranges the kernel's fields can hold.
+    pub const TABLE: &'static [Param<BbrParams>] = &[
+        param!("high_gain", "tcp_bbr.c: bbr_high_gain", GAIN, high_gain, "STARTUP pacing and cwnd gain (2/ln 2)"),
+        param!("drain_gain", "tcp_bbr.c: bbr_drain_gain", GAIN, drain_gain, "DRAIN pacing gain (ln 2/2)"),
+        param!("cwnd_gain", "tcp_bbr.c: bbr_cwnd_gain", GAIN, cwnd_gain, "PROBE_BW cwnd gain"),
+        param!("probe_gain", "tcp_bbr.c: bbr_pacing_gain[0]", GAIN, probe_gain, "PROBE_BW pacing gain of the bandwidth probe"),
+        param!("probe_drain_gain", "tcp_bbr.c: bbr_pacing_gain[1]", GAIN, probe_drain_gain, "PROBE_BW pacing gain of the drain after a probe"),
+        param!("full_bw_thresh", "tcp_bbr.c: bbr_full_bw_thresh", GAIN, full_bw_thresh, "STARTUP counts a round as growth only if bandwidth grew by this factor"),
+        param!("extra_acked_gain", "tcp_bbr.c: bbr_extra_acked_gain", (Kind::Gain, 0.0, MAX_GAIN), extra_acked_gain, "share of the ACK-aggregation estimate added to cwnd; 0 turns it off"),
+        param!("cycle_rand", "tcp_bbr.c: bbr_cycle_rand", (Kind::Integer, 1.0, CYCLE_LEN as f64 - 1.0), cycle_rand, "PROBE_BW starts at a phase drawn among this many (never the probe)"),
+        param!("bw_rtts", "tcp_bbr.c: bbr_bw_rtts", ROUNDS, bw_rtts, "window of the max-bandwidth filter, rounds"),
+        param!("min_rtt_win_sec", "tcp_bbr.c: bbr_min_rtt_win_sec", (Kind::Integer, 1.0, 3600.0), min_rtt_win_sec, "window of the min-RTT filter, seconds"),
+        param!("probe_rtt_mode_ms", "tcp_bbr.c: bbr_probe_rtt_mode_ms", (Kind::Integer, 0.0, 3.6e6), probe_rtt_mode_ms, "time held in PROBE_RTT, ms; 0 never enters PROBE_RTT"),
+        param!("cwnd_min_target", "tcp_bbr.c: bbr_cwnd_min_target", (Kind::Integer, 1.0, 1e6), cwnd_min_target, "the smallest cwnd, segments (PROBE_RTT's cwnd)"),
+        param!("full_bw_cnt", "tcp_bbr.c: bbr_full_bw_cnt", (Kind::Integer, 1.0, 3.0), full_bw_cnt, "rounds without growth that end STARTUP (the kernel counts them in 2 bits, full_bw_cnt:2)"),
+        param!("extra_acked_win_rtts", "tcp_bbr.c: bbr_extra_acked_win_rtts", (Kind::Integer, 1.0, 31.0), extra_acked_win_rtts, "window of the ACK-aggregation filter, rounds (counted in 5 bits, extra_acked_win_rtts:5)"),
+        param!("lt_sampling", "tcp_bbr.c: bbr_lt_bw_sampling", FLAG, lt_sampling, "long-term (policer) bandwidth sampling on"),
+        param!("lt_intvl_min_rtts", "tcp_bbr.c: bbr_lt_intvl_min_rtts", (Kind::Integer, 1.0, 31.0), lt_intvl_min_rtts, "shortest long-term sampling interval, rounds (4 times it must fit lt_rtt_cnt:7)"),
+        param!("lt_bw_max_rtts", "tcp_bbr.c: bbr_lt_bw_max_rtts", (Kind::Integer, 1.0, 127.0), lt_bw_max_rtts, "rounds the long-term bandwidth is used before sampling again (counted in lt_rtt_cnt:7)"),
+        param!("inflight_deficit", "cc/bbr/model.rs: inflight_deficit_gain (the 2BRobust patch)", FLAG, inflight_deficit, "pace at high_gain while less than a BDP is in flight and the flow is not app-limited"),
+    ];
+
+    /// The defaults with named overrides applied (see `cc::params::apply`).
+    pub fn from_overrides(overrides: &BTreeMap<String, f64>) -> Result<Self, ParamError> {
+        apply("bbr", Self::TABLE, BbrParams::default(), overrides)
     }
 }
 
@@ -432,4 +416,8 @@ impl CongestionControl for Bbr {
     }
 }
 
-#[cfg(test)] mod tests;
+/// The test path and driver shared with the v2/v3 tests.
+#[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
+mod tests;

@@ -1,45 +1,20 @@
 //! Scripted tests of BBRv1: the algorithm driven through `CongestionControl` with
 //! explicit ACKs and rate samples at explicit times, each checked against a closed form
-//! computed here from the kernel's constants (reference §2).
+//! computed here from the constants of net/ipv4/tcp_bbr.c.
 //!
-//! The test path: min RTT 40 ms and a delivery rate of exactly 1/64 segment per µs
-//! (15 625 segments/s), so that the bandwidth is exact in the kernel's 2^24 fixed point
-//! (2^18) and one BDP is exactly 625 segments. ACKs arrive every 320 µs for 5 segments.
+//! The test path and the driver are shared with the v2/v3 tests (`bbr/testing.rs`).
 
 use super::model::*;
+use super::testing::*;
 use super::*;
-use crate::cc::{Algorithm, CaState, ConnInfo, RateSample, Window};
+use crate::cc::{Algorithm, CaState};
 use crate::sim::rng;
-use crate::time::{Dur, Time, NS_PER_SEC};
+use crate::time::Dur;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Runs start well past jiffy 0, like a kernel's clock.
-const T0: Time = Time(1_000 * NS_PER_SEC);
-const HZ: u32 = 1000;
-const MSS: u32 = 1448;
-const RTT_US: u64 = 40_000;
-const ACK_GAP_US: u64 = 320;
-const PER_ACK: u32 = 5;
-/// 1/64 segment per µs in BW_UNIT (2^24) fixed point.
-const BW: u64 = 1 << 18;
-const BW_SEGS_PER_US: f64 = 1.0 / 64.0;
-/// bw x min_rtt = 15 625 seg/s x 40 ms.
-const BDP: u32 = 625;
-/// ACKs per packet-timed round: 40 000 µs / 320 µs.
-const ACKS_PER_ROUND: u64 = RTT_US / ACK_GAP_US;
-
 // ---------------------------------------------------------------------------------
-// Closed forms (reference §0, §2.4-§2.6), written from the reference's formulas.
-
-/// Pacing rate in payload bytes/s: bw x MSS x gain x 0.99, truncated.
-fn pacing_rate_closed(bw_segs_per_us: f64, gain: u32) -> u64 {
-    (bw_segs_per_us * MSS as f64 * gain as f64 / 256.0 * 0.99 * 1e6).floor() as u64
-}
-
-/// ceil(bw x min_rtt x gain) on the test path.
-fn bdp_closed(gain: u32) -> u32 {
-    (BDP * gain).div_ceil(256)
-}
+// Closed forms of v1's `bbr_tso_segs_goal` and `bbr_quantization_budget` (tcp_bbr.c);
+// those of the pacing rate and the BDP are in `testing.rs`.
 
 /// `bbr_tso_segs_goal`: min(rate / 1024, 64 KB - 1 - 320) bytes in whole segments, at
 /// least 1 below 1.2 Mbit/s and 2 above, at most 127.
@@ -61,115 +36,19 @@ fn params(pairs: &[(&str, f64)]) -> BbrParams {
 }
 
 // ---------------------------------------------------------------------------------
-// The driver.
+// The driver (`testing.rs`) on a v1 connection.
 
-/// One connection driven the way the stack drives `cong_control` (§1.1): per ACK the
-/// delivered count and delivered stamp advance, a rate sample is formed, the algorithm
-/// runs, and its app-limited request is taken. `prior_delivered` is the delivered count
-/// one `round_us` earlier (the newest delivered packet left one round trip ago), so a
-/// packet-timed round lasts `round_us`. By default each sample is the data delivered in
-/// the last `round_us` over `round_us`; `inflight` is whatever the test set in `c`.
-struct Drv {
-    cc: Bbr,
-    c: ConnInfo,
-    w: Window,
-    round_us: u64,
-    rtt_us: i64,
-    /// How far the next departure (EDT) is ahead of now.
-    edt_lead_us: u64,
-    /// (time µs, delivered after the ACK).
-    hist: Vec<(u64, u64)>,
-    acks: u64,
-    /// The algorithm asked the stack to mark the connection app-limited on the last ACK.
-    app_limited_requested: bool,
-}
+type Drv = Driver<Bbr>;
 
-impl Drv {
+impl Driver<Bbr> {
     fn new(p: BbrParams, seed: u64) -> Drv {
-        let c = ConnInfo {
-            now: T0,
-            jiffies: T0.jiffies(HZ),
-            hz: HZ,
-            mss: MSS,
-            srtt_us: RTT_US,
-            min_rtt_us: RTT_US,
-            lsndtime: T0,
-            wstamp: T0,
-            delivered_us: T0.us(),
-            inflight: BDP,
-            ..ConnInfo::default()
-        };
-        let mut w = Window::new(10);
-        let mut cc = Bbr::new(p, rng::stream(seed, "bbr", 0));
-        cc.init(&c, &mut w);
-        Drv { cc, c, w, round_us: RTT_US, rtt_us: RTT_US as i64, edt_lead_us: 0, hist: Vec::new(), acks: 0, app_limited_requested: false }
+        Driver::start(Bbr::new(p, rng::stream(seed, "bbr", 0)), RTT_US, ACK_GAP_US, PER_ACK)
     }
 
     /// The defaults without the ACK-aggregation allowance, so that cwnd targets are
     /// plain closed forms (the allowance has a test of its own).
     fn with_defaults() -> Drv {
         Drv::new(params(&[("extra_acked_gain", 0.0)]), 1)
-    }
-
-    fn now_us(&self) -> u64 {
-        self.c.now.us()
-    }
-
-    fn ack(&mut self) {
-        self.ack_full(ACK_GAP_US, PER_ACK, |_, _| {});
-    }
-
-    fn ack_with(&mut self, tweak: impl FnOnce(&mut RateSample, &mut ConnInfo)) {
-        self.ack_full(ACK_GAP_US, PER_ACK, tweak);
-    }
-
-    fn app_limited_ack(&mut self) {
-        self.ack_with(|rs, _| rs.is_app_limited = true);
-    }
-
-    fn ack_full(&mut self, gap_us: u64, acked: u32, tweak: impl FnOnce(&mut RateSample, &mut ConnInfo)) {
-        let now = self.c.now + Dur::from_us(gap_us);
-        self.c.now = now;
-        self.c.jiffies = now.jiffies(HZ);
-        self.c.delivered += acked as u64;
-        self.c.delivered_us = now.us();
-        self.c.wstamp = now + Dur::from_us(self.edt_lead_us);
-        let back = now.us() - self.round_us;
-        let i = self.hist.partition_point(|&(t, _)| t <= back);
-        let prior = if i == 0 { 0 } else { self.hist[i - 1].1 };
-        let mut rs = RateSample {
-            prior_delivered: prior,
-            delivered: (self.c.delivered - prior) as i64,
-            interval_us: self.round_us as i64,
-            rtt_us: self.rtt_us,
-            acked_sacked: acked,
-            prior_in_flight: self.c.inflight,
-            tx_in_flight: self.c.inflight,
-            ..RateSample::default()
-        };
-        tweak(&mut rs, &mut self.c);
-        assert!(self.cc.cong_control(&self.c, &mut self.w, &rs));
-        self.app_limited_requested = std::mem::take(&mut self.w.mark_app_limited);
-        self.hist.push((now.us(), self.c.delivered));
-        self.acks += 1;
-    }
-
-    /// Steady ACKs until `done`; panics after `max` ACKs.
-    fn ack_until(&mut self, max: u64, mut done: impl FnMut(&Drv) -> bool) {
-        for _ in 0..max {
-            self.ack();
-            if done(self) {
-                return;
-            }
-        }
-        panic!("condition not reached in {max} ACKs (mode {:?}, t = {} µs)", self.cc.mode, self.now_us() - T0.us());
-    }
-
-    /// The stack entering fast recovery: `ssthresh` (BBR saves cwnd), then the state.
-    fn enter_recovery(&mut self) {
-        self.w.ssthresh = self.cc.ssthresh(&self.c, &self.w);
-        self.cc.set_state(&self.c, &mut self.w, CaState::Recovery);
-        self.c.ca_state = CaState::Recovery;
     }
 
     /// From init to PROBE_BW on the steady path with one BDP in flight.

@@ -1,40 +1,20 @@
 //! Scripted tests of BBRv3 and BBRv2: the algorithm driven through `CongestionControl`
 //! with explicit ACKs, rate samples and lost segments at explicit times, each checked
 //! against a closed form computed here from the constants of the google/bbr trees
-//! (reference §3, §4).
+//! (v3 net/ipv4/tcp_bbr.c, v2alpha net/ipv4/tcp_bbr2.c).
 //!
-//! The test path, as in the v1 tests: min RTT 40 ms and a delivery rate of exactly 1/64
-//! segment per µs (2^18 in the 2^24 fixed point), so one BDP is exactly 625 segments;
-//! ACKs every 320 µs for 5 segments, 125 ACKs per packet-timed round.
+//! The test path and the driver are those of the v1 tests (`bbr/testing.rs`).
 
 use super::*;
-use crate::cc::{Algorithm, CaState, ConnInfo, LostSegment, RateSample, Window};
+use crate::cc::bbr::testing::*;
+use crate::cc::{Algorithm, CaState, LostSegment};
 use crate::sim::rng;
-use crate::time::{Dur, Time, NS_PER_SEC};
 use std::collections::BTreeMap;
 
-const T0: Time = Time(1_000 * NS_PER_SEC);
-const HZ: u32 = 1000;
-const MSS: u32 = 1448;
-const RTT_US: u64 = 40_000;
-const ACK_GAP_US: u64 = 320;
-const PER_ACK: u32 = 5;
-const BW: u64 = 1 << 18;
-const BW_SEGS_PER_US: f64 = 1.0 / 64.0;
-const BDP: u32 = 625;
-const ACKS_PER_ROUND: u64 = RTT_US / ACK_GAP_US;
-
 // ---------------------------------------------------------------------------------
-// Closed forms (reference §3.1, §3.6, §3.7).
-
-fn pacing_rate_closed(bw_segs_per_us: f64, gain: u32) -> u64 {
-    (bw_segs_per_us * MSS as f64 * gain as f64 / 256.0 * 0.99 * 1e6).floor() as u64
-}
-
-/// ceil(bw x min_rtt x gain) on the test path.
-fn bdp_closed(gain: u32) -> u32 {
-    (BDP * gain).div_ceil(256)
-}
+// Closed forms of `bbr_tso_segs_generic`, `bbr_quantization_budget` and the loss cut
+// `bbr_beta` (google/bbr v3 tcp_bbr.c); those of the pacing rate and the BDP are in
+// `bbr/testing.rs`.
 
 /// `bbr_tso_segs_generic`: rate/1024 bytes plus 64 KB halved per 512 µs of min RTT,
 /// at most 64 KB - 1 - 320 bytes, in whole segments, at least 2.
@@ -59,63 +39,13 @@ fn params(v: Version, pairs: &[(&str, f64)]) -> Bbr3Params {
 }
 
 // ---------------------------------------------------------------------------------
-// The driver (the same scheme as the v1 tests).
+// The driver (`bbr/testing.rs`) on a v2 or v3 connection.
 
-/// One connection driven the way the stack drives the hooks: per ACK the delivered
-/// count and stamp advance, a rate sample is formed and `cong_control` runs; the
-/// app-limited request is taken as the stack does. `prior_delivered` is the delivered
-/// count one `round_us` earlier, so a packet-timed round lasts `round_us`; each sample
-/// is what was delivered in the last `round_us`, over `round_us`.
-struct Drv {
-    cc: Bbr3,
-    c: ConnInfo,
-    w: Window,
-    round_us: u64,
-    rtt_us: i64,
-    gap_us: u64,
-    per_ack: u32,
-    edt_lead_us: u64,
-    /// `rs.prior_in_flight` (and `tx_in_flight`) when not the current inflight.
-    prior_in_flight: Option<u32>,
-    hist: Vec<(u64, u64)>,
-    acks: u64,
-    app_limited_requested: bool,
-}
+type Drv = Driver<Bbr3>;
 
-impl Drv {
+impl Driver<Bbr3> {
     fn with_path(v: Version, p: Bbr3Params, seed: u64, rtt_us: u64, gap_us: u64, per_ack: u32) -> Drv {
-        let c = ConnInfo {
-            now: T0,
-            jiffies: T0.jiffies(HZ),
-            hz: HZ,
-            mss: MSS,
-            srtt_us: rtt_us,
-            min_rtt_us: rtt_us,
-            lsndtime: T0,
-            wstamp: T0,
-            delivered_us: T0.us(),
-            ..ConnInfo::default()
-        };
-        let mut w = Window::new(10);
-        let mut cc = Bbr3::new(v, p, rng::stream(seed, "bbr", 0));
-        cc.init(&c, &mut w);
-        let mut d = Drv {
-            cc,
-            c,
-            w,
-            round_us: rtt_us,
-            rtt_us: rtt_us as i64,
-            gap_us,
-            per_ack,
-            edt_lead_us: 0,
-            prior_in_flight: None,
-            hist: Vec::new(),
-            acks: 0,
-            app_limited_requested: false,
-        };
-        // One BDP in flight.
-        d.c.inflight = (rtt_us / gap_us) as u32 * per_ack;
-        d
+        Driver::start(Bbr3::new(v, p, rng::stream(seed, "bbr", 0)), rtt_us, gap_us, per_ack)
     }
 
     fn new(v: Version, p: Bbr3Params, seed: u64) -> Drv {
@@ -130,57 +60,6 @@ impl Drv {
 
     fn v2() -> Drv {
         Drv::new(Version::V2, params(Version::V2, &[("extra_acked_gain", 0.0)]), 1)
-    }
-
-    fn now_us(&self) -> u64 {
-        self.c.now.us()
-    }
-
-    fn ack(&mut self) {
-        self.ack_with(|_, _| {});
-    }
-
-    fn ack_with(&mut self, tweak: impl FnOnce(&mut RateSample, &mut ConnInfo)) {
-        let now = self.c.now + Dur::from_us(self.gap_us);
-        self.c.now = now;
-        self.c.jiffies = now.jiffies(HZ);
-        self.c.delivered += self.per_ack as u64;
-        self.c.delivered_us = now.us();
-        self.c.wstamp = now + Dur::from_us(self.edt_lead_us);
-        let back = now.us() - self.round_us;
-        let i = self.hist.partition_point(|&(t, _)| t <= back);
-        let prior = if i == 0 { 0 } else { self.hist[i - 1].1 };
-        let pif = self.prior_in_flight.unwrap_or(self.c.inflight);
-        let mut rs = RateSample {
-            prior_delivered: prior,
-            delivered: (self.c.delivered - prior) as i64,
-            interval_us: self.round_us as i64,
-            rtt_us: self.rtt_us,
-            acked_sacked: self.per_ack,
-            prior_in_flight: pif,
-            tx_in_flight: pif,
-            ..RateSample::default()
-        };
-        tweak(&mut rs, &mut self.c);
-        assert!(self.cc.cong_control(&self.c, &mut self.w, &rs));
-        self.app_limited_requested = std::mem::take(&mut self.w.mark_app_limited);
-        self.hist.push((now.us(), self.c.delivered));
-        self.acks += 1;
-    }
-
-    fn ack_until(&mut self, max: u64, mut done: impl FnMut(&Drv) -> bool) {
-        for _ in 0..max {
-            self.ack();
-            if done(self) {
-                return;
-            }
-        }
-        panic!("not reached in {max} ACKs: mode {:?} phase {:?} at {} µs", self.cc.mode, self.cc.phase, self.now_us() - T0.us());
-    }
-
-    /// The stack marks one (single-segment) packet lost.
-    fn lose(&mut self, seg: LostSegment) {
-        self.cc.segment_lost(&self.c, &mut self.w, &seg);
     }
 
     /// Steady ACKs with one BDP in flight until PROBE_BW. With one BDP in flight DOWN
@@ -972,7 +851,7 @@ fn overrides_are_rounded_to_256ths_and_unknown_names_are_errors() {
     let one = |k: &str, x: f64| BTreeMap::from([(k.to_string(), x)]);
     for (alg, name) in [(Algorithm::Bbr3, "bbr3"), (Algorithm::Bbr2, "bbr2")] {
         let err = alg.build(&one("cwnd_gian", 2.0), rng::stream(1, "bbr", 0)).err().expect("unknown name accepted");
-        assert!(err.starts_with(&format!("{name} has no parameter 'cwnd_gian'")), "{err}");
+        assert!(err.starts_with(&format!("cwnd_gian: not a parameter of {name}; allowed: ")), "{err}");
         for allowed in ["startup_pacing_gain", "cwnd_gain", "probe_down_gain", "beta", "loss_thresh", "bw_probe_max_rounds", "probe_rtt_win_ms"] {
             assert!(err.contains(allowed), "'{allowed}' missing from: {err}");
         }
