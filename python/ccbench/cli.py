@@ -76,6 +76,8 @@ def cli() -> None:
 @click.option("--out", metavar="DIR", help="Write summary.json, flows.parquet, link.parquet, scenario.toml here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary JSON instead of tables.")
 @click.option("--plot", "make_plots", is_flag=True, help="With --out: also write figures of every flow to DIR/plots.")
+@click.option("--format", "formats", metavar="FMT[,FMT]", help="With --out: also write the run as flent data "
+              "(DIR/run.flent.gz) and/or an iperf3 -J report (DIR/iperf3.json): flent, iperf3.")
 @click.option("--engine", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
               help="sim: the simulator; kernel: the real Linux stack in network namespaces (root).")
 @click.option("--pcap", metavar="POINT[,POINT]", help="Capture packets to DIR/capture-<point>.pcap at: sender, "
@@ -92,6 +94,7 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
     make_plots = flags.pop("make_plots")
     if make_plots and out is None:
         raise ScenarioError("--plot", "needs --out DIR; the figures go to DIR/plots")
+    exports = _export_formats(flags.pop("formats"), out)
     if flags["pacing"] is not None:
         flags["pacing"] = flags["pacing"] == "on"
     base = read_toml(scenario) if scenario is not None else None
@@ -146,6 +149,9 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
             f"  link.parquet columns: {', '.join(map(str, result.link.columns)) or '(none)'}",
         ):
             click.echo(line, err=as_json)
+        if exports:
+            paths = [exports[fmt](result, out) for fmt in exports]
+            click.echo(f"wrote {out}: {', '.join(p.name for p in paths)}", err=as_json)
         if make_plots:
             _write_plots(out, None, None, "png,svg", err=as_json)
     if sc.capture is not None:
@@ -154,6 +160,24 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
         where = Path(capture_dir(sc, out) or ".")
         names = ", ".join(f"capture-{p}.pcap" for p in sc.capture.points)
         click.echo(f"wrote {where}: {names}", err=as_json)
+
+
+def _export_formats(formats: Optional[str], out: Optional[str]) -> dict[str, Callable[[Any, str], Path]]:
+    """The writers ``run --format`` asks for, in the order given."""
+    if formats is None:
+        return {}
+    if out is None:
+        raise ScenarioError("--format", "needs --out DIR; the files go to DIR/run.flent.gz and DIR/iperf3.json")
+    from .exporters.flent import write_flent
+    from .exporters.iperf3 import write_iperf3
+
+    writers: dict[str, Callable[[Any, str], Path]] = {"flent": write_flent, "iperf3": write_iperf3}
+    chosen = {}
+    for name in (f.strip().lower() for f in formats.split(",")):
+        if name not in writers:
+            raise ScenarioError("--format", f"expected flent or iperf3 (comma-separated), got {name!r}")
+        chosen[name] = writers[name]
+    return chosen
 
 
 SIMULATOR_ONLY_FLAGS = ("cpu", "cpu_share", "cpu_slice", "cpu_trace", "pacing_stride", "fixed_cwnd",
