@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import pytest
@@ -130,3 +130,24 @@ def test_format_needs_out_and_a_known_name(tmp_path: Path) -> None:
     bad = run_cli("run", "--duration", "1s", "--format", "csv", "--out", str(tmp_path / "x"))
     assert bad.returncode == 2 and bad.stderr == "error: --format: expected flent or iperf3 (comma-separated), got 'csv'\n"
     assert not (tmp_path / "x").exists()
+
+
+def kernel_unavailable() -> Optional[str]:
+    from ccbench.kernel import host
+
+    return host.tun_usable()
+
+
+@pytest.mark.skipif(kernel_unavailable() is not None, reason="kernel engine unavailable (needs root and /dev/net/tun)")
+def test_a_kernel_run_exports_and_reads_back(tmp_path: Path) -> None:
+    done = run_cli("run", "--engine", "kernel", "--cca", "cubic", "--rate", "20Mbit", "--duration", "2s", "--out",
+                   str(tmp_path), "--format", "iperf3,flent")
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "iperf3.json").read_text())
+    assert report["start"]["system_info"].startswith("ccbench ") and " on the Linux " in report["start"]["system_info"]
+    (got,), (want,) = import_file(tmp_path / "iperf3.json").summary["flows"], load_run(tmp_path).summary["flows"]
+    for key in ("cca", "goodput_bps", "throughput_bps", "delivered_bytes", "sent_bytes", "retransmits"):
+        assert got[key] == want[key], key
+    if flent_resultset is not None:
+        rs = flent_resultset.load(str(tmp_path / "run.flent.gz"))
+        assert rs.meta("TEST_PARAMETERS") == {"upload_streams": 1} and len(rs.x_values) == 20

@@ -18,7 +18,8 @@ A run is written as flent's ``tcp_nup`` test (N TCP uploads with a ping, flent's
   capacity).
 
 A simulated run has no wall-clock time: the test is dated at the Unix epoch, and its
-time stamps are simulated seconds from it, so the same run always gives the same file.
+time stamps are simulated seconds from it, so the same run always gives the same file
+(a kernel run's are its seconds from the flows' start, dated the same way).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ..units import format_rate
+from . import engine_words
 
 if TYPE_CHECKING:
     from ..result import Result
@@ -100,7 +102,7 @@ def flent_data(result: "Result") -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "NAME": TEST,
         "TITLE": f"ccbench {ccas}, {capacity}, {base_rtt_ms:g} ms",
-        "NOTE": f"simulated by ccbench {summary['version']}, seed {summary['seed']}, "
+        "NOTE": f"{engine_words(summary)}, seed {summary['seed']}, "
                 f"scenario {summary['scenario_hash']}",
         "TIME": EPOCH,
         "T0": EPOCH,

@@ -11,9 +11,10 @@ may fill, ``rtt`` the smoothed RTT in microseconds, ``pmtu`` the MSS plus header
 end's receiver totals are the flow's goodput and delivered bytes.
 
 iperf3 reports one congestion-control algorithm for the test; a run of several
-algorithms names each flow's, comma-separated in flow order (``cubic,cubic,bbr``). A simulated run has no
-wall-clock time: the report is dated at the Unix epoch. ``ccbench import-iperf3``
-reads the file back (``python/ccbench/importers/iperf3.py``).
+algorithms names each flow's, comma-separated in flow order (``cubic,cubic,bbr``). A
+simulated run has no wall-clock time: the report is dated at the Unix epoch (a kernel
+run's too). ``ccbench import-iperf3`` reads the file back
+(``python/ccbench/importers/iperf3.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
+
+from . import engine_words
 
 if TYPE_CHECKING:
     from ..result import Result
@@ -48,6 +51,7 @@ def _without_none(d: dict[str, Any]) -> dict[str, Any]:
 def iperf3_report(result: "Result") -> dict[str, Any]:
     """The run as the JSON document ``iperf3 -c ... -J -P N`` prints."""
     summary, sc = result.summary, result.scenario
+    kernel = summary.get("engine") == "kernel"
     mss, headers = sc.tcp.mss, summary["header_bytes"]
     flows = summary["flows"]
     sockets = [FIRST_SOCKET + i for i in range(len(flows))]
@@ -136,8 +140,8 @@ def iperf3_report(result: "Result") -> dict[str, Any]:
         "start": {
             "connected": [{"socket": s, "local_host": "10.0.0.1", "local_port": 50000 + i, "remote_host": "10.0.1.1",
                            "remote_port": 5201} for i, s in enumerate(sockets)],
-            "version": f"ccbench {summary['version']} (simulator)",
-            "system_info": f"ccbench simulator, seed {summary['seed']}, scenario {summary['scenario_hash']}",
+            "version": f"ccbench {summary['version']} ({'kernel engine' if kernel else 'simulator'})",
+            "system_info": f"{engine_words(summary)}, seed {summary['seed']}, scenario {summary['scenario_hash']}",
             "timestamp": {"time": "Thu, 01 Jan 1970 00:00:00 GMT", "timesecs": 0},
             "connecting_to": {"host": "10.0.1.1", "port": 5201},
             "tcp_mss_default": mss,
