@@ -16,7 +16,7 @@ from ccbench.scenario import read_toml
 
 from conftest import SCENARIOS, SHORT_TOML, run_cli
 
-# The keys documented in the README's "Summary schema".
+# The keys documented in docs/output.md, "Summary schema".
 TOP_KEYS = {"engine", "version", "seed", "duration_s", "header_bytes", "flows", "link", "jain_index",
             "events", "scenario_hash"}
 FLOW_KEYS = {"id", "cca", "paced", "start_s", "base_rtt_ms", "goodput_bps", "throughput_bps",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pandas as pd
 import pytest
 
@@ -38,11 +36,10 @@ def test_goodput_ties_go_to_the_lower_rtt():
     assert choose(here, "delay") == "bbr"
 
 
-def test_recommend_command_is_quick_and_prints_table_and_choice():
-    start = time.monotonic()
+def test_recommend_command_prints_table_and_choice():
+    # benches/recommend.py times this command.
     done = run_cli("recommend", "--rate", "50Mbit", "--rtt", "30ms", "--buffer", "64KB", "--loss", "0.1%",
                    "--duration", "4s", "--seeds", "3", "--reno")
-    assert time.monotonic() - start < 60
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "buffer 64KB (0.34 BDP)" in out

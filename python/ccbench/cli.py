@@ -80,6 +80,8 @@ def cli() -> None:
 @click.option("--out", metavar="DIR", help="Write summary.json, flows.parquet, link.parquet, scenario.toml here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary JSON instead of tables.")
 @click.option("--plot", "make_plots", is_flag=True, help="With --out: also write figures of every flow to DIR/plots.")
+@click.option("--format", "formats", metavar="FMT[,FMT]", help="With --out: also write the run as flent data "
+              "(DIR/run.flent.gz) and/or an iperf3 -J report (DIR/iperf3.json): flent, iperf3.")
 @click.option("--engine", type=click.Choice(engines.names()), default=engines.DEFAULT, show_default=True,
               help=engines.help_text())
 @click.option("--cpu-costs", metavar="FILE", help="Sender CPU costs from a [host.cost] table, as "
@@ -102,6 +104,7 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
     make_plots = flags.pop("make_plots")
     if make_plots and out is None:
         raise ScenarioError("--plot", "needs --out DIR; the figures go to DIR/plots")
+    exports = _export_formats(flags.pop("formats"), out)
     if flags["pacing"] is not None:
         flags["pacing"] = flags["pacing"] == "on"
     base = read_toml(scenario) if scenario is not None else None
@@ -141,6 +144,9 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
             f"  link.parquet columns: {', '.join(map(str, result.link.columns)) or '(none)'}",
         ):
             click.echo(line, err=as_json)
+        if exports:
+            paths = [exports[fmt](result, out) for fmt in exports]
+            click.echo(f"wrote {out}: {', '.join(p.name for p in paths)}", err=as_json)
         if make_plots:
             _write_plots(out, None, None, "png,svg", err=as_json)
     if sc.capture is not None:
@@ -160,6 +166,24 @@ def _with_costs(sc: Any, path: str) -> dict[str, Any]:
     host = doc.setdefault("host", {})
     host["cost"] = {**{k: v for k, v in host.get("cost", {}).items() if k not in costs}, **costs}
     return doc
+
+
+def _export_formats(formats: Optional[str], out: Optional[str]) -> dict[str, Callable[[Any, str], Path]]:
+    """The writers ``run --format`` asks for, in the order given."""
+    if formats is None:
+        return {}
+    if out is None:
+        raise ScenarioError("--format", "needs --out DIR; the files go to DIR/run.flent.gz and DIR/iperf3.json")
+    from .exporters.flent import write_flent
+    from .exporters.iperf3 import write_iperf3
+
+    writers: dict[str, Callable[[Any, str], Path]] = {"flent": write_flent, "iperf3": write_iperf3}
+    chosen = {}
+    for name in (f.strip().lower() for f in formats.split(",")):
+        if name not in writers:
+            raise ScenarioError("--format", f"expected flent or iperf3 (comma-separated), got {name!r}")
+        chosen[name] = writers[name]
+    return chosen
 
 
 def _with_status(work: Callable[[], T], quiet: bool, text: str) -> T:

@@ -1,32 +1,54 @@
-"""What a run produces, and how it is written to disk."""
+"""What a run produces, and how it is written to disk.
+
+pandas and numpy are imported only when a table is first used as a DataFrame (or
+written): a run that only prints its summary starts and ends without them.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 
-import numpy as np
-import pandas as pd
-
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .scenario import Scenario
 
 FILES = ("summary.json", "flows.parquet", "link.parquet", "scenario.toml")
 
+CoreTable = Mapping[str, Sequence[Union[int, float]]]
 
-def table_frame(table: Mapping[str, Sequence[Union[int, float]]]) -> pd.DataFrame:
-    """A column table from the core as a DataFrame: integer columns become uint32
-    (the core's counters and ids), everything else float64."""
-    columns: dict[str, np.ndarray] = {}
-    for name, values in table.items():
-        if len(values) and all(isinstance(v, int) for v in values):
-            columns[name] = np.asarray(values, dtype=np.uint32)
-        else:
-            columns[name] = np.asarray(values, dtype=np.float64)
-    return pd.DataFrame(columns)
+
+class ColumnTable:
+    """A column table from the core, kept as the core's lists until a DataFrame is
+    asked for (:meth:`frame`)."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self, columns: CoreTable) -> None:
+        self.columns = columns
+
+    def frame(self) -> "pd.DataFrame":
+        """The table as a DataFrame: integer columns become uint32 (the core's counters
+        and ids), everything else float64."""
+        import numpy as np
+        import pandas as pd
+
+        columns: dict[str, Any] = {}
+        for name, values in self.columns.items():
+            if len(values) and all(isinstance(v, int) for v in values):
+                columns[name] = np.asarray(values, dtype=np.uint32)
+            else:
+                columns[name] = np.asarray(values, dtype=np.float64)
+        return pd.DataFrame(columns)
+
+
+def table_frame(table: CoreTable) -> ColumnTable:
+    """A column table from the core, to become a DataFrame when first used (see
+    :class:`ColumnTable`)."""
+    return ColumnTable(table)
 
 
 def summary_bytes(summary: Mapping[str, Any]) -> bytes:
@@ -35,8 +57,8 @@ def summary_bytes(summary: Mapping[str, Any]) -> bytes:
     return (text + "\n").encode("utf-8")
 
 
-def save_tables(directory: Union[str, os.PathLike[str]], summary: Mapping[str, Any], flows: pd.DataFrame,
-                link: pd.DataFrame) -> list[Path]:
+def save_tables(directory: Union[str, os.PathLike[str]], summary: Mapping[str, Any], flows: "pd.DataFrame",
+                link: "pd.DataFrame") -> list[Path]:
     """Write summary.json, flows.parquet and link.parquet, the files every run directory
     holds, into ``directory`` (created if needed). Returns the paths written."""
     out = Path(directory)
@@ -48,15 +70,46 @@ def save_tables(directory: Union[str, os.PathLike[str]], summary: Mapping[str, A
     return paths
 
 
-@dataclass
-class Result:
-    """A finished run: the summary (see the README's "Summary schema"), per-flow and
-    bottleneck time series, and the scenario that produced them."""
+def _as_frame(table: Union["pd.DataFrame", ColumnTable]) -> "pd.DataFrame":
+    return table.frame() if isinstance(table, ColumnTable) else table
 
-    summary: dict[str, Any]
-    flows: pd.DataFrame
-    link: pd.DataFrame
-    scenario: "Scenario"
+
+class Result:
+    """A finished run: the summary (see docs/output.md, "Summary schema"), per-flow and
+    bottleneck time series, and the scenario that produced them.
+
+    ``flows`` and ``link`` are DataFrames; the engines hand them over as
+    :class:`ColumnTable` and each becomes a DataFrame the first time it is read.
+    """
+
+    __slots__ = ("summary", "scenario", "_flows", "_link")
+
+    def __init__(self, summary: dict[str, Any], flows: Union["pd.DataFrame", ColumnTable],
+                 link: Union["pd.DataFrame", ColumnTable], scenario: "Scenario") -> None:
+        self.summary = summary
+        self.scenario = scenario
+        self._flows = flows
+        self._link = link
+
+    @property
+    def flows(self) -> "pd.DataFrame":
+        """Per-flow time series, one row per flow and interval."""
+        self._flows = _as_frame(self._flows)
+        return self._flows
+
+    @flows.setter
+    def flows(self, value: "pd.DataFrame") -> None:
+        self._flows = value
+
+    @property
+    def link(self) -> "pd.DataFrame":
+        """Bottleneck time series, one row per interval."""
+        self._link = _as_frame(self._link)
+        return self._link
+
+    @link.setter
+    def link(self, value: "pd.DataFrame") -> None:
+        self._link = value
 
     def save(self, directory: Union[str, os.PathLike[str]]) -> list[Path]:
         """Write summary.json, flows.parquet, link.parquet and scenario.toml into

@@ -7,7 +7,9 @@ kernel's TCP_INFO; at the receiving end (``--reverse``) only the bytes read
 (``goodput_bps``). The summary takes each stream's totals from the report's end: goodput
 from the receiver's bytes, throughput and retransmissions from the sender's, RTT from
 the interval samples (or the end's min/mean/max when there are none), the algorithm
-from ``sender_tcp_congestion``. What iperf3 does not report is None or NaN.
+from ``sender_tcp_congestion`` (one name per stream when it lists as many as there are
+streams, as ``ccbench run --format iperf3`` writes a mix). What iperf3 does not report
+is None or NaN.
 """
 
 from __future__ import annotations
@@ -147,6 +149,8 @@ def import_report(doc: dict[str, Any], name: str = "iperf3.json") -> ImportedRun
                    + [r["time_s"] for r in rows])
     flows = []
     cca = end.get("sender_tcp_congestion") or "unknown"
+    # One name per stream, comma-separated, is how 'ccbench run --format iperf3' names a mix.
+    per_stream = cca.split(",") if cca.count(",") == n - 1 and n > 1 else [cca] * n
     for i, sock in enumerate(sockets):
         es = end_streams.get(sock, {})
         snd, rcv = es.get("sender") or {}, es.get("receiver") or {}
@@ -160,7 +164,7 @@ def import_report(doc: dict[str, Any], name: str = "iperf3.json") -> ImportedRun
         sized = _positive(test.get("bytes"))
         flows.append({
             "id": i,
-            "cca": cca,
+            "cca": per_stream[i],
             "params": {},
             "ecn": None,
             "paced": None,

@@ -28,7 +28,7 @@ class RunRecord:
 
     ``point`` holds the swept values by dotted key as the plan spelled them
     (``{"link.rate": "50Mbit", "flows[0].cca": "bbr"}``); ``scenario`` is the effective
-    scenario (``Scenario.to_dict()``) and ``summary`` the README's summary schema.
+    scenario (``Scenario.to_dict()``) and ``summary`` the summary schema of docs/output.md.
     """
 
     run_id: str

@@ -108,7 +108,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 class Store:
-    """A results store rooted at ``root``. See the README's "Sweeps and the results store"."""
+    """A results store rooted at ``root``. See docs/sweeps.md."""
 
     def __init__(self, root: Union[str, os.PathLike[str]]) -> None:
         self.root = Path(root)

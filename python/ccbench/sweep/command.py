@@ -46,7 +46,7 @@ def sweep(plan_path: Optional[str], engine: str, workers: Optional[int], cluster
     from .plan import load_plan
 
     if plan_path is None:
-        raise ScenarioError("PLAN.toml", "missing; give a sweep plan (see the README, 'Sweeps and the results store')")
+        raise ScenarioError("PLAN.toml", "missing; give a sweep plan (see docs/sweeps.md)")
     if workers is not None and workers < 1:
         raise ScenarioError("--workers", f"must be at least 1, got {workers}")
     if cluster is not None:
