@@ -1,0 +1,85 @@
+//! `ccbench-agent serve [--control PATH]` | `ccbench-agent send CONFIG.json`; see the
+//! library's documentation for the protocol.
+
+use std::io::{self, BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use ccbench_agent::config::SendConfig;
+use ccbench_agent::control::Channel;
+use ccbench_agent::{sender, serve};
+
+const USAGE: &str = "usage: ccbench-agent serve [--control PATH] | ccbench-agent send CONFIG.json | ccbench-agent --version";
+
+fn usage_error(what: &str) -> ExitCode {
+    eprintln!("error: {what}\n{USAGE}");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let outcome = match args.as_slice() {
+        ["serve"] => run_serve(None),
+        ["serve", "--control", path] => run_serve(Some(Path::new(path).to_path_buf())),
+        ["send", config] => run_send(Path::new(config)),
+        ["--version"] => {
+            println!("ccbench-agent {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        ["--help" | "-h"] => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        _ => return usage_error("unknown arguments"),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(what) => {
+            eprintln!("ccbench-agent: {what}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_serve(control: Option<PathBuf>) -> Result<(), String> {
+    let name = control.as_ref().map_or_else(|| "stdin/stdout".to_owned(), |p| p.display().to_string());
+    let mut chan = Channel::open(control.as_deref()).map_err(|e| format!("control channel {name}: {e}"))?;
+    serve::serve(&mut chan).map_err(|e| format!("control channel {name}: {e}"))
+}
+
+/// The Python sender's protocol on stdin/stdout: `ready`, then `go T0`.
+fn run_send(path: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let cfg = SendConfig::from_json(&text)?;
+    let out = cfg.out.clone().ok_or("out: the path of the result file")?;
+    let prepared = sender::prepare(&cfg)?;
+    say("ready").map_err(|e| format!("stdout: {e}"))?;
+    let mut line = String::new();
+    io::stdin().lock().read_line(&mut line).map_err(|e| format!("stdin: {e}"))?;
+    if line.is_empty() {
+        return Err("sender: control channel closed".into());
+    }
+    let t0 = parse_go(&line)?;
+    let result = prepared.run(t0)?;
+    write_atomically(Path::new(&out), &serde_json::to_vec(&result).map_err(|e| e.to_string())?)
+}
+
+fn say(word: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    writeln!(out, "{word}")?;
+    out.flush()
+}
+
+fn parse_go(line: &str) -> Result<i64, String> {
+    match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+        ["go", t0] => t0.parse().map_err(|_| format!("agent: expected 'go T0', got {line:?}")),
+        _ => Err(format!("agent: expected 'go T0', got {line:?}")),
+    }
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let tmp = PathBuf::from(format!("{}.tmp", path.display()));
+    std::fs::write(&tmp, bytes).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+}
