@@ -9,11 +9,18 @@ use ccbench_agent::config::SendConfig;
 use ccbench_agent::control::Channel;
 use ccbench_agent::{sender, serve};
 
-const USAGE: &str = "usage: ccbench-agent serve [--control PATH] | ccbench-agent send CONFIG.json | ccbench-agent --version";
+const USAGE: &str = "ccbench-agent serve [--control PATH] | ccbench-agent send CONFIG.json | ccbench-agent --version";
 
-fn usage_error(what: &str) -> ExitCode {
-    eprintln!("error: {what}\n{USAGE}");
-    ExitCode::from(2)
+/// Why the agent stopped: bad input (one `error:` line, exit 2) or a failed run (exit 1).
+enum Failure {
+    Input(String),
+    Run(String),
+}
+
+impl From<String> for Failure {
+    fn from(what: String) -> Failure {
+        Failure::Run(what)
+    }
 }
 
 fn main() -> ExitCode {
@@ -31,38 +38,42 @@ fn main() -> ExitCode {
             println!("{USAGE}");
             Ok(())
         }
-        _ => return usage_error("unknown arguments"),
+        _ => Err(Failure::Input(format!("arguments: {USAGE}"))),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(what) => {
+        Err(Failure::Input(what)) => {
+            eprintln!("error: {what}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Run(what)) => {
             eprintln!("ccbench-agent: {what}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn run_serve(control: Option<PathBuf>) -> Result<(), String> {
+fn run_serve(control: Option<PathBuf>) -> Result<(), Failure> {
     let name = control.as_ref().map_or_else(|| "stdin/stdout".to_owned(), |p| p.display().to_string());
-    let mut chan = Channel::open(control.as_deref()).map_err(|e| format!("control channel {name}: {e}"))?;
-    serve::serve(&mut chan).map_err(|e| format!("control channel {name}: {e}"))
+    let mut chan = Channel::open(control.as_deref()).map_err(|e| Failure::Input(format!("--control: {name}: {e}")))?;
+    Ok(serve::serve(&mut chan).map_err(|e| format!("control channel {name}: {e}"))?)
 }
 
 /// The Python sender's protocol on stdin/stdout: `ready`, then `go T0`.
-fn run_send(path: &Path) -> Result<(), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let cfg = SendConfig::from_json(&text)?;
-    let out = cfg.out.clone().ok_or("out: the path of the result file")?;
+fn run_send(path: &Path) -> Result<(), Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| Failure::Input(format!("CONFIG.json: {}: {e}", path.display())))?;
+    let cfg = SendConfig::from_json(&text).map_err(Failure::Input)?;
+    let out = cfg.out.clone().ok_or_else(|| Failure::Input("out: the path of the result file".into()))?;
     let prepared = sender::prepare(&cfg)?;
     say("ready").map_err(|e| format!("stdout: {e}"))?;
     let mut line = String::new();
     io::stdin().lock().read_line(&mut line).map_err(|e| format!("stdin: {e}"))?;
     if line.is_empty() {
-        return Err("sender: control channel closed".into());
+        return Err(Failure::Run("sender: control channel closed".into()));
     }
     let t0 = parse_go(&line)?;
     let result = prepared.run(t0)?;
-    write_atomically(Path::new(&out), &serde_json::to_vec(&result).map_err(|e| e.to_string())?)
+    Ok(write_atomically(Path::new(&out), &serde_json::to_vec(&result).map_err(|e| e.to_string())?)?)
 }
 
 fn say(word: &str) -> io::Result<()> {
