@@ -147,6 +147,8 @@ def test_serve_speaks_the_line_protocol_over_a_raw_terminal(agent_binary: Path) 
     proc = subprocess.Popen([str(agent_binary), "serve", "--control", term.path], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
+        # The agent speaks first, once its end is in raw mode; only then does the host talk.
+        assert term.reply() == {"hello": {"version": "0.1.0", "protocol": 1}}
         term.send({"cmd": "info"})
         info = term.reply()["info"]
         assert info["kernel"] == platform.release() and info["static"] is True and info["protocol"] == 1
@@ -396,6 +398,7 @@ def test_a_run_of_sized_flows_ends_when_the_last_is_acknowledged(agent_binary: P
 @needs_root
 def test_serve_runs_a_flow_and_reports_over_its_channel(agent_binary: Path, pair: Pair, tmp_path: Path) -> None:
     agent = pair.start(pair.sender, [str(agent_binary), "serve"])
+    assert json.loads(read_line(agent))["hello"]["protocol"] == 1
 
     def ask(cmd: dict[str, Any], timeout: float = 20.0) -> dict[str, Any]:
         tell(agent, json.dumps(cmd))
