@@ -18,11 +18,15 @@ impl RawTerminal {
     /// editing, no CR/NL translation, no signals from control characters, 8 data bits,
     /// and modem lines ignored (`CLOCAL`), so that every byte passes unchanged.
     fn enter(fd: RawFd) -> io::Result<Option<RawTerminal>> {
+        // SAFETY: isatty only inspects the descriptor. A virtio serial port
+        // (/dev/vportNpM) or a pipe is not a terminal and needs no set-up.
+        if unsafe { libc::isatty(fd) } == 0 {
+            return Ok(None);
+        }
         // SAFETY: termios is plain data, filled by tcgetattr before any use.
         let mut saved: libc::termios = unsafe { std::mem::zeroed() };
         if unsafe { libc::tcgetattr(fd, &mut saved) } != 0 {
-            let err = io::Error::last_os_error();
-            return if err.raw_os_error() == Some(libc::ENOTTY) { Ok(None) } else { Err(err) };
+            return Err(io::Error::last_os_error());
         }
         let mut raw = saved;
         // SAFETY: `raw` is a valid termios obtained from tcgetattr. The line speed is

@@ -13,9 +13,12 @@
 //! # Modes
 //!
 //! * `ccbench-agent serve [--control PATH]`: the guest's agent. Commands come over one
-//!   bidirectional byte stream: the character device PATH (a serial port `/dev/ttyS1`, a
-//!   virtio console `/dev/hvc1`), switched to raw mode when it is a terminal, or
-//!   stdin/stdout by default.
+//!   bidirectional byte stream: the character device PATH, switched to raw mode when it
+//!   is a terminal, or stdin/stdout by default. In a QEMU guest that is a virtio serial
+//!   port (`-device virtserialport`, `/dev/vport0p1`) or a serial port (`/dev/ttyS1`),
+//!   never a virtio console (`virtconsole`, `/dev/hvcN`): QEMU drops console output
+//!   that its host side is not ready to take, which cuts long results
+//!   (`hw/char/virtio-console.c`, `flush_buf`). See `docs/vm-agent.md`.
 //! * `ccbench-agent send CONFIG.json`: the Python sender's command line, for runs on a
 //!   host: prints `ready` once connected, reads `go T0` (T0 in `CLOCK_MONOTONIC` ns) on
 //!   stdin, writes the result to the configuration's `out`.
