@@ -366,7 +366,9 @@ def test_bulk_cubic_and_sized_bbr_match_the_python_sender(agent_binary: Path, pa
         bulk, sized = out["final"]
         # The bulk flow filled what the sized flow left of a 100 Mbit/s link.
         assert 0.6 * LINK_BYTES_PER_S * 2.0 < rcv["bytes"][0] + rcv["bytes"][1] <= 1.05 * LINK_BYTES_PER_S * 2.0
-        assert bulk["bytes_acked"] >= rcv["bytes"][0] - bulk["snd_mss"]
+        # What the sender saw acknowledged at its last sample and what the receiver read
+        # by its end differ by what was in flight: at most the tbf queue and a window.
+        assert abs(bulk["bytes_acked"] - rcv["bytes"][0]) < 1_000_000
         # The sized flow: every byte delivered and acknowledged, done before the end.
         assert rcv["bytes"][1] == size and sized["bytes_acked"] >= size and sized["unacked"] == 0
         assert out["done_ns"][0] is None and MIXED["flows"][1]["start_ns"] < out["done_ns"][1] < duration
