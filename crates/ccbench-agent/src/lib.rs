@@ -26,12 +26,12 @@
 //! # Control protocol (`serve`)
 //!
 //! One JSON object per line in both directions; lines end with `\n` (a `\r` before it
-//! and blank lines are ignored). Once its channel is open and in raw mode the agent
-//! writes `{"hello": {"version": "0.1.0", "protocol": 1}}`, unasked; the host waits for
-//! it before its first command (bytes a serial port receives earlier may be lost or
-//! mangled), skipping whatever comes before it. Then every command gets exactly one reply
-//! line, an object with one key; a failure is `{"error": "<what failed>"}` and the agent
-//! goes on reading commands.
+//! and blank lines are ignored). The agent speaks only when spoken to: every command
+//! gets exactly one reply line, an object with one key; a failure is
+//! `{"error": "<what failed>"}` and the agent goes on reading commands. Input that
+//! arrives before the agent has put a terminal in raw mode is discarded (`TCSAFLUSH`), so
+//! the host repeats `{"cmd": "info"}` until the first answer, reading one reply per
+//! command sent.
 //!
 //! | host sends | agent replies |
 //! |---|---|

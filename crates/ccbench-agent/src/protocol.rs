@@ -48,33 +48,9 @@ pub struct Info {
     pub is_static: bool,
 }
 
-/// The first line the agent writes, unasked, once its channel is open and in raw mode:
-/// the host waits for it before its first command, since bytes that arrive before the
-/// device is set up may be lost or mangled (a serial port receives from the moment it
-/// is opened, in cooked mode until raw mode is set, which flushes its input).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Hello {
-    pub version: &'static str,
-    pub protocol: u32,
-}
-
-impl Hello {
-    pub fn new() -> Hello {
-        Hello { version: env!("CARGO_PKG_VERSION"), protocol: PROTOCOL_VERSION }
-    }
-}
-
-impl Default for Hello {
-    fn default() -> Hello {
-        Hello::new()
-    }
-}
-
-/// A line from the agent to the host.
+/// A reply to the host.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
-    /// Unasked, once, when the agent starts serving.
-    Hello(Hello),
     Info(Info),
     /// A command done (`sysctl`, `quit`).
     Ok,
@@ -89,7 +65,6 @@ impl Serialize for Reply {
         use serde::ser::SerializeMap;
         let mut map = serializer.serialize_map(Some(1))?;
         match self {
-            Reply::Hello(hello) => map.serialize_entry("hello", hello)?,
             Reply::Info(info) => map.serialize_entry("info", info)?,
             Reply::Ok => map.serialize_entry("ok", &true)?,
             Reply::Ready => map.serialize_entry("ready", &true)?,
@@ -141,7 +116,6 @@ mod tests {
     #[test]
     fn replies_are_single_json_lines() {
         assert_eq!(Reply::Ready.to_line(), "{\"ready\":true}\n");
-        assert_eq!(Reply::Hello(Hello::new()).to_line(), "{\"hello\":{\"version\":\"0.1.0\",\"protocol\":1}}\n");
         assert_eq!(Reply::Ok.to_line(), "{\"ok\":true}\n");
         assert_eq!(Reply::Error("a\nb".into()).to_line(), "{\"error\":\"a\\nb\"}\n");
         let result = SenderResult { samples: vec![], final_samples: vec![], done_ns: vec![None, Some(5)], end_ns: 7 };
