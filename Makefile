@@ -1,6 +1,7 @@
 # ccbench: two targets.
 #   make example   build and install ccbench, then run scenarios/example.toml
 #   make test      install ccbench in editable mode with test extras, run cargo and pytest
+#   make agent     the VM guest's statically linked traffic agent (make test builds it)
 # Both are idempotent; Cargo's build cache in target/ keeps repeat runs fast.
 
 PYTHON ?= python3
@@ -17,7 +18,7 @@ CAPTURE_TEST_PACKAGES := tshark iperf3
 # The VM guest's tests boot a Debian kernel (downloaded on first use) in QEMU from an
 # initramfs built around static busybox: qemu-system-x86 and busybox-static.
 
-.PHONY: example test kernel-test-deps report-test-deps capture-test-deps vm-test-deps
+.PHONY: example test agent kernel-test-deps report-test-deps capture-test-deps vm-test-deps
 
 example:
 	$(PIP) .
@@ -26,7 +27,14 @@ example:
 test: kernel-test-deps report-test-deps capture-test-deps vm-test-deps
 	$(PIP) -e '.[test]'
 	cargo test --workspace --release
+	$(MAKE) agent
 	$(PYTHON) -m pytest -q
+
+# The guest has no dynamic loader: glibc's static C runtime, built for an explicit target
+# so that the flag reaches neither build scripts nor the workspace's ordinary build.
+AGENT_TARGET := x86_64-unknown-linux-gnu
+agent:
+	RUSTFLAGS="-C target-feature=+crt-static" cargo build --release -p ccbench-agent --target $(AGENT_TARGET)
 
 kernel-test-deps:
 	@if [ "$$(id -u)" = 0 ] && ! command -v ip >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then \

@@ -19,15 +19,17 @@ from ..errors import ScenarioError
 from .guest import GuestKernel
 
 # What a guest sender needs, as modules (each may instead be built in): the virtio PCI
-# network device, then every congestion control the kernel ships (loaded so that
+# network device and serial port (the control channel), then every congestion control the kernel ships (loaded so that
 # tcp_available_congestion_control lists them and sockets may pick any).
 NETWORK_MODULES = ("virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio_pci",
-                   "failover", "net_failover", "virtio_net")
+                   "failover", "net_failover", "virtio_net", "virtio_console")
 BUSYBOX = Path("/bin/busybox")
 
 INIT = r"""#!/bin/sh
 # ccbench guest init: mount, load modules, configure from the kernel command line, run.
-# /dev/ttyS1 is the control channel to the host: the agent's, or a "go" line in probe mode.
+# /dev/vport0p1 (a virtio serial port, one opener at a time) is the control channel to
+# the host: the agent's, or a "go" line in probe mode. The host connects before the guest
+# boots, so nothing sent is lost and the port never reads as closed.
 export PATH=/bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp
 for m in $(cat /etc/modules.order); do insmod /lib/modules/$m.ko || echo "ccbench: insmod $m failed"; done
@@ -38,16 +40,13 @@ for a in $(cat /proc/cmdline); do
     ccbench.gw=*) GW=${a#ccbench.gw=};; ccbench.busy=*) BUSY=${a#ccbench.busy=};;
   esac
 done
-# Hold the control port open and raw from now on: a closed serial port drops what
-# arrives, and a cooked one would echo the host's lines back to it.
-exec 3<>/dev/ttyS1; stty raw -echo <&3
 ip link set lo up
 if [ -n "$IP" ]; then ip addr add $IP dev eth0; ip link set eth0 up; fi
 if [ -n "$GW" ]; then ip route add default via $GW; fi
 echo "CCBENCH READY uptime=$(cut -d' ' -f1 /proc/uptime) release=$(uname -r) nproc=$(nproc) cc=$(tr ' ' ',' < /proc/sys/net/ipv4/tcp_available_congestion_control)"
 case $MODE in
-  agent) /bin/ccbench-agent serve --control /dev/ttyS1 ;;
-  probe) echo "CCBENCH WAITING"; read -r GO <&3
+  agent) /bin/ccbench-agent serve --control /dev/vport0p1 ;;
+  probe) echo "CCBENCH WAITING"; read -r GO < /dev/vport0p1
          if [ "$BUSY" != 0 ]; then echo "CCBENCH BUSY"; timeout $BUSY sh -c 'while :; do :; done'; fi ;;
 esac
 echo "CCBENCH DONE"

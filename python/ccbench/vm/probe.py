@@ -58,8 +58,7 @@ def probe(guest_kernel: str = DEFAULT, vcpus: int = 1, share: Optional[float] = 
             use: list[float] = []
             if not vm.wait_for("CCBENCH WAITING", BUSY_START_TIMEOUT_S):
                 raise VmError(f"the guest did not open its control channel within {BUSY_START_TIMEOUT_S:.0f} s")
-            with vm.control() as control:
-                control.sendall(b"go\n")
+            vm.control().sendall(b"go\n")
             if busy_s > 0 and vm.wait_for("CCBENCH BUSY", BUSY_START_TIMEOUT_S):
                 t0, c0 = time.monotonic(), [deadline.cpu_time_ns(vm.pid, t) for t in tids]
                 time.sleep(max(0.0, busy_s - 0.5))

@@ -27,6 +27,7 @@ from ..lifecycle import die_with_parent
 from .guest import GuestKernel, cache_dir
 
 QEMU = "qemu-system-x86_64"
+CONTROL_PORT = "ccbench.control"
 READY = re.compile(r"CCBENCH READY ([^\r\n]*)\r?\n")  # a whole line, not one still being written
 BOOT_TIMEOUT_S = 60.0
 KVM_PROBE_TIMEOUT_S = 30.0
@@ -67,6 +68,7 @@ class Vm:
     proc: Optional[subprocess.Popen[bytes]] = field(default=None, repr=False)
     ready: dict[str, str] = field(default_factory=dict)
     boot_s: float = 0.0
+    _control: Optional[socket.socket] = field(default=None, repr=False)
 
     @property
     def console(self) -> Path:
@@ -78,7 +80,7 @@ class Vm:
 
     @property
     def control_path(self) -> Path:
-        """The host end of the guest's /dev/ttyS1 (a unix socket QEMU listens on)."""
+        """The host end of the guest's control port (a unix socket QEMU listens on)."""
         return self.workdir / "control.sock"
 
     def command(self) -> list[str]:
@@ -87,8 +89,11 @@ class Vm:
         argv = [require_qemu(), *accel, "-m", str(self.memory_mb), "-smp", str(self.vcpus),
                 "-name", "ccbench,debug-threads=on", "-display", "none", "-no-reboot", "-nodefaults",
                 "-serial", f"file:{self.console}",
+                # The control channel: a virtio serial port, which delivers a run's results
+                # (megabytes for long runs) in a blink where a 16550 UART takes seconds.
+                "-device", "virtio-serial-pci",
                 "-chardev", f"socket,id=control,path={self.control_path},server=on,wait=off",
-                "-serial", "chardev:control", "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
+                "-device", f"virtserialport,chardev=control,name={CONTROL_PORT}", "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
                 "-kernel", str(self.kernel.image), "-initrd", str(self.initrd),
                 "-append", f"console=ttyS0 panic=-1 quiet {self.append}".strip(), *self.extra_args]
         return ["ip", "netns", "exec", self.netns, *argv] if self.netns else argv
@@ -105,6 +110,7 @@ class Vm:
             self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=err, start_new_session=True,
                                          preexec_fn=die_with_parent(os.getpid()))
+        self._connect_control(started + timeout)
         while time.monotonic() - started < timeout:
             match = READY.search(self.console_text())
             if match:
@@ -134,11 +140,27 @@ class Vm:
         return False
 
     def control(self) -> socket.socket:
-        """A connection to the guest's control channel (its /dev/ttyS1)."""
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(QMP_TIMEOUT_S)
-        s.connect(str(self.control_path))
-        return s
+        """The connection to the guest's control channel (its /dev/vport0p1), made while
+        the guest boots: a virtio port reads as closed (EOF) until the host is connected."""
+        if self._control is None:
+            raise VmError("the control channel is not connected")
+        return self._control
+
+    def _connect_control(self, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(str(self.control_path))
+            except (FileNotFoundError, ConnectionRefusedError):
+                s.close()
+                if self.proc is not None and self.proc.poll() is not None:
+                    break
+                time.sleep(0.01)
+                continue
+            s.settimeout(QMP_TIMEOUT_S)
+            self._control = s
+            return
+        raise VmError(f"QEMU did not open the control channel{self._tail()}")
 
     def qmp(self, command: str, **arguments: Any) -> Any:
         """One QMP command's ``return`` value."""
@@ -173,6 +195,9 @@ class Vm:
     def stop(self) -> None:
         """End QEMU (SIGTERM, then SIGKILL) and reap it. Its exit also releases the
         SCHED_DEADLINE bandwidth of its threads."""
+        if self._control is not None:
+            self._control.close()
+            self._control = None
         if self.proc is None or self.proc.poll() is not None:
             return
         for sig, wait in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, STOP_TIMEOUT_S)):

@@ -8,7 +8,7 @@ device in the run's sender namespace, which routes to the emulator's TUN device.
 ```
 
 The guest's agent (``crates/ccbench-agent``) takes commands as JSON lines over the guest's
-second serial port; its epoch is its own clock when it reads ``go``, sent at the host's
+virtio serial port; its epoch is its own clock when it reads ``go``, sent at the host's
 epoch, so the guest's flows start late by the control channel's latency (well under a
 millisecond).
 """
@@ -152,8 +152,6 @@ class GuestSender:
             self.reader = self.channel.makefile("rb") if self.channel is not None else None
 
     def stop(self) -> None:
-        if self.channel is not None:
-            self.channel.close()
         if self.vm is not None:
             self.vm.stop()
 
