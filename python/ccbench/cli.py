@@ -13,9 +13,10 @@ from typing import Any, Callable, NoReturn, Optional, Sequence, TypeVar
 import click
 
 from . import _core
-from .errors import ScenarioError
+from .errors import InternalError, ScenarioError
 from .kernel.host import KernelRunError
 
+EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 T = TypeVar("T")
@@ -36,8 +37,19 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and exit.")
+@click.option("--debug", is_flag=True, expose_value=False, is_eager=True, callback=lambda ctx, p, v: _set_debug(v),
+              help="On an internal fault, print the traceback (and the simulator's backtrace).")
 def cli() -> None:
     """ccbench: a TCP congestion-control laboratory."""
+
+
+_debug = False
+
+
+def _set_debug(on: bool) -> None:
+    global _debug
+    _debug = bool(on)
+    _core.set_debug(_debug)
 
 
 @cli.command()
@@ -76,6 +88,7 @@ def cli() -> None:
 @click.option("--out", metavar="DIR", help="Write summary.json, flows.parquet, link.parquet, scenario.toml here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary JSON instead of tables.")
 @click.option("--plot", "make_plots", is_flag=True, help="With --out: also write figures of every flow to DIR/plots.")
+@click.option("--allow-large", is_flag=True, help="Run even if the estimated memory or time is beyond this machine.")
 @click.option("--engine", type=click.Choice(["sim", "kernel"]), default="sim", show_default=True,
               help="sim: the simulator; kernel: the real Linux stack in network namespaces (root).")
 @click.option("--pcap", metavar="POINT[,POINT]", help="Capture packets to DIR/capture-<point>.pcap at: sender, "
@@ -90,6 +103,7 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
     from .scenario import Scenario, read_toml
 
     make_plots = flags.pop("make_plots")
+    allow_large = flags.pop("allow_large")
     if make_plots and out is None:
         raise ScenarioError("--plot", "needs --out DIR; the figures go to DIR/plots")
     if flags["pacing"] is not None:
@@ -111,7 +125,10 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
     else:
         from .engines.sim import run as run_sim
 
+        from .resources import check as check_resources
+
         sc = Scenario.from_flags(base=base, **flags)
+        check_resources(sc, allow_large)
         run_engine, status = run_sim, "simulating…"
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")
@@ -502,6 +519,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _fail(*_usage_error(e))
     except (click.Abort, KeyboardInterrupt):
         _fail("interrupted", "stopped before the run finished", EXIT_INTERRUPTED)
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except InternalError as e:
+        if _debug:
+            raise
+        _fail(e.where, f"internal fault: {e.message}; please report it (ccbench --debug ... shows the backtrace)",
+              EXIT_INTERNAL)
+    except Exception as e:  # an internal fault: one line unless debugging
+        if _debug:
+            raise
+        _fail("internal", f"{type(e).__name__}: {e}; please report it (ccbench --debug ... shows the traceback)",
+              EXIT_INTERNAL)
     return rv if isinstance(rv, int) else 0
 
 
