@@ -397,7 +397,7 @@ class Flow(_Table):
     fixed_cwnd: Optional[Annotated[int, _int_range(1, 1_000_000_000)]] = None
     fixed_pacing_rate_bps: Optional[Rate] = Field(None, alias="fixed_pacing_rate")
     freeze_cc: bool = False
-    repeat: Annotated[int, _int_range(1, 1_000_000)] = 1
+    repeat: Annotated[int, _int_range(1, 65_535)] = 1  # connections are numbered in 16 bits (sim/world.rs)
     pause_ns: Duration = Field(0, alias="pause")
     rwnd_autotune: bool = False
 

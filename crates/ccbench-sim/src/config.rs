@@ -668,26 +668,32 @@ impl Scenario {
 /// byte counters (and pacing's `bytes * NS_PER_SEC / rate` in `tcp/output.rs`).
 fn check_rate(field: &str, bps: u64) -> Result<(), ConfigError> {
     if bps == 0 || bps > limits::MAX_RATE_BPS {
-        return Err(err(field, format!("must be from 1 bit/s to {} bit/s", limits::MAX_RATE_BPS)));
+        return Err(err(field, format!("must be from 1 bit/s to {}", fmt_bps(limits::MAX_RATE_BPS))));
     }
     Ok(())
 }
 
-/// Formats nanoseconds for messages: "120 s", "1 ms", "24.86 days".
+/// Formats nanoseconds for messages: "120 s", "1 ms", "536.871 s", "24.86 days".
 pub fn fmt_ns(ns: u64) -> String {
     const DAY: u64 = 86_400 * NS_PER_SEC_U64;
-    if ns >= DAY && ns % DAY != 0 {
-        return format!("{:.2} days", ns as f64 / DAY as f64);
+    let units = [(DAY, "days"), (NS_PER_SEC_U64, "s"), (1_000_000, "ms"), (1_000, "us"), (1, "ns")];
+    let &(unit, name) = units.iter().find(|(u, _)| ns >= *u).unwrap_or(&(1, "ns"));
+    if ns % unit == 0 {
+        format!("{} {}", ns / unit, name)
+    } else {
+        let v = ns as f64 / unit as f64;
+        format!("{} {}", format!("{v:.3}").trim_end_matches('0'), name)
     }
-    for (unit, name) in [(DAY, "days"), (NS_PER_SEC_U64, "s"), (1_000_000, "ms"), (1_000, "us")] {
-        if ns >= unit && ns % unit == 0 {
-            return format!("{} {}", ns / unit, name);
+}
+
+/// Formats a rate for messages: "10 Tbit/s", "1 bit/s".
+pub fn fmt_bps(bps: u64) -> String {
+    for (unit, name) in [(1_000_000_000_000, "Tbit/s"), (1_000_000_000, "Gbit/s"), (1_000_000, "Mbit/s"), (1_000, "kbit/s")] {
+        if bps >= unit && bps % unit == 0 {
+            return format!("{} {}", bps / unit, name);
         }
     }
-    if ns >= NS_PER_SEC_U64 {
-        return format!("{:.3} s", ns as f64 / NS_PER_SEC_U64 as f64);
-    }
-    format!("{ns} ns")
+    format!("{bps} bit/s")
 }
 
 const NS_PER_SEC_U64: u64 = 1_000_000_000;
@@ -913,7 +919,7 @@ pub fn input_ranges() -> Vec<(String, String)> {
     use limits::*;
     let rto_max = fmt_ns(crate::tcp::rtt::RTO_MAX.ns());
     let codel_max = fmt_ns(MAX_CODEL_NS / 1_000_000_000 * 1_000_000_000);
-    let rate = format!("1 bit/s to {} bit/s", MAX_RATE_BPS);
+    let rate = format!("1 bit/s to {}", fmt_bps(MAX_RATE_BPS));
     let bdp = format!("bytes, packets, or 0 to {MAX_BDP_MULTIPLE} x BDP");
     let rows: Vec<(&str, String)> = vec![
         ("seed", "0 to 2^64 - 1".into()),
