@@ -482,7 +482,8 @@ def replicate(name: Optional[str], quick: bool, out: Optional[str], workers: Opt
 
 
 def _fail(field: str, message: str, status: int = EXIT_BAD_INPUT) -> NoReturn:
-    line = f"error: {field}: {message}".replace("\n", " ")
+    # One line, whatever line breaks the message carries (a file's text may hold any).
+    line = " ".join(f"error: {field}: {message}".splitlines())
     print(line, file=sys.stderr)
     sys.exit(status)
 
