@@ -247,3 +247,48 @@ proptest! {
         prop_assert!(l.queue_delay_ms.mean >= 0.0 && l.queue_delay_ms.mean.is_finite(), "queue delay {} ({json})", l.queue_delay_ms.mean);
     }
 }
+
+/// The issue's example: HZ = 2,000,000 makes a jiffy half a microsecond, and
+/// `usecs_to_jiffies` divided by zero.
+#[test]
+fn a_tick_rate_beyond_a_microsecond_jiffy_is_refused() {
+    let mut s: Scenario = Scenario::from_json(
+        r#"{"seed":1,"duration_ns":1000000000,"link":{"rate_bps":10000000,"rtt_ns":40000000,"buffer":{"bdp":1.0}},"flows":[{"cca":"cubic"}]}"#,
+    )
+    .unwrap();
+    s.tcp.hz = 2_000_000;
+    assert_eq!(s.validate().unwrap_err().field, "tcp.hz");
+    for hz in [100, 250, 1000, 1_000_000] {
+        s.tcp.hz = hz;
+        assert!(s.validate().is_ok(), "hz {hz}");
+        assert!(run(&s).is_ok());
+    }
+}
+
+#[test]
+fn durations_end_at_two_to_the_31_jiffies() {
+    let mut s: Scenario = Scenario::from_json(
+        r#"{"seed":1,"duration_ns":1000000000,"link":{"rate_bps":10000000,"rtt_ns":40000000,"buffer":{"bdp":1.0}},"flows":[{"cca":"cubic"}]}"#,
+    )
+    .unwrap();
+    s.duration_ns = ccbench_sim::config::limits::max_duration_ns(1000);
+    assert!(s.validate().is_ok());
+    s.duration_ns += 1;
+    assert_eq!(s.validate().unwrap_err().field, "duration");
+}
+
+/// 100 Gbit/s for an hour, a hundred flows with gigabyte windows: tens of billions of
+/// packets, hours of simulation.
+#[test]
+fn the_estimate_of_a_huge_run() {
+    let flows: Vec<String> = (0..100).map(|_| r#"{"cca":"cubic","rwnd_bytes":1000000000}"#.to_string()).collect();
+    let s = Scenario::from_json(&format!(
+        r#"{{"seed":1,"duration_ns":3600000000000,"link":{{"rate_bps":100000000000,"rtt_ns":40000000,"buffer":{{"bdp":1.0}}}},"flows":[{}]}}"#,
+        flows.join(",")
+    ))
+    .unwrap();
+    let e = s.estimate();
+    assert!(e.packets > 2e10 && e.packets < 4e10, "{e:?}");
+    assert!(e.wall_seconds > 3600.0, "{e:?}");
+    assert_eq!(e.series_rows, 36_001.0 * 101.0);
+}
