@@ -115,6 +115,22 @@ def render() -> str:
         "",
         *_table(_resource_rows(), ("estimate", "override", "allowed")),
         "",
+        "## How the ranges are kept",
+        "",
+        "Generated input at every edge goes through the suite: `tests/test_input_fuzz.py` (scenario",
+        "files, `run` flags, sweep plans, Mahimahi and CPU traces, pcap files, iperf3 reports) and",
+        "`crates/ccbench-sim/tests/input_fuzz.rs` (JSON-shaped scenarios straight into the simulator).",
+        "Each case runs with sound results or is refused as above; none may panic. A longer search,",
+        "about 10,000 cases each:",
+        "",
+        "```",
+        "CCBENCH_FUZZ_EXAMPLES=1500 .venv/bin/python -m pytest -q tests/test_input_fuzz.py",
+        "PROPTEST_CASES=10000 cargo test --release -p ccbench-sim --test input_fuzz",
+        "```",
+        "",
+        "An internal fault (a bug, not the input) ends in one `error:` line and exit status 1;",
+        "`ccbench --debug ...` prints its traceback and the simulator's backtrace instead.",
+        "",
     ]
     return "\n".join(lines)
 
