@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-import ccbench.engines.sim as sim_engine
 from ccbench import _core
 from ccbench.cli import main
 from ccbench.errors import InternalError
@@ -17,7 +16,7 @@ def _panicking_run(*_args: object, **_kwargs: object) -> None:
 
 def test_a_simulator_panic_is_one_line_and_exit_1(monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(sim_engine, "run", _panicking_run)
+    monkeypatch.setattr(_core, "run", _panicking_run)
     with pytest.raises(SystemExit) as e:
         main(["run", "--duration", "1s"])
     assert e.value.code == 1
@@ -28,7 +27,7 @@ def test_a_simulator_panic_is_one_line_and_exit_1(monkeypatch: pytest.MonkeyPatc
 
 
 def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sim_engine, "run", _panicking_run)
+    monkeypatch.setattr(_core, "run", _panicking_run)
     try:
         with pytest.raises(InternalError):
             main(["--debug", "run", "--duration", "1s"])
@@ -41,7 +40,7 @@ def test_any_other_fault_is_one_line_and_exit_1(monkeypatch: pytest.MonkeyPatch,
     def broken(*_args: object, **_kwargs: object) -> None:
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr(sim_engine, "run", broken)
+    monkeypatch.setattr(_core, "run", broken)
     with pytest.raises(SystemExit) as e:
         main(["run", "--duration", "1s"])
     assert e.value.code == 1
