@@ -378,3 +378,15 @@ def test_a_run_beyond_the_machine_is_refused_with_the_estimate(tmp_path: Path) -
     assert status == 2 and not out.exists()
     assert stderr.startswith("error: scenario: too large to run here: about ")
     assert "packets" in stderr and "--allow-large" in stderr and stderr.count("\n") == 1
+
+
+def test_a_sweep_point_beyond_the_machine_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CCBENCH_ALLOW_LARGE", raising=False)
+    plan = tmp_path / "plan.toml"
+    plan.write_text('duration = "60min"\n[link]\nrate = ["10Mbit", "100Gbit"]\nrtt = "40ms"\n'
+                    '[[flows]]\ncca = "cubic"\ncount = 100\nrwnd = "1000MB"\n')
+    store = tmp_path / "store"
+    status, stdout, stderr = ccbench("sweep", str(plan), "--dry-run", "--store", str(store), "--quiet")
+    assert status == 2 and stdout == "" and not store.exists()
+    assert stderr.startswith("error: scenario: too large to run here: ") and "CCBENCH_ALLOW_LARGE=1" in stderr
+    assert "(point 2 of 2: link.rate=100Gbit)" in stderr

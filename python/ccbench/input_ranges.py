@@ -68,10 +68,10 @@ def _file_rows() -> list[tuple[str, str, str]]:
 def _resource_rows() -> list[tuple[str, str, str]]:
     from .resources import ALLOW_ENV, MAX_WALL_SECONDS, MEMORY_SHARE
 
+    override = f"--allow-large, {ALLOW_ENV}=1"
     return [
-        ("estimated memory", "--allow-large", f"at most {MEMORY_SHARE:.0%} of the machine's physical memory"),
-        ("estimated wall time", "--allow-large", f"at most {MAX_WALL_SECONDS // 60} min on one core "
-                                                 f"(or set {ALLOW_ENV}=1)"),
+        ("estimated memory", override, f"at most {MEMORY_SHARE:.0%} of the machine's physical memory"),
+        ("estimated wall time", override, f"at most {MAX_WALL_SECONDS // 60} min on one core"),
     ]
 
 
@@ -111,7 +111,8 @@ def render() -> str:
         "",
         "Before a run starts, the simulator estimates its data packets (the bottleneck's rate, each",
         "sender's NIC and receive window per round trip), its time-series rows and memory, and its",
-        "wall time. A run beyond this machine is refused with the estimate:",
+        "wall time. A run (`ccbench run`, or any point of a sweep) beyond this machine is refused with",
+        "the estimate:",
         "",
         *_table(_resource_rows(), ("estimate", "override", "allowed")),
         "",

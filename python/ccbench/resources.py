@@ -46,8 +46,9 @@ def physical_memory() -> Optional[int]:
         return None
 
 
-def check(scenario: "object", allow_large: bool = False, flag: str = "--allow-large") -> Estimate:
-    """The estimate; a ScenarioError if the run is beyond the machine and not allowed."""
+def check(scenario: "object", allow_large: bool = False, flag: Optional[str] = "--allow-large") -> Estimate:
+    """The estimate; a ScenarioError if the run is beyond the machine and not allowed.
+    ``flag`` is the command's override, if it has one besides the environment variable."""
     est = estimate(scenario)
     if allow_large or os.environ.get(ALLOW_ENV, "") not in ("", "0"):
         return est
@@ -59,8 +60,8 @@ def check(scenario: "object", allow_large: bool = False, flag: str = "--allow-la
         over.append(f"more than {_duration(MAX_WALL_SECONDS)}")
     if over:
         raise ScenarioError("scenario", f"too large to run here: {est.describe()}; that is {' and '.join(over)}. "
-                            f"Shorten duration, lower the rate, raise interval, or pass {flag} "
-                            f"({ALLOW_ENV}=1) to run it anyway")
+                            f"Shorten duration, lower the rate, raise interval, or "
+                            + (f"pass {flag} ({ALLOW_ENV}=1)" if flag else f"set {ALLOW_ENV}=1") + " to run it anyway")
     return est
 
 
