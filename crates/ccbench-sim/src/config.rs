@@ -678,7 +678,7 @@ pub fn fmt_ns(ns: u64) -> String {
     const DAY: u64 = 86_400 * NS_PER_SEC_U64;
     let units = [(DAY, "days"), (NS_PER_SEC_U64, "s"), (1_000_000, "ms"), (1_000, "us"), (1, "ns")];
     let &(unit, name) = units.iter().find(|(u, _)| ns >= *u).unwrap_or(&(1, "ns"));
-    if ns % unit == 0 {
+    if ns.is_multiple_of(unit) {
         format!("{} {}", ns / unit, name)
     } else {
         let v = ns as f64 / unit as f64;
@@ -689,7 +689,7 @@ pub fn fmt_ns(ns: u64) -> String {
 /// Formats a rate for messages: "10 Tbit/s", "1 bit/s".
 pub fn fmt_bps(bps: u64) -> String {
     for (unit, name) in [(1_000_000_000_000, "Tbit/s"), (1_000_000_000, "Gbit/s"), (1_000_000, "Mbit/s"), (1_000, "kbit/s")] {
-        if bps >= unit && bps % unit == 0 {
+        if bps >= unit && bps.is_multiple_of(unit) {
             return format!("{} {}", bps / unit, name);
         }
     }
@@ -716,14 +716,17 @@ pub mod limits {
     /// Link, NIC and fixed pacing rates: 10 Tbit/s keeps bits x 1e9 (ns) within u128
     /// and the bytes of a maximal run within the 64-bit counters.
     pub const MAX_RATE_BPS: u64 = 10_000_000_000_000;
-    /// `link.buffer = "Nbdp"` and `link.ecn_threshold`.
+    /// `link.buffer = "Nbdp"` and `link.ecn_threshold`: a million BDPs is unbounded in
+    /// practice (and the conversion to bytes saturates at u64::MAX beyond).
     pub const MAX_BDP_MULTIPLE: f64 = 1e6;
-    /// Flow indices become capture port offsets (`observe/capture.rs`, i % 20000).
+    /// Flow indices become capture port offsets (`observe/capture.rs`, i % 20000): more
+    /// flows would share port pairs in a pcap.
     pub const MAX_FLOWS: usize = 20_000;
     /// `tcp.mss`: the smallest TCP/IPv4 MSS the kernel accepts (`TCP_MIN_MSS` 88 minus
     /// options is 64 here) up to a 9000-byte jumbo frame.
     pub const MIN_MSS: u32 = 64;
     pub const MAX_MSS: u32 = 9000;
+    /// As the front end (`TCP_INIT_CWND` is 10); a u32 of segments either way.
     pub const MAX_INIT_CWND: u32 = 1_000_000;
     /// `srtt_us` is a u32 holding 8 x the smoothed RTT in microseconds.
     pub const MAX_PATH_RTT_NS: u64 = (u32::MAX as u64 >> 3) * 1_000;
@@ -739,7 +742,8 @@ pub mod limits {
     /// A task's CPU time is the sum of these (times packets and bytes of a burst) in u64 ns.
     pub const MAX_CPU_COST_NS: u64 = 1_000_000_000;
     pub const MAX_CPU_COST_PER_BYTE_PS: u64 = 1_000_000_000;
-    /// The CPU model schedules an event at each slice edge.
+    /// The CPU model schedules an event at each slice edge: a floor of a microsecond
+    /// keeps them to a million per simulated second.
     pub const MIN_CPU_SLICE_NS: u64 = 1_000;
 }
 
@@ -883,11 +887,8 @@ impl Scenario {
         if let Some(bytes) = sized {
             packets = packets.min(2.0 * bytes / self.tcp.mss as f64 + self.flows.len() as f64);
         }
-        let series_rows = if self.sample_interval_ns == 0 {
-            0.0
-        } else {
-            (self.duration_ns / self.sample_interval_ns + 1) as f64 * (self.flows.len() + 1) as f64
-        };
+        // An interval of 0 records no time series.
+        let series_rows = self.duration_ns.checked_div(self.sample_interval_ns).map_or(0.0, |n| (n + 1) as f64 * (self.flows.len() + 1) as f64);
         // Packets in flight and queued: the receive windows, or what the path and the
         // buffer hold.
         let bdp = self.bdp_bytes() as f64;
