@@ -256,7 +256,7 @@ BASE = MINIMAL
         (BASE + 'pacing = "yes"\n', "flows[0].pacing", "must be true or false"),
         ("seed = -1\n" + BASE, "seed", "from 0 to"),
         ("seed = true\n" + BASE, "seed", "must be an integer"),
-        (BASE + "[tcp]\nhz = 7\n", "tcp.hz", "must divide 1e9"),
+        (BASE + "[tcp]\nhz = 7\n", "tcp.hz", "must divide 1000000"),
         (BASE + "[tcp]\nmss = 10\n", "tcp.mss", "from 64 to 9000"),
         ("link = 3\n" + BASE.replace("[link]", "[other]"), "link", "must be a table"),
     ],

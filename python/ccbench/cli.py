@@ -15,11 +15,12 @@ import click
 
 from . import _core, engines
 from .engines.base import capture_dir
-from .errors import ScenarioError
+from .errors import InternalError, ScenarioError
 from .kernel.host import KernelRunError
 from .lifecycle import signals_interrupt
 from .vm.qemu import VmError
 
+EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 T = TypeVar("T")
@@ -40,8 +41,19 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and exit.")
+@click.option("--debug", is_flag=True, expose_value=False, is_eager=True, callback=lambda ctx, p, v: _set_debug(v),
+              help="On an internal fault, print the traceback (and the simulator's backtrace).")
 def cli() -> None:
     """ccbench: a TCP congestion-control laboratory."""
+
+
+_debug = False
+
+
+def _set_debug(on: bool) -> None:
+    global _debug
+    _debug = bool(on)
+    _core.set_debug(_debug)
 
 
 @cli.command()
@@ -89,6 +101,7 @@ def cli() -> None:
 @click.option("--guest-kernel", metavar="SPEC", help="VM engine: the guest's kernel, debian:6.1 (default), "
               "debian:6.12, debian:PACKAGE=VERSION, or a kernel of your own (see docs/vm-engine.md).")
 @click.option("--vcpus", type=int, metavar="N", help="VM engine: the guest's vCPUs (default 1).")
+@click.option("--allow-large", is_flag=True, help="Run even if the estimated memory or time is beyond this machine.")
 @click.option("--pcap", metavar="POINT[,POINT]", help="Capture packets to DIR/capture-<point>.pcap at: sender, "
               "bottleneck-in, bottleneck-out, receiver (needs --out DIR or [capture] dir).")
 @click.option("--pcap-flows", metavar="N[,N]", help="Capture only these flows (0-based; default every flow).")
@@ -102,13 +115,14 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
     from .scenario import read_toml
 
     make_plots = flags.pop("make_plots")
+    allow_large = flags.pop("allow_large")
     if make_plots and out is None:
         raise ScenarioError("--plot", "needs --out DIR; the figures go to DIR/plots")
     exports = _export_formats(flags.pop("formats"), out)
     if flags["pacing"] is not None:
         flags["pacing"] = flags["pacing"] == "on"
     base = read_toml(scenario) if scenario is not None else None
-    runner = engines.get(engine, guest_kernel=guest_kernel, vcpus=vcpus)
+    runner = engines.get(engine, guest_kernel=guest_kernel, vcpus=vcpus, allow_large=allow_large or None)
     sc = runner.from_flags(base=base, **flags)
     if cpu_costs is not None:
         sc = runner.load(_with_costs(sc, cpu_costs))
@@ -632,7 +646,8 @@ def calibrate_host(quick: bool, guest_kernel: str, vcpus: int, duration: str, ou
 
 
 def _fail(field: str, message: str, status: int = EXIT_BAD_INPUT) -> NoReturn:
-    line = f"error: {field}: {message}".replace("\n", " ")
+    # One line, whatever line breaks the message carries (a file's text may hold any).
+    line = " ".join(f"error: {field}: {message}".splitlines())
     print(line, file=sys.stderr)
     sys.exit(status)
 
@@ -671,6 +686,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _fail(*_usage_error(e))
     except (click.Abort, KeyboardInterrupt):
         _fail("interrupted", "stopped before the run finished", EXIT_INTERRUPTED)
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except InternalError as e:
+        if _debug:
+            raise
+        _fail(e.where, f"internal fault: {e.message}; please report it (ccbench --debug ... shows the backtrace)",
+              EXIT_INTERNAL)
+    except Exception as e:  # an internal fault: one line unless debugging
+        if _debug:
+            raise
+        _fail("internal", f"{type(e).__name__}: {e}; please report it (ccbench --debug ... shows the traceback)",
+              EXIT_INTERNAL)
     return rv if isinstance(rv, int) else 0
 
 

@@ -26,3 +26,22 @@ class ScenarioError(ValueError):
 
     def __reduce__(self) -> tuple[type[ScenarioError], tuple[str, str]]:  # keeps pickling working
         return (type(self), (self.field, self.message))
+
+
+class InternalError(RuntimeError):
+    """A fault inside ccbench (the simulator panicked): not the input's fault.
+
+    ``where`` names the part that failed (``simulator``); ``message`` is the panic's
+    message and source location. The command line reports it as one line, exit 1.
+    """
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(where, message)
+        self.where = where
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+    def __reduce__(self) -> tuple[type[InternalError], tuple[str, str]]:
+        return (type(self), (self.where, self.message))

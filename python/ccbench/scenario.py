@@ -339,8 +339,11 @@ class Tcp(_Table):
     @field_validator("hz")
     @classmethod
     def _hz_divides_second(cls, v: int) -> int:
-        if v <= 0 or S % v != 0:
-            raise ValueError("must divide 1e9, e.g. 100, 250, 1000")
+        # A jiffy must be a whole number of microseconds, the unit the RTT estimator's
+        # usecs_to_jiffies divides by (crates/ccbench-sim/src/tcp/rtt.rs).
+        if v <= 0 or 1_000_000 % v != 0:
+            raise ValueError("must divide 1000000, so that a jiffy is a whole number of microseconds, "
+                             "e.g. 100, 250, 1000")
         return v
 
     @field_validator("rto_min_ns", "rto_init_ns")
@@ -394,7 +397,7 @@ class Flow(_Table):
     fixed_cwnd: Optional[Annotated[int, _int_range(1, 1_000_000_000)]] = None
     fixed_pacing_rate_bps: Optional[Rate] = Field(None, alias="fixed_pacing_rate")
     freeze_cc: bool = False
-    repeat: Annotated[int, _int_range(1, 1_000_000)] = 1
+    repeat: Annotated[int, _int_range(1, 65_535)] = 1  # connections are numbered in 16 bits (sim/world.rs)
     pause_ns: Duration = Field(0, alias="pause")
     rwnd_autotune: bool = False
 

@@ -9,6 +9,45 @@ use ccbench_sim::observe::series::{Table, Values};
 use ccbench_sim::ConfigError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+/// With `ccbench --debug`, a panic prints its message and a backtrace as Rust's default
+/// hook would; otherwise it is silent and reaches the user as one `error:` line.
+static DEBUG: AtomicBool = AtomicBool::new(false);
+/// Where and why the last panic happened, for the one-line message.
+static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
+
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".to_string());
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        if let Ok(mut last) = LAST_PANIC.lock() {
+            *last = Some(format!("{message}{at}"));
+        }
+        if DEBUG.load(Ordering::Relaxed) {
+            eprintln!("simulator panicked: {message}{at}\n{}", std::backtrace::Backtrace::force_capture());
+        }
+    }));
+}
+
+/// Run `work`, turning a panic into `ccbench.errors.InternalError` (exit status 1 from
+/// the command line) instead of unwinding into Python.
+fn guarded<T>(py: Python<'_>, work: impl FnOnce() -> T) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(work)).map_err(|_| {
+        let what = LAST_PANIC.lock().ok().and_then(|mut l| l.take()).unwrap_or_else(|| "panic".to_string());
+        match py.import("ccbench.errors").and_then(|m| m.getattr("InternalError")).and_then(|cls| cls.call1(("simulator", what))) {
+            Ok(exc) => PyErr::from_value(exc),
+            Err(import_failure) => import_failure,
+        }
+    })
+}
 
 /// The single mapping of core errors to Python: a `ConfigError` becomes
 /// `ccbench.errors.ScenarioError(field, message)` (a `ValueError` subclass, also exported
@@ -46,8 +85,9 @@ fn run<'py>(
     scenario_json: String,
     capture_json: Option<String>,
 ) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
-    let output = py
-        .detach(move || match capture_json {
+    // The GIL is released while the simulator runs; a panic is caught once it is back.
+    let output = guarded(py, || {
+        py.detach(move || match capture_json {
             None => ccbench_sim::run_json(&scenario_json),
             Some(c) => {
                 let scenario = ccbench_sim::Scenario::from_json(&scenario_json)?;
@@ -56,7 +96,8 @@ fn run<'py>(
                 ccbench_sim::run_with_capture(&scenario, &spec)
             }
         })
-        .map_err(|e| scenario_error(py, e))?;
+    })?
+    .map_err(|e| scenario_error(py, e))?;
     let summary = serde_json::to_string(&output.summary)
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("summary serialisation: {e}")))?;
     let flows = table_to_dict(py, &output.series.flows)?;
@@ -67,9 +108,28 @@ fn run<'py>(
 /// Parse and validate a scenario given as JSON without running it.
 #[pyfunction]
 fn validate(py: Python<'_>, scenario_json: String) -> PyResult<()> {
-    ccbench_sim::Scenario::from_json(&scenario_json)
+    guarded(py, || ccbench_sim::Scenario::from_json(&scenario_json))?
         .map(|_| ())
         .map_err(|e| scenario_error(py, e))
+}
+
+/// What running a scenario (JSON) will cost: `ccbench_sim::config::Estimate` as JSON.
+#[pyfunction]
+fn estimate(py: Python<'_>, scenario_json: String) -> PyResult<String> {
+    let scenario = guarded(py, || ccbench_sim::Scenario::from_json(&scenario_json))?.map_err(|e| scenario_error(py, e))?;
+    serde_json::to_string(&scenario.estimate()).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
+}
+
+/// The simulator's input ranges: [(field, allowed)], as `ccbench_sim::config::input_ranges`.
+#[pyfunction]
+fn input_ranges() -> Vec<(String, String)> {
+    ccbench_sim::config::input_ranges()
+}
+
+/// Print panics with a backtrace (`ccbench --debug`) or keep them silent.
+#[pyfunction]
+fn set_debug(on: bool) {
+    DEBUG.store(on, Ordering::Relaxed);
 }
 
 /// Run the real-time link emulator (the kernel engine's bottleneck) until it is told
@@ -115,6 +175,10 @@ fn parameters() -> PyResult<String> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate, m)?)?;
+    m.add_function(wrap_pyfunction!(input_ranges, m)?)?;
+    m.add_function(wrap_pyfunction!(set_debug, m)?)?;
+    install_panic_hook();
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(emulate, m)?)?;

@@ -137,6 +137,13 @@ def _packets(fa: FlowAnalysis, flow: int) -> pd.DataFrame:
     }, columns=list(PACKET_COLUMNS))
 
 
+# The time-series floor of a run (``Scenario.interval``), and a bound on the rows a
+# capture's span can ask for (a stray timestamp decades away would otherwise ask for
+# billions).
+MIN_INTERVAL_S = 1e-3
+MAX_SERIES_ROWS = 10_000_000
+
+
 def analyze_file(path: Union[str, "os.PathLike[str]"], flow: Optional[int] = None, port: Optional[int] = None,
                  side: Optional[str] = None, interval: float = 0.1) -> AnalyzedRun:
     """Analyze the TCP connections of a capture file (all that carry data, or the
@@ -144,8 +151,8 @@ def analyze_file(path: Union[str, "os.PathLike[str]"], flow: Optional[int] = Non
     file that cannot be read or a selection that matches nothing."""
     if side not in (None, "sender", "receiver"):
         raise ScenarioError("--side", f"unknown side {side!r}; allowed: sender, receiver")
-    if not interval > 0:
-        raise ScenarioError("--interval", "must be positive")
+    if not interval >= MIN_INTERVAL_S:
+        raise ScenarioError("--interval", f"must be at least {MIN_INTERVAL_S * 1e3:g}ms, as a run's, e.g. '100ms'")
     cap = read_capture(path)
     conns = all_conns = connections(cap)
     if not conns:
@@ -166,6 +173,9 @@ def analyze_file(path: Union[str, "os.PathLike[str]"], flow: Optional[int] = Non
     end = max(fa.end for fa in analyses)
     last = max(p.t for c in conns for p in c.packets) - origin
     duration = max(end, last)
+    if duration / interval * len(conns) > MAX_SERIES_ROWS:
+        raise ScenarioError("--interval", f"the capture spans {duration:.6g} s: at {interval * 1e3:g}ms that is "
+                            f"more than {MAX_SERIES_ROWS:.0e} time-series rows; give a longer interval")
     times = _samples(duration, interval)
     flows_df = pd.concat([pd.DataFrame(_series(fa, i, times)) for i, fa in enumerate(analyses)], ignore_index=True)
     flows_df = flows_df.sort_values(["time_s", "flow"], kind="stable").reset_index(drop=True)

@@ -3,16 +3,36 @@
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import ScenarioError
 from ..result import Result, table_frame
 from .base import Engine, PathLike, ScenarioLike, capture_dir
 
+if TYPE_CHECKING:
+    from ..scenario import Scenario
+
 
 class SimEngine(Engine):
     name = "sim"
     status = "simulating…"
+
+    def __init__(self, allow_large: bool = False) -> None:
+        self.allow_large = allow_large
+
+    def configure(self, *, allow_large: Optional[bool] = None, **others: Any) -> "SimEngine":
+        """``allow_large``: run a scenario whose estimated memory or time is beyond this
+        machine (``ccbench.resources``)."""
+        super().configure(**others)
+        return SimEngine(bool(allow_large))
+
+    def check(self, scenario: "Scenario") -> "Scenario":
+        """Also refuse, with the estimate, a run beyond this machine's memory or patience."""
+        from ..resources import check as check_resources
+
+        super().check(scenario)
+        check_resources(scenario, self.allow_large)
+        return scenario
 
     def run(self, scenario: ScenarioLike, capture_to: Optional[PathLike] = None) -> Result:
         """Run a scenario (a Scenario, a TOML-shaped mapping or a path to a TOML file).

@@ -69,8 +69,11 @@ def load_report(path: Union[str, "os.PathLike[str]"]) -> dict[str, Any]:
         raise ScenarioError("FILE", f"no such file '{p}'") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ScenarioError("FILE", f"cannot read '{p}': {e}") from None
+    def not_finite(token: str) -> Any:
+        raise ValueError(f"{token} is not a number iperf3 writes")
+
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_constant=not_finite)
     except ValueError as e:
         raise ScenarioError("FILE", f"'{p}' is not JSON ({e}); expected the output of 'iperf3 -J'") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("start"), dict):
@@ -226,4 +229,9 @@ def import_report(doc: dict[str, Any], name: str = "iperf3.json") -> ImportedRun
 
 def import_file(path: Union[str, "os.PathLike[str]"]) -> ImportedRun:
     """Read an ``iperf3 -J`` report and turn it into a run."""
-    return import_report(load_report(path), Path(path).name)
+    doc = load_report(path)
+    try:
+        return import_report(doc, Path(path).name)
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, OverflowError) as e:
+        # A report whose values have the wrong shape (a number where a table belongs...).
+        raise ScenarioError("FILE", f"'{path}' is not a well-formed iperf3 report ({type(e).__name__}: {e})") from None

@@ -106,6 +106,10 @@ class Plan:
                 paths.put(doc, path, value)
             try:
                 scenario = load(doc)
+                if isinstance(scenario, Scenario):  # a simulated point must fit this machine
+                    from ..resources import check as check_resources
+
+                    check_resources(scenario, flag=None)
             except ScenarioError as e:
                 where = ", ".join(f"{k}={_show(v)}" for k, v in values.items())
                 context = f" (point {index + 1} of {total}: {where})" if where else ""

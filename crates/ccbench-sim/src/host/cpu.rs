@@ -44,11 +44,13 @@ impl Availability {
             Availability::Always => Ok(None),
             &Availability::Periodic { runtime, period, offset } => {
                 let since = (t.ns() + period - offset) % period;
-                let start = t.ns() - since;
+                // The slice holding `t` may start before time 0 (a positive offset):
+                // modular arithmetic, so that its end still comes out right.
+                let start = t.ns().wrapping_sub(since);
                 if since < runtime {
-                    Ok(Some(Time(start + runtime)))
+                    Ok(Some(Time(start.wrapping_add(runtime))))
                 } else {
-                    Err(Time(start + period))
+                    Err(Time(start.wrapping_add(period)))
                 }
             }
             Availability::Trace { ends, cycle } => {
