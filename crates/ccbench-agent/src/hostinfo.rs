@@ -24,7 +24,8 @@ pub fn online_cpus() -> u32 {
 }
 
 pub fn info() -> Result<Info, String> {
-    let available = std::fs::read_to_string(AVAILABLE_CC).map_err(|e| format!("info: cannot read {AVAILABLE_CC}: {e}"))?;
+    let available =
+        std::fs::read_to_string(AVAILABLE_CC).map_err(|e| format!("info: cannot read {AVAILABLE_CC}: {e}"))?;
     Ok(Info {
         kernel: kernel_release(),
         available_congestion_control: available.split_whitespace().map(str::to_owned).collect(),

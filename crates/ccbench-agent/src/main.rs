@@ -61,7 +61,8 @@ fn run_serve(control: Option<PathBuf>) -> Result<(), Failure> {
 
 /// The Python sender's protocol on stdin/stdout: `ready`, then `go T0`.
 fn run_send(path: &Path) -> Result<(), Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| Failure::Input(format!("CONFIG.json: {}: {e}", path.display())))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Failure::Input(format!("CONFIG.json: {}: {e}", path.display())))?;
     let cfg = SendConfig::from_json(&text).map_err(Failure::Input)?;
     let out = cfg.out.clone().ok_or_else(|| Failure::Input("out: the path of the result file".into()))?;
     let prepared = sender::prepare(&cfg)?;

@@ -106,7 +106,11 @@ mod tests {
     #[test]
     fn refuses_what_is_not_a_command() {
         let err = |line: &str| Command::parse(line).unwrap_err();
-        assert!(err(r#"{"cmd": "reboot"}"#).starts_with("command: unknown variant `reboot`"), "{}", err(r#"{"cmd": "reboot"}"#));
+        assert!(
+            err(r#"{"cmd": "reboot"}"#).starts_with("command: unknown variant `reboot`"),
+            "{}",
+            err(r#"{"cmd": "reboot"}"#)
+        );
         assert!(err(r#"{"cmd": "send"}"#).contains("missing field `config`"));
         assert!(err(r#"{"command": "info"}"#).contains("missing field `cmd`"));
         assert!(err("go").starts_with("command: "));

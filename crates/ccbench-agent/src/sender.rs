@@ -51,10 +51,13 @@ pub struct Prepared {
 fn cca_error(i: usize, cca: &str, err: &io::Error) -> String {
     match err.raw_os_error() {
         Some(libc::ENOENT) => {
-            let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
+            let available =
+                std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
             format!("flows[{i}].cca: {cca:?} is not available in this kernel (available: {})", available.trim())
         }
-        Some(libc::EPERM) => format!("flows[{i}].cca: {cca:?} is not allowed (net.ipv4.tcp_allowed_congestion_control)"),
+        Some(libc::EPERM) => {
+            format!("flows[{i}].cca: {cca:?} is not allowed (net.ipv4.tcp_allowed_congestion_control)")
+        }
         _ => format!("flows[{i}].cca: cannot set {cca:?}: {err}"),
     }
 }
@@ -69,9 +72,11 @@ pub fn prepare(cfg: &SendConfig) -> Result<Prepared, String> {
         let sock = FlowSocket::new().map_err(|e| format!("flows[{i}]: socket: {e}"))?;
         sock.set_congestion(&flow.cca).map_err(|e| cca_error(i, &flow.cca, &e))?;
         if flow.paced() {
-            sock.set_max_pacing_rate(PACING_ANY_RATE).map_err(|e| format!("flows[{i}].force_pacing: SO_MAX_PACING_RATE: {e}"))?;
+            sock.set_max_pacing_rate(PACING_ANY_RATE)
+                .map_err(|e| format!("flows[{i}].force_pacing: SO_MAX_PACING_RATE: {e}"))?;
         }
-        sock.connect(addr, port, CONNECT_TIMEOUT_MS).map_err(|e| format!("flows[{i}]: cannot connect to {addr}:{port}: {e}"))?;
+        sock.connect(addr, port, CONNECT_TIMEOUT_MS)
+            .map_err(|e| format!("flows[{i}]: cannot connect to {addr}:{port}: {e}"))?;
         socks.push(sock);
     }
     Ok(Prepared { flows: cfg.flows.clone(), socks, interval_ns: cfg.interval_ns, duration_ns: cfg.duration_ns })
@@ -100,7 +105,8 @@ enum Phase {
 /// tells which.
 fn wait(fds: &mut [libc::pollfd], timeout_ns: i64) -> io::Result<()> {
     let ns = timeout_ns.max(0);
-    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long };
+    let ts =
+        libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long };
     // SAFETY: `fds` is a valid array of pollfd of the length given; no signal mask.
     let rc = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
     if rc < 0 {

@@ -24,16 +24,18 @@ pub fn serve(chan: &mut Channel) -> io::Result<()> {
                 chan.write_line(&Reply::Ok.to_line())?;
                 return Ok(());
             }
-            Ok(Command::Send { config }) => match SendConfig::from_value(config).and_then(|cfg| sender::prepare(&cfg)) {
-                Err(what) => Reply::Error(what),
-                Ok(prepared) => {
-                    chan.write_line(&Reply::Ready.to_line())?;
-                    match await_go(chan, prepared)? {
-                        Some(reply) => reply,
-                        None => return Ok(()),
+            Ok(Command::Send { config }) => {
+                match SendConfig::from_value(config).and_then(|cfg| sender::prepare(&cfg)) {
+                    Err(what) => Reply::Error(what),
+                    Ok(prepared) => {
+                        chan.write_line(&Reply::Ready.to_line())?;
+                        match await_go(chan, prepared)? {
+                            Some(reply) => reply,
+                            None => return Ok(()),
+                        }
                     }
                 }
-            },
+            }
         };
         chan.write_line(&reply.to_line())?;
     }
@@ -54,7 +56,9 @@ fn await_go(chan: &mut Channel, prepared: Prepared) -> io::Result<Option<Reply>>
             chan.write_line(&Reply::Ok.to_line())?;
             Ok(None)
         }
-        Ok(_) | Err(_) => Ok(Some(Reply::Error(format!("go: expected {{\"cmd\": \"go\"}} after ready, got {line:?}; run abandoned")))),
+        Ok(_) | Err(_) => {
+            Ok(Some(Reply::Error(format!("go: expected {{\"cmd\": \"go\"}} after ready, got {line:?}; run abandoned"))))
+        }
     }
 }
 
@@ -90,7 +94,9 @@ mod tests {
 
     #[test]
     fn answers_each_line_and_stops_at_quit() {
-        let replies = converse("{\"cmd\": \"info\"}\r\n\n{\"cmd\": \"go\"}\nnot json\n{\"cmd\": \"quit\"}\n{\"cmd\": \"info\"}\n");
+        let replies = converse(
+            "{\"cmd\": \"info\"}\r\n\n{\"cmd\": \"go\"}\nnot json\n{\"cmd\": \"quit\"}\n{\"cmd\": \"info\"}\n",
+        );
         assert_eq!(replies.len(), 4, "{replies:?}");
         assert_eq!(replies[0]["info"]["protocol"], 1);
         assert!(replies[0]["info"]["available_congestion_control"].is_array());

@@ -7,7 +7,9 @@ use std::mem::size_of;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use crate::tcpinfo::{BbrInfo, TcpInfo, BBR_INFO_LEN, SO_MAX_PACING_RATE, TCP_CC_INFO, TCP_CONGESTION, TCP_INFO, TCP_INFO_MAX};
+use crate::tcpinfo::{
+    BbrInfo, TcpInfo, BBR_INFO_LEN, SO_MAX_PACING_RATE, TCP_CC_INFO, TCP_CONGESTION, TCP_INFO, TCP_INFO_MAX,
+};
 
 /// A paced flow of an algorithm that does not pace by itself: any cap at all turns on the
 /// kernel's internal pacing (`SK_PACING_NEEDED`, `tcp_needs_internal_pacing`); this one,
@@ -44,7 +46,9 @@ impl FlowSocket {
     /// A non-blocking IPv4 TCP socket.
     pub fn new() -> io::Result<FlowSocket> {
         // SAFETY: plain socket(2) call; the descriptor is owned from here on.
-        let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) })?;
+        let fd = cvt(unsafe {
+            libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0)
+        })?;
         // SAFETY: `fd` was just returned by socket(2) and nothing else owns it.
         Ok(FlowSocket { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
     }
@@ -55,7 +59,13 @@ impl FlowSocket {
         let name = cca.as_bytes();
         // SAFETY: `name` is readable for its length; the kernel copies at most that.
         cvt(unsafe {
-            libc::setsockopt(self.fd.as_raw_fd(), libc::IPPROTO_TCP, TCP_CONGESTION, name.as_ptr().cast(), name.len() as libc::socklen_t)
+            libc::setsockopt(
+                self.fd.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                TCP_CONGESTION,
+                name.as_ptr().cast(),
+                name.len() as libc::socklen_t,
+            )
         })
         .map(drop)
     }
@@ -74,7 +84,13 @@ impl FlowSocket {
         };
         let fd = self.fd.as_raw_fd();
         // SAFETY: `sin` is a valid sockaddr_in of the length given.
-        let rc = unsafe { libc::connect(fd, (&sin as *const libc::sockaddr_in).cast(), size_of::<libc::sockaddr_in>() as libc::socklen_t) };
+        let rc = unsafe {
+            libc::connect(
+                fd,
+                (&sin as *const libc::sockaddr_in).cast(),
+                size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        };
         if rc == 0 {
             return Ok(());
         }
@@ -99,7 +115,9 @@ impl FlowSocket {
     pub fn send(&self, data: &[u8]) -> io::Result<usize> {
         // SAFETY: `data` is readable for its length. MSG_NOSIGNAL: a reset peer gives
         // EPIPE, not SIGPIPE.
-        let n = unsafe { libc::send(self.fd.as_raw_fd(), data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
+        let n = unsafe {
+            libc::send(self.fd.as_raw_fd(), data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT)
+        };
         if n < 0 {
             Err(io::Error::last_os_error())
         } else {

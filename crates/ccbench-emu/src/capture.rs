@@ -46,7 +46,8 @@ impl EmuCapture {
         for point in points {
             let path = point.file_in(&spec.dir);
             let file = File::create(&path).map_err(|e| format!("capture: {}: {e}", path.display()))?;
-            let w = PcapWriter::new(BufWriter::with_capacity(1 << 20, file)).map_err(|e| format!("capture: {}: {e}", path.display()))?;
+            let w = PcapWriter::new(BufWriter::with_capacity(1 << 20, file))
+                .map_err(|e| format!("capture: {}: {e}", path.display()))?;
             outs.push(Out { point, w, pending: BinaryHeap::new() });
         }
         Ok(EmuCapture { outs, flows: spec.flows.clone(), epoch_ns, n: 0, error: None })

@@ -31,7 +31,11 @@ impl Tun {
         }
         // SAFETY: `raw` is a fresh descriptor we own.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        let mut req = IfReq { name: [0; libc::IFNAMSIZ], flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short, _pad: [0; 22] };
+        let mut req = IfReq {
+            name: [0; libc::IFNAMSIZ],
+            flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
+            _pad: [0; 22],
+        };
         req.name[..name.len()].copy_from_slice(name.as_bytes());
         // SAFETY: TUNSETIFF reads and writes a `struct ifreq`, which IfReq lays out.
         if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req as *mut IfReq) } < 0 {

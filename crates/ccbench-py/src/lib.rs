@@ -42,7 +42,11 @@ fn install_panic_hook() {
 fn guarded<T>(py: Python<'_>, work: impl FnOnce() -> T) -> PyResult<T> {
     catch_unwind(AssertUnwindSafe(work)).map_err(|_| {
         let what = LAST_PANIC.lock().ok().and_then(|mut l| l.take()).unwrap_or_else(|| "panic".to_string());
-        match py.import("ccbench.errors").and_then(|m| m.getattr("InternalError")).and_then(|cls| cls.call1(("simulator", what))) {
+        match py
+            .import("ccbench.errors")
+            .and_then(|m| m.getattr("InternalError"))
+            .and_then(|cls| cls.call1(("simulator", what)))
+        {
             Ok(exc) => PyErr::from_value(exc),
             Err(import_failure) => import_failure,
         }
@@ -108,15 +112,14 @@ fn run<'py>(
 /// Parse and validate a scenario given as JSON without running it.
 #[pyfunction]
 fn validate(py: Python<'_>, scenario_json: String) -> PyResult<()> {
-    guarded(py, || ccbench_sim::Scenario::from_json(&scenario_json))?
-        .map(|_| ())
-        .map_err(|e| scenario_error(py, e))
+    guarded(py, || ccbench_sim::Scenario::from_json(&scenario_json))?.map(|_| ()).map_err(|e| scenario_error(py, e))
 }
 
 /// What running a scenario (JSON) will cost: `ccbench_sim::config::Estimate` as JSON.
 #[pyfunction]
 fn estimate(py: Python<'_>, scenario_json: String) -> PyResult<String> {
-    let scenario = guarded(py, || ccbench_sim::Scenario::from_json(&scenario_json))?.map_err(|e| scenario_error(py, e))?;
+    let scenario =
+        guarded(py, || ccbench_sim::Scenario::from_json(&scenario_json))?.map_err(|e| scenario_error(py, e))?;
     serde_json::to_string(&scenario.estimate()).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
 }
 
@@ -168,7 +171,8 @@ fn algorithms() -> Vec<&'static str> {
 /// min, max, kernel, meaning}, ...]} (see `ccbench_sim::cc::params`).
 #[pyfunction]
 fn parameters() -> PyResult<String> {
-    serde_json::to_string(&ccbench_sim::cc::parameters()).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
+    serde_json::to_string(&ccbench_sim::cc::parameters())
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
 }
 
 #[pymodule]

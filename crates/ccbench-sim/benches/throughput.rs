@@ -46,19 +46,149 @@ enum Link {
 }
 
 const CASES: &[Case] = &[
-    Case { cca: "cubic", name: "1flow-1bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None, link: Link::Rate },
-    Case { cca: "cubic", name: "1flow-10bdp", what: "1 Cubic, 1 Gbit/s 20 ms, 10 BDP", secs: (30, 5), flows: 1, buffer_bdp: 10.0, series: true, host: None, link: Link::Rate },
-    Case { cca: "cubic", name: "100flows-1bdp", what: "100 Cubic, 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 100, buffer_bdp: 1.0, series: true, host: None, link: Link::Rate },
-    Case { cca: "cubic", name: "mem-short", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (10, 2), flows: 1, buffer_bdp: 1.0, series: false, host: None, link: Link::Rate },
-    Case { cca: "cubic", name: "mem-long", what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series", secs: (60, 12), flows: 1, buffer_bdp: 1.0, series: false, host: None, link: Link::Rate },
-    Case { cca: "bbr", name: "bbr-1bdp", what: "1 BBRv1 (paced), 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None, link: Link::Rate },
-    Case { cca: "bbr3", name: "bbr3-1bdp", what: "1 BBRv3 (paced), 1 Gbit/s 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None, link: Link::Rate },
-    Case { cca: "cubic", name: "trace-1bdp", what: "1 Cubic, 1 Gbit/s trace 20 ms, 1 BDP", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None, link: Link::Trace },
-    Case { cca: "cubic", name: "fq_codel", what: "1 Cubic, 1 Gbit/s 20 ms, FQ-CoDel", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: None, link: Link::FqCodel },
-    Case { cca: "cubic", name: "lte-trace", what: "1 Cubic, T-Mobile LTE trace 40 ms, 250 pkt", secs: (140, 28), flows: 1, buffer_bdp: 0.0, series: true, host: None, link: Link::LteTrace },
-    Case { cca: "cubic", name: "lte-rate", what: "1 Cubic, 16.7 Mbit/s 40 ms, 250 pkt", secs: (140, 28), flows: 1, buffer_bdp: 0.0, series: true, host: None, link: Link::LteRate },
-    Case { cca: "cubic", name: "1flow-1bdp-cpu", what: "1flow-1bdp with a host CPU (highend)", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: Some("phone-highend"), link: Link::Rate },
-    Case { cca: "bbr", name: "bbr-1bdp-cpu", what: "bbr-1bdp with a host CPU (highend)", secs: (30, 5), flows: 1, buffer_bdp: 1.0, series: true, host: Some("phone-highend"), link: Link::Rate },
+    Case {
+        cca: "cubic",
+        name: "1flow-1bdp",
+        what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP",
+        secs: (30, 5),
+        flows: 1,
+        buffer_bdp: 1.0,
+        series: true,
+        host: None,
+        link: Link::Rate,
+    },
+    Case {
+        cca: "cubic",
+        name: "1flow-10bdp",
+        what: "1 Cubic, 1 Gbit/s 20 ms, 10 BDP",
+        secs: (30, 5),
+        flows: 1,
+        buffer_bdp: 10.0,
+        series: true,
+        host: None,
+        link: Link::Rate,
+    },
+    Case {
+        cca: "cubic",
+        name: "100flows-1bdp",
+        what: "100 Cubic, 1 Gbit/s 20 ms, 1 BDP",
+        secs: (30, 5),
+        flows: 100,
+        buffer_bdp: 1.0,
+        series: true,
+        host: None,
+        link: Link::Rate,
+    },
+    Case {
+        cca: "cubic",
+        name: "mem-short",
+        what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series",
+        secs: (10, 2),
+        flows: 1,
+        buffer_bdp: 1.0,
+        series: false,
+        host: None,
+        link: Link::Rate,
+    },
+    Case {
+        cca: "cubic",
+        name: "mem-long",
+        what: "1 Cubic, 1 Gbit/s 20 ms, 1 BDP, no series",
+        secs: (60, 12),
+        flows: 1,
+        buffer_bdp: 1.0,
+        series: false,
+        host: None,
+        link: Link::Rate,
+    },
+    Case {
+        cca: "bbr",
+        name: "bbr-1bdp",
+        what: "1 BBRv1 (paced), 1 Gbit/s 20 ms, 1 BDP",
+        secs: (30, 5),
+        flows: 1,
+        buffer_bdp: 1.0,
+        series: true,
+        host: None,
+        link: Link::Rate,
+    },
+    Case {
+        cca: "bbr3",
+        name: "bbr3-1bdp",
+        what: "1 BBRv3 (paced), 1 Gbit/s 20 ms, 1 BDP",
+        secs: (30, 5),
+        flows: 1,
+        buffer_bdp: 1.0,
+        series: true,
+        host: None,
+        link: Link::Rate,
+    },
+    Case {
+        cca: "cubic",
+        name: "trace-1bdp",
+        what: "1 Cubic, 1 Gbit/s trace 20 ms, 1 BDP",
+        secs: (30, 5),
+        flows: 1,
+        buffer_bdp: 1.0,
+        series: true,
+        host: None,
+        link: Link::Trace,
+    },
+    Case {
+        cca: "cubic",
+        name: "fq_codel",
+        what: "1 Cubic, 1 Gbit/s 20 ms, FQ-CoDel",
+        secs: (30, 5),
+        flows: 1,
+        buffer_bdp: 1.0,
+        series: true,
+        host: None,
+        link: Link::FqCodel,
+    },
+    Case {
+        cca: "cubic",
+        name: "lte-trace",
+        what: "1 Cubic, T-Mobile LTE trace 40 ms, 250 pkt",
+        secs: (140, 28),
+        flows: 1,
+        buffer_bdp: 0.0,
+        series: true,
+        host: None,
+        link: Link::LteTrace,
+    },
+    Case {
+        cca: "cubic",
+        name: "lte-rate",
+        what: "1 Cubic, 16.7 Mbit/s 40 ms, 250 pkt",
+        secs: (140, 28),
+        flows: 1,
+        buffer_bdp: 0.0,
+        series: true,
+        host: None,
+        link: Link::LteRate,
+    },
+    Case {
+        cca: "cubic",
+        name: "1flow-1bdp-cpu",
+        what: "1flow-1bdp with a host CPU (highend)",
+        secs: (30, 5),
+        flows: 1,
+        buffer_bdp: 1.0,
+        series: true,
+        host: Some("phone-highend"),
+        link: Link::Rate,
+    },
+    Case {
+        cca: "bbr",
+        name: "bbr-1bdp-cpu",
+        what: "bbr-1bdp with a host CPU (highend)",
+        secs: (30, 5),
+        flows: 1,
+        buffer_bdp: 1.0,
+        series: true,
+        host: Some("phone-highend"),
+        link: Link::Rate,
+    },
 ];
 
 /// The T-Mobile LTE downlink trace shipped in `traces/`.
@@ -72,10 +202,13 @@ fn link_for(c: &Case) -> LinkConfig {
     match c.link {
         Link::Rate => LinkConfig::new(GBIT, 20 * MS, buffer),
         Link::Trace => {
-            let ms: Vec<u64> = [(1, 83), (2, 83), (3, 84)].iter().flat_map(|&(t, n)| std::iter::repeat_n(t, n)).collect();
+            let ms: Vec<u64> =
+                [(1, 83), (2, 83), (3, 84)].iter().flat_map(|&(t, n)| std::iter::repeat_n(t, n)).collect();
             LinkConfig::with_trace(ms, 20 * MS, buffer)
         }
-        Link::FqCodel => LinkConfig { aqm: Aqm::FqCodel(FqCodelConfig::default()), ..LinkConfig::new(GBIT, 20 * MS, buffer) },
+        Link::FqCodel => {
+            LinkConfig { aqm: Aqm::FqCodel(FqCodelConfig::default()), ..LinkConfig::new(GBIT, 20 * MS, buffer) }
+        }
         Link::LteTrace => LinkConfig::with_trace(lte_trace(), 40 * MS, BufferLimit::Packets(250)),
         Link::LteRate => {
             let mean = LinkConfig::with_trace(lte_trace(), 40 * MS, BufferLimit::Packets(250)).rate_bps;
@@ -109,7 +242,11 @@ fn scenario(c: &Case, quick: bool) -> Scenario {
 fn status_kb(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok())))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
         .unwrap_or(0)
 }
 
@@ -125,7 +262,10 @@ struct Measured {
 
 impl Measured {
     fn to_line(&self) -> String {
-        format!("RESULT {} {} {} {} {} {}", self.sim_s, self.wall_s, self.packets, self.events, self.rss_before_kb, self.peak_kb)
+        format!(
+            "RESULT {} {} {} {} {} {}",
+            self.sim_s, self.wall_s, self.packets, self.events, self.rss_before_kb, self.peak_kb
+        )
     }
     fn parse(out: &str) -> Option<Measured> {
         let line = out.lines().find(|l| l.starts_with("RESULT "))?;
@@ -181,8 +321,13 @@ fn main() {
         None => 3,
     };
     // `cargo bench` passes `--bench`; any other bare argument filters cases by name.
-    let filters: Vec<&String> =
-        args.iter().enumerate().skip(1).filter(|(i, a)| !a.starts_with("--") && args[i - 1] != "--repeat").map(|(_, a)| a).collect();
+    let filters: Vec<&String> = args
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(i, a)| !a.starts_with("--") && args[i - 1] != "--repeat")
+        .map(|(_, a)| a)
+        .collect();
     let exe = std::env::current_exe().expect("current_exe");
     println!(
         "ccbench-sim {} throughput benchmark{}, median of {repeat} run{}",

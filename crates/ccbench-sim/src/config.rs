@@ -419,7 +419,12 @@ pub enum CpuAvailability {
     #[default]
     Always,
     /// SCHED_DEADLINE-style: `runtime_ns` of every `period_ns`, from `offset_ns` on.
-    Periodic { runtime_ns: u64, period_ns: u64, #[serde(default)] offset_ns: u64 },
+    Periodic {
+        runtime_ns: u64,
+        period_ns: u64,
+        #[serde(default)]
+        offset_ns: u64,
+    },
     /// Alternating on/off intervals: `[on, off, on, off, ...]` in ns starting on at
     /// time 0, repeated when they run out.
     Trace { intervals_ns: Vec<u64> },
@@ -508,17 +513,30 @@ impl Scenario {
         if self.tcp.hz != 0 && self.duration_ns > max_duration {
             return Err(err(
                 "duration",
-                format!("must be at most {} (2^31 jiffies at tcp.hz = {}: the kernel's jiffy comparisons wrap beyond)", fmt_ns(max_duration), self.tcp.hz),
+                format!(
+                    "must be at most {} (2^31 jiffies at tcp.hz = {}: the kernel's jiffy comparisons wrap beyond)",
+                    fmt_ns(max_duration),
+                    self.tcp.hz
+                ),
             ));
         }
         if self.sample_interval_ns != 0 && self.sample_interval_ns < MIN_SAMPLE_INTERVAL_NS {
-            return Err(err("interval", format!("must be 0 (no time series) or at least {}", fmt_ns(MIN_SAMPLE_INTERVAL_NS))));
+            return Err(err(
+                "interval",
+                format!("must be 0 (no time series) or at least {}", fmt_ns(MIN_SAMPLE_INTERVAL_NS)),
+            ));
         }
         if self.link.trace.is_none() {
             check_rate("link.rate", self.link.rate_bps)?;
         }
         if self.link.rtt_ns == 0 || self.link.rtt_ns > MAX_PATH_RTT_NS {
-            return Err(err("link.rtt", format!("must be positive and at most {} (the kernel's srtt_us holds 8 x the RTT in 32 bits)", fmt_ns(MAX_PATH_RTT_NS))));
+            return Err(err(
+                "link.rtt",
+                format!(
+                    "must be positive and at most {} (the kernel's srtt_us holds 8 x the RTT in 32 bits)",
+                    fmt_ns(MAX_PATH_RTT_NS)
+                ),
+            ));
         }
         if !(0.0..1.0).contains(&self.link.loss) {
             return Err(err("link.loss", "must be in [0, 1)"));
@@ -540,7 +558,10 @@ impl Scenario {
             return Err(err("flows", "at least one flow is required"));
         }
         if self.flows.len() > MAX_FLOWS {
-            return Err(err("flows", format!("at most {MAX_FLOWS} flows in all (the capture's port numbers and the fq_codel flow hash)")));
+            return Err(err(
+                "flows",
+                format!("at most {MAX_FLOWS} flows in all (the capture's port numbers and the fq_codel flow hash)"),
+            ));
         }
         if !(MIN_MSS..=MAX_MSS).contains(&self.tcp.mss) {
             return Err(err("tcp.mss", format!("must be in {MIN_MSS}..={MAX_MSS}")));
@@ -553,11 +574,17 @@ impl Scenario {
         }
         for (name, v) in [("tcp.rto_min", self.tcp.rto_min_ns), ("tcp.rto_init", self.tcp.rto_init_ns)] {
             if v == 0 || v > crate::tcp::rtt::RTO_MAX.ns() {
-                return Err(err(name, format!("must be positive and at most {} (TCP_RTO_MAX)", fmt_ns(crate::tcp::rtt::RTO_MAX.ns()))));
+                return Err(err(
+                    name,
+                    format!("must be positive and at most {} (TCP_RTO_MAX)", fmt_ns(crate::tcp::rtt::RTO_MAX.ns())),
+                ));
             }
         }
         if self.tcp.delack_min_ns > crate::tcp::rtt::RTO_MAX.ns() {
-            return Err(err("tcp.delack_min", format!("must be at most {} (TCP_RTO_MAX)", fmt_ns(crate::tcp::rtt::RTO_MAX.ns()))));
+            return Err(err(
+                "tcp.delack_min",
+                format!("must be at most {} (TCP_RTO_MAX)", fmt_ns(crate::tcp::rtt::RTO_MAX.ns())),
+            ));
         }
         if self.tcp.tsq_limit_bytes == 0 {
             return Err(err("tcp.tsq_limit", "must be at least 1 byte"));
@@ -573,7 +600,8 @@ impl Scenario {
                 let names: Vec<_> = crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect();
                 err(format!("flows[{i}].cca"), format!("unknown algorithm '{}'; allowed: {}", f.cca, names.join(", ")))
             })?;
-            alg.instance(&f.params, crate::sim::rng::stream(0, "cc", 0)).map_err(|e| err(format!("flows[{i}].params.{}", e.name), e.message))?;
+            alg.instance(&f.params, crate::sim::rng::stream(0, "cc", 0))
+                .map_err(|e| err(format!("flows[{i}].params.{}", e.name), e.message))?;
             if f.start_ns >= self.duration_ns {
                 return Err(err(format!("flows[{i}].start"), "must be before the end of the run"));
             }
@@ -588,18 +616,27 @@ impl Scenario {
                 return Err(err(format!("flows[{i}].size"), "must be positive"));
             }
             if f.rwnd_bytes < self.tcp.mss as u64 || f.rwnd_bytes > MAX_WINDOW_BYTES {
-                return Err(err(format!("flows[{i}].rwnd"), format!("must be from one MSS to {MAX_WINDOW_BYTES} bytes (65535 << 14, TCP's largest window)")));
+                return Err(err(
+                    format!("flows[{i}].rwnd"),
+                    format!("must be from one MSS to {MAX_WINDOW_BYTES} bytes (65535 << 14, TCP's largest window)"),
+                ));
             }
             if !(1..=MAX_PACING_STRIDE).contains(&f.pacing_stride) {
                 return Err(err(format!("flows[{i}].pacing_stride"), format!("must be in 1..={MAX_PACING_STRIDE}")));
             }
             if let Some(c) = f.fixed_cwnd {
                 if !(1..=MAX_FIXED_CWND).contains(&c) {
-                    return Err(err(format!("flows[{i}].fixed_cwnd"), format!("must be in 1..={MAX_FIXED_CWND} segments")));
+                    return Err(err(
+                        format!("flows[{i}].fixed_cwnd"),
+                        format!("must be in 1..={MAX_FIXED_CWND} segments"),
+                    ));
                 }
             }
             if !(1..=MAX_REPEAT).contains(&f.repeat) {
-                return Err(err(format!("flows[{i}].repeat"), format!("must be in 1..={MAX_REPEAT} (connections are numbered in 16 bits)")));
+                return Err(err(
+                    format!("flows[{i}].repeat"),
+                    format!("must be in 1..={MAX_REPEAT} (connections are numbered in 16 bits)"),
+                ));
             }
             if f.repeat > 1 && f.size_bytes.is_none() {
                 return Err(err(format!("flows[{i}].repeat"), "repeats a download: give the flow a size"));
@@ -622,7 +659,10 @@ impl Scenario {
                 ("per_resume", c.per_resume_ns),
             ] {
                 if v > MAX_CPU_COST_NS {
-                    return Err(err(format!("host.cost.{name}"), format!("must be at most {}", fmt_ns(MAX_CPU_COST_NS))));
+                    return Err(err(
+                        format!("host.cost.{name}"),
+                        format!("must be at most {}", fmt_ns(MAX_CPU_COST_NS)),
+                    ));
                 }
             }
             if c.per_byte_ps > MAX_CPU_COST_PER_BYTE_PS {
@@ -635,7 +675,10 @@ impl Scenario {
                         return Err(err("host.cpu_share", "runtime must be positive and at most the period"));
                     }
                     if *period_ns < MIN_CPU_SLICE_NS || *period_ns > max_duration {
-                        return Err(err("host.cpu_slice", format!("must be from {} to {}", fmt_ns(MIN_CPU_SLICE_NS), fmt_ns(max_duration))));
+                        return Err(err(
+                            "host.cpu_slice",
+                            format!("must be from {} to {}", fmt_ns(MIN_CPU_SLICE_NS), fmt_ns(max_duration)),
+                        ));
                     }
                 }
                 CpuAvailability::Trace { intervals_ns } => {
@@ -649,7 +692,11 @@ impl Scenario {
                     if cycle < MIN_CPU_SLICE_NS as u128 || cycle > max_duration as u128 {
                         return Err(err(
                             "host.cpu_trace",
-                            format!("one pass of the intervals must last from {} to {}", fmt_ns(MIN_CPU_SLICE_NS), fmt_ns(max_duration)),
+                            format!(
+                                "one pass of the intervals must last from {} to {}",
+                                fmt_ns(MIN_CPU_SLICE_NS),
+                                fmt_ns(max_duration)
+                            ),
                         ));
                     }
                 }
@@ -688,7 +735,9 @@ pub fn fmt_ns(ns: u64) -> String {
 
 /// Formats a rate for messages: "10 Tbit/s", "1 bit/s".
 pub fn fmt_bps(bps: u64) -> String {
-    for (unit, name) in [(1_000_000_000_000, "Tbit/s"), (1_000_000_000, "Gbit/s"), (1_000_000, "Mbit/s"), (1_000, "kbit/s")] {
+    for (unit, name) in
+        [(1_000_000_000_000, "Tbit/s"), (1_000_000_000, "Gbit/s"), (1_000_000, "Mbit/s"), (1_000, "kbit/s")]
+    {
         if bps >= unit && bps.is_multiple_of(unit) {
             return format!("{} {}", bps / unit, name);
         }
@@ -753,7 +802,10 @@ const MAX_CODEL_NS: u64 = (i32::MAX as u64) << crate::net::aqm::codel::CODEL_SHI
 fn check_codel_times(field: &str, target: u64, interval: u64, ce: Option<u64>) -> Result<(), ConfigError> {
     for (name, v) in [("target", target), ("interval", interval)] {
         if v == 0 || v > MAX_CODEL_NS {
-            return Err(err(format!("{field}.{name}"), format!("must be positive and at most {} s", MAX_CODEL_NS / 1_000_000_000)));
+            return Err(err(
+                format!("{field}.{name}"),
+                format!("must be positive and at most {} s", MAX_CODEL_NS / 1_000_000_000),
+            ));
         }
     }
     if ce.is_some_and(|c| c > MAX_CODEL_NS) {
@@ -778,7 +830,10 @@ impl Scenario {
         for (i, s) in l.rate_schedule.iter().enumerate() {
             // Steps at or after the end of the run never take effect (a shortened run).
             if s.at_ns <= prev {
-                return Err(err(format!("link.rate_schedule[{i}].at"), "steps must be after 0 and in increasing order"));
+                return Err(err(
+                    format!("link.rate_schedule[{i}].at"),
+                    "steps must be after 0 and in increasing order",
+                ));
             }
             check_rate(&format!("link.rate_schedule[{i}].rate"), s.rate_bps)?;
             prev = s.at_ns;
@@ -790,7 +845,10 @@ impl Scenario {
                 return Err(err(format!("link.rtt_schedule[{i}].at"), "steps must be after 0 and in increasing order"));
             }
             if s.rtt_ns == 0 || s.rtt_ns > limits::MAX_PATH_RTT_NS {
-                return Err(err(format!("link.rtt_schedule[{i}].rtt"), format!("must be positive and at most {}", fmt_ns(limits::MAX_PATH_RTT_NS))));
+                return Err(err(
+                    format!("link.rtt_schedule[{i}].rtt"),
+                    format!("must be positive and at most {}", fmt_ns(limits::MAX_PATH_RTT_NS)),
+                ));
             }
             prev = s.at_ns;
         }
@@ -870,7 +928,8 @@ impl Scenario {
     pub fn estimate(&self) -> Estimate {
         let secs = self.duration_ns as f64 / 1e9;
         let wire = self.tcp.mss as f64 + HEADER_BYTES;
-        let peak_rate = self.link.rate_schedule.iter().map(|s| s.rate_bps).fold(self.link.reference_rate_bps(), u64::max) as f64;
+        let peak_rate =
+            self.link.rate_schedule.iter().map(|s| s.rate_bps).fold(self.link.reference_rate_bps(), u64::max) as f64;
         // Each flow sends at most its NIC's rate and a receive window per round trip.
         let min_rtt = self.link.rtt_schedule.iter().map(|s| s.rtt_ns).fold(self.link.rtt_ns, u64::min);
         let senders: f64 = self
@@ -888,7 +947,10 @@ impl Scenario {
             packets = packets.min(2.0 * bytes / self.tcp.mss as f64 + self.flows.len() as f64);
         }
         // An interval of 0 records no time series.
-        let series_rows = self.duration_ns.checked_div(self.sample_interval_ns).map_or(0.0, |n| (n + 1) as f64 * (self.flows.len() + 1) as f64);
+        let series_rows = self
+            .duration_ns
+            .checked_div(self.sample_interval_ns)
+            .map_or(0.0, |n| (n + 1) as f64 * (self.flows.len() + 1) as f64);
         // Packets in flight and queued: the receive windows, or what the path and the
         // buffer hold.
         let bdp = self.bdp_bytes() as f64;

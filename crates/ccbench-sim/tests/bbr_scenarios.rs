@@ -61,7 +61,12 @@ fn each_bbr_version_fills_a_one_bdp_link_with_a_short_queue() {
         assert!(f.goodput_bps <= payload, "{cca}: goodput above the payload capacity");
         // A model-based sender keeps the queue short: mean RTT well under the 2 x base
         // a full 1 BDP buffer would give, with 10% margin for STARTUP's queue.
-        assert!(f.rtt_ms.mean <= 2.2 * f.base_rtt_ms, "{cca}: mean RTT {:.1} ms, base {:.1} ms", f.rtt_ms.mean, f.base_rtt_ms);
+        assert!(
+            f.rtt_ms.mean <= 2.2 * f.base_rtt_ms,
+            "{cca}: mean RTT {:.1} ms, base {:.1} ms",
+            f.rtt_ms.mean,
+            f.base_rtt_ms
+        );
     }
 }
 
@@ -69,7 +74,8 @@ fn each_bbr_version_fills_a_one_bdp_link_with_a_short_queue() {
 /// keeps the link busy while Cubic backs off, at the price of many retransmissions.
 #[test]
 fn bbr_beats_cubic_in_a_shallow_buffer_with_ten_times_the_retransmissions() {
-    let outs = run_all(vec![scenario(&["bbr"], BufferLimit::Bdp(0.1), 30), scenario(&["cubic"], BufferLimit::Bdp(0.1), 30)]);
+    let outs =
+        run_all(vec![scenario(&["bbr"], BufferLimit::Bdp(0.1), 30), scenario(&["cubic"], BufferLimit::Bdp(0.1), 30)]);
     let (bbr, cubic) = (&outs[0].summary.flows[0], &outs[1].summary.flows[0]);
     eprintln!(
         "0.1 BDP: bbr {:.1} Mbit/s, {} retransmits; cubic {:.1} Mbit/s, {} retransmits",
@@ -78,9 +84,19 @@ fn bbr_beats_cubic_in_a_shallow_buffer_with_ten_times_the_retransmissions() {
         mbit(cubic.goodput_bps),
         cubic.retransmits
     );
-    assert!(bbr.goodput_bps > cubic.goodput_bps, "bbr {:.1} vs cubic {:.1} Mbit/s", mbit(bbr.goodput_bps), mbit(cubic.goodput_bps));
+    assert!(
+        bbr.goodput_bps > cubic.goodput_bps,
+        "bbr {:.1} vs cubic {:.1} Mbit/s",
+        mbit(bbr.goodput_bps),
+        mbit(cubic.goodput_bps)
+    );
     assert!(bbr.goodput_bps >= 0.85 * payload_share_bps(RATE), "bbr {:.1} Mbit/s", mbit(bbr.goodput_bps));
-    assert!(bbr.retransmits >= 10 * cubic.retransmits.max(1), "retransmits bbr {} vs cubic {}", bbr.retransmits, cubic.retransmits);
+    assert!(
+        bbr.retransmits >= 10 * cubic.retransmits.max(1),
+        "retransmits bbr {} vs cubic {}",
+        bbr.retransmits,
+        cubic.retransmits
+    );
 }
 
 fn lossy(cca: &str, p: f64) -> Scenario {
@@ -103,11 +119,21 @@ fn bbr_v1_loss_cliff() {
     let outs = run_all(ss);
     let g = |i: usize| outs[i].summary.flows[0].goodput_bps;
     for (i, &p) in v1_ps.iter().enumerate() {
-        eprintln!("bbr at {:>4.1}% loss: {:.1} Mbit/s = {:.3} x (1 - p) x capacity", 100.0 * p, mbit(g(i)), g(i) / ((1.0 - p) * payload));
+        eprintln!(
+            "bbr at {:>4.1}% loss: {:.1} Mbit/s = {:.3} x (1 - p) x capacity",
+            100.0 * p,
+            mbit(g(i)),
+            g(i) / ((1.0 - p) * payload)
+        );
         assert!(outs[i].summary.link.drops_random > 0 || p == 0.0);
     }
     let (cubic1, bbr3_0, bbr3_5) = (g(v1_ps.len()), g(v1_ps.len() + 1), g(v1_ps.len() + 2));
-    eprintln!("cubic at 1%: {:.1} Mbit/s; bbr3 at 0%: {:.1}, at 5%: {:.1} Mbit/s", mbit(cubic1), mbit(bbr3_0), mbit(bbr3_5));
+    eprintln!(
+        "cubic at 1%: {:.1} Mbit/s; bbr3 at 0%: {:.1}, at 5%: {:.1} Mbit/s",
+        mbit(cubic1),
+        mbit(bbr3_0),
+        mbit(bbr3_5)
+    );
     // Below the cliff: at least 85% of what the loss leaves of the capacity.
     for (i, &p) in v1_ps.iter().enumerate().filter(|(_, &p)| p <= 0.15) {
         let floor = 0.85 * (1.0 - p) * payload;
@@ -164,7 +190,11 @@ fn bbr_runs_are_deterministic_with_their_random_phase() {
         let outs = run_all(vec![mk(1), mk(1), mk(2)]);
         assert_eq!(outs[0].trace_hash, outs[1].trace_hash, "{cca}: same seed, different trace");
         assert_eq!(summary_json(&outs[0]), summary_json(&outs[1]), "{cca}");
-        assert_eq!(serde_json::to_string(&outs[0].series).unwrap(), serde_json::to_string(&outs[1].series).unwrap(), "{cca}");
+        assert_eq!(
+            serde_json::to_string(&outs[0].series).unwrap(),
+            serde_json::to_string(&outs[1].series).unwrap(),
+            "{cca}"
+        );
         assert_ne!(outs[0].trace_hash, outs[2].trace_hash, "{cca}: the seed did not change the run");
     }
     // The control: Cubic draws nothing at random, so without loss the seed changes nothing.
@@ -240,7 +270,11 @@ fn bbr3_probe_rtt_every_five_seconds() {
     for e in &eps {
         eprintln!("bbr3 PROBE_RTT sampled from {:.2} s to {:.2} s", e.0, e.1);
     }
-    assert!((5..=6).contains(&eps.len()), "PROBE_RTT episodes in 30 s: {:?}", eps.iter().map(|e| e.0).collect::<Vec<_>>());
+    assert!(
+        (5..=6).contains(&eps.len()),
+        "PROBE_RTT episodes in 30 s: {:?}",
+        eps.iter().map(|e| e.0).collect::<Vec<_>>()
+    );
     assert!((5.0..=5.05).contains(&eps[0].0), "first PROBE_RTT at {:.2} s", eps[0].0);
     for w in eps.windows(2) {
         let gap = w[1].0 - w[0].1;
@@ -252,7 +286,12 @@ fn bbr3_probe_rtt_every_five_seconds() {
         // cwnd at max(4, half the estimated BDP), rounded up, in packets.
         for &i in rows {
             let half_bdp = (bw[i].1 / 8.0 / MSS as f64 * min_rtt[i].1 / 1e3 / 2.0).ceil();
-            assert!(cwnd[i].1 <= half_bdp.max(4.0) && cwnd[i].1 >= half_bdp - 1.0, "cwnd {} vs half BDP {half_bdp} at {:.2} s", cwnd[i].1, cwnd[i].0);
+            assert!(
+                cwnd[i].1 <= half_bdp.max(4.0) && cwnd[i].1 >= half_bdp - 1.0,
+                "cwnd {} vs half BDP {half_bdp} at {:.2} s",
+                cwnd[i].1,
+                cwnd[i].0
+            );
             assert!((0.45 * BDP_PACKETS..=0.55 * BDP_PACKETS).contains(&half_bdp), "half BDP {half_bdp} packets");
         }
     }

@@ -62,7 +62,11 @@ fn vm(cca: &str, rate_mbit: u64, share: f64, slice_ms: u64, params: &[(&str, f64
         flows: vec![f],
         tcp: TcpConfig::default(),
         host: Some(HostConfig {
-            cpu: CpuAvailability::Periodic { runtime_ns: (period as f64 * share).round() as u64, period_ns: period, offset_ns: 0 },
+            cpu: CpuAvailability::Periodic {
+                runtime_ns: (period as f64 * share).round() as u64,
+                period_ns: period,
+                offset_ns: 0,
+            },
             ..HostConfig::default()
         }),
     }
@@ -71,13 +75,22 @@ fn vm(cca: &str, rate_mbit: u64, share: f64, slice_ms: u64, params: &[(&str, f64
 #[test]
 fn an_ideal_host_changes_nothing() {
     for cca in ["cubic", "bbr", "bbr3"] {
-        let mut s = common::dumbbell(100 * MBIT, 40 * MS, BufferLimit::Bdp(1.0), vec![common::flow(cca), common::flow("cubic")]);
+        let mut s = common::dumbbell(
+            100 * MBIT,
+            40 * MS,
+            BufferLimit::Bdp(1.0),
+            vec![common::flow(cca), common::flow("cubic")],
+        );
         s.duration_ns = 10 * SEC;
         s.link.loss = 0.01;
         let plain = ccbench_sim::run(&s).unwrap();
         s.host = preset("server");
         let server = ccbench_sim::run(&s).unwrap();
-        assert_eq!(serde_json::to_string(&plain.summary).unwrap(), serde_json::to_string(&server.summary).unwrap(), "{cca}");
+        assert_eq!(
+            serde_json::to_string(&plain.summary).unwrap(),
+            serde_json::to_string(&server.summary).unwrap(),
+            "{cca}"
+        );
         assert_eq!(plain.trace_hash, server.trace_hash, "{cca}");
     }
 }
@@ -182,17 +195,25 @@ fn the_downward_spiral_is_visible_in_the_time_series() {
     let out = ccbench_sim::run(&vm("bbr", 100, 0.5, 10, &[])).unwrap();
     let t = &out.series.flows;
     let col = |name: &str| t.f64s(name).unwrap_or_else(|| panic!("column {name}"));
-    let (time, bw, pacing, inflight, min_rtt) = (col("time_s"), col("cc_bw_bps"), col("pacing_rate_bps"), col("inflight_bytes"), col("cc_min_rtt_ms"));
+    let (time, bw, pacing, inflight, min_rtt) =
+        (col("time_s"), col("cc_bw_bps"), col("pacing_rate_bps"), col("inflight_bytes"), col("cc_min_rtt_ms"));
     let early_bw = bw.iter().zip(time).filter(|(_, &t)| t <= 2.0).map(|(&b, _)| b).fold(0.0, f64::max);
-    let late = |v: &[f64]| v.iter().zip(time).filter(|(_, &t)| t >= 15.0).map(|(&x, _)| x).sum::<f64>() / v.iter().zip(time).filter(|(_, &t)| t >= 15.0).count() as f64;
-    eprintln!("bbr 50% of 10 ms: bandwidth estimate {:.1} -> {:.1} Mbit/s, pacing {:.1} Mbit/s", early_bw / 1e6, late(bw) / 1e6, late(pacing) / 1e6);
+    let late = |v: &[f64]| {
+        v.iter().zip(time).filter(|(_, &t)| t >= 15.0).map(|(&x, _)| x).sum::<f64>()
+            / v.iter().zip(time).filter(|(_, &t)| t >= 15.0).count() as f64
+    };
+    eprintln!(
+        "bbr 50% of 10 ms: bandwidth estimate {:.1} -> {:.1} Mbit/s, pacing {:.1} Mbit/s",
+        early_bw / 1e6,
+        late(bw) / 1e6,
+        late(pacing) / 1e6
+    );
     assert!(late(bw) < 0.4 * early_bw);
     assert!(late(pacing) < 0.4 * early_bw);
     // Inflight below one (estimated) BDP for most of the run.
-    let below = (0..time.len())
-        .filter(|&i| time[i] >= 5.0)
-        .filter(|&i| inflight[i] * 8.0 < bw[i] * min_rtt[i] / 1e3)
-        .count() as f64
-        / time.iter().filter(|&&t| t >= 5.0).count() as f64;
+    let below =
+        (0..time.len()).filter(|&i| time[i] >= 5.0).filter(|&i| inflight[i] * 8.0 < bw[i] * min_rtt[i] / 1e3).count()
+            as f64
+            / time.iter().filter(|&&t| t >= 5.0).count() as f64;
     assert!(below > 0.5, "inflight below a BDP in {below:.2} of samples");
 }

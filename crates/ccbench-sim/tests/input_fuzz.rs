@@ -21,12 +21,38 @@ fn usual(ordinary: &'static [u64], edges: &'static [u64]) -> impl Strategy<Value
 }
 
 fn small_u32() -> impl Strategy<Value = Value> {
-    prop::sample::select(&[0u64, 1, 2, 10, 31, 32, 63, 64, 1000, 65_535, 65_536, u32::MAX as u64][..]).prop_map(Value::from)
+    prop::sample::select(&[0u64, 1, 2, 10, 31, 32, 63, 64, 1000, 65_535, 65_536, u32::MAX as u64][..])
+        .prop_map(Value::from)
 }
 
-const NS: &[u64] = &[0, 1, 999, 1_000, 1_000_000, 5_000_000, 40_000_000, 100_000_000, 1_000_000_000, 120_000_000_000, 536_000_000_000, 1 << 62, u64::MAX];
+const NS: &[u64] = &[
+    0,
+    1,
+    999,
+    1_000,
+    1_000_000,
+    5_000_000,
+    40_000_000,
+    100_000_000,
+    1_000_000_000,
+    120_000_000_000,
+    536_000_000_000,
+    1 << 62,
+    u64::MAX,
+];
 const SHORT_NS: &[u64] = &[0, 1, 1_000, 1_000_000, 20_000_000, 50_000_000];
-const RATES: &[u64] = &[0, 1, 1_000, 1_000_000, 10_000_000, 100_000_000, 10_000_000_000, 10_000_000_000_000, 10_000_000_000_001, u64::MAX];
+const RATES: &[u64] = &[
+    0,
+    1,
+    1_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+    10_000_000_000,
+    10_000_000_000_000,
+    10_000_000_000_001,
+    u64::MAX,
+];
 const BYTES: &[u64] = &[0, 1, 63, 64, 1448, 65_535, 6 << 20, 1 << 30, 1 << 40, u64::MAX];
 
 fn float() -> impl Strategy<Value = Value> {
@@ -39,7 +65,9 @@ fn table(fields: Vec<(&'static str, BoxedStrategy<Value>)>) -> impl Strategy<Val
         .into_iter()
         .map(|(name, s)| prop::option::weighted(0.12, s).prop_map(move |v| (name, v)))
         .collect::<Vec<_>>()
-        .prop_map(|pairs| Value::Object(pairs.into_iter().filter_map(|(k, v)| v.map(|v| (k.to_string(), v))).collect::<Map<_, _>>()))
+        .prop_map(|pairs| {
+            Value::Object(pairs.into_iter().filter_map(|(k, v)| v.map(|v| (k.to_string(), v))).collect::<Map<_, _>>())
+        })
 }
 
 fn buffer() -> BoxedStrategy<Value> {
@@ -57,11 +85,14 @@ fn trace() -> BoxedStrategy<Value> {
         v.sort_unstable();
         json!({ "opportunities_ms": v })
     });
-    let edges = prop::collection::vec(prop::sample::select(&[0u64, 1, 2, 5, 10, 1000, 10_000_000_000, 10_000_000_001, u64::MAX][..]), 0..6)
-        .prop_map(|mut v| {
-            v.sort_unstable();
-            json!({ "opportunities_ms": v })
-        });
+    let edges = prop::collection::vec(
+        prop::sample::select(&[0u64, 1, 2, 5, 10, 1000, 10_000_000_000, 10_000_000_001, u64::MAX][..]),
+        0..6,
+    )
+    .prop_map(|mut v| {
+        v.sort_unstable();
+        json!({ "opportunities_ms": v })
+    });
     prop_oneof![2 => ordinary, 1 => edges].boxed()
 }
 
@@ -81,7 +112,12 @@ fn aqm() -> BoxedStrategy<Value> {
         ("memory_limit_bytes", int(BYTES).boxed()),
         ("drop_batch", small_u32().boxed()),
     ]);
-    prop_oneof![Just(json!("drop_tail")), codel.prop_map(|c| json!({ "codel": c })), fq.prop_map(|c| json!({ "fq_codel": c }))].boxed()
+    prop_oneof![
+        Just(json!("drop_tail")),
+        codel.prop_map(|c| json!({ "codel": c })),
+        fq.prop_map(|c| json!({ "fq_codel": c }))
+    ]
+    .boxed()
 }
 
 fn steps(key: &'static str, values: &'static [u64]) -> BoxedStrategy<Value> {
@@ -105,7 +141,10 @@ fn link() -> impl Strategy<Value = Value> {
         usual(&[1_000_000, 10_000_000, 100_000_000], RATES),
         usual(&[1_000_000, 10_000_000, 40_000_000], NS),
         buffer(),
-        prop::option::weighted(0.1, (float(), float()).prop_map(|(p, r)| json!({ "gilbert_elliott": { "p": p, "r": r } }))),
+        prop::option::weighted(
+            0.1,
+            (float(), float()).prop_map(|(p, r)| json!({ "gilbert_elliott": { "p": p, "r": r } })),
+        ),
     )
         .prop_map(|(mut t, rate, rtt, buffer, ge)| {
             let m = t.as_object_mut().unwrap();
@@ -121,7 +160,9 @@ fn link() -> impl Strategy<Value = Value> {
 
 fn flow() -> impl Strategy<Value = Value> {
     (
-        prop::sample::select(&["reno", "cubic", "bbr", "bbr2", "bbr3", "cubic", "reno", "bbr", "cubic", "bbr3", "reno", "nope"][..]),
+        prop::sample::select(
+            &["reno", "cubic", "bbr", "bbr2", "bbr3", "cubic", "reno", "bbr", "cubic", "bbr3", "reno", "nope"][..],
+        ),
         table(vec![
             ("start_ns", int(SHORT_NS).boxed()),
             ("access_delay_ns", int(NS).boxed()),
@@ -148,7 +189,12 @@ fn tcp() -> impl Strategy<Value = Value> {
     table(vec![
         ("mss", small_u32().boxed()),
         ("init_cwnd", small_u32().boxed()),
-        ("hz", prop::sample::select(&[0u64, 1, 100, 250, 300, 1000, 1024, 1_000_000, 2_000_000, u32::MAX as u64][..]).prop_map(Value::from).boxed()),
+        (
+            "hz",
+            prop::sample::select(&[0u64, 1, 100, 250, 300, 1000, 1024, 1_000_000, 2_000_000, u32::MAX as u64][..])
+                .prop_map(Value::from)
+                .boxed(),
+        ),
         ("rto_min_ns", int(NS).boxed()),
         ("rto_init_ns", int(NS).boxed()),
         ("tsq_limit_bytes", int(BYTES).boxed()),
@@ -161,7 +207,8 @@ fn tcp() -> impl Strategy<Value = Value> {
 fn host() -> impl Strategy<Value = Value> {
     let cpu = prop_oneof![
         Just(json!("always")),
-        (int(NS), int(NS), int(NS)).prop_map(|(r, p, o)| json!({ "periodic": { "runtime_ns": r, "period_ns": p, "offset_ns": o } })),
+        (int(NS), int(NS), int(NS))
+            .prop_map(|(r, p, o)| json!({ "periodic": { "runtime_ns": r, "period_ns": p, "offset_ns": o } })),
         prop::collection::vec(int(NS), 0..5).prop_map(|v| json!({ "trace": { "intervals_ns": v } })),
     ];
     let cost = table(vec![

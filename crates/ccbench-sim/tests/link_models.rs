@@ -144,10 +144,8 @@ fn throughput_follows_rate_steps() {
     for cca in ["cubic", "bbr"] {
         let mut s = dumbbell(10 * MBIT, 40 * MS, BufferLimit::Bytes(500_000), vec![flow(cca)]);
         s.duration_ns = 30 * SEC;
-        s.link.rate_schedule = vec![
-            RateStep { at_ns: 10 * SEC, rate_bps: 40 * MBIT },
-            RateStep { at_ns: 20 * SEC, rate_bps: 5 * MBIT },
-        ];
+        s.link.rate_schedule =
+            vec![RateStep { at_ns: 10 * SEC, rate_bps: 40 * MBIT }, RateStep { at_ns: 20 * SEC, rate_bps: 5 * MBIT }];
         let out = run_ok(&s);
         let thr = flow_series(&out, 0, "throughput_bps");
         let cap = link_series(&out, "capacity_bps");
@@ -296,7 +294,11 @@ fn fq_codel_isolates_a_light_flow_from_a_bulk_flow() {
     let with = |aqm: Aqm| {
         let mut s = uplink(aqm);
         s.duration_ns = 40 * SEC;
-        s.flows.push(ccbench_sim::config::FlowConfig { start_ns: 20 * SEC, size_bytes: Some(200_000), ..flow("cubic") });
+        s.flows.push(ccbench_sim::config::FlowConfig {
+            start_ns: 20 * SEC,
+            size_bytes: Some(200_000),
+            ..flow("cubic")
+        });
         run_ok(&s)
     };
     let fq = with(Aqm::FqCodel(FqCodelConfig::default()));
@@ -336,10 +338,7 @@ fn invalid_link_models_are_refused_with_their_field() {
         field(&|s| s.link.rate_schedule = vec![RateStep { at_ns: 0, rate_bps: MBIT }]),
         "link.rate_schedule[0].at"
     );
-    assert_eq!(
-        field(&|s| s.link.rtt_schedule = vec![RttStep { at_ns: SEC, rtt_ns: 0 }]),
-        "link.rtt_schedule[0].rtt"
-    );
+    assert_eq!(field(&|s| s.link.rtt_schedule = vec![RttStep { at_ns: SEC, rtt_ns: 0 }]), "link.rtt_schedule[0].rtt");
     assert_eq!(
         field(&|s| {
             s.link.loss = 0.01;

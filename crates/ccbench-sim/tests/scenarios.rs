@@ -55,7 +55,11 @@ fn cubic_fills_a_one_bdp_buffer_link() {
     let mut delivered_bits = 0.0;
     for &(t, g) in &goodput {
         delivered_bits += g * dt;
-        assert!(delivered_bits <= payload * t, "{delivered_bits:.0} bits delivered by {t:.1} s, link carries {:.0}", payload * t);
+        assert!(
+            delivered_bits <= payload * t,
+            "{delivered_bits:.0} bits delivered by {t:.1} s, link carries {:.0}",
+            payload * t
+        );
     }
     // Over 1 s windows: the payload share plus the in-flight burst allowance.
     let limit = payload + burst_allowance_bps(BDP_BYTES, 1.0);
@@ -92,7 +96,8 @@ fn cubic_fills_deep_buffers() {
 
 /// Per-flow mean goodput over the samples with `from < time_s <= to`.
 fn mean_goodput(out: &RunOutput, id: u32, from: f64, to: f64) -> f64 {
-    let g: Vec<f64> = flow_series(out, id, "goodput_bps").into_iter().filter(|s| s.0 > from && s.0 <= to).map(|s| s.1).collect();
+    let g: Vec<f64> =
+        flow_series(out, id, "goodput_bps").into_iter().filter(|s| s.0 > from && s.0 <= to).map(|s| s.1).collect();
     mean(&g)
 }
 
@@ -139,7 +144,13 @@ fn reno_matches_the_mathis_model_at_one_percent_loss() {
     let f = &out.summary.flows[0];
     let model = MSS as f64 * 8.0 / (RTT as f64 / 1e9) * 1.22 / f64::sqrt(p);
     let err = (f.goodput_bps - model) / model;
-    assert!(err.abs() <= 0.30, "goodput {:.3} Mbit/s, Mathis {:.3} Mbit/s ({:+.1}%)", f.goodput_bps / 1e6, model / 1e6, 100.0 * err);
+    assert!(
+        err.abs() <= 0.30,
+        "goodput {:.3} Mbit/s, Mathis {:.3} Mbit/s ({:+.1}%)",
+        f.goodput_bps / 1e6,
+        model / 1e6,
+        100.0 * err
+    );
     // Well below capacity, so the losses are the random ones.
     assert_eq!(out.summary.link.drops_overflow, 0);
     assert!(out.summary.link.drops_random > 0);
@@ -214,7 +225,11 @@ fn sized_flow_reports_completion_time() {
         assert_eq!(f.delivered_bytes, size);
         assert_eq!(f.size_bytes, Some(size));
         let expect = size as f64 * 8.0 / c;
-        assert!((f.goodput_bps - expect).abs() <= 1e-9 * expect, "goodput {} != size/completion {expect}", f.goodput_bps);
+        assert!(
+            (f.goodput_bps - expect).abs() <= 1e-9 * expect,
+            "goodput {} != size/completion {expect}",
+            f.goodput_bps
+        );
         // The run stops once every sized flow is done.
         assert!(out.summary.duration_s <= c + 1e-9, "run went on to {} s", out.summary.duration_s);
     }
@@ -373,7 +388,11 @@ fn bottleneck_queue_respects_its_limit() {
             assert!(l.queue_bytes.max <= b, "{buffer:?}: queue reached {} bytes", l.queue_bytes.max);
             assert!(series_bytes <= b, "{buffer:?}: sampled queue {series_bytes} bytes");
             // The limit is reached, or the test would prove nothing.
-            assert!(l.queue_bytes.max > b - 2.0 * WIRE as f64, "{buffer:?}: queue peaked at {} bytes", l.queue_bytes.max);
+            assert!(
+                l.queue_bytes.max > b - 2.0 * WIRE as f64,
+                "{buffer:?}: queue peaked at {} bytes",
+                l.queue_bytes.max
+            );
         }
         if let Some(n) = packets {
             assert_eq!(l.buffer_packets, Some(n as u64));

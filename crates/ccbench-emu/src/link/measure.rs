@@ -138,7 +138,8 @@ impl Link {
     pub(super) fn measure(&self, now: Time) -> Report {
         let c = &self.bottleneck.counters;
         let delivered = (self.m.busy_ns > 0).then(|| self.m.busy_bytes as f64 * 8.0 / (self.m.busy_ns as f64 / 1e9));
-        let ratio = (self.m.busy_capacity_bits > 0.0).then(|| self.m.busy_bytes as f64 * 8.0 / self.m.busy_capacity_bits);
+        let ratio =
+            (self.m.busy_capacity_bits > 0.0).then(|| self.m.busy_bytes as f64 * 8.0 / self.m.busy_capacity_bits);
         let window = self.m.t0.map_or(0.0, |t0| self.bottleneck.capacity_bits(t0, now.min(self.m.end.max(t0))));
         Report {
             measured_s: self.m.t0.map_or(0.0, |t0| now.since(t0).secs_f64()),

@@ -8,8 +8,8 @@
 //! clock runs on jiffies, RTTs in µs. The stack does the reductions themselves (PRR in
 //! Recovery/CWR, cwnd = 1 on RTO); this file only supplies ssthresh and growth.
 
-use super::reno::{cong_avoid_ai, slow_start};
 use super::params::{apply, Kind, Param, ParamError};
+use super::reno::{cong_avoid_ai, slow_start};
 use super::*;
 use serde::Serialize;
 
@@ -85,15 +85,87 @@ impl CubicParams {
     /// What a scenario may override, with the ranges the fixed-point arithmetic of
     /// `cubictcp_register` and `bictcp_update` runs with.
     pub const TABLE: &'static [Param<CubicParams>] = &[
-        Param { name: "beta", kernel: "tcp_cubic.c: beta", meaning: "multiplicative decrease in 1/1024 (717 = 0.7002); below 1024 so that beta_scale stays finite", kind: Kind::Integer, min: 1.0, max: (BETA_SCALE - 1) as f64, field: |p| &mut p.beta },
-        Param { name: "bic_scale", kernel: "tcp_cubic.c: bic_scale", meaning: "C = bic_scale*10/1024 segments/s^3 (41 = 0.4004)", kind: Kind::Integer, min: 1.0, max: 1024.0, field: |p| &mut p.bic_scale },
-        Param { name: "fast_convergence", kernel: "tcp_cubic.c: fast_convergence", meaning: "a loss below the previous W_max lowers W_max further", kind: Kind::Flag, min: 0.0, max: 1.0, field: |p| &mut p.fast_convergence },
-        Param { name: "tcp_friendliness", kernel: "tcp_cubic.c: tcp_friendliness", meaning: "never grow slower than an emulated Reno flow", kind: Kind::Flag, min: 0.0, max: 1.0, field: |p| &mut p.tcp_friendliness },
-        Param { name: "initial_ssthresh", kernel: "tcp_cubic.c: initial_ssthresh", meaning: "slow-start threshold in segments with HyStart off; 0 leaves it infinite", kind: Kind::Integer, min: 0.0, max: INFINITE_SSTHRESH as f64, field: |p| &mut p.initial_ssthresh },
-        Param { name: "hystart", kernel: "tcp_cubic.c: hystart", meaning: "hybrid slow start on", kind: Kind::Flag, min: 0.0, max: 1.0, field: |p| &mut p.hystart },
-        Param { name: "hystart_detect", kernel: "tcp_cubic.c: hystart_detect", meaning: "HyStart's exit tests, a bitmask: 1 = ACK train, 2 = delay increase", kind: Kind::Integer, min: 0.0, max: (HYSTART_ACK_TRAIN | HYSTART_DELAY) as f64, field: |p| &mut p.hystart_detect },
-        Param { name: "hystart_low_window", kernel: "tcp_cubic.c: hystart_low_window", meaning: "HyStart is inactive below this cwnd (segments)", kind: Kind::Integer, min: 0.0, max: 1e6, field: |p| &mut p.hystart_low_window },
-        Param { name: "hystart_ack_delta_us", kernel: "tcp_cubic.c: hystart_ack_delta_us", meaning: "the largest gap between two ACKs of one train (us)", kind: Kind::Integer, min: 0.0, max: 1e6, field: |p| &mut p.hystart_ack_delta_us },
+        Param {
+            name: "beta",
+            kernel: "tcp_cubic.c: beta",
+            meaning: "multiplicative decrease in 1/1024 (717 = 0.7002); below 1024 so that beta_scale stays finite",
+            kind: Kind::Integer,
+            min: 1.0,
+            max: (BETA_SCALE - 1) as f64,
+            field: |p| &mut p.beta,
+        },
+        Param {
+            name: "bic_scale",
+            kernel: "tcp_cubic.c: bic_scale",
+            meaning: "C = bic_scale*10/1024 segments/s^3 (41 = 0.4004)",
+            kind: Kind::Integer,
+            min: 1.0,
+            max: 1024.0,
+            field: |p| &mut p.bic_scale,
+        },
+        Param {
+            name: "fast_convergence",
+            kernel: "tcp_cubic.c: fast_convergence",
+            meaning: "a loss below the previous W_max lowers W_max further",
+            kind: Kind::Flag,
+            min: 0.0,
+            max: 1.0,
+            field: |p| &mut p.fast_convergence,
+        },
+        Param {
+            name: "tcp_friendliness",
+            kernel: "tcp_cubic.c: tcp_friendliness",
+            meaning: "never grow slower than an emulated Reno flow",
+            kind: Kind::Flag,
+            min: 0.0,
+            max: 1.0,
+            field: |p| &mut p.tcp_friendliness,
+        },
+        Param {
+            name: "initial_ssthresh",
+            kernel: "tcp_cubic.c: initial_ssthresh",
+            meaning: "slow-start threshold in segments with HyStart off; 0 leaves it infinite",
+            kind: Kind::Integer,
+            min: 0.0,
+            max: INFINITE_SSTHRESH as f64,
+            field: |p| &mut p.initial_ssthresh,
+        },
+        Param {
+            name: "hystart",
+            kernel: "tcp_cubic.c: hystart",
+            meaning: "hybrid slow start on",
+            kind: Kind::Flag,
+            min: 0.0,
+            max: 1.0,
+            field: |p| &mut p.hystart,
+        },
+        Param {
+            name: "hystart_detect",
+            kernel: "tcp_cubic.c: hystart_detect",
+            meaning: "HyStart's exit tests, a bitmask: 1 = ACK train, 2 = delay increase",
+            kind: Kind::Integer,
+            min: 0.0,
+            max: (HYSTART_ACK_TRAIN | HYSTART_DELAY) as f64,
+            field: |p| &mut p.hystart_detect,
+        },
+        Param {
+            name: "hystart_low_window",
+            kernel: "tcp_cubic.c: hystart_low_window",
+            meaning: "HyStart is inactive below this cwnd (segments)",
+            kind: Kind::Integer,
+            min: 0.0,
+            max: 1e6,
+            field: |p| &mut p.hystart_low_window,
+        },
+        Param {
+            name: "hystart_ack_delta_us",
+            kernel: "tcp_cubic.c: hystart_ack_delta_us",
+            meaning: "the largest gap between two ACKs of one train (us)",
+            kind: Kind::Integer,
+            min: 0.0,
+            max: 1e6,
+            field: |p| &mut p.hystart_ack_delta_us,
+        },
     ];
 
     /// The defaults with named overrides applied (see `cc::params::apply`).

@@ -110,7 +110,14 @@ pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
 impl Window {
     pub fn new(init_cwnd: u32) -> Self {
-        Window { cwnd: init_cwnd, ssthresh: INFINITE_SSTHRESH, cwnd_clamp: u32::MAX / 2, cwnd_cnt: 0, pacing_rate: 0, mark_app_limited: false }
+        Window {
+            cwnd: init_cwnd,
+            ssthresh: INFINITE_SSTHRESH,
+            cwnd_clamp: u32::MAX / 2,
+            cwnd_cnt: 0,
+            pacing_rate: 0,
+            mark_app_limited: false,
+        }
     }
     /// `tcp_in_slow_start`.
     pub fn in_slow_start(&self) -> bool {
@@ -255,7 +262,8 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
-    pub const ALL: &'static [Algorithm] = &[Algorithm::Reno, Algorithm::Cubic, Algorithm::Bbr, Algorithm::Bbr2, Algorithm::Bbr3];
+    pub const ALL: &'static [Algorithm] =
+        &[Algorithm::Reno, Algorithm::Cubic, Algorithm::Bbr, Algorithm::Bbr2, Algorithm::Bbr3];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -273,7 +281,11 @@ impl Algorithm {
 
     /// An instance with parameter overrides by name (`params::apply`: unknown names and
     /// values out of range are errors) and its own random stream.
-    pub fn instance(self, params: &BTreeMap<String, f64>, rng: crate::sim::rng::Rng) -> Result<Box<dyn CongestionControl>, params::ParamError> {
+    pub fn instance(
+        self,
+        params: &BTreeMap<String, f64>,
+        rng: crate::sim::rng::Rng,
+    ) -> Result<Box<dyn CongestionControl>, params::ParamError> {
         Ok(match self {
             Algorithm::Reno => {
                 params::apply("reno", &[] as &[params::Param<()>], (), params)?;
@@ -293,7 +305,11 @@ impl Algorithm {
     }
 
     /// [`Algorithm::instance`] with the error as one line, `name: what is allowed`.
-    pub fn build(self, params: &BTreeMap<String, f64>, rng: crate::sim::rng::Rng) -> Result<Box<dyn CongestionControl>, String> {
+    pub fn build(
+        self,
+        params: &BTreeMap<String, f64>,
+        rng: crate::sim::rng::Rng,
+    ) -> Result<Box<dyn CongestionControl>, String> {
         self.instance(params, rng).map_err(|e| e.to_string())
     }
 

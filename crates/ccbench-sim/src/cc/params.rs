@@ -94,7 +94,15 @@ pub const FLAG: Range = (Kind::Flag, 0.0, 1.0);
 /// A row of a parameter table: `param!(name, kernel name, range, field, meaning)`.
 macro_rules! param {
     ($name:literal, $kernel:literal, $range:expr, $field:ident, $meaning:literal) => {
-        $crate::cc::params::Param { name: $name, kernel: $kernel, meaning: $meaning, kind: $range.0, min: $range.1, max: $range.2, field: |p| &mut p.$field }
+        $crate::cc::params::Param {
+            name: $name,
+            kernel: $kernel,
+            meaning: $meaning,
+            kind: $range.0,
+            min: $range.1,
+            max: $range.2,
+            field: |p| &mut p.$field,
+        }
     };
 }
 pub(crate) use param;
@@ -122,7 +130,9 @@ fn check<P>(p: &Param<P>, x: f64) -> Result<(), String> {
     let range = format!("[{}, {}]", number(p.min), number(p.max));
     match p.kind {
         Kind::Flag if x != 0.0 && x != 1.0 => return Err(format!("is a flag: must be 0 or 1, got {x}")),
-        Kind::Integer if x.fract() != 0.0 || !x.is_finite() => return Err(format!("must be a whole number in {range}, got {x}")),
+        Kind::Integer if x.fract() != 0.0 || !x.is_finite() => {
+            return Err(format!("must be a whole number in {range}, got {x}"))
+        }
         _ => {}
     }
     if !(p.min..=p.max).contains(&x) {
@@ -132,7 +142,12 @@ fn check<P>(p: &Param<P>, x: f64) -> Result<(), String> {
 }
 
 /// `defaults` with the named overrides of `algorithm` applied through `table`.
-pub fn apply<P>(algorithm: &str, table: &[Param<P>], mut defaults: P, overrides: &BTreeMap<String, f64>) -> Result<P, ParamError> {
+pub fn apply<P>(
+    algorithm: &str,
+    table: &[Param<P>],
+    mut defaults: P,
+    overrides: &BTreeMap<String, f64>,
+) -> Result<P, ParamError> {
     for (name, &x) in overrides {
         let Some(p) = table.iter().find(|p| p.name == name) else {
             let message = if table.is_empty() {

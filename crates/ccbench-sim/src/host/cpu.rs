@@ -10,10 +10,17 @@ use crate::time::{Dur, Time};
 #[derive(Clone, Debug)]
 pub enum Availability {
     Always,
-    Periodic { runtime: u64, period: u64, offset: u64 },
+    Periodic {
+        runtime: u64,
+        period: u64,
+        offset: u64,
+    },
     /// Cumulative ends of the on/off intervals of one cycle: `ends[2k]` is where the
     /// k-th on-interval ends, `ends[2k+1]` where the following off-interval ends.
-    Trace { ends: Vec<u64>, cycle: u64 },
+    Trace {
+        ends: Vec<u64>,
+        cycle: u64,
+    },
 }
 
 impl Availability {
@@ -114,7 +121,11 @@ impl Availability {
             Availability::Always => 1.0,
             Availability::Periodic { runtime, period, .. } => *runtime as f64 / *period as f64,
             Availability::Trace { ends, cycle } => {
-                let on: u64 = ends.iter().enumerate().map(|(i, &e)| if i % 2 == 0 { e - if i == 0 { 0 } else { ends[i - 1] } } else { 0 }).sum();
+                let on: u64 = ends
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &e)| if i % 2 == 0 { e - if i == 0 { 0 } else { ends[i - 1] } } else { 0 })
+                    .sum();
                 on as f64 / *cycle as f64
             }
         }
@@ -126,7 +137,11 @@ mod tests {
     use super::*;
 
     fn periodic(runtime_ms: u64, period_ms: u64) -> Availability {
-        Availability::new(&CpuAvailability::Periodic { runtime_ns: runtime_ms * 1_000_000, period_ns: period_ms * 1_000_000, offset_ns: 0 })
+        Availability::new(&CpuAvailability::Periodic {
+            runtime_ns: runtime_ms * 1_000_000,
+            period_ns: period_ms * 1_000_000,
+            offset_ns: 0,
+        })
     }
     const MS: u64 = 1_000_000;
 
@@ -147,7 +162,8 @@ mod tests {
 
     #[test]
     fn periodic_offset_shifts_the_slices() {
-        let a = Availability::new(&CpuAvailability::Periodic { runtime_ns: 2 * MS, period_ns: 10 * MS, offset_ns: 5 * MS });
+        let a =
+            Availability::new(&CpuAvailability::Periodic { runtime_ns: 2 * MS, period_ns: 10 * MS, offset_ns: 5 * MS });
         assert_eq!(a.next_on(Time(0)), Time(5 * MS));
         assert_eq!(a.next_on(Time(6 * MS)), Time(6 * MS));
         assert_eq!(a.next_on(Time(7 * MS)), Time(15 * MS));

@@ -34,7 +34,9 @@ impl Task {
         match self {
             Task::Start => Work { wakeups: 1, ..Work::default() },
             Task::Ack(_) => Work { acks: 1, ..Work::default() },
-            Task::Timer(which) => Work { wakeups: 1, timers: (*which != SenderTimer::TxCompletion) as u64, ..Work::default() },
+            Task::Timer(which) => {
+                Work { wakeups: 1, timers: (*which != SenderTimer::TxCompletion) as u64, ..Work::default() }
+            }
         }
     }
 }
@@ -190,14 +192,26 @@ mod tests {
 
     #[test]
     fn work_costs_add_up_per_unit() {
-        let c = CpuCost { per_ack_ns: 4, per_burst_ns: 2, per_packet_ns: 21, per_byte_ps: 7300, per_wakeup_ns: 20, per_timer_ns: 60, per_resume_ns: 100 };
+        let c = CpuCost {
+            per_ack_ns: 4,
+            per_burst_ns: 2,
+            per_packet_ns: 21,
+            per_byte_ps: 7300,
+            per_wakeup_ns: 20,
+            per_timer_ns: 60,
+            per_resume_ns: 100,
+        };
         let w = Work { resumes: 1, acks: 2, timers: 1, wakeups: 1, bursts: 3, packets: 5, bytes: 1000 };
         assert_eq!(w.cost(&c), Dur(100 + 2 * 4 + 60 + 20 + 3 * 2 + 5 * 21 + 7300));
     }
 
     #[test]
     fn tasks_wait_in_order_and_a_full_ring_drops_acks() {
-        let cfg = HostConfig { cost: CpuCost { per_ack_ns: 1000, ..CpuCost::default() }, rx_ring: 2, cpu: CpuAvailability::Always };
+        let cfg = HostConfig {
+            cost: CpuCost { per_ack_ns: 1000, ..CpuCost::default() },
+            rx_ring: 2,
+            cpu: CpuAvailability::Always,
+        };
         let mut h = Host::new(&cfg).unwrap();
         let mut q = EventQueue::default();
         for _ in 0..3 {

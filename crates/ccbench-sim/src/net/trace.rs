@@ -122,7 +122,16 @@ pub struct TraceServer {
 impl TraceServer {
     pub fn new(trace: Trace) -> TraceServer {
         let next_at = Time(trace.at_ns[0]);
-        TraceServer { trace, origin: Time::ZERO, next: 0, base_ns: 0, pos: 0, next_at, budget: 0, budget_at: Time::ZERO }
+        TraceServer {
+            trace,
+            origin: Time::ZERO,
+            next: 0,
+            base_ns: 0,
+            pos: 0,
+            next_at,
+            budget: 0,
+            budget_at: Time::ZERO,
+        }
     }
 
     /// Restart the trace at `origin` (opportunities of the old start are dropped).

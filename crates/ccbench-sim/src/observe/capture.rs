@@ -103,7 +103,14 @@ impl CaptureSpec {
         }
         for &f in self.flows.iter().flatten() {
             if f as usize >= s.flows.len() {
-                return Err(e("flows", format!("flow {f} out of range; the scenario has {} flows (0..{})", s.flows.len(), s.flows.len() - 1)));
+                return Err(e(
+                    "flows",
+                    format!(
+                        "flow {f} out of range; the scenario has {} flows (0..{})",
+                        s.flows.len(),
+                        s.flows.len() - 1
+                    ),
+                ));
             }
             if f > MAX_CAPTURED_FLOW {
                 return Err(e("flows", format!("flow {f}: only flows 0..{MAX_CAPTURED_FLOW} can be captured")));
@@ -205,7 +212,10 @@ impl Capture {
     /// Validate `spec` against the scenario and create the files.
     pub fn open(spec: &CaptureSpec, s: &Scenario) -> Result<Capture, ConfigError> {
         spec.check(s)?;
-        let io_err = |p: &Path, e: io::Error| ConfigError { field: "capture.dir".into(), message: format!("cannot write '{}': {e}", p.display()) };
+        let io_err = |p: &Path, e: io::Error| ConfigError {
+            field: "capture.dir".into(),
+            message: format!("cannot write '{}': {e}", p.display()),
+        };
         std::fs::create_dir_all(&spec.dir).map_err(|e| io_err(&spec.dir, e))?;
         let mut points = spec.points.clone();
         points.sort();
@@ -247,7 +257,15 @@ impl Capture {
                 })
             })
             .collect();
-        Ok(Capture { outs, flows, one_way: Dur(s.link.rtt_ns / 2), n: 0, buf: Vec::new(), opts: Vec::new(), error: None })
+        Ok(Capture {
+            outs,
+            flows,
+            one_way: Dur(s.link.rtt_ns / 2),
+            n: 0,
+            buf: Vec::new(),
+            opts: Vec::new(),
+            error: None,
+        })
     }
 
     fn captured(&self, flow: u32) -> bool {
@@ -347,7 +365,9 @@ impl Capture {
         }
         match self.error {
             None => Ok(()),
-            Some((p, e)) => Err(ConfigError { field: "capture.dir".into(), message: format!("writing {}: {e}", p.display()) }),
+            Some((p, e)) => {
+                Err(ConfigError { field: "capture.dir".into(), message: format!("writing {}: {e}", p.display()) })
+            }
         }
     }
 }
@@ -369,7 +389,8 @@ fn render(f: &FlowWire, kind: Kind, p: &Packet, t: Time, opts: &mut Vec<u8>, buf
         options: &[],
         payload: 0,
     };
-    let backward = Segment { src: f.dst, dst: f.src, sport: f.dport, dport: f.sport, seq: f.isn_r.wrapping_add(1), ..forward };
+    let backward =
+        Segment { src: f.dst, dst: f.src, sport: f.dport, dport: f.sport, seq: f.isn_r.wrapping_add(1), ..forward };
     // MSS option: the payload per segment plus the 12 bytes of timestamps it carries.
     let mss_opt = (f.mss + 12).min(u16::MAX as u32) as u16;
     let seg = match kind {
@@ -394,7 +415,13 @@ fn render(f: &FlowWire, kind: Kind, p: &Packet, t: Time, opts: &mut Vec<u8>, buf
             opt::timestamps(opts, p.ts_val, p.ts_ecr);
             let last = f.size.is_some() && p.seq + 1 >= f.total_segs;
             let flags = pcap::ACK | if last { pcap::FIN } else { 0 } | if p.cwr { pcap::CWR } else { 0 };
-            let ecn = if p.ce { pcap::CE } else if p.ect { pcap::ECT0 } else { pcap::NOT_ECT };
+            let ecn = if p.ce {
+                pcap::CE
+            } else if p.ect {
+                pcap::ECT0
+            } else {
+                pcap::NOT_ECT
+            };
             Segment {
                 seq: f.edge(p.seq),
                 ack: f.isn_r.wrapping_add(1),
@@ -408,9 +435,16 @@ fn render(f: &FlowWire, kind: Kind, p: &Packet, t: Time, opts: &mut Vec<u8>, buf
         }
         Kind::Ack => {
             opt::timestamps(opts, p.ts_val, p.ts_ecr);
-            let blocks: Vec<(u32, u32)> = p.sack_blocks().iter().map(|&(s, e): &SackBlock| (f.edge(s), f.edge(e))).collect();
+            let blocks: Vec<(u32, u32)> =
+                p.sack_blocks().iter().map(|&(s, e): &SackBlock| (f.edge(s), f.edge(e))).collect();
             opt::sack(opts, &blocks);
-            let ecn = if p.ce { pcap::CE } else if p.ect { pcap::ECT0 } else { pcap::NOT_ECT };
+            let ecn = if p.ce {
+                pcap::CE
+            } else if p.ect {
+                pcap::ECT0
+            } else {
+                pcap::NOT_ECT
+            };
             Segment {
                 ack: f.edge(p.ack),
                 flags: pcap::ACK | if p.ece { pcap::ECE } else { 0 },
@@ -463,7 +497,8 @@ mod tests {
         let f = flow(Some(2500));
         let (mut opts, mut buf) = (Vec::new(), Vec::new());
         // A DSACK for segment 0 ahead of a SACK block for the last segment (with FIN).
-        let mut ack = Packet { ack: 1, rwnd: 6 << 20, n_sacks: 2, dsack: true, ts_val: 5, ts_ecr: 4, ..Default::default() };
+        let mut ack =
+            Packet { ack: 1, rwnd: 6 << 20, n_sacks: 2, dsack: true, ts_val: 5, ts_ecr: 4, ..Default::default() };
         ack.sacks[0] = (0, 1);
         ack.sacks[1] = (2, 3);
         let len = render(&f, Kind::Ack, &ack, Time(0), &mut opts, &mut buf);

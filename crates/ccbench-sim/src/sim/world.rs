@@ -12,13 +12,15 @@ use crate::net::{Bottleneck, Packet, Pipe};
 use crate::observe::capture::{Capture, CaptureSpec};
 use crate::observe::histogram::Histogram;
 use crate::observe::recorder::{FlowRow, LinkRow, Recorder};
-use crate::summary::{jain_index, AckLinkSummary, DownloadSummary, FlowSummary, HostSummary, LinkSummary, Stats, Summary};
+use crate::summary::{
+    jain_index, AckLinkSummary, DownloadSummary, FlowSummary, HostSummary, LinkSummary, Stats, Summary,
+};
 use crate::tcp::receiver::ReceiverParams;
 use crate::tcp::{Receiver, Sender, SenderParams};
 use crate::time::{Dur, Time};
 use crate::units::{wire, BitRate};
-use serde_json::json;
 use crate::{ConfigError, RunOutput, VERSION};
+use serde_json::json;
 
 /// Per-flow facts and counters kept by the network.
 struct FlowMeta {
@@ -403,7 +405,9 @@ impl World {
                     }
                     self.at_receiver(now, pkt.flow, |r, q| r.on_data(now, &pkt, q));
                     let k = pkt.flow as usize;
-                    if self.receivers[k].completed_at == Some(now) && self.flows[k].downloads.len() == self.flows[k].conn as usize {
+                    if self.receivers[k].completed_at == Some(now)
+                        && self.flows[k].downloads.len() == self.flows[k].conn as usize
+                    {
                         self.download_done(pkt.flow, now);
                     }
                     if self.all_sized_flows_done() {
@@ -476,7 +480,8 @@ impl World {
         c.lost += old_s.lost;
         c.rto_count += old_s.stats.rto_count;
         c.rtt_ns.merge(&old_s.stats.rtt_ns);
-        let (mut sender, mut receiver) = connection(&self.scenario, k, f.conn, self.ack_link.is_some()).expect("validated at the start");
+        let (mut sender, mut receiver) =
+            connection(&self.scenario, k, f.conn, self.ack_link.is_some()).expect("validated at the start");
         std::mem::swap(&mut sender.nic, &mut self.senders[k].nic);
         std::mem::swap(&mut receiver.out, &mut self.receivers[k].out);
         self.senders[k] = sender;
@@ -510,10 +515,19 @@ impl World {
             // A loss probe can put a segment in flight twice, so inflight may exceed
             // packets_out; SACKed and lost ones never overlap.
             if s.sb.sacked_out + s.sb.lost_out > s.sb.packets_out() {
-                return Err(format!("flow {i} at {now}: sacked {} + lost {} > packets_out {}", s.sb.sacked_out, s.sb.lost_out, s.sb.packets_out()));
+                return Err(format!(
+                    "flow {i} at {now}: sacked {} + lost {} > packets_out {}",
+                    s.sb.sacked_out,
+                    s.sb.lost_out,
+                    s.sb.packets_out()
+                ));
             }
             if r.rcv_nxt > s.snd_nxt() {
-                return Err(format!("flow {i} at {now}: receiver has {} segments, sender sent {}", r.rcv_nxt, s.snd_nxt()));
+                return Err(format!(
+                    "flow {i} at {now}: receiver has {} segments, sender sent {}",
+                    r.rcv_nxt,
+                    s.snd_nxt()
+                ));
             }
             if s.sb.snd_una > r.rcv_nxt {
                 return Err(format!("flow {i} at {now}: snd_una {} beyond rcv_nxt {}", s.sb.snd_una, r.rcv_nxt));
@@ -528,7 +542,10 @@ impl World {
     }
 
     fn all_sized_flows_done(&self) -> bool {
-        self.flows.iter().zip(&self.receivers).all(|(f, r)| f.size_bytes.is_some() && r.completed_at.is_some() && f.repeats_left == 0)
+        self.flows
+            .iter()
+            .zip(&self.receivers)
+            .all(|(f, r)| f.size_bytes.is_some() && r.completed_at.is_some() && f.repeats_left == 0)
     }
 
     fn sample(&mut self, now: Time) {

@@ -25,7 +25,8 @@ impl Sender {
     /// `tcp_snd_wnd_test`: segment `seq` fits in the peer's window.
     pub(super) fn rwnd_allows(&self, seq: u64) -> bool {
         (seq + 1 - self.sb.snd_una) * self.p.mss as u64 <= self.snd_wnd
-            || (seq + 1 == self.total_segs && (seq - self.sb.snd_una) * self.p.mss as u64 + self.seg_len(seq) as u64 <= self.snd_wnd)
+            || (seq + 1 == self.total_segs
+                && (seq - self.sb.snd_una) * self.p.mss as u64 + self.seg_len(seq) as u64 <= self.snd_wnd)
     }
 
     /// Whole segments the peer's window still admits beyond `snd_nxt`.
@@ -218,7 +219,13 @@ impl Sender {
                 break;
             }
             let Some(&first) = self.sb.to_retransmit.first() else { break };
-            let run = self.sb.to_retransmit.range(first..first + avail.min(max_segs)).enumerate().take_while(|(i, &s)| s == first + *i as u64).count() as u64;
+            let run = self
+                .sb
+                .to_retransmit
+                .range(first..first + avail.min(max_segs))
+                .enumerate()
+                .take_while(|(i, &s)| s == first + *i as u64)
+                .count() as u64;
             if self.tsq_throttled(now, run as u32, 1, q) {
                 break;
             }
@@ -276,7 +283,18 @@ impl Sender {
             }
             let ect = self.p.ecn != Ecn::Off;
             let cwr = !retrans && std::mem::take(&mut self.ecn_queue_cwr);
-            let pkt = Packet { flow: self.p.id, conn: self.p.conn, wire_bytes: len + wire::DATA_OVERHEAD, seq, payload: len, ts_val, ts_ecr: self.ts_recent, ect, cwr, ..Default::default() };
+            let pkt = Packet {
+                flow: self.p.id,
+                conn: self.p.conn,
+                wire_bytes: len + wire::DATA_OVERHEAD,
+                seq,
+                payload: len,
+                ts_val,
+                ts_ecr: self.ts_recent,
+                ect,
+                cwr,
+                ..Default::default()
+            };
             let (sent, head) = self.nic.push(now, pkt);
             done = sent;
             if let Some(t) = head {
@@ -332,7 +350,10 @@ impl Sender {
     /// `tcp_cwnd_validate`: remember whether the last window was cwnd-limited.
     fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
         let packets_out = self.sb.packets_out();
-        if self.sb.snd_una >= self.cwnd_usage_seq || is_cwnd_limited || (!self.is_cwnd_limited && packets_out > self.max_packets_out) {
+        if self.sb.snd_una >= self.cwnd_usage_seq
+            || is_cwnd_limited
+            || (!self.is_cwnd_limited && packets_out > self.max_packets_out)
+        {
             self.is_cwnd_limited = is_cwnd_limited;
             self.max_packets_out = packets_out;
             self.cwnd_usage_seq = self.snd_nxt();

@@ -64,7 +64,15 @@ impl RateState {
     }
 
     /// `tcp_rate_skb_delivered` for one newly (S)ACKed segment.
-    pub fn on_delivered(&mut self, pick: &mut Pick, tx_us: u64, end_seq: u64, snap: &mut TxSnapshot, sacked: bool, ever_retrans: bool) {
+    pub fn on_delivered(
+        &mut self,
+        pick: &mut Pick,
+        tx_us: u64,
+        end_seq: u64,
+        snap: &mut TxSnapshot,
+        sacked: bool,
+        ever_retrans: bool,
+    ) {
         if snap.delivered_us == 0 {
             return;
         }
@@ -89,7 +97,18 @@ impl RateState {
 
     /// `tcp_rate_gen`: finalise the sample of one ACK into `rs`.
     #[allow(clippy::too_many_arguments)]
-    pub fn generate(&mut self, pick: &Pick, now_us: u64, delivered: u64, delivered_ce: u64, lost: u64, newly_delivered: u32, newly_lost: u32, min_rtt_us: u64, rs: &mut RateSample) {
+    pub fn generate(
+        &mut self,
+        pick: &Pick,
+        now_us: u64,
+        delivered: u64,
+        delivered_ce: u64,
+        lost: u64,
+        newly_delivered: u32,
+        newly_lost: u32,
+        min_rtt_us: u64,
+        rs: &mut RateSample,
+    ) {
         if self.app_limited != 0 && delivered > self.app_limited {
             self.app_limited = 0;
         }

@@ -5,12 +5,12 @@
 //! The application reads at once, so the advertised window stays at its limit.
 
 use super::rcvbuf::RcvBuf;
+use crate::config::Ecn;
 use crate::net::packet::SackBlock;
 use crate::net::{Packet, Pipe};
 use crate::sim::{Event, EventQueue, Timer, TimerFire};
 use crate::time::{Dur, Time, NS_PER_SEC};
 use crate::units::wire;
-use crate::config::Ecn;
 
 /// `TCP_MAX_QUICKACKS`.
 const MAX_QUICKACKS: u32 = 16;
@@ -367,7 +367,14 @@ impl Receiver {
     /// `tcp_send_ack` + `tcp_event_ack_sent`.
     fn send_ack(&mut self, now: Time, q: &mut EventQueue) {
         let rwnd = self.advertised_window();
-        let mut pkt = Packet { flow: self.p.id, conn: self.p.conn, ack: self.rcv_nxt, rwnd, ts_ecr: self.ts_recent, ..Default::default() };
+        let mut pkt = Packet {
+            flow: self.p.id,
+            conn: self.p.conn,
+            ack: self.rcv_nxt,
+            rwnd,
+            ts_ecr: self.ts_recent,
+            ..Default::default()
+        };
         pkt.ts_val = (now.ns() / 1_000_000) as u32;
         pkt.ece = match self.p.ecn {
             Ecn::Off => false,

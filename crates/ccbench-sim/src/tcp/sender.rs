@@ -392,10 +392,26 @@ impl Sender {
         if flag & FLAG_SET_XMIT_TIMER != 0 {
             self.set_xmit_timer(now, q);
         }
-        let mut rs = RateSample { prior_in_flight, rtt_us: ca_rtt, is_ack_delayed: flag & FLAG_ACK_MAYBE_DELAYED != 0, ece, ..Default::default() };
+        let mut rs = RateSample {
+            prior_in_flight,
+            rtt_us: ca_rtt,
+            is_ack_delayed: flag & FLAG_ACK_MAYBE_DELAYED != 0,
+            ece,
+            ..Default::default()
+        };
         let newly_delivered = (self.delivered - prior_delivered) as u32;
         let newly_lost = (self.lost - prior_lost) as u32;
-        self.rate.generate(&scan.pick, now_us, self.delivered, self.delivered_ce, self.lost, newly_delivered, newly_lost, self.rtt.min_rtt_us(), &mut rs);
+        self.rate.generate(
+            &scan.pick,
+            now_us,
+            self.delivered,
+            self.delivered_ce,
+            self.lost,
+            newly_delivered,
+            newly_lost,
+            self.rtt.min_rtt_us(),
+            &mut rs,
+        );
         if !self.p.freeze_cc {
             self.cong_control(now, flag, &rs);
         }
@@ -431,7 +447,8 @@ impl Sender {
                     seq = c_end.min(end);
                     continue;
                 }
-                let next_cached = self.sack_cache.iter().map(|c| c.0).filter(|&s| s > seq).min().unwrap_or(end).min(end);
+                let next_cached =
+                    self.sack_cache.iter().map(|c| c.0).filter(|&s| s > seq).min().unwrap_or(end).min(end);
                 for s in seq..next_cached {
                     flag |= self.sack_one(now, s, scan);
                 }
@@ -575,7 +592,12 @@ impl Sender {
         }
         self.lost += 1;
         let tx = self.sb.get(seq).tx;
-        let seg = LostSegment { tx_in_flight: tx.in_flight, lost_at_send: tx.lost, lost_now: self.lost, is_app_limited: tx.app_limited };
+        let seg = LostSegment {
+            tx_in_flight: tx.in_flight,
+            lost_at_send: tx.lost,
+            lost_now: self.lost,
+            is_app_limited: tx.app_limited,
+        };
         let info = self.info(now);
         self.cc.segment_lost(&info, &mut self.w, &seg);
     }

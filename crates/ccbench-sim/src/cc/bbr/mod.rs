@@ -72,27 +72,27 @@ impl Default for BbrParams {
     /// The constants of mainline tcp_bbr.c.
     fn default() -> Self {
         BbrParams {
-            high_gain: BBR_UNIT * 2885 / 1000 + 1,  // tcp_bbr.c: bbr_high_gain
-            drain_gain: BBR_UNIT * 1000 / 2885,     // tcp_bbr.c: bbr_drain_gain
-            cwnd_gain: BBR_UNIT * 2,                // tcp_bbr.c: bbr_cwnd_gain
-            probe_gain: BBR_UNIT * 5 / 4,           // tcp_bbr.c: bbr_pacing_gain[0]
-            probe_drain_gain: BBR_UNIT * 3 / 4,     // tcp_bbr.c: bbr_pacing_gain[1]
-            cycle_rand: 7,                          // tcp_bbr.c: bbr_cycle_rand
-            bw_rtts: CYCLE_LEN as u32 + 2,          // tcp_bbr.c: bbr_bw_rtts
-            min_rtt_win_sec: 10,                    // tcp_bbr.c: bbr_min_rtt_win_sec
-            probe_rtt_mode_ms: 200,                 // tcp_bbr.c: bbr_probe_rtt_mode_ms
-            cwnd_min_target: 4,                     // tcp_bbr.c: bbr_cwnd_min_target
-            full_bw_thresh: BBR_UNIT * 5 / 4,       // tcp_bbr.c: bbr_full_bw_thresh
-            full_bw_cnt: 3,                         // tcp_bbr.c: bbr_full_bw_cnt
-            extra_acked_gain: BBR_UNIT,             // tcp_bbr.c: bbr_extra_acked_gain
-            extra_acked_win_rtts: 5,                // tcp_bbr.c: bbr_extra_acked_win_rtts
-            lt_sampling: 1,                         // (always on in tcp_bbr.c)
-            lt_intvl_min_rtts: 4,                   // tcp_bbr.c: bbr_lt_intvl_min_rtts
-            lt_loss_thresh: 50,                     // tcp_bbr.c: bbr_lt_loss_thresh
-            lt_bw_ratio: BBR_UNIT / 8,              // tcp_bbr.c: bbr_lt_bw_ratio
-            lt_bw_diff: 4000 / 8,                   // tcp_bbr.c: bbr_lt_bw_diff
-            lt_bw_max_rtts: 48,                     // tcp_bbr.c: bbr_lt_bw_max_rtts
-            inflight_deficit: 0,                    // (a patch: model.rs, inflight_deficit_gain)
+            high_gain: BBR_UNIT * 2885 / 1000 + 1, // tcp_bbr.c: bbr_high_gain
+            drain_gain: BBR_UNIT * 1000 / 2885,    // tcp_bbr.c: bbr_drain_gain
+            cwnd_gain: BBR_UNIT * 2,               // tcp_bbr.c: bbr_cwnd_gain
+            probe_gain: BBR_UNIT * 5 / 4,          // tcp_bbr.c: bbr_pacing_gain[0]
+            probe_drain_gain: BBR_UNIT * 3 / 4,    // tcp_bbr.c: bbr_pacing_gain[1]
+            cycle_rand: 7,                         // tcp_bbr.c: bbr_cycle_rand
+            bw_rtts: CYCLE_LEN as u32 + 2,         // tcp_bbr.c: bbr_bw_rtts
+            min_rtt_win_sec: 10,                   // tcp_bbr.c: bbr_min_rtt_win_sec
+            probe_rtt_mode_ms: 200,                // tcp_bbr.c: bbr_probe_rtt_mode_ms
+            cwnd_min_target: 4,                    // tcp_bbr.c: bbr_cwnd_min_target
+            full_bw_thresh: BBR_UNIT * 5 / 4,      // tcp_bbr.c: bbr_full_bw_thresh
+            full_bw_cnt: 3,                        // tcp_bbr.c: bbr_full_bw_cnt
+            extra_acked_gain: BBR_UNIT,            // tcp_bbr.c: bbr_extra_acked_gain
+            extra_acked_win_rtts: 5,               // tcp_bbr.c: bbr_extra_acked_win_rtts
+            lt_sampling: 1,                        // (always on in tcp_bbr.c)
+            lt_intvl_min_rtts: 4,                  // tcp_bbr.c: bbr_lt_intvl_min_rtts
+            lt_loss_thresh: 50,                    // tcp_bbr.c: bbr_lt_loss_thresh
+            lt_bw_ratio: BBR_UNIT / 8,             // tcp_bbr.c: bbr_lt_bw_ratio
+            lt_bw_diff: 4000 / 8,                  // tcp_bbr.c: bbr_lt_bw_diff
+            lt_bw_max_rtts: 48,                    // tcp_bbr.c: bbr_lt_bw_max_rtts
+            inflight_deficit: 0,                   // (a patch: model.rs, inflight_deficit_gain)
         }
     }
 }
@@ -103,21 +103,105 @@ impl BbrParams {
         param!("high_gain", "tcp_bbr.c: bbr_high_gain", GAIN, high_gain, "STARTUP pacing and cwnd gain (2/ln 2)"),
         param!("drain_gain", "tcp_bbr.c: bbr_drain_gain", GAIN, drain_gain, "DRAIN pacing gain (ln 2/2)"),
         param!("cwnd_gain", "tcp_bbr.c: bbr_cwnd_gain", GAIN, cwnd_gain, "PROBE_BW cwnd gain"),
-        param!("probe_gain", "tcp_bbr.c: bbr_pacing_gain[0]", GAIN, probe_gain, "PROBE_BW pacing gain of the bandwidth probe"),
-        param!("probe_drain_gain", "tcp_bbr.c: bbr_pacing_gain[1]", GAIN, probe_drain_gain, "PROBE_BW pacing gain of the drain after a probe"),
-        param!("full_bw_thresh", "tcp_bbr.c: bbr_full_bw_thresh", GAIN, full_bw_thresh, "STARTUP counts a round as growth only if bandwidth grew by this factor"),
-        param!("extra_acked_gain", "tcp_bbr.c: bbr_extra_acked_gain", (Kind::Gain, 0.0, MAX_GAIN), extra_acked_gain, "share of the ACK-aggregation estimate added to cwnd; 0 turns it off"),
-        param!("cycle_rand", "tcp_bbr.c: bbr_cycle_rand", (Kind::Integer, 1.0, CYCLE_LEN as f64 - 1.0), cycle_rand, "PROBE_BW starts at a phase drawn among this many (never the probe)"),
+        param!(
+            "probe_gain",
+            "tcp_bbr.c: bbr_pacing_gain[0]",
+            GAIN,
+            probe_gain,
+            "PROBE_BW pacing gain of the bandwidth probe"
+        ),
+        param!(
+            "probe_drain_gain",
+            "tcp_bbr.c: bbr_pacing_gain[1]",
+            GAIN,
+            probe_drain_gain,
+            "PROBE_BW pacing gain of the drain after a probe"
+        ),
+        param!(
+            "full_bw_thresh",
+            "tcp_bbr.c: bbr_full_bw_thresh",
+            GAIN,
+            full_bw_thresh,
+            "STARTUP counts a round as growth only if bandwidth grew by this factor"
+        ),
+        param!(
+            "extra_acked_gain",
+            "tcp_bbr.c: bbr_extra_acked_gain",
+            (Kind::Gain, 0.0, MAX_GAIN),
+            extra_acked_gain,
+            "share of the ACK-aggregation estimate added to cwnd; 0 turns it off"
+        ),
+        param!(
+            "cycle_rand",
+            "tcp_bbr.c: bbr_cycle_rand",
+            (Kind::Integer, 1.0, CYCLE_LEN as f64 - 1.0),
+            cycle_rand,
+            "PROBE_BW starts at a phase drawn among this many (never the probe)"
+        ),
         param!("bw_rtts", "tcp_bbr.c: bbr_bw_rtts", ROUNDS, bw_rtts, "window of the max-bandwidth filter, rounds"),
-        param!("min_rtt_win_sec", "tcp_bbr.c: bbr_min_rtt_win_sec", (Kind::Integer, 1.0, 3600.0), min_rtt_win_sec, "window of the min-RTT filter, seconds"),
-        param!("probe_rtt_mode_ms", "tcp_bbr.c: bbr_probe_rtt_mode_ms", (Kind::Integer, 0.0, 3.6e6), probe_rtt_mode_ms, "time held in PROBE_RTT, ms; 0 never enters PROBE_RTT"),
-        param!("cwnd_min_target", "tcp_bbr.c: bbr_cwnd_min_target", (Kind::Integer, 1.0, 1e6), cwnd_min_target, "the smallest cwnd, segments (PROBE_RTT's cwnd)"),
-        param!("full_bw_cnt", "tcp_bbr.c: bbr_full_bw_cnt", (Kind::Integer, 1.0, 3.0), full_bw_cnt, "rounds without growth that end STARTUP (the kernel counts them in 2 bits, full_bw_cnt:2)"),
-        param!("extra_acked_win_rtts", "tcp_bbr.c: bbr_extra_acked_win_rtts", (Kind::Integer, 1.0, 31.0), extra_acked_win_rtts, "window of the ACK-aggregation filter, rounds (counted in 5 bits, extra_acked_win_rtts:5)"),
-        param!("lt_sampling", "tcp_bbr.c: bbr_lt_bw_sampling", FLAG, lt_sampling, "long-term (policer) bandwidth sampling on"),
-        param!("lt_intvl_min_rtts", "tcp_bbr.c: bbr_lt_intvl_min_rtts", (Kind::Integer, 1.0, 31.0), lt_intvl_min_rtts, "shortest long-term sampling interval, rounds (4 times it must fit lt_rtt_cnt:7)"),
-        param!("lt_bw_max_rtts", "tcp_bbr.c: bbr_lt_bw_max_rtts", (Kind::Integer, 1.0, 127.0), lt_bw_max_rtts, "rounds the long-term bandwidth is used before sampling again (counted in lt_rtt_cnt:7)"),
-        param!("inflight_deficit", "cc/bbr/model.rs: inflight_deficit_gain (the 2BRobust patch)", FLAG, inflight_deficit, "pace at high_gain while less than a BDP is in flight and the flow is not app-limited"),
+        param!(
+            "min_rtt_win_sec",
+            "tcp_bbr.c: bbr_min_rtt_win_sec",
+            (Kind::Integer, 1.0, 3600.0),
+            min_rtt_win_sec,
+            "window of the min-RTT filter, seconds"
+        ),
+        param!(
+            "probe_rtt_mode_ms",
+            "tcp_bbr.c: bbr_probe_rtt_mode_ms",
+            (Kind::Integer, 0.0, 3.6e6),
+            probe_rtt_mode_ms,
+            "time held in PROBE_RTT, ms; 0 never enters PROBE_RTT"
+        ),
+        param!(
+            "cwnd_min_target",
+            "tcp_bbr.c: bbr_cwnd_min_target",
+            (Kind::Integer, 1.0, 1e6),
+            cwnd_min_target,
+            "the smallest cwnd, segments (PROBE_RTT's cwnd)"
+        ),
+        param!(
+            "full_bw_cnt",
+            "tcp_bbr.c: bbr_full_bw_cnt",
+            (Kind::Integer, 1.0, 3.0),
+            full_bw_cnt,
+            "rounds without growth that end STARTUP (the kernel counts them in 2 bits, full_bw_cnt:2)"
+        ),
+        param!(
+            "extra_acked_win_rtts",
+            "tcp_bbr.c: bbr_extra_acked_win_rtts",
+            (Kind::Integer, 1.0, 31.0),
+            extra_acked_win_rtts,
+            "window of the ACK-aggregation filter, rounds (counted in 5 bits, extra_acked_win_rtts:5)"
+        ),
+        param!(
+            "lt_sampling",
+            "tcp_bbr.c: bbr_lt_bw_sampling",
+            FLAG,
+            lt_sampling,
+            "long-term (policer) bandwidth sampling on"
+        ),
+        param!(
+            "lt_intvl_min_rtts",
+            "tcp_bbr.c: bbr_lt_intvl_min_rtts",
+            (Kind::Integer, 1.0, 31.0),
+            lt_intvl_min_rtts,
+            "shortest long-term sampling interval, rounds (4 times it must fit lt_rtt_cnt:7)"
+        ),
+        param!(
+            "lt_bw_max_rtts",
+            "tcp_bbr.c: bbr_lt_bw_max_rtts",
+            (Kind::Integer, 1.0, 127.0),
+            lt_bw_max_rtts,
+            "rounds the long-term bandwidth is used before sampling again (counted in lt_rtt_cnt:7)"
+        ),
+        param!(
+            "inflight_deficit",
+            "cc/bbr/model.rs: inflight_deficit_gain (the 2BRobust patch)",
+            FLAG,
+            inflight_deficit,
+            "pace at high_gain while less than a BDP is in flight and the flow is not app-limited"
+        ),
     ];
 
     /// The defaults with named overrides applied (see `cc::params::apply`).
@@ -257,7 +341,9 @@ impl Bbr {
         (self.pacing_gain, self.cwnd_gain) = match self.mode {
             Mode::Startup => (self.p.high_gain, self.p.high_gain),
             Mode::Drain => (self.p.drain_gain, self.p.high_gain),
-            Mode::ProbeBw => (if self.lt.use_bw { BBR_UNIT } else { self.cycle_gain(self.cycle_idx) }, self.p.cwnd_gain),
+            Mode::ProbeBw => {
+                (if self.lt.use_bw { BBR_UNIT } else { self.cycle_gain(self.cycle_idx) }, self.p.cwnd_gain)
+            }
             Mode::ProbeRtt => (BBR_UNIT, BBR_UNIT),
         };
     }
@@ -343,7 +429,14 @@ impl CongestionControl for Bbr {
     fn cong_control(&mut self, c: &ConnInfo, w: &mut Window, rs: &RateSample) -> bool {
         self.update_bw(c, rs);
         if rs.acked_sacked > 0 && rs.delivered >= 0 && rs.interval_us > 0 {
-            self.aggregation.update(self.round_start, self.p.extra_acked_win_rtts, c.delivered_us, self.bw(), rs.acked_sacked, w.cwnd);
+            self.aggregation.update(
+                self.round_start,
+                self.p.extra_acked_win_rtts,
+                c.delivered_us,
+                self.bw(),
+                rs.acked_sacked,
+                w.cwnd,
+            );
         }
         self.update_cycle_phase(c, w, rs);
         self.check_full_bw_reached(rs);

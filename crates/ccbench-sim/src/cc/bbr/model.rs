@@ -67,7 +67,15 @@ pub fn init_pacing_rate(c: &ConnInfo, w: &mut Window, startup_gain: u32) -> bool
 }
 
 /// `bbr_set_pacing_rate`: until the pipe is first full the rate only ever rises.
-pub fn set_pacing_rate(c: &ConnInfo, w: &mut Window, bw: u64, gain: u32, startup_gain: u32, full_bw_reached: bool, has_seen_rtt: &mut bool) {
+pub fn set_pacing_rate(
+    c: &ConnInfo,
+    w: &mut Window,
+    bw: u64,
+    gain: u32,
+    startup_gain: u32,
+    full_bw_reached: bool,
+    has_seen_rtt: &mut bool,
+) {
     let rate = rate_bytes_per_sec(bw, c.mss, gain);
     if !*has_seen_rtt && c.srtt_us > 0 {
         *has_seen_rtt = init_pacing_rate(c, w, startup_gain);
@@ -104,7 +112,14 @@ impl ProbeRttHold {
     /// One ACK in PROBE_RTT. Starts the hold (and a new round, via
     /// `next_rtt_delivered`) when inflight first reaches `target`; returns true once the
     /// hold has covered a round, so the caller should check whether it has expired.
-    pub fn on_ack(&mut self, c: &ConnInfo, target: u32, mode_ms: u32, round_start: bool, next_rtt_delivered: &mut u64) -> bool {
+    pub fn on_ack(
+        &mut self,
+        c: &ConnInfo,
+        target: u32,
+        mode_ms: u32,
+        round_start: bool,
+        next_rtt_delivered: &mut u64,
+    ) -> bool {
         if self.done_stamp.is_none() && c.inflight <= target {
             let jiffies = (mode_ms as u64 * c.hz as u64).div_ceil(1000) as u32;
             self.done_stamp = Some(c.jiffies.wrapping_add(jiffies));

@@ -22,7 +22,13 @@ impl Bbr {
         if self.mode == Mode::ProbeRtt {
             // Ignore low-rate samples while the pipe is deliberately drained.
             w.mark_app_limited = true;
-            if self.probe_rtt.on_ack(c, self.p.cwnd_min_target, self.p.probe_rtt_mode_ms, self.round_start, &mut self.next_rtt_delivered) {
+            if self.probe_rtt.on_ack(
+                c,
+                self.p.cwnd_min_target,
+                self.p.probe_rtt_mode_ms,
+                self.round_start,
+                &mut self.next_rtt_delivered,
+            ) {
                 self.check_probe_rtt_done(c, w);
             }
         }

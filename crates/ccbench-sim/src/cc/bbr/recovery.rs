@@ -121,7 +121,9 @@ impl Bbr {
     fn lt_interval_done(&mut self, c: &ConnInfo, bw: u64) {
         if self.lt.bw > 0 {
             let diff = bw.abs_diff(self.lt.bw);
-            if diff * BBR_UNIT as u64 <= self.p.lt_bw_ratio as u64 * self.lt.bw || rate_bytes_per_sec(diff, c.mss, BBR_UNIT) <= self.p.lt_bw_diff {
+            if diff * BBR_UNIT as u64 <= self.p.lt_bw_ratio as u64 * self.lt.bw
+                || rate_bytes_per_sec(diff, c.mss, BBR_UNIT) <= self.p.lt_bw_diff
+            {
                 self.lt.bw = (bw + self.lt.bw) >> 1;
                 self.lt.use_bw = true;
                 self.pacing_gain = BBR_UNIT;

@@ -12,7 +12,8 @@ impl Bbr {
             return;
         }
         let max_bw = self.max_bw();
-        self.full_bw_reached = plateau_round(&mut self.full_bw, &mut self.full_bw_cnt, max_bw, self.p.full_bw_thresh, self.p.full_bw_cnt);
+        self.full_bw_reached =
+            plateau_round(&mut self.full_bw, &mut self.full_bw_cnt, max_bw, self.p.full_bw_thresh, self.p.full_bw_cnt);
     }
 
     /// `bbr_check_drain`: STARTUP -> DRAIN when the pipe is full; DRAIN -> PROBE_BW once
@@ -22,7 +23,9 @@ impl Bbr {
             self.mode = Mode::Drain;
             w.ssthresh = self.inflight(c, w, self.max_bw(), BBR_UNIT);
         }
-        if self.mode == Mode::Drain && self.in_net_at_edt(c, w, c.inflight) <= self.inflight(c, w, self.max_bw(), BBR_UNIT) {
+        if self.mode == Mode::Drain
+            && self.in_net_at_edt(c, w, c.inflight) <= self.inflight(c, w, self.max_bw(), BBR_UNIT)
+        {
             self.reset_probe_bw_mode(c.delivered_us);
         }
     }

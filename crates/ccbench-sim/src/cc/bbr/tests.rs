@@ -90,7 +90,11 @@ fn v1_quantization_budget_adds_three_tso_bursts_rounded_to_even_and_two_in_phase
         assert_eq!(tso_goal_closed(rate, MSS), tso);
         d.w.pacing_rate = rate;
         for target in [0u32, 1, 100, 101, 625] {
-            assert_eq!(d.cc.quantization_budget(&d.c, &d.w, target), budget_closed(target, rate, false), "rate {rate} target {target}");
+            assert_eq!(
+                d.cc.quantization_budget(&d.c, &d.w, target),
+                budget_closed(target, rate, false),
+                "rate {rate} target {target}"
+            );
         }
     }
     d.w.pacing_rate = 3 * 1448 * 1024;
@@ -202,7 +206,8 @@ fn startup_compares_the_filtered_max_once_per_round() {
     // v1 notices it at the next round start (7), which becomes the new baseline, and
     // leaves STARTUP at the third round start after it (10).
     let mut d = Drv::with_defaults();
-    let r = startup_exit_round(&mut d, &[100, 200, 400, 800, 800, 800, 800, 800, 800, 800, 800, 800], Some((6, 60, 1000)));
+    let r =
+        startup_exit_round(&mut d, &[100, 200, 400, 800, 800, 800, 800, 800, 800, 800, 800, 800], Some((6, 60, 1000)));
     assert_eq!(r, 10);
 }
 
@@ -657,19 +662,40 @@ fn cwnd_gain_override_is_rounded_to_the_kernel_fixed_point() {
 fn defaults_are_the_kernel_constants() {
     let p = BbrParams::default();
     assert_eq!((p.high_gain, p.drain_gain, p.cwnd_gain, p.probe_gain, p.probe_drain_gain), (739, 88, 512, 320, 192));
-    assert_eq!((p.cycle_rand, p.bw_rtts, p.min_rtt_win_sec, p.probe_rtt_mode_ms, p.cwnd_min_target), (7, 10, 10, 200, 4));
+    assert_eq!(
+        (p.cycle_rand, p.bw_rtts, p.min_rtt_win_sec, p.probe_rtt_mode_ms, p.cwnd_min_target),
+        (7, 10, 10, 200, 4)
+    );
     assert_eq!((p.full_bw_thresh, p.full_bw_cnt), (320, 3));
-    assert_eq!((p.lt_intvl_min_rtts, p.lt_loss_thresh, p.lt_bw_ratio, p.lt_bw_diff, p.lt_bw_max_rtts), (4, 50, 32, 500, 48));
+    assert_eq!(
+        (p.lt_intvl_min_rtts, p.lt_loss_thresh, p.lt_bw_ratio, p.lt_bw_diff, p.lt_bw_max_rtts),
+        (4, 50, 32, 500, 48)
+    );
 }
 
 #[test]
 fn unknown_or_malformed_parameters_are_errors_that_name_the_allowed_ones() {
     let one = |k: &str, v: f64| BTreeMap::from([(k.to_string(), v)]);
-    let err = Algorithm::Bbr.build(&one("cwnd_gian", 2.0), rng::stream(1, "bbr", 0)).err().expect("unknown name accepted");
+    let err =
+        Algorithm::Bbr.build(&one("cwnd_gian", 2.0), rng::stream(1, "bbr", 0)).err().expect("unknown name accepted");
     assert!(err.contains("cwnd_gian"), "{err}");
     for name in [
-        "high_gain", "drain_gain", "cwnd_gain", "probe_gain", "probe_drain_gain", "full_bw_thresh", "extra_acked_gain", "cycle_rand", "bw_rtts",
-        "min_rtt_win_sec", "probe_rtt_mode_ms", "cwnd_min_target", "full_bw_cnt", "extra_acked_win_rtts", "lt_sampling", "lt_intvl_min_rtts",
+        "high_gain",
+        "drain_gain",
+        "cwnd_gain",
+        "probe_gain",
+        "probe_drain_gain",
+        "full_bw_thresh",
+        "extra_acked_gain",
+        "cycle_rand",
+        "bw_rtts",
+        "min_rtt_win_sec",
+        "probe_rtt_mode_ms",
+        "cwnd_min_target",
+        "full_bw_cnt",
+        "extra_acked_win_rtts",
+        "lt_sampling",
+        "lt_intvl_min_rtts",
         "lt_bw_max_rtts",
     ] {
         assert!(err.contains(name), "'{name}' missing from: {err}");

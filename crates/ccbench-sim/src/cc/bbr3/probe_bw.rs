@@ -17,7 +17,8 @@ impl Bbr3 {
     /// `bbr_pick_probe_wait`: a random 0 or 1 round head start, and 2 s + U[0, 1 s).
     fn pick_probe_wait(&mut self) {
         self.rounds_since_probe = self.rng.gen_range(0..2);
-        self.probe_wait_us = self.p.bw_probe_base_us as u64 + self.rng.gen_range(0..self.p.bw_probe_rand_us.max(1)) as u64;
+        self.probe_wait_us =
+            self.p.bw_probe_base_us as u64 + self.rng.gen_range(0..self.p.bw_probe_rand_us.max(1)) as u64;
     }
 
     /// `bbr_start_bw_probe_down`.
@@ -131,7 +132,11 @@ impl Bbr3 {
         let Some(inflight_prev) = (tx_in_flight as u64).checked_sub(PCOUNT) else { return UNSET };
         let Some(lost_prev) = lost.checked_sub(PCOUNT) else { return UNSET };
         let budget = (inflight_prev * self.p.loss_thresh as u64 + BBR_UNIT as u64 - 1) >> BBR_SCALE;
-        let prefix = if lost_prev >= budget { 0 } else { ((budget - lost_prev) << BBR_SCALE) / (BBR_UNIT - self.p.loss_thresh) as u64 };
+        let prefix = if lost_prev >= budget {
+            0
+        } else {
+            ((budget - lost_prev) << BBR_SCALE) / (BBR_UNIT - self.p.loss_thresh) as u64
+        };
         (inflight_prev + prefix).min(UNSET as u64 - 1) as u32
     }
 
@@ -178,7 +183,12 @@ impl Bbr3 {
     /// `bbr_check_time_to_probe_bw`.
     fn check_time_to_probe_bw(&mut self, c: &ConnInfo, w: &Window) -> bool {
         // ECN marks but no loss this cycle: re-probe soon, in case cross traffic left.
-        if self.p.ecn_reprobe_gain > 0 && self.ecn_eligible && self.ecn_in_cycle && !self.loss_in_cycle && c.ca_state == CaState::Open {
+        if self.p.ecn_reprobe_gain > 0
+            && self.ecn_eligible
+            && self.ecn_in_cycle
+            && !self.loss_in_cycle
+            && c.ca_state == CaState::Open
+        {
             let n = (self.inflight_hi as u64 * self.p.ecn_reprobe_gain as u64) >> BBR_SCALE;
             self.start_probe_refill(c, n.max(1).ilog2());
             return true;
@@ -233,7 +243,9 @@ impl Bbr3 {
                             }
                         }
                         Version::V2 => {
-                            if self.has_elapsed_in_phase(c, self.min_rtt_us) && inflight >= self.inflight(c, w, bw, self.p.probe_pif_gain) {
+                            if self.has_elapsed_in_phase(c, self.min_rtt_us)
+                                && inflight >= self.inflight(c, w, bw, self.p.probe_pif_gain)
+                            {
                                 done = true; // a queue is building
                             }
                         }

@@ -19,7 +19,8 @@ impl Bbr3 {
     /// v2 also on an equal one.
     pub(super) fn update_min_rtt(&mut self, c: &ConnInfo, w: &mut Window, rs: &RateSample) {
         let after = |a: u32, b: u32| (a.wrapping_sub(b) as i32) > 0;
-        let probe_rtt_expired = after(c.jiffies, self.probe_rtt_min_stamp.wrapping_add(Self::ms_to_jiffies(c, self.p.probe_rtt_win_ms)));
+        let probe_rtt_expired =
+            after(c.jiffies, self.probe_rtt_min_stamp.wrapping_add(Self::ms_to_jiffies(c, self.p.probe_rtt_win_ms)));
         if rs.rtt_us >= 0 {
             let rtt = rs.rtt_us as u64;
             let lower = match self.v {
@@ -46,7 +47,13 @@ impl Bbr3 {
         if self.mode == Mode::ProbeRtt {
             w.mark_app_limited = true;
             let target = self.probe_rtt_cwnd();
-            if self.probe_rtt.on_ack(c, target, self.p.probe_rtt_mode_ms, self.round_start, &mut self.next_rtt_delivered) {
+            if self.probe_rtt.on_ack(
+                c,
+                target,
+                self.p.probe_rtt_mode_ms,
+                self.round_start,
+                &mut self.next_rtt_delivered,
+            ) {
                 self.check_probe_rtt_done(c, w);
             }
         }
@@ -73,4 +80,3 @@ impl Bbr3 {
         }
     }
 }
-

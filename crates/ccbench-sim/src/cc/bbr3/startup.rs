@@ -39,7 +39,13 @@ impl Bbr3 {
                     return;
                 }
                 let max_bw = self.max_bw();
-                self.full_bw_reached = plateau_round(&mut self.full_bw, &mut self.full_bw_cnt, max_bw, self.p.full_bw_thresh, self.p.full_bw_cnt);
+                self.full_bw_reached = plateau_round(
+                    &mut self.full_bw,
+                    &mut self.full_bw_cnt,
+                    max_bw,
+                    self.p.full_bw_thresh,
+                    self.p.full_bw_cnt,
+                );
             }
         }
     }
@@ -50,7 +56,10 @@ impl Bbr3 {
         if lost > 0 && tx_in_flight > 0 && lost > (tx_in_flight as u64 * self.p.loss_thresh as u64) >> BBR_SCALE {
             return true;
         }
-        self.ecn_eligible && self.p.ecn_thresh > 0 && delivered > 0 && delivered_ce > (delivered * self.p.ecn_thresh as i64) >> BBR_SCALE
+        self.ecn_eligible
+            && self.p.ecn_thresh > 0
+            && delivered > 0
+            && delivered_ce > (delivered * self.p.ecn_thresh as i64) >> BBR_SCALE
     }
 
     /// `bbr_handle_queue_too_high_in_startup`.
@@ -99,7 +108,9 @@ impl Bbr3 {
             w.ssthresh = self.inflight(c, w, self.max_bw(), BBR_UNIT);
             self.reset_congestion_signals();
         }
-        if self.mode == Mode::Drain && self.in_net_at_edt(c, w, c.inflight) <= self.inflight(c, w, self.max_bw(), BBR_UNIT) {
+        if self.mode == Mode::Drain
+            && self.in_net_at_edt(c, w, c.inflight) <= self.inflight(c, w, self.max_bw(), BBR_UNIT)
+        {
             self.mode = Mode::ProbeBw;
             self.start_probe_down(c);
         }

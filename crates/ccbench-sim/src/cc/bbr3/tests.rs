@@ -96,7 +96,11 @@ fn v3_quantization_budget_is_a_floor_of_three_tso_bursts_plus_two_in_up() {
         let tso = tso_goal_closed(rate, RTT_US);
         assert_eq!(d.cc.tso_segs_goal(&d.c, &d.w), tso, "rate {rate}");
         for target in [0u32, 3, 30, 100, 625] {
-            assert_eq!(d.cc.quantization_budget(&d.c, &d.w, target), budget_closed(target, rate, RTT_US, false), "rate {rate} target {target}");
+            assert_eq!(
+                d.cc.quantization_budget(&d.c, &d.w, target),
+                budget_closed(target, rate, RTT_US, false),
+                "rate {rate} target {target}"
+            );
         }
     }
     // 22.4 MB/s: 21 873 bytes per ms, 15 segments; the budget is max(x, 45).
@@ -280,7 +284,9 @@ fn steady_path_fills_the_pipe_a_round_earlier_in_v3_than_in_v2() {
 
 #[test]
 fn startup_ends_on_persistent_loss_after_six_lossy_acks_in_v3_eight_in_v2() {
-    for (v, lossy_acks, exits) in [(Version::V3, 6, true), (Version::V3, 5, false), (Version::V2, 7, false), (Version::V2, 8, true)] {
+    for (v, lossy_acks, exits) in
+        [(Version::V3, 6, true), (Version::V3, 5, false), (Version::V2, 7, false), (Version::V2, 8, true)]
+    {
         let mut d = Drv::new(v, params(v, &[("extra_acked_gain", 0.0)]), 1);
         d.c.inflight = 3 * BDP;
         d.c.ca_state = CaState::Recovery;
@@ -832,10 +838,31 @@ fn undo_restores_the_bounds_saved_when_recovery_began() {
 #[test]
 fn defaults_are_the_constants_of_each_tree() {
     let (v3, v2) = (Bbr3Params::defaults(Version::V3), Bbr3Params::defaults(Version::V2));
-    assert_eq!((v3.startup_pacing_gain, v3.startup_cwnd_gain, v3.probe_down_gain, v3.probe_up_cwnd_gain_extra, v3.full_loss_cnt), (710, 512, 232, 64, 6));
-    assert_eq!((v2.startup_pacing_gain, v2.startup_cwnd_gain, v2.probe_down_gain, v2.probe_up_cwnd_gain_extra, v2.full_loss_cnt), (739, 739, 192, 0, 8));
+    assert_eq!(
+        (
+            v3.startup_pacing_gain,
+            v3.startup_cwnd_gain,
+            v3.probe_down_gain,
+            v3.probe_up_cwnd_gain_extra,
+            v3.full_loss_cnt
+        ),
+        (710, 512, 232, 64, 6)
+    );
+    assert_eq!(
+        (
+            v2.startup_pacing_gain,
+            v2.startup_cwnd_gain,
+            v2.probe_down_gain,
+            v2.probe_up_cwnd_gain_extra,
+            v2.full_loss_cnt
+        ),
+        (739, 739, 192, 0, 8)
+    );
     for p in [&v3, &v2] {
-        assert_eq!((p.drain_gain, p.cwnd_gain, p.probe_up_gain, p.full_bw_thresh, p.full_bw_cnt), (88, 512, 320, 320, 3));
+        assert_eq!(
+            (p.drain_gain, p.cwnd_gain, p.probe_up_gain, p.full_bw_thresh, p.full_bw_cnt),
+            (88, 512, 320, 320, 3)
+        );
         assert_eq!((p.loss_thresh, p.beta, p.inflight_headroom, p.probe_rtt_cwnd_gain), (5, 76, 38, 128));
         assert_eq!((p.probe_rtt_win_ms, p.probe_rtt_mode_ms, p.min_rtt_win_sec, p.cwnd_min_target), (5000, 200, 10, 4));
         assert_eq!((p.bw_probe_base_us, p.bw_probe_rand_us, p.bw_probe_max_rounds), (2_000_000, 1_000_000, 63));
@@ -852,7 +879,15 @@ fn overrides_are_rounded_to_256ths_and_unknown_names_are_errors() {
     for (alg, name) in [(Algorithm::Bbr3, "bbr3"), (Algorithm::Bbr2, "bbr2")] {
         let err = alg.build(&one("cwnd_gian", 2.0), rng::stream(1, "bbr", 0)).err().expect("unknown name accepted");
         assert!(err.starts_with(&format!("cwnd_gian: not a parameter of {name}; allowed: ")), "{err}");
-        for allowed in ["startup_pacing_gain", "cwnd_gain", "probe_down_gain", "beta", "loss_thresh", "bw_probe_max_rounds", "probe_rtt_win_ms"] {
+        for allowed in [
+            "startup_pacing_gain",
+            "cwnd_gain",
+            "probe_down_gain",
+            "beta",
+            "loss_thresh",
+            "bw_probe_max_rounds",
+            "probe_rtt_win_ms",
+        ] {
             assert!(err.contains(allowed), "'{allowed}' missing from: {err}");
         }
         assert!(alg.build(&one("cwnd_gain", 2.5), rng::stream(1, "bbr", 0)).is_ok());

@@ -27,7 +27,15 @@ fn every_default_lies_in_its_range_and_restates_itself() {
     for &alg in Algorithm::ALL {
         let defaults = alg.instance(&BTreeMap::new(), rng::stream(1, "cc", 0)).unwrap().params();
         for d in alg.parameters() {
-            assert!(d.min <= d.default && d.default <= d.max, "{}.{}: {} outside [{}, {}]", alg.name(), d.name, d.default, d.min, d.max);
+            assert!(
+                d.min <= d.default && d.default <= d.max,
+                "{}.{}: {} outside [{}, {}]",
+                alg.name(),
+                d.name,
+                d.default,
+                d.min,
+                d.max
+            );
             // Overriding a parameter with its own default changes nothing recorded.
             let restated = alg.instance(&one(d.name, d.default), rng::stream(1, "cc", 0)).unwrap().params();
             assert_eq!(restated, defaults, "{}.{}", alg.name(), d.name);
@@ -109,7 +117,11 @@ fn nothing_is_clamped() {
     ] {
         error(alg, name, x);
     }
-    let p = crate::cc::bbr::BbrParams::from_overrides(&BTreeMap::from([("cycle_rand".to_string(), 3.0), ("cwnd_gain".to_string(), 2.5)])).unwrap();
+    let p = crate::cc::bbr::BbrParams::from_overrides(&BTreeMap::from([
+        ("cycle_rand".to_string(), 3.0),
+        ("cwnd_gain".to_string(), 2.5),
+    ]))
+    .unwrap();
     assert_eq!((p.cycle_rand, p.cwnd_gain), (3, 640));
     let p = crate::cc::cubic::CubicParams::from_overrides(&one("fast_convergence", 0.0)).unwrap();
     assert!(!p.fast_convergence);
