@@ -2,6 +2,7 @@
 #   make example   build and install ccbench, then run scenarios/example.toml
 #   make test      install ccbench in editable mode with test extras, run cargo and pytest
 #   make agent     the VM guest's statically linked traffic agent (make test builds it)
+#   make style     the format and lint checks (make test runs them)
 # Both are idempotent; Cargo's build cache in target/ keeps repeat runs fast.
 
 PYTHON ?= python3
@@ -18,7 +19,7 @@ CAPTURE_TEST_PACKAGES := tshark iperf3
 # The VM guest's tests boot a Debian kernel (downloaded on first use) in QEMU from an
 # initramfs built around static busybox: qemu-system-x86 and busybox-static.
 
-.PHONY: example test agent kernel-test-deps report-test-deps capture-test-deps vm-test-deps
+.PHONY: example test style agent kernel-test-deps report-test-deps capture-test-deps vm-test-deps
 
 example:
 	$(PIP) .
@@ -26,9 +27,16 @@ example:
 
 test: kernel-test-deps report-test-deps capture-test-deps vm-test-deps
 	$(PIP) -e '.[test]'
+	$(MAKE) style
 	cargo test --workspace --release
 	$(MAKE) agent
 	$(PYTHON) -m pytest -q
+
+# One style: rustfmt.toml for the crates, [tool.ruff] in pyproject.toml for Python.
+style:
+	@if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all --check; \
+	else echo "rustfmt is not installed (rustup component add rustfmt); the format check is skipped"; fi
+	$(PYTHON) -m ruff check python tests benches
 
 # The guest has no dynamic loader: glibc's static C runtime, built for an explicit target
 # so that the flag reaches neither build scripts nor the workspace's ordinary build.

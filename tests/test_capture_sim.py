@@ -32,7 +32,7 @@ def tshark(path: Path, *args: str) -> str:
     assert TSHARK is not None
     proc = subprocess.run([TSHARK, "-n", "-r", str(path), *CHECKS, *args], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    noise = [l for l in proc.stderr.splitlines() if l.strip() and "Running as user" not in l]
+    noise = [line for line in proc.stderr.splitlines() if line.strip() and "Running as user" not in line]
     assert not noise, noise
     return proc.stdout
 
@@ -103,7 +103,7 @@ def test_tshark_reads_every_point_cleanly(tmp_path: Path) -> None:
         assert bad == [], (p, bad[:5])
         # Pure ACKs and the handshake are whole packets: their checksums verify. Data
         # segments carry no payload bytes, so tshark leaves theirs unverified.
-        status = collections.Counter((int(l) > 0, s) for l, s in fields(path, "tcp.len", "tcp.checksum.status"))
+        status = collections.Counter((int(n) > 0, s) for n, s in fields(path, "tcp.len", "tcp.checksum.status"))
         assert status[(False, "1")] > 0 and status[(False, "0")] == 0
         assert status[(True, "1")] == 0 and status[(True, "0")] == 0
     assert res.summary["link"]["ecn_marks"] > 0
@@ -123,9 +123,9 @@ def test_conversation_statistics_agree_with_the_summary(tmp_path: Path) -> None:
     assert conv["fwd_frames"] == 1 + data_segments
     fwd_bytes = f["sent_bytes"] + data_segments * HEADERS + SYN_BYTES
     assert abs(conv["fwd_bytes"] - fwd_bytes) <= 0.0005 * fwd_bytes + 0.5e3  # printed rounded to kB
-    lengths = [int(l) for (l,) in fields(path, "tcp.len", display="tcp.srcport == 40000")]
+    lengths = [int(n) for (n,) in fields(path, "tcp.len", display="tcp.srcport == 40000")]
     assert sum(lengths) == f["sent_bytes"]
-    assert sum(1 for l in lengths if l > 0) == data_segments
+    assert sum(1 for n in lengths if n > 0) == data_segments
     frame_bytes = sum(int(b) for (b,) in fields(path, "frame.len", display="tcp.srcport == 40000"))
     assert frame_bytes == fwd_bytes
 
@@ -188,7 +188,7 @@ def test_handshake_fin_and_addresses(tmp_path: Path) -> None:
                  "tcp.options.timestamp.tsval", display="tcp.flags.syn == 1")
     assert [r[0] for r in syn] == ["1460", "1460"] and [r[1] for r in syn] == ["7", "7"]
     fin = fields(path, "tcp.len", display="tcp.flags.fin == 1")
-    assert fin and all(int(l) > 0 for (l,) in fin)
+    assert fin and all(int(n) > 0 for (n,) in fin)
 
 
 def test_capture_options_and_errors(tmp_path: Path, short_scenario: Path) -> None:

@@ -125,7 +125,7 @@ def test_sweep_on_a_dask_cluster_with_a_lost_worker(tmp_path: Path) -> None:
     local_records = open_store(tmp_path / "local").records("on-dask")
     assert comparable(cluster_records) == comparable(local_records)
     # The files came back from the workers intact.
-    for c, l in zip(cluster_records, local_records):
-        assert c.series_dir is not None and l.series_dir is not None
+    for c, loc in zip(cluster_records, local_records):
+        assert c.series_dir is not None and loc.series_dir is not None
         assert (Path(c.series_dir) / "flows.parquet").read_bytes() == \
-            (Path(l.series_dir) / "flows.parquet").read_bytes()
+            (Path(loc.series_dir) / "flows.parquet").read_bytes()

@@ -115,7 +115,7 @@ def keys(doc: Any, prefix: str = "") -> set[str]:
 
 
 @needs_iperf3
-def test_the_report_has_iperf3s_own_shape(exported: Path, tmp_path: Path, server: int) -> None:
+def test_the_report_has_iperf3s_own_shape(exported: Path, tmp_path: Path, server: int) -> None:  # noqa: F811
     real = json.loads(client(server, tmp_path / "real.json", "-P", "2").read_text())
     ours = json.loads((exported / "iperf3.json").read_text())
     extra = keys(ours) - keys(real)

@@ -110,7 +110,6 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
     """(summary, flows table, link table) in the simulator's schema."""
     sc = plan.scenario
     emu, rcv, snd = raw.emulator, raw.receiver, raw.sender
-    n = len(plan.flows)
     duration_s = sc.duration_ns / 1e9
     completed = rcv["completed_ns"]
     if all(f.size_bytes is not None for f in plan.flows) and all(c is not None for c in completed):

@@ -272,9 +272,10 @@ def _row_order(row: TimelineRow) -> list[str]:
     canon = {"mode": BBR_MODES, "phase": BBR2_PHASES, "ca_state": CA_STATES}.get(row.name)
     present = row.labels
     if canon is not None:
-        return [l for l in canon if l in present] + sorted(present - set(canon))
+        return [label for label in canon if label in present] + sorted(present - set(canon))
     if row.name == "gain":
-        return sorted(present, key=lambda l: -float(l.split()[-1]) if l.split()[-1].replace(".", "").isdigit() else 0)
+        return sorted(present, key=lambda label: -float(label.split()[-1]) if label.split()[-1].replace(".", "").isdigit()
+                      else 0)
     return sorted(present)
 
 
@@ -338,7 +339,7 @@ def _draw_timeline(ax: Axes, rows: list[TimelineRow], cca: str, span_s: float) -
         grid = [r + [blank] * (width - len(r)) for r in legend_rows]
         flat = [grid[r][c] for c in range(width) for r in range(len(grid))]
         shift = ScaledTranslation(0, -30 / 72, ax.figure.dpi_scale_trans)
-        ax.legend([h for h, _ in flat], [l for _, l in flat], ncol=width, loc="upper left",
+        ax.legend([h for h, _ in flat], [label for _, label in flat], ncol=width, loc="upper left",
                   bbox_to_anchor=(0.0, 0.0), bbox_transform=ax.transAxes + shift, borderaxespad=0.0,
                   handlelength=1.2, columnspacing=1.2, frameon=False)
 

@@ -22,7 +22,9 @@ _EXPORTS = {
     "run_sweep": "runner", "Axis": "plan", "Plan": "plan", "Point": "plan", "derive_seed": "plan",
     "load_plan": "plan", "plan_from_dict": "plan",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = ["Axis", "Failure", "Plan", "Point", "SweepFailed", "SweepReport", "derive_seed", "execute", "load_plan",
+           "plan_from_dict", "run_sweep"]
+assert __all__ == sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

@@ -33,7 +33,7 @@ def is_range(table: Mapping[str, Any]) -> bool:
 
 def _number(field: str, name: str, value: Any) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        hint = f' (put the unit in unit = "...")' if isinstance(value, str) else ""
+        hint = ' (put the unit in unit = "...")' if isinstance(value, str) else ""
         raise ScenarioError(field, f"range {name} must be a number, got {value!r}{hint}")
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         raise ScenarioError(field, f"range {name} must be a finite number")
