@@ -1,0 +1,408 @@
+//! Checks of a resolved scenario: every value the core divides by, loops on or allocates
+//! for is within what it can run (`limits`), with one `ConfigError` naming the field.
+
+use super::*;
+
+impl Scenario {
+    pub fn from_json(json: &str) -> Result<Scenario, ConfigError> {
+        let s: Scenario = serde_json::from_str(json).map_err(|e| err("scenario", e.to_string()))?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Bottleneck bandwidth-delay product in bytes.
+    pub fn bdp_bytes(&self) -> u64 {
+        (self.link.reference_rate_bps() as u128 * self.link.rtt_ns as u128 / 8 / 1_000_000_000) as u64
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        use limits::*;
+        if self.duration_ns == 0 {
+            return Err(err("duration", "must be positive"));
+        }
+        let max_duration = max_duration_ns(self.tcp.hz);
+        if self.tcp.hz != 0 && self.duration_ns > max_duration {
+            return Err(err(
+                "duration",
+                format!(
+                    "must be at most {} (2^31 jiffies at tcp.hz = {}: the kernel's jiffy comparisons wrap beyond)",
+                    fmt_ns(max_duration),
+                    self.tcp.hz
+                ),
+            ));
+        }
+        if self.sample_interval_ns != 0 && self.sample_interval_ns < MIN_SAMPLE_INTERVAL_NS {
+            return Err(err(
+                "interval",
+                format!("must be 0 (no time series) or at least {}", fmt_ns(MIN_SAMPLE_INTERVAL_NS)),
+            ));
+        }
+        if self.link.trace.is_none() {
+            check_rate("link.rate", self.link.rate_bps)?;
+        }
+        if self.link.rtt_ns == 0 || self.link.rtt_ns > MAX_PATH_RTT_NS {
+            return Err(err(
+                "link.rtt",
+                format!(
+                    "must be positive and at most {} (the kernel's srtt_us holds 8 x the RTT in 32 bits)",
+                    fmt_ns(MAX_PATH_RTT_NS)
+                ),
+            ));
+        }
+        if !(0.0..1.0).contains(&self.link.loss) {
+            return Err(err("link.loss", "must be in [0, 1)"));
+        }
+        check_rate("link.nic_rate", self.link.nic_rate_bps)?;
+        match self.link.buffer {
+            BufferLimit::Bdp(x) if !(x.is_finite() && (0.0..=MAX_BDP_MULTIPLE).contains(&x)) => {
+                return Err(err("link.buffer", format!("BDP multiple must be from 0 to {MAX_BDP_MULTIPLE}")))
+            }
+            _ => {}
+        }
+        if let Some(BufferLimit::Bdp(x)) = self.link.ecn_threshold {
+            if !(x.is_finite() && (0.0..=MAX_BDP_MULTIPLE).contains(&x)) {
+                return Err(err("link.ecn_threshold", format!("BDP multiple must be from 0 to {MAX_BDP_MULTIPLE}")));
+            }
+        }
+        self.validate_link_models()?;
+        if self.flows.is_empty() {
+            return Err(err("flows", "at least one flow is required"));
+        }
+        if self.flows.len() > MAX_FLOWS {
+            return Err(err(
+                "flows",
+                format!("at most {MAX_FLOWS} flows in all (the capture's port numbers and the fq_codel flow hash)"),
+            ));
+        }
+        if !(MIN_MSS..=MAX_MSS).contains(&self.tcp.mss) {
+            return Err(err("tcp.mss", format!("must be in {MIN_MSS}..={MAX_MSS}")));
+        }
+        if self.tcp.hz == 0 || 1_000_000 % self.tcp.hz != 0 {
+            return Err(err("tcp.hz", "must divide 1000000, so that a jiffy is a whole number of microseconds (the unit of the RTT estimator's usecs_to_jiffies), e.g. 100, 250, 1000"));
+        }
+        if !(1..=MAX_INIT_CWND).contains(&self.tcp.init_cwnd) {
+            return Err(err("tcp.init_cwnd", format!("must be in 1..={MAX_INIT_CWND} segments")));
+        }
+        for (name, v) in [("tcp.rto_min", self.tcp.rto_min_ns), ("tcp.rto_init", self.tcp.rto_init_ns)] {
+            if v == 0 || v > crate::tcp::rtt::RTO_MAX.ns() {
+                return Err(err(
+                    name,
+                    format!("must be positive and at most {} (TCP_RTO_MAX)", fmt_ns(crate::tcp::rtt::RTO_MAX.ns())),
+                ));
+            }
+        }
+        if self.tcp.delack_min_ns > crate::tcp::rtt::RTO_MAX.ns() {
+            return Err(err(
+                "tcp.delack_min",
+                format!("must be at most {} (TCP_RTO_MAX)", fmt_ns(crate::tcp::rtt::RTO_MAX.ns())),
+            ));
+        }
+        if self.tcp.tsq_limit_bytes == 0 {
+            return Err(err("tcp.tsq_limit", "must be at least 1 byte"));
+        }
+        if self.tcp.pacing_shift > MAX_SHIFT {
+            return Err(err("tcp.pacing_shift", format!("must be in 0..={MAX_SHIFT}")));
+        }
+        if self.tcp.tso_rtt_log > MAX_SHIFT {
+            return Err(err("tcp.tso_rtt_log", format!("must be in 0..={MAX_SHIFT}")));
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            let alg = crate::cc::Algorithm::from_name(&f.cca).ok_or_else(|| {
+                let names: Vec<_> = crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect();
+                err(format!("flows[{i}].cca"), format!("unknown algorithm '{}'; allowed: {}", f.cca, names.join(", ")))
+            })?;
+            alg.instance(&f.params, crate::sim::rng::stream(0, "cc", 0))
+                .map_err(|e| err(format!("flows[{i}].params.{}", e.name), e.message))?;
+            if f.start_ns >= self.duration_ns {
+                return Err(err(format!("flows[{i}].start"), "must be before the end of the run"));
+            }
+            let path_rtt = (self.max_rtt_ns() as u128) + 2 * f.access_delay_ns as u128;
+            if path_rtt > MAX_PATH_RTT_NS as u128 {
+                return Err(err(
+                    format!("flows[{i}].access_delay"),
+                    format!("the path's RTT (link.rtt + 2 x access_delay) must be at most {} (the kernel's srtt_us holds 8 x the RTT in 32 bits)", fmt_ns(MAX_PATH_RTT_NS)),
+                ));
+            }
+            if f.size_bytes == Some(0) {
+                return Err(err(format!("flows[{i}].size"), "must be positive"));
+            }
+            if f.rwnd_bytes < self.tcp.mss as u64 || f.rwnd_bytes > MAX_WINDOW_BYTES {
+                return Err(err(
+                    format!("flows[{i}].rwnd"),
+                    format!("must be from one MSS to {MAX_WINDOW_BYTES} bytes (65535 << 14, TCP's largest window)"),
+                ));
+            }
+            if !(1..=MAX_PACING_STRIDE).contains(&f.pacing_stride) {
+                return Err(err(format!("flows[{i}].pacing_stride"), format!("must be in 1..={MAX_PACING_STRIDE}")));
+            }
+            if let Some(c) = f.fixed_cwnd {
+                if !(1..=MAX_FIXED_CWND).contains(&c) {
+                    return Err(err(
+                        format!("flows[{i}].fixed_cwnd"),
+                        format!("must be in 1..={MAX_FIXED_CWND} segments"),
+                    ));
+                }
+            }
+            if !(1..=MAX_REPEAT).contains(&f.repeat) {
+                return Err(err(
+                    format!("flows[{i}].repeat"),
+                    format!("must be in 1..={MAX_REPEAT} (connections are numbered in 16 bits)"),
+                ));
+            }
+            if f.repeat > 1 && f.size_bytes.is_none() {
+                return Err(err(format!("flows[{i}].repeat"), "repeats a download: give the flow a size"));
+            }
+            if let Some(r) = f.fixed_pacing_rate_bps {
+                check_rate(&format!("flows[{i}].fixed_pacing_rate"), r)?;
+            }
+        }
+        if let Some(h) = &self.host {
+            if h.rx_ring == 0 {
+                return Err(err("host.rx_ring", "must be at least 1"));
+            }
+            let c = &h.cost;
+            for (name, v) in [
+                ("per_ack", c.per_ack_ns),
+                ("per_burst", c.per_burst_ns),
+                ("per_packet", c.per_packet_ns),
+                ("per_wakeup", c.per_wakeup_ns),
+                ("per_timer", c.per_timer_ns),
+                ("per_resume", c.per_resume_ns),
+            ] {
+                if v > MAX_CPU_COST_NS {
+                    return Err(err(
+                        format!("host.cost.{name}"),
+                        format!("must be at most {}", fmt_ns(MAX_CPU_COST_NS)),
+                    ));
+                }
+            }
+            if c.per_byte_ps > MAX_CPU_COST_PER_BYTE_PS {
+                return Err(err("host.cost.per_byte", format!("must be at most {} ps", MAX_CPU_COST_PER_BYTE_PS)));
+            }
+            match &h.cpu {
+                CpuAvailability::Always => {}
+                CpuAvailability::Periodic { runtime_ns, period_ns, .. } => {
+                    if *runtime_ns == 0 || runtime_ns > period_ns {
+                        return Err(err("host.cpu_share", "runtime must be positive and at most the period"));
+                    }
+                    if *period_ns < MIN_CPU_SLICE_NS || *period_ns > max_duration {
+                        return Err(err(
+                            "host.cpu_slice",
+                            format!("must be from {} to {}", fmt_ns(MIN_CPU_SLICE_NS), fmt_ns(max_duration)),
+                        ));
+                    }
+                }
+                CpuAvailability::Trace { intervals_ns } => {
+                    if intervals_ns.len() < 2 || intervals_ns.len() % 2 != 0 {
+                        return Err(err("host.cpu_trace", "needs pairs of (on, off) durations"));
+                    }
+                    if intervals_ns.iter().step_by(2).all(|&on| on == 0) {
+                        return Err(err("host.cpu_trace", "the CPU is never on"));
+                    }
+                    let cycle: u128 = intervals_ns.iter().map(|&v| v as u128).sum();
+                    if cycle < MIN_CPU_SLICE_NS as u128 || cycle > max_duration as u128 {
+                        return Err(err(
+                            "host.cpu_trace",
+                            format!(
+                                "one pass of the intervals must last from {} to {}",
+                                fmt_ns(MIN_CPU_SLICE_NS),
+                                fmt_ns(max_duration)
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The largest base RTT the link ever has (its RTT schedule included).
+    pub fn max_rtt_ns(&self) -> u64 {
+        self.link.rtt_schedule.iter().map(|s| s.rtt_ns).fold(self.link.rtt_ns, u64::max)
+    }
+}
+
+/// A rate must be positive, and the bytes it carries over the run must fit the 64-bit
+/// byte counters (and pacing's `bytes * NS_PER_SEC / rate` in `tcp/output.rs`).
+fn check_rate(field: &str, bps: u64) -> Result<(), ConfigError> {
+    if bps == 0 || bps > limits::MAX_RATE_BPS {
+        return Err(err(field, format!("must be from 1 bit/s to {}", fmt_bps(limits::MAX_RATE_BPS))));
+    }
+    Ok(())
+}
+
+/// Formats nanoseconds for messages: "120 s", "1 ms", "536.871 s", "24.86 days".
+pub fn fmt_ns(ns: u64) -> String {
+    const DAY: u64 = 86_400 * NS_PER_SEC_U64;
+    let units = [(DAY, "days"), (NS_PER_SEC_U64, "s"), (1_000_000, "ms"), (1_000, "us"), (1, "ns")];
+    let &(unit, name) = units.iter().find(|(u, _)| ns >= *u).unwrap_or(&(1, "ns"));
+    if ns.is_multiple_of(unit) {
+        format!("{} {}", ns / unit, name)
+    } else {
+        let v = ns as f64 / unit as f64;
+        format!("{} {}", format!("{v:.3}").trim_end_matches('0'), name)
+    }
+}
+
+/// Formats a rate for messages: "10 Tbit/s", "1 bit/s".
+pub fn fmt_bps(bps: u64) -> String {
+    for (unit, name) in
+        [(1_000_000_000_000, "Tbit/s"), (1_000_000_000, "Gbit/s"), (1_000_000, "Mbit/s"), (1_000, "kbit/s")]
+    {
+        if bps >= unit && bps.is_multiple_of(unit) {
+            return format!("{} {}", bps / unit, name);
+        }
+    }
+    format!("{bps} bit/s")
+}
+
+const NS_PER_SEC_U64: u64 = 1_000_000_000;
+
+/// The ranges the simulator can run, each with the reason it ends where it does. The
+/// checks in [`Scenario::validate`] and the generated table of `docs/input-ranges.md`
+/// both come from these.
+pub mod limits {
+    /// A jiffy is `NS_PER_SEC / hz`; the kernel compares jiffies with 32-bit signed
+    /// differences (`after`, `before`), so a run lasts at most 2^31 of them.
+    pub fn max_duration_ns(hz: u32) -> u64 {
+        if hz == 0 {
+            return 0;
+        }
+        (1u64 << 31) * (super::NS_PER_SEC_U64 / hz as u64)
+    }
+    /// The recorder keeps a row per flow per interval; below a millisecond the rows
+    /// measure single packets rather than rates.
+    pub const MIN_SAMPLE_INTERVAL_NS: u64 = 1_000_000;
+    /// Link, NIC and fixed pacing rates: 10 Tbit/s keeps bits x 1e9 (ns) within u128
+    /// and the bytes of a maximal run within the 64-bit counters.
+    pub const MAX_RATE_BPS: u64 = 10_000_000_000_000;
+    /// `link.buffer = "Nbdp"` and `link.ecn_threshold`: a million BDPs is unbounded in
+    /// practice (and the conversion to bytes saturates at u64::MAX beyond).
+    pub const MAX_BDP_MULTIPLE: f64 = 1e6;
+    /// Flow indices become capture port offsets (`observe/capture.rs`, i % 20000): more
+    /// flows would share port pairs in a pcap.
+    pub const MAX_FLOWS: usize = 20_000;
+    /// `tcp.mss`: the smallest TCP/IPv4 MSS the kernel accepts (`TCP_MIN_MSS` 88 minus
+    /// options is 64 here) up to a 9000-byte jumbo frame.
+    pub const MIN_MSS: u32 = 64;
+    pub const MAX_MSS: u32 = 9000;
+    /// As the front end (`TCP_INIT_CWND` is 10); a u32 of segments either way.
+    pub const MAX_INIT_CWND: u32 = 1_000_000;
+    /// `srtt_us` is a u32 holding 8 x the smoothed RTT in microseconds.
+    pub const MAX_PATH_RTT_NS: u64 = (u32::MAX as u64 >> 3) * 1_000;
+    /// `65535 << TCP_MAX_WSCALE` (14): the largest window TCP can advertise.
+    pub const MAX_WINDOW_BYTES: u64 = 65_535 << 14;
+    pub const MAX_PACING_STRIDE: u32 = 1_000;
+    /// cwnd is a u32 of segments; the kernel's own limit for snd_cwnd_clamp.
+    pub const MAX_FIXED_CWND: u32 = 1_000_000_000;
+    /// Repeated downloads number their connections in a u16 (`sim/world.rs`).
+    pub const MAX_REPEAT: u32 = u16::MAX as u32;
+    /// Shifts of 64-bit rates (`pacing_rate >> shift`) and of 64 KB (`tso_rtt_log`).
+    pub const MAX_SHIFT: u32 = 31;
+    /// A task's CPU time is the sum of these (times packets and bytes of a burst) in u64 ns.
+    pub const MAX_CPU_COST_NS: u64 = 1_000_000_000;
+    pub const MAX_CPU_COST_PER_BYTE_PS: u64 = 1_000_000_000;
+    /// The CPU model schedules an event at each slice edge: a floor of a microsecond
+    /// keeps them to a million per simulated second.
+    pub const MIN_CPU_SLICE_NS: u64 = 1_000;
+}
+
+/// A CoDel time (ns) must fit the kernel's 32-bit codel clock (ns >> 10, signed).
+pub(super) const MAX_CODEL_NS: u64 = (i32::MAX as u64) << crate::net::aqm::codel::CODEL_SHIFT;
+
+fn check_codel_times(field: &str, target: u64, interval: u64, ce: Option<u64>) -> Result<(), ConfigError> {
+    for (name, v) in [("target", target), ("interval", interval)] {
+        if v == 0 || v > MAX_CODEL_NS {
+            return Err(err(
+                format!("{field}.{name}"),
+                format!("must be positive and at most {} s", MAX_CODEL_NS / 1_000_000_000),
+            ));
+        }
+    }
+    if ce.is_some_and(|c| c > MAX_CODEL_NS) {
+        return Err(err(format!("{field}.ce_threshold"), "is too large"));
+    }
+    Ok(())
+}
+
+impl Scenario {
+    /// Traces, schedules, the loss model and the AQM (the emulator checks these too).
+    pub fn validate_link_models(&self) -> Result<(), ConfigError> {
+        let l = &self.link;
+        for (name, t) in [("link.trace", &l.trace), ("link.ack_trace", &l.ack_trace)] {
+            if let Some(t) = t {
+                crate::net::trace::Trace::from_ms(&t.opportunities_ms).map_err(|m| err(name, m))?;
+            }
+        }
+        if l.trace.is_some() && !l.rate_schedule.is_empty() {
+            return Err(err("link.rate_schedule", "cannot be combined with link.trace (the trace sets the capacity)"));
+        }
+        let mut prev = 0;
+        for (i, s) in l.rate_schedule.iter().enumerate() {
+            // Steps at or after the end of the run never take effect (a shortened run).
+            if s.at_ns <= prev {
+                return Err(err(
+                    format!("link.rate_schedule[{i}].at"),
+                    "steps must be after 0 and in increasing order",
+                ));
+            }
+            check_rate(&format!("link.rate_schedule[{i}].rate"), s.rate_bps)?;
+            prev = s.at_ns;
+        }
+        prev = 0;
+        for (i, s) in l.rtt_schedule.iter().enumerate() {
+            // Steps at or after the end of the run never take effect (a shortened run).
+            if s.at_ns <= prev {
+                return Err(err(format!("link.rtt_schedule[{i}].at"), "steps must be after 0 and in increasing order"));
+            }
+            if s.rtt_ns == 0 || s.rtt_ns > limits::MAX_PATH_RTT_NS {
+                return Err(err(
+                    format!("link.rtt_schedule[{i}].rtt"),
+                    format!("must be positive and at most {}", fmt_ns(limits::MAX_PATH_RTT_NS)),
+                ));
+            }
+            prev = s.at_ns;
+        }
+        if let Some(m) = &l.loss_model {
+            if l.loss > 0.0 {
+                return Err(err("link.loss_model", "cannot be combined with link.loss; give one of them"));
+            }
+            let g = m.params();
+            for (name, v, lo_open) in [("p", g.p, true), ("r", g.r, true), ("h", g.h, false), ("k", g.k, false)] {
+                let ok = v.is_finite() && v <= 1.0 && if lo_open { v > 0.0 } else { v >= 0.0 };
+                if !ok {
+                    let range = if lo_open { "(0, 1]" } else { "[0, 1]" };
+                    return Err(err(format!("link.loss_model.{name}"), format!("must be a probability in {range}")));
+                }
+            }
+        }
+        match &l.aqm {
+            Aqm::DropTail => {}
+            Aqm::Codel(c) => {
+                check_codel_times("link.aqm_params", c.target_ns, c.interval_ns, c.ce_threshold_ns)?;
+                if c.limit_packets == 0 {
+                    return Err(err("link.aqm_params.limit", "must be at least 1 packet"));
+                }
+            }
+            Aqm::FqCodel(c) => {
+                check_codel_times("link.aqm_params", c.target_ns, c.interval_ns, c.ce_threshold_ns)?;
+                if c.limit_packets == 0 {
+                    return Err(err("link.aqm_params.limit", "must be at least 1 packet"));
+                }
+                if !(1..=65536).contains(&c.flows) {
+                    return Err(err("link.aqm_params.flows", "must be from 1 to 65536"));
+                }
+                if !(256..=1 << 20).contains(&c.quantum_bytes) {
+                    return Err(err("link.aqm_params.quantum", "must be from 256 to 1048576 bytes"));
+                }
+                if c.memory_limit_bytes == 0 || c.memory_limit_bytes > 1 << 31 {
+                    return Err(err("link.aqm_params.memory_limit", "must be from 1 byte to 2 GiB"));
+                }
+                if c.drop_batch == 0 {
+                    return Err(err("link.aqm_params.drop_batch", "must be at least 1"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
