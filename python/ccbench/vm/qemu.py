@@ -20,7 +20,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ..errors import ScenarioError
 from ..lifecycle import die_with_parent
@@ -65,6 +65,7 @@ class Vm:
     accel: str = "tcg"
     extra_args: Sequence[str] = ()
     netns: Optional[str] = None          # run QEMU inside this network namespace (its TAP lives there)
+    on_spawn: Optional[Callable[[int], None]] = None  # told QEMU's pid at once (to record it for cleanup)
     proc: Optional[subprocess.Popen[bytes]] = field(default=None, repr=False)
     ready: dict[str, str] = field(default_factory=dict)
     boot_s: float = 0.0
@@ -110,6 +111,8 @@ class Vm:
             self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=err, start_new_session=True,
                                          preexec_fn=die_with_parent(os.getpid()))
+        if self.on_spawn is not None:
+            self.on_spawn(self.proc.pid)
         self._connect_control(started + timeout)
         while time.monotonic() - started < timeout:
             match = READY.search(self.console_text())

@@ -103,15 +103,11 @@ class GuestSender:
     def _boot(self, run: RunContext, tap: str, guest_addr: str, gateway: str) -> None:
         vm = Vm(self.kernel, self.initrd, run.work / "vm", vcpus=self.vcpus, accel=self.accel,
                 append=f"ccbench.mode=agent ccbench.ip={guest_addr}/30 ccbench.gw={gateway}",
-                netns=run.ns_sender,
+                netns=run.ns_sender, on_spawn=lambda pid: run.st.add_process(pid, "qemu"),
                 extra_args=["-netdev", f"tap,id=n0,ifname={tap},script=no,downscript=no",
                             "-device", f"virtio-net-pci,netdev=n0,mac={MAC}"])
         self.vm = vm
-        try:
-            vm.start()
-        finally:
-            if vm.proc is not None:
-                run.st.add_process(vm.proc.pid, "qemu")
+        vm.start()
         self.threads = vm.vcpu_threads()
         if self.share is not None:
             self.policies = [deadline.set_deadline(t, self.share, self.period_ns) for t in self.threads]
