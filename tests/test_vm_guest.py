@@ -119,3 +119,26 @@ def test_the_cost_fit_recovers_known_costs() -> None:
     got_idle, got_ack, got_seg, r2 = fit(samples)
     assert abs(got_idle - idle) < 1e-9 and abs(got_ack - 3000) < 1e-3 and abs(got_seg - 1200) < 1e-3
     assert r2 > 0.999999
+
+
+def test_without_root_or_qemu_the_vm_engine_refuses_in_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from ccbench.cli import main
+    from ccbench.vm import qemu
+
+    argv = ["run", "--engine", "vm", "--duration", "1s"]
+    with monkeypatch.context() as m:
+        m.setattr(os, "geteuid", lambda: 1000)
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: engine: the VM engine needs root") and len(err.splitlines()) == 1
+    if os.geteuid() != 0:
+        return
+    monkeypatch.setattr(qemu, "QEMU", "qemu-system-none")
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: engine: the VM engine needs qemu-system-none") and len(err.splitlines()) == 1

@@ -633,7 +633,7 @@ def calibrate_host(quick: bool, guest_kernel: str, vcpus: int, duration: str, ou
         raise ScenarioError("--duration", str(e)) from None
     if Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} is a directory; give a file name")
-    host.require_root()
+    host.require_root("VM")
     with signals_interrupt():
         result = calibrate(guest_kernel, vcpus, QUICK_POINTS if quick else DEFAULT_POINTS, duration,
                            progress=lambda line: click.echo(line, err=True))

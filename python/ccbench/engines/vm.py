@@ -69,7 +69,7 @@ class VmEngine(Engine):
         from ..vm.qemu import require_qemu
 
         super().check(scenario)
-        host.require_root()
+        host.require_root("VM")
         require_qemu()
         return make_plan(scenario, self._facts(scenario)).scenario
 
@@ -91,7 +91,7 @@ class VmEngine(Engine):
 
         sc = self.load(scenario)
         super().check(sc)
-        host.require_root()
+        host.require_root("VM")
         require_qemu()
         kernel = guest.resolve(self.guest_kernel)
         facts = self._facts(sc, kernel)

@@ -50,14 +50,15 @@ def ensure_congestion_control(name: str, field: str) -> None:
     raise KernelEngineError(field, f"'{name}' is not available in this kernel; available: {have}")
 
 
-def require_root() -> None:
+def require_root(engine: str = "kernel") -> None:
+    """Refuse, naming ``engine``, unless this process may create namespaces and TUN devices."""
     if os.geteuid() != 0:
-        raise KernelEngineError("engine", "the kernel engine needs root (network namespaces and TUN devices); "
+        raise KernelEngineError("engine", f"the {engine} engine needs root (network namespaces and TUN devices); "
                                 "run as root or use --engine sim")
     if not TUN_DEVICE.exists():
-        raise KernelEngineError("engine", f"the kernel engine needs TUN devices; {TUN_DEVICE} is missing")
+        raise KernelEngineError("engine", f"the {engine} engine needs TUN devices; {TUN_DEVICE} is missing")
     if shutil.which("ip") is None:
-        raise KernelEngineError("engine", "the kernel engine needs the 'ip' command (iproute2)")
+        raise KernelEngineError("engine", f"the {engine} engine needs the 'ip' command (iproute2)")
 
 
 def tun_usable() -> Optional[str]:

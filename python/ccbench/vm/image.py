@@ -42,5 +42,5 @@ def agent_binary() -> Path:
     for c in candidates:
         if c and Path(c).is_file() and not initramfs.is_dynamic(Path(c).read_bytes()):
             return Path(c)
-    raise ScenarioError("--engine", "the VM engine needs the statically linked guest agent: build it with "
+    raise ScenarioError("engine", "the VM engine needs the statically linked guest agent: build it with "
                         "'make agent' (or set CCBENCH_AGENT to one)")

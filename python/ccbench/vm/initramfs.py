@@ -91,7 +91,7 @@ def build(kernel: GuestKernel, out: Path, agent: Optional[Path] = None) -> Path:
     """Write the initramfs for ``kernel`` to ``out``: busybox, the network and congestion
     control modules, ``/init`` and, if given, the traffic agent as ``/bin/ccbench-agent``."""
     if not BUSYBOX.is_file() or is_dynamic(BUSYBOX.read_bytes()):
-        raise ScenarioError("--engine", "the VM engine needs a static busybox at /bin/busybox "
+        raise ScenarioError("engine", "the VM engine needs a static busybox at /bin/busybox "
                             "(Debian: apt-get install busybox-static)")
     wanted = [*NETWORK_MODULES, *(f"tcp_{cc}" for cc in kernel.congestion_modules())]
     order = load_order(kernel, wanted)

@@ -42,7 +42,7 @@ class VmError(RuntimeError):
 def require_qemu() -> str:
     path = shutil.which(QEMU)
     if path is None:
-        raise ScenarioError("--engine", f"the VM engine needs {QEMU} (Debian: apt-get install qemu-system-x86)")
+        raise ScenarioError("engine", f"the VM engine needs {QEMU} (Debian: apt-get install qemu-system-x86)")
     return path
 
 
