@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from . import engine_words
+from . import engine_words, real_kernel
 
 if TYPE_CHECKING:
     from ..result import Result
@@ -51,7 +51,7 @@ def _without_none(d: dict[str, Any]) -> dict[str, Any]:
 def iperf3_report(result: "Result") -> dict[str, Any]:
     """The run as the JSON document ``iperf3 -c ... -J -P N`` prints."""
     summary, sc = result.summary, result.scenario
-    kernel = summary.get("engine") == "kernel"
+    kernel = real_kernel(summary)
     mss, headers = sc.tcp.mss, summary["header_bytes"]
     flows = summary["flows"]
     sockets = [FIRST_SOCKET + i for i in range(len(flows))]
@@ -140,7 +140,8 @@ def iperf3_report(result: "Result") -> dict[str, Any]:
         "start": {
             "connected": [{"socket": s, "local_host": "10.0.0.1", "local_port": 50000 + i, "remote_host": "10.0.1.1",
                            "remote_port": 5201} for i, s in enumerate(sockets)],
-            "version": f"ccbench {summary['version']} ({'kernel engine' if kernel else 'simulator'})",
+            "version": f"ccbench {summary['version']} "
+                       + (f"({summary.get('engine')} engine)" if kernel else "(simulator)"),
             "system_info": f"{engine_words(summary)}, seed {summary['seed']}, scenario {summary['scenario_hash']}",
             "timestamp": {"time": "Thu, 01 Jan 1970 00:00:00 GMT", "timesecs": 0},
             "connecting_to": {"host": "10.0.1.1", "port": 5201},
