@@ -142,3 +142,11 @@ def test_without_root_or_qemu_the_vm_engine_refuses_in_one_line(monkeypatch: pyt
     assert e.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: engine: the VM engine needs qemu-system-none") and len(err.splitlines()) == 1
+
+
+@needs_root
+def test_validate_cpu_refuses_a_bad_cell_before_running_any(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    res = run_cli("validate", "--cpu", "--quick", "--cca", "nosuch", "--out", str(out))
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and not out.exists()
+    assert res.stderr.startswith("error: flows[0].cca: unknown algorithm 'nosuch'") and "(cell nosuch 15%" in res.stderr

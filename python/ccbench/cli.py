@@ -169,13 +169,31 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
         click.echo(f"wrote {where}: {names}", err=as_json)
 
 
-def _with_costs(sc: Any, path: str) -> dict[str, Any]:
-    """The scenario's document with ``[host.cost]`` entries from the file at ``path``."""
-    from .scenario import _without_none, read_toml
+def _read_costs(path: str) -> dict[str, Any]:
+    """The ``[host.cost]`` table of the file at ``path`` (as ``ccbench calibrate-host`` writes it)."""
+    from .scenario import read_toml
 
     costs = read_toml(path).get("host", {}).get("cost")
     if not isinstance(costs, dict) or not costs:
         raise ScenarioError("--cpu-costs", f"{path}: no [host.cost] table (write one with 'ccbench calibrate-host')")
+    return costs
+
+
+def _duration_flag(value: str, flag: str) -> int:
+    """A duration flag's value in ns; ScenarioError on ``flag`` if it is not one."""
+    from .units import parse_duration
+
+    try:
+        return parse_duration(value)
+    except ValueError as e:
+        raise ScenarioError(flag, str(e)) from None
+
+
+def _with_costs(sc: Any, path: str) -> dict[str, Any]:
+    """The scenario's document with ``[host.cost]`` entries from the file at ``path``."""
+    from .scenario import _without_none
+
+    costs = _read_costs(path)
     doc: dict[str, Any] = _without_none(sc.to_dict())
     host = doc.setdefault("host", {})
     host["cost"] = {**{k: v for k, v in host.get("cost", {}).items() if k not in costs}, **costs}
@@ -260,7 +278,6 @@ def validate(quick: bool, reps: Optional[int], duration: Optional[str], cca: Opt
     """
     from . import validate as v
     from .kernel import host
-    from .units import parse_duration
 
     host.require_root()
     if cpu:
@@ -277,10 +294,7 @@ def validate(quick: bool, reps: Optional[int], duration: Optional[str], cca: Opt
             raise ScenarioError("--reps", "must be at least 1")
         params["reps"] = reps
     if duration is not None:
-        try:
-            parse_duration(duration)
-        except ValueError as e:
-            raise ScenarioError("--duration", str(e)) from None
+        _duration_flag(duration, "--duration")
         params["duration"] = duration
     if cca is not None:
         params["ccas"] = tuple(c.strip().lower() for c in cca.split(",") if c.strip())
@@ -303,28 +317,20 @@ def validate(quick: bool, reps: Optional[int], duration: Optional[str], cca: Opt
 
 def _validate_cpu(quick: bool, duration: Optional[str], cca: Optional[str], cpu_costs: Optional[str],
                   guest_kernel: str, out: Optional[str]) -> None:
-    from .scenario import read_toml
-    from .units import parse_duration
     from .vm import validate as vc
 
     params: dict[str, Any] = dict(vc.QUICK if quick else vc.FULL)
     if duration is not None:
-        try:
-            parse_duration(duration)
-        except ValueError as e:
-            raise ScenarioError("--duration", str(e)) from None
+        _duration_flag(duration, "--duration")
         params["duration"] = duration
     if cca is not None:
         params["ccas"] = tuple(c.strip().lower() for c in cca.split(",") if c.strip())
-    costs = None
-    if cpu_costs is not None:
-        costs = read_toml(cpu_costs).get("host", {}).get("cost")
-        if not isinstance(costs, dict):
-            raise ScenarioError("--cpu-costs", f"{cpu_costs}: no [host.cost] table")
+    costs = None if cpu_costs is None else _read_costs(cpu_costs)
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")
     vm = engines.get("vm", guest_kernel=guest_kernel)
     cells = vc.grid(params["shares"], params["slices"], params["ccas"], params["rates"], params["rtts"])
+    vc.check(cells, params["duration"], costs, vm)  # every cell runnable on both engines, before the first run
     click.echo(f"validating the sender-CPU model: {len(cells)} cell(s) of {params['duration']} on the simulator "
                f"and the VM ({guest_kernel})", err=True)
     with signals_interrupt():
@@ -624,13 +630,9 @@ def calibrate_host(quick: bool, guest_kernel: str, vcpus: int, duration: str, ou
     import json as jsonlib
 
     from .kernel import host
-    from .units import parse_duration
     from .vm.calibrate import DEFAULT_POINTS, QUICK_POINTS, calibrate
 
-    try:
-        parse_duration(duration)
-    except ValueError as e:
-        raise ScenarioError("--duration", str(e)) from None
+    _duration_flag(duration, "--duration")
     if Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} is a directory; give a file name")
     host.require_root("VM")

@@ -20,6 +20,12 @@ if TYPE_CHECKING:
 
 SIMULATOR_OPTION = "is a simulator option; the kernel engine runs Linux's own TCP on this machine's CPU " \
                    "(use --engine sim)"
+# The simulator's own knobs, which a real Linux sender has no way to honour.
+SIMULATOR_KNOBS = (
+    Unsupported("tcp.tso_rtt_log", SIMULATOR_OPTION),
+    *(Unsupported(f"flows[].{knob}", SIMULATOR_OPTION)
+      for knob in ("pacing_stride", "fixed_cwnd", "fixed_pacing_rate_bps", "freeze_cc", "repeat", "pause_ns")),
+)
 
 
 class KernelEngine(Engine):
@@ -28,9 +34,7 @@ class KernelEngine(Engine):
     needs_host_lock = True
     unsupported = (
         Unsupported("host", SIMULATOR_OPTION),
-        Unsupported("tcp.tso_rtt_log", SIMULATOR_OPTION),
-        *(Unsupported(f"flows[].{knob}", SIMULATOR_OPTION)
-          for knob in ("pacing_stride", "fixed_cwnd", "fixed_pacing_rate_bps", "freeze_cc", "repeat", "pause_ns")),
+        *SIMULATOR_KNOBS,
     )  # what has a kernel counterpart but no way to set it here is refused by kernel.plan.make_plan
 
     def load(self, scenario: ScenarioLike) -> "Scenario":

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..errors import ScenarioError
 from ..result import Result, table_frame
 from .base import Engine, PathLike, ScenarioLike, Unsupported, capture_dir
-from .kernel import SIMULATOR_OPTION
+from .kernel import SIMULATOR_KNOBS, KernelEngine
 
 if TYPE_CHECKING:
     from ..kernel.host import HostFacts
@@ -34,12 +34,13 @@ class VmEngine(Engine):
         Unsupported("host.cpu_offset_ns", NO_VM_MEANING),
         Unsupported("host.rx_ring", NO_VM_MEANING),
         Unsupported("host.cost", NO_VM_MEANING),
-        Unsupported("tcp.tso_rtt_log", SIMULATOR_OPTION),
         Unsupported("tcp.init_cwnd", NOT_IN_GUEST_YET),
         Unsupported("tcp.rto_min_ns", NOT_IN_GUEST_YET),
-        *(Unsupported(f"flows[].{knob}", SIMULATOR_OPTION)
-          for knob in ("pacing_stride", "fixed_cwnd", "fixed_pacing_rate_bps", "freeze_cc", "repeat", "pause_ns")),
+        *SIMULATOR_KNOBS,
     )
+    # Scenarios load as on the kernel engine: any algorithm name a kernel might offer.
+    load = KernelEngine.load
+    from_flags = KernelEngine.from_flags
 
     def __init__(self, guest_kernel: str = "debian:6.1", vcpus: int = 1) -> None:
         self.guest_kernel, self.vcpus = guest_kernel, vcpus
@@ -51,17 +52,6 @@ class VmEngine(Engine):
         if vcpus is not None and not (isinstance(vcpus, int) and 1 <= vcpus <= MAX_VCPUS):
             raise ScenarioError("--vcpus", f"must be an integer from 1 to {MAX_VCPUS}, got {vcpus!r}")
         return VmEngine(guest_kernel or self.guest_kernel, vcpus or self.vcpus)
-
-    def load(self, scenario: ScenarioLike) -> "Scenario":
-        """Also accepts any algorithm name a guest kernel might offer."""
-        from ..kernel.scenario import load
-
-        return load(scenario)
-
-    def from_flags(self, **flags: Any) -> "Scenario":
-        from ..kernel.scenario import from_flags
-
-        return from_flags(**flags)
 
     def check(self, scenario: "Scenario") -> "Scenario":
         from ..kernel import host

@@ -88,6 +88,20 @@ def grid(shares: Sequence[float], slices: Sequence[str], ccas: Sequence[str], ra
     return [CpuCell(*c) for c in itertools.product(shares, slices, ccas, rates, rtts)]
 
 
+def check(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]], vm_engine: Any) -> None:
+    """ScenarioError, naming the cell, for the first cell either engine cannot run."""
+    from ..engines import get
+    from ..errors import ScenarioError
+
+    sim = get("sim")
+    for cell in cells:
+        try:
+            sim.check(sim.load(cell.scenario(duration, costs)))
+            vm_engine.check(vm_engine.load(cell.scenario(duration, None)))
+        except ScenarioError as e:
+            raise ScenarioError(e.field, f"{e.message} (cell {cell.name})") from None
+
+
 def run(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]], vm_engine: Any,
         progress: Callable[[str], None]) -> list[CpuRow]:
     """Each cell on the simulator and on ``vm_engine`` (one repetition each)."""
