@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,3 +57,42 @@ def short_scenario(tmp_path: Path) -> Path:
     path = tmp_path / "short.toml"
     path.write_text(SHORT_TOML)
     return path
+
+
+# Command-line marks of the processes a kernel or VM run starts (agents, the emulator, QEMU).
+RUN_PROCESS_MARKS = ("ccbench/kernel/agent.py", "ccbench.kernel.emu", "ccbench.mode=agent")
+
+
+def runs_left_behind() -> dict[str, list[str]]:
+    """Namespaces, root-namespace devices and processes of kernel and VM runs that no run
+    in progress owns."""
+    from ccbench.kernel import state
+
+    live = state.live_runs()
+    live_ns = {ns for st in live for ns in st.namespaces}
+    live_dev = {d for st in live for d in st.devices}
+    live_pids = {p.pid for st in live for p in st.processes}
+    procs = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in live_pids:
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if any(mark in cmd for mark in RUN_PROCESS_MARKS):
+            procs.append(f"{entry.name}: {cmd[:200]}")
+    return {
+        "namespaces": [n for n in state.list_namespaces() if n.startswith(state.PREFIX) and n not in live_ns],
+        "devices": [d for d in state.list_devices() if d.startswith(state.PREFIX) and d not in live_dev],
+        "processes": procs,
+    }
+
+
+def assert_nothing_left_behind(within_s: float) -> None:
+    """Fail unless every run's leftovers are gone within ``within_s`` seconds."""
+    deadline = time.monotonic() + within_s
+    while (left := runs_left_behind()) != {"namespaces": [], "devices": [], "processes": []}:
+        if time.monotonic() > deadline:
+            pytest.fail(f"left behind: {left}")
+        time.sleep(0.1)

@@ -25,7 +25,7 @@ from ccbench.engines import kernel as kernel_engine
 from ccbench.kernel import host, state
 from ccbench.validate import Cell, run_cell
 
-from conftest import run_cli
+from conftest import assert_nothing_left_behind, run_cli
 
 REASON = host.tun_usable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"kernel engine unavailable: {REASON}")
@@ -33,38 +33,10 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=f"kernel engine unava
 PAYLOAD_SHARE = 1448 / 1500
 
 
-def ours_left_behind() -> dict[str, list[str]]:
-    """Namespaces, root-namespace devices and processes of the kernel engine that no
-    run in progress owns."""
-    live = state.live_runs()
-    live_ns = {ns for st in live for ns in st.namespaces}
-    live_dev = {d for st in live for d in st.devices}
-    live_pids = {p.pid for st in live for p in st.processes}
-    procs = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) in live_pids:
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "ccbench/kernel/agent.py" in cmd or "ccbench.kernel.emu" in cmd:
-            procs.append(f"{entry.name}: {cmd}")
-    return {
-        "namespaces": [n for n in state.list_namespaces() if n.startswith(state.PREFIX) and n not in live_ns],
-        "devices": [d for d in state.list_devices() if d.startswith(state.PREFIX) and d not in live_dev],
-        "processes": procs,
-    }
-
-
 @pytest.fixture(autouse=True)
 def nothing_left_behind() -> Iterator[None]:
     yield
-    deadline = time.monotonic() + 3
-    while (left := ours_left_behind()) != {"namespaces": [], "devices": [], "processes": []}:
-        if time.monotonic() > deadline:
-            pytest.fail(f"left behind: {left}")
-        time.sleep(0.1)
+    assert_nothing_left_behind(3)
 
 
 def run(doc: dict[str, Any]) -> ccbench.Result:

@@ -23,7 +23,7 @@ from ccbench import ScenarioError
 from ccbench.kernel import host, state
 from ccbench.vm import initramfs
 
-from conftest import run_cli
+from conftest import assert_nothing_left_behind, run_cli
 
 
 def _reason() -> str | None:
@@ -48,35 +48,10 @@ REASON = _reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"VM engine unavailable: {REASON}")
 
 
-def left_behind() -> dict[str, list[str]]:
-    live = state.live_runs()
-    live_ns = {ns for st in live for ns in st.namespaces}
-    live_pids = {p.pid for st in live for p in st.processes}
-    procs = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) in live_pids:
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "ccbench.mode=agent" in cmd or "ccbench/kernel/agent.py" in cmd or "ccbench.kernel.emu" in cmd:
-            procs.append(f"{entry.name}: {cmd[:120]}")
-    return {
-        "namespaces": [n for n in state.list_namespaces() if n.startswith(state.PREFIX) and n not in live_ns],
-        "devices": [d for d in state.list_devices() if d.startswith(state.PREFIX)],
-        "processes": procs,
-    }
-
-
 @pytest.fixture(autouse=True)
 def nothing_left_behind() -> Iterator[None]:
     yield
-    deadline = time.monotonic() + 5
-    while (left := left_behind()) != {"namespaces": [], "devices": [], "processes": []}:
-        if time.monotonic() > deadline:
-            pytest.fail(f"left behind: {left}")
-        time.sleep(0.1)
+    assert_nothing_left_behind(5)
 
 
 def scenario(cca: list[str], **host_table: Any) -> dict[str, Any]:
