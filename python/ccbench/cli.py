@@ -569,7 +569,7 @@ def vm() -> None:
 @click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC",
               help="debian:6.1, debian:6.12, debian:PACKAGE=VERSION, a directory with boot/vmlinuz-* and "
               "lib/modules/<release>, or BZIMAGE:MODULES_DIR.")
-@click.option("--vcpus", type=click.IntRange(1, 64), default=1, show_default=True, metavar="N",
+@click.option("--vcpus", type=click.IntRange(1, 16), default=1, show_default=True, metavar="N",
               help="Guest vCPUs (one host thread each).")
 @click.option("--cpu-share", metavar="SHARE", help="Give each vCPU thread this share under SCHED_DEADLINE, "
               "e.g. 25% (root).")
