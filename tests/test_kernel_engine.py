@@ -23,7 +23,8 @@ import pytest
 import ccbench
 from ccbench.engines import kernel as kernel_engine
 from ccbench.kernel import host, state
-from ccbench.validate import Cell, run_cell
+from ccbench.validate import run_cell
+from ccbench.validate.cells import base
 
 from conftest import assert_nothing_left_behind, run_cli
 
@@ -245,16 +246,18 @@ def test_refuses_a_tick_rate_the_kernel_does_not_have(tmp_path: Path) -> None:
 
 
 def test_validate_compares_the_engines_for_cubic(tmp_path: Path) -> None:
-    res = run_cell(Cell("20Mbit", "20ms", 1.0, "cubic"), "3s", 1, progress=lambda _: None)
+    res = run_cell(base(("20Mbit",), ("20ms",), (1.0,), ("cubic",))[0], "3s", 1, progress=lambda _: None)
     assert res.sim.available and res.kernel.available
-    assert res.checks["goodput"], res.ratios
+    goodput = next(c for c in res.checks if c.figure == "goodput")
+    assert goodput.ok, goodput
     assert res.emulator_ratio is not None and res.emulator_ratio >= 0.97
     out = tmp_path / "v"
-    cli = run_cli("validate", "--cca", "cubic", "--reps", "1", "--duration", "2s",
-                  "--quick", "--no-bench", "--out", str(out))
+    cli = run_cli("validate", "--quick", "--family", "base", "--cca", "cubic", "--duration", "2s",
+                  "--no-bench", "--out", str(out), "--report")
     assert cli.returncode == 0, cli.stderr
     assert "cubic 20Mbit 20ms 0.5bdp" in cli.stdout
     rows = (out / "validate.csv").read_text().splitlines()
-    assert len(rows) == 3 and rows[0].startswith("cca,rate,rtt,buffer_bdp,verdict")
+    assert rows[0].startswith("family,cell,verdict,figure") and len(rows) == 1 + 2 * 3  # 2 cells x 3 checks
     doc = json.loads((out / "validate.json").read_text())
     assert doc["tolerances"]["goodput"] == 0.10 and len(doc["cells"]) == 2
+    assert (out / "report" / "index.html").is_file()

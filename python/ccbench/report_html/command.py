@@ -18,7 +18,13 @@ def report_command(run_dir: Optional[str], sweep: Optional[str], store: Optional
         for name, value in (("--x", x), ("--y", y), ("--facet", facet), ("--store", store)):
             if value is not None:
                 raise ReportError(name, "only applies to a sweep report (--sweep NAME)")
-        page = run_report(run_dir, out, formats)
+        if (Path(run_dir) / "validate.json").is_file():
+            # A grid written by 'ccbench validate --out DIR'.
+            from ..validate.report import build_from_file
+
+            page = build_from_file(Path(run_dir) / "validate.json", Path(out) if out else Path(run_dir) / "report")
+        else:
+            page = run_report(run_dir, out, formats)
     else:
         from ..analysis.records import sweep_records
 

@@ -1,0 +1,218 @@
+"""The cells of the validation grid: what users run, as scenarios both engines accept.
+
+A cell is a scenario document without seed and duration, a family (the axis of the
+grid it belongs to), the values that place it on the family's heatmap, and how its
+goodput is judged: per flow relative to the kernel's, or, where loss or sharing makes a
+flow's goodput small, as a share of the link's capacity.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+# How goodput is judged (see judge.py).
+RELATIVE = "relative"  # |sim / kernel - 1| within the tolerance
+OF_CAPACITY = "capacity"  # |sim - kernel| within the tolerance x the link's capacity
+
+ALGORITHMS = ("bbr", "cubic")
+LOSSES = ("0.1%", "1%", "5%", "10%", "15%", "20%", "25%", "30%")
+MIX_BUFFERS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+SIZES = ("100KB", "1MB", "10MB")
+# Mahimahi's LTE traces as shipped in the repository's traces/ folder.
+TRACES = ("TMobile-LTE-short", "ATT-LTE-driving-2016")
+TRACE_DIR = Path(__file__).resolve().parents[3] / "traces"
+
+
+@dataclass(frozen=True)
+class Cell:
+    family: str
+    name: str
+    scenario_json: str  # the scenario document without seed and duration (JSON, so the cell is hashable)
+    axes: tuple[tuple[str, str], ...]  # (axis, value) pairs that place it on its family's heatmap
+    goodput: str = RELATIVE
+    duration: Optional[str] = None  # a cell's own run length (sized flows end when complete)
+    missing: Optional[str] = None  # why the cell cannot run here (a trace file not found)
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        return json.loads(self.scenario_json)
+
+    @property
+    def slug(self) -> str:
+        return self.name.replace(" ", "-").replace("/", "-").replace("%", "pct")
+
+    def scenario_doc(self, duration: str, seed: int, hz: Optional[int]) -> dict[str, Any]:
+        doc = {"seed": seed, "duration": self.duration or duration, **self.doc}
+        if hz is not None:
+            doc["tcp"] = {**doc.get("tcp", {}), "hz": hz}
+        return doc
+
+    def scenario(self, duration: str, seed: int, hz: Optional[int]) -> Any:
+        from ..kernel.scenario import from_dict
+
+        return from_dict(self.scenario_doc(duration, seed, hz))
+
+
+def _cell(family: str, name: str, link: dict[str, Any], flows: list[dict[str, Any]], axes: dict[str, str],
+          goodput: str = RELATIVE, duration: Optional[str] = None, missing: Optional[str] = None) -> Cell:
+    doc = {"link": link, "flows": flows}
+    return Cell(family, name, json.dumps(doc, sort_keys=True), tuple(axes.items()), goodput, duration, missing)
+
+
+def _bdp(x: float) -> str:
+    return f"{x:g}bdp"
+
+
+def base(rates: tuple[str, ...], rtts: tuple[str, ...], buffers: tuple[float, ...],
+         ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+    """One bulk flow: rate x RTT x buffer."""
+    return [_cell("base", f"{c} {r} {t} {_bdp(b)}", {"rate": r, "rtt": t, "buffer": _bdp(b)}, [{"cca": c}],
+                  {"cca": c, "rate": r, "rtt": t, "buffer": _bdp(b)})
+            for c, r, t, b in itertools.product(ccas, rates, rtts, buffers)]
+
+
+def loss(losses: tuple[str, ...], ccas: tuple[str, ...] = ALGORITHMS, gilbert: bool = True) -> list[Cell]:
+    """Random loss at 20 Mbit/s, 20 ms, 2 BDP; and bursty (Gilbert-Elliott) loss of about 1%."""
+    link = {"rate": "20Mbit", "rtt": "20ms", "buffer": "2bdp"}
+    cells = [_cell("loss", f"{c} loss {p}", {**link, "loss": p}, [{"cca": c}], {"cca": c, "loss": p}, OF_CAPACITY)
+             for c, p in itertools.product(ccas, losses)]
+    if gilbert:
+        # Bad runs of 4 packets on average, entered once in 400: about 1% loss in bursts.
+        model = {"type": "gilbert-elliott", "p": "0.25%", "r": "25%"}
+        cells += [_cell("loss", f"{c} gilbert-elliott 1%", {**link, "loss_model": model}, [{"cca": c}],
+                        {"cca": c, "loss": "GE 1%"}, OF_CAPACITY) for c in ccas]
+    return cells
+
+
+def mix(buffers: tuple[float, ...]) -> list[Cell]:
+    """BBR and Cubic sharing 20 Mbit/s, 40 ms at each buffer depth."""
+    return [_cell("mix", f"bbr+cubic 20Mbit 40ms {_bdp(b)}", {"rate": "20Mbit", "rtt": "40ms", "buffer": _bdp(b)},
+                  [{"cca": "bbr"}, {"cca": "cubic"}], {"buffer": _bdp(b), "pair": "bbr+cubic"}, OF_CAPACITY)
+            for b in buffers]
+
+
+def fairness(counts: tuple[int, ...], ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+    """N flows of one algorithm, 20 Mbit/s, 20 ms, 1 BDP: fairness and the standing queue."""
+    return [_cell("fairness", f"{n}x{c} 20Mbit 20ms 1bdp", {"rate": "20Mbit", "rtt": "20ms", "buffer": "1bdp"},
+                  [{"cca": c, "count": n}], {"cca": c, "flows": str(n)}, OF_CAPACITY)
+            for c, n in itertools.product(ccas, counts)]
+
+
+def rtt_unfairness(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+    """Two flows with base RTTs 10 and 50 ms (20 ms more access delay each way)."""
+    return [_cell("rtt-unfairness", f"{c} 10ms+50ms 20Mbit 1bdp", {"rate": "20Mbit", "rtt": "10ms", "buffer": "1bdp"},
+                  [{"cca": c}, {"cca": c, "access_delay": "20ms"}], {"cca": c, "rtts": "10/50ms"}, OF_CAPACITY)
+            for c in ccas]
+
+
+def staggered(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+    """Three flows joining at 0, 5 and 10 s of a 20-s run (duration fixed: the joins need it)."""
+    return [_cell("staggered", f"{c} starts 0/5/10s 20Mbit 20ms 1bdp",
+                  {"rate": "20Mbit", "rtt": "20ms", "buffer": "1bdp"},
+                  [{"cca": c}, {"cca": c, "start": "5s"}, {"cca": c, "start": "10s"}],
+                  {"cca": c, "starts": "0/5/10s"}, OF_CAPACITY, duration="20s")
+            for c in ccas]
+
+
+def traces(names: tuple[str, ...], ccas: tuple[str, ...] = ALGORITHMS, trace_dir: Path = TRACE_DIR) -> list[Cell]:
+    """Trace-driven links, 40 ms, 250 packets of buffer: the downlink and the uplink alone,
+    and the downlink with the uplink carrying the ACKs."""
+    cells = []
+    for name, c in itertools.product(names, ccas):
+        down, up = trace_dir / f"{name}.down", trace_dir / f"{name}.up"
+        missing = None if down.exists() and up.exists() else f"trace files not found in {trace_dir}"
+        common = {"rtt": "40ms", "buffer": "250pkt"}
+        for label, link in (("down", {"trace": str(down)}), ("up", {"trace": str(up)}),
+                            ("down+ack up", {"trace": str(down), "ack_trace": str(up)})):
+            cells.append(_cell("trace", f"{c} {name} {label}", {**common, **link}, [{"cca": c}],
+                               {"cca": c, "trace": f"{name} {label}"}, OF_CAPACITY, missing=missing))
+    return cells
+
+
+def aqm(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+    """CoDel and FQ-CoDel at 20 Mbit/s, 40 ms, one flow each; and FQ-CoDel under a BBR+Cubic mix."""
+    link = {"rate": "20Mbit", "rtt": "40ms"}
+    cells = [_cell("aqm", f"{c} {q} 20Mbit 40ms", {**link, "aqm": q}, [{"cca": c}], {"cca": c, "aqm": q})
+             for q, c in itertools.product(("codel", "fq_codel"), ccas)]
+    cells.append(_cell("aqm", "bbr+cubic fq_codel 20Mbit 40ms", {**link, "aqm": "fq_codel"},
+                       [{"cca": "bbr"}, {"cca": "cubic"}], {"cca": "bbr+cubic", "aqm": "fq_codel"}, OF_CAPACITY))
+    return cells
+
+
+def ecn() -> list[Cell]:
+    """Classic ECN with Cubic: marks from CoDel, and from a queue threshold."""
+    link = {"rate": "20Mbit", "rtt": "40ms", "buffer": "2bdp"}
+    codel = {"rate": "20Mbit", "rtt": "40ms", "aqm": "codel", "aqm_params": {"ecn": True}}
+    return [
+        _cell("ecn", "cubic ecn codel 20Mbit 40ms", codel, [{"cca": "cubic", "ecn": "classic"}],
+              {"cca": "cubic", "marking": "codel"}),
+        _cell("ecn", "cubic ecn threshold 20pkt 20Mbit 40ms", {**link, "ecn_threshold": "20pkt"},
+              [{"cca": "cubic", "ecn": "classic"}], {"cca": "cubic", "marking": "20pkt"}),
+    ]
+
+
+def rwnd(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+    """A receive window that binds (64 KB at 50 Mbit/s, 40 ms: a third of the BDP), and
+    receive-buffer autotuning."""
+    link = {"rate": "50Mbit", "rtt": "40ms", "buffer": "1bdp"}
+    cells = []
+    for c in ccas:
+        cells.append(_cell("rwnd", f"{c} rwnd 64KB 50Mbit 40ms", link, [{"cca": c, "rwnd": "64KB"}],
+                           {"cca": c, "rwnd": "64KB"}))
+        cells.append(_cell("rwnd", f"{c} rwnd auto 50Mbit 40ms", link, [{"cca": c, "rwnd_autotune": True}],
+                           {"cca": c, "rwnd": "auto"}))
+    return cells
+
+
+def sized(sizes: tuple[str, ...], ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+    """One download of each size at 20 Mbit/s, 40 ms, 1 BDP: completion time."""
+    return [_cell("sized", f"{c} {s} 20Mbit 40ms", {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
+                  [{"cca": c, "size": s}], {"cca": c, "size": s}, duration="30s")
+            for c, s in itertools.product(ccas, sizes)]
+
+
+def repeated(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+    """Five 1-MB downloads in a row, 200 ms apart."""
+    return [_cell("sized", f"{c} 5x1MB repeated 20Mbit 40ms", {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
+                  [{"cca": c, "size": "1MB", "repeat": 5, "pause": "200ms"}], {"cca": c, "size": "5x1MB"},
+                  duration="30s")
+            for c in ccas]
+
+
+def quick_grid() -> list[Cell]:
+    """A cell or two of every family: about four minutes on two cores."""
+    return [
+        *base(("20Mbit",), ("20ms",), (0.5, 2.0)),
+        *loss(("1%", "10%"), gilbert=False),
+        *mix((1.0, 8.0)),
+        *fairness((2,), ("cubic",)),
+        *rtt_unfairness(("cubic",)),
+        *traces(("TMobile-LTE-short",), ("cubic",))[:1],
+        *aqm(("cubic",))[1:],
+        *sized(("1MB",), ("cubic",)),
+    ]
+
+
+def full_grid() -> list[Cell]:
+    return [
+        *base(("10Mbit", "100Mbit"), ("5ms", "40ms", "200ms"), (0.5, 2.0, 8.0)),
+        *base(("500Mbit",), ("20ms",), (2.0,)),
+        *loss(LOSSES),
+        *mix(MIX_BUFFERS),
+        *fairness((2, 4)),
+        *rtt_unfairness(),
+        *staggered(),
+        *traces(TRACES),
+        *aqm(),
+        *ecn(),
+        *rwnd(),
+        *sized(SIZES),
+        *repeated(),
+    ]
+
+
+FAMILIES = ("base", "loss", "mix", "fairness", "rtt-unfairness", "staggered", "trace", "aqm", "ecn", "rwnd", "sized")

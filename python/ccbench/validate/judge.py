@@ -1,0 +1,175 @@
+"""Figures of a run, their medians and spread over repetitions, and the verdict of a cell.
+
+Tolerances (simulator relative to kernel), from the issue that set the grid:
+
+* goodput within 10% per flow; where loss or sharing makes a flow's goodput small
+  (``OF_CAPACITY`` cells), within 10% of the link's capacity instead;
+* mean RTT within 20% per flow (p95 shown, not judged);
+* retransmissions of the cell within a factor of 2, or both below 0.1% of packets sent;
+* completion time of a sized flow within 15%.
+
+Each figure is the median over the repetitions. The kernel varies from run to run, so a
+figure also passes when the simulator's median lies inside the range the kernel's
+repetitions spanned (its spread), which the table shows.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .cells import OF_CAPACITY, Cell
+
+GOODPUT_TOLERANCE = 0.10
+RTT_TOLERANCE = 0.20
+RETRANSMIT_FACTOR = 2.0
+RETRANSMIT_FLOOR = 0.001  # both below 0.1% of packets sent: equal enough
+COMPLETION_TOLERANCE = 0.15
+
+FLOW_FIGURES = ("goodput_bps", "rtt_mean_ms", "rtt_p95_ms", "completion_s")
+
+
+def _finite(x: Any) -> Optional[float]:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def run_figures(summary: dict[str, Any], mss: int) -> dict[str, Any]:
+    """What the grid compares, from one run's summary (either engine)."""
+    flows = summary["flows"]
+    sent = sum((f.get("sent_bytes") or f["delivered_bytes"]) for f in flows)
+    retransmits = sum(f["retransmits"] for f in flows)
+    emulator = summary.get("emulator") or {}
+    return {
+        "flows": [{"goodput_bps": f["goodput_bps"], "rtt_mean_ms": _finite(f.get("rtt_ms", {}).get("mean")),
+                   "rtt_p95_ms": _finite(f.get("rtt_ms", {}).get("p95")),
+                   "completion_s": f.get("completion_s") if f.get("size_bytes") else None,
+                   "retransmits": f["retransmits"]} for f in flows],
+        "capacity_bps": summary["link"]["rate_bps"],
+        "retransmits": retransmits,
+        "retransmit_fraction": retransmits / max(1.0, sent / mss),
+        "emulator_ratio": emulator.get("delivered_rate_ratio"),
+        "emulator_flag_short": emulator.get("flag_short"),
+        "notes": summary.get("notes", []),
+    }
+
+
+@dataclass
+class Spread:
+    median: Optional[float]
+    low: Optional[float]
+    high: Optional[float]
+
+    @staticmethod
+    def of(values: list[Optional[float]]) -> "Spread":
+        xs = [float(v) for v in values if v is not None]
+        if not xs:
+            return Spread(None, None, None)
+        return Spread(float(statistics.median(xs)), min(xs), max(xs))
+
+
+@dataclass
+class EngineFigures:
+    """One engine's repetitions of a cell (``available`` False: not run, ``reason`` why)."""
+
+    available: bool
+    reason: str = ""
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+    def flow(self, i: int, key: str) -> Spread:
+        return Spread.of([r["flows"][i][key] for r in self.runs if i < len(r["flows"])])
+
+    def total(self, key: str) -> Spread:
+        return Spread.of([r[key] for r in self.runs])
+
+    @property
+    def n_flows(self) -> int:
+        return min((len(r["flows"]) for r in self.runs), default=0)
+
+
+@dataclass
+class Check:
+    """One judged figure: the simulator's and the kernel's medians, their ratio, the
+    kernel's spread, and whether it passed."""
+
+    figure: str
+    flow: Optional[int]
+    sim: Optional[float]
+    kernel: Spread
+    ratio: Optional[float]
+    ok: bool
+
+    @property
+    def label(self) -> str:
+        return self.figure if self.flow is None else f"{self.figure}[{self.flow}]"
+
+
+@dataclass
+class CellResult:
+    cell: Cell
+    sim: EngineFigures
+    kernel: EngineFigures
+    checks: list[Check] = field(default_factory=list)
+    emulator_ratio: Optional[float] = None
+    emulator_flagged: bool = False
+
+    @property
+    def verdict(self) -> str:
+        if not (self.sim.available and self.kernel.available):
+            return "n/a"
+        return "pass" if all(c.ok for c in self.checks) else "FAIL"
+
+    @property
+    def worst(self) -> Optional[Check]:
+        """The check furthest from agreement (largest |log ratio|), failing ones first."""
+        scored = [c for c in self.checks if c.ratio is not None and c.ratio > 0]
+        if not scored:
+            return None
+        return max(scored, key=lambda c: (not c.ok, abs(math.log(c.ratio or 1.0))))
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def _inside(x: Optional[float], s: Spread) -> bool:
+    return x is not None and s.low is not None and s.high is not None and s.low <= x <= s.high
+
+
+def compare(cell: Cell, sim: EngineFigures, kernel: EngineFigures) -> CellResult:
+    res = CellResult(cell, sim, kernel)
+    if kernel.available and kernel.runs:
+        ratios = [r["emulator_ratio"] for r in kernel.runs if r["emulator_ratio"] is not None]
+        res.emulator_ratio = min(ratios) if ratios else None
+        res.emulator_flagged = any(r["emulator_flag_short"] for r in kernel.runs)
+    if not (sim.available and kernel.available):
+        return res
+    capacity = max(sim.total("capacity_bps").median or 0.0, kernel.total("capacity_bps").median or 0.0)
+    for i in range(min(sim.n_flows, kernel.n_flows)):
+        flow = None if sim.n_flows == 1 else i
+        s, k = sim.flow(i, "goodput_bps").median, kernel.flow(i, "goodput_bps")
+        if cell.goodput == OF_CAPACITY:
+            ok = s is not None and k.median is not None and abs(s - k.median) <= GOODPUT_TOLERANCE * capacity
+        else:
+            r = _ratio(s, k.median)
+            ok = r is not None and abs(r - 1) <= GOODPUT_TOLERANCE
+        res.checks.append(Check("goodput", flow, s, k, _ratio(s, k.median), ok or _inside(s, k)))
+        s, k = sim.flow(i, "rtt_mean_ms").median, kernel.flow(i, "rtt_mean_ms")
+        r = _ratio(s, k.median)
+        res.checks.append(Check("rtt_mean", flow, s, k, r,
+                                (r is not None and abs(r - 1) <= RTT_TOLERANCE) or _inside(s, k)))
+        s, k = sim.flow(i, "completion_s").median, kernel.flow(i, "completion_s")
+        if s is not None or k.median is not None:
+            r = _ratio(s, k.median)
+            res.checks.append(Check("completion", flow, s, k, r,
+                                    (r is not None and abs(r - 1) <= COMPLETION_TOLERANCE) or _inside(s, k)))
+    s, k = sim.total("retransmits").median, kernel.total("retransmits")
+    both_low = ((sim.total("retransmit_fraction").median or 0.0) < RETRANSMIT_FLOOR
+                and (kernel.total("retransmit_fraction").median or 0.0) < RETRANSMIT_FLOOR)
+    r = _ratio(s, k.median)
+    res.checks.append(Check("retransmits", None, s, k, r, both_low or _inside(s, k) or (
+        r is not None and 1 / RETRANSMIT_FACTOR <= r <= RETRANSMIT_FACTOR)))
+    return res

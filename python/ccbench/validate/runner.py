@@ -1,0 +1,113 @@
+"""Running the cells on both engines, and the emulator's capacity benchmark."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from .. import _core
+from ..errors import ScenarioError
+from ..kernel import host
+from ..kernel.host import KernelEngineError, KernelRunError
+from .cells import Cell, base
+from .judge import CellResult, EngineFigures, compare, run_figures
+
+Progress = Callable[[str], None]
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _describe(figures: dict) -> str:
+    goodput = " + ".join(f"{f['goodput_bps'] / 1e6:.2f}" for f in figures["flows"])
+    rtts = [f["rtt_mean_ms"] for f in figures["flows"] if f["rtt_mean_ms"] is not None]
+    rtt = f", RTT {sum(rtts) / len(rtts):.1f} ms" if rtts else ""
+    return f"{goodput} Mbit/s{rtt}, {figures['retransmits']} retx"
+
+
+def run_cell(cell: Cell, duration: str, reps: int, progress: Progress = _stderr,
+             keep: Optional[Path] = None) -> CellResult:
+    """Run ``cell`` ``reps`` times on each engine (seeds 1, 2, ...: the kernel varies from
+    run to run, the simulator with the seed). With ``keep``, every run's files are
+    written to ``keep/<cell>/<engine>-seed<N>``."""
+    from ..engines import kernel as kernel_engine
+    from ..engines import sim as sim_engine
+
+    if cell.missing:
+        return compare(cell, EngineFigures(False, cell.missing), EngineFigures(False, cell.missing))
+    hz = host.kernel_hz()
+    sim_runs: list[dict] = []
+    kernel_runs: list[dict] = []
+    sim_reason = kernel_reason = ""
+    kernel_failures: list[str] = []
+    for cca in {f["cca"] for f in cell.doc["flows"]}:
+        if cca not in _core.algorithms():
+            sim_reason = f"{cca} is not available in the simulator"
+    for rep in range(reps):
+        seed = rep + 1
+        sc = cell.scenario(duration, seed=seed, hz=hz)
+        mss = sc.tcp.mss
+        if not sim_reason:
+            try:
+                result = sim_engine.run(sc)
+            except ScenarioError as e:
+                sim_reason = f"refused by the simulator: {e}"
+            else:
+                sim_runs.append(run_figures(result.summary, mss))
+                if keep is not None:
+                    result.save(keep / cell.slug / f"sim-seed{seed}")
+        if not kernel_reason:
+            try:
+                result = kernel_engine.run(sc)
+            except KernelEngineError as e:
+                kernel_reason = f"not available in the kernel engine: {e.message}"
+            except KernelRunError as e:
+                progress(f"  {cell.name} rep {seed}/{reps}: kernel run failed: {e}")
+                kernel_failures.append(str(e))
+            else:
+                kernel_runs.append(run_figures(result.summary, mss))
+                if keep is not None:
+                    result.save(keep / cell.slug / f"kernel-seed{seed}")
+        s = _describe(sim_runs[-1]) if sim_runs and not sim_reason else sim_reason or "not run"
+        k = _describe(kernel_runs[-1]) if kernel_runs and not kernel_reason else kernel_reason or "not run"
+        progress(f"  {cell.name} rep {seed}/{reps}: sim {s}; kernel {k}")
+    if not kernel_runs and not kernel_reason:
+        kernel_reason = "every kernel run failed: " + (kernel_failures[-1] if kernel_failures else "?")
+    sim = EngineFigures(True, "", sim_runs) if sim_runs else EngineFigures(False, sim_reason)
+    kern = EngineFigures(True, "", kernel_runs) if kernel_runs else EngineFigures(False, kernel_reason)
+    return compare(cell, sim, kern)
+
+
+BENCH_RATES = ("20Mbit", "50Mbit", "100Mbit")
+
+
+@dataclass
+class BenchPoint:
+    rate: str
+    delivered_rate_ratio: Optional[float]
+    lateness_p50_us: float
+    lateness_p99_us: float
+    busy_s: float
+    flag_short: bool
+
+
+def emulator_benchmark(rates: tuple[str, ...] = BENCH_RATES, duration: str = "4s",
+                       progress: Progress = _stderr) -> list[BenchPoint]:
+    """Delivered capacity of the emulator at each rate, with a saturating Cubic flow
+    over a 2-BDP buffer (the link is busy nearly all the time)."""
+    from ..engines import kernel as kernel_engine
+
+    points = []
+    for rate in rates:
+        cell = base((rate,), ("20ms",), (2.0,), ("cubic",))[0]
+        check = kernel_engine.run(cell.scenario(duration, seed=1, hz=host.kernel_hz())).summary["emulator"]
+        p = BenchPoint(rate, check["delivered_rate_ratio"], check["lateness_forward_us"]["p50"],
+                       check["lateness_forward_us"]["p99"], check["busy_s"], check["flag_short"])
+        ratio = "-" if p.delivered_rate_ratio is None else f"{100 * p.delivered_rate_ratio:.2f}%"
+        progress(f"  emulator at {rate}: delivered {ratio} of the configured rate, "
+                 f"lateness p50 {p.lateness_p50_us:.0f} µs, p99 {p.lateness_p99_us:.0f} µs")
+        points.append(p)
+    return points

@@ -1,0 +1,155 @@
+"""The validation grid without running the kernel: its cells, the judging, the tables and
+the HTML page (in a headless browser when one is installed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ccbench.validate import cells as grid
+from ccbench.validate.judge import EngineFigures, compare
+from ccbench.validate.report import build
+from ccbench.validate.tables import markdown, ordered, table_rows, to_json, write
+
+
+def _run(goodputs: list[float], rtts: list[float], retx: int, frac: float = 0.0, capacity: float = 20e6,
+         completion: list[float] | None = None) -> dict:
+    flows = [{"goodput_bps": g, "rtt_mean_ms": r, "rtt_p95_ms": r * 1.2,
+              "completion_s": None if completion is None else completion[i], "retransmits": retx}
+             for i, (g, r) in enumerate(zip(goodputs, rtts))]
+    return {"flows": flows, "capacity_bps": capacity, "retransmits": retx, "retransmit_fraction": frac,
+            "emulator_ratio": 0.999, "emulator_flag_short": False, "notes": []}
+
+
+def _engine(*runs: dict) -> EngineFigures:
+    return EngineFigures(True, "", list(runs))
+
+
+ONE = grid.base(("20Mbit",), ("20ms",), (1.0,), ("cubic",))[0]
+MIX = grid.mix((1.0,))[0]
+
+
+def test_every_cell_of_both_grids_is_a_valid_scenario_with_a_unique_name() -> None:
+    for cells in (grid.quick_grid(), grid.full_grid()):
+        names = [c.name for c in cells]
+        assert len(names) == len(set(names))
+        for c in cells:
+            assert c.family in grid.FAMILIES
+            c.scenario("5s", 1, 250)  # validates against the scenario schema
+    full = grid.full_grid()
+    assert {c.family for c in full} == set(grid.FAMILIES)
+    losses = {dict(c.axes)["loss"] for c in full if c.family == "loss"}
+    assert set(grid.LOSSES) <= losses and "GE 1%" in losses
+    assert {dict(c.axes)["buffer"] for c in full if c.family == "mix"} == {f"{b:g}bdp" for b in grid.MIX_BUFFERS}
+    rates = {dict(c.axes).get("rate") for c in full if c.family == "base"}
+    rtts = {dict(c.axes).get("rtt") for c in full if c.family == "base"}
+    assert {"10Mbit", "500Mbit"} <= rates and {"5ms", "200ms"} <= rtts
+
+
+def test_a_cell_without_its_trace_files_is_reported_not_run(tmp_path: Path) -> None:
+    cell = grid.traces(("TMobile-LTE-short",), ("cubic",), trace_dir=tmp_path)[0]
+    assert cell.missing and str(tmp_path) in cell.missing
+    from ccbench.validate.runner import run_cell
+
+    res = run_cell(cell, "1s", 1, progress=lambda _: None)
+    assert res.verdict == "n/a" and res.checks == []
+
+
+def test_a_single_flow_is_judged_relative_to_the_kernel() -> None:
+    ok = compare(ONE, _engine(_run([18.5e6], [30.0], 0)), _engine(_run([19.5e6], [26.0], 3, 0.0005)))
+    assert ok.verdict == "pass" and [c.figure for c in ok.checks] == ["goodput", "rtt_mean", "retransmits"]
+    bad = compare(ONE, _engine(_run([16e6], [40.0], 100, 0.01)), _engine(_run([19.5e6], [26.0], 30, 0.003)))
+    assert bad.verdict == "FAIL" and not any(c.ok for c in bad.checks)
+
+
+def test_a_mix_is_judged_per_flow_as_a_share_of_capacity() -> None:
+    # 1.5 Mbit/s apart on a 20 Mbit/s link: within 10% of capacity, though 30% of the flow.
+    res = compare(MIX, _engine(_run([5e6, 15e6], [50.0, 50.0], 10)), _engine(_run([3.5e6, 16.5e6], [50.0, 50.0], 10)))
+    goodput = [c for c in res.checks if c.figure == "goodput"]
+    assert [c.flow for c in goodput] == [0, 1] and all(c.ok for c in goodput)
+    res = compare(MIX, _engine(_run([7e6, 13e6], [50.0, 50.0], 10)), _engine(_run([3.5e6, 16.5e6], [50.0, 50.0], 10)))
+    assert res.verdict == "FAIL"
+
+
+def test_the_kernel_spread_counts_as_agreement() -> None:
+    sim = _engine(_run([15e6], [30.0], 10))
+    kernel = _engine(_run([19e6], [30.0], 10), _run([14e6], [30.0], 10), _run([19.5e6], [30.0], 10))
+    res = compare(ONE, sim, kernel)
+    goodput = res.checks[0]
+    assert goodput.kernel.median == 19e6 and goodput.kernel.low == 14e6 and goodput.ok
+    assert "[14.00–19.50]" in table_rows([res])[0][1]
+
+
+def test_completion_times_within_15_percent() -> None:
+    cell = grid.sized(("1MB",), ("cubic",))[0]
+    res = compare(cell, _engine(_run([15e6], [50.0], 0, completion=[0.56])),
+                  _engine(_run([15e6], [50.0], 0, completion=[0.5])))
+    assert next(c for c in res.checks if c.figure == "completion").ok
+    res = compare(cell, _engine(_run([15e6], [50.0], 0, completion=[0.6])),
+                  _engine(_run([15e6], [50.0], 0, completion=[0.5])))
+    assert res.verdict == "FAIL"
+
+
+def _results():
+    good = compare(ONE, _engine(_run([19e6], [26.0], 3)), _engine(_run([19e6], [26.0], 3)))
+    bad = compare(MIX, _engine(_run([7e6, 13e6], [50.0, 50.0], 10)), _engine(_run([3.5e6, 16.5e6], [50, 50], 10)))
+    missing = compare(grid.repeated(("cubic",))[0], _engine(_run([10e6], [50.0], 0)),
+                      EngineFigures(False, "not available in the kernel engine: flows[0].repeat"))
+    return [good, bad, missing]
+
+
+def test_tables_put_failing_cells_first_and_write_csv_json_markdown(tmp_path: Path) -> None:
+    results = _results()
+    assert [r.verdict for r in ordered(results)] == ["FAIL", "pass", "n/a"]
+    assert "not available in the kernel engine" in markdown(results, [])
+    paths = write(tmp_path, results, [], {"command": "test"})
+    assert [p.name for p in paths] == ["validate.csv", "validate.json", "validate.md"]
+    doc = json.loads((tmp_path / "validate.json").read_text())
+    assert [c["verdict"] for c in doc["cells"]] == ["pass", "FAIL", "n/a"]
+    assert doc["cells"][1]["checks"][0]["label"] == "goodput[0]"
+    assert (tmp_path / "validate.md").read_text().splitlines()[2].startswith("| bbr+cubic")
+
+
+def test_report_page_is_deterministic_and_lists_failing_cells_first(tmp_path: Path) -> None:
+    doc = json.loads(json.dumps(to_json(_results(), [], {"command": "ccbench validate", "reps": 1})))
+    page = build(doc, tmp_path / "a")
+    again = build(doc, tmp_path / "b")
+    assert page.read_bytes() == again.read_bytes()
+    html = page.read_text()
+    assert html.index("Failing cells") < html.index("bbr+cubic 20Mbit 40ms 1bdp")
+    assert (tmp_path / "a" / "validate-mix.png").is_file() and "1 pass, 1 fail, 1 not run" in html
+
+
+def test_report_command_renders_a_stored_grid(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ccbench.cli import cli
+
+    write(tmp_path / "grid", _results(), [], {"command": "test"})
+    res = CliRunner().invoke(cli, ["report", str(tmp_path / "grid")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "grid" / "report" / "index.html").is_file()
+
+
+def test_report_renders_in_a_headless_browser(tmp_path: Path) -> None:
+    from test_report_html import _check_in_browser
+
+    page = build(json.loads(json.dumps(to_json(_results(), [], {"command": "test"}))), tmp_path)
+    html = page.read_text()
+    _check_in_browser(page, figures=html.count("<img "))
+
+
+def test_validate_refuses_bad_options_in_one_line() -> None:
+    import subprocess
+    import sys
+
+    for argv, message in ((["--family", "nope"], "error: --family: unknown family nope"),
+                          (["--report"], "error: --report: needs --out DIR"),
+                          (["--cca", "reno", "--quick"], "error: --cca: no cell of the grid uses only reno")):
+        res = subprocess.run([sys.executable, "-m", "ccbench", "validate", *argv], capture_output=True, text=True)
+        if res.returncode == 2 and "root" in res.stderr:
+            pytest.skip("needs root to reach the option checks")
+        assert res.returncode == 2 and res.stderr.strip() == res.stderr.strip().splitlines()[0]
+        assert res.stderr.startswith(message), res.stderr
