@@ -261,3 +261,23 @@ def test_validate_compares_the_engines_for_cubic(tmp_path: Path) -> None:
     doc = json.loads((out / "validate.json").read_text())
     assert doc["tolerances"]["goodput"] == 0.10 and len(doc["cells"]) == 2
     assert (out / "report" / "index.html").is_file()
+
+
+def test_rtt_tells_one_story_emulator_tcp_info_and_capture(tmp_path: Path) -> None:
+    """The kernel run's RTT (the emulator's per-ACK samples), the kernel's own smoothed
+    RTT (tcpi_rtt, the srtt_ms column) and the RTT 'ccbench analyze' measures in a capture
+    of the same run use one definition (docs/figures.md) and must agree. With 1% loss,
+    SACKed segments give samples too."""
+    import pandas as pd
+
+    out = tmp_path / "run"
+    res = run_cli("run", "--engine", "kernel", "--cca", "bbr", "--rate", "20Mbit", "--rtt", "20ms", "--buffer",
+                  "2bdp", "--loss", "1%", "--duration", "3s", "--out", str(out), "--pcap", "sender", "--json")
+    assert res.returncode == 0, res.stderr
+    emulator = json.loads(res.stdout)["flows"][0]["rtt_ms"]["mean"]
+    srtt = float(pd.read_parquet(out / "flows.parquet")["srtt_ms"].mean())
+    analyzed = run_cli("analyze", str(out / "capture-sender.pcap"), "--side", "sender", "--json")
+    assert analyzed.returncode == 0, analyzed.stderr
+    capture = json.loads(analyzed.stdout)["flows"][0]["rtt_ms"]["mean"]
+    assert capture == pytest.approx(emulator, rel=0.02)
+    assert srtt == pytest.approx(emulator, rel=0.15)  # smoothed, sampled every 100 ms

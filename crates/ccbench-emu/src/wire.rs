@@ -61,6 +61,41 @@ pub fn parse_tcp(b: &[u8]) -> Option<Tcp> {
     })
 }
 
+/// The SACK blocks (RFC 2018, option kind 5) of an IPv4/TCP packet, at most four.
+pub fn sack_blocks(b: &[u8]) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    if b.len() < 20 || b[0] >> 4 != 4 {
+        return out;
+    }
+    let ihl = (b[0] & 0x0f) as usize * 4;
+    if b.len() < ihl + 20 {
+        return out;
+    }
+    let t = &b[ihl..];
+    let doff = ((t[12] >> 4) as usize * 4).min(t.len());
+    let mut at = 20;
+    while at < doff {
+        match t[at] {
+            0 => break,
+            1 => at += 1,
+            kind => {
+                let len = t.get(at + 1).copied().unwrap_or(0) as usize;
+                if len < 2 || at + len > doff {
+                    break;
+                }
+                if kind == 5 {
+                    for k in 0..(len - 2) / 8 {
+                        let o = at + 2 + 8 * k;
+                        out.push((be32(t, o), be32(t, o + 4)));
+                    }
+                }
+                at += len;
+            }
+        }
+    }
+    out
+}
+
 /// The ECN field of an IPv4 packet (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE); 0 for
 /// anything that is not IPv4.
 pub fn ecn(b: &[u8]) -> u8 {
@@ -151,5 +186,22 @@ mod tests {
         assert_eq!(unwrap_seq(5, (1u64 << 32) - 10), (1u64 << 32) + 5);
         assert_eq!(unwrap_seq(u32::MAX - 1, 1u64 << 32), (1u64 << 32) - 2);
         assert_eq!(unwrap_seq(100, 50), 100);
+    }
+
+    #[test]
+    fn reads_sack_blocks_after_other_options() {
+        let mut b = build_tcp(1, 2, 0, 0, TCP_ACK, 0);
+        // NOP, NOP, SACK with two blocks; the header grows to 20 + 20 bytes of options.
+        let mut opts = vec![1u8, 1, 5, 18];
+        for v in [100u32, 200, 300, 400] {
+            opts.extend_from_slice(&v.to_be_bytes());
+        }
+        b.truncate(20 + 20);
+        b.extend_from_slice(&opts);
+        b[32] = ((20 + opts.len()) / 4 << 4) as u8;
+        let total = b.len() as u16;
+        b[2..4].copy_from_slice(&total.to_be_bytes());
+        assert_eq!(sack_blocks(&b), vec![(100, 200), (300, 400)]);
+        assert!(sack_blocks(&build_tcp(1, 2, 0, 0, TCP_ACK, 0)).is_empty());
     }
 }

@@ -7,9 +7,11 @@ carries more payload is the *sender*'s.
 What a capture can measure depends on where it was taken (``side``):
 
 * at the **sender** (or anywhere before the bottleneck), data segments are seen as they
-  leave and ACKs as they come back: RTT samples match each cumulative ACK to the newest
-  segment it newly acknowledges (Karn's rule: none when the ACK covers a retransmitted
-  range), and bytes in flight are the unacknowledged bytes less those SACKed;
+  leave and ACKs as they come back: one RTT sample per ACK, as the kernel's ``ca_rtt``,
+  from the newest segment the ACK newly SACKs, else the newest it newly acknowledges
+  cumulatively (Karn's rule: a retransmitted segment gives no SACK sample, and an ACK
+  whose cumulative part covers a retransmitted range no cumulative one), and bytes in
+  flight are the unacknowledged bytes less those SACKed;
 * at the **receiver**, data is seen as it arrives (losses upstream are invisible except
   as holes later filled by retransmissions) and ACKs as they leave: the RTT comes from
   TCP timestamps, from an ACK carrying TSval E leaving to the first data segment that
@@ -56,6 +58,20 @@ class Intervals:
             s, e = min(s, self.starts[i]), max(e, self.ends[j - 1])
         self.starts[i:j] = [s]
         self.ends[i:j] = [e]
+
+    def uncovered(self, s: int, e: int) -> list[tuple[int, int]]:
+        """The parts of [s, e) that no range covers."""
+        out, at = [], s
+        i = bisect.bisect_right(self.ends, s)
+        for rs, re in zip(self.starts[i:], self.ends[i:]):
+            if rs >= e:
+                break
+            if rs > at:
+                out.append((at, rs))
+            at = max(at, re)
+        if at < e:
+            out.append((at, e))
+        return out
 
     def drop_below(self, x: int) -> None:
         i = bisect.bisect_right(self.ends, x)
@@ -232,6 +248,25 @@ def analyze(pkts: list[TcpPacket], snd: tuple[str, int], origin: float, side: Op
         v = unwrap(x, ref + base) - base  # type: ignore[operator]
         return v
 
+    def newest_newly_sacked(blocks: tuple[tuple[int, int], ...], ack: int) -> Optional[float]:
+        """Send time of the newest never-retransmitted first transmission that ``blocks``
+        SACK for the first time (read before the blocks are added to ``sacked``)."""
+        newest = None
+        for left32, right32 in blocks:
+            left, right = max(rel(left32), ack), min(rel(right32), snd_max)
+            for ns, ne in sacked.uncovered(left, right) if left < right else ():
+                k = bisect.bisect_right(sent_q, ne, lo=q_head, key=lambda x: x[0])
+                while k > q_head:
+                    k -= 1
+                    end, sent = sent_q[k]
+                    start = sent_q[k - 1][0] if k > q_head else ack
+                    if start < ns:
+                        break
+                    if not any(rs < end and start < re for rs, re in retrans_ranges):
+                        newest = sent if newest is None else max(newest, sent)
+                        break
+        return newest
+
     def rtt_sample(r: float) -> None:
         nonlocal srtt, min_rtt
         fa.rtt_samples.append(r)
@@ -288,8 +323,10 @@ def analyze(pkts: list[TcpPacket], snd: tuple[str, int], origin: float, side: Op
             if shift is not None:
                 rwnd = float(p.win << shift)
             dup = False
+            sack_newest = newest_newly_sacked(p.sacks, a) if side == "sender" else None
             if a > snd_una:
-                # A cumulative ACK: RTT from the newest first transmission it covers.
+                # A cumulative ACK: RTT from the newest first transmission it covers,
+                # unless the ACK newly SACKs a segment (the kernel's ca_rtt prefers that).
                 newest = None
                 while q_head < len(sent_q) and sent_q[q_head][0] <= a:
                     newest = sent_q[q_head][1]
@@ -299,12 +336,14 @@ def analyze(pkts: list[TcpPacket], snd: tuple[str, int], origin: float, side: Op
                     q_head = 0
                 ambiguous = any(rs < a for rs, _ in retrans_ranges)
                 retrans_ranges = [r for r in retrans_ranges if r[1] > a]
-                if side == "sender" and newest is not None and not ambiguous:
+                if side == "sender" and sack_newest is None and newest is not None and not ambiguous:
                     rtt_sample(t - newest)
                 snd_una = a
                 sacked.drop_below(a)
                 if fin_end is not None and fa.completion is None and a >= fin_end and side == "sender":
                     fa.completion = t
+            if sack_newest is not None:
+                rtt_sample(t - sack_newest)
             elif (a == snd_una and p.payload == 0 and not p.flags & FIN and snd_max > snd_una
                   and (last_win is None or p.win == last_win)):
                 dup = True

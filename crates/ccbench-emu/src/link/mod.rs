@@ -337,7 +337,7 @@ impl Link {
                 self.cap(Point::Sender, t, f, &bytes);
                 if f < self.flows {
                     if let Some(tcp) = wire::parse_tcp(&bytes).filter(|t| t.has(TCP_ACK)) {
-                        self.rtt[f].on_ack(t, tcp.ack, self.m.active);
+                        self.rtt[f].on_ack(t, tcp.ack, &wire::sack_blocks(&bytes), self.m.active);
                     }
                 }
                 Some(Delivery { to: Side::Sender, due: t, chained: false, bytes })
