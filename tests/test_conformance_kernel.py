@@ -297,15 +297,16 @@ def packetdrill_binary() -> Path:
 
 
 def _our_processes(binary: Path) -> list[str]:
+    """packetdrill processes of ``binary``, and the unshare and sh that become them."""
     left = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
             except OSError:
                 continue
-            if str(binary) in cmd:
-                left.append(f"{entry.name}: {cmd}")
+            if argv[0] == str(binary) or (Path(argv[0]).name in ("unshare", "sh") and str(binary) in " ".join(argv)):
+                left.append(f"{entry.name}: {' '.join(argv)}")
     return left
 
 
@@ -349,4 +350,28 @@ def test_a_script_over_its_time_is_stopped_with_everything_it_started(packetdril
     [verdict] = kernel.run_kernel([OWN / "long-wait.pkt"], packetdrill_binary, None, lambda v: None, timeout_s=1.5)
     assert time.monotonic() - started < 10
     assert verdict.outcome == "unsupported" and verdict.reason == "no verdict within 1.5 s; packetdrill was stopped"
+    assert _our_processes(packetdrill_binary) == []
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_a_stopped_run_leaves_no_packetdrill_behind(packetdrill_binary: Path, sig: str) -> None:
+    """SIGTERM unwinds like Ctrl-C (the process group is killed); after SIGKILL packetdrill
+    dies with its parent."""
+    import signal
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; from ccbench.conformance import kernel; "
+            "kernel.run_kernel([Path(sys.argv[1])], Path(sys.argv[2]), None, lambda v: None)")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(OWN / "long-wait.pkt"), str(packetdrill_binary)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while not _our_processes(packetdrill_binary) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _our_processes(packetdrill_binary), "packetdrill did not start"
+    proc.send_signal(getattr(signal, sig))
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 5
+    while _our_processes(packetdrill_binary) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert _our_processes(packetdrill_binary) == []
