@@ -1,5 +1,6 @@
 """packetdrill scripts on this machine's kernel: each in a fresh network namespace, one at a
-time, bounded in time; timing-only failures re-run.
+time (a second run on the machine waits for the first), bounded in time; timing-only
+failures re-run.
 
 Each script runs as ``unshare --net --mount sh -c "ip link set lo up; exec packetdrill ARGS
 SCRIPT"`` from the script's directory, as the Linux selftests' ksft_runner.sh runs them:
@@ -19,6 +20,7 @@ the algorithms the scripts name are added to that list, and removed again afterw
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import platform
@@ -32,6 +34,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 from ..errors import ScenarioError
 from ..lifecycle import die_with_parent, signals_interrupt
+from ..vm.guest import cache_dir
 from . import packetdrill as pd
 from .packetdrill_output import Reading, qdisc_kinds, read_output
 from .verdict import Verdict
@@ -73,12 +76,22 @@ def run_kernel(paths: list[Path], packetdrill: Optional[Path], tolerance_usecs: 
             stubs[root] = symlink_stand_ins(root)
     wanted = set().union(*(congestion_controls(s, dict(stubs[r])) for _, s, r in scripts))
     verdicts = []
-    with signals_interrupt(), congestion_controls_allowed(wanted):
+    with signals_interrupt(), one_run_at_a_time(), congestion_controls_allowed(wanted):
         for name, script, root in scripts:
             verdict = run_script(binary, script, name, stubs[root], tolerance_usecs, timeout_s)
             progress(verdict)
             verdicts.append(verdict)
     return verdicts
+
+
+@contextlib.contextmanager
+def one_run_at_a_time() -> Iterator[None]:
+    """Scripts are timed: a second kernel run on this machine waits for the first."""
+    lock = cache_dir() / "packetdrill" / "run.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def collect(paths: Sequence[Path]) -> list[tuple[str, Path, Path]]:
