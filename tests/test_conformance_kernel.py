@@ -153,12 +153,12 @@ def test_scripts_are_named_relative_to_the_directory_given(tmp_path: Path) -> No
     (tmp_path / "tcp" / "a").mkdir()
     for rel in ("b/y.pkt", "a/x.pkt", "a/notes.txt"):
         (tmp_path / "tcp" / rel).write_text("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n")
-    names = [n for n, _, _ in kernel.collect([tmp_path / "tcp"])]
+    names = [n for n, _ in kernel.collect([tmp_path / "tcp"])]
     assert names == ["a/x.pkt", "b/y.pkt"]
     # a file is named relative to its parent's parent, so both kinds of argument join
-    assert [n for n, _, _ in kernel.collect([tmp_path / "tcp" / "b" / "y.pkt", tmp_path / "tcp"])] == \
+    assert [n for n, _ in kernel.collect([tmp_path / "tcp" / "b" / "y.pkt", tmp_path / "tcp"])] == \
         ["a/x.pkt", "b/y.pkt"]
-    assert [n for n, _, _ in kernel.collect([tmp_path / "tcp" / "a"])] == ["x.pkt"]
+    assert [n for n, _ in kernel.collect([tmp_path / "tcp" / "a"])] == ["x.pkt"]
     with pytest.raises(ScenarioError) as e:
         kernel.collect([tmp_path / "missing"])
     assert e.value.field == "PATH" and "does not exist" in e.value.message
@@ -176,13 +176,17 @@ def test_symlinks_written_as_files_are_found_and_followed(tmp_path: Path) -> Non
     real.chmod(0o755)
     stub = tmp_path / "tcp" / "common" / "defaults.sh"
     stub.write_text("../../common/defaults.sh")
-    (tmp_path / "tcp" / "common" / "notes.txt").write_text("two words\n")
     script = tmp_path / "tcp" / "slow" / "s.pkt"
     script.write_text("`../common/defaults.sh\nsysctl -q net.ipv4.tcp_ecn=1`\n0 socket(...) = 3\n")
-    stand_ins = kernel.symlink_stand_ins(tmp_path / "tcp")
-    assert stand_ins == [(stub, real)]
-    assert kernel.congestion_controls(script, dict(stand_ins)) == {"cubic"}
-    assert kernel.congestion_controls(script, {}) == set()
+    assert kernel.symlink_stand_ins(script, script.read_text()) == [(stub, real)]
+    assert kernel.congestion_controls(script) == {"cubic"}
+    for not_a_link in ("two words\n", "/abs/path\n", "../missing.sh\n"):
+        stub.write_text(not_a_link)
+        assert kernel.symlink_stand_ins(script, script.read_text()) == []
+        assert kernel.congestion_controls(script) == set()
+    stub.write_text("../../common/defaults.sh")
+    stub.chmod(0o755)  # an executable file is a script of its own, not a stand-in
+    assert kernel.symlink_stand_ins(script, script.read_text()) == []
 
 
 def test_congestion_controls_are_allowed_for_the_run_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

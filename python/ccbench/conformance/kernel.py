@@ -69,16 +69,12 @@ def run_kernel(paths: list[Path], packetdrill: Optional[Path], tolerance_usecs: 
         raise ScenarioError("--tolerance-usecs", "must be from 0 to 10000000 (10 s)")
     scripts = collect(paths)
     require_root_and_tools()
-    binary = pd.binary(packetdrill, [s for _, s, _ in scripts])
-    stubs: dict[Path, list[tuple[Path, Path]]] = {}
-    for _, _, root in scripts:
-        if root not in stubs:
-            stubs[root] = symlink_stand_ins(root)
-    wanted = set().union(*(congestion_controls(s, dict(stubs[r])) for _, s, r in scripts))
+    binary = pd.binary(packetdrill, [s for _, s in scripts])
+    wanted = set().union(*(congestion_controls(s) for _, s in scripts))
     verdicts = []
     with signals_interrupt(), one_run_at_a_time(), congestion_controls_allowed(wanted):
-        for name, script, root in scripts:
-            verdict = run_script(binary, script, name, stubs[root], tolerance_usecs, timeout_s)
+        for name, script in scripts:
+            verdict = run_script(binary, script, name, tolerance_usecs, timeout_s)
             progress(verdict)
             verdicts.append(verdict)
     return verdicts
@@ -94,10 +90,10 @@ def one_run_at_a_time() -> Iterator[None]:
         yield
 
 
-def collect(paths: Sequence[Path]) -> list[tuple[str, Path, Path]]:
-    """(name, script, root) for each script, sorted by name: a directory's scripts are named
+def collect(paths: Sequence[Path]) -> list[tuple[str, Path]]:
+    """(name, script) for each script, sorted by name: a directory's scripts are named
     relative to it, a file relative to its parent's parent (``slow_start/x.pkt``)."""
-    found: dict[Path, tuple[str, Path, Path]] = {}
+    found: dict[Path, str] = {}
     for path in paths:
         if path.is_dir():
             root = path.resolve()
@@ -110,8 +106,8 @@ def collect(paths: Sequence[Path]) -> list[tuple[str, Path, Path]]:
         else:
             raise ScenarioError("PATH", f"{str(path)!r} does not exist; give packetdrill scripts or directories of them")
         for script in scripts:
-            found.setdefault(script, (script.relative_to(root).as_posix(), script, root))
-    return sorted(found.values(), key=lambda t: (t[0], str(t[1])))
+            found.setdefault(script, script.relative_to(root).as_posix())
+    return sorted(((name, script) for script, name in found.items()), key=lambda t: (t[0], str(t[1])))
 
 
 def require_root_and_tools() -> None:
@@ -125,13 +121,14 @@ def require_root_and_tools() -> None:
         raise ScenarioError("--kernel", "this machine has no /dev/net/tun; packetdrill needs a tun device")
 
 
-def run_script(binary: Path, script: Path, name: str, stand_ins: Sequence[tuple[Path, Path]],
-               tolerance_usecs: Optional[int], timeout_s: float = SCRIPT_TIMEOUT_S) -> Verdict:
+def run_script(binary: Path, script: Path, name: str, tolerance_usecs: Optional[int],
+               timeout_s: float = SCRIPT_TIMEOUT_S) -> Verdict:
     """One script's verdict, re-running a timing-only failure up to TIMING_RERUNS times."""
     text = script.read_text(errors="replace")
     reason = missing_on_this_kernel(text, script.name)
     if reason is not None:
         return Verdict(name, stack_name(), "unsupported", reason=reason, attempts=0)
+    stand_ins = symlink_stand_ins(script, text)
     attempts = 0
     while True:
         attempts += 1
@@ -222,43 +219,58 @@ def missing_on_this_kernel(text: str, file_name: str) -> Optional[str]:
     return None
 
 
-# -- symbolic links written as files ---------------------------------------------------------
+# -- the files a script's shell lines run ----------------------------------------------------
 
-def symlink_stand_ins(root: Path, limit: int = 10_000) -> list[tuple[Path, Path]]:
-    """(stand-in, target) for each file under ``root`` that holds only a relative path to an
-    existing file and is not executable: what a symbolic link becomes in a checkout or copy
-    without symlinks (packetdrill's ``tcp/common/defaults.sh`` is one)."""
-    found = []
-    for n, path in enumerate(root.rglob("*")):
-        if n >= limit:
-            break
-        if path.suffix == ".pkt" or path.is_symlink() or not path.is_file() or os.access(path, os.X_OK):
-            continue
-        try:
-            if path.stat().st_size > _STUB_MAX_BYTES:
-                continue
-            words = path.read_text().split()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if len(words) == 1 and "/" in words[0] and not words[0].startswith(("/", "#")):
-            target = (path.parent / words[0]).resolve()
-            if target.is_file() and target != path.resolve():
-                found.append((path, target))
+def referenced_files(script: Path, text: str) -> list[Path]:
+    """The existing files the script's backtick commands name (``../common/defaults.sh``),
+    resolved from the script's directory as packetdrill's shell resolves them."""
+    found: list[Path] = []
+    for block in re.findall(r"`([^`]*)`", text):
+        for word in re.findall(r"[\w./-]*/[\w.-]+", block):
+            path = Path(word) if word.startswith("/") else script.parent / word
+            with contextlib.suppress(OSError):
+                if path.is_file() and path not in found:
+                    found.append(path)
     return found
 
 
-def congestion_controls(script: Path, stand_ins: dict[Path, Path]) -> set[str]:
+def stand_in_target(path: Path) -> Optional[Path]:
+    """What ``path`` stands for if it is a symbolic link written as a file: a small file,
+    not executable, holding only a relative path to an existing file (git writes links so
+    where symlinks are off; packetdrill's ``tcp/common/defaults.sh`` is one)."""
+    try:
+        if path.is_symlink() or os.access(path, os.X_OK) or path.stat().st_size > _STUB_MAX_BYTES:
+            return None
+        words = path.read_text().split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(words) != 1 or "/" not in words[0] or words[0].startswith(("/", "#")):
+        return None
+    target = (path.parent / words[0]).resolve()
+    return target if target.is_file() and target != path.resolve() else None
+
+
+def symlink_stand_ins(script: Path, text: str) -> list[tuple[Path, Path]]:
+    """(stand-in, target) for the files the script runs that are symbolic links written as
+    files; the run bind-mounts each target over its stand-in in its own mount namespace."""
+    pairs = []
+    for path in referenced_files(script, text):
+        target = stand_in_target(path)
+        if target is not None:
+            pairs.append((path.resolve(), target))
+    return pairs
+
+
+def congestion_controls(script: Path) -> set[str]:
     """The algorithms the script's sysctls choose, in the script or a file its shell
-    commands run (``../common/defaults.sh``)."""
+    commands run (``../common/defaults.sh``, through a stand-in)."""
     text = script.read_text(errors="replace")
     names = set(_CC_SYSCTL.findall(text))
-    for block in re.findall(r"`([^`]*)`", text):
-        for word in re.findall(r"[\w./-]*/[\w.-]+", block):
-            path = (script.parent / word).resolve() if not word.startswith("/") else Path(word)
-            path = stand_ins.get(path, path)
-            with contextlib.suppress(OSError, ValueError):
-                if path.is_file() and path.stat().st_size < 65536:
-                    names |= set(_CC_SYSCTL.findall(path.read_text(errors="replace")))
+    for path in referenced_files(script, text):
+        path = stand_in_target(path) or path
+        with contextlib.suppress(OSError):
+            if path.stat().st_size < 65536:
+                names |= set(_CC_SYSCTL.findall(path.read_text(errors="replace")))
     return names
 
 
