@@ -379,3 +379,15 @@ def test_a_stopped_run_leaves_no_packetdrill_behind(packetdrill_binary: Path, si
     while _our_processes(packetdrill_binary) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _our_processes(packetdrill_binary) == []
+
+
+def test_timing_errors_of_events_and_ranges_are_timing_only() -> None:
+    script = "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0.1 write(3, ..., 10) = 10\n+0.1~+0.2 > P. 1:11(10) ack 1\n"
+    call = read_output("x.pkt", script, 1, "", "x.pkt:2: timing error: expected system call start at 0.100000 sec "
+                       "but happened at 0.112000 sec; tolerance 0.004000 sec\n")
+    assert call.mismatch == Mismatch(2, "write(3, ..., 10) = 10 at 0.100000 s", "at 0.112000 s", 100_000, True)
+    ranged = read_output("x.pkt", script, 1, "", "x.pkt:3: error handling packet: timing error: expected outbound "
+                         "packet in relative time range +0.100000~+0.200000 sec but happened at +0.250000 sec\n"
+                         "script packet:  0.200000 P. 1:11(10) ack 1 \nactual packet:  0.350000 P. 1:11(10) ack 1 win 1 \n")
+    assert ranged.mismatch == Mismatch(3, "> P. 1:11(10) ack 1 in relative time range +0.100000~+0.200000 s",
+                                       "P. 1:11(10) ack 1 win 1", 350_000, True)
