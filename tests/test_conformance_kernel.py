@@ -203,10 +203,11 @@ def test_congestion_controls_are_allowed_for_the_run_only(tmp_path: Path, monkey
     assert allowed.read_text().split() == ["reno", "bbr"]
 
 
-def test_ipv6_scripts_get_the_selftests_ipv6_arguments() -> None:
+def test_the_ip_version_is_the_scripts_else_the_names() -> None:
     assert "--ip_version=ipv4" in kernel.packetdrill_args("", "x.pkt", None)
     assert "--ip_version=ipv6" in kernel.packetdrill_args("", "basic-v6.pkt", None)
     assert "--ip_version=ipv6" in kernel.packetdrill_args("--ip_version=ipv6\n", "x.pkt", None)
+    assert "--ip_version=ipv4" in kernel.packetdrill_args("--ip_version=ipv4\n", "basic-v6.pkt", None)
     assert kernel.packetdrill_args("", "x.pkt", 7000)[-1] == "--tolerance_usecs=7000"
 
 

@@ -46,9 +46,11 @@ SCRIPT_TIMEOUT_S = 120
 TIMING_RERUNS = 3
 # The arguments tools/testing/selftests/net/packetdrill/ksft_runner.sh gives packetdrill.
 IPV4_ARGS = ("--ip_version=ipv4", "--local_ip=192.168.0.1", "--gateway_ip=192.168.0.1", "--netmask_ip=255.255.0.0",
-             "--remote_ip=192.0.2.1", "-D", "CMSG_LEVEL_IP=SOL_IP", "-D", "CMSG_TYPE_RECVERR=IP_RECVERR")
+             "--remote_ip=192.0.2.1", "-D", "TFO_COOKIE=3021b9d889017eeb", "-D", "TFO_COOKIE_ZERO=b7c12350a90dc8f5",
+             "-D", "CMSG_LEVEL_IP=SOL_IP", "-D", "CMSG_TYPE_RECVERR=IP_RECVERR")
 IPV6_ARGS = ("--ip_version=ipv6", "--mtu=1520", "--local_ip=fd3d:0a0b:17d6::1", "--gateway_ip=fd3d:0a0b:17d6:8888::1",
-             "--remote_ip=fd3d:fa7b:d17d::1", "-D", "CMSG_LEVEL_IP=SOL_IPV6", "-D", "CMSG_TYPE_RECVERR=IPV6_RECVERR")
+             "--remote_ip=fd3d:fa7b:d17d::1", "-D", "TFO_COOKIE=c1d1e9742a47a9bc", "-D",
+             "TFO_COOKIE_ZERO=82af1a8f9a205c34", "-D", "CMSG_LEVEL_IP=SOL_IPV6", "-D", "CMSG_TYPE_RECVERR=IPV6_RECVERR")
 ALLOWED_CC = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 # A symbolic link written as a file holds one relative path and nothing else.
@@ -138,9 +140,17 @@ def run_script(binary: Path, script: Path, name: str, tolerance_usecs: Optional[
             return Verdict(name, stack_name(), reading.outcome, reading.mismatch, reading.reason, attempts)
 
 
+def is_ipv6(text: str, file_name: str) -> bool:
+    """The script's own ``--ip_version`` line decides (as in ksft_runner.sh); without one,
+    ``*v6.pkt`` scripts run over IPv6 (as in packetdrill's run_all.py) and others over IPv4."""
+    declared = re.search(r"^\s*--ip_version=(\S+)", text, re.M)
+    if declared:
+        return declared[1] == "ipv6"
+    return file_name.endswith("v6.pkt")
+
+
 def packetdrill_args(text: str, file_name: str, tolerance_usecs: Optional[int]) -> list[str]:
-    ipv6 = file_name.endswith("v6.pkt") or re.search(r"^\s*--ip_version=ipv6\b", text, re.M) is not None
-    args = list(IPV6_ARGS if ipv6 else IPV4_ARGS)
+    args = list(IPV6_ARGS if is_ipv6(text, file_name) else IPV4_ARGS)
     if tolerance_usecs is not None:
         args.append(f"--tolerance_usecs={tolerance_usecs}")
     return args
@@ -213,8 +223,7 @@ def missing_on_this_kernel(text: str, file_name: str) -> Optional[str]:
     for kind in qdisc_kinds(text):
         if not qdisc_available(kind):
             return f"this kernel has no {kind} qdisc (the script installs one with tc)"
-    wants_v6 = file_name.endswith("v6.pkt") or re.search(r"^\s*--ip_version=ipv6\b", text, re.M) is not None
-    if wants_v6 and not ipv6_on():
+    if is_ipv6(text, file_name) and not ipv6_on():
         return "IPv6 is off on this machine (no net.ipv6, or net.ipv6.conf.default.disable_ipv6 = 1)"
     return None
 
