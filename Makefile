@@ -16,16 +16,20 @@ KERNEL_TEST_PACKAGES := iproute2
 REPORT_TEST_PACKAGES := chromium chromium-driver
 # The capture tests read pcap files with tshark and import real iperf3 reports.
 CAPTURE_TEST_PACKAGES := tshark iperf3
+# The conformance tests build packetdrill (bison, flex) and run its scripts, two of which
+# switch offloads off with ethtool.
+CONFORMANCE_TEST_PACKAGES := bison flex ethtool
 # The VM guest's tests boot a Debian kernel (downloaded on first use) in QEMU from an
 # initramfs built around static busybox: qemu-system-x86 and busybox-static.
 
-.PHONY: example test style agent kernel-test-deps report-test-deps capture-test-deps vm-test-deps
+.PHONY: example test style agent kernel-test-deps report-test-deps capture-test-deps vm-test-deps \
+	conformance-test-deps
 
 example:
 	$(PIP) .
 	$(SCRIPTS)/ccbench run scenarios/example.toml
 
-test: kernel-test-deps report-test-deps capture-test-deps vm-test-deps
+test: kernel-test-deps report-test-deps capture-test-deps vm-test-deps conformance-test-deps
 	$(PIP) -e '.[test]'
 	$(MAKE) style
 	cargo test --workspace --release
@@ -79,4 +83,13 @@ vm-test-deps:
 		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
 		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
 		|| echo "could not install$$missing; the VM tests will be skipped"; \
+	fi
+
+conformance-test-deps:
+	@PATH="$$PATH:/usr/sbin:/sbin"; missing=""; for cmd in $(CONFORMANCE_TEST_PACKAGES); do command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$cmd"; done; \
+	if [ "$$(id -u)" = 0 ] && [ -n "$$missing" ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing$$missing for the conformance tests (packetdrill's build and scripts)"; \
+		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
+		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
+		|| echo "could not install$$missing; the conformance tests that need them will be skipped"; \
 	fi
