@@ -1,0 +1,44 @@
+"""A handful of the quick grid's cells, run on both engines as regression checks: each
+passed when the grid was last run (docs/validation.md), so a change to the simulator,
+the emulator or the kernel engine that moves one out of tolerance fails here. Needs
+root and TUN (the kernel engine); about a minute."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from ccbench.kernel import host
+from ccbench.validate import cells as grid
+from ccbench.validate import run_cell
+from ccbench.validate.tables import check_text
+
+from conftest import assert_nothing_left_behind
+
+REASON = host.tun_usable()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"kernel engine unavailable: {REASON}")
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind() -> Iterator[None]:
+    yield
+    assert_nothing_left_behind(3)
+
+
+def _quick(name: str) -> grid.Cell:
+    return next(c for c in grid.quick_grid() if c.name == name)
+
+
+CELLS = ("bbr loss 10%", "cubic loss 1%", "cubic fq_codel 20Mbit 40ms", "cubic 1MB 20Mbit 40ms",
+         "cubic TMobile-LTE-short down")
+
+
+@pytest.mark.parametrize("name", CELLS)
+def test_quick_grid_cell_agrees_with_the_kernel(name: str) -> None:
+    cell = _quick(name)
+    if cell.missing:
+        pytest.skip(cell.missing)
+    res = run_cell(cell, "5s", 1, progress=lambda _: None)
+    assert res.sim.available and res.kernel.available, (res.sim.reason, res.kernel.reason)
+    assert res.verdict == "pass", "; ".join(f"{c.label} {check_text(c)}" for c in res.checks)
