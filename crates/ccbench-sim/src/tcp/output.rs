@@ -230,6 +230,7 @@ impl Sender {
                 break;
             }
             self.send_skb(now, first..first + run, true, q);
+            self.note_retransmit(run as u32, (now.ns() / 1_000_000) as u32);
             if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
                 self.prr_out += run as u32;
             }
@@ -249,6 +250,7 @@ impl Sender {
         let head = self.sb.snd_una;
         if self.sb.to_retransmit.contains(&head) {
             self.send_skb(now, head..head + 1, true, q);
+            self.note_retransmit(1, (now.ns() / 1_000_000) as u32);
         }
     }
 
