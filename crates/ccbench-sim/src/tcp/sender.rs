@@ -389,9 +389,11 @@ impl Sender {
         }
         if seq_rtt < 0 && ack.ts_ecr != 0 && flag & FLAG_DATA_ACKED != 0 {
             // RTTM from the timestamp echo (1 ms clock), for retransmitted data.
-            let delta_ms = (now.ns() / 1_000_000) as u32 - ack.ts_ecr;
-            seq_rtt = delta_ms.max(1) as i64 * 1000;
-            ca_rtt = seq_rtt;
+            let delta_ms = super::undo::ts_ms(now).wrapping_sub(ack.ts_ecr);
+            if delta_ms < i32::MAX as u32 / 1000 {
+                seq_rtt = delta_ms.max(1) as i64 * 1000;
+                ca_rtt = seq_rtt;
+            }
         }
         if seq_rtt >= 0 {
             self.rtt.update_min(now.jiffies(self.p.hz), ca_rtt as u64, flag & FLAG_ACK_MAYBE_DELAYED != 0);
@@ -523,7 +525,10 @@ impl Sender {
             }
             if !seg.has(SACKED) {
                 self.delivered += 1;
-                self.rack_advance(now, seg.flags, seq + 1, seg.tx_time);
+                if !(ever_retrans && self.tsecr_before(seg.tx_time)) {
+                    // not `tcp_skb_spurious_retrans`: the ACK is not for the original
+                    self.rack_advance(now, seg.flags, seq + 1, seg.tx_time);
+                }
             }
             scan.runt_acked = seg.len < self.p.mss;
             self.sb.pop_acked();

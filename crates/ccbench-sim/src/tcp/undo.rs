@@ -32,6 +32,11 @@ pub(super) struct UndoState {
     pub max_window: u64,
 }
 
+/// The TCP timestamp clock (ms) at `t`: `tcp_skb_timestamp_ts` of a departure time.
+pub(super) fn ts_ms(t: Time) -> u32 {
+    (t.ns() / 1_000_000) as u32
+}
+
 impl Sender {
     /// `tcp_init_undo`. The kernel adds one for a TLP retransmission still in flight; here
     /// the probe already counts in `retrans_out` (the scoreboard gives it the R bit).
@@ -43,11 +48,11 @@ impl Sender {
         }
     }
 
-    /// The bookkeeping of `tcp_retransmit_skb` for `n` segments sent again with TSval `ts`
+    /// The bookkeeping of `tcp_retransmit_skb` for `n` segments sent again at `tx_time`
     /// (not for loss probes, which go through `__tcp_retransmit_skb`).
-    pub(super) fn note_retransmit(&mut self, n: u32, ts: u32) {
+    pub(super) fn note_retransmit(&mut self, n: u32, tx_time: Time) {
         if self.undo.retrans_stamp == 0 {
-            self.undo.retrans_stamp = ts;
+            self.undo.retrans_stamp = ts_ms(tx_time);
         }
         self.undo.retrans = self.undo.retrans.max(0) + n as i32;
     }
@@ -62,6 +67,13 @@ impl Sender {
         if !self.any_retrans_done() {
             self.undo.retrans_stamp = 0;
         }
+    }
+
+    /// `tcp_tsopt_ecr_before`: the ACK echoes a TSval older than that of a transmission
+    /// at `tx_time` (the TSval is the departure time in ms, `tcp_skb_timestamp_ts`).
+    pub(super) fn tsecr_before(&self, tx_time: Time) -> bool {
+        let tsecr = self.undo.rcv_tsecr;
+        tsecr != 0 && (tsecr.wrapping_sub(ts_ms(tx_time)) as i32) < 0
     }
 
     /// `tcp_packet_delayed`: the ACK echoes a timestamp older than the first
