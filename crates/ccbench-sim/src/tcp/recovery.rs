@@ -100,6 +100,7 @@ impl Sender {
         } else if self.tlp_high_seq.is_none() && self.sb.packets_out() > 0 {
             let last = self.snd_nxt() - 1;
             if self.sb.get(last).flags & (super::scoreboard::SACKED | super::scoreboard::RETRANS) == 0 {
+                self.tlp_orig_data_app_limited = self.sb.get(last).tx.app_limited;
                 self.retransmit_tail_probe(now, last, q);
                 self.tlp_retrans = true;
                 sent = true;
@@ -113,23 +114,31 @@ impl Sender {
         self.rearm_rto(now, q);
     }
 
-    /// `tcp_process_tlp_ack`: did the probe repair a loss?
-    pub(super) fn process_tlp_ack(&mut self, now: Time, ack: u64, flag: u32) {
-        let Some(high) = self.tlp_high_seq else { return };
+    /// `tcp_process_tlp_ack`: did the probe repair a loss? Returns whether the ACK
+    /// matches the probe's retransmission ambiguously (google/bbr tree:
+    /// `rs->is_acking_tlp_retrans_seq`).
+    pub(super) fn process_tlp_ack(&mut self, now: Time, ack: u64, flag: u32) -> bool {
+        let Some(high) = self.tlp_high_seq else { return false };
         if ack < high {
-            return;
+            return false;
         }
         if !self.tlp_retrans || flag & FLAG_DSACK_TLP != 0 {
             self.tlp_high_seq = None;
         } else if ack > high {
-            // The probe repaired a tail loss: a CWR-style reduction.
+            // The probe repaired a tail loss: tell the algorithm (google/bbr tree:
+            // CA_EVENT_TLP_RECOVERY), then a CWR-style reduction.
+            let info = self.info(now);
+            self.cc.cwnd_event(&info, &mut self.w, CaEvent::TlpRecovery);
             self.init_cwnd_reduction(now);
             self.set_ca_state(now, CaState::Cwr);
             self.end_cwnd_reduction(now);
             self.try_keep_open(now);
         } else if flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DATA_SACKED) == 0 {
             self.tlp_high_seq = None;
+        } else {
+            return true;
         }
+        false
     }
 
     /// `tcp_init_cwnd_reduction`.

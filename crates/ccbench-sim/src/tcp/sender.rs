@@ -100,13 +100,6 @@ pub struct SenderStats {
     pub spurious_rtos: u64,
 }
 
-impl SenderStats {
-    /// Every undone reduction (the four undo counters).
-    pub fn undos(&self) -> u64 {
-        self.full_undo + self.partial_undo + self.dsack_undo + self.loss_undo
-    }
-}
-
 pub struct Sender {
     pub p: SenderParams,
     pub cc: Box<dyn CongestionControl>,
@@ -135,6 +128,7 @@ pub struct Sender {
     // Tail loss probe
     pub(super) tlp_high_seq: Option<u64>,
     pub(super) tlp_retrans: bool,
+    pub(super) tlp_orig_data_app_limited: bool,
     // cwnd validation (tcp_cwnd_validate)
     pub(super) is_cwnd_limited: bool,
     pub(super) max_packets_out: u32,
@@ -213,6 +207,7 @@ impl Sender {
             rack_advanced: false,
             tlp_high_seq: None,
             tlp_retrans: false,
+            tlp_orig_data_app_limited: false,
             is_cwnd_limited: false,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
@@ -310,6 +305,7 @@ impl Sender {
             delivered_ce: self.delivered_ce,
             ecn_low: self.p.ecn == Ecn::Low,
             delivered_us: self.rate.delivered_us,
+            tlp_orig_data_app_limited: self.tlp_orig_data_app_limited,
         }
     }
 
@@ -406,9 +402,7 @@ impl Sender {
             self.cc.pkts_acked(&info, &mut self.w, &sample);
         }
 
-        if self.tlp_high_seq.is_some() {
-            self.process_tlp_ack(now, ack.ack, flag);
-        }
+        let acking_tlp = self.tlp_high_seq.is_some() && self.process_tlp_ack(now, ack.ack, flag);
         let dubious = flag & FLAG_NOT_DUP == 0 || flag & FLAG_CA_ALERT != 0 || self.ca_state != CaState::Open;
         let mut rexmit = Rexmit::None;
         if dubious {
@@ -423,6 +417,7 @@ impl Sender {
             rtt_us: ca_rtt,
             is_ack_delayed: flag & FLAG_ACK_MAYBE_DELAYED != 0,
             ece,
+            is_acking_tlp_retrans_seq: acking_tlp,
             ..Default::default()
         };
         let newly_delivered = (self.delivered - prior_delivered) as u32;

@@ -37,6 +37,13 @@ pub(super) fn ts_ms(t: Time) -> u32 {
     (t.ns() / 1_000_000) as u32
 }
 
+impl SenderStats {
+    /// Every undone reduction (the four undo counters).
+    pub fn undos(&self) -> u64 {
+        self.full_undo + self.partial_undo + self.dsack_undo + self.loss_undo
+    }
+}
+
 impl Sender {
     /// `tcp_init_undo`. The kernel adds one for a TLP retransmission still in flight; here
     /// the probe already counts in `retrans_out` (the scoreboard gives it the R bit).
