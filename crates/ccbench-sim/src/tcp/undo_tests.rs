@@ -1,5 +1,6 @@
 //! Scripted tests of undo and F-RTO: a Reno sender driven by hand-built ACKs at explicit
-//! times, checked against what tcp_input.c does with the same sequence.
+//! times, checked against what tcp_input.c does with the same sequence, and the
+//! receiver's DSACK of an out-of-order duplicate.
 
 use super::sender::{Sender, SenderParams};
 use crate::cc::{reno::Reno, CaState, INFINITE_SSTHRESH};
@@ -204,4 +205,57 @@ fn ack_of_the_original_transmission_undoes_a_timeout_by_timestamp() {
     assert_eq!(s.sb.lost_out, 0);
     assert_eq!(s.ca_state, CaState::Open);
     s.sb.audit().unwrap();
+}
+
+#[test]
+fn partial_ack_for_an_original_undoes_then_rack_restarts_recovery_for_the_real_hole() {
+    let (mut s, mut q) = sender(2);
+    // 2..5 SACKed: RACK marks 0 and 1 lost; PRR lets one retransmission (of 0) go.
+    let t = T0 + Dur::from_ms(40);
+    s.on_ack(t, &ack(0, ms(T0), &[(2, 5)], false), &mut q);
+    assert_eq!(s.ca_state, CaState::Recovery);
+    assert_eq!((s.sb.lost_out, s.stats.retransmits), (2, 1));
+    // The original of 0 was only delayed: a partial ACK echoing its TSval, with no
+    // retransmission left in flight, undoes the reduction (`tcp_try_undo_partial`)...
+    s.on_ack(t + Dur::from_ms(1), &ack(1, ms(T0), &[(2, 5)], false), &mut q);
+    assert_eq!(s.stats.partial_undo, 1);
+    // ...and RACK, run again after the undo, still finds 1 missing: a new recovery
+    // episode ("Undo reverts the recovery state. If loss is evident, starts a new
+    // recovery").
+    assert_eq!(s.ca_state, CaState::Recovery);
+    assert_eq!(s.sb.lost_out, 1);
+    assert_eq!(s.undo.marker, Some(1), "tcp_init_undo for the new episode");
+    s.sb.audit().unwrap();
+}
+
+#[test]
+fn receiver_dsacks_a_held_out_of_order_duplicate_inside_its_sack_block() {
+    use super::receiver::{Receiver, ReceiverParams};
+    let mut r = Receiver::new(ReceiverParams {
+        id: 0,
+        mss: MSS,
+        hz: 1000,
+        rwnd_bytes: RWND,
+        delack_min: Dur::from_ms(40),
+        size_bytes: None,
+        rtt: Dur::from_ms(40),
+        reverse_delay: Dur::from_ms(20),
+        ecn: Ecn::Off,
+        via_ack_link: false,
+        conn: 0,
+        autotune: false,
+    });
+    let mut q = EventQueue::default();
+    let data = |seq: u64| Packet { seq, payload: MSS, ts_val: 1, ..Default::default() };
+    // 0 arrives, 1 is missing, 2 and 3 are held, then 6 opens a second block, then 2
+    // again (a spurious retransmission).
+    for (i, seq) in [0, 2, 3, 6, 2].into_iter().enumerate() {
+        r.on_data(T0 + Dur::from_us(10 * i as u64), &data(seq), &mut q);
+    }
+    let last = r.out.from(0).last().expect("an ACK").1;
+    assert!(last.dsack);
+    assert_eq!(last.ack, 1);
+    // `tcp_sack_new_ofo_skb`: the block holding the duplicate comes right after the
+    // DSACK, so the sender's `tcp_check_dsack` sees it inside the second block.
+    assert_eq!(last.sack_blocks(), &[(2, 3), (2, 4), (6, 7)]);
 }
