@@ -58,6 +58,7 @@ class TestPlan:
         assert plan.route_options == []
         assert plan.scenario.tcp.hz == 250 and plan.notes
         assert plan.sender_sysctls["net.ipv4.tcp_limit_output_bytes"] == str(4 * 2**20)
+        assert "net.ipv4.tcp_frto" not in plan.sender_sysctls  # the namespace's own default, 2
         f = plan.flows[0]
         assert (f.cca, f.paced, f.force_pacing) == ("cubic", False, False)
 
@@ -67,6 +68,8 @@ class TestPlan:
         assert plan.mtu == 1052
         assert plan.route_options == ["initcwnd", "4", "rto_min", "50ms"]
         assert not plan.notes
+        plan = make_plan(from_dict(scenario(tcp={"frto": 0, "hz": 250})), HOST)
+        assert plan.sender_sysctls["net.ipv4.tcp_frto"] == "0"
 
     def test_pacing_and_counts(self) -> None:
         sc = from_dict(scenario(flows=[{"cca": "cubic", "pacing": True, "count": 2}, {"cca": "bbr", "start": "1s"}]))

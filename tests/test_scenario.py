@@ -135,6 +135,7 @@ def test_effective_toml_is_complete() -> None:
     assert set(doc["link"]) == {"rate", "rtt", "buffer", "aqm", "loss", "nic_rate"}
     assert set(doc["tcp"]) == {
         "mss", "init_cwnd", "hz", "rto_min", "rto_init", "tsq_limit", "pacing_shift", "delack_min", "tso_rtt_log",
+        "frto",
     }
     assert set(doc["flows"][0]) == {
         "cca", "count", "start", "access_delay", "rwnd", "params", "ecn", "pacing_stride", "freeze_cc", "repeat", "pause", "rwnd_autotune",
@@ -258,6 +259,7 @@ BASE = MINIMAL
         ("seed = true\n" + BASE, "seed", "must be an integer"),
         (BASE + "[tcp]\nhz = 7\n", "tcp.hz", "must divide 1000000"),
         (BASE + "[tcp]\nmss = 10\n", "tcp.mss", "from 64 to 9000"),
+        (BASE + "[tcp]\nfrto = 3\n", "tcp.frto", "from 0 to 2"),
         ("link = 3\n" + BASE.replace("[link]", "[other]"), "link", "must be a table"),
     ],
 )

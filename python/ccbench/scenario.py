@@ -71,6 +71,7 @@ def _int_range(lo: int, hi: int) -> AfterValidator:
 MS = 1_000_000
 S = 1_000_000_000
 TSO_RTT_LOG = 9  # net.ipv4.tcp_tso_rtt_log default (Linux 5.18+)
+FRTO = 2  # net.ipv4.tcp_frto default
 MIN_INTERVAL_NS = 1 * MS
 MAX_FLOWS_PER_ENTRY = 10_000
 
@@ -335,6 +336,7 @@ class Tcp(_Table):
     pacing_shift: Annotated[int, _int_range(0, 31)] = 10
     delack_min_ns: Duration = Field(40 * MS, alias="delack_min")
     tso_rtt_log: Annotated[int, _int_range(0, 31)] = TSO_RTT_LOG
+    frto: Annotated[int, _int_range(0, 2)] = FRTO  # net.ipv4.tcp_frto: 0 off, 1 or 2 on
 
     @field_validator("hz")
     @classmethod
@@ -364,6 +366,7 @@ class Tcp(_Table):
             "pacing_shift": self.pacing_shift,
             "delack_min": format_duration(self.delack_min_ns),
             "tso_rtt_log": self.tso_rtt_log,
+            "frto": self.frto,
         }
 
     def to_core(self) -> dict[str, Any]:
@@ -378,6 +381,7 @@ class Tcp(_Table):
             "delack_min_ns": self.delack_min_ns,
             # Only when changed, so that scenarios written before the knob keep their hash.
             **({"tso_rtt_log": self.tso_rtt_log} if self.tso_rtt_log != TSO_RTT_LOG else {}),
+            **({"frto": self.frto} if self.frto != FRTO else {}),
         }
 
 

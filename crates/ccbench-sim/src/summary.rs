@@ -53,6 +53,10 @@ pub struct FlowSummary {
     /// Data packets of this flow dropped at the bottleneck.
     pub dropped: u64,
     pub rto_count: u64,
+    /// Reductions undone as spurious (by DSACK, timestamps or F-RTO), and the RTOs among
+    /// them that F-RTO detected.
+    pub undos: u64,
+    pub spurious_rtos: u64,
     /// RTT samples (newest-packet RTT of each ACK), in ms.
     pub rtt_ms: Stats,
     /// Mean RTT minus the flow's base RTT, in ms.

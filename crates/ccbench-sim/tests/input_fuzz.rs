@@ -201,6 +201,7 @@ fn tcp() -> impl Strategy<Value = Value> {
         ("pacing_shift", small_u32().boxed()),
         ("delack_min_ns", int(NS).boxed()),
         ("tso_rtt_log", small_u32().boxed()),
+        ("frto", small_u32().boxed()),
     ])
 }
 

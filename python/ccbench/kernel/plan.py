@@ -13,6 +13,7 @@ tcp.mss             MTU of the devices = mss + 52 (IPv4 20, TCP 20, timestamps 1
 tcp.init_cwnd       ``initcwnd`` on the sender's route (when not the default 10)
 tcp.rto_min         ``rto_min`` on the sender's route (whole milliseconds)
 tcp.tsq_limit       ``net.ipv4.tcp_limit_output_bytes`` in the sender's namespace
+tcp.frto            ``net.ipv4.tcp_frto`` in the sender's namespace (when not the default 2)
 tcp.hz              must be the kernel's CONFIG_HZ; the default (1000) is replaced by it
 tcp.rto_init, tcp.pacing_shift, tcp.delack_min
                     fixed in the kernel: only their defaults are accepted
@@ -158,6 +159,8 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
               "net.ipv4.tcp_no_metrics_save": "1"}
     sender = dict(common)
     sender["net.ipv4.tcp_limit_output_bytes"] = str(tcp.tsq_limit_bytes)
+    if tcp.frto != default.frto:
+        sender["net.ipv4.tcp_frto"] = str(tcp.frto)
     # The simulator's sender always has data ready: no send-buffer limit in practice.
     sender["net.ipv4.tcp_wmem"] = f"4096 16384 {SEND_BUFFER_MAX}"
     receiver = dict(common)

@@ -38,6 +38,9 @@ pub enum CaEvent {
     CompleteCwr,
     /// RTO fired (`CA_EVENT_LOSS`).
     Loss,
+    /// A tail loss probe's retransmission repaired a loss (`CA_EVENT_TLP_RECOVERY`,
+    /// google/bbr tree).
+    TlpRecovery,
 }
 
 /// Read-only view of the connection handed to every hook. Counts are in segments,
@@ -85,6 +88,9 @@ pub struct ConnInfo {
     pub ecn_low: bool,
     /// `tp->delivered_mstamp` in µs: when `delivered` last grew.
     pub delivered_us: u64,
+    /// The data the last loss probe retransmitted was sent app-limited
+    /// (`tp->tlp_orig_data_app_limited`, google/bbr tree).
+    pub tlp_orig_data_app_limited: bool,
 }
 
 /// The window state an algorithm may change, as `tp->snd_cwnd` / `tp->snd_ssthresh`.
@@ -157,6 +163,9 @@ pub struct RateSample {
     pub lost: u64,
     /// The ACK carried ECN-Echo.
     pub ece: bool,
+    /// The ACK reached `tlp_high_seq` without telling whether the original or the probe's
+    /// retransmission arrived (`rs->is_acking_tlp_retrans_seq`, google/bbr tree).
+    pub is_acking_tlp_retrans_seq: bool,
 }
 
 /// The send-time snapshot of a segment the stack has just marked lost, as the google/bbr

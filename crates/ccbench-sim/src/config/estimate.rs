@@ -123,6 +123,7 @@ pub fn input_ranges() -> Vec<(String, String)> {
         ("tcp.delack_min", format!("0 to {rto_max}")),
         ("tcp.tsq_limit", "at least 1 byte".into()),
         ("tcp.pacing_shift, tcp.tso_rtt_log", format!("0 to {MAX_SHIFT}")),
+        ("tcp.frto", "0, 1 or 2 (net.ipv4.tcp_frto)".into()),
         ("flows (in all)", format!("1 to {MAX_FLOWS}")),
         ("flows[i].cca", crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")),
         ("flows[i].start", "before the end of the run".into()),

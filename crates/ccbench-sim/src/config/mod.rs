@@ -377,6 +377,9 @@ pub struct TcpConfig {
     /// `net.ipv4.tcp_tso_rtt_log` (Linux 5.18+): TSO bursts get a bonus of 64 KB >>
     /// (min_rtt / 2^log µs). 0 turns it off, as in older kernels.
     pub tso_rtt_log: u32,
+    /// `net.ipv4.tcp_frto`: 0 turns F-RTO (RFC 5682) off; 1 and 2 turn it on (Linux
+    /// treats any nonzero value alike since 4.10; 2 is its default).
+    pub frto: u8,
 }
 
 impl Default for TcpConfig {
@@ -391,6 +394,7 @@ impl Default for TcpConfig {
             pacing_shift: 10,
             delack_min_ns: 40_000_000,
             tso_rtt_log: 9,
+            frto: 2,
         }
     }
 }

@@ -106,6 +106,9 @@ impl Scenario {
         if self.tcp.tso_rtt_log > MAX_SHIFT {
             return Err(err("tcp.tso_rtt_log", format!("must be in 0..={MAX_SHIFT}")));
         }
+        if self.tcp.frto > 2 {
+            return Err(err("tcp.frto", "must be 0, 1 or 2 (net.ipv4.tcp_frto)"));
+        }
         for (i, f) in self.flows.iter().enumerate() {
             let alg = crate::cc::Algorithm::from_name(&f.cca).ok_or_else(|| {
                 let names: Vec<_> = crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect();

@@ -53,6 +53,8 @@ struct Totals {
     retransmits: u64,
     lost: u64,
     rto_count: u64,
+    undos: u64,
+    spurious_rtos: u64,
     rtt_ns: Histogram,
 }
 
@@ -89,6 +91,7 @@ fn connection(s: &Scenario, i: usize, conn: u16, via_ack_link: bool) -> Result<(
             fixed_pacing_rate: f.fixed_pacing_rate_bps.map(|r| r / 8),
             freeze_cc: f.freeze_cc,
             conn,
+            frto: tcp.frto,
         },
         cc,
     );
@@ -479,6 +482,8 @@ impl World {
         c.retransmits += old_s.stats.retransmits;
         c.lost += old_s.lost;
         c.rto_count += old_s.stats.rto_count;
+        c.undos += old_s.stats.undos();
+        c.spurious_rtos += old_s.stats.spurious_rtos;
         c.rtt_ns.merge(&old_s.stats.rtt_ns);
         let (mut sender, mut receiver) =
             connection(&self.scenario, k, f.conn, self.ack_link.is_some()).expect("validated at the start");
@@ -650,6 +655,8 @@ impl World {
                 lost: f.closed.lost + s.lost,
                 dropped: f.dropped,
                 rto_count: f.closed.rto_count + s.stats.rto_count,
+                undos: f.closed.undos + s.stats.undos(),
+                spurious_rtos: f.closed.spurious_rtos + s.stats.spurious_rtos,
                 self_inflicted_delay_ms: if rtt_ns.count() > 0 { rtt.mean - f.base_rtt.ms_f64() } else { 0.0 },
                 rtt_ms: rtt,
                 size_bytes: f.size_bytes,

@@ -10,6 +10,9 @@ mod recovery;
 pub mod rtt;
 pub mod scoreboard;
 pub mod sender;
+mod undo;
+#[cfg(test)]
+mod undo_tests;
 
 pub use receiver::Receiver;
 pub use sender::{Sender, SenderParams};

@@ -230,6 +230,7 @@ impl Sender {
                 break;
             }
             self.send_skb(now, first..first + run, true, q);
+            self.note_retransmit(run as u32, self.sb.get(first).tx_time);
             if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
                 self.prr_out += run as u32;
             }
@@ -249,6 +250,7 @@ impl Sender {
         let head = self.sb.snd_una;
         if self.sb.to_retransmit.contains(&head) {
             self.send_skb(now, head..head + 1, true, q);
+            self.note_retransmit(1, self.sb.get(head).tx_time);
         }
     }
 
@@ -270,7 +272,8 @@ impl Sender {
         }
         let conn = self.tx_snapshot(self.inflight() + n);
         let snap = self.rate.on_send(tx_time.us(), self.sb.packets_out(), &conn);
-        let ts_val = (now.ns() / 1_000_000) as u32;
+        // TSval from the departure time, as `tcp_skb_timestamp_ts` (EDT).
+        let ts_val = super::undo::ts_ms(tx_time);
         let mut payload = 0u64;
         let mut done = now;
         for seq in segs {

@@ -186,12 +186,26 @@ impl Receiver {
         self.stats.segments_received += 1;
         self.ecn_on_data(now, pkt, q);
         let (s, e) = (pkt.seq, pkt.seq + 1);
-        if e <= self.rcv_nxt || self.ooo.iter().any(|b| b.0 <= s && e <= b.1) {
-            // A duplicate: report it with DSACK, ACK at once, enter quick-ACK mode.
+        if e <= self.rcv_nxt {
+            // Old data: report it with DSACK, ACK at once, enter quick-ACK mode
+            // (`tcp_send_dupack`, or `tcp_data_queue`'s retransmit case).
             self.stats.dup_segments += 1;
             self.dsack = Some((s, e));
             self.incr_quickack(MAX_QUICKACKS);
             self.send_ack(now, q);
+            return;
+        }
+        if let Some(&block) = self.ooo.iter().find(|b| b.0 <= s && e <= b.1) {
+            // Out-of-order data already held (`tcp_data_queue_ofo`): DSACK it; the SACK
+            // block holding it moves to the front, so the DSACK is seen inside it
+            // (`tcp_sack_new_ofo_skb`); the ACK goes out as for any out-of-order segment.
+            self.stats.dup_segments += 1;
+            self.dsack = Some((s, e));
+            self.sacks.retain(|b| b.1 < block.0 || b.0 > block.1);
+            self.sacks.insert(0, block);
+            self.sacks.truncate(NUM_SACKS);
+            self.ack_pending = true;
+            self.ack_snd_check(now, q);
             return;
         }
         self.ack_pending = true;

@@ -13,6 +13,16 @@ const TIMEOUT_MIN: Dur = Dur::from_ms(2);
 /// `tcp_reordering`: the classic duplicate-ACK threshold.
 const REORDERING: u32 = 3;
 
+/// What `tcp_fastretrans_alert` asks the ACK path to send (`REXMIT_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Rexmit {
+    None,
+    /// Lost segments (`REXMIT_LOST`).
+    Lost,
+    /// New data, F-RTO's probe of a spurious timeout (`REXMIT_NEW`).
+    New,
+}
+
 impl Sender {
     /// `tcp_set_ca_state`: tell the algorithm, then switch.
     pub(super) fn set_ca_state(&mut self, now: Time, state: CaState) {
@@ -90,6 +100,7 @@ impl Sender {
         } else if self.tlp_high_seq.is_none() && self.sb.packets_out() > 0 {
             let last = self.snd_nxt() - 1;
             if self.sb.get(last).flags & (super::scoreboard::SACKED | super::scoreboard::RETRANS) == 0 {
+                self.tlp_orig_data_app_limited = self.sb.get(last).tx.app_limited;
                 self.retransmit_tail_probe(now, last, q);
                 self.tlp_retrans = true;
                 sent = true;
@@ -103,23 +114,31 @@ impl Sender {
         self.rearm_rto(now, q);
     }
 
-    /// `tcp_process_tlp_ack`: did the probe repair a loss?
-    pub(super) fn process_tlp_ack(&mut self, now: Time, ack: u64, flag: u32) {
-        let Some(high) = self.tlp_high_seq else { return };
+    /// `tcp_process_tlp_ack`: did the probe repair a loss? Returns whether the ACK
+    /// matches the probe's retransmission ambiguously (google/bbr tree:
+    /// `rs->is_acking_tlp_retrans_seq`).
+    pub(super) fn process_tlp_ack(&mut self, now: Time, ack: u64, flag: u32) -> bool {
+        let Some(high) = self.tlp_high_seq else { return false };
         if ack < high {
-            return;
+            return false;
         }
-        if !self.tlp_retrans || flag & FLAG_DSACKING_ACK != 0 {
+        if !self.tlp_retrans || flag & FLAG_DSACK_TLP != 0 {
             self.tlp_high_seq = None;
         } else if ack > high {
-            // The probe repaired a tail loss: a CWR-style reduction.
+            // The probe repaired a tail loss: tell the algorithm (google/bbr tree:
+            // CA_EVENT_TLP_RECOVERY), then a CWR-style reduction.
+            let info = self.info(now);
+            self.cc.cwnd_event(&info, &mut self.w, CaEvent::TlpRecovery);
             self.init_cwnd_reduction(now);
             self.set_ca_state(now, CaState::Cwr);
             self.end_cwnd_reduction(now);
             self.try_keep_open(now);
         } else if flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DATA_SACKED) == 0 {
             self.tlp_high_seq = None;
+        } else {
+            return true;
         }
+        false
     }
 
     /// `tcp_init_cwnd_reduction`.
@@ -135,9 +154,11 @@ impl Sender {
         self.w.ssthresh = self.cc.ssthresh(&info, &self.w);
     }
 
-    /// `tcp_end_cwnd_reduction`: cwnd = ssthresh, unless the algorithm owns cwnd.
+    /// `tcp_end_cwnd_reduction`: cwnd = ssthresh, unless the algorithm owns cwnd or the
+    /// reduction was undone.
     pub(super) fn end_cwnd_reduction(&mut self, now: Time) {
-        if !self.cc.owns_cwnd() && self.w.ssthresh < INFINITE_SSTHRESH {
+        let undoable = self.ca_state == CaState::Cwr || self.undo.marker.is_some();
+        if !self.cc.owns_cwnd() && self.w.ssthresh < INFINITE_SSTHRESH && undoable {
             self.w.cwnd = self.w.ssthresh;
         }
         let info = self.info(now);
@@ -146,7 +167,7 @@ impl Sender {
 
     /// `tcp_try_keep_open`: Disorder while anything is SACKed, lost or retransmitted.
     pub(super) fn try_keep_open(&mut self, now: Time) {
-        let left_out = self.sb.sacked_out + self.sb.lost_out > 0 || self.sb.retrans_out > 0;
+        let left_out = self.sb.sacked_out + self.sb.lost_out > 0 || self.any_retrans_done();
         let state = if left_out { CaState::Disorder } else { CaState::Open };
         if self.ca_state != state {
             self.set_ca_state(now, state);
@@ -154,61 +175,122 @@ impl Sender {
         }
     }
 
-    /// `tcp_enter_recovery`.
-    fn enter_recovery(&mut self, now: Time) {
+    /// `tcp_try_to_open`: an ECN echo starts a CWR reduction (`tcp_enter_cwr`).
+    fn try_to_open(&mut self, now: Time, flag: u32) {
+        self.retrans_stamp_cleanup();
+        if flag & FLAG_ECE != 0 {
+            self.undo.prior_ssthresh = 0;
+            if self.ca_state < CaState::Cwr {
+                self.undo.marker = None;
+                self.init_cwnd_reduction(now);
+                self.set_ca_state(now, CaState::Cwr);
+            }
+        }
+        if self.ca_state != CaState::Cwr {
+            self.try_keep_open(now);
+        }
+    }
+
+    /// `tcp_enter_recovery`: save what an undo restores, then reduce (unless already).
+    pub(super) fn enter_recovery(&mut self, now: Time, ece: bool) {
+        self.retrans_stamp_cleanup();
+        self.undo.prior_ssthresh = 0;
+        self.init_undo();
         if !matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            if !ece {
+                self.undo.prior_ssthresh = self.current_ssthresh();
+            }
             self.init_cwnd_reduction(now);
         }
         self.set_ca_state(now, CaState::Recovery);
     }
 
-    /// `tcp_fastretrans_alert` (RACK-based, SACK peer). Returns whether lost segments
-    /// should be retransmitted now.
-    pub(super) fn fastretrans_alert(&mut self, now: Time, flag: &mut u32, q: &mut EventQueue) -> bool {
+    /// `tcp_fastretrans_alert` (RACK-based, SACK peer). Returns what to send now.
+    pub(super) fn fastretrans_alert(
+        &mut self,
+        now: Time,
+        num_dupack: u32,
+        flag: &mut u32,
+        q: &mut EventQueue,
+    ) -> Rexmit {
+        let f = *flag;
+        let ece = f & FLAG_ECE != 0;
+        if ece {
+            self.undo.prior_ssthresh = 0;
+        }
         // D. Exit Recovery or CWR once everything sent before it is acknowledged.
-        if self.ca_state != CaState::Open && self.sb.snd_una >= self.high_seq {
+        if self.ca_state == CaState::Open {
+            self.undo.retrans_stamp = 0;
+        } else if self.sb.snd_una >= self.high_seq {
             match self.ca_state {
                 CaState::Cwr if self.sb.snd_una != self.high_seq => {
                     self.end_cwnd_reduction(now);
                     self.set_ca_state(now, CaState::Open);
                 }
                 CaState::Recovery => {
-                    self.set_ca_state(now, CaState::Open);
+                    self.try_undo_recovery(now);
                     self.end_cwnd_reduction(now);
                 }
                 _ => {}
             }
         }
         // E. Process the state.
+        let mut rexmit = Rexmit::Lost;
         match self.ca_state {
             CaState::Recovery => {
+                if f & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_partial(now) {
+                    return Rexmit::None;
+                }
+                if self.try_undo_dsack(now) {
+                    self.try_to_open(now, f);
+                }
                 self.identify_packet_loss(now, flag, q);
+                if self.ca_state != CaState::Recovery {
+                    if self.sb.lost_out == 0 {
+                        return Rexmit::None;
+                    }
+                    // The undo reverted Recovery, but loss is evident: a new episode.
+                    self.enter_recovery(now, ece);
+                }
+                return Rexmit::Lost;
             }
             CaState::Loss => {
-                if self.sb.snd_una >= self.high_seq {
-                    // tcp_process_loss -> tcp_try_undo_recovery: recovered.
-                    self.set_ca_state(now, CaState::Open);
-                    return false;
-                }
+                rexmit = self.process_loss(now, f, num_dupack);
                 self.identify_packet_loss(now, flag, q);
-            }
-            _ => {
-                self.identify_packet_loss(now, flag, q);
-                if self.sb.lost_out == 0 {
-                    // tcp_try_to_open: an ECN echo starts a CWR reduction (`tcp_enter_cwr`).
-                    if *flag & FLAG_ECE != 0 && self.ca_state < CaState::Cwr {
-                        self.init_cwnd_reduction(now);
-                        self.set_ca_state(now, CaState::Cwr);
-                    }
-                    if self.ca_state != CaState::Cwr {
-                        self.try_keep_open(now);
-                    }
-                    return false;
+                if !(self.ca_state == CaState::Open || *flag & FLAG_LOST_RETRANS != 0) {
+                    return rexmit;
                 }
-                self.enter_recovery(now);
             }
+            _ => {}
         }
-        true
+        if self.ca_state <= CaState::Disorder {
+            self.try_undo_dsack(now);
+        }
+        self.identify_packet_loss(now, flag, q);
+        if self.sb.lost_out == 0 {
+            // tcp_time_to_recover (RACK): no loss proven.
+            self.try_to_open(now, f);
+            return rexmit;
+        }
+        self.enter_recovery(now, ece);
+        Rexmit::Lost
+    }
+
+    /// `tcp_xmit_recovery`: after F-RTO's first ACK new data, else (or if none could go)
+    /// the lost segments.
+    pub(super) fn xmit_recovery(&mut self, now: Time, rexmit: Rexmit, q: &mut EventQueue) {
+        match rexmit {
+            Rexmit::None => return,
+            Rexmit::New => {
+                self.write_xmit(now, 0, q);
+                if self.snd_nxt() > self.high_seq {
+                    return;
+                }
+                self.undo.frto = false;
+            }
+            Rexmit::Lost => {}
+        }
+        self.xmit_retransmit_queue(now, q);
     }
 
     /// `tcp_identify_packet_loss` -> `tcp_rack_mark_lost`.
@@ -276,7 +358,7 @@ impl Sender {
         }
         if prior_inflight != self.inflight() {
             if self.ca_state != CaState::Recovery {
-                self.enter_recovery(now);
+                self.enter_recovery(now, false);
                 if !self.cc.owns_cwnd() {
                     self.cwnd_reduction(1, (self.lost - lost_before) as u32, 0);
                 }
@@ -311,7 +393,7 @@ impl Sender {
         self.w.cwnd = (inflight + sndcnt).max(1) as u32;
     }
 
-    /// `tcp_retransmit_timer` -> `tcp_enter_loss`.
+    /// `tcp_retransmit_timer` -> `tcp_enter_loss`, saving what an undo restores.
     pub(super) fn retransmit_timer(&mut self, now: Time, q: &mut EventQueue) {
         if self.sb.packets_out() == 0 {
             return;
@@ -335,17 +417,24 @@ impl Sender {
             }
             self.mark_lost(now, seq);
         }
+        let new_recovery = self.ca_state < CaState::Recovery;
         if new_episode {
+            self.undo.prior_ssthresh = self.current_ssthresh();
             self.prior_cwnd = self.w.cwnd;
             let info = self.info(now);
             self.w.ssthresh = self.cc.ssthresh(&info, &self.w);
             self.cc.cwnd_event(&info, &mut self.w, CaEvent::Loss);
+            self.init_undo();
         }
         self.w.cwnd = self.inflight() + 1;
         self.w.cwnd_cnt = 0;
         self.set_ca_state(now, CaState::Loss);
         self.high_seq = self.snd_nxt();
         self.tlp_high_seq = None;
+        self.ecn_queue_cwr = self.p.ecn != crate::config::Ecn::Off;
+        // F-RTO (RFC 5682 3.1 step 1) unless recovery was already under way, except for a
+        // repeated timeout of the same snd_una (3.2).
+        self.undo.frto = self.p.frto != 0 && (new_recovery || self.rto_retransmits > 0);
         self.retransmit_head(now, q);
         self.rto_retransmits += 1;
         self.rtt.backoff += 1;

@@ -131,6 +131,22 @@ impl Scoreboard {
         true
     }
 
+    /// Clear L on every segment (`tcp_undo_cwnd_reduction` with `unmark_loss`): what was
+    /// presumed lost is in flight again, so it rejoins the send order RACK walks.
+    pub fn unmark_all_lost(&mut self) {
+        for s in self.segs.iter_mut() {
+            s.flags &= !LOST;
+        }
+        self.lost_out = 0;
+        self.to_retransmit.clear();
+        let mut live: Vec<(Time, u64, u16)> = (self.segs.iter().zip(self.snd_una..))
+            .filter(|(s, _)| !s.has(SACKED))
+            .map(|(s, seq)| (s.tx_time, seq, s.xmits))
+            .collect();
+        live.sort_unstable();
+        self.tsorted = live.into_iter().map(|(_, seq, x)| (seq, x)).collect();
+    }
+
     /// Remove the head segment (cumulatively acknowledged).
     pub fn pop_acked(&mut self) -> Seg {
         let s = self.segs.pop_front().expect("ack beyond snd_nxt");

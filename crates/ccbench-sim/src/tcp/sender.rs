@@ -2,6 +2,7 @@
 //! (net/ipv4/tcp_input.c). Loss recovery is in `recovery.rs`, the output path in `output.rs`.
 
 use super::rate::{Pick, RateState, TxSnapshot};
+use super::recovery::Rexmit;
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, EVER_RETRANS, RETRANS, SACKED};
 use crate::cc::{AckSample, CaState, CongestionControl, ConnInfo, LostSegment, RateSample, Window};
@@ -24,6 +25,8 @@ pub(super) const FLAG_ECE: u32 = 0x40;
 pub(super) const FLAG_LOST_RETRANS: u32 = 0x80;
 pub(super) const FLAG_SND_UNA_ADVANCED: u32 = 0x400;
 pub(super) const FLAG_DSACKING_ACK: u32 = 0x800;
+pub(super) const FLAG_ORIG_SACK_ACKED: u32 = 0x200;
+pub(super) const FLAG_DSACK_TLP: u32 = 0x20000;
 pub(super) const FLAG_SET_XMIT_TIMER: u32 = 0x1000;
 pub(super) const FLAG_ACK_MAYBE_DELAYED: u32 = 0x10000;
 pub(super) const FLAG_NOT_DUP: u32 = FLAG_DATA_ACKED | FLAG_WIN_UPDATE;
@@ -62,6 +65,8 @@ pub struct SenderParams {
     pub freeze_cc: bool,
     /// Which of the flow's connections this is (stamped on every packet).
     pub conn: u16,
+    /// `net.ipv4.tcp_frto`: nonzero enables F-RTO (1 and 2 behave alike since Linux 4.10).
+    pub frto: u8,
 }
 
 /// Which handler the retransmit timer runs (`icsk_pending`).
@@ -86,6 +91,13 @@ pub struct SenderStats {
     pub dupacks: u64,
     /// Newest-packet RTT of every ACK that carried one, ns.
     pub rtt_ns: Histogram,
+    /// Undone reductions, as Linux's MIB counters `TCPFullUndo`, `TCPPartialUndo`,
+    /// `TCPDSACKUndo`, `TCPLossUndo`, and the RTOs F-RTO found spurious (`TCPSpuriousRTOs`).
+    pub full_undo: u64,
+    pub partial_undo: u64,
+    pub dsack_undo: u64,
+    pub loss_undo: u64,
+    pub spurious_rtos: u64,
 }
 
 pub struct Sender {
@@ -116,6 +128,7 @@ pub struct Sender {
     // Tail loss probe
     pub(super) tlp_high_seq: Option<u64>,
     pub(super) tlp_retrans: bool,
+    pub(super) tlp_orig_data_app_limited: bool,
     // cwnd validation (tcp_cwnd_validate)
     pub(super) is_cwnd_limited: bool,
     pub(super) max_packets_out: u32,
@@ -143,11 +156,12 @@ pub struct Sender {
     /// The receiver's latest timestamp, echoed in data segments (`ts_recent`); only
     /// packet captures read it.
     pub(super) ts_recent: u32,
+    pub(super) undo: super::undo::UndoState,
 }
 
 /// Per-ACK bookkeeping while tagging and cleaning the queue (`tcp_sacktag_state`).
 #[derive(Default)]
-struct AckScan {
+pub(super) struct AckScan {
     pick: Pick,
     first_ackt: Option<Time>,
     last_ackt: Option<Time>,
@@ -193,6 +207,7 @@ impl Sender {
             rack_advanced: false,
             tlp_high_seq: None,
             tlp_retrans: false,
+            tlp_orig_data_app_limited: false,
             is_cwnd_limited: false,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
@@ -211,6 +226,7 @@ impl Sender {
             stats: SenderStats::default(),
             started: false,
             ts_recent: 0,
+            undo: Default::default(),
         };
         let info = s.info(Time::ZERO);
         s.cc.init(&info, &mut s.w);
@@ -289,6 +305,7 @@ impl Sender {
             delivered_ce: self.delivered_ce,
             ecn_low: self.p.ecn == Ecn::Low,
             delivered_us: self.rate.delivered_us,
+            tlp_orig_data_app_limited: self.tlp_orig_data_app_limited,
         }
     }
 
@@ -312,6 +329,7 @@ impl Sender {
         if ack.ts_val.wrapping_sub(self.ts_recent) as i32 >= 0 {
             self.ts_recent = ack.ts_val;
         }
+        self.undo.rcv_tsecr = ack.ts_ecr;
         if ack.ack > self.snd_nxt() || ack.ack < prior_snd_una {
             return; // ACK of unsent data, or an old ACK: ignored
         }
@@ -327,6 +345,7 @@ impl Sender {
         if ack.rwnd != self.snd_wnd {
             flag |= FLAG_WIN_UPDATE;
             self.snd_wnd = ack.rwnd;
+            self.undo.max_window = self.undo.max_window.max(ack.rwnd);
         }
         if flag == 0 && self.sb.packets_out() > 0 {
             self.stats.dupacks += 1;
@@ -366,9 +385,11 @@ impl Sender {
         }
         if seq_rtt < 0 && ack.ts_ecr != 0 && flag & FLAG_DATA_ACKED != 0 {
             // RTTM from the timestamp echo (1 ms clock), for retransmitted data.
-            let delta_ms = (now.ns() / 1_000_000) as u32 - ack.ts_ecr;
-            seq_rtt = delta_ms.max(1) as i64 * 1000;
-            ca_rtt = seq_rtt;
+            let delta_ms = super::undo::ts_ms(now).wrapping_sub(ack.ts_ecr);
+            if delta_ms < i32::MAX as u32 / 1000 {
+                seq_rtt = delta_ms.max(1) as i64 * 1000;
+                ca_rtt = seq_rtt;
+            }
         }
         if seq_rtt >= 0 {
             self.rtt.update_min(now.jiffies(self.p.hz), ca_rtt as u64, flag & FLAG_ACK_MAYBE_DELAYED != 0);
@@ -381,13 +402,12 @@ impl Sender {
             self.cc.pkts_acked(&info, &mut self.w, &sample);
         }
 
-        if self.tlp_high_seq.is_some() {
-            self.process_tlp_ack(now, ack.ack, flag);
-        }
+        let acking_tlp = self.tlp_high_seq.is_some() && self.process_tlp_ack(now, ack.ack, flag);
         let dubious = flag & FLAG_NOT_DUP == 0 || flag & FLAG_CA_ALERT != 0 || self.ca_state != CaState::Open;
-        let mut rexmit = false;
+        let mut rexmit = Rexmit::None;
         if dubious {
-            rexmit = self.fastretrans_alert(now, &mut flag, q);
+            let num_dupack = (flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DSACKING_ACK) == 0) as u32;
+            rexmit = self.fastretrans_alert(now, num_dupack, &mut flag, q);
         }
         if flag & FLAG_SET_XMIT_TIMER != 0 {
             self.set_xmit_timer(now, q);
@@ -397,6 +417,7 @@ impl Sender {
             rtt_us: ca_rtt,
             is_ack_delayed: flag & FLAG_ACK_MAYBE_DELAYED != 0,
             ece,
+            is_acking_tlp_retrans_seq: acking_tlp,
             ..Default::default()
         };
         let newly_delivered = (self.delivered - prior_delivered) as u32;
@@ -416,9 +437,7 @@ impl Sender {
             self.cong_control(now, flag, &rs);
         }
         self.hold_overrides();
-        if rexmit {
-            self.xmit_retransmit_queue(now, q);
-        }
+        self.xmit_recovery(now, rexmit, q);
         self.write_xmit(now, 0, q);
     }
 
@@ -427,10 +446,11 @@ impl Sender {
     fn sacktag(&mut self, now: Time, ack: &Packet, scan: &mut AckScan) -> u32 {
         let mut flag = 0;
         let mut blocks: Vec<SackBlock> = ack.sack_blocks().to_vec();
-        if ack.dsack {
-            flag |= FLAG_DSACKING_ACK;
-            self.stats.dsacks += 1;
-            blocks.remove(0);
+        if self.check_dsack(ack.ack, &blocks, &mut flag) {
+            let (start, end) = blocks.remove(0);
+            for seq in start.max(self.sb.snd_una)..end.min(self.snd_nxt()) {
+                flag |= self.dsack_one(now, seq, scan);
+            }
         }
         let (una, nxt) = (self.sb.snd_una, self.snd_nxt());
         blocks.retain_mut(|b| {
@@ -459,13 +479,17 @@ impl Sender {
         flag
     }
 
-    fn sack_one(&mut self, now: Time, seq: u64, scan: &mut AckScan) -> u32 {
+    pub(super) fn sack_one(&mut self, now: Time, seq: u64, scan: &mut AckScan) -> u32 {
         let seg = *self.sb.get(seq);
         if seg.has(SACKED) {
             return 0;
         }
         self.rack_advance(now, seg.flags, seq + 1, seg.tx_time);
+        let mut flag = FLAG_DATA_SACKED;
         if !seg.has(EVER_RETRANS) {
+            if seq < self.high_seq {
+                flag |= FLAG_ORIG_SACK_ACKED;
+            }
             scan.first_sackt.get_or_insert(seg.tx_time);
             scan.last_sackt = Some(seg.tx_time);
         }
@@ -474,7 +498,7 @@ impl Sender {
         let mut tx = seg.tx;
         self.rate.on_delivered(&mut scan.pick, seg.tx_time.us(), seq + 1, &mut tx, true, seg.has(EVER_RETRANS));
         self.sb.get_mut(seq).tx = tx;
-        FLAG_DATA_SACKED
+        flag
     }
 
     /// `tcp_clean_rtx_queue`: drop cumulatively acknowledged segments.
@@ -490,10 +514,16 @@ impl Sender {
             } else if !seg.has(SACKED) {
                 scan.first_ackt.get_or_insert(seg.tx_time);
                 scan.last_ackt = Some(seg.tx_time);
+                if seq < self.high_seq {
+                    flag |= FLAG_ORIG_SACK_ACKED;
+                }
             }
             if !seg.has(SACKED) {
                 self.delivered += 1;
-                self.rack_advance(now, seg.flags, seq + 1, seg.tx_time);
+                if !(ever_retrans && self.tsecr_before(seg.tx_time)) {
+                    // not `tcp_skb_spurious_retrans`: the ACK is not for the original
+                    self.rack_advance(now, seg.flags, seq + 1, seg.tx_time);
+                }
             }
             scan.runt_acked = seg.len < self.p.mss;
             self.sb.pop_acked();

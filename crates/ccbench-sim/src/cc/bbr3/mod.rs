@@ -626,7 +626,10 @@ impl Bbr3 {
 
     /// `bbr_advance_latest_delivery_signals`.
     fn advance_latest_delivery_signals(&mut self, c: &ConnInfo, rs: &RateSample) {
-        if self.loss_round_start {
+        // v3: an ACK that may be for a TLP retransmission keeps the filter, to remember
+        // what the path delivered before a tail loss the probe may have repaired.
+        let tlp = self.v == Version::V3 && rs.is_acking_tlp_retrans_seq;
+        if self.loss_round_start && !tlp {
             self.bw_latest = self.sample_bw;
             self.inflight_latest = rs.delivered.max(0) as u32;
         }
@@ -795,6 +798,9 @@ impl CongestionControl for Bbr3 {
     }
 
     fn cwnd_event(&mut self, c: &ConnInfo, w: &mut Window, ev: CaEvent) {
+        if ev == CaEvent::TlpRecovery && self.v == Version::V3 {
+            self.run_loss_probe_recovery(c, w);
+        }
         if ev == CaEvent::TxStart && c.app_limited {
             self.idle_restart = true;
             self.aggregation.reset_epoch(c.now.us());

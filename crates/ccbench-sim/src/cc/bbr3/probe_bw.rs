@@ -107,6 +107,24 @@ impl Bbr3 {
         }
     }
 
+    /// `bbr_run_loss_probe_recovery` (v3, `bbr_loss_probe_recovery`): a loss a TLP probe
+    /// repaired is a loss of this round (`bbr_note_loss`), and while probing, one lost
+    /// segment on top of the latest round's delivery may show inflight too high.
+    pub(super) fn run_loss_probe_recovery(&mut self, c: &ConnInfo, w: &Window) {
+        if !self.loss_in_round {
+            self.loss_round_delivered = c.delivered;
+        }
+        self.loss_in_round = true;
+        self.loss_in_cycle = true;
+        if !self.bw_probe_samples {
+            return;
+        }
+        let tx_in_flight = self.inflight_latest.saturating_add(1);
+        if self.inflight_too_high(1, tx_in_flight, 0, 0) {
+            self.handle_inflight_too_high(c, w, tx_in_flight, c.tlp_orig_data_app_limited);
+        }
+    }
+
     /// `bbr_skb_marked_lost`: note the loss for this round, and while probing check
     /// whether this packet's flight crossed the 2% loss threshold, and where.
     pub(super) fn skb_marked_lost(&mut self, c: &ConnInfo, w: &Window, seg: &LostSegment) {

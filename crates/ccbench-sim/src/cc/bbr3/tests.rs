@@ -926,3 +926,45 @@ fn probe_waits_are_a_function_of_the_seed() {
     assert!(a.iter().all(|&(r, w)| r <= 1 && (2_000_000..3_000_000).contains(&w)));
     assert!(a.iter().any(|&(r, _)| r == 0) && a.iter().any(|&(r, _)| r == 1));
 }
+
+// ---------------------------------------------------------------------------------
+// Loss probes (google/bbr v3: `is_acking_tlp_retrans_seq`, `CA_EVENT_TLP_RECOVERY`)
+
+#[test]
+fn an_ack_that_may_be_for_a_tlp_retransmission_keeps_the_latest_delivery_filter() {
+    for (v, kept) in [(Version::V3, true), (Version::V2, false)] {
+        let mut d = Drv::new(v, params(v, &[("extra_acked_gain", 0.0)]), 1);
+        d.reach_probe_bw();
+        d.ack_until(2 * ACKS_PER_ROUND, |d| d.cc.loss_round_start);
+        d.cc.bw_latest = u64::MAX / 2;
+        d.cc.inflight_latest = u32::MAX / 2;
+        // At the next loss-round start the filter restarts from that ACK's sample, unless
+        // the ACK may be for a loss probe's retransmission (v3): then it carries on.
+        let mut started = false;
+        for _ in 0..2 * ACKS_PER_ROUND {
+            d.ack_with(|rs, _| rs.is_acking_tlp_retrans_seq = true);
+            if d.cc.loss_round_start {
+                started = true;
+                break;
+            }
+        }
+        assert!(started);
+        assert_eq!(d.cc.bw_latest == u64::MAX / 2, kept, "{v:?}: bw_latest kept");
+        assert_eq!(d.cc.inflight_latest == u32::MAX / 2, kept, "{v:?}: inflight_latest kept");
+    }
+}
+
+#[test]
+fn a_loss_repaired_by_a_tlp_probe_is_a_loss_of_the_round_in_v3() {
+    for (v, noted) in [(Version::V3, true), (Version::V2, false)] {
+        let mut d = Drv::new(v, params(v, &[("extra_acked_gain", 0.0)]), 1);
+        d.reach_probe_bw();
+        d.ack_until(2 * ACKS_PER_ROUND, |d| d.cc.loss_round_start);
+        assert!(!d.cc.loss_in_round);
+        d.cc.cwnd_event(&d.c, &mut d.w, CaEvent::TlpRecovery);
+        assert_eq!(d.cc.loss_in_round, noted, "{v:?}: bbr_note_loss");
+        if noted {
+            assert_eq!(d.cc.loss_round_delivered, d.c.delivered);
+        }
+    }
+}
