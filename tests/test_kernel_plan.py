@@ -180,3 +180,19 @@ def test_without_root_the_kernel_engine_refuses_in_one_line(monkeypatch: pytest.
         assert e.value.code == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: engine: the kernel engine needs root") and len(err.splitlines()) == 1
+
+
+def test_an_outage_in_the_emulators_series_reads_as_nan() -> None:
+    """The emulator reports the utilization of an interval with no capacity (a trace's
+    outage) as NaN, which its JSON carries as null; the link table keeps it as NaN."""
+    import math
+
+    from ccbench.kernel.results import _link_table
+    from ccbench.kernel.session import RawRun
+
+    series = {"time_s": [0.1, 0.2, 0.3], "queue_bytes": [0, 0, 0], "queue_packets": [0, 0, 0],
+              "utilization": [0.5, None, 0.9], "throughput_bps": [1e6, 0, 2e6], "drops": [0, 0, 0],
+              "capacity_bps": [2e6, 0, 2.2e6]}
+    raw = RawRun(run_id="t", t0_ns=0, emulator={"series": series}, receiver={}, sender={}, notes=[])
+    table = _link_table(raw, 0.3)
+    assert math.isnan(table["utilization"][1]) and table["utilization"][2] == 0.9

@@ -153,3 +153,27 @@ def test_validate_refuses_bad_options_in_one_line() -> None:
             pytest.skip("needs root to reach the option checks")
         assert res.returncode == 2 and res.stderr.strip() == res.stderr.strip().splitlines()[0]
         assert res.stderr.startswith(message), res.stderr
+
+
+def test_a_stopped_grid_resumes_from_its_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ccbench.validate import runner
+
+    calls: list[str] = []
+
+    def fake_run_cell(cell, duration, reps, progress=None, keep=None):
+        calls.append(cell.name)
+        if len(calls) == 2 and cell is MIX:
+            raise KeyboardInterrupt  # stopped part-way, after the first cell was journalled
+        return compare(cell, _engine(_run([19e6], [26.0], 3)), _engine(_run([19e6], [26.0], 3)))
+
+    monkeypatch.setattr(runner, "run_cell", fake_run_cell)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_grid([ONE, MIX], "5s", 1, tmp_path, progress=lambda _: None)
+    assert calls == [ONE.name, MIX.name]
+    results = runner.run_grid([ONE, MIX], "5s", 1, tmp_path, progress=lambda _: None)
+    assert calls == [ONE.name, MIX.name, MIX.name]  # the first cell was not run again
+    assert [r.cell for r in results] == [ONE, MIX] and results[0].verdict == "pass"
+    assert len((tmp_path / "cells.jsonl").read_text().splitlines()) == 2
+    # Another length or number of repetitions is another experiment: run again.
+    runner.run_grid([ONE], "10s", 1, tmp_path, progress=lambda _: None)
+    assert calls[-1] == ONE.name

@@ -261,8 +261,9 @@ def kernel_cleanup() -> None:
 @click.option("--duration", metavar="TIME", help="Length of each run (default 20s; 5s with --quick).")
 @click.option("--cca", metavar="NAME[,NAME...]", help="Only cells whose flows all use these algorithms.")
 @click.option("--no-bench", is_flag=True, help="Skip the emulator's capacity benchmark (20, 50, 100 Mbit/s).")
-@click.option("--out", metavar="DIR", help="Write validate.csv, validate.json and validate.md here, and every "
-              "run's files under DIR/runs.")
+@click.option("--out", metavar="DIR", help="Write validate.csv, validate.json and validate.md here, every run's "
+              "files under DIR/runs, and each finished cell to DIR/cells.jsonl: run again with the same DIR to "
+              "resume a grid that was stopped.")
 @click.option("--report", "html", is_flag=True, help="With --out: also the grid as an HTML page, DIR/report/index.html "
               "('ccbench report DIR' renders it again from validate.json).")
 @click.option("--cpu", is_flag=True, help="Instead: the sender-CPU model against the VM engine on the 2BRobust "
@@ -323,9 +324,8 @@ def validate(quick: bool, family: Optional[str], reps: Optional[int], duration: 
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")
     click.echo(f"validating {len(cells)} scenario(s) x {params['reps']} repetition(s) of {params['duration']} "
                f"on both engines", err=True)
-    keep = None if out is None else Path(out) / "runs"
     with signals_interrupt():
-        results = [v.run_cell(cell, params["duration"], params["reps"], keep=keep) for cell in cells]
+        results = v.run_grid(cells, params["duration"], params["reps"], None if out is None else Path(out))
         bench = [] if no_bench else v.emulator_benchmark()
     _print_validation(v, results, bench)
     if out is not None:

@@ -246,7 +246,9 @@ def _link_table(raw: RawRun, duration_s: float) -> dict[str, list[Any]]:
     columns = ("time_s", "queue_bytes", "queue_packets", "utilization", "throughput_bps", "drops", "capacity_bps")
     n = len(s["time_s"])
     keep = [k for k in range(n - 1) if s["time_s"][k] < duration_s - 1e-9] + ([n - 1] if n else [])
-    table = {c: [float(s[c][k]) for k in keep] for c in columns}
+    # JSON carries the emulator's NaN (utilization of an interval with no capacity: a
+    # trace's outage) as null.
+    table = {c: [NAN if s[c][k] is None else float(s[c][k]) for k in keep] for c in columns}
     if keep:
         table["time_s"][-1] = duration_s
     return table

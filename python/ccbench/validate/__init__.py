@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from .cells import Cell, full_grid, quick_grid
 from .judge import CellResult, Check, EngineFigures, Spread, compare, run_figures
-from .runner import BenchPoint, emulator_benchmark, run_cell
+from .runner import BenchPoint, emulator_benchmark, run_cell, run_grid
 from .tables import markdown, table_rows, write
 
 __all__ = ["BenchPoint", "Cell", "CellResult", "Check", "EngineFigures", "Spread", "compare", "emulator_benchmark",
-           "full_grid", "markdown", "quick_grid", "run_cell", "run_figures", "table_rows", "write"]
+           "full_grid", "markdown", "quick_grid", "run_cell", "run_grid", "run_figures", "table_rows", "write"]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -111,3 +112,46 @@ def emulator_benchmark(rates: tuple[str, ...] = BENCH_RATES, duration: str = "4s
                  f"lateness p50 {p.lateness_p50_us:.0f} µs, p99 {p.lateness_p99_us:.0f} µs")
         points.append(p)
     return points
+
+
+JOURNAL = "cells.jsonl"
+
+
+def _journal_key(cell: Cell, duration: str, reps: int) -> str:
+    return json.dumps([cell.name, cell.scenario_json, cell.run_length(duration), reps])
+
+
+def _from_journal(line: dict) -> CellResult:
+    c = line["cell"]
+    cell = Cell(**{**c, "axes": tuple(tuple(a) for a in c["axes"])})
+    return compare(cell, EngineFigures(**line["sim"]), EngineFigures(**line["kernel"]))
+
+
+def run_grid(cells: list[Cell], duration: str, reps: int, out: Optional[Path] = None,
+             progress: Progress = _stderr) -> list[CellResult]:
+    """Every cell in turn. With ``out``, each finished cell is appended to
+    ``out/cells.jsonl`` (and every run's files kept under ``out/runs``), so that a grid
+    stopped part-way resumes where it stopped: cells already in the journal with the
+    same scenario, length and repetitions are not run again."""
+    done: dict[str, CellResult] = {}
+    journal = None if out is None else out / JOURNAL
+    if journal is not None and journal.exists():
+        for text in journal.read_text().splitlines():
+            line = json.loads(text)
+            done[line["key"]] = _from_journal(line)
+        if done:
+            progress(f"resuming: {len(done)} cell(s) already in {journal}")
+    results = []
+    for cell in cells:
+        key = _journal_key(cell, duration, reps)
+        if key in done:
+            results.append(done[key])
+            continue
+        res = run_cell(cell, duration, reps, progress, keep=None if out is None else out / "runs")
+        results.append(res)
+        if journal is not None:
+            journal.parent.mkdir(parents=True, exist_ok=True)
+            with open(journal, "a") as f:
+                f.write(json.dumps({"key": key, "cell": asdict(cell), "sim": asdict(res.sim),
+                                    "kernel": asdict(res.kernel)}, allow_nan=True) + "\n")
+    return results
