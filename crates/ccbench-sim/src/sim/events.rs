@@ -87,6 +87,10 @@ impl EventQueue {
     pub fn pop(&mut self) -> Option<(Time, Event)> {
         self.heap.pop().map(|e| (e.time, e.event))
     }
+    /// Time of the earliest entry.
+    pub fn peek_time(&self) -> Option<Time> {
+        self.heap.peek().map(|e| e.time)
+    }
     pub fn len(&self) -> usize {
         self.heap.len()
     }

@@ -261,6 +261,8 @@ impl Sender {
     /// `__tcp_transmit_skb` + `tcp_rate_skb_sent` + `tcp_update_skb_after_send`.
     fn send_skb(&mut self, now: Time, segs: Range<u64>, retrans: bool, q: &mut EventQueue) {
         let n = (segs.end - segs.start) as u32;
+        let first_seq = segs.start;
+        let mut any_cwr = false;
         let prior_wstamp = self.wstamp;
         self.wstamp = self.wstamp.max(now);
         let tx_time = self.wstamp;
@@ -283,6 +285,7 @@ impl Sender {
             }
             let ect = self.p.ecn != Ecn::Off;
             let cwr = !retrans && std::mem::take(&mut self.ecn_queue_cwr);
+            any_cwr |= cwr;
             let pkt = Packet {
                 flow: self.p.id,
                 conn: self.p.conn,
@@ -300,6 +303,10 @@ impl Sender {
             if let Some(t) = head {
                 q.push(t, Event::NicArrival(self.p.id));
             }
+        }
+        if let Some(log) = self.tx_log.as_mut() {
+            let ect = self.p.ecn != Ecn::Off;
+            log.push(TxRecord { time: tx_time, seq: first_seq, segs: n, bytes: payload, retrans, ect, cwr: any_cwr });
         }
         let truesize = payload + SKB_OVERHEAD;
         self.nic_skbs.push_back((done, truesize));

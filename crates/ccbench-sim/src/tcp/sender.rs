@@ -143,6 +143,22 @@ pub struct Sender {
     /// The receiver's latest timestamp, echoed in data segments (`ts_recent`); only
     /// packet captures read it.
     pub(super) ts_recent: u32,
+    /// When set, every skb handed to the NIC is recorded here (a scripted endpoint reads
+    /// them as one packet each, as a GSO-capable device sees them).
+    pub tx_log: Option<Vec<TxRecord>>,
+}
+
+/// One skb as it leaves TCP (`__tcp_transmit_skb`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxRecord {
+    pub time: Time,
+    /// First segment number and how many segments the skb holds.
+    pub seq: u64,
+    pub segs: u32,
+    pub bytes: u64,
+    pub retrans: bool,
+    pub ect: bool,
+    pub cwr: bool,
 }
 
 /// Per-ACK bookkeeping while tagging and cleaning the queue (`tcp_sacktag_state`).
@@ -211,6 +227,7 @@ impl Sender {
             stats: SenderStats::default(),
             started: false,
             ts_recent: 0,
+            tx_log: None,
         };
         let info = s.info(Time::ZERO);
         s.cc.init(&info, &mut s.w);
@@ -301,6 +318,44 @@ impl Sender {
         self.ts_recent = (now.ns() / 1_000_000) as u32;
         self.check_app_limited();
         self.write_xmit(now, 0, q);
+    }
+
+    /// The application writes `bytes` more at `now` (`tcp_sendmsg`): the data is queued
+    /// behind what was written before, then pushed. Only a write that follows whole
+    /// segments can be queued (the model counts MSS-sized segments).
+    pub fn app_write(&mut self, now: Time, bytes: u64, q: &mut EventQueue) -> Result<(), String> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        if self.total_segs > 0 && self.last_seg_len != self.p.mss {
+            return Err(format!("a write after a partial segment of {} bytes", self.last_seg_len));
+        }
+        let mss = self.p.mss as u64;
+        let segs = bytes.div_ceil(mss);
+        self.total_segs += segs;
+        self.last_seg_len = (bytes - (segs - 1) * mss) as u32;
+        if !self.started {
+            self.started = true;
+            self.wstamp = now;
+        }
+        self.check_app_limited();
+        self.write_xmit(now, 0, q);
+        Ok(())
+    }
+
+    /// Set the peer's advertised window (bytes), as the handshake leaves it.
+    pub fn set_snd_wnd(&mut self, bytes: u64) {
+        self.snd_wnd = bytes;
+    }
+
+    /// RTO expirations since the last forward progress (`icsk_retransmits`).
+    pub fn rto_retransmits(&self) -> u32 {
+        self.rto_retransmits
+    }
+
+    /// The segments the application has written so far.
+    pub fn written_segs(&self) -> u64 {
+        self.total_segs
     }
 
     /// `tcp_ack` for an ACK arriving at `now`.
