@@ -21,6 +21,16 @@ const SKB_OVERHEAD: u64 = 768;
 const PACING_SS_RATIO: u64 = 200;
 const PACING_CA_RATIO: u64 = 120;
 
+/// What an skb handed to the NIC carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TxKind {
+    New,
+    /// A retransmission of lost data (`tcp_retransmit_skb`: the R bit, `retrans_out`).
+    Retrans,
+    /// A tail loss probe resending the last segment (`__tcp_retransmit_skb` alone).
+    Probe,
+}
+
 impl Sender {
     /// `tcp_snd_wnd_test`: segment `seq` fits in the peer's window.
     pub(super) fn rwnd_allows(&self, seq: u64) -> bool {
@@ -182,7 +192,7 @@ impl Sender {
                 break;
             }
             let prior_packets_out = self.sb.packets_out();
-            self.send_skb(now, seq..seq + nsegs as u64, false, q);
+            self.send_skb(now, seq..seq + nsegs as u64, TxKind::New, q);
             if prior_packets_out == 0 || (self.xmit_timer.is_armed() && self.xmit_kind == XmitTimer::LossProbe) {
                 self.rearm_rto(now, q);
             }
@@ -229,7 +239,7 @@ impl Sender {
             if self.tsq_throttled(now, run as u32, 1, q) {
                 break;
             }
-            self.send_skb(now, first..first + run, true, q);
+            self.send_skb(now, first..first + run, TxKind::Retrans, q);
             if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
                 self.prr_out += run as u32;
             }
@@ -248,18 +258,19 @@ impl Sender {
     pub(super) fn retransmit_head(&mut self, now: Time, q: &mut EventQueue) {
         let head = self.sb.snd_una;
         if self.sb.to_retransmit.contains(&head) {
-            self.send_skb(now, head..head + 1, true, q);
+            self.send_skb(now, head..head + 1, TxKind::Retrans, q);
         }
     }
 
     /// TLP with no new data: resend the last segment.
     pub(super) fn retransmit_tail_probe(&mut self, now: Time, seq: u64, q: &mut EventQueue) {
-        self.send_skb(now, seq..seq + 1, true, q);
+        self.send_skb(now, seq..seq + 1, TxKind::Probe, q);
     }
 
     /// Hand one skb (a TSO burst of consecutive segments) to the NIC:
     /// `__tcp_transmit_skb` + `tcp_rate_skb_sent` + `tcp_update_skb_after_send`.
-    fn send_skb(&mut self, now: Time, segs: Range<u64>, retrans: bool, q: &mut EventQueue) {
+    fn send_skb(&mut self, now: Time, segs: Range<u64>, kind: TxKind, q: &mut EventQueue) {
+        let retrans = kind != TxKind::New;
         let n = (segs.end - segs.start) as u32;
         let first_seq = segs.start;
         let mut any_cwr = false;
@@ -278,10 +289,10 @@ impl Sender {
         for seq in segs {
             let len = self.seg_len(seq);
             payload += len as u64;
-            if retrans {
-                self.sb.on_retransmit(seq, tx_time, snap);
-            } else {
-                self.sb.push_new(Seg { tx_time, len, flags: 0, xmits: 1, tx: snap });
+            match kind {
+                TxKind::New => self.sb.push_new(Seg { tx_time, len, flags: 0, xmits: 1, tx: snap }),
+                TxKind::Retrans => self.sb.on_retransmit(seq, tx_time, snap),
+                TxKind::Probe => self.sb.on_probe(seq, tx_time, snap),
             }
             let ect = self.p.ecn != Ecn::Off;
             let cwr = !retrans && std::mem::take(&mut self.ecn_queue_cwr);
