@@ -544,8 +544,11 @@ def _write(run: _Run, ev: Event, n: int, t_us: int) -> None:
     if run.h is None:
         raise Unsupported(f"line {ev.line}: a write before the connection is established")
     mss = run.conn.mss
-    if run.sndbuf is not None and run.written + n > run.sndbuf:
-        raise Unsupported(f"line {ev.line}: writes beyond SO_SNDBUF {run.sndbuf} (no send-buffer model)")
+    queued = run.written - run.h.tcp_info()["tcpi_bytes_acked"]
+    if run.sndbuf is not None and queued + n > run.sndbuf:
+        raise Unsupported(
+            f"line {ev.line}: {queued + n} bytes queued beyond SO_SNDBUF {run.sndbuf} (no send-buffer model)"
+        )
     if n % mss and not run.nodelay and run.h.tcp_info()["tcpi_unacked"] > 0:
         raise Unsupported(f"line {ev.line}: a write of {n} bytes with a sub-MSS tail while data is in flight (Nagle)")
     try:
