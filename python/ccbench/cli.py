@@ -544,6 +544,53 @@ def recommend(rate: str, rtt: str, buffer: str, loss: str, flows: int, duration:
 
 
 @cli.command()
+@click.argument("paths", nargs=-1, metavar="PATH...")
+@click.option("--kernel", "on_kernel", is_flag=True,
+              help="Run on this machine's kernel with packetdrill (as root, a network namespace per script).")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
+@click.option("--expect", metavar="FILE", help="Compare with verdicts recorded by '--kernel --json' and say where "
+              "they differ.")
+@click.option("--tolerance-usecs", type=click.IntRange(min=0), metavar="N",
+              help="Timing tolerance for every script (default: the script's own, else 4000).")
+def conformance(paths: tuple[str, ...], on_kernel: bool, as_json: bool, expect: Optional[str],
+                tolerance_usecs: Optional[int]) -> None:
+    """Run packetdrill TCP scripts (files, or directories searched for *.pkt) against the
+    simulator's TCP sender, or with --kernel against this machine's kernel: one line per
+    script (pass, fail with the first mismatch, unsupported with the reason) and a count."""
+    import json as jsonlib
+
+    from .conformance import command
+
+    scripts = command.collect(list(paths))
+    expected = command.load_expected(expect) if expect else None
+    echo = (lambda v: None) if as_json else (lambda v: click.echo(command.line(v)))
+    if on_kernel:
+        try:
+            from .conformance.kernel import run_kernel
+        except ImportError:
+            _fail("--kernel", "the kernel runner (ccbench.conformance.kernel) is not part of this build", 1)
+        verdicts = run_kernel([Path(p) for p in paths], None, tolerance_usecs, echo)
+        stack = verdicts[0].stack if verdicts else "linux"
+    else:
+        verdicts = command.run_simulator(scripts, tolerance_usecs, echo)
+        stack = "simulator"
+    differ = []
+    if expected is not None:
+        differ = [(v.script, d) for v in verdicts if (d := command.disagreement(v, expected.get(v.script)))]
+    if as_json:
+        out = command.as_json(verdicts, stack)
+        if expected is not None:
+            out["differences"] = [{"script": s, "why": d} for s, d in differ]
+        click.echo(jsonlib.dumps(out, indent=1))
+        return
+    click.echo(command.summary(verdicts, stack))
+    if expected is not None:
+        for s, d in differ:
+            click.echo(f"differs     {s}: {d}")
+        click.echo(f"{len(verdicts) - len(differ)} of {len(verdicts)} agree with {expect}")
+
+
+@cli.command()
 @click.argument("name", metavar="[NAME]", required=False)
 @click.option("--quick/--full", default=True, show_default=True,
               help="A small grid (a minute or two on two cores), or the study's full grid.")
