@@ -155,6 +155,7 @@ class _Run:
     nodelay: bool = False
     sndbuf: Optional[int] = None
     namespace: dict[str, Any] = field(default_factory=dict)
+    failed_assertion: Optional[Mismatch] = None
 
 
 def run_script(path: Path, name: str, tolerance_us: Optional[int] = None,
@@ -171,6 +172,8 @@ def run_script(path: Path, name: str, tolerance_us: Optional[int] = None,
         _setup(run)
         for ev in script.events:
             _event(run, ev)
+        if run.failed_assertion is not None:
+            raise Failed(run.failed_assertion)
     except Unsupported as u:
         return Verdict(name, STACK, "unsupported", reason=u.reason)
     except Failed as f:
@@ -584,9 +587,12 @@ def _code(run: _Run, ev: Event, code: Code, t_us: int) -> None:
         if kind == "assign":
             run.namespace[stmt[0]] = value
             continue
-        if not value:
+        if not value and run.failed_assertion is None:
+            # packetdrill runs the blocks' Python after the last event, so a packet or
+            # system-call mismatch anywhere wins over a failed assertion, which it
+            # reports at the line of its %{ block.
             shown = ", ".join(f"{n} = {names[n]}" for n in sorted(expr_names(stmt.expr)) if n.startswith("tcpi_"))
-            raise Failed(Mismatch(stmt.line, stmt.expr, shown or "false", t_us))
+            run.failed_assertion = Mismatch(ev.line, stmt.expr, shown or "false", t_us)
 
 
 def run_paths(paths: list[Path], tolerance_us: Optional[int] = None) -> list[Verdict]:
