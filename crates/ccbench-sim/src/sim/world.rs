@@ -84,6 +84,7 @@ fn connection(s: &Scenario, i: usize, conn: u16, via_ack_link: bool) -> Result<(
             handshake_rtt: base_rtt,
             ecn: f.ecn,
             tso_rtt_log: tcp.tso_rtt_log,
+            tso_win_divisor: crate::tcp::sender::TSO_WIN_DIVISOR,
             pacing_stride: f.pacing_stride,
             fixed_cwnd: f.fixed_cwnd,
             fixed_pacing_rate: f.fixed_pacing_rate_bps.map(|r| r / 8),

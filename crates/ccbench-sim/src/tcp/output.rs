@@ -13,6 +13,8 @@ use crate::time::{Dur, Time, NS_PER_SEC};
 use crate::units::wire;
 use std::ops::Range;
 
+/// `tcp_max_tso_deferred_mss`.
+const TSO_MAX_DEFERRED_SEGS: u64 = 3;
 /// `sk_gso_max_size` of a typical device (`GSO_LEGACY_MAX_SIZE`).
 const GSO_MAX_SIZE: u64 = 65536;
 /// Socket-buffer overhead charged per skb on top of its payload (approximate `truesize`).
@@ -144,8 +146,14 @@ impl Sender {
         if unsent <= limit {
             return (false, false);
         }
-        let chunk = self.snd_wnd.min(self.w.cwnd as u64 * mss) / 3;
-        if limit >= chunk {
+        if self.p.tso_win_divisor > 0 {
+            // If at least some fraction of a window is available, use it.
+            let chunk = self.snd_wnd.min(self.w.cwnd as u64 * mss) / self.p.tso_win_divisor as u64;
+            if limit >= chunk {
+                return (false, false);
+            }
+        } else if limit > TSO_MAX_DEFERRED_SEGS * mss {
+            // Do not defer past a single ACK of two full segments.
             return (false, false);
         }
         // If the next ACK is likely to come too late (half an SRTT), do not defer.

@@ -35,6 +35,7 @@ pub struct ScriptedParams {
     /// Paced by an fq qdisc (EDT).
     pub paced: bool,
     pub tso_rtt_log: u32,
+    pub tso_win_divisor: u32,
 }
 
 impl Default for ScriptedParams {
@@ -52,6 +53,7 @@ impl Default for ScriptedParams {
             ecn: Ecn::Off,
             paced: false,
             tso_rtt_log: 9,
+            tso_win_divisor: crate::tcp::sender::TSO_WIN_DIVISOR,
         }
     }
 }
@@ -97,6 +99,7 @@ impl ScriptedSender {
             handshake_rtt: p.handshake_rtt,
             ecn: p.ecn,
             tso_rtt_log: p.tso_rtt_log,
+            tso_win_divisor: p.tso_win_divisor,
             pacing_stride: 1,
             fixed_cwnd: None,
             fixed_pacing_rate: None,

@@ -29,6 +29,9 @@ pub(super) const FLAG_ACK_MAYBE_DELAYED: u32 = 0x10000;
 pub(super) const FLAG_NOT_DUP: u32 = FLAG_DATA_ACKED | FLAG_WIN_UPDATE;
 pub(super) const FLAG_CA_ALERT: u32 = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK;
 
+/// `sysctl_tcp_tso_win_divisor`'s default.
+pub const TSO_WIN_DIVISOR: u32 = 3;
+
 /// Everything a sender needs to know about its flow and host.
 #[derive(Clone, Debug)]
 pub struct SenderParams {
@@ -52,6 +55,9 @@ pub struct SenderParams {
     pub ecn: Ecn,
     /// `net.ipv4.tcp_tso_rtt_log`; 0 = no short-RTT TSO bonus.
     pub tso_rtt_log: u32,
+    /// `net.ipv4.tcp_tso_win_divisor` (3): TSO deferral ends once this fraction of the
+    /// window is free; 0 = defer past at most three segments' room.
+    pub tso_win_divisor: u32,
     /// Pacing stride: bursts and idle times scaled by this factor (1 = Linux).
     pub pacing_stride: u32,
     /// Overrides held whatever the algorithm computes (the phone study's knobs).
