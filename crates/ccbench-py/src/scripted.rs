@@ -21,11 +21,12 @@ pub struct ScriptedSender {
 #[pymethods]
 impl ScriptedSender {
     /// Keyword parameters: mss, cca, cc_params, init_cwnd, hz, rto_min_ns, rto_init_ns,
-    /// handshake_rtt_ns, snd_wnd (bytes), ecn ("off", "classic"), paced.
+    /// handshake_rtt_ns, snd_wnd (bytes), ecn ("off", "classic"), paced,
+    /// tso_win_divisor.
     #[new]
     #[pyo3(signature = (mss=1000, cca="cubic", cc_params=BTreeMap::new(), init_cwnd=10, hz=1000,
         rto_min_ns=200_000_000, rto_init_ns=1_000_000_000, handshake_rtt_ns=100_000_000,
-        snd_wnd=65535, ecn="off", paced=false))]
+        snd_wnd=65535, ecn="off", paced=false, tso_win_divisor=3))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -40,6 +41,7 @@ impl ScriptedSender {
         snd_wnd: u64,
         ecn: &str,
         paced: bool,
+        tso_win_divisor: u32,
     ) -> PyResult<Self> {
         let ecn = match ecn {
             "off" => Ecn::Off,
@@ -61,6 +63,7 @@ impl ScriptedSender {
             snd_wnd,
             ecn,
             paced,
+            tso_win_divisor,
             ..Default::default()
         };
         let h = crate::guarded(py, || Harness::new(&p))?.map_err(PyValueError::new_err)?;

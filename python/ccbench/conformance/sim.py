@@ -57,7 +57,6 @@ MODELLED_DEFAULTS = {
     "net.ipv4.tcp_early_retrans": "4",
     "net.ipv4.tcp_recovery": "1",
     "net.ipv4.tcp_slow_start_after_idle": "0",
-    "net.ipv4.tcp_tso_win_divisor": "3",
     "net.ipv4.tcp_min_tso_segs": "2",
     "net.ipv4.tcp_pacing_ss_ratio": "200",
     "net.ipv4.tcp_pacing_ca_ratio": "120",
@@ -70,6 +69,7 @@ IGNORED_SYSCTLS = {
     "net.ipv4.tcp_synack_retries", "net.ipv4.tcp_dsack", "net.ipv4.tcp_fack", "net.ipv4.tcp_ecn_option",
     "net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_fastopen", "net.ipv4.tcp_fastopen_key",
     "net.ipv4.tcp_syncookies", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_ecn",
+    "net.ipv4.tcp_tso_win_divisor",
 }  # fmt: skip
 #: Shell lines with no effect on the simulated sender.
 IGNORED_COMMANDS = ("ip tcp_metrics flush", "tc qdisc add dev tun0 root pfifo", "/tmp/sysctl_restore_")
@@ -144,6 +144,7 @@ class _Run:
     ecn_sysctl: int = 0
     strict_segments: bool = False
     cubic_module: dict[str, float] = field(default_factory=dict)
+    tso_win_divisor: int = 3
     h: Any = None
     conn: _Conn = field(default_factory=_Conn)
     now_us: int = 0
@@ -219,6 +220,8 @@ def _apply_command(run: _Run, cmd: Any, initial: bool) -> None:
             run.cca = _cca(value)
         elif name == "net.ipv4.tcp_ecn":
             run.ecn_sysctl = int(value)
+        elif name == "net.ipv4.tcp_tso_win_divisor":
+            run.tso_win_divisor = int(value)
         elif name in MODELLED_DEFAULTS:
             if value != MODELLED_DEFAULTS[name]:
                 raise Unsupported(f"sysctl {name}={value} (the simulator models {MODELLED_DEFAULTS[name]})")
@@ -396,6 +399,7 @@ def _new_harness(run: _Run, rtt_us: int, rwnd: int) -> Any:
         snd_wnd=rwnd,
         ecn="classic" if run.conn.ecn_ok else "off",
         paced=run.paced or run.cca == "bbr",
+        tso_win_divisor=run.tso_win_divisor,
     )
 
 
