@@ -85,6 +85,8 @@ fn connection(s: &Scenario, i: usize, conn: u16, via_ack_link: bool) -> Result<(
             ecn: f.ecn,
             tso_rtt_log: tcp.tso_rtt_log,
             tso_win_divisor: crate::tcp::sender::TSO_WIN_DIVISOR,
+            min_tso_segs: crate::tcp::sender::MIN_TSO_SEGS,
+            slow_start_after_idle: false,
             pacing_stride: f.pacing_stride,
             fixed_cwnd: f.fixed_cwnd,
             fixed_pacing_rate: f.fixed_pacing_rate_bps.map(|r| r / 8),

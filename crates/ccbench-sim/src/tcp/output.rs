@@ -69,7 +69,7 @@ impl Sender {
             }
         }
         let bytes = bytes.min(GSO_MAX_SIZE);
-        let min = self.cc.min_tso_segs(self.w.pacing_rate);
+        let min = if self.cc.owns_cwnd() { self.cc.min_tso_segs(self.w.pacing_rate) } else { self.p.min_tso_segs };
         ((bytes / self.p.mss as u64) as u32).max(min)
     }
 

@@ -36,6 +36,8 @@ pub struct ScriptedParams {
     pub paced: bool,
     pub tso_rtt_log: u32,
     pub tso_win_divisor: u32,
+    pub min_tso_segs: u32,
+    pub slow_start_after_idle: bool,
 }
 
 impl Default for ScriptedParams {
@@ -54,6 +56,8 @@ impl Default for ScriptedParams {
             paced: false,
             tso_rtt_log: 9,
             tso_win_divisor: crate::tcp::sender::TSO_WIN_DIVISOR,
+            min_tso_segs: crate::tcp::sender::MIN_TSO_SEGS,
+            slow_start_after_idle: false,
         }
     }
 }
@@ -100,6 +104,8 @@ impl ScriptedSender {
             ecn: p.ecn,
             tso_rtt_log: p.tso_rtt_log,
             tso_win_divisor: p.tso_win_divisor,
+            min_tso_segs: p.min_tso_segs,
+            slow_start_after_idle: p.slow_start_after_idle,
             pacing_stride: 1,
             fixed_cwnd: None,
             fixed_pacing_rate: None,

@@ -31,6 +31,8 @@ pub(super) const FLAG_CA_ALERT: u32 = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKIN
 
 /// `sysctl_tcp_tso_win_divisor`'s default.
 pub const TSO_WIN_DIVISOR: u32 = 3;
+/// `sysctl_tcp_min_tso_segs`'s default.
+pub const MIN_TSO_SEGS: u32 = 2;
 
 /// Everything a sender needs to know about its flow and host.
 #[derive(Clone, Debug)]
@@ -58,6 +60,13 @@ pub struct SenderParams {
     /// `net.ipv4.tcp_tso_win_divisor` (3): TSO deferral ends once this fraction of the
     /// window is free; 0 = defer past at most three segments' room.
     pub tso_win_divisor: u32,
+    /// `net.ipv4.tcp_min_tso_segs` (2): the TSO floor of algorithms without their own
+    /// (`ca_ops->min_tso_segs`, which only BBR has).
+    pub min_tso_segs: u32,
+    /// `net.ipv4.tcp_slow_start_after_idle`: restart cwnd when the application writes
+    /// after more than an RTO without sending (off by default, as in the defaults of
+    /// the packetdrill suite; Linux ships it on).
+    pub slow_start_after_idle: bool,
     /// Pacing stride: bursts and idle times scaled by this factor (1 = Linux).
     pub pacing_stride: u32,
     /// Overrides held whatever the algorithm computes (the phone study's knobs).
@@ -344,6 +353,7 @@ impl Sender {
             self.started = true;
             self.wstamp = now;
         }
+        self.slow_start_after_idle_check(now);
         self.check_app_limited();
         self.write_xmit(now, 0, q);
         Ok(())
@@ -357,6 +367,41 @@ impl Sender {
     /// RTO expirations since the last forward progress (`icsk_retransmits`).
     pub fn rto_retransmits(&self) -> u32 {
         self.rto_retransmits
+    }
+
+    /// `tcp_slow_start_after_idle_check` (run as a write queues data, `tcp_skb_entail`):
+    /// after more than an RTO with nothing sent, `tcp_cwnd_restart`.
+    fn slow_start_after_idle_check(&mut self, now: Time) {
+        if !self.p.slow_start_after_idle || self.sb.packets_out() > 0 || self.cc.owns_cwnd() {
+            return;
+        }
+        let tick = crate::time::NS_PER_SEC / self.p.hz as u64;
+        let delta = now.jiffies(self.p.hz) as i64 - self.last_send.jiffies(self.p.hz) as i64;
+        let rto = (self.rtt.rto.ns() / tick) as i64;
+        if delta > rto {
+            self.cwnd_restart(now, delta, rto);
+        }
+    }
+
+    /// `tcp_cwnd_restart`: halve cwnd per idle RTO, down to the initial window.
+    fn cwnd_restart(&mut self, now: Time, mut delta: i64, rto: i64) {
+        let info = self.info(now);
+        self.cc.cwnd_event(&info, &mut self.w, crate::cc::CaEvent::CwndRestart);
+        // tcp_current_ssthresh
+        if !matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.w.ssthresh = self.w.ssthresh.max((self.w.cwnd >> 1) + (self.w.cwnd >> 2));
+        }
+        let restart = self.p.init_cwnd.min(self.w.cwnd);
+        let mut cwnd = self.w.cwnd;
+        loop {
+            delta -= rto;
+            if delta <= 0 || cwnd <= restart {
+                break;
+            }
+            cwnd >>= 1;
+        }
+        self.w.cwnd = cwnd.max(restart);
+        self.hold_overrides();
     }
 
     /// The segments the application has written so far.
