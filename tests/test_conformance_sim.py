@@ -105,12 +105,19 @@ def test_a_silent_sender_fails_after_packetdrills_wait(tmp_path):
     ("  +.1 < P. 1:1001(1000) ack 1 win 500\n", "line 8: inbound data"),
     ("   +0 %{ assert tcpi_busy_time > 0 }%\n", "line 8: tcpi_busy_time: busy/rwnd/sndbuf-limited time"),
     ("   +0 write(4, ..., 1000) = 1000\n   +0 close(4) = 0\n", "line 9: close() (FIN is not modelled)"),
-    ("   +0 `sysctl -q net.ipv4.tcp_tso_win_divisor=10`\n", "sysctl net.ipv4.tcp_tso_win_divisor=10"),
+    ("   +0 `sysctl -q net.ipv4.tcp_tso_win_divisor=10`\n", "a shell command after the connection is established"),
     ("   +0 write(4, ..., 1500) = 1500\n   +0 write(4, ..., 1000) = 1000\n", "line 9: write of 1000 bytes: a write after a partial segment"),
 ])  # fmt: skip
 def test_what_the_simulator_cannot_do_is_unsupported_with_the_reason(tmp_path, body, reason):
     v = verdict(tmp_path, body)
     assert v.outcome == "unsupported" and reason in v.reason, v
+
+
+def test_a_setting_the_simulator_has_no_knob_for_is_unsupported(tmp_path):
+    f = tmp_path / "t.pkt"
+    f.write_text("`sysctl -q net.ipv4.tcp_early_retrans=0`\n" + OPEN)
+    v = run_script(f, "t.pkt")
+    assert v.outcome == "unsupported" and v.reason == "sysctl net.ipv4.tcp_early_retrans=0 (the simulator models 4)"
 
 
 def test_the_command_prints_a_line_per_script_and_a_count(tmp_path, capsys):

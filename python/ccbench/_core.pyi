@@ -43,7 +43,8 @@ class ScriptedSender:
                  init_cwnd: int = 10, hz: int = 1000, rto_min_ns: int = 200_000_000,
                  rto_init_ns: int = 1_000_000_000, handshake_rtt_ns: int = 100_000_000,
                  snd_wnd: int = 65535, ecn: str = "off", paced: bool = False,
-                 tso_win_divisor: int = 3) -> None: ...
+                 tso_win_divisor: int = 3, min_tso_segs: int = 2,
+                 slow_start_after_idle: bool = False) -> None: ...
     def write(self, now_ns: int, bytes: int) -> None:
         """The application writes; ValueError if the model cannot queue it."""
     def receive(self, now_ns: int, ack: int, rwnd: int, sacks: list[tuple[int, int]] = ...,

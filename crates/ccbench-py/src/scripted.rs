@@ -22,11 +22,12 @@ pub struct ScriptedSender {
 impl ScriptedSender {
     /// Keyword parameters: mss, cca, cc_params, init_cwnd, hz, rto_min_ns, rto_init_ns,
     /// handshake_rtt_ns, snd_wnd (bytes), ecn ("off", "classic"), paced,
-    /// tso_win_divisor.
+    /// tso_win_divisor, min_tso_segs, slow_start_after_idle.
     #[new]
     #[pyo3(signature = (mss=1000, cca="cubic", cc_params=BTreeMap::new(), init_cwnd=10, hz=1000,
         rto_min_ns=200_000_000, rto_init_ns=1_000_000_000, handshake_rtt_ns=100_000_000,
-        snd_wnd=65535, ecn="off", paced=false, tso_win_divisor=3))]
+        snd_wnd=65535, ecn="off", paced=false, tso_win_divisor=3,
+        min_tso_segs=2, slow_start_after_idle=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -42,6 +43,8 @@ impl ScriptedSender {
         ecn: &str,
         paced: bool,
         tso_win_divisor: u32,
+        min_tso_segs: u32,
+        slow_start_after_idle: bool,
     ) -> PyResult<Self> {
         let ecn = match ecn {
             "off" => Ecn::Off,
@@ -64,6 +67,8 @@ impl ScriptedSender {
             ecn,
             paced,
             tso_win_divisor,
+            min_tso_segs: min_tso_segs.max(1),
+            slow_start_after_idle,
             ..Default::default()
         };
         let h = crate::guarded(py, || Harness::new(&p))?.map_err(PyValueError::new_err)?;

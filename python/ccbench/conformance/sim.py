@@ -56,8 +56,6 @@ MODELLED_DEFAULTS = {
     "net.ipv4.tcp_frto": "2",
     "net.ipv4.tcp_early_retrans": "4",
     "net.ipv4.tcp_recovery": "1",
-    "net.ipv4.tcp_slow_start_after_idle": "0",
-    "net.ipv4.tcp_min_tso_segs": "2",
     "net.ipv4.tcp_pacing_ss_ratio": "200",
     "net.ipv4.tcp_pacing_ca_ratio": "120",
     "net.ipv4.tcp_reordering": "3",
@@ -69,7 +67,7 @@ IGNORED_SYSCTLS = {
     "net.ipv4.tcp_synack_retries", "net.ipv4.tcp_dsack", "net.ipv4.tcp_fack", "net.ipv4.tcp_ecn_option",
     "net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_fastopen", "net.ipv4.tcp_fastopen_key",
     "net.ipv4.tcp_syncookies", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_ecn",
-    "net.ipv4.tcp_tso_win_divisor",
+    "net.ipv4.tcp_tso_win_divisor", "net.ipv4.tcp_min_tso_segs", "net.ipv4.tcp_slow_start_after_idle",
 }  # fmt: skip
 #: Shell lines with no effect on the simulated sender.
 IGNORED_COMMANDS = ("ip tcp_metrics flush", "tc qdisc add dev tun0 root pfifo", "/tmp/sysctl_restore_")
@@ -145,6 +143,8 @@ class _Run:
     strict_segments: bool = False
     cubic_module: dict[str, float] = field(default_factory=dict)
     tso_win_divisor: int = 3
+    min_tso_segs: int = 2
+    slow_start_after_idle: bool = False
     h: Any = None
     conn: _Conn = field(default_factory=_Conn)
     now_us: int = 0
@@ -204,6 +204,11 @@ def _setup(run: _Run) -> None:
 
 
 def _apply_command(run: _Run, cmd: Any, initial: bool) -> None:
+    effective = [line for line in cmd.other if not any(line.startswith(p) for p in IGNORED_COMMANDS)]
+    if not initial and run.h is not None:
+        if effective or cmd.sysctls:
+            raise Unsupported("a shell command after the connection is established")
+        return
     for line in cmd.other:
         if any(line.startswith(p) for p in IGNORED_COMMANDS):
             continue
@@ -222,6 +227,10 @@ def _apply_command(run: _Run, cmd: Any, initial: bool) -> None:
             run.ecn_sysctl = int(value)
         elif name == "net.ipv4.tcp_tso_win_divisor":
             run.tso_win_divisor = int(value)
+        elif name == "net.ipv4.tcp_min_tso_segs":
+            run.min_tso_segs = int(value)
+        elif name == "net.ipv4.tcp_slow_start_after_idle":
+            run.slow_start_after_idle = value != "0"
         elif name in MODELLED_DEFAULTS:
             if value != MODELLED_DEFAULTS[name]:
                 raise Unsupported(f"sysctl {name}={value} (the simulator models {MODELLED_DEFAULTS[name]})")
@@ -229,8 +238,6 @@ def _apply_command(run: _Run, cmd: Any, initial: bool) -> None:
             continue
         else:
             raise Unsupported(f"sysctl {name}={value}")
-    if not initial and run.h is not None:
-        raise Unsupported("a shell command after the connection is established")
 
 
 def _cca(name: str) -> str:
@@ -400,6 +407,8 @@ def _new_harness(run: _Run, rtt_us: int, rwnd: int) -> Any:
         ecn="classic" if run.conn.ecn_ok else "off",
         paced=run.paced or run.cca == "bbr",
         tso_win_divisor=run.tso_win_divisor,
+        min_tso_segs=run.min_tso_segs,
+        slow_start_after_idle=run.slow_start_after_idle,
     )
 
 
