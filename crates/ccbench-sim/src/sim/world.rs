@@ -87,6 +87,7 @@ fn connection(s: &Scenario, i: usize, conn: u16, via_ack_link: bool) -> Result<(
             tso_win_divisor: crate::tcp::sender::TSO_WIN_DIVISOR,
             min_tso_segs: crate::tcp::sender::MIN_TSO_SEGS,
             slow_start_after_idle: false,
+            tlp: true,
             pacing_stride: f.pacing_stride,
             fixed_cwnd: f.fixed_cwnd,
             fixed_pacing_rate: f.fixed_pacing_rate_bps.map(|r| r / 8),

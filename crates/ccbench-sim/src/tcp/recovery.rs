@@ -64,7 +64,7 @@ impl Sender {
 
     /// `tcp_schedule_loss_probe` (`tcp_early_retrans` = 3).
     pub(super) fn schedule_loss_probe(&mut self, now: Time, advancing_rto: bool, q: &mut EventQueue) -> bool {
-        if self.sb.packets_out() == 0 || !matches!(self.ca_state, CaState::Open | CaState::Cwr) {
+        if !self.p.tlp || self.sb.packets_out() == 0 || !matches!(self.ca_state, CaState::Open | CaState::Cwr) {
             return false;
         }
         let srtt = self.rtt.srtt_us();

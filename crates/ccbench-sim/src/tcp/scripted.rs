@@ -38,6 +38,7 @@ pub struct ScriptedParams {
     pub tso_win_divisor: u32,
     pub min_tso_segs: u32,
     pub slow_start_after_idle: bool,
+    pub tlp: bool,
 }
 
 impl Default for ScriptedParams {
@@ -58,6 +59,7 @@ impl Default for ScriptedParams {
             tso_win_divisor: crate::tcp::sender::TSO_WIN_DIVISOR,
             min_tso_segs: crate::tcp::sender::MIN_TSO_SEGS,
             slow_start_after_idle: false,
+            tlp: true,
         }
     }
 }
@@ -106,6 +108,7 @@ impl ScriptedSender {
             tso_win_divisor: p.tso_win_divisor,
             min_tso_segs: p.min_tso_segs,
             slow_start_after_idle: p.slow_start_after_idle,
+            tlp: p.tlp,
             pacing_stride: 1,
             fixed_cwnd: None,
             fixed_pacing_rate: None,

@@ -67,6 +67,8 @@ pub struct SenderParams {
     /// after more than an RTO without sending (off by default, as in the defaults of
     /// the packetdrill suite; Linux ships it on).
     pub slow_start_after_idle: bool,
+    /// Tail loss probes (`net.ipv4.tcp_early_retrans` >= 3, the default; 0 turns them off).
+    pub tlp: bool,
     /// Pacing stride: bursts and idle times scaled by this factor (1 = Linux).
     pub pacing_stride: u32,
     /// Overrides held whatever the algorithm computes (the phone study's knobs).
