@@ -115,9 +115,9 @@ def test_what_the_simulator_cannot_do_is_unsupported_with_the_reason(tmp_path, b
 
 def test_a_setting_the_simulator_has_no_knob_for_is_unsupported(tmp_path):
     f = tmp_path / "t.pkt"
-    f.write_text("`sysctl -q net.ipv4.tcp_early_retrans=0`\n" + OPEN)
+    f.write_text("`sysctl -q net.ipv4.tcp_reordering=10`\n" + OPEN)
     v = run_script(f, "t.pkt")
-    assert v.outcome == "unsupported" and v.reason == "sysctl net.ipv4.tcp_early_retrans=0 (the simulator models 4)"
+    assert v.outcome == "unsupported" and v.reason == "sysctl net.ipv4.tcp_reordering=10 (the simulator models 3)"
 
 
 def test_the_command_prints_a_line_per_script_and_a_count(tmp_path, capsys):

@@ -22,12 +22,12 @@ pub struct ScriptedSender {
 impl ScriptedSender {
     /// Keyword parameters: mss, cca, cc_params, init_cwnd, hz, rto_min_ns, rto_init_ns,
     /// handshake_rtt_ns, snd_wnd (bytes), ecn ("off", "classic"), paced,
-    /// tso_win_divisor, min_tso_segs, slow_start_after_idle.
+    /// tso_win_divisor, min_tso_segs, slow_start_after_idle, tlp.
     #[new]
     #[pyo3(signature = (mss=1000, cca="cubic", cc_params=BTreeMap::new(), init_cwnd=10, hz=1000,
         rto_min_ns=200_000_000, rto_init_ns=1_000_000_000, handshake_rtt_ns=100_000_000,
         snd_wnd=65535, ecn="off", paced=false, tso_win_divisor=3,
-        min_tso_segs=2, slow_start_after_idle=false))]
+        min_tso_segs=2, slow_start_after_idle=false, tlp=true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -45,6 +45,7 @@ impl ScriptedSender {
         tso_win_divisor: u32,
         min_tso_segs: u32,
         slow_start_after_idle: bool,
+        tlp: bool,
     ) -> PyResult<Self> {
         let ecn = match ecn {
             "off" => Ecn::Off,
@@ -69,6 +70,7 @@ impl ScriptedSender {
             tso_win_divisor,
             min_tso_segs: min_tso_segs.max(1),
             slow_start_after_idle,
+            tlp,
             ..Default::default()
         };
         let h = crate::guarded(py, || Harness::new(&p))?.map_err(PyValueError::new_err)?;

@@ -54,7 +54,6 @@ SNIFF_TIMEOUT_US = 2_000_000
 MODELLED_DEFAULTS = {
     "net.ipv4.tcp_sack": "1",
     "net.ipv4.tcp_frto": "2",
-    "net.ipv4.tcp_early_retrans": "4",
     "net.ipv4.tcp_recovery": "1",
     "net.ipv4.tcp_pacing_ss_ratio": "200",
     "net.ipv4.tcp_pacing_ca_ratio": "120",
@@ -68,6 +67,7 @@ IGNORED_SYSCTLS = {
     "net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_fastopen", "net.ipv4.tcp_fastopen_key",
     "net.ipv4.tcp_syncookies", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_ecn",
     "net.ipv4.tcp_tso_win_divisor", "net.ipv4.tcp_min_tso_segs", "net.ipv4.tcp_slow_start_after_idle",
+    "net.ipv4.tcp_early_retrans",
 }  # fmt: skip
 #: Shell lines with no effect on the simulated sender.
 IGNORED_COMMANDS = ("ip tcp_metrics flush", "tc qdisc add dev tun0 root pfifo", "/tmp/sysctl_restore_")
@@ -145,6 +145,7 @@ class _Run:
     tso_win_divisor: int = 3
     min_tso_segs: int = 2
     slow_start_after_idle: bool = False
+    tlp: bool = True
     h: Any = None
     conn: _Conn = field(default_factory=_Conn)
     now_us: int = 0
@@ -227,6 +228,12 @@ def _apply_command(run: _Run, cmd: Any, initial: bool) -> None:
             run.ecn_sysctl = int(value)
         elif name == "net.ipv4.tcp_tso_win_divisor":
             run.tso_win_divisor = int(value)
+        elif name == "net.ipv4.tcp_early_retrans":
+            # 0 turns tail loss probes off; 3 and 4 both probe (the RACK code path
+            # replaced the early-retransmit variants).
+            if value not in ("0", "3", "4"):
+                raise Unsupported(f"sysctl net.ipv4.tcp_early_retrans={value}")
+            run.tlp = value != "0"
         elif name == "net.ipv4.tcp_min_tso_segs":
             run.min_tso_segs = int(value)
         elif name == "net.ipv4.tcp_slow_start_after_idle":
@@ -409,6 +416,7 @@ def _new_harness(run: _Run, rtt_us: int, rwnd: int) -> Any:
         tso_win_divisor=run.tso_win_divisor,
         min_tso_segs=run.min_tso_segs,
         slow_start_after_idle=run.slow_start_after_idle,
+        tlp=run.tlp,
     )
 
 
