@@ -113,6 +113,22 @@ def test_what_the_simulator_cannot_do_is_unsupported_with_the_reason(tmp_path, b
     assert v.outcome == "unsupported" and reason in v.reason, v
 
 
+def test_getsockopt_tcp_maxseg_reads_the_negotiated_mss(tmp_path):
+    assert verdict(tmp_path, "   +0 getsockopt(4, SOL_TCP, TCP_MAXSEG, [1000], [4]) = 0\n").outcome == "pass"
+    v = verdict(tmp_path, "   +0 getsockopt(4, SOL_TCP, TCP_MAXSEG, [1460], [4]) = 0\n")
+    assert v.outcome == "fail" and v.mismatch.actual == "TCP_MAXSEG = 1000"
+
+
+def test_a_peer_without_sack_is_unsupported_only_once_it_sends_a_duplicate_ack(tmp_path):
+    no_sack = OPEN.replace("<mss 1000,sackOK,nop,nop,nop,wscale 7>", "<mss 1000,nop,wscale 7>")
+    f = tmp_path / "t.pkt"
+    f.write_text(no_sack + "   +0 write(4, ..., 4000) = 4000\n  +.1 < . 1:1(0) ack 2001 win 500\n")
+    assert run_script(f, "t.pkt").outcome == "pass"
+    f.write_text(no_sack + "   +0 write(4, ..., 4000) = 4000\n  +.1 < . 1:1(0) ack 1 win 500\n")
+    v = run_script(f, "t.pkt")
+    assert v.outcome == "unsupported" and "duplicate ACK from a peer without SACK" in v.reason
+
+
 def test_a_setting_the_simulator_has_no_knob_for_is_unsupported(tmp_path):
     f = tmp_path / "t.pkt"
     f.write_text("`sysctl -q net.ipv4.tcp_reordering=10`\n" + OPEN)

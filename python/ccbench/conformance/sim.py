@@ -129,6 +129,7 @@ class _Conn:
     ecn_ok: bool = False
     syn_time_us: int = 0  # our SYN (active) or SYN-ACK (passive) left
     syn_seen: bool = False
+    sack_ok: bool = True
     active: bool = False
 
 
@@ -351,11 +352,18 @@ def _inbound(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
     if p.ecn not in (None, "noecn", "ect0", "ect1"):
         raise Unsupported(f"line {ev.line}: inbound CE mark (the sender's receive path is not modelled)")
     ack = _to_seg(run, ev, p.ack, "ack")
+    if not c.sack_ok and run.h.tcp_info()["tcpi_unacked"] > 0 and ack * c.mss + 1 <= _snd_una_byte(run):
+        # A duplicate ACK from a peer without SACK: NewReno recovery is not modelled.
+        raise Unsupported(f"line {ev.line}: a duplicate ACK from a peer without SACK (only SACK recovery is modelled)")
     sacks = [(_to_seg(run, ev, a, "SACK block"), _to_seg(run, ev, b, "SACK block")) for a, b in p.sack_blocks()]
     rwnd = (p.win or 0) << (c.peer_wscale if c.wscale_ok else 0)
     ece = "E" in p.flags
     run.h.receive(t_us * 1000, ack, rwnd, sacks, ece)
     _collect(run, run.h.sent())
+
+
+def _snd_una_byte(run: _Run) -> int:
+    return run.h.tcp_info()["tcpi_bytes_acked"] + 1
 
 
 def _to_seg(run: _Run, ev: Event, byte: int, what: str) -> int:
@@ -381,8 +389,7 @@ def _peer_syn_options(run: _Run, p: Packet) -> None:
     c.ts_ok = p.option("TS") is not None and ts_sysctl
     if p.options == "...":
         raise Unsupported("a SYN with unspecified options")
-    if p.option("sackOK") is None:
-        raise Unsupported("a peer without SACK (the simulated sender's loss recovery assumes SACK)")
+    c.sack_ok = p.option("sackOK") is not None
     if p.ecn not in (None, "noecn"):
         raise Unsupported("ECN marks on the SYN")
     # `tcp_sync_mss`: the peer's MSS capped by our advmss, less the timestamp option.
@@ -530,6 +537,12 @@ def _syscall(run: _Run, ev: Event, sc: Syscall, t_us: int) -> None:
     if name == "getsockopt":
         opt = sc.args[2] if len(sc.args) > 2 else ""
         if opt == "SO_ERROR":
+            return
+        if opt == "TCP_MAXSEG" and run.h is not None:
+            # `tp->mss_cache` on a connected socket.
+            want = sc.int_arg(3)
+            if want != run.conn.mss:
+                raise Failed(Mismatch(ev.line, ev.text, f"TCP_MAXSEG = {run.conn.mss}", t_us))
             return
         raise Unsupported(f"line {ev.line}: getsockopt {opt}")
     if name in ("write", "send"):
