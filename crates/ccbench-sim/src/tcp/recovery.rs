@@ -8,11 +8,8 @@ use crate::sim::events::SenderTimer;
 use crate::sim::{Event, EventQueue};
 use crate::time::{Dur, Time, NS_PER_SEC};
 
-/// `TCP_TIMEOUT_MIN` (2 jiffies): slack added, in whole jiffies, to the RACK reordering
-/// timer (`tcp_rack_mark_lost`) and the TLP timeout (`tcp_schedule_loss_probe`).
-fn timeout_min(hz: u32) -> Dur {
-    Dur(2 * NS_PER_SEC / hz as u64)
-}
+/// `TCP_TIMEOUT_MIN_US`: slack added to the RACK reordering timer and the TLP timeout.
+const TIMEOUT_MIN: Dur = Dur::from_ms(2);
 /// `tcp_reordering`: the classic duplicate-ACK threshold.
 const REORDERING: u32 = 3;
 
@@ -69,7 +66,7 @@ impl Sender {
         }
         let srtt = self.rtt.srtt_us();
         let mut timeout = if srtt > 0 {
-            let extra = if self.sb.packets_out() == 1 { self.p.rto_min } else { timeout_min(self.p.hz) };
+            let extra = if self.sb.packets_out() == 1 { self.p.rto_min } else { TIMEOUT_MIN };
             Dur::from_us(2 * srtt) + extra
         } else {
             self.p.rto_init
@@ -222,7 +219,7 @@ impl Sender {
         self.rack_advanced = false;
         let prior_retrans = self.sb.retrans_out;
         if let Some(remaining_us) = self.rack_detect_loss(now) {
-            let when = Dur::from_us(remaining_us) + timeout_min(self.p.hz);
+            let when = Dur::from_us(remaining_us) + TIMEOUT_MIN;
             self.xmit_timer.cancel();
             self.reset_xmit_timer(now, XmitTimer::ReoTimeout, when, q);
             *flag &= !FLAG_SET_XMIT_TIMER;
@@ -275,8 +272,7 @@ impl Sender {
         let prior_inflight = self.inflight();
         let lost_before = self.lost;
         if let Some(remaining_us) = self.rack_detect_loss(now) {
-            let when = Dur::from_us(remaining_us) + timeout_min(self.p.hz);
-            self.reset_xmit_timer(now, XmitTimer::ReoTimeout, when, q);
+            self.reset_xmit_timer(now, XmitTimer::ReoTimeout, Dur::from_us(remaining_us) + TIMEOUT_MIN, q);
         }
         if prior_inflight != self.inflight() {
             if self.ca_state != CaState::Recovery {
