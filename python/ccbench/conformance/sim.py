@@ -623,10 +623,10 @@ def _code(run: _Run, ev: Event, code: Code, t_us: int) -> None:
             continue
         if not value and run.failed_assertion is None:
             # packetdrill runs the blocks' Python after the last event, so a packet or
-            # system-call mismatch anywhere wins over a failed assertion, which it
-            # reports at the line of its %{ block.
+            # system-call mismatch anywhere wins over a failed assertion (named by the
+            # assertion's own line, as the kernel's recorded verdicts name it).
             shown = ", ".join(f"{n} = {names[n]}" for n in sorted(expr_names(stmt.expr)) if n.startswith("tcpi_"))
-            run.failed_assertion = Mismatch(ev.line, stmt.expr, shown or "false", t_us)
+            run.failed_assertion = Mismatch(stmt.line, stmt.expr, shown or "false", t_us)
 
 
 def run_paths(paths: list[Path], tolerance_us: Optional[int] = None) -> list[Verdict]:
