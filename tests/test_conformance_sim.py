@@ -101,7 +101,7 @@ def test_a_silent_sender_fails_after_packetdrills_wait(tmp_path):
 
 
 @pytest.mark.parametrize(("body", "reason"), [
-    ("   +0 setsockopt(4, SOL_TCP, TCP_MAXSEG, [500], 4) = 0\n", "line 8: setsockopt TCP_MAXSEG"),
+    ("   +0 setsockopt(4, SOL_TCP, TCP_MAXSEG, [500], 4) = 0\n", "line 8: TCP_MAXSEG once the connection is open"),
     ("  +.1 < P. 1:1001(1000) ack 1 win 500\n", "line 8: inbound data"),
     ("   +0 %{ assert tcpi_busy_time > 0 }%\n", "line 8: tcpi_busy_time: busy/rwnd/sndbuf-limited time"),
     ("   +0 write(4, ..., 1000) = 1000\n   +0 close(4) = 0\n", "line 9: close() (FIN is not modelled)"),
@@ -117,6 +117,20 @@ def test_getsockopt_tcp_maxseg_reads_the_negotiated_mss(tmp_path):
     assert verdict(tmp_path, "   +0 getsockopt(4, SOL_TCP, TCP_MAXSEG, [1000], [4]) = 0\n").outcome == "pass"
     v = verdict(tmp_path, "   +0 getsockopt(4, SOL_TCP, TCP_MAXSEG, [1460], [4]) = 0\n")
     assert v.outcome == "fail" and v.mismatch.actual == "TCP_MAXSEG = 1000"
+
+
+def test_tcp_maxseg_set_before_the_handshake_clamps_the_mss(tmp_path):
+    f = tmp_path / "t.pkt"
+    f.write_text(OPEN.replace("   +0 listen(3, 1) = 0\n", """\
+   +0 listen(3, 1) = 0
+   +0 setsockopt(3, SOL_TCP, TCP_MAXSEG, [800], 4) = 0
+   +0 getsockopt(3, SOL_TCP, TCP_MAXSEG, [800], [4]) = 0
+""") + """\
+   +0 %{ assert tcpi_snd_mss == 800 and tcpi_advmss == 800, tcpi_snd_mss }%
+   +0 write(4, ..., 4000) = 4000
+   +0 > P. 1:4001(4000) ack 1
+""")
+    assert run_script(f, "t.pkt").outcome == "pass"
 
 
 def test_a_peer_without_sack_is_unsupported_only_once_it_sends_a_duplicate_ack(tmp_path):

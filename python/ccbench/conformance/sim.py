@@ -42,6 +42,8 @@ STACK = "simulator"
 KERNEL_HZ = 250
 #: The tun device's MTU (1500) less IPv4 and TCP headers: `advmss`, the cap on the MSS.
 TUN_ADVMSS = 1460
+#: `TCP_MSS_DEFAULT`: what TCP_MAXSEG reads before a connection when none was set.
+TCP_MSS_DEFAULT = 536
 #: TCP timestamp option bytes taken from the MSS when timestamps are negotiated.
 TS_OPTION_BYTES = 12
 #: packetdrill's default `--tolerance_percent`.
@@ -156,6 +158,7 @@ class _Run:
     written: int = 0
     write_ends: list[int] = field(default_factory=list)  # byte offsets (0-based) of write ends
     nodelay: bool = False
+    user_mss: Optional[int] = None
     sndbuf: Optional[int] = None
     namespace: dict[str, Any] = field(default_factory=dict)
     failed_assertion: Optional[Mismatch] = None
@@ -392,11 +395,17 @@ def _peer_syn_options(run: _Run, p: Packet) -> None:
     c.sack_ok = p.option("sackOK") is not None
     if p.ecn not in (None, "noecn"):
         raise Unsupported("ECN marks on the SYN")
-    # `tcp_sync_mss`: the peer's MSS capped by our advmss, less the timestamp option.
-    c.mss = min(peer_mss, TUN_ADVMSS) - (TS_OPTION_BYTES if c.ts_ok else 0)
+    # `tcp_sync_mss`: the peer's MSS capped by our advmss and the user's TCP_MAXSEG
+    # (`tcp_mss_clamp`), less the timestamp option.
+    c.mss = min(peer_mss, _advmss(run)) - (TS_OPTION_BYTES if c.ts_ok else 0)
     # RFC 3168 negotiation: the SYN carries ECE and CWR.
     syn_ecn = "E" in p.flags and ("W" in p.flags or "." in p.flags)
     c.ecn_ok = syn_ecn and run.ecn_sysctl in (1, 2)
+
+
+def _advmss(run: _Run) -> int:
+    """`tp->advmss`: the route's, lowered by the user's TCP_MAXSEG."""
+    return min(TUN_ADVMSS, run.user_mss) if run.user_mss else TUN_ADVMSS
 
 
 def _establish(run: _Run, p: Packet, t_us: int, rtt_us: int, ack_time_us: int) -> None:
@@ -538,11 +547,12 @@ def _syscall(run: _Run, ev: Event, sc: Syscall, t_us: int) -> None:
         opt = sc.args[2] if len(sc.args) > 2 else ""
         if opt == "SO_ERROR":
             return
-        if opt == "TCP_MAXSEG" and run.h is not None:
-            # `tp->mss_cache` on a connected socket.
-            want = sc.int_arg(3)
-            if want != run.conn.mss:
-                raise Failed(Mismatch(ev.line, ev.text, f"TCP_MAXSEG = {run.conn.mss}", t_us))
+        if opt == "TCP_MAXSEG":
+            # `do_tcp_getsockopt`: `tp->mss_cache`, or before the connection the user's
+            # MSS (TCP_MSS_DEFAULT, 536, if none was set).
+            have = run.conn.mss if run.h is not None else (run.user_mss or TCP_MSS_DEFAULT)
+            if sc.int_arg(3) != have:
+                raise Failed(Mismatch(ev.line, ev.text, f"TCP_MAXSEG = {have}", t_us))
             return
         raise Unsupported(f"line {ev.line}: getsockopt {opt}")
     if name in ("write", "send"):
@@ -568,6 +578,14 @@ def _setsockopt(run: _Run, ev: Event, sc: Syscall) -> None:
         return
     if opt == "SO_SNDBUF":
         run.sndbuf = sc.int_arg(3)
+        return
+    if opt == "TCP_MAXSEG":
+        if run.h is not None or run.conn.syn_seen:
+            raise Unsupported(f"line {ev.line}: TCP_MAXSEG once the connection is open")
+        v = sc.int_arg(3)
+        if v is None or not 88 <= v <= 65535 - 40:
+            raise Unsupported(f"line {ev.line}: TCP_MAXSEG {sc.args[3]}")
+        run.user_mss = v  # `tp->rx_opt.user_mss`
         return
     if opt == "TCP_CONGESTION":
         if run.h is not None:
@@ -605,7 +623,7 @@ def _code(run: _Run, ev: Event, code: Code, t_us: int) -> None:
         info: dict[str, Any] = {}
     else:
         info = dict(run.h.tcp_info())
-        info["tcpi_advmss"] = TUN_ADVMSS
+        info["tcpi_advmss"] = _advmss(run)
     for kind, stmt in code.statements:
         if kind == "print":
             continue
