@@ -287,6 +287,34 @@ mod tests {
     }
 
     #[test]
+    fn a_tail_probe_is_followed_by_an_rto_retransmission_one_rto_later() {
+        // One segment, SRTT 100 ms: the probe after min(2 SRTT + RTO_min, RTO) = 300 ms,
+        // then the RTO 300 ms after it resends the head (the probe set no R bit); each
+        // timer of 300 jiffies fires at the next 8-jiffy boundary of the timer wheel.
+        let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
+        h.write(Time(200_000_000), 1000).unwrap();
+        h.take_sent();
+        h.advance(Time(1_000_000_000));
+        let sent = h.take_sent();
+        let times: Vec<u64> = sent.iter().map(|r| r.time.0 / 1_000_000).collect();
+        assert_eq!(times, vec![504, 808], "{sent:?}");
+        assert!(sent.iter().all(|r| r.retrans && r.seq == 0));
+        assert_eq!(h.tcp_info()["tcpi_ca_state"], 4);
+    }
+
+    #[test]
+    fn a_write_after_an_idle_rto_restarts_from_the_initial_window() {
+        let p = ScriptedParams { snd_wnd: 1 << 20, slow_start_after_idle: true, ..Default::default() };
+        let mut h = ScriptedSender::new(&p).unwrap();
+        h.write(Time(200_000_000), 10_000).unwrap();
+        h.receive(Time(300_000_000), &ack(10, &[]));
+        assert_eq!(h.tcp_info()["tcpi_snd_cwnd"], 20);
+        // Two seconds idle with an RTO of 300 ms: halved once, then floored at IW 10.
+        h.write(Time(2_300_000_000), 10_000).unwrap();
+        assert_eq!(h.tcp_info()["tcpi_snd_cwnd"], 10);
+    }
+
+    #[test]
     fn unacknowledged_data_is_retransmitted_when_the_rto_fires() {
         let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
         h.write(Time(200_000_000), 1000).unwrap();
