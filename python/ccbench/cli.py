@@ -550,7 +550,7 @@ def recommend(rate: str, rtt: str, buffer: str, loss: str, flows: int, duration:
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
 @click.option("--expect", metavar="FILE", help="Compare with verdicts recorded by '--kernel --json' and say where "
               "they differ.")
-@click.option("--tolerance-usecs", type=click.IntRange(min=0), metavar="N",
+@click.option("--tolerance-usecs", type=click.IntRange(min=0, max=10_000_000), metavar="N",
               help="Timing tolerance for every script (default: the script's own, else 4000).")
 def conformance(paths: tuple[str, ...], on_kernel: bool, as_json: bool, expect: Optional[str],
                 tolerance_usecs: Optional[int]) -> None:
