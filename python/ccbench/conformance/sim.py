@@ -113,10 +113,10 @@ class Skb:
     retrans: bool
     ect: bool
     cwr: bool
-    psh: bool
 
     def text(self) -> str:
-        flags = ("P" if self.psh else "") + ("W" if self.cwr else "") + "."
+        # PSH is left out: the model does not decide it (see _flags_match).
+        flags = ("W" if self.cwr else "") + "."
         return f"{flags} {self.start}:{self.start + self.length}({self.length}) ack 1"
 
 
@@ -156,7 +156,6 @@ class _Run:
     last_event_us: int = 0
     fifo: list[Skb] = field(default_factory=list)
     written: int = 0
-    write_ends: list[int] = field(default_factory=list)  # byte offsets (0-based) of write ends
     nodelay: bool = False
     user_mss: Optional[int] = None
     sndbuf: Optional[int] = None
@@ -317,12 +316,7 @@ def _wait_until(run: _Run, t_us: int) -> None:
 def _collect(run: _Run, sent: list[tuple[int, int, int, int, bool, bool, bool]]) -> None:
     mss = run.conn.mss
     for time_ns, seg, _segs, nbytes, retrans, ect, cwr in sent:
-        start = seg * mss
-        end = start + nbytes
-        # PSH: the skb holds the end of a write (`tcp_push` marks the write's tail skb;
-        # splitting it for cwnd leaves the flag on the part with the end).
-        psh = any(start < e <= end for e in run.write_ends)
-        run.fifo.append(Skb(time_ns / 1000, start + 1, nbytes, retrans, ect, cwr, psh))
+        run.fifo.append(Skb(time_ns / 1000, seg * mss + 1, nbytes, retrans, ect, cwr))
 
 
 # --- the handshake ---------------------------------------------------------------------
@@ -467,7 +461,7 @@ def _outbound(run: _Run, ev: Event, p: Packet, t_us: int, t_end: Optional[int]) 
         if run.strict_segments:
             break
     first, last = skbs[0], skbs[-1]
-    agg = Skb(last.time_us, first.start, total, first.retrans, first.ect, first.cwr, last.psh)
+    agg = Skb(last.time_us, first.start, total, first.retrans, first.ect, first.cwr)
     actual = f"{agg.text()} at {agg.time_us / 1e6:.6f} s"
     if len(skbs) > 1:
         actual += f" ({len(skbs)} skbs)"
@@ -495,7 +489,7 @@ def _tolerance(run: _Run, t_us: int) -> int:
 def _flags_match(expected: str, skb: Skb) -> bool:
     """Flags other than PSH: where the kernel sets PSH depends on how `tcp_sendmsg`
     cut the written data into skbs (and on `forced_push`), which the model does not
-    keep; the simulator's PSH is only a guess (set on the skb holding a write's end)."""
+    keep."""
     want = set(expected.replace("-", "")) - {"P"}
     have = {"."} | ({"W"} if skb.cwr else set())
     return want == have
@@ -611,7 +605,6 @@ def _write(run: _Run, ev: Event, n: int, t_us: int) -> None:
     except ValueError as e:
         raise Unsupported(f"line {ev.line}: write of {n} bytes: {e}") from None
     run.written += n
-    run.write_ends.append(run.written)
     _collect(run, run.h.sent())
 
 
