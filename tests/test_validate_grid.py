@@ -160,7 +160,7 @@ def test_a_stopped_grid_resumes_from_its_journal(tmp_path: Path, monkeypatch: py
 
     calls: list[str] = []
 
-    def fake_run_cell(cell, duration, reps, progress=None, keep=None):
+    def fake_run_cell(cell, duration, reps, progress=None, keep=None, kernel=None):
         calls.append(cell.name)
         if len(calls) == 2 and cell is MIX:
             raise KeyboardInterrupt  # stopped part-way, after the first cell was journalled
@@ -177,3 +177,24 @@ def test_a_stopped_grid_resumes_from_its_journal(tmp_path: Path, monkeypatch: py
     # Another length or number of repetitions is another experiment: run again.
     runner.run_grid([ONE], "10s", 1, tmp_path, progress=lambda _: None)
     assert calls[-1] == ONE.name
+
+
+def test_rerun_sim_keeps_the_kernel_runs_and_runs_the_simulator_again(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from ccbench.validate import runner
+
+    seen: list[object] = []
+
+    def fake_run_cell(cell, duration, reps, progress=None, keep=None, kernel=None):
+        seen.append(kernel)
+        return compare(cell, _engine(_run([18e6 if kernel else 19e6], [26.0], 3)),
+                       kernel or _engine(_run([19e6], [26.0], 3)))
+
+    monkeypatch.setattr(runner, "run_cell", fake_run_cell)
+    runner.run_grid([ONE, MIX], "5s", 1, tmp_path, progress=lambda _: None)
+    assert seen == [None, None]
+    results = runner.run_grid([ONE], "5s", 1, tmp_path, progress=lambda _: None, rerun_sim=True)
+    assert seen[-1] is not None and seen[-1].runs[0]["flows"][0]["goodput_bps"] == 19e6
+    assert results[0].checks[0].sim == 18e6
+    lines = (tmp_path / "cells.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and '"goodput_bps": 18000000.0' in lines[0]  # ONE's line updated, MIX's kept

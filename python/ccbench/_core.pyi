@@ -32,3 +32,29 @@ def parameters() -> str:
 def emulate(config_json: str, control_fd: int = 0, out_fd: int = 1) -> None:
     """Run the real-time link emulator of the kernel engine until told to stop on
     `control_fd`, writing its reports to `out_fd`. The GIL is released while running."""
+
+class ScriptedSender:
+    """The simulator's TCP sender driven by a script (a packetdrill peer): writes and the
+    peer's ACKs go in at explicit times; every skb that leaves TCP comes out as
+    ``(time_ns, first_segment, segments, bytes, retransmission, ect, cwr)``. Sequence
+    numbers count MSS-sized segments; segment 0 is the first data byte."""
+
+    def __init__(self, mss: int = 1000, cca: str = "cubic", cc_params: dict[str, float] = ...,
+                 init_cwnd: int = 10, hz: int = 1000, rto_min_ns: int = 200_000_000,
+                 rto_init_ns: int = 1_000_000_000, handshake_rtt_ns: int = 100_000_000,
+                 snd_wnd: int = 65535, ecn: str = "off", paced: bool = False,
+                 tso_win_divisor: int = 3, min_tso_segs: int = 2,
+                 slow_start_after_idle: bool = False, tlp: bool = True, frto: int = 2) -> None: ...
+    def write(self, now_ns: int, bytes: int) -> None:
+        """The application writes; ValueError if the model cannot queue it."""
+    def receive(self, now_ns: int, ack: int, rwnd: int, sacks: list[tuple[int, int]] = ...,
+                ece: bool = False) -> None:
+        """An ACK from the peer: cumulative ACK and SACK blocks in segments, window in bytes."""
+    def advance(self, until_ns: int) -> list[tuple[int, int, int, int, bool, bool, bool]]:
+        """Run the timers up to ``until_ns``; the skbs sent since the last call."""
+    def sent(self) -> list[tuple[int, int, int, int, bool, bool, bool]]: ...
+    def next_event_ns(self) -> int | None: ...
+    def now_ns(self) -> int: ...
+    def written_segs(self) -> int: ...
+    def tcp_info(self) -> dict[str, int]:
+        """``TCP_INFO`` fields the model has, by their ``tcpi_`` names."""

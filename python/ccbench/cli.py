@@ -264,6 +264,8 @@ def kernel_cleanup() -> None:
 @click.option("--out", metavar="DIR", help="Write validate.csv, validate.json and validate.md here, every run's "
               "files under DIR/runs, and each finished cell to DIR/cells.jsonl: run again with the same DIR to "
               "resume a grid that was stopped.")
+@click.option("--rerun-sim", is_flag=True, help="With --out: cells already in DIR/cells.jsonl keep their kernel "
+              "runs and the simulator runs again (after a change to the simulator).")
 @click.option("--report", "html", is_flag=True, help="With --out: also the grid as an HTML page, DIR/report/index.html "
               "('ccbench report DIR' renders it again from validate.json).")
 @click.option("--cpu", is_flag=True, help="Instead: the sender-CPU model against the VM engine on the 2BRobust "
@@ -273,7 +275,7 @@ def kernel_cleanup() -> None:
 @click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC",
               help="With --cpu: the VM's kernel.")
 def validate(quick: bool, family: Optional[str], reps: Optional[int], duration: Optional[str], cca: Optional[str],
-             no_bench: bool, out: Optional[str], html: bool, cpu: bool, cpu_costs: Optional[str],
+             no_bench: bool, out: Optional[str], rerun_sim: bool, html: bool, cpu: bool, cpu_costs: Optional[str],
              guest_kernel: str) -> None:
     """Run a grid of scenarios on the simulator and on the kernel and compare them.
 
@@ -290,7 +292,7 @@ def validate(quick: bool, family: Optional[str], reps: Optional[int], duration: 
 
     host.require_root()
     if cpu:
-        for name, value in (("--family", family), ("--report", html or None)):
+        for name, value in (("--family", family), ("--report", html or None), ("--rerun-sim", rerun_sim or None)):
             if value is not None:
                 raise ScenarioError(name, "not with --cpu")
         _validate_cpu(quick, duration, cca, cpu_costs, guest_kernel, out)
@@ -299,6 +301,8 @@ def validate(quick: bool, family: Optional[str], reps: Optional[int], duration: 
         raise ScenarioError("--cpu-costs", "only with --cpu")
     if html and out is None:
         raise ScenarioError("--report", "needs --out DIR (the page is written to DIR/report)")
+    if rerun_sim and (out is None or not (Path(out) / "cells.jsonl").is_file()):
+        raise ScenarioError("--rerun-sim", "needs --out DIR holding a grid's cells.jsonl")
     cells = grid.quick_grid() if quick else grid.full_grid()
     params: dict[str, Any] = {"duration": "5s", "reps": 1} if quick else {"duration": "20s", "reps": 3}
     if reps is not None:
@@ -325,7 +329,8 @@ def validate(quick: bool, family: Optional[str], reps: Optional[int], duration: 
     click.echo(f"validating {len(cells)} scenario(s) x {params['reps']} repetition(s) of {params['duration']} "
                f"on both engines", err=True)
     with signals_interrupt():
-        results = v.run_grid(cells, params["duration"], params["reps"], None if out is None else Path(out))
+        results = v.run_grid(cells, params["duration"], params["reps"], None if out is None else Path(out),
+                             rerun_sim=rerun_sim)
         bench = [] if no_bench else v.emulator_benchmark()
     _print_validation(v, results, bench)
     if out is not None:
@@ -570,6 +575,53 @@ def recommend(rate: str, rtt: str, buffer: str, loss: str, flows: int, duration:
     host = {k: v for k, v in (("cpu", cpu), ("cpu_share", cpu_share), ("cpu_slice", cpu_slice)) if v is not None}
     recommend_command(rate, rtt, buffer, loss, flows, duration, seeds, cca, reno, neighbours, objective, weights,
                       workers, host)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, metavar="PATH...")
+@click.option("--kernel", "on_kernel", is_flag=True,
+              help="Run on this machine's kernel with packetdrill (as root, a network namespace per script).")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
+@click.option("--expect", metavar="FILE", help="Compare with verdicts recorded by '--kernel --json' and say where "
+              "they differ.")
+@click.option("--tolerance-usecs", type=click.IntRange(min=0, max=10_000_000), metavar="N",
+              help="Timing tolerance for every script (default: the script's own, else 4000).")
+def conformance(paths: tuple[str, ...], on_kernel: bool, as_json: bool, expect: Optional[str],
+                tolerance_usecs: Optional[int]) -> None:
+    """Run packetdrill TCP scripts (files, or directories searched for *.pkt) against the
+    simulator's TCP sender, or with --kernel against this machine's kernel: one line per
+    script (pass, fail with the first mismatch, unsupported with the reason) and a count."""
+    import json as jsonlib
+
+    from .conformance import command
+
+    scripts = command.collect(list(paths))
+    expected = command.load_expected(expect) if expect else None
+    echo = (lambda v: None) if as_json else (lambda v: click.echo(command.line(v)))
+    if on_kernel:
+        try:
+            from .conformance.kernel import run_kernel
+        except ImportError:
+            _fail("--kernel", "the kernel runner (ccbench.conformance.kernel) is not part of this build", 1)
+        verdicts = run_kernel([Path(p) for p in paths], None, tolerance_usecs, echo)
+        stack = verdicts[0].stack if verdicts else "linux"
+    else:
+        verdicts = command.run_simulator(scripts, tolerance_usecs, echo)
+        stack = "simulator"
+    differ = []
+    if expected is not None:
+        differ = [(v.script, d) for v in verdicts if (d := command.disagreement(v, expected.get(v.script)))]
+    if as_json:
+        out = command.as_json(verdicts, stack)
+        if expected is not None:
+            out["differences"] = [{"script": s, "why": d} for s, d in differ]
+        click.echo(jsonlib.dumps(out, indent=1))
+        return
+    click.echo(command.summary(verdicts, stack))
+    if expected is not None:
+        for s, d in differ:
+            click.echo(f"differs     {s}: {d}")
+        click.echo(f"{len(verdicts) - len(differ)} of {len(verdicts)} agree with {expect}")
 
 
 @cli.command()

@@ -5,6 +5,8 @@
 //! string plus two column tables (`{column: list}`) that the package turns into pandas
 //! DataFrames.
 
+mod scripted;
+
 use ccbench_sim::observe::series::{Table, Values};
 use ccbench_sim::ConfigError;
 use pyo3::prelude::*;
@@ -188,6 +190,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(emulate, m)?)?;
     m.add_function(wrap_pyfunction!(cpu_presets, m)?)?;
     m.add_function(wrap_pyfunction!(parameters, m)?)?;
+    m.add_class::<scripted::ScriptedSender>()?;
     m.add("ScenarioError", scenario_error_type(m.py())?)?;
     Ok(())
 }

@@ -11,7 +11,7 @@ from typing import Callable, Optional
 from .. import _core
 from ..errors import ScenarioError
 from ..kernel import host
-from ..kernel.host import KernelEngineError, KernelRunError
+from ..kernel.host import KernelRunError
 from .cells import Cell, base
 from .judge import CellResult, EngineFigures, compare, run_figures
 
@@ -30,10 +30,11 @@ def _describe(figures: dict) -> str:
 
 
 def run_cell(cell: Cell, duration: str, reps: int, progress: Progress = _stderr,
-             keep: Optional[Path] = None) -> CellResult:
+             keep: Optional[Path] = None, kernel: Optional[EngineFigures] = None) -> CellResult:
     """Run ``cell`` ``reps`` times on each engine (seeds 1, 2, ...: the kernel varies from
     run to run, the simulator with the seed). With ``keep``, every run's files are
-    written to ``keep/<cell>/<engine>-seed<N>``."""
+    written to ``keep/<cell>/<engine>-seed<N>``. With ``kernel``, the kernel's side is
+    that (runs stored earlier) and only the simulator runs."""
     from ..engines import kernel as kernel_engine
     from ..engines import sim as sim_engine
 
@@ -43,6 +44,8 @@ def run_cell(cell: Cell, duration: str, reps: int, progress: Progress = _stderr,
     sim_runs: list[dict] = []
     kernel_runs: list[dict] = []
     sim_reason = kernel_reason = ""
+    if kernel is not None:
+        kernel_reason = "reused"
     kernel_failures: list[str] = []
     for cca in {f["cca"] for f in cell.doc["flows"]}:
         if cca not in _core.algorithms():
@@ -63,8 +66,8 @@ def run_cell(cell: Cell, duration: str, reps: int, progress: Progress = _stderr,
         if not kernel_reason:
             try:
                 result = kernel_engine.run(sc)
-            except KernelEngineError as e:
-                kernel_reason = f"not available in the kernel engine: {e.message}"
+            except ScenarioError as e:  # KernelEngineError, or a simulator-only knob refused
+                kernel_reason = f"not available in the kernel engine: {e}"
             except KernelRunError as e:
                 progress(f"  {cell.name} rep {seed}/{reps}: kernel run failed: {e}")
                 kernel_failures.append(str(e))
@@ -75,9 +78,11 @@ def run_cell(cell: Cell, duration: str, reps: int, progress: Progress = _stderr,
         s = _describe(sim_runs[-1]) if sim_runs and not sim_reason else sim_reason or "not run"
         k = _describe(kernel_runs[-1]) if kernel_runs and not kernel_reason else kernel_reason or "not run"
         progress(f"  {cell.name} rep {seed}/{reps}: sim {s}; kernel {k}")
+    sim = EngineFigures(True, "", sim_runs) if sim_runs else EngineFigures(False, sim_reason)
+    if kernel is not None:
+        return compare(cell, sim, kernel)
     if not kernel_runs and not kernel_reason:
         kernel_reason = "every kernel run failed: " + (kernel_failures[-1] if kernel_failures else "?")
-    sim = EngineFigures(True, "", sim_runs) if sim_runs else EngineFigures(False, sim_reason)
     kern = EngineFigures(True, "", kernel_runs) if kernel_runs else EngineFigures(False, kernel_reason)
     return compare(cell, sim, kern)
 
@@ -127,31 +132,46 @@ def _from_journal(line: dict) -> CellResult:
     return compare(cell, EngineFigures(**line["sim"]), EngineFigures(**line["kernel"]))
 
 
+def _journal_line(key: str, cell: Cell, res: CellResult) -> str:
+    return json.dumps({"key": key, "cell": asdict(cell), "sim": asdict(res.sim), "kernel": asdict(res.kernel)},
+                      allow_nan=True)
+
+
 def run_grid(cells: list[Cell], duration: str, reps: int, out: Optional[Path] = None,
-             progress: Progress = _stderr) -> list[CellResult]:
+             progress: Progress = _stderr, rerun_sim: bool = False) -> list[CellResult]:
     """Every cell in turn. With ``out``, each finished cell is appended to
     ``out/cells.jsonl`` (and every run's files kept under ``out/runs``), so that a grid
     stopped part-way resumes where it stopped: cells already in the journal with the
-    same scenario, length and repetitions are not run again."""
-    done: dict[str, CellResult] = {}
+    same scenario, length and repetitions are not run again. With ``rerun_sim``, such
+    cells keep their kernel runs and run the simulator again (after a change to the
+    simulator: the kernel's runs do not depend on it)."""
     journal = None if out is None else out / JOURNAL
+    lines: dict[str, str] = {}
     if journal is not None and journal.exists():
-        for text in journal.read_text().splitlines():
-            line = json.loads(text)
-            done[line["key"]] = _from_journal(line)
-        if done:
-            progress(f"resuming: {len(done)} cell(s) already in {journal}")
+        lines = {json.loads(text)["key"]: text for text in journal.read_text().splitlines()}
+    done = {key: _from_journal(json.loads(text)) for key, text in lines.items()}
+    if done:
+        what = "reusing their kernel runs" if rerun_sim else "resuming"
+        progress(f"{what}: {len(done)} cell(s) already in {journal}")
     results = []
     for cell in cells:
         key = _journal_key(cell, duration, reps)
-        if key in done:
+        if key in done and not rerun_sim:
             results.append(done[key])
             continue
-        res = run_cell(cell, duration, reps, progress, keep=None if out is None else out / "runs")
+        stored = done[key].kernel if key in done and done[key].kernel.available else None
+        res = run_cell(cell, duration, reps, progress, keep=None if out is None else out / "runs", kernel=stored)
         results.append(res)
-        if journal is not None:
+        if journal is None:
+            continue
+        lines[key] = _journal_line(key, cell, res)
+        if rerun_sim:
+            # Rewritten whole (atomically), as lines change in place.
+            tmp = journal.with_suffix(".tmp")
+            tmp.write_text("".join(text + "\n" for text in lines.values()))
+            tmp.replace(journal)
+        else:
             journal.parent.mkdir(parents=True, exist_ok=True)
             with open(journal, "a") as f:
-                f.write(json.dumps({"key": key, "cell": asdict(cell), "sim": asdict(res.sim),
-                                    "kernel": asdict(res.kernel)}, allow_nan=True) + "\n")
+                f.write(lines[key] + "\n")
     return results

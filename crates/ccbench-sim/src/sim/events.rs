@@ -87,6 +87,10 @@ impl EventQueue {
     pub fn pop(&mut self) -> Option<(Time, Event)> {
         self.heap.pop().map(|e| (e.time, e.event))
     }
+    /// Time of the earliest entry.
+    pub fn peek_time(&self) -> Option<Time> {
+        self.heap.peek().map(|e| e.time)
+    }
     pub fn len(&self) -> usize {
         self.heap.len()
     }
@@ -99,6 +103,27 @@ impl EventQueue {
             self.push(t, event);
         }
     }
+}
+
+/// `LVL_CLK_SHIFT`, `LVL_BITS` and `LVL_DEPTH` (HZ > 100) of the kernel's timer wheel.
+const WHEEL_LVL_CLK_SHIFT: u32 = 3;
+const WHEEL_LVL_SIZE: u64 = 64;
+const WHEEL_LVL_DEPTH: u32 = 9;
+
+/// The jiffy at which a kernel timer wheel timer armed at jiffy `clk` for jiffy
+/// `expires` runs (kernel/time/timer.c, `calc_wheel_index` -> `calc_index`): the level
+/// is chosen by the distance, and the expiry is rounded up to the next boundary of that
+/// level's granularity (1 jiffy at level 0, 8 at level 1, 64 at level 2, ...) so that
+/// a timer never fires early: one jiffy late at the least.
+pub fn timer_wheel_expiry(expires: u64, clk: u64) -> u64 {
+    let delta = expires.saturating_sub(clk);
+    let mut lvl = 0;
+    // LVL_START(n) = (LVL_SIZE - 1) << ((n - 1) * LVL_CLK_SHIFT)
+    while lvl + 1 < WHEEL_LVL_DEPTH && delta >= (WHEEL_LVL_SIZE - 1) << (lvl * WHEEL_LVL_CLK_SHIFT) {
+        lvl += 1;
+    }
+    let shift = lvl * WHEEL_LVL_CLK_SHIFT;
+    ((expires >> shift) + 1) << shift
 }
 
 /// What a timer's heap entry means when it pops.
@@ -162,6 +187,17 @@ impl Timer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timer_wheel_rounds_up_by_level_granularity() {
+        // Level 0 (under 63 jiffies): one jiffy late.
+        assert_eq!(timer_wheel_expiry(1007, 1000), 1008);
+        // Level 1 (63..504): the next multiple of 8 after the expiry.
+        assert_eq!(timer_wheel_expiry(1075, 1000), 1080);
+        assert_eq!(timer_wheel_expiry(1080, 1000), 1088);
+        // Level 2 (504..4032): multiples of 64.
+        assert_eq!(timer_wheel_expiry(1000 + 1000, 1000), 2048);
+    }
 
     #[test]
     fn events_pop_in_time_then_insertion_order() {

@@ -9,6 +9,7 @@ pub mod receiver;
 mod recovery;
 pub mod rtt;
 pub mod scoreboard;
+pub mod scripted;
 pub mod sender;
 mod undo;
 #[cfg(test)]

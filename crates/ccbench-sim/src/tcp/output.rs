@@ -13,6 +13,8 @@ use crate::time::{Dur, Time, NS_PER_SEC};
 use crate::units::wire;
 use std::ops::Range;
 
+/// `tcp_max_tso_deferred_mss`.
+const TSO_MAX_DEFERRED_SEGS: u64 = 3;
 /// `sk_gso_max_size` of a typical device (`GSO_LEGACY_MAX_SIZE`).
 const GSO_MAX_SIZE: u64 = 65536;
 /// Socket-buffer overhead charged per skb on top of its payload (approximate `truesize`).
@@ -20,6 +22,16 @@ const SKB_OVERHEAD: u64 = 768;
 /// `tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio` (percent).
 const PACING_SS_RATIO: u64 = 200;
 const PACING_CA_RATIO: u64 = 120;
+
+/// What an skb handed to the NIC carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TxKind {
+    New,
+    /// A retransmission of lost data (`tcp_retransmit_skb`: the R bit, `retrans_out`).
+    Retrans,
+    /// A tail loss probe resending the last segment (`__tcp_retransmit_skb` alone).
+    Probe,
+}
 
 impl Sender {
     /// `tcp_snd_wnd_test`: segment `seq` fits in the peer's window.
@@ -57,7 +69,7 @@ impl Sender {
             }
         }
         let bytes = bytes.min(GSO_MAX_SIZE);
-        let min = self.cc.min_tso_segs(self.w.pacing_rate);
+        let min = if self.cc.owns_cwnd() { self.cc.min_tso_segs(self.w.pacing_rate) } else { self.p.min_tso_segs };
         ((bytes / self.p.mss as u64) as u32).max(min)
     }
 
@@ -134,8 +146,14 @@ impl Sender {
         if unsent <= limit {
             return (false, false);
         }
-        let chunk = self.snd_wnd.min(self.w.cwnd as u64 * mss) / 3;
-        if limit >= chunk {
+        if self.p.tso_win_divisor > 0 {
+            // If at least some fraction of a window is available, use it.
+            let chunk = self.snd_wnd.min(self.w.cwnd as u64 * mss) / self.p.tso_win_divisor as u64;
+            if limit >= chunk {
+                return (false, false);
+            }
+        } else if limit > TSO_MAX_DEFERRED_SEGS * mss {
+            // Do not defer past a single ACK of two full segments.
             return (false, false);
         }
         // If the next ACK is likely to come too late (half an SRTT), do not defer.
@@ -182,7 +200,7 @@ impl Sender {
                 break;
             }
             let prior_packets_out = self.sb.packets_out();
-            self.send_skb(now, seq..seq + nsegs as u64, false, q);
+            self.send_skb(now, seq..seq + nsegs as u64, TxKind::New, q);
             if prior_packets_out == 0 || (self.xmit_timer.is_armed() && self.xmit_kind == XmitTimer::LossProbe) {
                 self.rearm_rto(now, q);
             }
@@ -229,7 +247,7 @@ impl Sender {
             if self.tsq_throttled(now, run as u32, 1, q) {
                 break;
             }
-            self.send_skb(now, first..first + run, true, q);
+            self.send_skb(now, first..first + run, TxKind::Retrans, q);
             self.note_retransmit(run as u32, self.sb.get(first).tx_time);
             if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
                 self.prr_out += run as u32;
@@ -249,20 +267,23 @@ impl Sender {
     pub(super) fn retransmit_head(&mut self, now: Time, q: &mut EventQueue) {
         let head = self.sb.snd_una;
         if self.sb.to_retransmit.contains(&head) {
-            self.send_skb(now, head..head + 1, true, q);
+            self.send_skb(now, head..head + 1, TxKind::Retrans, q);
             self.note_retransmit(1, self.sb.get(head).tx_time);
         }
     }
 
     /// TLP with no new data: resend the last segment.
     pub(super) fn retransmit_tail_probe(&mut self, now: Time, seq: u64, q: &mut EventQueue) {
-        self.send_skb(now, seq..seq + 1, true, q);
+        self.send_skb(now, seq..seq + 1, TxKind::Probe, q);
     }
 
     /// Hand one skb (a TSO burst of consecutive segments) to the NIC:
     /// `__tcp_transmit_skb` + `tcp_rate_skb_sent` + `tcp_update_skb_after_send`.
-    fn send_skb(&mut self, now: Time, segs: Range<u64>, retrans: bool, q: &mut EventQueue) {
+    fn send_skb(&mut self, now: Time, segs: Range<u64>, kind: TxKind, q: &mut EventQueue) {
+        let retrans = kind != TxKind::New;
         let n = (segs.end - segs.start) as u32;
+        let first_seq = segs.start;
+        let mut any_cwr = false;
         let prior_wstamp = self.wstamp;
         self.wstamp = self.wstamp.max(now);
         let tx_time = self.wstamp;
@@ -279,13 +300,14 @@ impl Sender {
         for seq in segs {
             let len = self.seg_len(seq);
             payload += len as u64;
-            if retrans {
-                self.sb.on_retransmit(seq, tx_time, snap);
-            } else {
-                self.sb.push_new(Seg { tx_time, len, flags: 0, xmits: 1, tx: snap });
+            match kind {
+                TxKind::New => self.sb.push_new(Seg { tx_time, len, flags: 0, xmits: 1, tx: snap }),
+                TxKind::Retrans => self.sb.on_retransmit(seq, tx_time, snap),
+                TxKind::Probe => self.sb.on_probe(seq, tx_time, snap),
             }
             let ect = self.p.ecn != Ecn::Off;
             let cwr = !retrans && std::mem::take(&mut self.ecn_queue_cwr);
+            any_cwr |= cwr;
             let pkt = Packet {
                 flow: self.p.id,
                 conn: self.p.conn,
@@ -303,6 +325,10 @@ impl Sender {
             if let Some(t) = head {
                 q.push(t, Event::NicArrival(self.p.id));
             }
+        }
+        if let Some(log) = self.tx_log.as_mut() {
+            let ect = self.p.ecn != Ecn::Off;
+            log.push(TxRecord { time: tx_time, seq: first_seq, segs: n, bytes: payload, retrans, ect, cwr: any_cwr });
         }
         let truesize = payload + SKB_OVERHEAD;
         self.nic_skbs.push_back((done, truesize));

@@ -37,7 +37,8 @@ impl Sender {
         let pacing_delay = if self.p.paced { self.wstamp.since(now) } else { Dur::ZERO };
         let tick = NS_PER_SEC / self.p.hz as u64;
         let jiffies = (when + pacing_delay).ns().div_ceil(tick).min(super::rtt::RTO_MAX.ns() / tick);
-        let at = Time((now.ns() / tick + jiffies) * tick);
+        let clk = now.ns() / tick;
+        let at = Time(crate::sim::events::timer_wheel_expiry(clk + jiffies, clk) * tick);
         self.xmit_kind = kind;
         q.arm(&mut self.xmit_timer, at, Event::Sender(self.p.id, SenderTimer::Retransmit));
     }
@@ -71,7 +72,7 @@ impl Sender {
 
     /// `tcp_schedule_loss_probe` (`tcp_early_retrans` = 3).
     pub(super) fn schedule_loss_probe(&mut self, now: Time, advancing_rto: bool, q: &mut EventQueue) -> bool {
-        if self.sb.packets_out() == 0 || !matches!(self.ca_state, CaState::Open | CaState::Cwr) {
+        if !self.p.tlp || self.sb.packets_out() == 0 || !matches!(self.ca_state, CaState::Open | CaState::Cwr) {
             return false;
         }
         let srtt = self.rtt.srtt_us();

@@ -48,6 +48,11 @@ impl RttEstimator {
         self.srtt_us8 >> 3
     }
 
+    /// `tp->mdev_us` unscaled, as `tcpi_rttvar` reports it.
+    pub fn mdev_us(&self) -> u64 {
+        self.mdev_us4 >> 2
+    }
+
     /// `tcp_min_rtt`; u64::MAX before any sample (the kernel's ~0U).
     pub fn min_rtt_us(&self) -> u64 {
         if self.has_min {

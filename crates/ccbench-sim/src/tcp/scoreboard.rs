@@ -92,6 +92,20 @@ impl Scoreboard {
         self.tsorted.push_back((seq, xmits));
     }
 
+    /// A tail loss probe resends segment `seq` (`tcp_send_loss_probe` ->
+    /// `__tcp_retransmit_skb`): EVER_RETRANS only, no R bit and no `retrans_out`, moved to
+    /// the tail of the send-time order. The segment stays in flight as before.
+    pub fn on_probe(&mut self, seq: u64, tx_time: Time, tx: TxSnapshot) {
+        let s = self.get_mut(seq);
+        debug_assert!(!s.has(SACKED));
+        s.flags |= EVER_RETRANS;
+        s.xmits += 1;
+        s.tx_time = tx_time;
+        s.tx = tx;
+        let xmits = s.xmits;
+        self.tsorted.push_back((seq, xmits));
+    }
+
     /// `tcp_mark_skb_lost`. Returns true if `tp->lost` must count it.
     pub fn mark_lost(&mut self, seq: u64) -> bool {
         let f = self.get(seq).flags;

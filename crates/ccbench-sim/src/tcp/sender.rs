@@ -32,6 +32,11 @@ pub(super) const FLAG_ACK_MAYBE_DELAYED: u32 = 0x10000;
 pub(super) const FLAG_NOT_DUP: u32 = FLAG_DATA_ACKED | FLAG_WIN_UPDATE;
 pub(super) const FLAG_CA_ALERT: u32 = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK;
 
+/// `sysctl_tcp_tso_win_divisor`'s default.
+pub const TSO_WIN_DIVISOR: u32 = 3;
+/// `sysctl_tcp_min_tso_segs`'s default.
+pub const MIN_TSO_SEGS: u32 = 2;
+
 /// Everything a sender needs to know about its flow and host.
 #[derive(Clone, Debug)]
 pub struct SenderParams {
@@ -55,6 +60,18 @@ pub struct SenderParams {
     pub ecn: Ecn,
     /// `net.ipv4.tcp_tso_rtt_log`; 0 = no short-RTT TSO bonus.
     pub tso_rtt_log: u32,
+    /// `net.ipv4.tcp_tso_win_divisor` (3): TSO deferral ends once this fraction of the
+    /// window is free; 0 = defer past at most three segments' room.
+    pub tso_win_divisor: u32,
+    /// `net.ipv4.tcp_min_tso_segs` (2): the TSO floor of algorithms without their own
+    /// (`ca_ops->min_tso_segs`, which only BBR has).
+    pub min_tso_segs: u32,
+    /// `net.ipv4.tcp_slow_start_after_idle`: restart cwnd when the application writes
+    /// after more than an RTO without sending (off by default, as in the defaults of
+    /// the packetdrill suite; Linux ships it on).
+    pub slow_start_after_idle: bool,
+    /// Tail loss probes (`net.ipv4.tcp_early_retrans` >= 3, the default; 0 turns them off).
+    pub tlp: bool,
     /// Pacing stride: bursts and idle times scaled by this factor (1 = Linux).
     pub pacing_stride: u32,
     /// Overrides held whatever the algorithm computes (the phone study's knobs).
@@ -157,6 +174,22 @@ pub struct Sender {
     /// packet captures read it.
     pub(super) ts_recent: u32,
     pub(super) undo: super::undo::UndoState,
+    /// When set, every skb handed to the NIC is recorded here (a scripted endpoint reads
+    /// them as one packet each, as a GSO-capable device sees them).
+    pub tx_log: Option<Vec<TxRecord>>,
+}
+
+/// One skb as it leaves TCP (`__tcp_transmit_skb`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxRecord {
+    pub time: Time,
+    /// First segment number and how many segments the skb holds.
+    pub seq: u64,
+    pub segs: u32,
+    pub bytes: u64,
+    pub retrans: bool,
+    pub ect: bool,
+    pub cwr: bool,
 }
 
 /// Per-ACK bookkeeping while tagging and cleaning the queue (`tcp_sacktag_state`).
@@ -227,6 +260,7 @@ impl Sender {
             started: false,
             ts_recent: 0,
             undo: Default::default(),
+            tx_log: None,
         };
         let info = s.info(Time::ZERO);
         s.cc.init(&info, &mut s.w);
@@ -318,6 +352,80 @@ impl Sender {
         self.ts_recent = (now.ns() / 1_000_000) as u32;
         self.check_app_limited();
         self.write_xmit(now, 0, q);
+    }
+
+    /// The application writes `bytes` more at `now` (`tcp_sendmsg`): the data is queued
+    /// behind what was written before, then pushed. Only a write that follows whole
+    /// segments can be queued (the model counts MSS-sized segments).
+    pub fn app_write(&mut self, now: Time, bytes: u64, q: &mut EventQueue) -> Result<(), String> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        if self.total_segs > 0 && self.last_seg_len != self.p.mss {
+            return Err(format!("a write after a partial segment of {} bytes", self.last_seg_len));
+        }
+        let mss = self.p.mss as u64;
+        let segs = bytes.div_ceil(mss);
+        self.total_segs += segs;
+        self.last_seg_len = (bytes - (segs - 1) * mss) as u32;
+        if !self.started {
+            self.started = true;
+            self.wstamp = now;
+        }
+        self.slow_start_after_idle_check(now);
+        self.check_app_limited();
+        self.write_xmit(now, 0, q);
+        Ok(())
+    }
+
+    /// Set the peer's advertised window (bytes), as the handshake leaves it.
+    pub fn set_snd_wnd(&mut self, bytes: u64) {
+        self.snd_wnd = bytes;
+    }
+
+    /// RTO expirations since the last forward progress (`icsk_retransmits`).
+    pub fn rto_retransmits(&self) -> u32 {
+        self.rto_retransmits
+    }
+
+    /// `tcp_slow_start_after_idle_check` (run as a write queues data, `tcp_skb_entail`):
+    /// after more than an RTO with nothing sent, `tcp_cwnd_restart`.
+    fn slow_start_after_idle_check(&mut self, now: Time) {
+        if !self.p.slow_start_after_idle || self.sb.packets_out() > 0 || self.cc.owns_cwnd() {
+            return;
+        }
+        let tick = crate::time::NS_PER_SEC / self.p.hz as u64;
+        let delta = now.jiffies(self.p.hz) as i64 - self.last_send.jiffies(self.p.hz) as i64;
+        let rto = (self.rtt.rto.ns() / tick) as i64;
+        if delta > rto {
+            self.cwnd_restart(now, delta, rto);
+        }
+    }
+
+    /// `tcp_cwnd_restart`: halve cwnd per idle RTO, down to the initial window.
+    fn cwnd_restart(&mut self, now: Time, mut delta: i64, rto: i64) {
+        let info = self.info(now);
+        self.cc.cwnd_event(&info, &mut self.w, crate::cc::CaEvent::CwndRestart);
+        // tcp_current_ssthresh
+        if !matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.w.ssthresh = self.w.ssthresh.max((self.w.cwnd >> 1) + (self.w.cwnd >> 2));
+        }
+        let restart = self.p.init_cwnd.min(self.w.cwnd);
+        let mut cwnd = self.w.cwnd;
+        loop {
+            delta -= rto;
+            if delta <= 0 || cwnd <= restart {
+                break;
+            }
+            cwnd >>= 1;
+        }
+        self.w.cwnd = cwnd.max(restart);
+        self.hold_overrides();
+    }
+
+    /// The segments the application has written so far.
+    pub fn written_segs(&self) -> u64 {
+        self.total_segs
     }
 
     /// `tcp_ack` for an ACK arriving at `now`.

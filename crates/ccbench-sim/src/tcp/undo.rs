@@ -45,11 +45,15 @@ impl SenderStats {
 }
 
 impl Sender {
-    /// `tcp_init_undo`. The kernel adds one for a TLP retransmission still in flight; here
-    /// the probe already counts in `retrans_out` (the scoreboard gives it the R bit).
+    /// `tcp_init_undo`.
     pub(super) fn init_undo(&mut self) {
         self.undo.marker = Some(self.sb.snd_una);
         self.undo.retrans = self.sb.retrans_out as i32;
+        // A loss probe's retransmission holds no R bit (`__tcp_retransmit_skb`) but may
+        // still be DSACKed.
+        if self.tlp_high_seq.is_some() && self.tlp_retrans {
+            self.undo.retrans += 1;
+        }
         if self.undo.retrans == 0 {
             self.undo.retrans = -1;
         }

@@ -1,0 +1,140 @@
+//! `ccbench._core.ScriptedSender`: the simulator's sender driven by a script (see
+//! `ccbench_sim::tcp::scripted`). Sequence numbers cross this boundary in segments; the
+//! Python driver maps them to and from the script's byte numbers.
+
+use ccbench_sim::config::Ecn;
+use ccbench_sim::tcp::scripted::{PeerAck, ScriptedParams, ScriptedSender as Harness};
+use ccbench_sim::time::{Dur, Time};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use std::collections::BTreeMap;
+
+/// One skb as it left TCP: (time_ns, first segment, segments, bytes, retransmission,
+/// ECT, CWR).
+type Sent = (u64, u64, u32, u64, bool, bool, bool);
+
+#[pyclass(unsendable)]
+pub struct ScriptedSender {
+    h: Harness,
+}
+
+#[pymethods]
+impl ScriptedSender {
+    /// Keyword parameters: mss, cca, cc_params, init_cwnd, hz, rto_min_ns, rto_init_ns,
+    /// handshake_rtt_ns, snd_wnd (bytes), ecn ("off", "classic"), paced,
+    /// tso_win_divisor, min_tso_segs, slow_start_after_idle, tlp, frto.
+    #[new]
+    #[pyo3(signature = (mss=1000, cca="cubic", cc_params=BTreeMap::new(), init_cwnd=10, hz=1000,
+        rto_min_ns=200_000_000, rto_init_ns=1_000_000_000, handshake_rtt_ns=100_000_000,
+        snd_wnd=65535, ecn="off", paced=false, tso_win_divisor=3,
+        min_tso_segs=2, slow_start_after_idle=false, tlp=true, frto=2))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        mss: u32,
+        cca: &str,
+        cc_params: BTreeMap<String, f64>,
+        init_cwnd: u32,
+        hz: u32,
+        rto_min_ns: u64,
+        rto_init_ns: u64,
+        handshake_rtt_ns: u64,
+        snd_wnd: u64,
+        ecn: &str,
+        paced: bool,
+        tso_win_divisor: u32,
+        min_tso_segs: u32,
+        slow_start_after_idle: bool,
+        tlp: bool,
+        frto: u8,
+    ) -> PyResult<Self> {
+        let ecn = match ecn {
+            "off" => Ecn::Off,
+            "classic" => Ecn::Classic,
+            other => return Err(PyValueError::new_err(format!("ecn must be off or classic, not {other:?}"))),
+        };
+        if mss == 0 || hz == 0 {
+            return Err(PyValueError::new_err("mss and hz must be positive"));
+        }
+        let p = ScriptedParams {
+            mss,
+            cca: cca.to_string(),
+            cc_params,
+            init_cwnd,
+            hz,
+            rto_min: Dur(rto_min_ns),
+            rto_init: Dur(rto_init_ns),
+            handshake_rtt: Dur(handshake_rtt_ns),
+            snd_wnd,
+            ecn,
+            paced,
+            tso_win_divisor,
+            min_tso_segs: min_tso_segs.max(1),
+            slow_start_after_idle,
+            tlp,
+            frto,
+            ..Default::default()
+        };
+        let h = crate::guarded(py, || Harness::new(&p))?.map_err(PyValueError::new_err)?;
+        Ok(ScriptedSender { h })
+    }
+
+    /// The application writes `bytes` at `now_ns`.
+    fn write(&mut self, py: Python<'_>, now_ns: u64, bytes: u64) -> PyResult<()> {
+        crate::guarded(py, || self.h.write(Time(now_ns), bytes))?.map_err(PyValueError::new_err)
+    }
+
+    /// An ACK from the peer at `now_ns`: cumulative ACK and SACK blocks in segments,
+    /// window in bytes.
+    #[pyo3(signature = (now_ns, ack, rwnd, sacks=Vec::new(), ece=false))]
+    fn receive(
+        &mut self,
+        py: Python<'_>,
+        now_ns: u64,
+        ack: u64,
+        rwnd: u64,
+        sacks: Vec<(u64, u64)>,
+        ece: bool,
+    ) -> PyResult<()> {
+        let a = PeerAck { ack, rwnd, sacks, ece };
+        crate::guarded(py, || self.h.receive(Time(now_ns), &a))
+    }
+
+    /// Run the timers up to `until_ns`; returns the skbs sent since the last call.
+    fn advance(&mut self, py: Python<'_>, until_ns: u64) -> PyResult<Vec<Sent>> {
+        crate::guarded(py, || {
+            self.h.advance(Time(until_ns));
+            self.take()
+        })
+    }
+
+    /// The skbs sent since the last call (by writes and ACKs), without advancing.
+    fn sent(&mut self) -> Vec<Sent> {
+        self.take()
+    }
+
+    /// Time of the next queued timer entry, if any (it may turn out stale).
+    fn next_event_ns(&self) -> Option<u64> {
+        self.h.next_event().map(|t| t.ns())
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.h.now().ns()
+    }
+
+    /// Segments the application has written.
+    fn written_segs(&self) -> u64 {
+        self.h.sender.written_segs()
+    }
+
+    /// `TCP_INFO` fields the model has, by their `tcpi_` names.
+    fn tcp_info(&self) -> BTreeMap<&'static str, i64> {
+        self.h.tcp_info()
+    }
+}
+
+impl ScriptedSender {
+    fn take(&mut self) -> Vec<Sent> {
+        self.h.take_sent().into_iter().map(|r| (r.time.ns(), r.seq, r.segs, r.bytes, r.retrans, r.ect, r.cwr)).collect()
+    }
+}

@@ -1,0 +1,331 @@
+//! A scripted endpoint: one [`Sender`] driven by explicit writes and ACKs at explicit
+//! times, with its own event queue for its timers, and every skb it sends recorded as
+//! it leaves TCP. This is the simulator's side of a packetdrill script, which plays the
+//! remote peer: the host parts a packetdrill tun device does not have are off (no NIC
+//! rate limit, no access delay), so what leaves TCP is what the script sees.
+
+use super::sender::{Sender, SenderParams, TxRecord};
+use crate::cc::{Algorithm, CaState, INFINITE_SSTHRESH};
+use crate::config::Ecn;
+use crate::net::packet::SackBlock;
+use crate::net::{Packet, Pipe};
+use crate::sim::{rng, Event, EventQueue};
+use crate::time::{Dur, Time};
+use crate::units::BitRate;
+use std::collections::BTreeMap;
+
+/// How the scripted connection is set up.
+#[derive(Clone, Debug)]
+pub struct ScriptedParams {
+    /// Effective MSS after the handshake (`tcp_sync_mss` with the peer's MSS option).
+    pub mss: u32,
+    /// Congestion control by name, with parameter overrides by name.
+    pub cca: String,
+    pub cc_params: BTreeMap<String, f64>,
+    pub init_cwnd: u32,
+    /// The kernel's timer frequency (`CONFIG_HZ`).
+    pub hz: u32,
+    pub rto_min: Dur,
+    pub rto_init: Dur,
+    /// SYN to handshake-completing ACK, which seeds SRTT and min RTT.
+    pub handshake_rtt: Dur,
+    /// The peer's window in bytes, after window scaling.
+    pub snd_wnd: u64,
+    pub ecn: Ecn,
+    /// Paced by an fq qdisc (EDT).
+    pub paced: bool,
+    pub tso_rtt_log: u32,
+    pub tso_win_divisor: u32,
+    pub min_tso_segs: u32,
+    pub slow_start_after_idle: bool,
+    pub tlp: bool,
+    /// `net.ipv4.tcp_frto`.
+    pub frto: u8,
+}
+
+impl Default for ScriptedParams {
+    fn default() -> Self {
+        ScriptedParams {
+            mss: 1000,
+            cca: "cubic".into(),
+            cc_params: BTreeMap::new(),
+            init_cwnd: 10,
+            hz: 1000,
+            rto_min: Dur::from_ms(200),
+            rto_init: Dur::from_secs(1),
+            handshake_rtt: Dur::from_ms(100),
+            snd_wnd: 65535,
+            ecn: Ecn::Off,
+            paced: false,
+            tso_rtt_log: 9,
+            tso_win_divisor: crate::tcp::sender::TSO_WIN_DIVISOR,
+            min_tso_segs: crate::tcp::sender::MIN_TSO_SEGS,
+            slow_start_after_idle: false,
+            tlp: true,
+            frto: 2,
+        }
+    }
+}
+
+/// An ACK from the peer, in segments of the sender's MSS.
+#[derive(Clone, Debug, Default)]
+pub struct PeerAck {
+    /// Next segment expected.
+    pub ack: u64,
+    /// Advertised window in bytes (scaled).
+    pub rwnd: u64,
+    /// SACK blocks `[start, end)` in segments, as the option lists them.
+    pub sacks: Vec<SackBlock>,
+    pub ece: bool,
+}
+
+pub struct ScriptedSender {
+    pub sender: Sender,
+    q: EventQueue,
+    now: Time,
+    /// Bytes written by the application so far.
+    written: u64,
+}
+
+impl ScriptedSender {
+    pub fn new(p: &ScriptedParams) -> Result<ScriptedSender, String> {
+        let alg = Algorithm::from_name(&p.cca).ok_or_else(|| format!("unknown congestion control {:?}", p.cca))?;
+        let cc = alg.build(&p.cc_params, rng::stream(0, "cc", 0))?;
+        let sp = SenderParams {
+            id: 0,
+            mss: p.mss,
+            init_cwnd: p.init_cwnd,
+            hz: p.hz,
+            rto_min: p.rto_min,
+            rto_init: p.rto_init,
+            tsq_limit_bytes: u64::MAX / 2,
+            pacing_shift: 10,
+            paced: p.paced,
+            size_bytes: Some(0),
+            // The tun device: no serialization, no delay.
+            nic_rate: BitRate(u64::MAX / 2),
+            access_delay: Dur::ZERO,
+            handshake_rtt: p.handshake_rtt,
+            ecn: p.ecn,
+            tso_rtt_log: p.tso_rtt_log,
+            tso_win_divisor: p.tso_win_divisor,
+            min_tso_segs: p.min_tso_segs,
+            slow_start_after_idle: p.slow_start_after_idle,
+            tlp: p.tlp,
+            frto: p.frto,
+            pacing_stride: 1,
+            fixed_cwnd: None,
+            fixed_pacing_rate: None,
+            freeze_cc: false,
+            conn: 0,
+        };
+        let mut sender = Sender::new(sp, cc);
+        if !p.paced {
+            sender.p.paced = false;
+        }
+        // A tun device: each skb is taken (and its TSQ budget freed) the instant it is sent.
+        sender.nic = Pipe::new(None, Dur::ZERO);
+        sender.set_snd_wnd(p.snd_wnd);
+        sender.tx_log = Some(Vec::new());
+        Ok(ScriptedSender { sender, q: EventQueue::default(), now: Time::ZERO, written: 0 })
+    }
+
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Run the sender's timers up to `until` (a time before the current one is the
+    /// current one).
+    pub fn advance(&mut self, until: Time) {
+        while let Some(t) = self.next_event() {
+            if t > until {
+                break;
+            }
+            let (t, ev) = self.q.pop().expect("peeked");
+            self.now = self.now.max(t);
+            let now = self.now;
+            if let Event::Sender(_, which) = ev {
+                if self.sender.timer_due(now, which, &mut self.q) {
+                    self.sender.on_timer_expired(now, which, &mut self.q);
+                }
+            }
+            self.drain_nic();
+        }
+        self.now = self.now.max(until);
+    }
+
+    /// Time of the next queued event (a timer entry, possibly stale), if any.
+    pub fn next_event(&self) -> Option<Time> {
+        self.q.peek_time()
+    }
+
+    fn drain_nic(&mut self) {
+        let now = self.now;
+        while !self.sender.nic.is_empty() {
+            self.sender.nic.pop(now);
+        }
+    }
+
+    /// The application writes `bytes` at `now`.
+    pub fn write(&mut self, now: Time, bytes: u64) -> Result<(), String> {
+        self.advance(now);
+        let now = self.now;
+        self.sender.app_write(now, bytes, &mut self.q)?;
+        self.written += bytes;
+        self.drain_nic();
+        Ok(())
+    }
+
+    /// An ACK from the peer arrives at `now`.
+    pub fn receive(&mut self, now: Time, a: &PeerAck) {
+        self.advance(now);
+        let now = self.now;
+        let mut pkt = Packet { ack: a.ack, rwnd: a.rwnd, ece: a.ece, ..Default::default() };
+        for (i, b) in a.sacks.iter().take(pkt.sacks.len()).enumerate() {
+            pkt.sacks[i] = *b;
+            pkt.n_sacks = i as u8 + 1;
+        }
+        // A first block below the cumulative ACK, or inside the second one, is a DSACK
+        // (RFC 2883, `tcp_check_dsack`).
+        if let Some(&(s, e)) = a.sacks.first() {
+            pkt.dsack = s < a.ack || a.sacks.get(1).is_some_and(|&(s2, e2)| s >= s2 && e <= e2);
+            let _ = e;
+        }
+        self.sender.on_ack(now, &pkt, &mut self.q);
+        self.drain_nic();
+    }
+
+    /// The skbs sent since the last call, in order.
+    pub fn take_sent(&mut self) -> Vec<TxRecord> {
+        std::mem::take(self.sender.tx_log.get_or_insert_with(Vec::new))
+    }
+
+    /// Bytes the application has written.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// `TCP_INFO` as `tcp_get_info` (net/ipv4/tcp.c) fills the fields the model has.
+    pub fn tcp_info(&self) -> BTreeMap<&'static str, i64> {
+        let s = &self.sender;
+        let mut m = BTreeMap::new();
+        let ca = match s.ca_state {
+            CaState::Open => 0,
+            CaState::Disorder => 1,
+            CaState::Cwr => 2,
+            CaState::Recovery => 3,
+            CaState::Loss => 4,
+        };
+        m.insert("tcpi_ca_state", ca);
+        m.insert("tcpi_snd_cwnd", s.w.cwnd as i64);
+        // `tcp_in_initial_slowstart` reports TCP_INFINITE_SSTHRESH.
+        m.insert("tcpi_snd_ssthresh", s.w.ssthresh.min(INFINITE_SSTHRESH) as i64);
+        m.insert("tcpi_retransmits", s.rto_retransmits() as i64);
+        m.insert("tcpi_backoff", s.rtt.backoff as i64);
+        m.insert("tcpi_unacked", s.sb.packets_out() as i64);
+        m.insert("tcpi_sacked", s.sb.sacked_out as i64);
+        m.insert("tcpi_lost", s.sb.lost_out as i64);
+        m.insert("tcpi_retrans", s.sb.retrans_out as i64);
+        m.insert("tcpi_total_retrans", s.stats.retransmits as i64);
+        m.insert("tcpi_snd_mss", s.p.mss as i64);
+        m.insert("tcpi_rtt", s.rtt.srtt_us() as i64);
+        m.insert("tcpi_rttvar", s.rtt.mdev_us() as i64);
+        let min_rtt = s.rtt.min_rtt_us();
+        m.insert("tcpi_min_rtt", if min_rtt == u64::MAX { u32::MAX as i64 } else { min_rtt as i64 });
+        m.insert("tcpi_rto", s.rtt.backed_off_rto().us() as i64);
+        m.insert("tcpi_data_segs_out", s.stats.data_segs_out as i64);
+        m.insert("tcpi_segs_out", s.stats.data_segs_out as i64);
+        m.insert("tcpi_delivered", s.delivered as i64 + 1);
+        m.insert("tcpi_delivered_ce", s.delivered_ce as i64);
+        m.insert("tcpi_bytes_sent", s.stats.bytes_sent as i64);
+        let mss = s.p.mss as u64;
+        m.insert("tcpi_bytes_acked", (s.sb.snd_una * mss).min(self.written) as i64);
+        m.insert("tcpi_notsent_bytes", self.written.saturating_sub(s.snd_nxt() * mss) as i64);
+        m.insert("tcpi_snd_wnd", s.snd_wnd() as i64);
+        m.insert("tcpi_pacing_rate", s.w.pacing_rate.min(u64::MAX >> 1) as i64);
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(ack: u64, sacks: &[SackBlock]) -> PeerAck {
+        PeerAck { ack, rwnd: 1 << 20, sacks: sacks.to_vec(), ece: false }
+    }
+
+    #[test]
+    fn initial_window_leaves_as_min_tso_segs_skbs_and_acks_grow_cwnd() {
+        let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
+        h.write(Time(200_000_000), 20_000).unwrap();
+        let sent = h.take_sent();
+        // The pacing rate set at the end of the handshake (10 segments per 100 ms at
+        // 200%) makes `tcp_tso_autosize` fall back to `tcp_min_tso_segs` = 2.
+        assert_eq!(sent.len(), 5, "{sent:?}");
+        assert_eq!((sent[0].seq, sent[0].segs, sent[0].bytes), (0, 2, 2_000));
+        assert_eq!((sent[4].seq, sent[4].segs), (8, 2));
+        assert_eq!(sent[0].time, Time(200_000_000));
+        h.receive(Time(300_000_000), &ack(2, &[]));
+        assert_eq!(h.tcp_info()["tcpi_snd_cwnd"], 12);
+        let sent = h.take_sent();
+        assert_eq!(sent.iter().map(|r| r.segs).sum::<u32>(), 4, "{sent:?}");
+        assert_eq!(sent[0].seq, 10);
+    }
+
+    #[test]
+    fn three_sacked_segments_start_fast_recovery_with_one_retransmission() {
+        let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
+        h.write(Time(200_000_000), 10_000).unwrap();
+        h.take_sent();
+        h.receive(Time(310_000_000), &ack(0, &[(1, 2)]));
+        h.receive(Time(320_000_000), &ack(0, &[(1, 3)]));
+        h.receive(Time(330_000_000), &ack(0, &[(1, 4)]));
+        let sent = h.take_sent();
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert!(sent[0].retrans && sent[0].seq == 0 && sent[0].segs == 1);
+        let info = h.tcp_info();
+        assert_eq!(info["tcpi_ca_state"], 3);
+        assert_eq!(info["tcpi_snd_cwnd"], 7);
+        assert_eq!(info["tcpi_snd_ssthresh"], 7);
+    }
+
+    #[test]
+    fn a_tail_probe_is_followed_by_an_rto_retransmission_one_rto_later() {
+        // One segment, SRTT 100 ms: the probe after min(2 SRTT + RTO_min, RTO) = 300 ms,
+        // then the RTO 300 ms after it resends the head (the probe set no R bit); each
+        // timer of 300 jiffies fires at the next 8-jiffy boundary of the timer wheel.
+        let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
+        h.write(Time(200_000_000), 1000).unwrap();
+        h.take_sent();
+        h.advance(Time(1_000_000_000));
+        let sent = h.take_sent();
+        let times: Vec<u64> = sent.iter().map(|r| r.time.0 / 1_000_000).collect();
+        assert_eq!(times, vec![504, 808], "{sent:?}");
+        assert!(sent.iter().all(|r| r.retrans && r.seq == 0));
+        assert_eq!(h.tcp_info()["tcpi_ca_state"], 4);
+    }
+
+    #[test]
+    fn a_write_after_an_idle_rto_restarts_from_the_initial_window() {
+        let p = ScriptedParams { snd_wnd: 1 << 20, slow_start_after_idle: true, ..Default::default() };
+        let mut h = ScriptedSender::new(&p).unwrap();
+        h.write(Time(200_000_000), 10_000).unwrap();
+        h.receive(Time(300_000_000), &ack(10, &[]));
+        assert_eq!(h.tcp_info()["tcpi_snd_cwnd"], 20);
+        // Two seconds idle with an RTO of 300 ms: halved once, then floored at IW 10.
+        h.write(Time(2_300_000_000), 10_000).unwrap();
+        assert_eq!(h.tcp_info()["tcpi_snd_cwnd"], 10);
+    }
+
+    #[test]
+    fn unacknowledged_data_is_retransmitted_when_the_rto_fires() {
+        let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
+        h.write(Time(200_000_000), 1000).unwrap();
+        h.take_sent();
+        h.advance(Time(2_000_000_000));
+        let sent = h.take_sent();
+        assert!(!sent.is_empty() && sent.iter().all(|r| r.retrans && r.seq == 0), "{sent:?}");
+        assert!(sent[0].time > Time(400_000_000));
+    }
+}

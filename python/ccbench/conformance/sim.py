@@ -1,0 +1,658 @@
+"""Run a packetdrill script against the simulator's TCP sender.
+
+The script plays the remote peer; the simulator is the local stack. The driver walks the
+events in time order as packetdrill does (relative times anchored as in its
+``adjust_relative_event_times``), feeds the peer's ACKs and the application's writes to
+``ccbench._core.ScriptedSender`` and matches what it sends against the script's ``>``
+lines: outbound skbs form a queue that each ``>`` line reads from, consecutive skbs
+aggregated up to the expected length as packetdrill does without ``--strict_segments``.
+
+What the simulator has no mechanism for (receiving data, FIN, Nagle, send-buffer
+limits, socket options such as TCP_MAXSEG, IPv6, sysctls changed away from the defaults
+file without a matching knob) makes the script ``unsupported`` with the reason, never a
+verdict on a stack that was not modelled.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from .script import (
+    CODE_CONSTANTS,
+    DEFAULT_TOLERANCE_US,
+    Code,
+    Event,
+    Packet,
+    Script,
+    ScriptError,
+    Syscall,
+    evaluate,
+    expr_names,
+    parse_file,
+)
+from .verdict import Mismatch, Verdict
+
+STACK = "simulator"
+
+#: The kernel this machine runs (`CONFIG_HZ`), whose timers the harness rounds to.
+KERNEL_HZ = 250
+#: The tun device's MTU (1500) less IPv4 and TCP headers: `advmss`, the cap on the MSS.
+TUN_ADVMSS = 1460
+#: `TCP_MSS_DEFAULT`: what TCP_MAXSEG reads before a connection when none was set.
+TCP_MSS_DEFAULT = 536
+#: TCP timestamp option bytes taken from the MSS when timestamps are negotiated.
+TS_OPTION_BYTES = 12
+#: packetdrill's default `--tolerance_percent`.
+TOLERANCE_PERCENT = 12.5
+#: packetdrill waits this long past an outbound packet's expected time.
+SNIFF_TIMEOUT_US = 2_000_000
+
+#: Values every script starts from (common/defaults.sh); a script that changes one the
+#: simulator has no knob for is unsupported.
+MODELLED_DEFAULTS = {
+    "net.ipv4.tcp_sack": "1",
+    "net.ipv4.tcp_recovery": "1",
+    "net.ipv4.tcp_pacing_ss_ratio": "200",
+    "net.ipv4.tcp_pacing_ca_ratio": "120",
+    "net.ipv4.tcp_reordering": "3",
+    "net.ipv4.tcp_mtu_probing": "0",
+}
+#: Settings that do not reach the data sender of these scripts.
+IGNORED_SYSCTLS = {
+    "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_timestamps", "net.ipv4.tcp_syn_retries",
+    "net.ipv4.tcp_synack_retries", "net.ipv4.tcp_dsack", "net.ipv4.tcp_fack", "net.ipv4.tcp_ecn_option",
+    "net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_fastopen", "net.ipv4.tcp_fastopen_key",
+    "net.ipv4.tcp_syncookies", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_ecn",
+    "net.ipv4.tcp_tso_win_divisor", "net.ipv4.tcp_min_tso_segs", "net.ipv4.tcp_slow_start_after_idle",
+    "net.ipv4.tcp_early_retrans",
+}  # fmt: skip
+#: Shell lines with no effect on the simulated sender.
+IGNORED_COMMANDS = ("ip tcp_metrics flush", "tc qdisc add dev tun0 root pfifo", "/tmp/sysctl_restore_")
+#: TCP_INFO fields the harness has no state for.
+NO_STATE = {
+    "tcpi_busy_time": "busy/rwnd/sndbuf-limited time (chrono) is not modelled",
+    "tcpi_rwnd_limited": "busy/rwnd/sndbuf-limited time (chrono) is not modelled",
+    "tcpi_sndbuf_limited": "busy/rwnd/sndbuf-limited time (chrono) is not modelled",
+    "tcpi_last_data_recv": "the sender receives no data",
+    "tcpi_reordering": "reordering degree is not tracked (the simulated path never reorders)",
+    "tcpi_reord_seen": "reordering events are not tracked",
+}
+#: Module parameters of tcp_cubic a script may write, which the simulator's Cubic
+#: takes under the same names.
+CUBIC_MODULE_PARAMS = {
+    "beta", "bic_scale", "fast_convergence", "tcp_friendliness", "initial_ssthresh",
+    "hystart", "hystart_detect", "hystart_low_window", "hystart_ack_delta_us",
+}  # fmt: skip
+_MODULE_PARAM = re.compile(r"echo\s+(?:-n\s+)?(\d+)\s*>\s*/sys/module/(\w+)/parameters/(\w+)$")
+#: Socket calls with nothing to do in the model.
+NO_OP_CALLS = {"socket", "bind", "listen", "accept", "fcntl"}
+
+
+class Unsupported(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Failed(Exception):
+    def __init__(self, m: Mismatch) -> None:
+        super().__init__(m)
+        self.mismatch = m
+
+
+@dataclass
+class Skb:
+    time_us: float
+    start: int  # first byte (script numbering, 1 = first data byte)
+    length: int
+    retrans: bool
+    ect: bool
+    cwr: bool
+
+    def text(self) -> str:
+        # PSH is left out: the model does not decide it (see _flags_match).
+        flags = ("W" if self.cwr else "") + "."
+        return f"{flags} {self.start}:{self.start + self.length}({self.length}) ack 1"
+
+
+@dataclass
+class _Conn:
+    """What the handshake established."""
+
+    mss: int = 536
+    peer_wscale: int = 0
+    wscale_ok: bool = False
+    ts_ok: bool = False
+    ecn_ok: bool = False
+    syn_time_us: int = 0  # our SYN (active) or SYN-ACK (passive) left
+    syn_seen: bool = False
+    sack_ok: bool = True
+    active: bool = False
+
+
+@dataclass
+class _Run:
+    script: Script
+    tolerance_us: int
+    cc_params: dict[str, float]
+    cca: str = "cubic"
+    paced: bool = False
+    ecn_sysctl: int = 0
+    strict_segments: bool = False
+    cubic_module: dict[str, float] = field(default_factory=dict)
+    tso_win_divisor: int = 3
+    min_tso_segs: int = 2
+    slow_start_after_idle: bool = False
+    tlp: bool = True
+    frto: int = 2
+    h: Any = None
+    conn: _Conn = field(default_factory=_Conn)
+    now_us: int = 0
+    last_event: Optional[Event] = None
+    last_event_us: int = 0
+    fifo: list[Skb] = field(default_factory=list)
+    written: int = 0
+    nodelay: bool = False
+    user_mss: Optional[int] = None
+    sndbuf: Optional[int] = None
+    namespace: dict[str, Any] = field(default_factory=dict)
+    failed_assertion: Optional[Mismatch] = None
+
+
+def run_script(path: Path, name: str, tolerance_us: Optional[int] = None,
+               cc_params: Optional[dict[str, float]] = None) -> Verdict:  # fmt: skip
+    """The simulator's verdict on one script; ``name`` is how the verdict names it.
+    ``cc_params`` overrides congestion-control parameters by name (as a scenario may)."""
+    try:
+        script = parse_file(path)
+    except ScriptError as e:
+        return Verdict(name, STACK, "unsupported", reason=f"cannot parse line {e.line}: {e.message}")
+    tol = tolerance_us if tolerance_us is not None else script.tolerance_us
+    run = _Run(script, tol, dict(cc_params or {}))
+    try:
+        _setup(run)
+        for ev in script.events:
+            _event(run, ev)
+        if run.failed_assertion is not None:
+            raise Failed(run.failed_assertion)
+    except Unsupported as u:
+        return Verdict(name, STACK, "unsupported", reason=u.reason)
+    except Failed as f:
+        return Verdict(name, STACK, "fail", mismatch=f.mismatch)
+    return Verdict(name, STACK, "pass")
+
+
+# --- set-up ----------------------------------------------------------------------------
+
+
+def _setup(run: _Run) -> None:
+    s = run.script
+    for opt, value in s.options.items():
+        if opt == "tolerance_usecs":
+            continue
+        if opt == "strict_segments":
+            run.strict_segments = True
+        elif opt == "tcp_ts_tick_usecs":
+            continue
+        elif opt == "ip_version" and value == "ipv4":
+            continue
+        else:
+            raise Unsupported(f"command-line option --{opt}{'=' + value if value else ''}")
+    commands = [s.init] if s.init else []
+    for c in commands:
+        _apply_command(run, c, initial=True)
+
+
+def _apply_command(run: _Run, cmd: Any, initial: bool) -> None:
+    effective = [line for line in cmd.other if not any(line.startswith(p) for p in IGNORED_COMMANDS)]
+    if not initial and run.h is not None:
+        if effective or cmd.sysctls:
+            raise Unsupported("a shell command after the connection is established")
+        return
+    for line in cmd.other:
+        if any(line.startswith(p) for p in IGNORED_COMMANDS):
+            continue
+        m = _MODULE_PARAM.match(line)
+        if m and m.group(2) == "tcp_cubic" and m.group(3) in CUBIC_MODULE_PARAMS:
+            run.cubic_module[m.group(3)] = float(m.group(1))
+            continue
+        if line.startswith("tc qdisc replace dev tun0 root fq") or line.startswith("tc qdisc add dev tun0 root fq"):
+            run.paced = True  # fq paces by the skbs' departure times (EDT)
+            continue
+        raise Unsupported(f"shell command {line!r}")
+    for name, value in cmd.sysctls.items():
+        if name == "net.ipv4.tcp_congestion_control":
+            run.cca = _cca(value)
+        elif name == "net.ipv4.tcp_ecn":
+            run.ecn_sysctl = int(value)
+        elif name == "net.ipv4.tcp_tso_win_divisor":
+            run.tso_win_divisor = int(value)
+        elif name == "net.ipv4.tcp_early_retrans":
+            # 0 turns tail loss probes off; 3 and 4 both probe (the RACK code path
+            # replaced the early-retransmit variants).
+            if value not in ("0", "3", "4"):
+                raise Unsupported(f"sysctl net.ipv4.tcp_early_retrans={value}")
+            run.tlp = value != "0"
+        elif name == "net.ipv4.tcp_min_tso_segs":
+            run.min_tso_segs = int(value)
+        elif name == "net.ipv4.tcp_slow_start_after_idle":
+            run.slow_start_after_idle = value != "0"
+        elif name == "net.ipv4.tcp_frto":
+            if value not in ("0", "1", "2"):
+                raise Unsupported(f"sysctl net.ipv4.tcp_frto={value}")
+            run.frto = int(value)
+        elif name in MODELLED_DEFAULTS:
+            if value != MODELLED_DEFAULTS[name]:
+                raise Unsupported(f"sysctl {name}={value} (the simulator models {MODELLED_DEFAULTS[name]})")
+        elif name in IGNORED_SYSCTLS:
+            continue
+        else:
+            raise Unsupported(f"sysctl {name}={value}")
+
+
+def _cca(name: str) -> str:
+    name = name.strip().strip('"')
+    if name not in ("cubic", "reno", "bbr"):
+        raise Unsupported(f"congestion control {name!r}")
+    return name
+
+
+# --- events ----------------------------------------------------------------------------
+
+
+def _script_time(run: _Run, ev: Event) -> tuple[int, Optional[int]]:
+    """packetdrill's expected time of an event (and the end of a range), µs."""
+    t = ev.time
+    if t.kind in ("absolute", "absolute_range"):
+        return t.start_us, t.end_us
+    if t.kind == "any":
+        return run.now_us, None
+    last = run.last_event
+    anchored = (
+        last is not None
+        and ev.kind == "packet"
+        and last.kind == "packet"
+        and isinstance(last.body, Packet)
+        and last.body.direction == "<"
+        and isinstance(ev.body, Packet)
+        and ev.body.direction == "<"
+    )
+    base = run.last_event_us if anchored else run.now_us
+    end = base + t.end_us if t.end_us is not None else None
+    return base + t.start_us, end
+
+
+def _event(run: _Run, ev: Event) -> None:
+    t_us, t_end = _script_time(run, ev)
+    if ev.kind == "command":
+        _apply_command(run, ev.body, initial=run.h is None)
+    elif ev.kind == "packet":
+        p = ev.body
+        assert isinstance(p, Packet)
+        if p.direction == "<":
+            _wait_until(run, t_us)
+            _inbound(run, ev, p, t_us)
+        else:
+            _outbound(run, ev, p, t_us, t_end)
+    elif ev.kind == "syscall":
+        _wait_until(run, t_us)
+        assert isinstance(ev.body, Syscall)
+        _syscall(run, ev, ev.body, t_us)
+    elif ev.kind == "code":
+        _wait_until(run, t_us)
+        assert isinstance(ev.body, Code)
+        _code(run, ev, ev.body, t_us)
+    run.last_event = ev
+    run.last_event_us = t_us
+
+
+def _wait_until(run: _Run, t_us: int) -> None:
+    if t_us > run.now_us:
+        if run.h is not None:
+            _collect(run, run.h.advance(t_us * 1000))
+        run.now_us = t_us
+
+
+def _collect(run: _Run, sent: list[tuple[int, int, int, int, bool, bool, bool]]) -> None:
+    mss = run.conn.mss
+    for time_ns, seg, _segs, nbytes, retrans, ect, cwr in sent:
+        run.fifo.append(Skb(time_ns / 1000, seg * mss + 1, nbytes, retrans, ect, cwr))
+
+
+# --- the handshake ---------------------------------------------------------------------
+
+
+def _inbound(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
+    c = run.conn
+    if p.is_syn:
+        if "." in p.flags:  # SYN-ACK to our connect()
+            if not c.active:
+                raise Unsupported(f"line {ev.line}: SYN-ACK without a connect()")
+            _peer_syn_options(run, p)
+            _establish(run, p, t_us, rtt_us=t_us - c.syn_time_us, ack_time_us=t_us)
+        else:  # the peer's SYN to our listener; the SYN-ACK leaves at once
+            _peer_syn_options(run, p)
+            c.syn_time_us = t_us
+            c.syn_seen = True
+        return
+    if run.h is None:
+        if c.syn_seen and "." in p.flags and p.length == 0 and not c.active:
+            _establish(run, p, t_us, rtt_us=t_us - c.syn_time_us, ack_time_us=t_us)
+            return
+        raise Unsupported(f"line {ev.line}: a packet before the connection is established")
+    if p.length > 0:
+        raise Unsupported(f"line {ev.line}: inbound data (the simulated sender receives none)")
+    if "R" in p.flags or "F" in p.flags:
+        raise Unsupported(f"line {ev.line}: inbound {'RST' if 'R' in p.flags else 'FIN'}")
+    if p.ack is None:
+        raise Unsupported(f"line {ev.line}: inbound packet without ACK")
+    if p.ecn not in (None, "noecn", "ect0", "ect1"):
+        raise Unsupported(f"line {ev.line}: inbound CE mark (the sender's receive path is not modelled)")
+    ack = _to_seg(run, ev, p.ack, "ack")
+    if not c.sack_ok and run.h.tcp_info()["tcpi_unacked"] > 0 and ack * c.mss + 1 <= _snd_una_byte(run):
+        # A duplicate ACK from a peer without SACK: NewReno recovery is not modelled.
+        raise Unsupported(f"line {ev.line}: a duplicate ACK from a peer without SACK (only SACK recovery is modelled)")
+    sacks = [(_to_seg(run, ev, a, "SACK block"), _to_seg(run, ev, b, "SACK block")) for a, b in p.sack_blocks()]
+    rwnd = (p.win or 0) << (c.peer_wscale if c.wscale_ok else 0)
+    ece = "E" in p.flags
+    run.h.receive(t_us * 1000, ack, rwnd, sacks, ece)
+    _collect(run, run.h.sent())
+
+
+def _snd_una_byte(run: _Run) -> int:
+    return run.h.tcp_info()["tcpi_bytes_acked"] + 1
+
+
+def _to_seg(run: _Run, ev: Event, byte: int, what: str) -> int:
+    off = byte - 1
+    mss = run.conn.mss
+    if off < 0:
+        raise Unsupported(f"line {ev.line}: {what} {byte} before the first data byte")
+    if off % mss == 0:
+        return off // mss
+    if off == run.written:
+        return math.ceil(off / mss)
+    raise Unsupported(f"line {ev.line}: {what} {byte} is not on a segment boundary (MSS {mss})")
+
+
+def _peer_syn_options(run: _Run, p: Packet) -> None:
+    c = run.conn
+    mss_opt = p.option("mss")
+    peer_mss = mss_opt.value if mss_opt and mss_opt.value else 536
+    c.wscale_ok = p.option("wscale") is not None
+    ws = p.option("wscale")
+    c.peer_wscale = min(ws.value or 0, 14) if ws else 0
+    ts_sysctl = run.script.sysctls().get("net.ipv4.tcp_timestamps", "1") != "0"
+    c.ts_ok = p.option("TS") is not None and ts_sysctl
+    if p.options == "...":
+        raise Unsupported("a SYN with unspecified options")
+    c.sack_ok = p.option("sackOK") is not None
+    if p.ecn not in (None, "noecn"):
+        raise Unsupported("ECN marks on the SYN")
+    # `tcp_sync_mss`: the peer's MSS capped by our advmss and the user's TCP_MAXSEG
+    # (`tcp_mss_clamp`), less the timestamp option.
+    c.mss = min(peer_mss, _advmss(run)) - (TS_OPTION_BYTES if c.ts_ok else 0)
+    # RFC 3168 negotiation: the SYN carries ECE and CWR.
+    syn_ecn = "E" in p.flags and ("W" in p.flags or "." in p.flags)
+    c.ecn_ok = syn_ecn and run.ecn_sysctl in (1, 2)
+
+
+def _advmss(run: _Run) -> int:
+    """`tp->advmss`: the route's, lowered by the user's TCP_MAXSEG."""
+    return min(TUN_ADVMSS, run.user_mss) if run.user_mss else TUN_ADVMSS
+
+
+def _establish(run: _Run, p: Packet, t_us: int, rtt_us: int, ack_time_us: int) -> None:
+    c = run.conn
+    rwnd = (p.win or 0) << (c.peer_wscale if c.wscale_ok and not p.is_syn else 0)
+    run.h = _new_harness(run, rtt_us, rwnd)
+    # The harness's clock is the script's: catch it up to now.
+    run.h.advance(ack_time_us * 1000)
+    run.now_us = max(run.now_us, ack_time_us)
+
+
+def _new_harness(run: _Run, rtt_us: int, rwnd: int) -> Any:
+    from ccbench import _core
+
+    return _core.ScriptedSender(
+        mss=run.conn.mss,
+        cca=run.cca,
+        cc_params={**(run.cubic_module if run.cca == "cubic" else {}), **run.cc_params},
+        hz=KERNEL_HZ,
+        handshake_rtt_ns=max(rtt_us, 1) * 1000,
+        snd_wnd=rwnd,
+        ecn="classic" if run.conn.ecn_ok else "off",
+        paced=run.paced or run.cca == "bbr",
+        tso_win_divisor=run.tso_win_divisor,
+        min_tso_segs=run.min_tso_segs,
+        slow_start_after_idle=run.slow_start_after_idle,
+        tlp=run.tlp,
+        frto=run.frto,
+    )
+
+
+# --- outbound packets ------------------------------------------------------------------
+
+
+def _outbound(run: _Run, ev: Event, p: Packet, t_us: int, t_end: Optional[int]) -> None:
+    c = run.conn
+    if run.h is None:
+        # Our SYN or SYN-ACK: checked loosely (flags), no time or options.
+        if p.is_syn:
+            if c.active and "." in p.flags:
+                raise Failed(Mismatch(ev.line, ev.text, "S 0:0(0) (an active open sends a SYN)", t_us))
+            return
+        raise Unsupported(f"line {ev.line}: an outbound packet before the handshake completes")
+    if p.is_syn:
+        raise Unsupported(f"line {ev.line}: an outbound SYN on an established connection")
+    if p.length == 0:
+        if c.active and p.start == 1 and p.ack == 1 and not run.written and "F" not in p.flags:
+            return  # the handshake's third packet, which the harness does not send
+        raise Unsupported(f"line {ev.line}: outbound {p.flags} without data (FIN and pure ACKs are not modelled)")
+    deadline = (t_end if t_end is not None else t_us) + SNIFF_TIMEOUT_US
+    skbs: list[Skb] = []
+    total = 0
+    while total < p.length:
+        skb = _next_skb(run, deadline if ev.time.kind != "any" else None)
+        if skb is None:
+            got = " + ".join(s.text() for s in skbs) if skbs else "nothing"
+            raise Failed(Mismatch(ev.line, ev.text, f"{got} sent by {deadline / 1e6:.6f} s", t_us))
+        skbs.append(skb)
+        total += skb.length
+        if run.strict_segments:
+            break
+    first, last = skbs[0], skbs[-1]
+    agg = Skb(last.time_us, first.start, total, first.retrans, first.ect, first.cwr)
+    actual = f"{agg.text()} at {agg.time_us / 1e6:.6f} s"
+    if len(skbs) > 1:
+        actual += f" ({len(skbs)} skbs)"
+    if agg.start != p.start or agg.length != p.length or not _flags_match(p.flags, agg) or _ecn_mismatch(p, agg):
+        raise Failed(Mismatch(ev.line, ev.text, actual, t_us))
+    if p.ack is not None and p.ack != 1:
+        raise Failed(Mismatch(ev.line, ev.text, actual, t_us))
+    run.now_us = max(run.now_us, math.ceil(agg.time_us))
+    if ev.time.kind == "any":
+        return
+    tol = _tolerance(run, t_us)
+    hi = (t_end if t_end is not None else t_us) + tol
+    if not (t_us - tol <= agg.time_us <= hi):
+        raise Failed(Mismatch(ev.line, ev.text, actual, t_us, timing_only=True))
+
+
+def _tolerance(run: _Run, t_us: int) -> int:
+    tol = run.tolerance_us
+    if run.last_event is not None:
+        dynamic = int(TOLERANCE_PERCENT / 100.0 * (t_us - run.last_event_us))
+        tol = max(tol, dynamic)
+    return tol
+
+
+def _flags_match(expected: str, skb: Skb) -> bool:
+    """Flags other than PSH: where the kernel sets PSH depends on how `tcp_sendmsg`
+    cut the written data into skbs (and on `forced_push`), which the model does not
+    keep."""
+    want = set(expected.replace("-", "")) - {"P"}
+    have = {"."} | ({"W"} if skb.cwr else set())
+    return want == have
+
+
+def _ecn_mismatch(p: Packet, skb: Skb) -> bool:
+    if p.ecn is None:
+        return False
+    if p.ecn == "noecn":
+        return skb.ect
+    if p.ecn in ("ect0", "ect01"):
+        return not skb.ect
+    return True  # ect1 / ce are never sent by this stack
+
+
+def _next_skb(run: _Run, deadline_us: Optional[int]) -> Optional[Skb]:
+    """The next outbound skb, running the sender's timers until one leaves or the
+    deadline passes."""
+    while not run.fifo:
+        nxt = run.h.next_event_ns()
+        if nxt is None:
+            return None
+        if deadline_us is not None and nxt > deadline_us * 1000:
+            _collect(run, run.h.advance(deadline_us * 1000))
+            run.now_us = max(run.now_us, deadline_us)
+            if not run.fifo:
+                return None
+            break
+        _collect(run, run.h.advance(nxt))
+        run.now_us = max(run.now_us, nxt // 1000)
+    return run.fifo.pop(0)
+
+
+# --- system calls ----------------------------------------------------------------------
+
+
+def _syscall(run: _Run, ev: Event, sc: Syscall, t_us: int) -> None:
+    name = sc.name
+    if name in NO_OP_CALLS:
+        return
+    if name == "connect":
+        run.conn.active = True
+        run.conn.syn_time_us = t_us
+        return
+    if name == "setsockopt":
+        _setsockopt(run, ev, sc)
+        return
+    if name == "getsockopt":
+        opt = sc.args[2] if len(sc.args) > 2 else ""
+        if opt == "SO_ERROR":
+            return
+        if opt == "TCP_MAXSEG":
+            # `do_tcp_getsockopt`: `tp->mss_cache`, or before the connection the user's
+            # MSS (TCP_MSS_DEFAULT, 536, if none was set).
+            have = run.conn.mss if run.h is not None else (run.user_mss or TCP_MSS_DEFAULT)
+            if sc.int_arg(3) != have:
+                raise Failed(Mismatch(ev.line, ev.text, f"TCP_MAXSEG = {have}", t_us))
+            return
+        raise Unsupported(f"line {ev.line}: getsockopt {opt}")
+    if name in ("write", "send"):
+        if name == "send" and len(sc.args) > 3 and sc.args[3] not in ("0",):
+            raise Unsupported(f"line {ev.line}: send flags {sc.args[3]}")
+        n = sc.int_arg(2)
+        if n is None:
+            raise Unsupported(f"line {ev.line}: {name} of unknown length")
+        _write(run, ev, n, t_us)
+        return
+    if name in ("close", "shutdown"):
+        raise Unsupported(f"line {ev.line}: {name}() (FIN is not modelled)")
+    raise Unsupported(f"line {ev.line}: system call {name}()")
+
+
+def _setsockopt(run: _Run, ev: Event, sc: Syscall) -> None:
+    opt = sc.args[2] if len(sc.args) > 2 else ""
+    val = sc.args[3] if len(sc.args) > 3 else ""
+    if opt == "SO_REUSEADDR":
+        return
+    if opt == "TCP_NODELAY":
+        run.nodelay = sc.int_arg(3) == 1
+        return
+    if opt == "SO_SNDBUF":
+        run.sndbuf = sc.int_arg(3)
+        return
+    if opt == "TCP_MAXSEG":
+        if run.h is not None or run.conn.syn_seen:
+            raise Unsupported(f"line {ev.line}: TCP_MAXSEG once the connection is open")
+        v = sc.int_arg(3)
+        if v is None or not 88 <= v <= 65535 - 40:
+            raise Unsupported(f"line {ev.line}: TCP_MAXSEG {sc.args[3]}")
+        run.user_mss = v  # `tp->rx_opt.user_mss`
+        return
+    if opt == "TCP_CONGESTION":
+        if run.h is not None:
+            raise Unsupported(f"line {ev.line}: TCP_CONGESTION on an established connection")
+        run.cca = _cca(val)
+        return
+    raise Unsupported(f"line {ev.line}: setsockopt {opt}")
+
+
+def _write(run: _Run, ev: Event, n: int, t_us: int) -> None:
+    if run.h is None:
+        raise Unsupported(f"line {ev.line}: a write before the connection is established")
+    mss = run.conn.mss
+    queued = run.written - run.h.tcp_info()["tcpi_bytes_acked"]
+    if run.sndbuf is not None and queued + n > run.sndbuf:
+        raise Unsupported(
+            f"line {ev.line}: {queued + n} bytes queued beyond SO_SNDBUF {run.sndbuf} (no send-buffer model)"
+        )
+    if n % mss and not run.nodelay and run.h.tcp_info()["tcpi_unacked"] > 0:
+        raise Unsupported(f"line {ev.line}: a write of {n} bytes with a sub-MSS tail while data is in flight (Nagle)")
+    try:
+        run.h.write(t_us * 1000, n)
+    except ValueError as e:
+        raise Unsupported(f"line {ev.line}: write of {n} bytes: {e}") from None
+    run.written += n
+    _collect(run, run.h.sent())
+
+
+# --- %{ }% blocks ----------------------------------------------------------------------
+
+
+def _code(run: _Run, ev: Event, code: Code, t_us: int) -> None:
+    if run.h is None:
+        info: dict[str, Any] = {}
+    else:
+        info = dict(run.h.tcp_info())
+        info["tcpi_advmss"] = _advmss(run)
+    for kind, stmt in code.statements:
+        if kind == "print":
+            continue
+        src = stmt.expr if kind == "assert" else stmt[1]
+        names = {**CODE_CONSTANTS, **run.namespace, **info}
+        for n in sorted(expr_names(src)):
+            if n in names:
+                continue
+            if n in NO_STATE:
+                raise Unsupported(f"line {stmt.line if kind == 'assert' else ev.line}: {n}: {NO_STATE[n]}")
+            raise Unsupported(f"line {ev.line}: {n} has no value in the simulator")
+        value = evaluate(src, names)
+        if kind == "assign":
+            run.namespace[stmt[0]] = value
+            continue
+        if not value and run.failed_assertion is None:
+            # packetdrill runs the blocks' Python after the last event, so a packet or
+            # system-call mismatch anywhere wins over a failed assertion (named by the
+            # assertion's own line, as the kernel's recorded verdicts name it).
+            shown = ", ".join(f"{n} = {names[n]}" for n in sorted(expr_names(stmt.expr)) if n.startswith("tcpi_"))
+            run.failed_assertion = Mismatch(stmt.line, stmt.expr, shown or "false", t_us)
+
+
+def run_paths(paths: list[Path], tolerance_us: Optional[int] = None) -> list[Verdict]:
+    from .script import find_scripts
+
+    out = []
+    for f, root in find_scripts(paths):
+        name = f.relative_to(root).as_posix() if f.is_relative_to(root) else f.name
+        out.append(run_script(f, name, tolerance_us))
+    return out
+
+
+__all__ = ["run_script", "run_paths", "STACK", "DEFAULT_TOLERANCE_US"]
