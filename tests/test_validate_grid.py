@@ -198,3 +198,13 @@ def test_rerun_sim_keeps_the_kernel_runs_and_runs_the_simulator_again(tmp_path: 
     assert results[0].checks[0].sim == 18e6
     lines = (tmp_path / "cells.jsonl").read_text().splitlines()
     assert len(lines) == 2 and '"goodput_bps": 18000000.0' in lines[0]  # ONE's line updated, MIX's kept
+
+
+def test_flows_that_are_all_alike_are_compared_by_rank() -> None:
+    two = grid.fairness((2,), ("cubic",))[0]
+    assert two.exchangeable and not MIX.exchangeable and not ONE.exchangeable
+    assert not grid.rtt_unfairness(("cubic",))[0].exchangeable
+    res = compare(two, _engine(_run([11e6, 8e6], [35.0, 35.0], 10)), _engine(_run([8.5e6, 10.5e6], [35.0, 35.0], 10)))
+    goodput = [c for c in res.checks if c.figure == "goodput"]
+    assert [c.sim for c in goodput] == [11e6, 8e6] and [c.kernel.median for c in goodput] == [10.5e6, 8.5e6]
+    assert res.verdict == "pass"

@@ -46,6 +46,14 @@ class Cell:
         return json.loads(self.scenario_json)
 
     @property
+    def exchangeable(self) -> bool:
+        """Several flows, all alike (algorithm, path, start, size): which of them ends up
+        ahead is chance on a real kernel, so they are compared by rank, not by index."""
+        flows = [{k: v for k, v in f.items() if k != "count"} for f in self.doc["flows"]]
+        n = sum(f.get("count", 1) for f in self.doc["flows"])
+        return n > 1 and all(f == flows[0] for f in flows)
+
+    @property
     def slug(self) -> str:
         return self.name.replace(" ", "-").replace("/", "-").replace("%", "pct")
 
