@@ -210,3 +210,14 @@ def test_a_planted_fault_fails_the_scripts_that_guard_it(script, params, line):
     assert run_script(SUITE / script, script).outcome == "pass"
     v = run_script(SUITE / script, script, cc_params=params)
     assert v.outcome == "fail" and v.mismatch.line == line, v
+
+
+@needs_suite
+def test_a_script_given_alone_is_named_as_in_its_directory_and_packetdrill_needs_kernel() -> None:
+    from conftest import run_cli
+
+    script = SUITE / "slow_start" / "slow-start-ack-per-1pkt.pkt"
+    res = run_cli("conformance", str(script))
+    assert res.returncode == 0 and res.stdout.startswith("pass        slow_start/slow-start-ack-per-1pkt.pkt")
+    res = run_cli("conformance", "--packetdrill", "/bin/true", str(script))
+    assert res.returncode == 2 and res.stderr.strip() == "error: --packetdrill: only with --kernel"

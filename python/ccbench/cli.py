@@ -586,8 +586,10 @@ def recommend(rate: str, rtt: str, buffer: str, loss: str, flows: int, duration:
               "they differ.")
 @click.option("--tolerance-usecs", type=click.IntRange(min=0, max=10_000_000), metavar="N",
               help="Timing tolerance for every script (default: the script's own, else 4000).")
+@click.option("--packetdrill", metavar="PATH", help="With --kernel: this packetdrill binary instead of one built "
+              "from source into the cache.")
 def conformance(paths: tuple[str, ...], on_kernel: bool, as_json: bool, expect: Optional[str],
-                tolerance_usecs: Optional[int]) -> None:
+                tolerance_usecs: Optional[int], packetdrill: Optional[str]) -> None:
     """Run packetdrill TCP scripts (files, or directories searched for *.pkt) against the
     simulator's TCP sender, or with --kernel against this machine's kernel: one line per
     script (pass, fail with the first mismatch, unsupported with the reason) and a count."""
@@ -598,12 +600,13 @@ def conformance(paths: tuple[str, ...], on_kernel: bool, as_json: bool, expect: 
     scripts = command.collect(list(paths))
     expected = command.load_expected(expect) if expect else None
     echo = (lambda v: None) if as_json else (lambda v: click.echo(command.line(v)))
+    if packetdrill is not None and not on_kernel:
+        raise ScenarioError("--packetdrill", "only with --kernel")
     if on_kernel:
-        try:
-            from .conformance.kernel import run_kernel
-        except ImportError:
-            _fail("--kernel", "the kernel runner (ccbench.conformance.kernel) is not part of this build", 1)
-        verdicts = run_kernel([Path(p) for p in paths], None, tolerance_usecs, echo)
+        from .conformance.kernel import run_kernel
+
+        verdicts = run_kernel([Path(p) for p in paths], None if packetdrill is None else Path(packetdrill),
+                              tolerance_usecs, echo)
         stack = verdicts[0].stack if verdicts else "linux"
     else:
         verdicts = command.run_simulator(scripts, tolerance_usecs, echo)

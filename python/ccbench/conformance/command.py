@@ -17,7 +17,9 @@ from .verdict import Verdict
 
 def collect(paths: list[str]) -> list[tuple[Path, str]]:
     """(script, name) for every script under ``paths``; names are relative to the
-    directory given (posix). Bad input raises :class:`ScenarioError`."""
+    directory given, a file's relative to its parent's parent (``slow_start/x.pkt``, as
+    ``kernel.collect`` names it, so the two sides' verdicts join). Bad input raises
+    :class:`ScenarioError`."""
     if not paths:
         raise ScenarioError("PATH", "missing; give packetdrill scripts (*.pkt) or directories holding them")
     out: list[tuple[Path, str]] = []
@@ -29,7 +31,8 @@ def collect(paths: list[str]) -> list[tuple[Path, str]]:
         if not found:
             raise ScenarioError("PATH", f"no *.pkt scripts under {p!r}")
         for f, root in found:
-            out.append((f, f.relative_to(root).as_posix() if path.is_dir() else f.name))
+            name = f.relative_to(root) if path.is_dir() else f.resolve().relative_to(f.resolve().parent.parent)
+            out.append((f, name.as_posix()))
     return out
 
 
