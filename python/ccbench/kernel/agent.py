@@ -273,7 +273,27 @@ def send(cfg: dict[str, Any]) -> None:
         # Reset rather than close gracefully: nothing lingers after the run.
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.close()
-    write_out(cfg["out"], {"samples": samples, "final": final, "done_ns": done, "end_ns": end_ns})
+    write_out(cfg["out"], {"samples": samples, "final": final, "done_ns": done, "end_ns": end_ns,
+                           "tcp_ext": tcp_ext()})
+
+
+# The namespace's TcpExt counters (/proc/net/netstat) that TCP_INFO has no per-socket
+# equivalent of: the undo of spurious reductions.
+UNDO_COUNTERS = ("TCPFullUndo", "TCPPartialUndo", "TCPDSACKUndo", "TCPLossUndo", "TCPSpuriousRTOs")
+
+
+def tcp_ext() -> dict[str, int]:
+    """The sender namespace's TcpExt counters named in UNDO_COUNTERS (the namespace is
+    the run's own, so they count only its flows)."""
+    try:
+        lines = open("/proc/net/netstat").read().splitlines()
+    except OSError:
+        return {}
+    for names, values in zip(lines[::2], lines[1::2]):
+        if names.startswith("TcpExt:"):
+            table = dict(zip(names.split()[1:], values.split()[1:]))
+            return {k: int(table[k]) for k in UNDO_COUNTERS if k in table}
+    return {}
 
 
 def main(argv: list[str]) -> None:

@@ -71,6 +71,16 @@ def _link_models(sc: Scenario, link: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _undos(tcp_ext: dict[str, int], flows: int) -> dict[str, Optional[int]]:
+    """Undone reductions and spurious timeouts: the kernel counts them per namespace
+    (TcpExt), not per socket, so they belong to a flow only when it is the run's only
+    one; otherwise None."""
+    if flows != 1 or not tcp_ext:
+        return {"undos": None, "spurious_rtos": None}
+    undos = sum(tcp_ext.get(k, 0) for k in ("TCPFullUndo", "TCPPartialUndo", "TCPDSACKUndo", "TCPLossUndo"))
+    return {"undos": undos, "spurious_rtos": tcp_ext.get("TCPSpuriousRTOs", 0)}
+
+
 def _flow_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
     """Time-series columns from one TCP_INFO sample."""
     if not info:
@@ -142,6 +152,7 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
             "lost": None,
             "dropped": e["dropped"],
             "rto_count": info.get("total_rto"),
+            **_undos(snd.get("tcp_ext") or {}, len(plan.flows)),
             "rtt_ms": e["rtt_ms"],
             "self_inflicted_delay_ms": e["rtt_ms"]["mean"] - base_rtt_ms if e["rtt_samples"] > 0 else 0.0,
             "size_bytes": f.size_bytes,
