@@ -257,6 +257,8 @@ def kernel_cleanup() -> None:
 @click.option("--quick", is_flag=True, help="The quick grid: a cell or two of every family, 5 s, one repetition.")
 @click.option("--family", metavar="NAME[,NAME...]", help="Only these families of cells: base, loss, mix, fairness, "
               "rtt-unfairness, staggered, trace, aqm, ecn, rwnd, sized.")
+@click.option("--cell", "cell_names", metavar="TEXT[,TEXT...]", help="Only cells whose name contains one of "
+              "these, e.g. 'cubic 10Mbit 200ms'.")
 @click.option("--reps", type=int, metavar="N", help="Repetitions per cell (default 3; 1 with --quick).")
 @click.option("--duration", metavar="TIME", help="Length of each run (default 20s; 5s with --quick).")
 @click.option("--cca", metavar="NAME[,NAME...]", help="Only cells whose flows all use these algorithms.")
@@ -274,7 +276,8 @@ def kernel_cleanup() -> None:
               "'ccbench calibrate-host').")
 @click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC",
               help="With --cpu: the VM's kernel.")
-def validate(quick: bool, family: Optional[str], reps: Optional[int], duration: Optional[str], cca: Optional[str],
+def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps: Optional[int],
+             duration: Optional[str], cca: Optional[str],
              no_bench: bool, out: Optional[str], rerun_sim: bool, html: bool, cpu: bool, cpu_costs: Optional[str],
              guest_kernel: str) -> None:
     """Run a grid of scenarios on the simulator and on the kernel and compare them.
@@ -292,7 +295,8 @@ def validate(quick: bool, family: Optional[str], reps: Optional[int], duration: 
 
     host.require_root()
     if cpu:
-        for name, value in (("--family", family), ("--report", html or None), ("--rerun-sim", rerun_sim or None)):
+        for name, value in (("--family", family), ("--cell", cell_names), ("--report", html or None),
+                            ("--rerun-sim", rerun_sim or None)):
             if value is not None:
                 raise ScenarioError(name, "not with --cpu")
         _validate_cpu(quick, duration, cca, cpu_costs, guest_kernel, out)
@@ -319,6 +323,11 @@ def validate(quick: bool, family: Optional[str], reps: Optional[int], duration: 
             raise ScenarioError("--family", f"unknown family {', '.join(unknown) or family}; allowed: "
                                 f"{', '.join(grid.FAMILIES)}")
         cells = [c for c in cells if c.family in wanted]
+    if cell_names is not None:
+        parts = [p.strip() for p in cell_names.split(",") if p.strip()]
+        cells = [c for c in cells if any(p in c.name for p in parts)]
+        if not cells:
+            raise ScenarioError("--cell", f"no cell of the grid has {cell_names!r} in its name")
     if cca is not None:
         ccas = {c.strip().lower() for c in cca.split(",") if c.strip()}
         cells = [c for c in cells if {f["cca"] for f in c.doc["flows"]} <= ccas]
