@@ -36,7 +36,7 @@ RWND_BYTES = 6 << 20
 TBF = ["rate", "100mbit", "burst", "64kb", "limit", "500000"]
 LINK_BYTES_PER_S = 100e6 / 8
 SENDER_ADDR, RECEIVER_ADDR = "10.231.0.1", "10.231.0.2"
-TOP_KEYS = {"samples", "final", "done_ns", "end_ns"}
+TOP_KEYS = {"samples", "final", "done_ns", "end_ns", "tcp_ext"}
 BBR_KEYS = {"bw_bytes_per_s", "min_rtt_us", "pacing_gain", "cwnd_gain"}
 
 

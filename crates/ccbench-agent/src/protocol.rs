@@ -122,10 +122,16 @@ mod tests {
         assert_eq!(Reply::Ready.to_line(), "{\"ready\":true}\n");
         assert_eq!(Reply::Ok.to_line(), "{\"ok\":true}\n");
         assert_eq!(Reply::Error("a\nb".into()).to_line(), "{\"error\":\"a\\nb\"}\n");
-        let result = SenderResult { samples: vec![], final_samples: vec![], done_ns: vec![None, Some(5)], end_ns: 7 };
+        let result = SenderResult {
+            samples: vec![],
+            final_samples: vec![],
+            done_ns: vec![None, Some(5)],
+            end_ns: 7,
+            tcp_ext: Default::default(),
+        };
         assert_eq!(
             Reply::Result(Box::new(result)).to_line(),
-            "{\"result\":{\"samples\":[],\"final\":[],\"done_ns\":[null,5],\"end_ns\":7}}\n"
+            "{\"result\":{\"samples\":[],\"final\":[],\"done_ns\":[null,5],\"end_ns\":7,\"tcp_ext\":{}}}\n"
         );
     }
 }

@@ -8,6 +8,7 @@
 use std::io;
 
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 use crate::clock::{monotonic_ns, Schedule};
 use crate::config::{FlowConfig, SendConfig};
@@ -38,6 +39,31 @@ pub struct SenderResult {
     /// sized flows that did not finish.
     pub done_ns: Vec<Option<i64>>,
     pub end_ns: i64,
+    /// The guest's TcpExt counters that TCP_INFO has no per-socket equivalent of (the
+    /// undo of spurious reductions), as the Python sender reports its namespace's.
+    pub tcp_ext: BTreeMap<String, i64>,
+}
+
+/// `TcpExt` counters read from /proc/net/netstat (pairs of header and value lines).
+pub const UNDO_COUNTERS: [&str; 5] =
+    ["TCPFullUndo", "TCPPartialUndo", "TCPDSACKUndo", "TCPLossUndo", "TCPSpuriousRTOs"];
+
+/// The counters of `UNDO_COUNTERS` in a /proc/net/netstat text (empty if absent).
+pub fn tcp_ext(netstat: &str) -> BTreeMap<String, i64> {
+    let lines: Vec<&str> = netstat.lines().collect();
+    for pair in lines.chunks(2) {
+        if let [names, values] = pair {
+            if names.starts_with("TcpExt:") {
+                let table: BTreeMap<&str, &str> =
+                    names.split_whitespace().zip(values.split_whitespace()).skip(1).collect();
+                return UNDO_COUNTERS
+                    .iter()
+                    .filter_map(|k| table.get(k).and_then(|v| v.parse().ok()).map(|v| (k.to_string(), v)))
+                    .collect();
+            }
+        }
+    }
+    BTreeMap::new()
 }
 
 /// Connected flows, waiting for the epoch.
@@ -211,6 +237,23 @@ impl Prepared {
         };
         samples.push(SampleRow(closing, end_ns, final_samples.clone()));
         drop(self); // resets every connection
-        Ok(SenderResult { samples, final_samples, done_ns: done, end_ns })
+        let tcp_ext = tcp_ext(&std::fs::read_to_string("/proc/net/netstat").unwrap_or_default());
+        Ok(SenderResult { samples, final_samples, done_ns: done, end_ns, tcp_ext })
+    }
+}
+
+#[cfg(test)]
+mod tcp_ext_tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_undo_counters_of_tcp_ext() {
+        let text = "TcpExt: SyncookiesSent TCPFullUndo TCPLossUndo TCPSpuriousRTOs\nTcpExt: 0 2 1 1\n\
+                    IpExt: InNoRoutes\nIpExt: 0\n";
+        let got = tcp_ext(text);
+        assert_eq!(got.get("TCPFullUndo"), Some(&2));
+        assert_eq!(got.get("TCPSpuriousRTOs"), Some(&1));
+        assert!(!got.contains_key("TCPDSACKUndo") && !got.contains_key("SyncookiesSent"));
+        assert!(tcp_ext("").is_empty());
     }
 }
