@@ -236,7 +236,7 @@ impl Sender {
             }
         }
         // E. Process the state.
-        let mut rexmit = Rexmit::Lost;
+        let mut rexmit = Rexmit::None;
         match self.ca_state {
             CaState::Recovery => {
                 if f & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_partial(now) {
