@@ -221,3 +221,13 @@ def test_a_script_given_alone_is_named_as_in_its_directory_and_packetdrill_needs
     assert res.returncode == 0 and res.stdout.startswith("pass        slow_start/slow-start-ack-per-1pkt.pkt")
     res = run_cli("conformance", "--packetdrill", "/bin/true", str(script))
     assert res.returncode == 2 and res.stderr.strip() == "error: --packetdrill: only with --kernel"
+
+
+@pytest.mark.parametrize("body, outcome, says", [
+    ("   +0 %{ assert tcpi_snd_cwnd == 1 / 0 }%\n", "fail", "division by zero"),
+    ("   +0 %{ assert 1 << 10000000000 == 0 }%\n", "fail", "shift count"),
+    ("   +0 write(4, ..., 99999999999999999999999) = 1\n", "unsupported", "write of"),
+])
+def test_a_script_that_asks_the_impossible_gets_a_verdict_not_a_crash(tmp_path, body, outcome, says):
+    v = verdict(tmp_path, body)
+    assert v.outcome == outcome and says in (v.reason or v.mismatch.actual), v

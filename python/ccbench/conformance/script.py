@@ -597,6 +597,10 @@ def _ev(n: ast.AST, names: dict[str, Any]) -> Any:
         return res
     if isinstance(n, ast.BinOp):
         a, b = _ev(n.left, names), _ev(n.right, names)
+        if isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod)) and b == 0:
+            raise EvalError(f"division by zero in {ast.unparse(n)!r}")
+        if isinstance(n.op, (ast.LShift, ast.RShift)) and not (isinstance(b, int) and 0 <= b < 128):
+            raise EvalError(f"shift count {b!r} outside 0..127 in {ast.unparse(n)!r}")
         ops = {
             ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
             ast.Div: lambda: a / b, ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b,

@@ -25,6 +25,7 @@ from .script import (
     CODE_CONSTANTS,
     DEFAULT_TOLERANCE_US,
     Code,
+    EvalError,
     Event,
     Packet,
     Script,
@@ -607,7 +608,7 @@ def _write(run: _Run, ev: Event, n: int, t_us: int) -> None:
         raise Unsupported(f"line {ev.line}: a write of {n} bytes with a sub-MSS tail while data is in flight (Nagle)")
     try:
         run.h.write(t_us * 1000, n)
-    except ValueError as e:
+    except (ValueError, OverflowError) as e:
         raise Unsupported(f"line {ev.line}: write of {n} bytes: {e}") from None
     run.written += n
     _collect(run, run.h.sent())
@@ -633,7 +634,13 @@ def _code(run: _Run, ev: Event, code: Code, t_us: int) -> None:
             if n in NO_STATE:
                 raise Unsupported(f"line {stmt.line if kind == 'assert' else ev.line}: {n}: {NO_STATE[n]}")
             raise Unsupported(f"line {ev.line}: {n} has no value in the simulator")
-        value = evaluate(src, names)
+        try:
+            value = evaluate(src, names)
+        except (EvalError, TypeError) as e:
+            # The script's own Python fails: packetdrill fails the script there.
+            if run.failed_assertion is None:
+                run.failed_assertion = Mismatch(stmt.line if kind == "assert" else ev.line, src, f"error: {e}", t_us)
+            continue
         if kind == "assign":
             run.namespace[stmt[0]] = value
             continue
@@ -645,14 +652,4 @@ def _code(run: _Run, ev: Event, code: Code, t_us: int) -> None:
             run.failed_assertion = Mismatch(stmt.line, stmt.expr, shown or "false", t_us)
 
 
-def run_paths(paths: list[Path], tolerance_us: Optional[int] = None) -> list[Verdict]:
-    from .script import find_scripts
-
-    out = []
-    for f, root in find_scripts(paths):
-        name = f.relative_to(root).as_posix() if f.is_relative_to(root) else f.name
-        out.append(run_script(f, name, tolerance_us))
-    return out
-
-
-__all__ = ["run_script", "run_paths", "STACK", "DEFAULT_TOLERANCE_US"]
+__all__ = ["run_script", "STACK", "DEFAULT_TOLERANCE_US"]
