@@ -148,7 +148,8 @@ def test_validate_refuses_bad_options_in_one_line() -> None:
     for argv, message in ((["--family", "nope"], "error: --family: unknown family nope"),
                           (["--report"], "error: --report: needs --out DIR"),
                           (["--cca", "reno", "--quick"], "error: --cca: no cell of the grid uses only reno"),
-                          (["--cell", "nope"], "error: --cell: no cell of the grid has 'nope' in its name")):
+                          (["--cell", "nope"], "error: --cell: no cell of the grid has 'nope' in its name"),
+                          (["--reps", "1000"], "error: --reps: must be from 1 to 100")):
         res = subprocess.run([sys.executable, "-m", "ccbench", "validate", *argv], capture_output=True, text=True)
         if res.returncode == 2 and "root" in res.stderr:
             pytest.skip("needs root to reach the option checks")

@@ -253,6 +253,9 @@ def kernel_cleanup() -> None:
         click.echo(f"left alone: {len(live)} run(s) in progress ({', '.join(st.id for st in live)})")
 
 
+MAX_VALIDATE_REPS = 100
+
+
 @cli.command()
 @click.option("--quick", is_flag=True, help="The quick grid: a cell or two of every family, 5 s, one repetition.")
 @click.option("--family", metavar="NAME[,NAME...]", help="Only these families of cells: base, loss, mix, fairness, "
@@ -310,8 +313,9 @@ def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps
     cells = grid.quick_grid() if quick else grid.full_grid()
     params: dict[str, Any] = {"duration": "5s", "reps": 1} if quick else {"duration": "20s", "reps": 3}
     if reps is not None:
-        if reps < 1:
-            raise ScenarioError("--reps", "must be at least 1")
+        if not 1 <= reps <= MAX_VALIDATE_REPS:
+            raise ScenarioError("--reps", f"must be from 1 to {MAX_VALIDATE_REPS} (each repetition runs every cell on "
+                                "the kernel in real time)")
         params["reps"] = reps
     if duration is not None:
         _duration_flag(duration, "--duration")
