@@ -107,15 +107,21 @@ impl Bbr3 {
         }
     }
 
-    /// `bbr_run_loss_probe_recovery` (v3, `bbr_loss_probe_recovery`): a loss a TLP probe
-    /// repaired is a loss of this round (`bbr_note_loss`), and while probing, one lost
-    /// segment on top of the latest round's delivery may show inflight too high.
-    pub(super) fn run_loss_probe_recovery(&mut self, c: &ConnInfo, w: &Window) {
+    /// `bbr_note_loss`: the round (and the cycle) saw a loss; the first one of the round
+    /// remembers where the round's delivery stood.
+    fn note_loss(&mut self, c: &ConnInfo) {
         if !self.loss_in_round {
             self.loss_round_delivered = c.delivered;
         }
         self.loss_in_round = true;
         self.loss_in_cycle = true;
+    }
+
+    /// `bbr_run_loss_probe_recovery` (v3, `bbr_loss_probe_recovery`): a loss a TLP probe
+    /// repaired is a loss of this round (`bbr_note_loss`), and while probing, one lost
+    /// segment on top of the latest round's delivery may show inflight too high.
+    pub(super) fn run_loss_probe_recovery(&mut self, c: &ConnInfo, w: &Window) {
+        self.note_loss(c);
         if !self.bw_probe_samples {
             return;
         }
@@ -128,11 +134,7 @@ impl Bbr3 {
     /// `bbr_skb_marked_lost`: note the loss for this round, and while probing check
     /// whether this packet's flight crossed the 2% loss threshold, and where.
     pub(super) fn skb_marked_lost(&mut self, c: &ConnInfo, w: &Window, seg: &LostSegment) {
-        if !self.loss_in_round {
-            self.loss_round_delivered = c.delivered;
-        }
-        self.loss_in_round = true;
-        self.loss_in_cycle = true;
+        self.note_loss(c);
         if !self.bw_probe_samples {
             return;
         }
