@@ -34,7 +34,6 @@ def test_an_unknown_engine_is_refused_with_the_names() -> None:
     ({"pacing_stride": 4}, "flows[0].pacing_stride"),
     ({"fixed_pacing_rate": "20Mbit"}, "flows[0].fixed_pacing_rate"),
     ({"tso_rtt_log": 0}, "tcp.tso_rtt_log"),
-    ({"size": "1MB", "repeat": 2}, "flows[0].repeat"),
 ])
 def test_the_kernel_engine_refuses_simulator_options_before_needing_root(flags: dict[str, object],
                                                                            field: str) -> None:

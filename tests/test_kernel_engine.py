@@ -151,6 +151,39 @@ def test_sized_flows_and_start_times() -> None:
         assert times == sorted(times) and math.isclose(times[-1], s["duration_s"])
 
 
+def test_the_receive_window_holds_where_autotuning_would_open_it() -> None:
+    # 400 KB binds at 100 Mbit/s and 40 ms (BDP 500 KB); Linux recomputes the clamp from
+    # the buffer as it autotunes or measures a new truesize ratio, so the receiver keeps
+    # setting it (and locks the buffer for a fixed window).
+    r = run({"duration": "5s", "link": link("100Mbit", "40ms", "8bdp"), "flows": [{"cca": "cubic", "rwnd": "400KB"}]})
+    window = r.flows["rwnd_bytes"].dropna()
+    assert window.max() <= 400_000 + 512  # the window scale's granularity
+    f = r.summary["flows"][0]
+    assert f["retransmits"] == 0
+    assert f["goodput_bps"] < 1.05 * 400_000 * 8 / 0.040
+
+
+def test_repeated_downloads_each_on_a_new_connection() -> None:
+    r = run({"duration": "20s", "link": link("20Mbit"),
+             "flows": [{"cca": "cubic", "size": "300KB", "repeat": 3, "pause": "0.5s"}]})
+    s = r.summary
+    f = s["flows"][0]
+    downloads = f["downloads"]
+    assert [d["index"] for d in downloads] == [0, 1, 2]
+    assert all(d["delivered_bytes"] == 300_000 for d in downloads) and f["delivered_bytes"] == 900_000
+    for before, after in zip(downloads, downloads[1:]):
+        # The next download starts the pause after the receiver had the last one.
+        gap = after["start_s"] - (before["start_s"] + before["completion_s"])
+        assert 0.5 <= gap < 0.52
+    # Each download is a new connection from slow start: about as long as the first
+    # (300 KB at 20 Mbit/s and 20 ms takes several round trips from 10 segments).
+    first = downloads[0]["completion_s"]
+    assert all(0.08 < d["completion_s"] < 2 * first for d in downloads)
+    assert all(d["rtt_ms"]["min"] >= 20.0 for d in downloads)
+    assert math.isclose(f["completion_s"], downloads[-1]["start_s"] + downloads[-1]["completion_s"], rel_tol=1e-6)
+    assert s["duration_s"] < 20
+
+
 def test_a_killed_run_leaves_state_that_cleanup_removes(tmp_path: Path) -> None:
     env = dict(os.environ, NO_COLOR="1")
     proc = subprocess.Popen([sys.executable, "-m", "ccbench", "run", "--engine", "kernel", "--rate", "10Mbit",

@@ -36,7 +36,7 @@ RWND_BYTES = 6 << 20
 TBF = ["rate", "100mbit", "burst", "64kb", "limit", "500000"]
 LINK_BYTES_PER_S = 100e6 / 8
 SENDER_ADDR, RECEIVER_ADDR = "10.231.0.1", "10.231.0.2"
-TOP_KEYS = {"samples", "final", "done_ns", "end_ns", "tcp_ext"}
+TOP_KEYS = {"samples", "final", "done_ns", "end_ns", "tcp_ext", "downloads"}
 BBR_KEYS = {"bw_bytes_per_s", "min_rtt_us", "pacing_gain", "cwnd_gain"}
 
 
@@ -276,7 +276,7 @@ def start_receiver(pair: Pair, tmp: Path, common: dict[str, Any], flows: list[di
     out = tmp / "receiver.out.json"
     cfg = tmp / "receiver.json"
     cfg.write_text(json.dumps(dict(common, out=str(out), flows=[
-        {"addr": RECEIVER_ADDR, "size": f.get("size"), "rwnd": RWND_BYTES} for f in flows])))
+        {"addr": RECEIVER_ADDR, "size": f.get("size"), "rwnd": RWND_BYTES, "autotune": False} for f in flows])))
     proc = pair.start(pair.receiver, [sys.executable, "-E", "-s", str(PY_AGENT), "receive", str(cfg)])
     assert read_line(proc) == "ready"
     return proc, out

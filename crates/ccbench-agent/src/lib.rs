@@ -6,7 +6,7 @@
 //! control (`TCP_CONGESTION`; `SO_MAX_PACING_RATE` for `force_pacing`), sends bulk or
 //! sized flows from their start times, samples `TCP_INFO` (and `TCP_CC_INFO` for `bbr*`)
 //! at t0 + k x interval and once at the end, and reports in the schema of the Python
-//! sender's out file (`samples`, `final`, `done_ns`, `end_ns`, `tcp_ext`), which
+//! sender's out file (`samples`, `final`, `done_ns`, `end_ns`, `tcp_ext`, `downloads`), which
 //! `python/ccbench/kernel/results.py` assembles unchanged. Connections are reset at the
 //! end. Addresses are numeric IPv4 only (no resolver).
 //!
@@ -38,7 +38,7 @@
 //! | `{"cmd": "info"}` | `{"info": {"kernel": "6.1.0-…", "available_congestion_control": ["reno", "cubic", "bbr"], "cpus": 1, "version": "0.1.0", "protocol": 1, "static": true}}` |
 //! | `{"cmd": "sysctl", "set": {"net.ipv4.tcp_wmem": "4096 16384 4194304"}}` | `{"ok": true}` |
 //! | `{"cmd": "send", "config": {…}}` | `{"ready": true}` once every flow is connected |
-//! | `{"cmd": "go"}` (only right after `ready`) | `{"result": {"samples": …, "final": …, "done_ns": …, "end_ns": …, "tcp_ext": …}}` when the run ends |
+//! | `{"cmd": "go"}` (only right after `ready`) | `{"result": {"samples": …, "final": …, "done_ns": …, "end_ns": …, "tcp_ext": …, "downloads": …}}` when the run ends |
 //! | `{"cmd": "quit"}` | `{"ok": true}`, then the agent exits (status 0) |
 //!
 //! `config` is the Python sender's configuration without `out`: `base_port`,

@@ -128,10 +128,11 @@ mod tests {
             done_ns: vec![None, Some(5)],
             end_ns: 7,
             tcp_ext: Default::default(),
+            downloads: vec![vec![], vec![]],
         };
         assert_eq!(
             Reply::Result(Box::new(result)).to_line(),
-            "{\"result\":{\"samples\":[],\"final\":[],\"done_ns\":[null,5],\"end_ns\":7,\"tcp_ext\":{}}}\n"
+            "{\"result\":{\"samples\":[],\"final\":[],\"done_ns\":[null,5],\"end_ns\":7,\"tcp_ext\":{},\"downloads\":[[],[]]}}\n"
         );
     }
 }

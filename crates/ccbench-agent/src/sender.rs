@@ -42,6 +42,9 @@ pub struct SenderResult {
     /// The guest's TcpExt counters that TCP_INFO has no per-socket equivalent of (the
     /// undo of spurious reductions), as the Python sender reports its namespace's.
     pub tcp_ext: BTreeMap<String, i64>,
+    /// Per flow, its downloads' connections as they ended: always empty here, since this
+    /// agent opens one connection per flow (the VM engine refuses `repeat`).
+    pub downloads: Vec<Vec<serde_json::Value>>,
 }
 
 /// `TcpExt` counters read from /proc/net/netstat (pairs of header and value lines).
@@ -238,7 +241,8 @@ impl Prepared {
         samples.push(SampleRow(closing, end_ns, final_samples.clone()));
         drop(self); // resets every connection
         let tcp_ext = tcp_ext(&std::fs::read_to_string("/proc/net/netstat").unwrap_or_default());
-        Ok(SenderResult { samples, final_samples, done_ns: done, end_ns, tcp_ext })
+        let downloads = vec![Vec::new(); done.len()];
+        Ok(SenderResult { samples, final_samples, done_ns: done, end_ns, tcp_ext, downloads })
     }
 }
 

@@ -49,6 +49,17 @@ pub struct FlowReport {
     pub data_packets_in: u64,
     pub rtt_ms: Stats,
     pub rtt_samples: u64,
+    /// The flow's connections (one per download of a flow that repeats them), in the
+    /// order their data started.
+    pub connections: Vec<ConnectionReport>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ConnectionReport {
+    /// The sender's port.
+    pub port: u16,
+    pub rtt_ms: Stats,
+    pub rtt_samples: u64,
 }
 
 /// One entry per sampling instant, as the simulator's link series; plus each flow's

@@ -13,6 +13,48 @@ use ccbench_sim::observe::histogram::Histogram;
 use ccbench_sim::time::Time;
 use std::collections::VecDeque;
 
+/// One flow's connections, each sampled on its own since each has its own sequence
+/// space (a flow that repeats downloads opens a connection per download), keyed by the
+/// sender's port, in the order their first data left the sender.
+#[derive(Default)]
+pub struct FlowRtt {
+    pub connections: Vec<(u16, RttSampler)>,
+}
+
+impl FlowRtt {
+    pub fn on_data(&mut self, now: Time, port: u16, seq: u32, len: u32) {
+        let k = match self.connections.iter().position(|(p, _)| *p == port) {
+            Some(k) => k,
+            None => {
+                self.connections.push((port, RttSampler::default()));
+                self.connections.len() - 1
+            }
+        };
+        self.connections[k].1.on_data(now, seq, len);
+    }
+
+    /// An ACK to the sender's `port`; ignored if that connection sent no data yet.
+    pub fn on_ack(&mut self, now: Time, port: u16, ack: u32, sacks: &[(u32, u32)], record: bool) -> Option<u64> {
+        let (_, r) = self.connections.iter_mut().find(|(p, _)| *p == port)?;
+        r.on_ack(now, ack, sacks, record)
+    }
+
+    /// Every connection's samples together.
+    pub fn samples(&self) -> Histogram {
+        let mut all = Histogram::default();
+        for (_, r) in &self.connections {
+            all.merge(&r.samples);
+        }
+        all
+    }
+
+    pub fn clear_samples(&mut self) {
+        for (_, r) in &mut self.connections {
+            r.samples = Histogram::default();
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct RttSampler {
     /// First transmissions not yet cumulatively acknowledged: (start, end, sent at), in

@@ -24,7 +24,7 @@ SIMULATOR_OPTION = "is a simulator option; the kernel engine runs Linux's own TC
 SIMULATOR_KNOBS = (
     Unsupported("tcp.tso_rtt_log", SIMULATOR_OPTION),
     *(Unsupported(f"flows[].{knob}", SIMULATOR_OPTION)
-      for knob in ("pacing_stride", "fixed_cwnd", "fixed_pacing_rate_bps", "freeze_cc", "repeat", "pause_ns")),
+      for knob in ("pacing_stride", "fixed_cwnd", "fixed_pacing_rate_bps", "freeze_cc")),
 )
 
 

@@ -31,6 +31,7 @@ else:  # run by path
     from tcpinfo import SO_MAX_PACING_RATE, TCP_CONGESTION, TCP_WINDOW_CLAMP, bbr_info, tcp_info  # type: ignore[no-redef,import-not-found]
 
 RECV_BYTES = 1 << 18
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 SEND_CHUNK = 1 << 20
 CONNECT_TIMEOUT_S = 10.0
 # The receiver waits this long for `go`, and for its connections, before giving up.
@@ -87,16 +88,26 @@ def receive(cfg: dict[str, Any]) -> None:
     for i, flow in enumerate(flows):
         ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        # The advertised window never exceeds the flow's rwnd (inherited by the accepted
-        # connection from the listener).
+        if not flow["autotune"]:
+            # A fixed window: the buffer locked (SOCK_RCVBUF_LOCK, so tcp_rcv_space_adjust
+            # never grows it) at twice rwnd, which gives rwnd at the 50% scaling ratio a
+            # socket starts with. The accepted connection inherits lock and clamp.
+            ls.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, int(flow["rwnd"]))
         ls.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, int(flow["rwnd"]))
         ls.bind((flow["addr"], cfg["base_port"] + i))
         ls.listen(4)
         ls.setblocking(False)
-        sel.register(ls, selectors.EVENT_READ, ("listen", i))
-    sel.register(sys.stdin, selectors.EVENT_READ, ("control", -1))
+        sel.register(ls, selectors.EVENT_READ, ("listen", i, -1))
+    sel.register(sys.stdin, selectors.EVENT_READ, ("control", -1, -1))
     say("ready")
 
+    # A flow that repeats downloads opens one connection per download, in order: the
+    # k-th connection accepted on its port carries download k.
+    repeats = [int(flow.get("repeat", 1)) for flow in flows]
+    accepted = [0] * n
+    got: list[list[int]] = [[] for _ in range(n)]
+    got_at: list[list[Optional[int]]] = [[] for _ in range(n)]
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) if any(r > 1 for r in repeats) else None
     counts = [0] * n
     completed: list[Optional[int]] = [None] * n
     sizes = [flow.get("size") for flow in flows]
@@ -122,11 +133,14 @@ def receive(cfg: dict[str, Any]) -> None:
                 break
             timeout = max(0.0, (min(next_sample, end) - now) / 1e9)
         for key, _ in sel.select(timeout):
-            kind, i = key.data
+            kind, i, k = key.data
             if kind == "listen":
                 conn, _ = key.fileobj.accept()  # type: ignore[union-attr]
                 conn.setblocking(False)
-                sel.register(conn, selectors.EVENT_READ, ("data", i))
+                sel.register(conn, selectors.EVENT_READ, ("data", i, accepted[i]))
+                accepted[i] += 1
+                got[i].append(0)
+                got_at[i].append(None)
             elif kind == "control":
                 line = sys.stdin.readline()
                 if not line:
@@ -137,26 +151,59 @@ def receive(cfg: dict[str, Any]) -> None:
             else:
                 sock: socket.socket = key.fileobj  # type: ignore[assignment]
                 try:
-                    got = sock.recv_into(view)
+                    n_read = sock.recv_into(view)
                 except (BlockingIOError, InterruptedError):
                     continue
                 except ConnectionError:
-                    got = 0
-                if got == 0:
+                    n_read = 0
+                if n_read == 0:
                     sel.unregister(sock)
                     sock.close()
                     continue
-                counts[i] += got
+                counts[i] += n_read
+                got[i][k] += n_read
+                hold_window(sock, int(flows[i]["rwnd"]), not flows[i]["autotune"])
                 size = sizes[i]
-                if size is not None and completed[i] is None and counts[i] >= size and t0 is not None:
-                    completed[i] = now_ns() - t0
+                if size is None or got_at[i][k] is not None or got[i][k] < size or t0 is None:
+                    continue
+                got_at[i][k] = now_ns() - t0
+                if k + 1 == repeats[i]:
+                    completed[i] = got_at[i][k]
+                elif notify is not None:
+                    # The sender opens the next download `pause` after this instant.
+                    try:
+                        notify.sendto(f"{i} {k} {got_at[i][k]}".encode(), cfg["done_path"])
+                    except OSError:  # the sender has ended
+                        pass
     assert t0 is not None
     # The last sample closes the run: at its end, or when the last sized flow completed.
     done = [c for c in completed if c is not None]
     closing = duration if not (all_sized and len(done) == n) else max(done)
     samples.append([closing, now_ns() - t0, list(counts)])
-    write_out(cfg["out"], {"samples": samples, "bytes": counts, "completed_ns": completed, "end_ns": now_ns() - t0})
+    downloads = [[{"bytes": b, "completed_ns": c} for b, c in zip(got[i], got_at[i])] for i in range(n)]
+    write_out(cfg["out"], {"samples": samples, "bytes": counts, "completed_ns": completed, "end_ns": now_ns() - t0,
+                           "downloads": downloads})
     linger(sel, view)
+
+
+def hold_window(sock: socket.socket, rwnd: int, fixed: bool) -> None:
+    """Keep the advertised window at rwnd (fixed) or at most rwnd (autotuned).
+
+    Linux 6.x recomputes ``window_clamp`` from the buffer whenever it grows the buffer
+    (``tcp_rcv_space_adjust``) and whenever the measured payload/truesize ratio changes
+    (``tcp_measure_rcv_mss``), so a clamp set once on the listener does not hold: set it
+    again after every read. Where the ratio just measured leaves a fixed window's locked
+    buffer too small for rwnd, the buffer grows first; it never shrinks (the slack keeps
+    a slow reader from overrunning it). Lowering the clamp never moves the right edge
+    already advertised back (``__tcp_select_window``)."""
+    clamp = sock.getsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP)
+    if clamp == rwnd or (clamp < rwnd and not fixed):
+        return
+    if fixed and 0 < clamp < rwnd:
+        rcvbuf = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        # SO_RCVBUF takes half the buffer (the kernel doubles it).
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, -(-rwnd * rcvbuf // (2 * clamp)))
+    sock.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, rwnd)
 
 
 def linger(sel: selectors.BaseSelector, view: memoryview) -> None:
@@ -194,62 +241,103 @@ def sample_flow(sock: socket.socket, cca: str) -> dict[str, Any]:
     return info
 
 
+def open_connection(flow: dict[str, Any], port: int, wait: bool) -> socket.socket:
+    """A connection of ``flow`` to the receiver's ``port``: connected before returning
+    when ``wait``, else left connecting (it becomes writable once connected)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, flow["cca"].encode())
+    if flow.get("force_pacing"):
+        s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, struct.pack("@I", PACING_ANY_RATE))
+    if wait:
+        s.settimeout(CONNECT_TIMEOUT_S)
+        s.connect((flow["addr"], port))
+        s.setblocking(False)
+    else:
+        s.setblocking(False)
+        s.connect_ex((flow["addr"], port))
+    return s
+
+
 def send(cfg: dict[str, Any]) -> None:
     set_sysctls(cfg.get("sysctls", {}))
     flows = cfg["flows"]
     n = len(flows)
     interval, duration = cfg["interval_ns"], cfg["duration_ns"]
-    socks: list[socket.socket] = []
-    for i, flow in enumerate(flows):
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, flow["cca"].encode())
-        if flow.get("force_pacing"):
-            s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, struct.pack("@I", PACING_ANY_RATE))
-        s.settimeout(CONNECT_TIMEOUT_S)
-        s.connect((flow["addr"], cfg["base_port"] + i))
-        s.setblocking(False)
-        socks.append(s)
+    repeats = [int(f.get("repeat", 1)) for f in flows]
+    ports = [cfg["base_port"] + i for i in range(n)]
+    # Each flow's connections in order: one per download. A flow that repeats downloads
+    # keeps the next one connected ahead (a spare), so that, as in the simulator, each
+    # download starts with its handshake done.
+    conns: list[list[socket.socket]] = [[open_connection(f, ports[i], True)] for i, f in enumerate(flows)]
+    for i, f in enumerate(flows):
+        if repeats[i] > 1:
+            conns[i].append(open_connection(f, ports[i], True))
+    sel = selectors.DefaultSelector()
+    notify: Optional[socket.socket] = None
+    if any(r > 1 for r in repeats):
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify.bind(cfg["done_path"])
+        sel.register(notify, selectors.EVENT_READ, -1)
     say("ready")
     line = sys.stdin.readline()
     if not line:
         raise SystemExit("sender: control channel closed")
     t0 = read_go(line)
 
-    starts = [t0 + int(f["start_ns"]) for f in flows]
+    current = [0] * n  # the download under way
+    # When each download began (ns after t0); the next one's start, once announced.
+    began: list[list[int]] = [[] for _ in range(n)]
+    next_start: list[Optional[int]] = [t0 + int(f["start_ns"]) for f in flows]
     remaining: list[Optional[int]] = [f.get("size") for f in flows]
-    started = [False] * n
     done: list[Optional[int]] = [None] * n
     draining = [False] * n
     all_sized = all(r is not None for r in remaining)
     payload = memoryview(bytes(SEND_CHUNK))
     samples: list[list[Any]] = []
-    sel = selectors.DefaultSelector()
     next_sample, end = t0 + interval, t0 + duration
+
+    def live(i: int) -> socket.socket:
+        return conns[i][current[i]]
 
     while True:
         now = now_ns()
         for i in range(n):
-            if not started[i] and now >= starts[i]:
-                started[i] = True
-                sel.register(socks[i], selectors.EVENT_WRITE, i)
+            start = next_start[i]
+            if start is None or now < start:
+                continue
+            next_start[i] = None
+            if began[i]:  # a download after the first: the spare takes over
+                current[i] += 1
+                remaining[i] = flows[i].get("size")
+                if current[i] + 1 < repeats[i]:
+                    conns[i].append(open_connection(flows[i], ports[i], False))
+            began[i].append(now - t0)
+            sel.register(live(i), selectors.EVENT_WRITE, i)
         while next_sample < end and now >= next_sample:
-            samples.append([next_sample - t0, now - t0, [sample_flow(s, f["cca"]) for s, f in zip(socks, flows)]])
+            samples.append([next_sample - t0, now - t0, [sample_flow(live(i), f["cca"]) for i, f in enumerate(flows)]])
             next_sample += interval
         for i in range(n):
             if draining[i]:
-                info = tcp_info(socks[i])
+                info = tcp_info(live(i))
                 if info["unacked"] == 0 and info.get("notsent_bytes", 0) == 0:
                     draining[i] = False
-                    done[i] = now - t0
+                    if current[i] + 1 == repeats[i]:
+                        done[i] = now - t0
         if now >= end or (all_sized and all(d is not None for d in done)):
             break
-        wake = min([next_sample, end] + [starts[i] for i in range(n) if not started[i]])
+        wake = min([next_sample, end] + [s for s in next_start if s is not None])
         timeout = max(0.0, (wake - now) / 1e9)
         if any(draining):
             timeout = min(timeout, 0.001)
         for key, _ in sel.select(timeout):
             i = key.data
-            sock = socks[i]
+            if i < 0:  # the receiver has all of download k of flow j, at time t
+                assert notify is not None
+                j, k, t = (int(x) for x in notify.recv(64).split())
+                if k == current[j]:
+                    next_start[j] = t0 + t + int(flows[j].get("pause_ns", 0))
+                continue
+            sock = live(i)
             rest = remaining[i]
             chunk = payload if rest is None else payload[: min(rest, SEND_CHUNK)]
             try:
@@ -264,17 +352,20 @@ def send(cfg: dict[str, Any]) -> None:
                 if remaining[i] == 0:
                     sel.unregister(sock)
                     draining[i] = True
-    final = [sample_flow(s, f["cca"]) for s, f in zip(socks, flows)]
+    final = [sample_flow(live(i), f["cca"]) for i, f in enumerate(flows)]
     end_ns = now_ns() - t0
     finished = [d for d in done if d is not None]
     closing = duration if not (all_sized and len(finished) == n) else max(finished)
     samples.append([closing, end_ns, final])
-    for s in socks:
+    # Every download's connection as it ended (a flow that repeats them only).
+    downloads = [[{"port": c.getsockname()[1], "start_ns": b, "final": tcp_info(c)}
+                  for c, b in zip(conns[i], began[i])] if repeats[i] > 1 else [] for i in range(n)]
+    for c in (c for cs in conns for c in cs):
         # Reset rather than close gracefully: nothing lingers after the run.
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        s.close()
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        c.close()
     write_out(cfg["out"], {"samples": samples, "final": final, "done_ns": done, "end_ns": end_ns,
-                           "tcp_ext": tcp_ext()})
+                           "downloads": downloads, "tcp_ext": tcp_ext()})
 
 
 # The namespace's TcpExt counters (/proc/net/netstat) that TCP_INFO has no per-socket

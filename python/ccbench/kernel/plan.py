@@ -20,7 +20,11 @@ tcp.rto_init, tcp.pacing_shift, tcp.delack_min
 flows[].cca         ``TCP_CONGESTION`` per socket; must be in tcp_available_congestion_control
 flows[].pacing      ``true`` for an algorithm that does not pace: ``SO_MAX_PACING_RATE`` (any
                     cap turns on the kernel's internal pacing); ``false`` for BBR is refused
-flows[].rwnd        ``TCP_WINDOW_CLAMP`` on the receiver's listening socket
+flows[].rwnd        the receiver's window: its buffer locked (``SO_RCVBUFFORCE``) and
+                    ``TCP_WINDOW_CLAMP`` held at rwnd on the connection (re-set after each
+                    read, since Linux recomputes the clamp from the buffer)
+flows[].rwnd_autotune
+                    the buffer left to autotuning, the clamp held at no more than rwnd
 flows[].ecn         ``classic``: the flow connects to a second receiver address whose route
                     has ``features ecn`` (so ECN can differ per flow); ``low`` is refused
                     (mainline kernels have no ECN-low route feature)
@@ -28,6 +32,10 @@ link.ecn_threshold  the emulator marks ECN-capable packets CE, exactly as the si
 flows[].params      refused (kernel module parameters are global)
 flows[].start, size, access_delay, count
                     the sender agent and the emulator
+flows[].repeat, pause
+                    one connection per download, connected ahead of it; the receiver
+                    tells the sender when it has a download (a Unix socket outside the
+                    emulated path), and the next starts ``pause`` later, as in the simulator
 ==================  =====================================================================
 """
 
@@ -61,6 +69,9 @@ class FlowPlan:
     access_delay_ns: int
     size_bytes: Optional[int]
     rwnd_bytes: int
+    rwnd_autotune: bool
+    repeat: int
+    pause_ns: int
     paced: bool
     force_pacing: bool
     ecn: bool
@@ -147,6 +158,9 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
                 access_delay_ns=f.access_delay_ns,
                 size_bytes=f.size_bytes,
                 rwnd_bytes=f.rwnd_bytes,
+                rwnd_autotune=f.rwnd_autotune,
+                repeat=f.repeat,
+                pause_ns=f.pause_ns,
                 paced=self_paced or f.pacing is True,
                 force_pacing=not self_paced and f.pacing is True,
                 ecn=ecn == "classic",

@@ -17,11 +17,13 @@ from typing import Any, Optional
 from .. import _core
 from ..scenario import Scenario
 from .host import HostFacts, module_params
-from .plan import HEADER_BYTES, Plan
+from .plan import HEADER_BYTES, FlowPlan, Plan
 from .session import RawRun
 from .tcpinfo import TCP_INFINITE_SSTHRESH
 
 NAN = float("nan")
+# RTT statistics of a connection that had no samples, as the simulator writes them.
+_NO_SAMPLES = {"min": 0.0, "mean": 0.0, "p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0}
 CC_COLUMNS = ("cc_bw_bps", "cc_min_rtt_ms", "cc_pacing_gain", "cc_cwnd_gain")
 FLOW_COLUMNS = ("time_s", "flow", "goodput_bps", "throughput_bps", "cwnd", "ssthresh", "inflight", "inflight_bytes",
                 "rwnd_bytes", "pacing_rate_bps", "delivery_rate_bps", "srtt_ms", "min_rtt_ms", "retransmits", "lost", "ca_state")
@@ -104,6 +106,38 @@ def _flow_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
     }
 
 
+def _downloads(f: FlowPlan, base_rtt_ms: float, received: list[dict[str, Any]], sent: list[dict[str, Any]],
+               emu_flow: dict[str, Any], duration_s: float) -> list[dict[str, Any]]:
+    """A repeating flow's downloads in the simulator's schema: bytes and completion from
+    the receiver, start and counters from each connection's last TCP_INFO, RTT from the
+    emulator's samples of that connection (by the sender's port). ``dupacks`` is not in
+    TCP_INFO."""
+    rtt_by_port = {c["port"]: c for c in emu_flow.get("connections", [])}
+    out = []
+    for k, conn in enumerate(sent):
+        got = received[k] if k < len(received) else {"bytes": 0, "completed_ns": None}
+        start_s = conn["start_ns"] / 1e9
+        done_s = None if got["completed_ns"] is None else got["completed_ns"] / 1e9
+        took = (done_s if done_s is not None else duration_s) - start_s
+        delivered = min(got["bytes"], f.size_bytes or got["bytes"])
+        rtt = rtt_by_port.get(conn["port"])
+        rtt_ms = rtt["rtt_ms"] if rtt else _NO_SAMPLES
+        info = conn["final"]
+        out.append({
+            "index": k,
+            "start_s": start_s,
+            "completion_s": None if done_s is None else done_s - start_s,
+            "delivered_bytes": delivered,
+            "throughput_bps": delivered * 8.0 / took if took > 0 else 0.0,
+            "rtt_ms": rtt_ms,
+            "self_inflicted_delay_ms": rtt_ms["mean"] - base_rtt_ms if rtt and rtt["rtt_samples"] > 0 else 0.0,
+            "retransmits": info["total_retrans"],
+            "dupacks": None,
+            "rto_count": info.get("total_rto"),
+        })
+    return out
+
+
 def _cc_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
     bbr = (info or {}).get("bbr")
     if not bbr:
@@ -134,6 +168,14 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
         delivered = rcv["bytes"][i] if f.size_bytes is None else min(rcv["bytes"][i], f.size_bytes)
         e = emu["flows"][i]
         info = final[i]
+        downloads = None
+        if f.repeat > 1:
+            downloads = _downloads(f, (sc.link.rtt_ns + 2 * f.access_delay_ns) / 1e6, rcv["downloads"][i],
+                                   snd["downloads"][i], e, duration_s)
+            delivered = sum(d["delivered_bytes"] for d in downloads)
+            # The flow's totals are its connections' (as the simulator adds its closed ones).
+            info = dict(info, **{k: sum(c["final"].get(k) or 0 for c in snd["downloads"][i])
+                                 for k in ("total_retrans", "bytes_sent", "total_rto")})
         base_rtt_ms = (sc.link.rtt_ns + 2 * f.access_delay_ns) / 1e6
         per_sec = (lambda b: b * 8.0 / life) if life > 0 else (lambda b: 0.0)
         flows.append({
@@ -164,6 +206,8 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
             "sndbuf_limited_ms": info.get("sndbuf_limited", 0) / 1e3,
             "rtt_samples": e["rtt_samples"],
         })
+        if downloads is not None:
+            flows[-1]["downloads"] = downloads
 
     link = emu["link"]
     buffer_bytes, buffer_packets = _buffer(sc)

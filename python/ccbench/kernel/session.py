@@ -349,15 +349,18 @@ def _run(plan: Plan, st: RunState, children: _Children, removed: list[str],
     attach_device(ns_r, tun_r, plan.mtu, addr_r, addr_s, [f"addr add {addr_ecn}/32 dev {tun_r}",
                                                     *sender.receiver_routes(run)])
 
-    common = {"base_port": BASE_PORT, "duration_ns": duration, "interval_ns": plan.interval_ns}
+    # Where the receiver tells the sender that a download is complete (flows that repeat them).
+    common = {"base_port": BASE_PORT, "duration_ns": duration, "interval_ns": plan.interval_ns,
+              "done_path": str(work / "done.sock")}
     recv_cfg = _write_json(work / "receiver.json", dict(common, out=str(work / "receiver.out.json"), flows=[
-        {"addr": addr_ecn if f.ecn else addr_r, "size": f.size_bytes, "rwnd": f.rwnd_bytes} for f in plan.flows]))
+        {"addr": addr_ecn if f.ecn else addr_r, "size": f.size_bytes, "rwnd": f.rwnd_bytes,
+         "autotune": f.rwnd_autotune, "repeat": f.repeat} for f in plan.flows]))
     agent = [sys.executable, "-E", "-s", str(AGENT)]
     children.start("receiver", ["ip", "netns", "exec", ns_r, *agent, "receive", str(recv_cfg)], AGENT_NICENESS)
     children.expect("receiver", "ready")
     sender.start(run, dict(common, flows=[
         {"addr": addr_ecn if f.ecn else addr_r, "cca": f.cca, "start_ns": f.start_ns, "size": f.size_bytes,
-         "force_pacing": f.force_pacing} for f in plan.flows]))
+         "force_pacing": f.force_pacing, "repeat": f.repeat, "pause_ns": f.pause_ns} for f in plan.flows]))
 
     cpu_start = _CpuTimes.now(children)
     t0 = time.monotonic_ns() + EPOCH_MARGIN_NS

@@ -44,8 +44,6 @@ def run_cell(cell: Cell, duration: str, reps: int, progress: Progress = _stderr,
     sim_runs: list[dict] = []
     kernel_runs: list[dict] = []
     sim_reason = kernel_reason = ""
-    if kernel is not None:
-        kernel_reason = "reused"
     kernel_failures: list[str] = []
     for cca in {f["cca"] for f in cell.doc["flows"]}:
         if cca not in _core.algorithms():
@@ -63,7 +61,7 @@ def run_cell(cell: Cell, duration: str, reps: int, progress: Progress = _stderr,
                 sim_runs.append(run_figures(result.summary, mss))
                 if keep is not None:
                     result.save(keep / cell.slug / f"sim-seed{seed}")
-        if not kernel_reason:
+        if kernel is None and not kernel_reason:
             try:
                 result = kernel_engine.run(sc)
             except ScenarioError as e:  # KernelEngineError, or a simulator-only knob refused
@@ -76,7 +74,10 @@ def run_cell(cell: Cell, duration: str, reps: int, progress: Progress = _stderr,
                 if keep is not None:
                     result.save(keep / cell.slug / f"kernel-seed{seed}")
         s = _describe(sim_runs[-1]) if sim_runs and not sim_reason else sim_reason or "not run"
-        k = _describe(kernel_runs[-1]) if kernel_runs and not kernel_reason else kernel_reason or "not run"
+        if kernel is not None:
+            k = "stored runs"
+        else:
+            k = _describe(kernel_runs[-1]) if kernel_runs and not kernel_reason else kernel_reason or "not run"
         progress(f"  {cell.name} rep {seed}/{reps}: sim {s}; kernel {k}")
     sim = EngineFigures(True, "", sim_runs) if sim_runs else EngineFigures(False, sim_reason)
     if kernel is not None:
@@ -137,6 +138,17 @@ def _journal_line(key: str, cell: Cell, res: CellResult) -> str:
                       allow_nan=True)
 
 
+def _figures_again(stored: EngineFigures, runs: Path, cell: Cell) -> EngineFigures:
+    """The stored kernel runs' figures read again from their kept summaries, so that a
+    change in what the grid reads from a run applies to reused runs too; the journal's
+    figures where the summaries are not all there."""
+    paths = sorted(runs.glob("kernel-seed*/summary.json"), key=lambda p: int(p.parent.name.removeprefix("kernel-seed")))
+    if len(paths) != len(stored.runs):
+        return stored
+    mss = cell.scenario("1s", seed=1, hz=host.kernel_hz()).tcp.mss
+    return EngineFigures(True, "", [run_figures(json.loads(p.read_text()), mss) for p in paths])
+
+
 def run_grid(cells: list[Cell], duration: str, reps: int, out: Optional[Path] = None,
              progress: Progress = _stderr, rerun_sim: bool = False) -> list[CellResult]:
     """Every cell in turn. With ``out``, each finished cell is appended to
@@ -160,6 +172,8 @@ def run_grid(cells: list[Cell], duration: str, reps: int, out: Optional[Path] = 
             results.append(done[key])
             continue
         stored = done[key].kernel if key in done and done[key].kernel.available else None
+        if stored is not None and out is not None:
+            stored = _figures_again(stored, out / "runs" / cell.slug, cell)
         res = run_cell(cell, duration, reps, progress, keep=None if out is None else out / "runs", kernel=stored)
         results.append(res)
         if journal is None:

@@ -2,7 +2,7 @@
 //! real-time writes, and the report built from them.
 
 use super::{Delivery, Ev, Link, Side};
-use crate::report::{stats, FlowReport, LinkReport, Report, SelfCheck, SeriesReport, SHORT_RATIO};
+use crate::report::{stats, ConnectionReport, FlowReport, LinkReport, Report, SelfCheck, SeriesReport, SHORT_RATIO};
 use ccbench_sim::net::bottleneck::LinkCounters;
 use ccbench_sim::observe::histogram::Histogram;
 use ccbench_sim::time::{Dur, Time};
@@ -55,7 +55,7 @@ impl Link {
             *c = FlowCounters::default();
         }
         for r in &mut self.rtt {
-            r.samples = Histogram::default();
+            r.clear_samples();
         }
         self.m.series = SeriesReport { flow_throughput_bps: vec![Vec::new(); self.flows], ..SeriesReport::default() };
         self.m.last_sample = t;
@@ -160,8 +160,17 @@ impl Link {
                     dropped: self.counters[i].dropped,
                     payload_out_bytes: self.counters[i].payload_out,
                     data_packets_in: self.counters[i].data_in,
-                    rtt_ms: stats(&self.rtt[i].samples, 1e6),
-                    rtt_samples: self.rtt[i].samples.count(),
+                    rtt_ms: stats(&self.rtt[i].samples(), 1e6),
+                    rtt_samples: self.rtt[i].samples().count(),
+                    connections: self.rtt[i]
+                        .connections
+                        .iter()
+                        .map(|(port, r)| ConnectionReport {
+                            port: *port,
+                            rtt_ms: stats(&r.samples, 1e6),
+                            rtt_samples: r.samples.count(),
+                        })
+                        .collect(),
                 })
                 .collect(),
             series: self.m.series.clone(),

@@ -32,7 +32,7 @@ use self::slab::Slab;
 use crate::capture::EmuCapture;
 use crate::config::EmuConfig;
 use crate::report::Report;
-use crate::rtt::RttSampler;
+use crate::rtt::FlowRtt;
 use crate::wire::{self, TCP_ACK};
 use ccbench_sim::net::bottleneck::loss_for;
 use ccbench_sim::net::loss::LossModel;
@@ -97,7 +97,7 @@ pub struct Link {
     /// finished.
     on_wire_chained: bool,
     counters: Vec<FlowCounters>,
-    rtt: Vec<RttSampler>,
+    rtt: Vec<FlowRtt>,
     m: Measure,
     /// Frozen at the end of the window.
     snapshot: Option<Report>,
@@ -131,7 +131,7 @@ impl Link {
             flows,
             on_wire_chained: false,
             counters: vec![FlowCounters::default(); flows + 1],
-            rtt: (0..flows).map(|_| RttSampler::default()).collect(),
+            rtt: (0..flows).map(|_| FlowRtt::default()).collect(),
             m: Measure { interval: Dur(s.sample_interval_ns), ..Measure::default() },
             snapshot: None,
             one_way,
@@ -195,7 +195,7 @@ impl Link {
                 let flow = tcp.and_then(|t| self.cfg.flow_of_port(t.dst_port)).unwrap_or(self.flows);
                 let payload = tcp.map_or(0, |t| t.payload);
                 if let (Some(t), true) = (tcp, flow < self.flows && payload > 0) {
-                    self.rtt[flow].on_data(now, t.seq, payload);
+                    self.rtt[flow].on_data(now, t.src_port, t.seq, payload);
                     if self.m.active {
                         self.counters[flow].data_in += 1;
                     }
@@ -337,7 +337,7 @@ impl Link {
                 self.cap(Point::Sender, t, f, &bytes);
                 if f < self.flows {
                     if let Some(tcp) = wire::parse_tcp(&bytes).filter(|t| t.has(TCP_ACK)) {
-                        self.rtt[f].on_ack(t, tcp.ack, &wire::sack_blocks(&bytes), self.m.active);
+                        self.rtt[f].on_ack(t, tcp.dst_port, tcp.ack, &wire::sack_blocks(&bytes), self.m.active);
                     }
                 }
                 Some(Delivery { to: Side::Sender, due: t, chained: false, bytes })
