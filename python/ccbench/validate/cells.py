@@ -179,7 +179,8 @@ def ecn() -> list[Cell]:
 
 def rwnd(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     """A receive window that binds (64 KB at 50 Mbit/s, 40 ms: a third of the BDP), and
-    receive-buffer autotuning."""
+    receive-buffer autotuning, also where its window-update ACKs decide HyStart (Cubic
+    at 10 Mbit/s, 200 ms)."""
     link = {"rate": "50Mbit", "rtt": "40ms", "buffer": "1bdp"}
     cells = []
     for c in ccas:
@@ -187,6 +188,10 @@ def rwnd(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
                            {"cca": c, "rwnd": "64KB"}))
         cells.append(_cell("rwnd", f"{c} rwnd auto 50Mbit 40ms", link, [{"cca": c, "rwnd_autotune": True}],
                            {"cca": c, "rwnd": "auto"}))
+    if "cubic" in ccas:
+        slow = {"rate": "10Mbit", "rtt": "200ms", "buffer": "2bdp"}
+        cells.append(_cell("rwnd", "cubic rwnd auto 10Mbit 200ms", slow, [{"cca": "cubic", "rwnd_autotune": True}],
+                           {"cca": "cubic", "rwnd": "auto"}))
     return cells
 
 
