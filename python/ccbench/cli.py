@@ -89,6 +89,9 @@ def _set_debug(on: bool) -> None:
 @click.option("--ack-trace", "ack_trace", metavar="PATH", help="Delivery-opportunity trace for the ACK direction.")
 @click.option("--aqm", type=click.Choice(["droptail", "codel", "fq_codel"]),
               help="Queueing discipline at the bottleneck (default droptail).")
+@click.option("--set", "set_values", multiple=True, metavar="PATH=VALUE", help="Set any scenario value, named "
+              "as in a scenario file, after the other flags: link.rate=50Mbit, tcp.mss=1400, flows[1].cca=bbr, "
+              "flows.rwnd=1MB (every flow). Repeatable.")
 @click.option("--out", metavar="DIR", help="Write summary.json, flows.parquet, link.parquet, scenario.toml here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary JSON instead of tables.")
 @click.option("--plot", "make_plots", is_flag=True, help="With --out: also write figures of every flow to DIR/plots.")

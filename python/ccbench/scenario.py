@@ -654,6 +654,7 @@ class Scenario(_Table):
         trace: Optional[str] = None,
         ack_trace: Optional[str] = None,
         aqm: Optional[str] = None,
+        set_values: Optional[Sequence[str]] = None,
     ) -> "Scenario":
         """Build a scenario from command-line values, over ``base`` if given.
 
@@ -670,6 +671,9 @@ class Scenario(_Table):
         than drop-tail drops the base's ``buffer`` (unless ``buffer`` is given too, which
         is then an error), and a change of ``aqm`` drops the base's ``aqm_params``. Trace
         paths are taken from the current directory.
+
+        ``set_values`` (``["link.rate=50Mbit", "flows[1].cca=bbr"]``, the CLI's ``--set``)
+        are applied last, in order, to the scenario's TOML form (:mod:`ccbench.overrides`).
         """
         doc: dict[str, Any] = copy.deepcopy(dict(FLAG_DEFAULTS if base is None else
                                                  _without_none(base.to_dict()) if isinstance(base, Scenario)
@@ -739,6 +743,10 @@ class Scenario(_Table):
             host = doc.setdefault("host", {})
             if isinstance(host, dict):
                 host.update((key, value) for key, value in host_flags if value is not None)
+        if set_values:
+            from .overrides import apply
+
+            apply(doc, set_values)
         return cls.from_dict(doc)
 
     # Output
