@@ -359,7 +359,7 @@ def test_a_script_over_its_time_is_stopped_with_everything_it_started(packetdril
 
 
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
-def test_a_stopped_run_leaves_no_packetdrill_behind(packetdrill_binary: Path, sig: str) -> None:
+def test_a_stopped_run_leaves_no_packetdrill_behind(packetdrill_binary: Path, sig: str, tmp_path: Path) -> None:
     """SIGTERM unwinds like Ctrl-C (the process group is killed); after SIGKILL packetdrill
     dies with its parent."""
     import signal
@@ -368,12 +368,15 @@ def test_a_stopped_run_leaves_no_packetdrill_behind(packetdrill_binary: Path, si
 
     code = ("import sys; from pathlib import Path; from ccbench.conformance import kernel; "
             "kernel.run_kernel([Path(sys.argv[1])], Path(sys.argv[2]), None, lambda v: None)")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(OWN / "long-wait.pkt"), str(packetdrill_binary)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while not _our_processes(packetdrill_binary) and time.monotonic() < deadline:
+    err = tmp_path / "stderr"
+    with err.open("wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-c", code, str(OWN / "long-wait.pkt"), str(packetdrill_binary)],
+                                stdout=subprocess.DEVNULL, stderr=sink)
+    deadline = time.monotonic() + 30
+    while not _our_processes(packetdrill_binary) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
-    assert _our_processes(packetdrill_binary), "packetdrill did not start"
+    assert _our_processes(packetdrill_binary), \
+        f"packetdrill did not start (run exit status {proc.poll()}): {err.read_text(errors='replace')[-2000:]}"
     proc.send_signal(getattr(signal, sig))
     proc.wait(timeout=10)
     deadline = time.monotonic() + 5

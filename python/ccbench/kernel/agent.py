@@ -309,6 +309,7 @@ def send(cfg: dict[str, Any]) -> None:
             if began[i]:  # a download after the first: the spare takes over
                 current[i] += 1
                 remaining[i] = flows[i].get("size")
+                draining[i] = False  # the last one's ACKs no longer matter
                 if current[i] + 1 < repeats[i]:
                     conns[i].append(open_connection(flows[i], ports[i], False))
             began[i].append(now - t0)

@@ -168,15 +168,14 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
         delivered = rcv["bytes"][i] if f.size_bytes is None else min(rcv["bytes"][i], f.size_bytes)
         e = emu["flows"][i]
         info = final[i]
+        base_rtt_ms = (sc.link.rtt_ns + 2 * f.access_delay_ns) / 1e6
         downloads = None
         if f.repeat > 1:
-            downloads = _downloads(f, (sc.link.rtt_ns + 2 * f.access_delay_ns) / 1e6, rcv["downloads"][i],
-                                   snd["downloads"][i], e, duration_s)
+            downloads = _downloads(f, base_rtt_ms, rcv["downloads"][i], snd["downloads"][i], e, duration_s)
             delivered = sum(d["delivered_bytes"] for d in downloads)
             # The flow's totals are its connections' (as the simulator adds its closed ones).
             info = dict(info, **{k: sum(c["final"].get(k) or 0 for c in snd["downloads"][i])
                                  for k in ("total_retrans", "bytes_sent", "total_rto")})
-        base_rtt_ms = (sc.link.rtt_ns + 2 * f.access_delay_ns) / 1e6
         per_sec = (lambda b: b * 8.0 / life) if life > 0 else (lambda b: 0.0)
         flows.append({
             "id": i,
