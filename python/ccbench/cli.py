@@ -298,6 +298,7 @@ def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps
     from . import validate as v
     from .kernel import host
     from .validate import cells as grid
+    from .validate import command
 
     host.require_root()
     if cpu:
@@ -323,23 +324,7 @@ def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps
     if duration is not None:
         _duration_flag(duration, "--duration")
         params["duration"] = duration
-    if family is not None:
-        wanted = [f.strip() for f in family.split(",") if f.strip()]
-        unknown = [f for f in wanted if f not in grid.FAMILIES]
-        if unknown or not wanted:
-            raise ScenarioError("--family", f"unknown family {', '.join(unknown) or family}; allowed: "
-                                f"{', '.join(grid.FAMILIES)}")
-        cells = [c for c in cells if c.family in wanted]
-    if cell_names is not None:
-        parts = [p.strip() for p in cell_names.split(",") if p.strip()]
-        cells = [c for c in cells if any(p in c.name for p in parts)]
-        if not cells:
-            raise ScenarioError("--cell", f"no cell of the grid has {cell_names!r} in its name")
-    if cca is not None:
-        ccas = {c.strip().lower() for c in cca.split(",") if c.strip()}
-        cells = [c for c in cells if {f["cca"] for f in c.doc["flows"]} <= ccas]
-        if not cells:
-            raise ScenarioError("--cca", f"no cell of the grid uses only {', '.join(sorted(ccas))}")
+    cells = command.select(cells, family, cell_names, cca)
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")
     click.echo(f"validating {len(cells)} scenario(s) x {params['reps']} repetition(s) of {params['duration']} "
@@ -348,7 +333,7 @@ def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps
         results = v.run_grid(cells, params["duration"], params["reps"], None if out is None else Path(out),
                              rerun_sim=rerun_sim)
         bench = [] if no_bench else v.emulator_benchmark()
-    _print_validation(v, results, bench)
+    command.print_results(results, bench)
     if out is not None:
         facts = host.facts()
         meta = {"command": "ccbench validate" + (" --quick" if quick else ""), "kernel": facts.kernel,
@@ -389,36 +374,6 @@ def _validate_cpu(quick: bool, duration: Optional[str], cca: Optional[str], cpu_
                 "costs": costs, "version": _core.version()}
         paths = vc.write(Path(out), rows, limits, meta)
         click.echo(f"wrote {', '.join(str(p) for p in paths)}")
-
-
-def _print_validation(v: Any, results: list[Any], bench: list[Any]) -> None:
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
-    from .validate import tables
-
-    t = Table(title="Simulator vs kernel (sim / kernel median [kernel's spread] (ratio)), failing cells first",
-              title_justify="left", box=box.SIMPLE_HEAD, header_style="bold", title_style="bold")
-    for h in tables.HEADERS:
-        t.add_column(h)
-    for row in tables.table_rows(tables.ordered(results)):
-        t.add_row(*row)
-    console = Console()
-    console.print(t)
-    counts = {verdict: sum(1 for r in results if r.verdict == verdict) for verdict in ("pass", "FAIL", "n/a")}
-    console.print(f"{counts['pass']} pass, {counts['FAIL']} fail, {counts['n/a']} not run on both engines")
-    console.print(f"tolerances: {tables.tolerances_line()}")
-    if bench:
-        b = Table(title="Emulator capacity (saturating Cubic flow, 2 BDP)", title_justify="left",
-                  box=box.SIMPLE_HEAD, header_style="bold", title_style="bold")
-        for h in ("rate", "delivered / configured", "lateness p50 µs", "lateness p99 µs"):
-            b.add_column(h)
-        for p in bench:
-            ratio = "-" if p.delivered_rate_ratio is None else f"{100 * p.delivered_rate_ratio:.2f}%"
-            b.add_row(p.rate, ratio + (" (short)" if p.flag_short else ""), f"{p.lateness_p50_us:.0f}",
-                      f"{p.lateness_p99_us:.0f}")
-        console.print(b)
 
 
 @cli.command()

@@ -1,0 +1,66 @@
+"""The ``ccbench validate`` command's choice of cells and its terminal output (the
+command's flags live with the other commands in ``ccbench.cli``)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..errors import ScenarioError
+from .cells import FAMILIES, Cell
+from .judge import CellResult
+from .runner import BenchPoint
+
+
+def select(cells: list[Cell], family: Optional[str], cell_names: Optional[str], cca: Optional[str]) -> list[Cell]:
+    """The cells of ``--family``, ``--cell`` and ``--cca`` (comma-separated lists), or a
+    ScenarioError naming the flag that matches nothing."""
+    if family is not None:
+        wanted = [f.strip() for f in family.split(",") if f.strip()]
+        unknown = [f for f in wanted if f not in FAMILIES]
+        if unknown or not wanted:
+            raise ScenarioError("--family", f"unknown family {', '.join(unknown) or family}; allowed: "
+                                f"{', '.join(FAMILIES)}")
+        cells = [c for c in cells if c.family in wanted]
+    if cell_names is not None:
+        parts = [p.strip() for p in cell_names.split(",") if p.strip()]
+        cells = [c for c in cells if any(p in c.name for p in parts)]
+        if not cells:
+            raise ScenarioError("--cell", f"no cell of the grid has {cell_names!r} in its name")
+    if cca is not None:
+        ccas = {c.strip().lower() for c in cca.split(",") if c.strip()}
+        cells = [c for c in cells if {f["cca"] for f in c.doc["flows"]} <= ccas]
+        if not cells:
+            raise ScenarioError("--cca", f"no cell of the grid uses only {', '.join(sorted(ccas))}")
+    return cells
+
+
+def print_results(results: list[CellResult], bench: list[BenchPoint]) -> None:
+    """The grid's table (failing cells first), the counts and tolerances, and the
+    emulator's capacity benchmark, on the terminal."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    from . import tables
+
+    t = Table(title="Simulator vs kernel (sim / kernel median [kernel's spread] (ratio)), failing cells first",
+              title_justify="left", box=box.SIMPLE_HEAD, header_style="bold", title_style="bold")
+    for h in tables.HEADERS:
+        t.add_column(h)
+    for row in tables.table_rows(tables.ordered(results)):
+        t.add_row(*row)
+    console = Console()
+    console.print(t)
+    counts = {verdict: sum(1 for r in results if r.verdict == verdict) for verdict in ("pass", "FAIL", "n/a")}
+    console.print(f"{counts['pass']} pass, {counts['FAIL']} fail, {counts['n/a']} not run on both engines")
+    console.print(f"tolerances: {tables.tolerances_line()}")
+    if bench:
+        b = Table(title="Emulator capacity (saturating Cubic flow, 2 BDP)", title_justify="left",
+                  box=box.SIMPLE_HEAD, header_style="bold", title_style="bold")
+        for h in ("rate", "delivered / configured", "lateness p50 µs", "lateness p99 µs"):
+            b.add_column(h)
+        for p in bench:
+            ratio = "-" if p.delivered_rate_ratio is None else f"{100 * p.delivered_rate_ratio:.2f}%"
+            b.add_row(p.rate, ratio + (" (short)" if p.flag_short else ""), f"{p.lateness_p50_us:.0f}",
+                      f"{p.lateness_p99_us:.0f}")
+        console.print(b)
