@@ -179,8 +179,8 @@ def ecn() -> list[Cell]:
 
 def rwnd(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     """A receive window that binds (64 KB at 50 Mbit/s, 40 ms: a third of the BDP), and
-    receive-buffer autotuning, also where its window-update ACKs decide HyStart (Cubic
-    at 10 Mbit/s, 200 ms)."""
+    receive-buffer autotuning, also where the ACKs of its growing window decide HyStart
+    (Cubic at 10 Mbit/s, 200 ms)."""
     link = {"rate": "50Mbit", "rtt": "40ms", "buffer": "1bdp"}
     cells = []
     for c in ccas:

@@ -57,9 +57,14 @@ impl RcvBuf {
     }
 
     /// An in-order segment arrived: let the window grow by two segments
-    /// (`tcp_grow_window` when the skb's truesize is in proportion).
-    pub fn on_in_order(&mut self) {
+    /// (`tcp_grow_window` when the skb's truesize is in proportion). Returns whether it
+    /// grew: Linux then ACKs this segment at once (`icsk_ack.quick |= 1`), so while
+    /// autotuning opens the window every segment is ACKed, not every second one.
+    #[must_use]
+    pub fn on_in_order(&mut self) -> bool {
+        let before = self.rcv_ssthresh;
         self.rcv_ssthresh = (self.rcv_ssthresh + 2 * self.mss).min(win_from_space(self.rcvbuf));
+        self.rcv_ssthresh > before
     }
 
     /// `tcp_rcv_space_adjust`, run as the application reads: once a round trip (`rtt`)
@@ -103,13 +108,14 @@ mod tests {
         let mut b = RcvBuf::new(6 << 20, MSS);
         assert_eq!(b.window(0, 0), 10_000);
         for _ in 0..5 {
-            b.on_in_order();
+            assert!(b.on_in_order());
         }
         assert_eq!(b.window(5_000, 0), 20_000);
         for _ in 0..100 {
-            b.on_in_order();
+            let _ = b.on_in_order();
         }
         assert_eq!(b.window(105_000, 0), 65_000, "half of tcp_rmem[1], rounded to segments");
+        assert!(!b.on_in_order(), "no room left to grow: no quick ACK");
     }
 
     #[test]
@@ -139,7 +145,7 @@ mod tests {
         let mut b = RcvBuf::new(6 << 20, MSS);
         b.rcvbuf = 40_000;
         for _ in 0..100 {
-            b.on_in_order();
+            let _ = b.on_in_order();
         }
         assert_eq!(b.window(0, 0), 20_000);
         // 8 KB held out of order take 16 KB of buffer: 12 KB free to advertise, but the

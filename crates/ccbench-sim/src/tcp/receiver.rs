@@ -211,8 +211,8 @@ impl Receiver {
         self.ack_pending = true;
         if s == self.rcv_nxt {
             self.ts_recent = pkt.ts_val;
-            if let Some(b) = self.rcvbuf.as_mut() {
-                b.on_in_order();
+            if self.rcvbuf.as_mut().is_some_and(|b| b.on_in_order()) {
+                self.quick |= 1; // tcp_grow_window: ACK a segment that opened the window at once
             }
             self.rcv_nxt = e;
             let had_ooo = !self.ooo.is_empty();
@@ -426,5 +426,57 @@ impl Receiver {
         if let Some(t) = head {
             q.push(t, Event::AckArrival(self.p.id));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::NS_PER_SEC;
+
+    const T0: Time = Time(NS_PER_SEC);
+    const MSS: u32 = 1448;
+
+    fn receiver(autotune: bool) -> Receiver {
+        Receiver::new(ReceiverParams {
+            id: 0,
+            mss: MSS,
+            hz: 1000,
+            rwnd_bytes: 6 << 20,
+            delack_min: Dur::from_ms(40),
+            size_bytes: None,
+            rtt: Dur::from_ms(200),
+            reverse_delay: Dur::from_ms(100),
+            ecn: Ecn::Off,
+            via_ack_link: false,
+            conn: 0,
+            autotune,
+        })
+    }
+
+    /// ACKs sent for `n` in-order segments arriving 1.2 ms apart (10 Mbit/s).
+    fn acks_for(mut r: Receiver, n: u64) -> u64 {
+        let mut q = EventQueue::default();
+        for seq in 0..n {
+            let pkt = Packet { seq, payload: MSS, ts_val: 1, ..Default::default() };
+            r.on_data(T0 + Dur::from_us(1200 * seq), &pkt, &mut q);
+        }
+        r.stats.acks_sent
+    }
+
+    #[test]
+    fn a_segment_that_grows_the_autotuned_window_is_acked_at_once() {
+        // 60 segments, less than a round trip: no DRS step. The first ones are ACKed at
+        // once either way (quick-ACK mode at the start, `tcp_incr_quickack`); after that
+        // the fixed window is ACKed every second segment, the autotuned one every
+        // segment until `tcp_grow_window` has taken it from 10 segments to half of the
+        // 128 KiB buffer (45), two segments at a time.
+        let fixed = acks_for(receiver(false), 60);
+        let autotuned = acks_for(receiver(true), 60);
+        assert_eq!(fixed, 16 + (60 - 16) / 2);
+        assert!(autotuned >= fixed + 8, "autotuned {autotuned}, fixed {fixed}");
+        // Once it stops growing, every second segment again.
+        let longer = acks_for(receiver(true), 70);
+        assert_eq!(longer - autotuned, 5);
     }
 }
