@@ -190,6 +190,23 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     #[test]
+    fn each_connection_of_a_flow_is_sampled_in_its_own_sequence_space() {
+        let mut f = FlowRtt::default();
+        f.on_data(Time(0), 40_000, 1_000_000, 100);
+        // A second download's connection, far away in sequence space.
+        f.on_data(Time(MS), 40_002, 3_000_000_000, 100);
+        assert_eq!(f.on_ack(Time(30 * MS), 40_002, 3_000_000_100, &[], true), Some(29 * MS));
+        assert_eq!(f.on_ack(Time(40 * MS), 40_000, 1_000_100, &[], true), Some(40 * MS));
+        // An ACK to a port that sent no data is not a sample.
+        assert_eq!(f.on_ack(Time(41 * MS), 40_004, 7, &[], true), None);
+        let ports: Vec<u16> = f.connections.iter().map(|(p, _)| *p).collect();
+        assert_eq!(ports, [40_000, 40_002]);
+        assert_eq!(f.samples().count(), 2);
+        f.clear_samples();
+        assert_eq!(f.samples().count(), 0);
+    }
+
+    #[test]
     fn samples_the_newest_newly_acked_segment() {
         let mut r = RttSampler::default();
         r.on_data(Time(0), 1000, 100);

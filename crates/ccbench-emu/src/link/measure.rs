@@ -156,12 +156,13 @@ impl Link {
                 queue_packets: stats(&c.queue_packets_seen, 1.0),
             },
             flows: (0..self.flows)
-                .map(|i| FlowReport {
+                .map(|i| (i, self.rtt[i].samples()))
+                .map(|(i, rtt)| FlowReport {
                     dropped: self.counters[i].dropped,
                     payload_out_bytes: self.counters[i].payload_out,
                     data_packets_in: self.counters[i].data_in,
-                    rtt_ms: stats(&self.rtt[i].samples(), 1e6),
-                    rtt_samples: self.rtt[i].samples().count(),
+                    rtt_ms: stats(&rtt, 1e6),
+                    rtt_samples: rtt.count(),
                     connections: self.rtt[i]
                         .connections
                         .iter()
