@@ -366,7 +366,9 @@ def test_a_stopped_run_leaves_no_packetdrill_behind(packetdrill_binary: Path, si
     import subprocess
     import sys
 
-    code = ("import sys; from pathlib import Path; from ccbench.conformance import kernel; "
+    # If the run has not started packetdrill after 20 s, it writes where it is waiting.
+    code = ("import faulthandler, sys; from pathlib import Path; faulthandler.dump_traceback_later(20); "
+            "from ccbench.conformance import kernel; "
             "kernel.run_kernel([Path(sys.argv[1])], Path(sys.argv[2]), None, lambda v: None)")
     err = tmp_path / "stderr"
     with err.open("wb") as sink:
@@ -375,8 +377,11 @@ def test_a_stopped_run_leaves_no_packetdrill_behind(packetdrill_binary: Path, si
     deadline = time.monotonic() + 30
     while not _our_processes(packetdrill_binary) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
-    assert _our_processes(packetdrill_binary), \
-        f"packetdrill did not start (run exit status {proc.poll()}): {err.read_text(errors='replace')[-2000:]}"
+    if not _our_processes(packetdrill_binary):
+        proc.kill()  # packetdrill, if it starts after all, dies with it (PR_SET_PDEATHSIG)
+        proc.wait(timeout=10)
+        pytest.fail(f"packetdrill did not start (run exit status {proc.returncode}): "
+                    f"{err.read_text(errors='replace')[-3000:]}")
     proc.send_signal(getattr(signal, sig))
     proc.wait(timeout=10)
     deadline = time.monotonic() + 5
