@@ -36,10 +36,14 @@ def test_presets_come_from_the_simulator():
         assert cost >= mid[key] >= high[key], key
 
 
-def test_share_and_slice_become_deadline_slices():
+def test_share_and_slice_become_a_deadline_reservation():
     s = scenario('[host]\ncpu_share = "25%"\ncpu_slice = "10ms"\n')
     core = s.to_core()["host"]
-    assert core["cpu"] == {"periodic": {"runtime_ns": 2_500_000, "period_ns": 10_000_000, "offset_ns": 0}}
+    # The 2BRobust set-up by default: deadline = runtime; the host tick of CONFIG_HZ=250.
+    assert core["cpu"] == {"deadline": {"runtime_ns": 2_500_000, "deadline_ns": 2_500_000,
+                                        "period_ns": 10_000_000, "tick_ns": 4_000_000}}
+    slice_ = scenario('[host]\ncpu_share = "25%"\ncpu_deadline = "slice"\ncpu_tick = "1ms"\n').to_core()["host"]
+    assert slice_["cpu"]["deadline"]["deadline_ns"] == 10_000_000 and slice_["cpu"]["deadline"]["tick_ns"] == 1_000_000
     assert core["cost"] == presets()["server"] and core["rx_ring"] == 256
     assert scenario("[host]\n").to_core()["host"]["cpu"] == "always"
 
@@ -138,7 +142,7 @@ def test_flags_build_the_host_and_the_knobs():
                             pacing_stride=5, fixed_cwnd=70, fixed_pacing_rate="140Mbit", freeze_cc=True,
                             bbr_inflight_deficit=True, tso_rtt_log=0)
     core = s.to_core()
-    assert core["host"]["cpu"]["periodic"]["period_ns"] == 1_000_000
+    assert core["host"]["cpu"]["deadline"]["period_ns"] == 1_000_000
     assert core["tcp"]["tso_rtt_log"] == 0
     bbr, cubic = core["flows"]
     assert bbr["params"] == {"inflight_deficit": 1} and cubic["params"] == {}

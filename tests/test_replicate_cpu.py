@@ -62,7 +62,9 @@ def test_vm_comparison_and_figures(vm):
     r = rows(out / "comparison.csv")
     assert len(r) == 8 and all(v["study"] and v["ccbench"] for v in r.values())
     low = r["BBR at 10-25% CPU share, 10 ms slices and longer (100 Mbit/s)"]["ccbench"]
-    assert float(low.split("at most ")[1].split(" ")[0]) < 20
+    # BBRv1 and v3 collapse; BBRv2 keeps 44 Mbit/s at 25% of 10 ms under the deadline
+    # reservation (docs/replications.md), the highest of the three.
+    assert float(low.split("at most ")[1].split(" ")[0]) < 50
     assert "below 1 BDP in" in r["Inflight at 25% share, 10 ms slices"]["ccbench"]
     assert "half a burst" in printed
     for stem in ("share", "bandwidth", "patch", "spiral", "inflight"):

@@ -113,11 +113,14 @@ def test_refusals_are_one_line(args: list[str], line: str) -> None:
 def test_the_cost_fit_recovers_known_costs() -> None:
     from ccbench.vm.calibrate import Sample, fit
 
-    idle, ack, seg = 0.05, 3000e-9, 1200e-9
-    samples = [Sample("x", 1, wall, idle * wall + ack * a + seg * s, a, s, 0.0)
-               for wall, a, s in ((4.0, 1000, 3000), (4.5, 8000, 9000), (5.0, 3000, 20000), (4.2, 12000, 40000))]
-    got_idle, got_ack, got_seg, r2 = fit(samples)
+    idle, ack, seg, wake = 0.05, 3000e-9, 1200e-9, 90e-6
+    points = ((4.0, 1000, 3000, 2000), (4.5, 8000, 9000, 500), (5.0, 3000, 20000, 6000), (4.2, 12000, 40000, 100),
+              (4.8, 5000, 10000, 9000))
+    samples = [Sample("x", 1, wall, idle * wall + ack * a + seg * s + wake * z, a, s, 0.0, z)
+               for wall, a, s, z in points]
+    got_idle, got_ack, got_seg, got_wake, r2 = fit(samples)
     assert abs(got_idle - idle) < 1e-9 and abs(got_ack - 3000) < 1e-3 and abs(got_seg - 1200) < 1e-3
+    assert abs(got_wake - 90_000) < 1e-2
     assert r2 > 0.999999
 
 

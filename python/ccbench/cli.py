@@ -277,7 +277,8 @@ MAX_VALIDATE_REPS = 100
 @click.option("--report", "html", is_flag=True, help="With --out: also the grid as an HTML page, DIR/report/index.html "
               "('ccbench report DIR' renders it again from validate.json).")
 @click.option("--cpu", is_flag=True, help="Instead: the sender-CPU model against the VM engine on the 2BRobust "
-              "grid (share x slice x algorithm x rate x RTT).")
+              "grid (share x slice x algorithm x rate x RTT); with --out, VM results kept in DIR/cpu-cells.jsonl are "
+              "not run again (resume, or the simulator alone after a change to it).")
 @click.option("--cpu-costs", metavar="FILE", help="With --cpu: the simulator's sender costs ([host.cost], from "
               "'ccbench calibrate-host').")
 @click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC",
@@ -365,8 +366,12 @@ def _validate_cpu(quick: bool, duration: Optional[str], cca: Optional[str], cpu_
     vc.check(cells, params["duration"], costs, vm)  # every cell runnable on both engines, before the first run
     click.echo(f"validating the sender-CPU model: {len(cells)} cell(s) of {params['duration']} on the simulator "
                f"and the VM ({guest_kernel})", err=True)
+    kept = None
+    if out is not None:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        kept = Path(out) / "cpu-cells.jsonl"
     with signals_interrupt():
-        rows = vc.run(cells, params["duration"], costs, vm, progress=lambda line: click.echo(line, err=True))
+        rows = vc.run(cells, params["duration"], costs, vm, progress=lambda line: click.echo(line, err=True), kept=kept)
     limits = vc.thresholds(rows)
     click.echo(vc.markdown(rows, limits, {"guest": guest_kernel, "accelerator": "see each run's notes"}), nl=False)
     if out is not None:

@@ -2,8 +2,9 @@
 
 A preset names a host whose per-task CPU costs are documented in docs/model.md
 ("Sender CPU"); ``[host.cost]`` overrides single costs. Availability is either always,
-deadline-style slices (``cpu_share`` of every ``cpu_slice``, as SCHED_DEADLINE gives a
-VM's vCPU) or an on/off trace file. Every sender of the scenario shares this CPU.
+a SCHED_DEADLINE reservation (``cpu_share`` of every ``cpu_slice``, as the host gives a
+VM's vCPU thread; ``cpu_deadline`` and the host's ``cpu_tick`` shape when it runs) or an
+on/off trace file. Every sender of the scenario shares this CPU.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -24,6 +25,8 @@ from .units import _split, format_duration, parse_duration
 Duration = Annotated[int, BeforeValidator(parse_duration)]
 
 DEFAULT_SLICE_NS = 10_000_000
+# The host's scheduler tick: CONFIG_HZ=250, Debian's default.
+DEFAULT_TICK_NS = 4_000_000
 DEFAULT_RX_RING = 256
 
 
@@ -100,7 +103,7 @@ def read_cpu_trace(path: Union[str, os.PathLike[str]]) -> list[int]:
     return intervals
 
 
-COST_FIELDS = ("ack", "burst", "packet", "byte", "wakeup", "timer", "resume")
+COST_FIELDS = ("ack", "burst", "packet", "byte", "wakeup", "timer", "resume", "idle_exit")
 
 
 class HostCost(BaseModel):
@@ -115,6 +118,7 @@ class HostCost(BaseModel):
     wakeup: Optional[Duration] = None
     timer: Optional[Duration] = None
     resume: Optional[Duration] = None
+    idle_exit: Optional[Duration] = None
 
 
 def _core_key(name: str) -> str:
@@ -129,7 +133,11 @@ class Host(BaseModel):
     cpu: str = "server"
     cpu_share: Annotated[float, BeforeValidator(parse_share)] = 1.0
     cpu_slice_ns: Duration = Field(DEFAULT_SLICE_NS, alias="cpu_slice")
-    cpu_offset_ns: Duration = Field(0, alias="cpu_offset")
+    # "runtime": deadline = runtime, as 2BRobust set it (a busy vCPU gets one window at
+    # the start of each slice); "slice": deadline = period (the budget may be spent at
+    # any time of the slice).
+    cpu_deadline: Literal["runtime", "slice"] = "runtime"
+    cpu_tick_ns: Duration = Field(DEFAULT_TICK_NS, alias="cpu_tick")
     cpu_trace: Optional[str] = None
     rx_ring: int = DEFAULT_RX_RING
     cost: HostCost = Field(default_factory=lambda: HostCost.model_validate({}))
@@ -181,7 +189,8 @@ class Host(BaseModel):
             "cpu": self.cpu,
             "cpu_share": format_share(self.cpu_share),
             "cpu_slice": format_duration(self.cpu_slice_ns),
-            "cpu_offset": format_duration(self.cpu_offset_ns),
+            "cpu_deadline": self.cpu_deadline,
+            "cpu_tick": format_duration(self.cpu_tick_ns),
             "cpu_trace": self.cpu_trace,
             "rx_ring": self.rx_ring,
             "cost": {name: (format_byte_cost(c[_core_key(name)]) if name == "byte" else format_duration(c[_core_key(name)]))
@@ -192,8 +201,10 @@ class Host(BaseModel):
         if self.cpu_trace is not None:
             cpu: Any = {"trace": {"intervals_ns": read_cpu_trace(self.cpu_trace)}}
         elif self.cpu_share < 1:
-            cpu = {"periodic": {"runtime_ns": round(self.cpu_share * self.cpu_slice_ns),
-                                "period_ns": self.cpu_slice_ns, "offset_ns": self.cpu_offset_ns}}
+            runtime = round(self.cpu_share * self.cpu_slice_ns)
+            cpu = {"deadline": {"runtime_ns": runtime,
+                                "deadline_ns": runtime if self.cpu_deadline == "runtime" else self.cpu_slice_ns,
+                                "period_ns": self.cpu_slice_ns, "tick_ns": self.cpu_tick_ns}}
         else:
             cpu = "always"
         return {"cpu": cpu, "cost": self.costs(), "rx_ring": self.rx_ring}

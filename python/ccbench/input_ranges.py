@@ -41,6 +41,7 @@ def _front_end_rows() -> list[tuple[str, str, str]]:
         ("flows[i].count", "--flows", f"1 to {MAX_FLOWS_PER_ENTRY} per [[flows]] entry"),
         ("flows[i].params", "", "finite numbers; names and ranges per algorithm"),
         ("host.cpu", "--cpu", ", ".join(presets())),
+        ("host.cpu_deadline", "", "runtime (deadline = runtime, the default), slice (deadline = cpu_slice)"),
         ("capture.points", "--pcap", ", ".join(CAPTURE_POINTS)),
         ("capture.flows", "--pcap-flows", "flow indices from 0 to the number of flows - 1"),
     ]

@@ -62,10 +62,11 @@ fn vm(cca: &str, rate_mbit: u64, share: f64, slice_ms: u64, params: &[(&str, f64
         flows: vec![f],
         tcp: TcpConfig::default(),
         host: Some(HostConfig {
-            cpu: CpuAvailability::Periodic {
+            cpu: CpuAvailability::Deadline {
                 runtime_ns: (period as f64 * share).round() as u64,
+                deadline_ns: (period as f64 * share).round() as u64,
                 period_ns: period,
-                offset_ns: 0,
+                tick_ns: 4 * MS,
             },
             ..HostConfig::default()
         }),

@@ -208,8 +208,9 @@ fn tcp() -> impl Strategy<Value = Value> {
 fn host() -> impl Strategy<Value = Value> {
     let cpu = prop_oneof![
         Just(json!("always")),
-        (int(NS), int(NS), int(NS))
-            .prop_map(|(r, p, o)| json!({ "periodic": { "runtime_ns": r, "period_ns": p, "offset_ns": o } })),
+        (int(NS), int(NS), int(NS), int(NS)).prop_map(|(r, d, p, t)| json!({
+            "deadline": { "runtime_ns": r, "deadline_ns": d, "period_ns": p, "tick_ns": t }
+        })),
         prop::collection::vec(int(NS), 0..5).prop_map(|v| json!({ "trace": { "intervals_ns": v } })),
     ];
     let cost = table(vec![
@@ -220,6 +221,7 @@ fn host() -> impl Strategy<Value = Value> {
         ("per_wakeup_ns", int(NS).boxed()),
         ("per_timer_ns", int(NS).boxed()),
         ("per_resume_ns", int(NS).boxed()),
+        ("per_idle_exit_ns", int(NS).boxed()),
     ]);
     (cpu, cost, small_u32()).prop_map(|(cpu, cost, rx)| json!({ "cpu": cpu, "cost": cost, "rx_ring": rx }))
 }

@@ -32,7 +32,6 @@ class VmEngine(Engine):
     unsupported = (
         Unsupported("host.cpu", NO_VM_MEANING),
         Unsupported("host.cpu_trace", NO_VM_MEANING),
-        Unsupported("host.cpu_offset_ns", NO_VM_MEANING),
         Unsupported("host.rx_ring", NO_VM_MEANING),
         Unsupported("host.cost", NO_VM_MEANING),
         Unsupported("tcp.init_cwnd", NOT_IN_GUEST_YET),
@@ -62,6 +61,7 @@ class VmEngine(Engine):
         from ..vm.qemu import require_qemu
 
         super().check(scenario)
+        _refuse_another_tick(scenario)
         host.require_root("VM")
         require_qemu()
         return make_plan(scenario, self._facts(scenario)).scenario
@@ -84,6 +84,7 @@ class VmEngine(Engine):
 
         sc = self.load(scenario)
         super().check(sc)
+        _refuse_another_tick(sc)
         host.require_root("VM")
         require_qemu()
         kernel = guest.resolve(self.guest_kernel)
@@ -94,7 +95,8 @@ class VmEngine(Engine):
             accel = accelerator(kernel, initrd, Path(tmp))
         share = sc.host.cpu_share if sc.host is not None and sc.host.cpu_share < 1 else None
         period = sc.host.cpu_slice_ns if sc.host is not None else 10_000_000
-        sender = GuestSender(kernel, initrd, accel, self.vcpus, share, period)
+        kind = sc.host.cpu_deadline if sc.host is not None else "runtime"
+        sender = GuestSender(kernel, initrd, accel, self.vcpus, share, period, kind)
         where = capture_dir(sc, capture_to)
         capture = None if where is None or sc.capture is None else sc.capture.to_core(os.path.abspath(where))
         booked = deadline.booked_bandwidth()
@@ -110,10 +112,12 @@ class VmEngine(Engine):
             "boot_s": round(sender.vm.boot_s, 3) if sender.vm else None,
             "cpu_policy": [p.describe() for p in sender.policies],
             "cpu_share_applied": [p.share for p in sender.policies],
+            "host_tick_ns": deadline.host_tick_ns(),
             # What the vCPU threads used during the run (CPU time / wall time), and the
             # work the guest's sockets did: the inputs of ccbench calibrate-host.
             "vcpu_cpu_use": [round(u, 4) for u in sender.vcpu_use()],
             "vcpu_cpu_s": round(sender.vcpu_cpu_s(), 6),
+            "vcpu_sleeps": sender.vcpu_sleeps(),
             "run_wall_s": round(sender.wall_s, 6),
             "work": _work(raw.sender.get("final", [])),
             "guest_available_congestion_control": sender.info.get("available_congestion_control"),
@@ -169,3 +173,16 @@ def _work(final: list[dict[str, Any]]) -> dict[str, int]:
 ENGINE = VmEngine()
 run = ENGINE.run
 check = ENGINE.check
+
+
+def _refuse_another_tick(sc: "Scenario") -> None:
+    """``host.cpu_tick`` is this host kernel's: a scenario may restate it, not change it."""
+    from ..units import format_duration
+    from ..vm.deadline import host_tick_ns
+
+    if sc.host is None or "cpu_tick_ns" not in sc.host.model_fields_set:
+        return
+    tick = host_tick_ns()
+    if tick is not None and sc.host.cpu_tick_ns != tick:
+        raise ScenarioError("host.cpu_tick", f"is this host kernel's scheduler tick, {format_duration(tick)} "
+                            "(1 / CONFIG_HZ); the VM engine cannot change it: leave it out or give that value")

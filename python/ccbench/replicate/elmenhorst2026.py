@@ -34,12 +34,13 @@ from .compare import Finding
 
 STUDY = "Elmenhorst & Aschenbruck, 2026"
 NOTE = (
-    "ccbench gates the sender's work on the vCPU's slices with free work (the server preset); it does not model "
-    "what a hypervisor adds on each re-entry (interrupt injection, cold caches: host.cost.resume) or the guest's "
-    "own housekeeping. With 1 ms slices EDT pacing's lateness credit of half a burst (about 0.5 ms) absorbs most "
-    "of each off-period, so ccbench's BBR recovers at far lower shares than the study's (45%). The study ran "
-    "BBRv1 on Linux 6.1, v2 on Google's 5.13 and v3 on Google's 6.13 kernels; ccbench models each algorithm's "
-    "current code on one stack."
+    "ccbench runs the sender's work under the vCPU's SCHED_DEADLINE reservation as the host kernel does "
+    "(deadline = runtime, as the study set it; a 4 ms host tick), with free work (the server preset): what a "
+    "guest's work costs under a hypervisor is measured by the VM engine (ccbench validate --cpu), not assumed here. "
+    "With free work the vCPU never runs on to the tick, and with 1 ms slices EDT pacing's lateness credit of half "
+    "a burst (about 0.5 ms) absorbs most of each off-period, so ccbench's BBR recovers at far lower shares than "
+    "the study's (45%). The study ran BBRv1 on Linux 6.1, v2 on Google's 5.13 and v3 on Google's 6.13 kernels; "
+    "ccbench models each algorithm's current code on one stack."
 )
 CCAS = {"bbr": "BBRv1", "bbr2": "BBRv2", "bbr3": "BBRv3", "cubic": "Cubic"}
 COLORS = {"bbr": style.BLUE, "bbr2": style.GREEN, "bbr3": style.VERMILLION, "cubic": style.ORANGE}

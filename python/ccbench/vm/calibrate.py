@@ -4,11 +4,13 @@ Runs bulk Cubic flows from the guest with no CPU limit at several rates and flow
 (the work varies independently of time), records each run's vCPU CPU time and its
 sockets' work (ACKs in, segments out, from their last TCP_INFO), and fits
 
-    vCPU time = idle x wall time + ack x ACKs + packet x segments
+    vCPU time = idle x wall time + ack x ACKs + packet x segments + idle_exit x sleeps
 
-by non-negative least squares. ``ack`` and ``packet`` are the simulator's ``[host.cost]``
-entries of the same names (CPU time per ACK processed, per segment sent); the idle term
-is the guest's timer ticks and housekeeping, which the simulator does not charge. The
+by non-negative least squares, where sleeps are the times the vCPU thread went to sleep
+(the guest idle: ``voluntary_ctxt_switches``), each ending in an interrupt that wakes
+it. ``ack``, ``packet`` and ``idle_exit`` are the simulator's ``[host.cost]`` entries of
+the same names (CPU time per ACK processed, per segment sent, per wake from idle); the
+idle term is the guest's timer ticks and housekeeping, which the simulator does not charge. The
 result is a ``[host.cost]`` table that ``--cpu-costs FILE`` or a scenario's ``[host]``
 takes, so that the simulator's host model and the VM run on the same costs.
 
@@ -41,6 +43,7 @@ class Sample:
     acks: int
     segments: int
     goodput_mbps: float
+    sleeps: int = 0
 
 
 @dataclass
@@ -53,6 +56,7 @@ class Calibration:
     idle_cpu_per_s: float      # CPU seconds per second of wall time, with no work
     ack_ns: float
     packet_ns: float
+    idle_exit_ns: float
     r_squared: float
     samples: list[Sample]
 
@@ -63,10 +67,12 @@ class Calibration:
             f"# guest {self.guest_kernel} ({self.release}), {self.accelerator.upper()}, {self.qemu}, "
             f"{self.vcpus} vCPU(s)",
             f"# fit: vCPU time = {self.idle_cpu_per_s:.4f} x wall + {self.ack_ns:.0f} ns x ACKs + "
-            f"{self.packet_ns:.0f} ns x segments (R^2 = {self.r_squared:.3f}, {len(self.samples)} runs)",
+            f"{self.packet_ns:.0f} ns x segments + {self.idle_exit_ns:.0f} ns x vCPU sleeps "
+            f"(R^2 = {self.r_squared:.3f}, {len(self.samples)} runs)",
             "[host.cost]",
             f'ack = "{round(self.ack_ns)}ns"',
             f'packet = "{round(self.packet_ns)}ns"',
+            f'idle_exit = "{round(self.idle_exit_ns)}ns"',
         ]
         return "\n".join(lines) + "\n"
 
@@ -74,12 +80,12 @@ class Calibration:
         return asdict(self)
 
 
-def fit(samples: Sequence[Sample]) -> tuple[float, float, float, float]:
-    """(idle CPU per second, ns per ACK, ns per segment, R^2) by non-negative least
-    squares over the samples."""
+def fit(samples: Sequence[Sample]) -> tuple[float, float, float, float, float]:
+    """(idle CPU per second, ns per ACK, ns per segment, ns per vCPU sleep, R^2) by
+    non-negative least squares over the samples."""
     from scipy.optimize import nnls
 
-    a = np.array([[s.wall_s, s.acks, s.segments] for s in samples], dtype=float)
+    a = np.array([[s.wall_s, s.acks, s.segments, s.sleeps] for s in samples], dtype=float)
     y = np.array([s.vcpu_cpu_s for s in samples], dtype=float)
     scale = a.max(axis=0)
     scale[scale == 0] = 1.0
@@ -88,7 +94,7 @@ def fit(samples: Sequence[Sample]) -> tuple[float, float, float, float]:
     predicted = a @ coef
     total = float(((y - y.mean()) ** 2).sum())
     r2 = 1.0 - float(((y - predicted) ** 2).sum()) / total if total > 0 else 1.0
-    return float(coef[0]), float(coef[1] * 1e9), float(coef[2] * 1e9), r2
+    return float(coef[0]), float(coef[1] * 1e9), float(coef[2] * 1e9), float(coef[3] * 1e9), r2
 
 
 def calibrate(guest_kernel: str = "debian:6.1", vcpus: int = 1,
@@ -106,12 +112,13 @@ def calibrate(guest_kernel: str = "debian:6.1", vcpus: int = 1,
         summary = engine.run(doc).summary
         vm = summary["vm"]
         sample = Sample(rate, flows, vm["run_wall_s"], vm["vcpu_cpu_s"], vm["work"]["segs_in"],
-                        vm["work"]["segs_out"], sum(f["goodput_bps"] for f in summary["flows"]) / 1e6)
+                        vm["work"]["segs_out"], sum(f["goodput_bps"] for f in summary["flows"]) / 1e6,
+                        vm["vcpu_sleeps"])
         samples.append(sample)
         if progress is not None:
             progress(f"  {rate} x {flows} flow(s): {sample.goodput_mbps:.1f} Mbit/s, vCPU {sample.vcpu_cpu_s:.2f} s "
                      f"of {sample.wall_s:.2f} s, {sample.acks} ACKs, {sample.segments} segments")
-    idle, ack, packet, r2 = fit(samples)
+    idle, ack, packet, idle_exit, r2 = fit(samples)
     return Calibration(guest_kernel=vm["guest_kernel"], release=vm["release"], accelerator=vm["accelerator"],
-                       qemu=vm["qemu"], vcpus=vcpus, idle_cpu_per_s=idle, ack_ns=ack, packet_ns=packet,
+                       qemu=vm["qemu"], vcpus=vcpus, idle_cpu_per_s=idle, ack_ns=ack, packet_ns=packet, idle_exit_ns=idle_exit,
                        r_squared=r2, samples=samples)

@@ -1,5 +1,6 @@
 """The CPU policy of a vCPU thread: SCHED_DEADLINE with runtime = share x period and
-deadline = period, set with ``sched_setattr(2)`` and read back with ``sched_getattr(2)``.
+a deadline of the runtime (the 2BRobust set-up) or the period, set with
+``sched_setattr(2)`` and read back with ``sched_getattr(2)``.
 
 A thread is never switched back to SCHED_OTHER: on some host kernels (seen on 6.18) a
 deadline thread reverted while it sleeps keeps its bandwidth booked in the root domain
@@ -61,12 +62,13 @@ class Policy:
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def set_deadline(tid: int, share: float, period_ns: int) -> Policy:
-    """Give thread ``tid`` ``share`` of every ``period_ns``; returns the policy read back.
-    ScenarioError on ``--cpu-share`` when the kernel refuses admission (EBUSY)."""
+def set_deadline(tid: int, share: float, period_ns: int, deadline: str = "slice") -> Policy:
+    """Give thread ``tid`` ``share`` of every ``period_ns``, due at the end of the
+    runtime (``deadline="runtime"``) or of the period (``"slice"``); returns the policy
+    read back. ScenarioError on ``--cpu-share`` when the kernel refuses admission (EBUSY)."""
     runtime = max(MIN_RUNTIME_NS, round(share * period_ns))
     attr = SchedAttr(size=ctypes.sizeof(SchedAttr), sched_policy=SCHED_DEADLINE, sched_runtime=runtime,
-                     sched_deadline=period_ns, sched_period=period_ns)
+                     sched_deadline=runtime if deadline == "runtime" else period_ns, sched_period=period_ns)
     if _libc.syscall(SYS_SCHED_SETATTR, tid, ctypes.byref(attr), 0) != 0:
         err = ctypes.get_errno()
         if err == errno.EBUSY:
@@ -88,6 +90,30 @@ def get_policy(tid: int) -> Policy:
 def cpu_time_ns(pid: int, tid: int) -> int:
     """CPU time a thread has run, from ``/proc/<pid>/task/<tid>/schedstat``."""
     return int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+
+
+def voluntary_switches(pid: int, tid: int) -> int:
+    """How often a thread went to sleep (for a vCPU thread: the guest went idle), from
+    ``/proc/<pid>/task/<tid>/status``."""
+    found = re.search(r"^voluntary_ctxt_switches:\s*(\d+)", Path(f"/proc/{pid}/task/{tid}/status").read_text(), re.M)
+    return int(found.group(1)) if found else 0
+
+
+def host_tick_ns() -> Optional[int]:
+    """This host kernel's scheduler tick (1 / CONFIG_HZ), at which SCHED_DEADLINE notices
+    an exhausted budget; None when the kernel's configuration cannot be read."""
+    import gzip
+
+    sources = [(Path("/proc/config.gz"), gzip.open), (Path(f"/boot/config-{os.uname().release}"), open)]
+    for path, opener in sources:
+        try:
+            with opener(path, "rt") as f:  # type: ignore[operator]
+                found = re.search(r"^CONFIG_HZ=(\d+)$", f.read(), re.M)
+        except OSError:
+            continue
+        if found:
+            return 1_000_000_000 // int(found.group(1))
+    return None
 
 
 def booked_bandwidth() -> Optional[float]:

@@ -42,9 +42,9 @@ class GuestSender:
     """Senders in a guest; implements ``ccbench.kernel.session.SenderSide``."""
 
     def __init__(self, kernel: GuestKernel, initrd: Path, accel: str, vcpus: int = 1,
-                 share: Optional[float] = None, period_ns: int = 10_000_000) -> None:
+                 share: Optional[float] = None, period_ns: int = 10_000_000, deadline: str = "slice") -> None:
         self.kernel, self.initrd, self.accel, self.vcpus = kernel, initrd, accel, vcpus
-        self.share, self.period_ns = share, period_ns
+        self.share, self.period_ns, self.deadline = share, period_ns, deadline
         self.vm: Optional[Vm] = None
         self.channel: Optional[socket.socket] = None
         self.reader: Any = None
@@ -54,6 +54,8 @@ class GuestSender:
         # CPU time of each vCPU thread and the wall time, at go and at the end of the run.
         self.cpu_at_go: list[int] = []
         self.cpu_at_end: list[int] = []
+        self.sleeps_at_go: list[int] = []
+        self.sleeps_at_end: list[int] = []
         self.wall_s = 0.0
 
     # SenderSide
@@ -86,12 +88,14 @@ class GuestSender:
     def go(self, t0_ns: int) -> None:
         # The guest's epoch is when it reads this line: send it at the host's epoch.
         time.sleep(max(0.0, (t0_ns - time.monotonic_ns()) / 1e9))
+        self.sleeps_at_go = self._sleeps()
         self.cpu_at_go, self.wall_s = self._cpu_times(), time.monotonic()
         self._send({"cmd": "go"})
 
     def finish(self, timeout_s: float) -> dict[str, Any]:
         result: dict[str, Any] = self._reply("result", timeout_s)
         self.cpu_at_end, self.wall_s = self._cpu_times(), time.monotonic() - self.wall_s
+        self.sleeps_at_end = self._sleeps()
         self._send({"cmd": "quit"})
         return result
 
@@ -110,7 +114,7 @@ class GuestSender:
         vm.start()
         self.threads = vm.vcpu_threads()
         if self.share is not None:
-            self.policies = [deadline.set_deadline(t, self.share, self.period_ns) for t in self.threads]
+            self.policies = [deadline.set_deadline(t, self.share, self.period_ns, self.deadline) for t in self.threads]
         else:
             self.policies = [deadline.get_policy(t) for t in self.threads]
         self.channel = vm.control()
@@ -127,6 +131,14 @@ class GuestSender:
     def vcpu_cpu_s(self) -> float:
         """CPU time all vCPU threads used during the run, in seconds."""
         return sum(b - a for a, b in zip(self.cpu_at_go, self.cpu_at_end)) / 1e9
+
+    def vcpu_sleeps(self) -> int:
+        """Times the vCPU threads went to sleep during the run (the guest going idle)."""
+        return sum(b - a for a, b in zip(self.sleeps_at_go, self.sleeps_at_end))
+
+    def _sleeps(self) -> list[int]:
+        assert self.vm is not None
+        return [deadline.voluntary_switches(self.vm.pid, t) for t in self.threads]
 
     def _cpu_times(self) -> list[int]:
         assert self.vm is not None

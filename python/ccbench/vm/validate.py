@@ -39,10 +39,13 @@ class CpuCell:
     def name(self) -> str:
         return f"{self.cca} {self.share:.0%} of {self.slice}, {self.rate}, {self.rtt}"
 
-    def scenario(self, duration: str, costs: Optional[dict[str, Any]]) -> dict[str, Any]:
+    def scenario(self, duration: str, costs: Optional[dict[str, Any]], tick_ns: Optional[int] = None) -> dict[str, Any]:
+        """The cell; for the simulator with ``costs`` and this host's scheduler tick."""
         host: dict[str, Any] = {"cpu_share": self.share, "cpu_slice": self.slice}
         if costs:
             host["cost"] = dict(costs)
+        if tick_ns is not None:
+            host["cpu_tick"] = f"{tick_ns}ns"
         return {"duration": duration, "link": {"rate": self.rate, "rtt": self.rtt, "buffer": "1bdp"},
                 "host": host, "flows": [{"cca": self.cca}]}
 
@@ -103,25 +106,52 @@ def check(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any
 
 
 def run(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]], vm_engine: Any,
-        progress: Callable[[str], None]) -> list[CpuRow]:
-    """Each cell on the simulator and on ``vm_engine`` (one repetition each)."""
+        progress: Callable[[str], None], kept: Optional[Path] = None) -> list[CpuRow]:
+    """Each cell on the simulator and on ``vm_engine`` (one repetition each). With
+    ``kept`` (a JSON-lines file), each VM result is appended as it finishes and cells
+    already there are not run on the VM again: a stopped grid resumes, and after a
+    change to the simulator only the simulator runs."""
     from ..engines import get
     from ..units import parse_rate
+    from .deadline import host_tick_ns
 
     sim = get("sim")
+    done = _read_kept(kept, duration, vm_engine.guest_kernel)
     rows = []
     for cell in cells:
-        doc = cell.scenario(duration, costs)
-        sim_summary = sim.run(doc).summary
-        vm_doc = cell.scenario(duration, None)  # the VM's costs are its own
-        vm_summary = vm_engine.run(vm_doc).summary
-        row = CpuRow(cell, parse_rate(cell.rate) / 1e6, _goodput(sim_summary), _goodput(vm_summary),
-                     (vm_summary["vm"]["vcpu_cpu_use"] or [0.0])[0])
+        vm = done.get(cell.name)
+        if vm is None:
+            summary = vm_engine.run(cell.scenario(duration, None)).summary  # the VM's costs are its own
+            vm = {"cell": cell.name, "duration": duration, "guest": vm_engine.guest_kernel,
+                  "vm_mbps": _goodput(summary), "vm_cpu_use": (summary["vm"]["vcpu_cpu_use"] or [0.0])[0],
+                  "host_tick_ns": summary["vm"].get("host_tick_ns", host_tick_ns())}
+            if kept is not None:
+                with open(kept, "a") as f:
+                    f.write(json.dumps(vm) + "\n")
+        # The simulator with the same costs and the tick of the host the VM ran on.
+        sim_summary = sim.run(cell.scenario(duration, costs, vm["host_tick_ns"])).summary
+        row = CpuRow(cell, parse_rate(cell.rate) / 1e6, _goodput(sim_summary), vm["vm_mbps"], vm["vm_cpu_use"])
         rows.append(row)
         ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
         progress(f"  {cell.name}: sim {row.sim_mbps:.1f}, VM {row.vm_mbps:.1f} Mbit/s (ratio {ratio}, "
                  f"vCPU {row.vm_cpu_use:.0%}) {'ok' if row.passed else 'DIFFERS'}")
     return rows
+
+
+def _read_kept(kept: Optional[Path], duration: str, guest: str) -> dict[str, dict[str, Any]]:
+    """VM results of earlier runs of this grid: {cell name: result}; a torn last line
+    (a run stopped while writing) is ignored."""
+    if kept is None or not kept.is_file():
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for line in kept.read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if r.get("duration") == duration and r.get("guest") == guest:
+            out[r["cell"]] = r
+    return out
 
 
 def thresholds(rows: Sequence[CpuRow]) -> list[Threshold]:

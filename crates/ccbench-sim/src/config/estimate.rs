@@ -72,7 +72,7 @@ impl Scenario {
         let memory_bytes = series_rows * BYTES_PER_SERIES_ROW + held * BYTES_PER_QUEUED_PACKET;
         // The CPU model adds an event at each edge of each slice.
         let slices = match self.host.as_ref().map(|h| &h.cpu) {
-            Some(CpuAvailability::Periodic { period_ns, .. }) => 2.0 * self.duration_ns as f64 / *period_ns as f64,
+            Some(CpuAvailability::Deadline { period_ns, .. }) => 2.0 * self.duration_ns as f64 / *period_ns as f64,
             Some(CpuAvailability::Trace { intervals_ns }) => {
                 let cycle: f64 = intervals_ns.iter().map(|&v| v as f64).sum();
                 intervals_ns.len() as f64 * self.duration_ns as f64 / cycle.max(1.0)
@@ -137,7 +137,8 @@ pub fn input_ranges() -> Vec<(String, String)> {
         ("host.rx_ring", "at least 1".into()),
         ("host.cost.per_* (ns)", format!("0 to {}", fmt_ns(MAX_CPU_COST_NS))),
         ("host.cost.per_byte", format!("0 to {MAX_CPU_COST_PER_BYTE_PS} ps")),
-        ("host.cpu_share", "runtime positive, at most the period".into()),
+        ("host.cpu_share", format!("runtime at least {}, at most the deadline and the period", fmt_ns(MIN_CPU_RUNTIME_NS))),
+        ("host.cpu_tick", format!("{} to {}", fmt_ns(MIN_CPU_TICK_NS), fmt_ns(MAX_CPU_TICK_NS))),
         ("host.cpu_slice", format!("{} to the longest duration", fmt_ns(MIN_CPU_SLICE_NS))),
         ("host.cpu_trace", format!("(on, off) pairs, some on time, one pass from {} to the longest duration", fmt_ns(MIN_CPU_SLICE_NS))),
     ];

@@ -422,13 +422,9 @@ fn default_rx_ring() -> u32 {
 pub enum CpuAvailability {
     #[default]
     Always,
-    /// SCHED_DEADLINE-style: `runtime_ns` of every `period_ns`, from `offset_ns` on.
-    Periodic {
-        runtime_ns: u64,
-        period_ns: u64,
-        #[serde(default)]
-        offset_ns: u64,
-    },
+    /// SCHED_DEADLINE: `runtime_ns` of every `period_ns`, due `deadline_ns` after the
+    /// period starts; the host's scheduler tick is `tick_ns` (1 / CONFIG_HZ).
+    Deadline { runtime_ns: u64, deadline_ns: u64, period_ns: u64, tick_ns: u64 },
     /// Alternating on/off intervals: `[on, off, on, off, ...]` in ns starting on at
     /// time 0, repeated when they run out.
     Trace { intervals_ns: Vec<u64> },
@@ -454,8 +450,12 @@ pub struct CpuCost {
     /// on top of the wake-up it leads to.
     pub per_timer_ns: u64,
     /// Getting going again after being descheduled (a vCPU re-entering the guest:
-    /// pending interrupts injected, cold caches), paid by the first task of a slice.
+    /// pending interrupts injected, cold caches), paid by a task that waited for the CPU
+    /// to come back.
     pub per_resume_ns: u64,
+    /// Leaving the idle loop: the interrupt that wakes an idle CPU and the way back to
+    /// idle (for a vCPU, a HLT exit and re-entry), paid by a task that finds it idle.
+    pub per_idle_exit_ns: u64,
 }
 
 impl CpuCost {

@@ -171,6 +171,7 @@ impl Scenario {
                 ("per_wakeup", c.per_wakeup_ns),
                 ("per_timer", c.per_timer_ns),
                 ("per_resume", c.per_resume_ns),
+                ("per_idle_exit", c.per_idle_exit_ns),
             ] {
                 if v > MAX_CPU_COST_NS {
                     return Err(err(
@@ -184,9 +185,22 @@ impl Scenario {
             }
             match &h.cpu {
                 CpuAvailability::Always => {}
-                CpuAvailability::Periodic { runtime_ns, period_ns, .. } => {
-                    if *runtime_ns == 0 || runtime_ns > period_ns {
-                        return Err(err("host.cpu_share", "runtime must be positive and at most the period"));
+                CpuAvailability::Deadline { runtime_ns, deadline_ns, period_ns, tick_ns } => {
+                    // `__checkparam_dl`: 1024 ns <= runtime <= deadline <= period.
+                    if *runtime_ns < MIN_CPU_RUNTIME_NS || runtime_ns > deadline_ns || deadline_ns > period_ns {
+                        return Err(err(
+                            "host.cpu_share",
+                            format!(
+                                "runtime must be at least {} and at most the deadline and the period",
+                                fmt_ns(MIN_CPU_RUNTIME_NS)
+                            ),
+                        ));
+                    }
+                    if !(MIN_CPU_TICK_NS..=MAX_CPU_TICK_NS).contains(tick_ns) {
+                        return Err(err(
+                            "host.cpu_tick",
+                            format!("must be from {} to {}", fmt_ns(MIN_CPU_TICK_NS), fmt_ns(MAX_CPU_TICK_NS)),
+                        ));
                     }
                     if *period_ns < MIN_CPU_SLICE_NS || *period_ns > max_duration {
                         return Err(err(
@@ -308,6 +322,11 @@ pub mod limits {
     /// The CPU model schedules an event at each slice edge: a floor of a microsecond
     /// keeps them to a million per simulated second.
     pub const MIN_CPU_SLICE_NS: u64 = 1_000;
+    /// `__checkparam_dl` refuses a runtime under `1 << DL_SCALE` ns.
+    pub const MIN_CPU_RUNTIME_NS: u64 = 1 << 10;
+    /// The host's scheduler tick, 1 / CONFIG_HZ: 100 to 1000 Hz in practice.
+    pub const MIN_CPU_TICK_NS: u64 = 100_000;
+    pub const MAX_CPU_TICK_NS: u64 = 1_000_000_000;
 }
 
 /// A CoDel time (ns) must fit the kernel's 32-bit codel clock (ns >> 10, signed).

@@ -1,8 +1,7 @@
-//! When the sender's CPU may run, and how long a piece of work keeps it busy.
-//!
-//! A VM's vCPU under SCHED_DEADLINE gets `runtime` of every `period` (Elmenhorst &
-//! Aschenbruck, 2BRobust §4.2); a trace gives arbitrary on/off intervals. Work that
-//! does not fit in what is left of an on-interval continues in the next one.
+//! When the sender's CPU may run, if that is fixed in advance, and how long a piece of
+//! work keeps it busy: always, or the on/off intervals of a trace. Work that does not
+//! fit in what is left of an on-interval continues in the next one. (A SCHED_DEADLINE
+//! reservation, whose on-times follow the work, is `deadline.rs`.)
 
 use crate::config::CpuAvailability;
 use crate::time::{Dur, Time};
@@ -10,11 +9,6 @@ use crate::time::{Dur, Time};
 #[derive(Clone, Debug)]
 pub enum Availability {
     Always,
-    Periodic {
-        runtime: u64,
-        period: u64,
-        offset: u64,
-    },
     /// Cumulative ends of the on/off intervals of one cycle: `ends[2k]` is where the
     /// k-th on-interval ends, `ends[2k+1]` where the following off-interval ends.
     Trace {
@@ -27,9 +21,7 @@ impl Availability {
     pub fn new(cfg: &CpuAvailability) -> Availability {
         match cfg {
             CpuAvailability::Always => Availability::Always,
-            &CpuAvailability::Periodic { runtime_ns, period_ns, offset_ns } => {
-                Availability::Periodic { runtime: runtime_ns, period: period_ns, offset: offset_ns % period_ns }
-            }
+            CpuAvailability::Deadline { .. } => unreachable!("a deadline reservation is a DeadlineServer"),
             CpuAvailability::Trace { intervals_ns } => {
                 let ends: Vec<u64> = intervals_ns
                     .iter()
@@ -49,17 +41,6 @@ impl Availability {
     fn state_at(&self, t: Time) -> Result<Option<Time>, Time> {
         match self {
             Availability::Always => Ok(None),
-            &Availability::Periodic { runtime, period, offset } => {
-                let since = (t.ns() + period - offset) % period;
-                // The slice holding `t` may start before time 0 (a positive offset):
-                // modular arithmetic, so that its end still comes out right.
-                let start = t.ns().wrapping_sub(since);
-                if since < runtime {
-                    Ok(Some(Time(start.wrapping_add(runtime))))
-                } else {
-                    Err(Time(start.wrapping_add(period)))
-                }
-            }
             Availability::Trace { ends, cycle } => {
                 let pos = t.ns() % cycle;
                 let base = t.ns() - pos;
@@ -119,7 +100,6 @@ impl Availability {
     pub fn share(&self) -> f64 {
         match self {
             Availability::Always => 1.0,
-            Availability::Periodic { runtime, period, .. } => *runtime as f64 / *period as f64,
             Availability::Trace { ends, cycle } => {
                 let on: u64 = ends
                     .iter()
@@ -136,38 +116,7 @@ impl Availability {
 mod tests {
     use super::*;
 
-    fn periodic(runtime_ms: u64, period_ms: u64) -> Availability {
-        Availability::new(&CpuAvailability::Periodic {
-            runtime_ns: runtime_ms * 1_000_000,
-            period_ns: period_ms * 1_000_000,
-            offset_ns: 0,
-        })
-    }
     const MS: u64 = 1_000_000;
-
-    #[test]
-    fn periodic_slices_gate_start_and_stretch_work() {
-        let a = periodic(2, 10); // 2 ms on, 8 ms off
-        assert_eq!(a.next_on(Time(MS)), Time(MS));
-        assert_eq!(a.next_on(Time(2 * MS)), Time(10 * MS));
-        assert_eq!(a.next_on(Time(9 * MS)), Time(10 * MS));
-        // 1.5 ms of work from 1 ms: 1 ms now, 0.5 ms in the next slice.
-        assert_eq!(a.finish(Time(MS), Dur(1_500_000)), Time(10 * MS + 500_000));
-        // Exactly filling the slice ends at its end.
-        assert_eq!(a.finish(Time(MS), Dur(MS)), Time(2 * MS));
-        // 5 ms of work needs three slices: 2 + 2 + 1.
-        assert_eq!(a.finish(Time(0), Dur(5 * MS)), Time(21 * MS));
-        assert!((a.share() - 0.2).abs() < 1e-12);
-    }
-
-    #[test]
-    fn periodic_offset_shifts_the_slices() {
-        let a =
-            Availability::new(&CpuAvailability::Periodic { runtime_ns: 2 * MS, period_ns: 10 * MS, offset_ns: 5 * MS });
-        assert_eq!(a.next_on(Time(0)), Time(5 * MS));
-        assert_eq!(a.next_on(Time(6 * MS)), Time(6 * MS));
-        assert_eq!(a.next_on(Time(7 * MS)), Time(15 * MS));
-    }
 
     #[test]
     fn trace_alternates_and_repeats() {

@@ -5,15 +5,17 @@
 //! packets and samples the clock at the time it actually starts.
 
 pub mod cpu;
+pub mod deadline;
 pub mod presets;
 
-use crate::config::{CpuCost, HostConfig};
+use crate::config::{CpuAvailability, CpuCost, HostConfig};
 use crate::net::Packet;
 use crate::observe::histogram::Histogram;
 use crate::sim::events::SenderTimer;
 use crate::sim::{Event, EventQueue};
 use crate::time::{Dur, Time};
 use cpu::Availability;
+use deadline::DeadlineServer;
 use std::collections::VecDeque;
 
 /// A piece of sender work for flow `flow`.
@@ -44,8 +46,10 @@ impl Task {
 /// What a task did, which sets its cost.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct Work {
-    /// Slices begun after the CPU had been off.
+    /// Tasks that ran after the CPU had been off (descheduled or throttled).
     pub resumes: u64,
+    /// Tasks that found the CPU idle and woke it.
+    pub idle_exits: u64,
     pub acks: u64,
     pub timers: u64,
     pub wakeups: u64,
@@ -57,6 +61,7 @@ pub struct Work {
 impl Work {
     fn add(&mut self, o: &Work) {
         self.resumes += o.resumes;
+        self.idle_exits += o.idle_exits;
         self.acks += o.acks;
         self.timers += o.timers;
         self.wakeups += o.wakeups;
@@ -67,6 +72,7 @@ impl Work {
 
     pub fn cost(&self, c: &CpuCost) -> Dur {
         Dur(self.resumes * c.per_resume_ns
+            + self.idle_exits * c.per_idle_exit_ns
             + self.acks * c.per_ack_ns
             + self.timers * c.per_timer_ns
             + self.wakeups * c.per_wakeup_ns
@@ -76,13 +82,25 @@ impl Work {
     }
 }
 
+/// When the CPU may run: fixed on/off intervals, or a SCHED_DEADLINE reservation whose
+/// on-times follow the work.
+enum Cpu {
+    Intervals {
+        avail: Availability,
+        /// End of the on-interval in which the CPU last worked (a new one costs a resume).
+        slice_end: Option<Time>,
+    },
+    Deadline(DeadlineServer),
+}
+
 pub struct Host {
-    avail: Availability,
+    cpu: Cpu,
     cost: CpuCost,
     queue: VecDeque<(Time, u32, Task)>,
     busy_until: Time,
-    /// End of the on-interval in which the CPU last worked (a new one costs a resume).
-    slice_end: Option<Time>,
+    /// The next task woke the CPU from idle; it waited for the CPU to be given back.
+    idle_exit: bool,
+    resume: bool,
     /// A `CpuRun` event is in the heap.
     run_queued: bool,
     /// ACK tasks waiting, and the receive ring's capacity for them.
@@ -104,12 +122,19 @@ impl Host {
         if cfg.is_ideal() {
             return None;
         }
+        let cpu = match cfg.cpu {
+            CpuAvailability::Deadline { runtime_ns, deadline_ns, period_ns, tick_ns } => {
+                Cpu::Deadline(DeadlineServer::new(runtime_ns, deadline_ns, period_ns, tick_ns))
+            }
+            ref other => Cpu::Intervals { avail: Availability::new(other), slice_end: None },
+        };
         Some(Host {
-            avail: Availability::new(&cfg.cpu),
+            cpu,
             cost: cfg.cost.clone(),
             queue: VecDeque::new(),
             busy_until: Time::ZERO,
-            slice_end: None,
+            idle_exit: false,
+            resume: false,
             run_queued: false,
             pending_acks: 0,
             rx_ring: cfg.rx_ring,
@@ -144,7 +169,19 @@ impl Host {
         if self.queue.is_empty() {
             return None;
         }
-        let start = self.avail.next_on(now.max(self.busy_until));
+        if now > self.busy_until {
+            // The CPU went idle when its last task ended; this one wakes it.
+            self.idle_exit = true;
+            if let Cpu::Deadline(server) = &mut self.cpu {
+                server.sleep(self.busy_until);
+                self.busy_until = server.wake(now);
+                self.resume = self.busy_until > now;
+            }
+        }
+        let start = match &self.cpu {
+            Cpu::Intervals { avail, .. } => avail.next_on(now.max(self.busy_until)),
+            Cpu::Deadline(_) => now.max(self.busy_until),
+        };
         if start > now {
             self.run_queued = true;
             q.push(start, Event::CpuRun);
@@ -160,19 +197,29 @@ impl Host {
 
     /// The task started at `now` did `work`: the CPU is busy until it is done.
     pub fn finished(&mut self, now: Time, mut work: Work, q: &mut EventQueue) {
-        let slice_end = self.avail.on_until(now);
-        if slice_end != self.slice_end {
-            work.resumes = self.slice_end.is_some() as u64;
-            self.slice_end = slice_end;
+        work.idle_exits = std::mem::take(&mut self.idle_exit) as u64;
+        work.resumes = std::mem::take(&mut self.resume) as u64;
+        if let Cpu::Intervals { avail, slice_end } = &mut self.cpu {
+            let now_end = avail.on_until(now);
+            if now_end != *slice_end {
+                work.resumes = slice_end.is_some() as u64;
+                *slice_end = now_end;
+            }
         }
         let cost = work.cost(&self.cost);
         self.busy = self.busy + cost;
         self.tasks += 1;
         self.work.add(&work);
-        self.busy_until = self.avail.finish(now, cost);
-        // Work that spilled into later slices paid no resume for them; charge from the
-        // slice it ended in.
-        self.slice_end = self.avail.on_until(self.busy_until).or(self.slice_end);
+        self.busy_until = match &mut self.cpu {
+            Cpu::Intervals { avail, slice_end } => {
+                let end = avail.finish(now, cost);
+                // Work that spilled into later slices paid no resume for them; charge
+                // from the slice it ended in.
+                *slice_end = avail.on_until(end).or(*slice_end);
+                end
+            }
+            Cpu::Deadline(server) => server.run(now, cost.ns()),
+        };
         if !self.queue.is_empty() && !self.run_queued {
             self.run_queued = true;
             q.push(self.busy_until, Event::CpuRun);
@@ -181,14 +228,16 @@ impl Host {
 
     /// Long-run fraction of time the CPU is available.
     pub fn share(&self) -> f64 {
-        self.avail.share()
+        match &self.cpu {
+            Cpu::Intervals { avail, .. } => avail.share(),
+            Cpu::Deadline(server) => server.share(),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::CpuAvailability;
 
     #[test]
     fn work_costs_add_up_per_unit() {
@@ -200,9 +249,10 @@ mod tests {
             per_wakeup_ns: 20,
             per_timer_ns: 60,
             per_resume_ns: 100,
+            per_idle_exit_ns: 30,
         };
-        let w = Work { resumes: 1, acks: 2, timers: 1, wakeups: 1, bursts: 3, packets: 5, bytes: 1000 };
-        assert_eq!(w.cost(&c), Dur(100 + 2 * 4 + 60 + 20 + 3 * 2 + 5 * 21 + 7300));
+        let w = Work { resumes: 1, idle_exits: 1, acks: 2, timers: 1, wakeups: 1, bursts: 3, packets: 5, bytes: 1000 };
+        assert_eq!(w.cost(&c), Dur(100 + 30 + 2 * 4 + 60 + 20 + 3 * 2 + 5 * 21 + 7300));
     }
 
     #[test]

@@ -29,6 +29,7 @@ const PHONE_LOWEND: CpuCost = CpuCost {
     per_wakeup_ns: 20_000,
     per_timer_ns: 60_000,
     per_resume_ns: 0,
+    per_idle_exit_ns: 0,
 };
 
 /// `base` on a core `to_mhz / from_mhz` times faster.
@@ -42,5 +43,6 @@ fn scaled(base: &CpuCost, from_mhz: u64, to_mhz: u64) -> CpuCost {
         per_wakeup_ns: s(base.per_wakeup_ns),
         per_timer_ns: s(base.per_timer_ns),
         per_resume_ns: s(base.per_resume_ns),
+        per_idle_exit_ns: s(base.per_idle_exit_ns),
     }
 }
