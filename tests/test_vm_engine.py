@@ -130,11 +130,14 @@ def test_a_killed_run_leaves_nothing_after_cleanup() -> None:
 
 
 def test_calibration_writes_costs_the_simulator_takes(tmp_path: Path) -> None:
-    from ccbench.vm.calibrate import calibrate
+    from ccbench.vm.calibrate import Point, calibrate
 
-    result = calibrate(points=(("20Mbit", 1), ("200Mbit", 2), ("50Mbit", 4)), duration="3s")
-    assert len(result.samples) == 3 and all(s.vcpu_cpu_s > 0 and s.acks > 0 for s in result.samples)
-    assert result.ack_ns >= 0 and result.packet_ns >= 0 and result.idle_cpu_per_s >= 0
+    result = calibrate(points=(Point("20Mbit"), Point("200Mbit", 2), Point("50Mbit", 4, cca="bbr"),
+                               Point("20Mbit", share=0.25)), duration="3s")
+    assert len(result.samples) == 4 and all(s.vcpu_cpu_s > 0 and s.acks > 0 and s.skbs > 0 for s in result.samples)
+    # The throttled run was preempted (throttled), the others slept.
+    assert result.samples[3].preemptions > 0 and all(s.sleeps > 0 for s in result.samples)
+    assert min(result.ack_ns, result.packet_ns, result.burst_ns, result.idle_exit_ns, result.idle_cpu_per_s) >= 0
     costs = tmp_path / "costs.toml"
     costs.write_text(result.toml())
     res = run_cli("run", "--cca", "bbr", "--cpu-share", "50%", "--duration", "1s", "--cpu-costs", str(costs),

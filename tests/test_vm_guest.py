@@ -113,15 +113,16 @@ def test_refusals_are_one_line(args: list[str], line: str) -> None:
 def test_the_cost_fit_recovers_known_costs() -> None:
     from ccbench.vm.calibrate import Sample, fit
 
-    idle, ack, seg, wake = 0.05, 3000e-9, 1200e-9, 90e-6
-    points = ((4.0, 1000, 3000, 2000), (4.5, 8000, 9000, 500), (5.0, 3000, 20000, 6000), (4.2, 12000, 40000, 100),
-              (4.8, 5000, 10000, 9000))
-    samples = [Sample("x", 1, wall, idle * wall + ack * a + seg * s + wake * z, a, s, 0.0, z)
-               for wall, a, s, z in points]
-    got_idle, got_ack, got_seg, got_wake, r2 = fit(samples)
-    assert abs(got_idle - idle) < 1e-9 and abs(got_ack - 3000) < 1e-3 and abs(got_seg - 1200) < 1e-3
-    assert abs(got_wake - 90_000) < 1e-2
-    assert r2 > 0.999999
+    idle, ack, seg, skb, wake = 0.05, 3000e-9, 1200e-9, 20e-6, 90e-6
+    points = ((4.0, 1000, 3000, 1500, 2000), (4.5, 8000, 9000, 800, 500), (5.0, 3000, 20000, 2000, 6000),
+              (4.2, 12000, 40000, 3000, 100), (4.8, 5000, 10000, 5000, 9000), (5.1, 2000, 4000, 1000, 300))
+    # Preemptions (the 9999) are recorded but do not enter the fit.
+    samples = [Sample("x", 1, wall, idle * wall + ack * a + seg * s + skb * k + wake * z, a, s, 0.0, z, 9999, k)
+               for wall, a, s, k, z in points]
+    got = fit(samples)
+    want = (idle, 3000, 1200, 20_000, 90_000)
+    assert all(abs(g - w) < 1e-2 * max(1e-6, w) for g, w in zip(got, want)), got
+    assert got[-1] > 0.999999
 
 
 def test_without_root_or_qemu_the_vm_engine_refuses_in_one_line(monkeypatch: pytest.MonkeyPatch,
@@ -153,3 +154,18 @@ def test_validate_cpu_refuses_a_bad_cell_before_running_any(tmp_path: Path) -> N
     res = run_cli("validate", "--cpu", "--quick", "--cca", "nosuch", "--out", str(out))
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and not out.exists()
     assert res.stderr.startswith("error: flows[0].cca: unknown algorithm 'nosuch'") and "(cell nosuch 15%" in res.stderr
+
+
+@needs_root
+@pytest.mark.parametrize("args, line", [
+    (["--rate", "5Mbit"], "error: --rate: '5Mbit' is not in the grid; allowed: 10Mbit, 100Mbit, 1Gbit"),
+    (["--rtt", "10ms,7ms"], "error: --rtt: '7ms' is not in the grid; allowed: 10ms, 40ms"),
+])
+def test_validate_cpu_picks_rates_and_rtts_only_from_its_grid(args: list[str], line: str) -> None:
+    res = run_cli("validate", "--cpu", *args)
+    assert res.returncode == 2 and res.stderr == line + "\n", res.stderr
+
+
+def test_rate_and_rtt_filters_are_only_for_the_cpu_grid() -> None:
+    res = run_cli("validate", "--rate", "10Mbit")
+    assert res.returncode == 2 and res.stderr.startswith("error: "), res.stderr

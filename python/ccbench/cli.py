@@ -283,10 +283,12 @@ MAX_VALIDATE_REPS = 100
               "'ccbench calibrate-host').")
 @click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC",
               help="With --cpu: the VM's kernel.")
+@click.option("--rate", "rates", metavar="RATE[,RATE...]", help="With --cpu: only these bottleneck rates of the grid.")
+@click.option("--rtt", "rtts", metavar="TIME[,TIME...]", help="With --cpu: only these RTTs of the grid.")
 def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps: Optional[int],
              duration: Optional[str], cca: Optional[str],
              no_bench: bool, out: Optional[str], rerun_sim: bool, html: bool, cpu: bool, cpu_costs: Optional[str],
-             guest_kernel: str) -> None:
+             guest_kernel: str, rates: Optional[str], rtts: Optional[str]) -> None:
     """Run a grid of scenarios on the simulator and on the kernel and compare them.
 
     The full grid (about 100 cells, 20 s, 3 repetitions): one flow at 10, 100 and 500
@@ -307,10 +309,11 @@ def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps
                             ("--rerun-sim", rerun_sim or None)):
             if value is not None:
                 raise ScenarioError(name, "not with --cpu")
-        _validate_cpu(quick, duration, cca, cpu_costs, guest_kernel, out)
+        _validate_cpu(quick, duration, cca, cpu_costs, guest_kernel, out, rates, rtts)
         return
-    if cpu_costs is not None:
-        raise ScenarioError("--cpu-costs", "only with --cpu")
+    for name, value in (("--cpu-costs", cpu_costs), ("--rate", rates), ("--rtt", rtts)):
+        if value is not None:
+            raise ScenarioError(name, "only with --cpu")
     if html and out is None:
         raise ScenarioError("--report", "needs --out DIR (the page is written to DIR/report)")
     if rerun_sim and (out is None or not (Path(out) / "cells.jsonl").is_file()):
@@ -349,10 +352,18 @@ def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps
 
 
 def _validate_cpu(quick: bool, duration: Optional[str], cca: Optional[str], cpu_costs: Optional[str],
-                  guest_kernel: str, out: Optional[str]) -> None:
+                  guest_kernel: str, out: Optional[str], rates: Optional[str], rtts: Optional[str]) -> None:
     from .vm import validate as vc
 
     params: dict[str, Any] = dict(vc.QUICK if quick else vc.FULL)
+    for flag, key, given in (("--rate", "rates", rates), ("--rtt", "rtts", rtts)):
+        if given is not None:
+            chosen = tuple(v.strip() for v in given.split(",") if v.strip())
+            unknown = [v for v in chosen if v not in params[key]]
+            if unknown or not chosen:
+                raise ScenarioError(flag, f"{', '.join(unknown) or given!r} is not in the grid; allowed: "
+                                    f"{', '.join(params[key])}")
+            params[key] = chosen
     if duration is not None:
         _duration_flag(duration, "--duration")
         params["duration"] = duration

@@ -118,8 +118,9 @@ class VmEngine(Engine):
             "vcpu_cpu_use": [round(u, 4) for u in sender.vcpu_use()],
             "vcpu_cpu_s": round(sender.vcpu_cpu_s(), 6),
             "vcpu_sleeps": sender.vcpu_sleeps(),
+            "vcpu_preemptions": sender.vcpu_preemptions(),
             "run_wall_s": round(sender.wall_s, 6),
-            "work": _work(raw.sender.get("final", [])),
+            "work": {**_work(raw.sender.get("final", [])), "skbs": sender.skbs},
             "guest_available_congestion_control": sender.info.get("available_congestion_control"),
         }
         summary["available_congestion_control"] = sender.info.get("available_congestion_control",

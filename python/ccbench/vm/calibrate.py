@@ -1,21 +1,27 @@
 """``ccbench calibrate-host``: the guest's CPU cost per unit of sender work, measured.
 
-Runs bulk Cubic flows from the guest with no CPU limit at several rates and flow counts
-(the work varies independently of time), records each run's vCPU CPU time and its
-sockets' work (ACKs in, segments out, from their last TCP_INFO), and fits
+Runs bulk flows from the guest at several rates and flow counts, unpaced (Cubic) and
+paced (BBR), most with no CPU limit and two with the vCPU held to a share (so that the
+work varies independently of time), records each run's vCPU CPU time, how often the vCPU
+thread went to sleep and was taken off the CPU, the skbs it sent, and its sockets' work (ACKs in, segments
+out, from their last TCP_INFO), and fits
 
-    vCPU time = idle x wall time + ack x ACKs + packet x segments + idle_exit x sleeps
+    vCPU time = idle x wall time + ack x ACKs + packet x segments + burst x skbs
+                + idle_exit x sleeps
 
-by non-negative least squares, where sleeps are the times the vCPU thread went to sleep
-(the guest idle: ``voluntary_ctxt_switches``), each ending in an interrupt that wakes
-it. ``ack``, ``packet`` and ``idle_exit`` are the simulator's ``[host.cost]`` entries of
-the same names (CPU time per ACK processed, per segment sent, per wake from idle); the
-idle term is the guest's timer ticks and housekeeping, which the simulator does not charge. The
-result is a ``[host.cost]`` table that ``--cpu-costs FILE`` or a scenario's ``[host]``
-takes, so that the simulator's host model and the VM run on the same costs.
+by non-negative least squares. Skbs are the packets the guest's TAP received: with TSO
+a whole GSO skb is one. Sleeps are the vCPU thread's ``voluntary_ctxt_switches`` (the
+guest idle, until an interrupt wakes it). Its ``nonvoluntary_ctxt_switches`` are
+recorded but not fitted: an unlimited vCPU thread is preempted by QEMU's other threads
+tens of thousands of times a run, which tracks the load, not a cost of the guest's.
+``ack``, ``packet``, ``burst`` and ``idle_exit`` are the simulator's ``[host.cost]``
+entries of the same names; the idle term is the guest's timer ticks and housekeeping, which the
+simulator does not charge. The result is a ``[host.cost]`` table that ``--cpu-costs
+FILE`` or a scenario's ``[host]`` takes, so that the simulator's host model and the VM
+run on the same costs.
 
 A byte term is not fitted: with full-sized segments bytes are segments x MSS, and the
-two cannot be told apart. Nor is a per-burst (per-skb) term: TCP_INFO has no skb count.
+two cannot be told apart.
 Under TCG every cost is several times what KVM or bare metal would show; the file
 records the accelerator.
 """
@@ -27,11 +33,33 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-# (rate, flows): rates from light to beyond what an unlimited TCG guest sends, 1 and 4
-# flows, so that ACKs per segment and work per second both vary.
-DEFAULT_POINTS: tuple[tuple[str, int], ...] = (("20Mbit", 1), ("100Mbit", 1), ("400Mbit", 1), ("2Gbit", 1),
-                                               ("20Mbit", 4), ("100Mbit", 4), ("400Mbit", 4), ("2Gbit", 4))
-QUICK_POINTS: tuple[tuple[str, int], ...] = (("20Mbit", 1), ("400Mbit", 1), ("100Mbit", 4), ("2Gbit", 4))
+
+@dataclass(frozen=True)
+class Point:
+    """One calibration run: bulk flows at ``rate``, with no CPU limit unless ``share``
+    (of ``cpu_slice``) is given."""
+
+    rate: str
+    flows: int = 1
+    cca: str = "cubic"
+    share: Optional[float] = None
+    cpu_slice: str = "10ms"
+
+    @property
+    def name(self) -> str:
+        limit = f", {self.share:.0%} of {self.cpu_slice}" if self.share is not None else ""
+        return f"{self.cca} {self.rate} x {self.flows} flow(s){limit}"
+
+
+# Rates from light to beyond what an unlimited TCG guest sends, 1 and 4 flows, so that
+# ACKs per segment and work per second both vary; paced BBR, whose timers wake the guest
+# without an ACK; and vCPUs held to a share, whose windows batch the work.
+THROTTLED = (Point("20Mbit", cca="bbr", share=0.15, cpu_slice="1ms"), Point("100Mbit", share=0.25))
+DEFAULT_POINTS: tuple[Point, ...] = (
+    *(Point(r, n) for n in (1, 4) for r in ("20Mbit", "100Mbit", "400Mbit", "2Gbit")),
+    Point("20Mbit", cca="bbr"), Point("100Mbit", cca="bbr"), *THROTTLED)
+QUICK_POINTS: tuple[Point, ...] = (Point("20Mbit"), Point("400Mbit"), Point("100Mbit", 4), Point("2Gbit", 4),
+                                   *THROTTLED)
 
 
 @dataclass
@@ -44,6 +72,8 @@ class Sample:
     segments: int
     goodput_mbps: float
     sleeps: int = 0
+    preemptions: int = 0
+    skbs: int = 0
 
 
 @dataclass
@@ -56,6 +86,7 @@ class Calibration:
     idle_cpu_per_s: float      # CPU seconds per second of wall time, with no work
     ack_ns: float
     packet_ns: float
+    burst_ns: float
     idle_exit_ns: float
     r_squared: float
     samples: list[Sample]
@@ -67,11 +98,13 @@ class Calibration:
             f"# guest {self.guest_kernel} ({self.release}), {self.accelerator.upper()}, {self.qemu}, "
             f"{self.vcpus} vCPU(s)",
             f"# fit: vCPU time = {self.idle_cpu_per_s:.4f} x wall + {self.ack_ns:.0f} ns x ACKs + "
-            f"{self.packet_ns:.0f} ns x segments + {self.idle_exit_ns:.0f} ns x vCPU sleeps "
+            f"{self.packet_ns:.0f} ns x segments + {self.burst_ns:.0f} ns x skbs + "
+            f"{self.idle_exit_ns:.0f} ns x vCPU sleeps "
             f"(R^2 = {self.r_squared:.3f}, {len(self.samples)} runs)",
             "[host.cost]",
             f'ack = "{round(self.ack_ns)}ns"',
             f'packet = "{round(self.packet_ns)}ns"',
+            f'burst = "{round(self.burst_ns)}ns"',
             f'idle_exit = "{round(self.idle_exit_ns)}ns"',
         ]
         return "\n".join(lines) + "\n"
@@ -80,12 +113,12 @@ class Calibration:
         return asdict(self)
 
 
-def fit(samples: Sequence[Sample]) -> tuple[float, float, float, float, float]:
-    """(idle CPU per second, ns per ACK, ns per segment, ns per vCPU sleep, R^2) by
-    non-negative least squares over the samples."""
+def fit(samples: Sequence[Sample]) -> tuple[float, float, float, float, float, float]:
+    """(idle CPU per second, ns per ACK, ns per segment, ns per skb, ns per vCPU sleep,
+    R^2) by non-negative least squares over the samples."""
     from scipy.optimize import nnls
 
-    a = np.array([[s.wall_s, s.acks, s.segments, s.sleeps] for s in samples], dtype=float)
+    a = np.array([[s.wall_s, s.acks, s.segments, s.skbs, s.sleeps] for s in samples], dtype=float)
     y = np.array([s.vcpu_cpu_s for s in samples], dtype=float)
     scale = a.max(axis=0)
     scale[scale == 0] = 1.0
@@ -94,31 +127,36 @@ def fit(samples: Sequence[Sample]) -> tuple[float, float, float, float, float]:
     predicted = a @ coef
     total = float(((y - y.mean()) ** 2).sum())
     r2 = 1.0 - float(((y - predicted) ** 2).sum()) / total if total > 0 else 1.0
-    return float(coef[0]), float(coef[1] * 1e9), float(coef[2] * 1e9), float(coef[3] * 1e9), r2
+    idle, *per_unit = (float(c) for c in coef)
+    ack, packet, burst, idle_exit = (c * 1e9 for c in per_unit)
+    return idle, ack, packet, burst, idle_exit, r2
 
 
 def calibrate(guest_kernel: str = "debian:6.1", vcpus: int = 1,
-              points: Sequence[tuple[str, int]] = DEFAULT_POINTS, duration: str = "5s",
+              points: Sequence[Point] = DEFAULT_POINTS, duration: str = "5s",
               progress: Optional[Callable[[str], None]] = None) -> Calibration:
-    """Run every point on the VM engine with no CPU limit and fit the costs."""
+    """Run every point on the VM engine and fit the costs."""
     from ..engines import get
 
     engine = get("vm", guest_kernel=guest_kernel, vcpus=vcpus)
     samples: list[Sample] = []
     vm: dict[str, Any] = {}
-    for rate, flows in points:
-        doc = {"duration": duration, "link": {"rate": rate, "rtt": "2ms", "buffer": "2bdp"},
-               "flows": [{"cca": "cubic", "count": flows}]}
+    for p in points:
+        doc: dict[str, Any] = {"duration": duration, "link": {"rate": p.rate, "rtt": "2ms", "buffer": "2bdp"},
+                               "flows": [{"cca": p.cca, "count": p.flows}]}
+        if p.share is not None:
+            doc["host"] = {"cpu_share": p.share, "cpu_slice": p.cpu_slice}
         summary = engine.run(doc).summary
         vm = summary["vm"]
-        sample = Sample(rate, flows, vm["run_wall_s"], vm["vcpu_cpu_s"], vm["work"]["segs_in"],
+        sample = Sample(p.name, p.flows, vm["run_wall_s"], vm["vcpu_cpu_s"], vm["work"]["segs_in"],
                         vm["work"]["segs_out"], sum(f["goodput_bps"] for f in summary["flows"]) / 1e6,
-                        vm["vcpu_sleeps"])
+                        vm["vcpu_sleeps"], vm["vcpu_preemptions"], vm["work"]["skbs"])
         samples.append(sample)
         if progress is not None:
-            progress(f"  {rate} x {flows} flow(s): {sample.goodput_mbps:.1f} Mbit/s, vCPU {sample.vcpu_cpu_s:.2f} s "
-                     f"of {sample.wall_s:.2f} s, {sample.acks} ACKs, {sample.segments} segments")
-    idle, ack, packet, idle_exit, r2 = fit(samples)
+            progress(f"  {p.name}: {sample.goodput_mbps:.1f} Mbit/s, vCPU {sample.vcpu_cpu_s:.2f} s "
+                     f"of {sample.wall_s:.2f} s, {sample.acks} ACKs, {sample.segments} segments, {sample.skbs} skbs, "
+                     f"{sample.sleeps} sleeps, {sample.preemptions} preemptions")
+    idle, ack, packet, burst, idle_exit, r2 = fit(samples)
     return Calibration(guest_kernel=vm["guest_kernel"], release=vm["release"], accelerator=vm["accelerator"],
-                       qemu=vm["qemu"], vcpus=vcpus, idle_cpu_per_s=idle, ack_ns=ack, packet_ns=packet, idle_exit_ns=idle_exit,
+                       qemu=vm["qemu"], vcpus=vcpus, idle_cpu_per_s=idle, ack_ns=ack, packet_ns=packet, burst_ns=burst, idle_exit_ns=idle_exit,
                        r_squared=r2, samples=samples)

@@ -92,11 +92,18 @@ def cpu_time_ns(pid: int, tid: int) -> int:
     return int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
 
 
-def voluntary_switches(pid: int, tid: int) -> int:
-    """How often a thread went to sleep (for a vCPU thread: the guest went idle), from
-    ``/proc/<pid>/task/<tid>/status``."""
-    found = re.search(r"^voluntary_ctxt_switches:\s*(\d+)", Path(f"/proc/{pid}/task/{tid}/status").read_text(), re.M)
-    return int(found.group(1)) if found else 0
+def context_switches(pid: int, tid: int) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of a thread, from
+    ``/proc/<pid>/task/<tid>/status``. For a vCPU thread the first counts the guest going
+    idle; the second counts it being taken off the CPU while it had work, which for a
+    deadline thread (above every other thread here) is mostly being throttled."""
+    text = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+
+    def count(name: str) -> int:
+        found = re.search(rf"^{name}:\s*(\d+)", text, re.M)
+        return int(found.group(1)) if found else 0
+
+    return count("voluntary_ctxt_switches"), count("nonvoluntary_ctxt_switches")
 
 
 def host_tick_ns() -> Optional[int]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -54,8 +55,10 @@ class GuestSender:
         # CPU time of each vCPU thread and the wall time, at go and at the end of the run.
         self.cpu_at_go: list[int] = []
         self.cpu_at_end: list[int] = []
-        self.sleeps_at_go: list[int] = []
-        self.sleeps_at_end: list[int] = []
+        self.tap_where: Optional[tuple[str, str]] = None
+        self.skbs_at_go = self.skbs = 0
+        self.switches_at_go: list[tuple[int, int]] = []
+        self.switches_at_end: list[tuple[int, int]] = []
         self.wall_s = 0.0
 
     # SenderSide
@@ -73,6 +76,7 @@ class GuestSender:
             f"route replace {run.addr_ecn}/32 dev {run.tun_sender} src {run.addr_sender} features ecn",
         ])
         run_ip("-n", run.ns_sender, "tuntap", "add", "dev", tap, "mode", "tap")
+        self.tap_where = (run.ns_sender, tap)
         run_ip("-n", run.ns_sender, "-batch", "-", stdin=f"link set dev {tap} mtu {run.plan.mtu} up\n"
                                                         f"addr add {tap_addr}/30 dev {tap}\n")
         self._boot(run, tap, guest_addr, tap_addr)
@@ -86,16 +90,18 @@ class GuestSender:
         self._ask({"cmd": "send", "config": config}, "ready")
 
     def go(self, t0_ns: int) -> None:
+        self.skbs_at_go = self._tap_packets()
         # The guest's epoch is when it reads this line: send it at the host's epoch.
         time.sleep(max(0.0, (t0_ns - time.monotonic_ns()) / 1e9))
-        self.sleeps_at_go = self._sleeps()
+        self.switches_at_go = self._switches()
         self.cpu_at_go, self.wall_s = self._cpu_times(), time.monotonic()
         self._send({"cmd": "go"})
 
     def finish(self, timeout_s: float) -> dict[str, Any]:
         result: dict[str, Any] = self._reply("result", timeout_s)
         self.cpu_at_end, self.wall_s = self._cpu_times(), time.monotonic() - self.wall_s
-        self.sleeps_at_end = self._sleeps()
+        self.switches_at_end = self._switches()
+        self.skbs = self._tap_packets() - self.skbs_at_go
         self._send({"cmd": "quit"})
         return result
 
@@ -103,6 +109,19 @@ class GuestSender:
 
     def _tap(self, run: RunContext) -> str:
         return run.tun_sender[:-2] + "-t"
+
+    def _tap_packets(self) -> int:
+        """Packets the guest has handed to its NIC, as the TAP counts them: with TSO a
+        whole GSO skb is one (`tun_get_user`), so this is the guest's skb count."""
+        if self.tap_where is None:
+            return 0
+        ns, tap = self.tap_where
+        proc = subprocess.run(["ip", "-n", ns, "-s", "-j", "link", "show", "dev", tap], capture_output=True,
+                              text=True, timeout=10)
+        try:
+            return int(json.loads(proc.stdout)[0]["stats64"]["rx"]["packets"])
+        except (ValueError, LookupError):
+            return 0
 
     def _boot(self, run: RunContext, tap: str, guest_addr: str, gateway: str) -> None:
         vm = Vm(self.kernel, self.initrd, run.work / "vm", vcpus=self.vcpus, accel=self.accel,
@@ -134,11 +153,15 @@ class GuestSender:
 
     def vcpu_sleeps(self) -> int:
         """Times the vCPU threads went to sleep during the run (the guest going idle)."""
-        return sum(b - a for a, b in zip(self.sleeps_at_go, self.sleeps_at_end))
+        return sum(b[0] - a[0] for a, b in zip(self.switches_at_go, self.switches_at_end))
 
-    def _sleeps(self) -> list[int]:
+    def vcpu_preemptions(self) -> int:
+        """Times the vCPU threads were taken off the CPU with work to do (throttled)."""
+        return sum(b[1] - a[1] for a, b in zip(self.switches_at_go, self.switches_at_end))
+
+    def _switches(self) -> list[tuple[int, int]]:
         assert self.vm is not None
-        return [deadline.voluntary_switches(self.vm.pid, t) for t in self.threads]
+        return [deadline.context_switches(self.vm.pid, t) for t in self.threads]
 
     def _cpu_times(self) -> list[int]:
         assert self.vm is not None

@@ -124,7 +124,10 @@ def run(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]]
             summary = vm_engine.run(cell.scenario(duration, None)).summary  # the VM's costs are its own
             vm = {"cell": cell.name, "duration": duration, "guest": vm_engine.guest_kernel,
                   "vm_mbps": _goodput(summary), "vm_cpu_use": (summary["vm"]["vcpu_cpu_use"] or [0.0])[0],
-                  "host_tick_ns": summary["vm"].get("host_tick_ns", host_tick_ns())}
+                  "host_tick_ns": summary["vm"].get("host_tick_ns", host_tick_ns()),
+                  # For later analysis: what the guest did and how its vCPU ran.
+                  "work": summary["vm"]["work"], "vcpu_sleeps": summary["vm"].get("vcpu_sleeps"),
+                  "vcpu_preemptions": summary["vm"].get("vcpu_preemptions")}
             if kept is not None:
                 with open(kept, "a") as f:
                     f.write(json.dumps(vm) + "\n")
