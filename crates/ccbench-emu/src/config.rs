@@ -1,8 +1,9 @@
 //! What the emulator is told: the resolved scenario (the simulator's own JSON, so both
 //! engines read the same link description) plus where to find the packets.
 
+use ccbench_sim::config::build::resolve_limit;
 use ccbench_sim::config::Scenario;
-use ccbench_sim::net::bottleneck::{resolve_limit, QueueLimit};
+use ccbench_sim::net::bottleneck::QueueLimit;
 use ccbench_sim::observe::capture::CaptureSpec;
 use serde::Deserialize;
 

@@ -1,7 +1,7 @@
 //! What the emulator reports at the end of a run: the bottleneck's counters in the
 //! simulator's terms, per-flow figures, time series, and the emulator's check of itself.
 
-use ccbench_sim::observe::histogram::Histogram;
+use ccbench_sim::base::histogram::Histogram;
 use ccbench_sim::summary::Stats;
 use serde::Serialize;
 

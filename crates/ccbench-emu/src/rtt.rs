@@ -9,7 +9,7 @@
 //! timestamps, so it has a few samples fewer in loss recovery.)
 
 use crate::wire::unwrap_seq;
-use ccbench_sim::observe::histogram::Histogram;
+use ccbench_sim::base::histogram::Histogram;
 use ccbench_sim::time::Time;
 use std::collections::VecDeque;
 

@@ -1,7 +1,10 @@
 //! The run summary: the stable, documented result schema (see README "Summary schema").
 
-use crate::observe::histogram::Histogram;
+use crate::base::histogram::Histogram;
 use serde::Serialize;
+
+/// The simulator's version, recorded in every summary.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Stats {
@@ -35,7 +38,7 @@ pub struct FlowSummary {
     /// The algorithm's full effective parameters (defaults and overrides); gains and
     /// fractions in the kernel's fixed point (/256 for BBR, /1024 for Cubic's beta).
     pub params: serde_json::Value,
-    pub ecn: crate::config::Ecn,
+    pub ecn: crate::net::Ecn,
     pub paced: bool,
     pub start_s: f64,
     /// Propagation RTT of this flow's path (bottleneck RTT plus twice the access delay).

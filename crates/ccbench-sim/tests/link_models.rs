@@ -7,7 +7,6 @@ mod common;
 use ccbench_sim::config::{
     Aqm, BufferLimit, CodelConfig, Ecn, FqCodelConfig, LinkConfig, LossModelConfig, RateStep, RttStep, TraceConfig,
 };
-use ccbench_sim::net::Bottleneck;
 use ccbench_sim::net::Packet;
 use ccbench_sim::time::Time;
 use ccbench_sim::{run, run_audited, RunOutput, Scenario};
@@ -189,7 +188,7 @@ fn gilbert_elliott_at_the_bottleneck_matches_its_closed_forms() {
     s.link.loss_model = Some(gilbert(p, r));
     s.validate().unwrap();
     // The bottleneck as the simulator builds it, fed one packet at a time.
-    let mut link = Bottleneck::forward(&s, true);
+    let mut link = ccbench_sim::config::build::forward_bottleneck(&s, true);
     let n = 2_000_000u64;
     let (mut lost, mut bursts, mut prev) = (0u64, 0u64, false);
     for k in 0..n {

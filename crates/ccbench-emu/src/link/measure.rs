@@ -3,8 +3,8 @@
 
 use super::{Delivery, Ev, Link, Side};
 use crate::report::{stats, ConnectionReport, FlowReport, LinkReport, Report, SelfCheck, SeriesReport, SHORT_RATIO};
+use ccbench_sim::base::histogram::Histogram;
 use ccbench_sim::net::bottleneck::LinkCounters;
-use ccbench_sim::observe::histogram::Histogram;
 use ccbench_sim::time::{Dur, Time};
 
 #[derive(Default, Clone)]

@@ -34,7 +34,7 @@ use crate::config::EmuConfig;
 use crate::report::Report;
 use crate::rtt::FlowRtt;
 use crate::wire::{self, TCP_ACK};
-use ccbench_sim::net::bottleneck::loss_for;
+use ccbench_sim::config::build::{forward_bottleneck, loss_for, reverse_bottleneck};
 use ccbench_sim::net::loss::LossModel;
 use ccbench_sim::net::{Bottleneck, Packet, Pipe};
 use ccbench_sim::observe::capture::Point;
@@ -114,10 +114,10 @@ impl Link {
         let access = |i: usize| Dur(s.flows.get(i).map_or(0, |f| f.access_delay_ns));
         // The simulator's Bottleneck applies its loss to every packet it is offered; the
         // emulator draws the loss itself so that only data packets meet it.
-        let bottleneck = Bottleneck::forward(s, false);
+        let bottleneck = forward_bottleneck(s, false);
         Link {
             bottleneck,
-            ack_link: Bottleneck::reverse(s),
+            ack_link: reverse_bottleneck(s),
             departed: Vec::new(),
             nic: (0..=flows).map(|i| Pipe::new(nic_rate, access(i))).collect(),
             forward: Pipe::new(None, one_way),

@@ -293,7 +293,7 @@ impl Algorithm {
     pub fn instance(
         self,
         params: &BTreeMap<String, f64>,
-        rng: crate::sim::rng::Rng,
+        rng: crate::base::rng::Rng,
     ) -> Result<Box<dyn CongestionControl>, params::ParamError> {
         Ok(match self {
             Algorithm::Reno => {
@@ -317,7 +317,7 @@ impl Algorithm {
     pub fn build(
         self,
         params: &BTreeMap<String, f64>,
-        rng: crate::sim::rng::Rng,
+        rng: crate::base::rng::Rng,
     ) -> Result<Box<dyn CongestionControl>, String> {
         self.instance(params, rng).map_err(|e| e.to_string())
     }

@@ -4,6 +4,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub use crate::host::config::{CpuAvailability, CpuCost, HostConfig};
+pub use crate::net::Ecn;
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
@@ -341,15 +344,6 @@ impl FlowConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Ecn {
-    #[default]
-    Off,
-    Classic,
-    Low,
-}
-
 /// Linux's `tcp_rmem` max default (6 MB) bounds the advertised window.
 fn default_rwnd() -> u64 {
     6 * 1024 * 1024
@@ -399,84 +393,6 @@ impl Default for TcpConfig {
     }
 }
 
-/// The sender host: one CPU that runs every sender-side task of every flow.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HostConfig {
-    #[serde(default)]
-    pub cpu: CpuAvailability,
-    #[serde(default)]
-    pub cost: CpuCost,
-    /// ACKs the NIC's receive ring holds while they wait for the CPU; more are dropped.
-    #[serde(default = "default_rx_ring")]
-    pub rx_ring: u32,
-}
-
-fn default_rx_ring() -> u32 {
-    256
-}
-
-/// When the CPU may run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase", deny_unknown_fields)]
-pub enum CpuAvailability {
-    #[default]
-    Always,
-    /// SCHED_DEADLINE: `runtime_ns` of every `period_ns`, due `deadline_ns` after the
-    /// period starts; the host's scheduler tick is `tick_ns` (1 / CONFIG_HZ).
-    Deadline { runtime_ns: u64, deadline_ns: u64, period_ns: u64, tick_ns: u64 },
-    /// Alternating on/off intervals: `[on, off, on, off, ...]` in ns starting on at
-    /// time 0, repeated when they run out.
-    Trace { intervals_ns: Vec<u64> },
-}
-
-/// CPU time each kind of sender work takes.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CpuCost {
-    /// Processing one incoming ACK (`tcp_ack` and the driver's receive path).
-    pub per_ack_ns: u64,
-    /// Handing one skb (a TSO burst) to the NIC (`tcp_transmit_skb`, qdisc, driver).
-    pub per_burst_ns: u64,
-    /// Each wire packet of a burst (GSO segmentation where the NIC cannot).
-    pub per_packet_ns: u64,
-    /// Each payload byte sent (copy from the application, checksum), in picoseconds.
-    pub per_byte_ps: u64,
-    /// A softirq/tasklet pass that runs `tcp_write_xmit` for a socket on its own
-    /// (`tcp_tsq_handler` after a pacing timer or a TX completion), and the
-    /// application's write at flow start.
-    pub per_wakeup_ns: u64,
-    /// An hrtimer expiry (interrupt entry, `tcp_pace_kick`, the retransmission timer),
-    /// on top of the wake-up it leads to.
-    pub per_timer_ns: u64,
-    /// Getting going again after being descheduled (a vCPU re-entering the guest:
-    /// pending interrupts injected, cold caches), paid by a task that waited for the CPU
-    /// to come back.
-    pub per_resume_ns: u64,
-    /// Leaving the idle loop: the interrupt that wakes an idle CPU and the way back to
-    /// idle (for a vCPU, a HLT exit and re-entry), paid by a task that finds it idle.
-    pub per_idle_exit_ns: u64,
-}
-
-impl CpuCost {
-    pub fn is_free(&self) -> bool {
-        *self == CpuCost::default()
-    }
-}
-
-impl Default for HostConfig {
-    fn default() -> Self {
-        HostConfig { cpu: CpuAvailability::Always, cost: CpuCost::default(), rx_ring: default_rx_ring() }
-    }
-}
-
-impl HostConfig {
-    /// An ideal host: always available, free work. Runs exactly like no host model.
-    pub fn is_ideal(&self) -> bool {
-        self.cpu == CpuAvailability::Always && self.cost.is_free()
-    }
-}
-
 /// A scenario value outside what the simulator accepts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigError {
@@ -496,6 +412,7 @@ fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
     ConfigError { field: field.into(), message: message.into() }
 }
 
+pub mod build;
 mod estimate;
 mod validate;
 

@@ -114,7 +114,7 @@ impl Scenario {
                 let names: Vec<_> = crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect();
                 err(format!("flows[{i}].cca"), format!("unknown algorithm '{}'; allowed: {}", f.cca, names.join(", ")))
             })?;
-            alg.instance(&f.params, crate::sim::rng::stream(0, "cc", 0))
+            alg.instance(&f.params, crate::base::rng::stream(0, "cc", 0))
                 .map_err(|e| err(format!("flows[{i}].params.{}", e.name), e.message))?;
             if f.start_ns >= self.duration_ns {
                 return Err(err(format!("flows[{i}].start"), "must be before the end of the run"));
@@ -312,7 +312,7 @@ pub mod limits {
     pub const MAX_PACING_STRIDE: u32 = 1_000;
     /// cwnd is a u32 of segments; the kernel's own limit for snd_cwnd_clamp.
     pub const MAX_FIXED_CWND: u32 = 1_000_000_000;
-    /// Repeated downloads number their connections in a u16 (`sim/world.rs`).
+    /// Repeated downloads number their connections in a u16 (`world/mod.rs`).
     pub const MAX_REPEAT: u32 = u16::MAX as u32;
     /// Shifts of 64-bit rates (`pacing_rate >> shift`) and of 64 KB (`tso_rtt_log`).
     pub const MAX_SHIFT: u32 = 31;

@@ -3,7 +3,7 @@
 //! fit in what is left of an on-interval continues in the next one. (A SCHED_DEADLINE
 //! reservation, whose on-times follow the work, is `deadline.rs`.)
 
-use crate::config::CpuAvailability;
+use super::config::CpuAvailability;
 use crate::time::{Dur, Time};
 
 #[derive(Clone, Debug)]

@@ -4,19 +4,25 @@
 //! While it is busy or descheduled the work waits, and each task runs, stamps its
 //! packets and samples the clock at the time it actually starts.
 
+pub mod config;
 pub mod cpu;
 pub mod deadline;
 pub mod presets;
 
-use crate::config::{CpuAvailability, CpuCost, HostConfig};
+pub use config::{CpuAvailability, CpuCost, HostConfig};
+
+use crate::base::histogram::Histogram;
+use crate::event::Schedule;
 use crate::net::Packet;
-use crate::observe::histogram::Histogram;
-use crate::sim::events::SenderTimer;
-use crate::sim::{Event, EventQueue};
+use crate::tcp::SenderTimer;
 use crate::time::{Dur, Time};
 use cpu::Availability;
 use deadline::DeadlineServer;
 use std::collections::VecDeque;
+
+/// The host's wake-up: its CPU may take its next task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuRun;
 
 /// A piece of sender work for flow `flow`.
 #[derive(Clone, Copy, Debug)]
@@ -147,7 +153,7 @@ impl Host {
     }
 
     /// Queue a task that became due at `now`.
-    pub fn submit(&mut self, now: Time, flow: u32, task: Task, q: &mut EventQueue) {
+    pub fn submit(&mut self, now: Time, flow: u32, task: Task, q: &mut impl Schedule<CpuRun>) {
         if let Task::Ack(_) = task {
             if self.pending_acks >= self.rx_ring {
                 self.rx_dropped += 1;
@@ -158,13 +164,13 @@ impl Host {
         self.queue.push_back((now, flow, task));
         if !self.run_queued {
             self.run_queued = true;
-            q.push(now.max(self.busy_until), Event::CpuRun);
+            q.push(now.max(self.busy_until), CpuRun);
         }
     }
 
     /// On `CpuRun` at `now`: the task to run now, or None if the CPU is not free yet
     /// (the event is rescheduled for when it is).
-    pub fn next_task(&mut self, now: Time, q: &mut EventQueue) -> Option<(u32, Task)> {
+    pub fn next_task(&mut self, now: Time, q: &mut impl Schedule<CpuRun>) -> Option<(u32, Task)> {
         self.run_queued = false;
         if self.queue.is_empty() {
             return None;
@@ -184,7 +190,7 @@ impl Host {
         };
         if start > now {
             self.run_queued = true;
-            q.push(start, Event::CpuRun);
+            q.push(start, CpuRun);
             return None;
         }
         let (due, flow, task) = self.queue.pop_front().expect("not empty");
@@ -196,7 +202,7 @@ impl Host {
     }
 
     /// The task started at `now` did `work`: the CPU is busy until it is done.
-    pub fn finished(&mut self, now: Time, mut work: Work, q: &mut EventQueue) {
+    pub fn finished(&mut self, now: Time, mut work: Work, q: &mut impl Schedule<CpuRun>) {
         work.idle_exits = std::mem::take(&mut self.idle_exit) as u64;
         work.resumes = std::mem::take(&mut self.resume) as u64;
         if let Cpu::Intervals { avail, slice_end } = &mut self.cpu {
@@ -222,7 +228,7 @@ impl Host {
         };
         if !self.queue.is_empty() && !self.run_queued {
             self.run_queued = true;
-            q.push(self.busy_until, Event::CpuRun);
+            q.push(self.busy_until, CpuRun);
         }
     }
 
@@ -263,16 +269,16 @@ mod tests {
             cpu: CpuAvailability::Always,
         };
         let mut h = Host::new(&cfg).unwrap();
-        let mut q = EventQueue::default();
+        let mut q = crate::event::EventQueue::<CpuRun>::default();
         for _ in 0..3 {
             h.submit(Time(0), 0, Task::Ack(Packet::default()), &mut q);
         }
         assert_eq!(h.rx_dropped, 1);
-        assert_eq!(q.pop(), Some((Time(0), Event::CpuRun)));
+        assert_eq!(q.pop(), Some((Time(0), CpuRun)));
         assert!(matches!(h.next_task(Time(0), &mut q), Some((0, Task::Ack(_)))));
         h.finished(Time(0), Work { acks: 1, ..Work::default() }, &mut q);
         // The second ACK runs when the first is done.
-        assert_eq!(q.pop(), Some((Time(1000), Event::CpuRun)));
+        assert_eq!(q.pop(), Some((Time(1000), CpuRun)));
         assert!(h.next_task(Time(1000), &mut q).is_some());
         h.finished(Time(1000), Work { acks: 1, ..Work::default() }, &mut q);
         assert!(q.pop().is_none());

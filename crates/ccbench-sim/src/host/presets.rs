@@ -1,7 +1,7 @@
 //! Named sender hosts. Costs are CPU time per unit of work; see docs/model.md
 //! ("Sender CPU") for where each number comes from.
 
-use crate::config::{CpuAvailability, CpuCost, HostConfig};
+use super::config::{CpuAvailability, CpuCost, HostConfig};
 
 pub const NAMES: [&str; 4] = ["server", "phone-lowend", "phone-midend", "phone-highend"];
 

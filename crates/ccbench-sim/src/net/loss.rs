@@ -9,7 +9,7 @@
 //! defaults h = 0, k = 1 (Gilbert's model) every loss is in Bad and losses come in runs
 //! of geometric length with mean 1 / r.
 
-use crate::sim::rng::Rng;
+use crate::base::rng::Rng;
 use rand::Rng as _;
 
 /// Gilbert-Elliott parameters (probabilities in [0, 1]).
@@ -86,7 +86,7 @@ impl LossModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::rng::stream;
+    use crate::base::rng::stream;
 
     #[test]
     fn gilbert_loss_rate_and_burst_length_match_the_closed_forms() {

@@ -10,5 +10,5 @@ pub mod pipe;
 pub mod trace;
 
 pub use bottleneck::Bottleneck;
-pub use packet::Packet;
+pub use packet::{Ecn, Packet};
 pub use pipe::Pipe;

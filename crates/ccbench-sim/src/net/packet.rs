@@ -2,6 +2,18 @@
 //! segments; byte offsets are `seq * mss`.
 
 use crate::time::Time;
+use serde::{Deserialize, Serialize};
+
+/// A flow's ECN mode: off, classic (RFC 3168: ECE echoed until CWR) or low (DCTCP-style
+/// echo of each segment's CE state).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ecn {
+    #[default]
+    Off,
+    Classic,
+    Low,
+}
 
 /// A SACK block `[start, end)` in segments.
 pub type SackBlock = (u64, u64);

@@ -19,12 +19,11 @@
 //! written in time order; nothing after the end of the run is written.
 
 use super::pcap::{self, opt, PcapWriter, Segment};
-use crate::config::{Ecn, Scenario};
+use crate::base::rng;
+use crate::config::{ConfigError, Ecn, Scenario};
 use crate::net::packet::SackBlock;
 use crate::net::Packet;
-use crate::sim::rng;
 use crate::time::{Dur, Time};
-use crate::ConfigError;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use std::cmp::{Ordering, Reverse};

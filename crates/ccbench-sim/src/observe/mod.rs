@@ -1,7 +1,6 @@
 //! Observation: statistics and time series fed by the simulation.
 
 pub mod capture;
-pub mod histogram;
 pub mod pcap;
 pub mod recorder;
 pub mod series;

@@ -1,7 +1,6 @@
 //! The TCP endpoints, modelled on the Linux stack (net/ipv4/tcp_input.c, tcp_output.c,
 //! tcp_rate.c, tcp_recovery.c, tcp_timer.c).
 
-pub mod minmax;
 mod output;
 pub mod rate;
 pub mod rcvbuf;
@@ -14,6 +13,8 @@ pub mod sender;
 mod undo;
 #[cfg(test)]
 mod undo_tests;
+pub mod wake;
 
 pub use receiver::Receiver;
 pub use sender::{Sender, SenderParams};
+pub use wake::{SenderTimer, Wake};

@@ -4,11 +4,11 @@
 
 use super::scoreboard::Seg;
 use super::sender::*;
+use super::wake::{SenderTimer, Wake};
 use crate::cc::{CaEvent, CaState};
-use crate::config::Ecn;
+use crate::event::Schedule;
+use crate::net::Ecn;
 use crate::net::Packet;
-use crate::sim::events::SenderTimer;
-use crate::sim::{Event, EventQueue};
 use crate::time::{Dur, Time, NS_PER_SEC};
 use crate::units::wire;
 use std::ops::Range;
@@ -84,12 +84,12 @@ impl Sender {
     }
 
     /// `tcp_pacing_check`: too early for the next skb? Then arm the pacing timer.
-    fn pacing_check(&mut self, now: Time, q: &mut EventQueue) -> bool {
+    fn pacing_check(&mut self, now: Time, q: &mut impl Schedule<Wake>) -> bool {
         if !self.p.paced || self.wstamp <= now {
             return false;
         }
         if !self.pacing_timer.is_armed() {
-            q.arm(&mut self.pacing_timer, self.wstamp, Event::Sender(self.p.id, SenderTimer::Pacing));
+            q.arm(&mut self.pacing_timer, self.wstamp, Wake::Sender(self.p.id, SenderTimer::Pacing));
         }
         true
     }
@@ -108,7 +108,7 @@ impl Sender {
 
     /// `tcp_small_queue_check`: throttle while about 1 ms of data (at least two skbs)
     /// waits below the socket; TX completion wakes the socket.
-    fn tsq_throttled(&mut self, now: Time, nsegs: u32, factor: u32, q: &mut EventQueue) -> bool {
+    fn tsq_throttled(&mut self, now: Time, nsegs: u32, factor: u32, q: &mut impl Schedule<Wake>) -> bool {
         let truesize = nsegs as u64 * self.p.mss as u64 + SKB_OVERHEAD;
         let mut limit = (2 * truesize).max(self.w.pacing_rate >> self.p.pacing_shift);
         if !self.p.paced {
@@ -123,7 +123,7 @@ impl Sender {
             return false;
         }
         if let Some(&(done, _)) = self.nic_skbs.front() {
-            q.arm(&mut self.txc_timer, done, Event::Sender(self.p.id, SenderTimer::TxCompletion));
+            q.arm(&mut self.txc_timer, done, Wake::Sender(self.p.id, SenderTimer::TxCompletion));
         }
         true
     }
@@ -165,7 +165,7 @@ impl Sender {
     }
 
     /// `tcp_write_xmit`. `push_one`: 0 normal, 1 one skb, 2 one skb ignoring cwnd (TLP).
-    pub(super) fn write_xmit(&mut self, now: Time, push_one: u8, q: &mut EventQueue) {
+    pub(super) fn write_xmit(&mut self, now: Time, push_one: u8, q: &mut impl Schedule<Wake>) {
         if !self.started {
             return;
         }
@@ -224,7 +224,7 @@ impl Sender {
     }
 
     /// `tcp_xmit_retransmit_queue`: resend lost segments, oldest first, as cwnd allows.
-    pub(super) fn xmit_retransmit_queue(&mut self, now: Time, q: &mut EventQueue) {
+    pub(super) fn xmit_retransmit_queue(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
         self.hold_overrides();
         let max_segs = self.tso_segs() as u64;
         let mut rearm = false;
@@ -264,7 +264,7 @@ impl Sender {
     }
 
     /// RTO: retransmit the first segment regardless of cwnd.
-    pub(super) fn retransmit_head(&mut self, now: Time, q: &mut EventQueue) {
+    pub(super) fn retransmit_head(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
         let head = self.sb.snd_una;
         if self.sb.to_retransmit.contains(&head) {
             self.send_skb(now, head..head + 1, TxKind::Retrans, q);
@@ -273,13 +273,13 @@ impl Sender {
     }
 
     /// TLP with no new data: resend the last segment.
-    pub(super) fn retransmit_tail_probe(&mut self, now: Time, seq: u64, q: &mut EventQueue) {
+    pub(super) fn retransmit_tail_probe(&mut self, now: Time, seq: u64, q: &mut impl Schedule<Wake>) {
         self.send_skb(now, seq..seq + 1, TxKind::Probe, q);
     }
 
     /// Hand one skb (a TSO burst of consecutive segments) to the NIC:
     /// `__tcp_transmit_skb` + `tcp_rate_skb_sent` + `tcp_update_skb_after_send`.
-    fn send_skb(&mut self, now: Time, segs: Range<u64>, kind: TxKind, q: &mut EventQueue) {
+    fn send_skb(&mut self, now: Time, segs: Range<u64>, kind: TxKind, q: &mut impl Schedule<Wake>) {
         let retrans = kind != TxKind::New;
         let n = (segs.end - segs.start) as u32;
         let first_seq = segs.start;
@@ -323,7 +323,7 @@ impl Sender {
             let (sent, head) = self.nic.push(now, pkt);
             done = sent;
             if let Some(t) = head {
-                q.push(t, Event::NicArrival(self.p.id));
+                q.push(t, Wake::NicArrival(self.p.id));
             }
         }
         if let Some(log) = self.tx_log.as_mut() {

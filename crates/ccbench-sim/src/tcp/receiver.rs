@@ -5,10 +5,11 @@
 //! The application reads at once, so the advertised window stays at its limit.
 
 use super::rcvbuf::RcvBuf;
-use crate::config::Ecn;
+use super::wake::Wake;
+use crate::event::{Schedule, Timer, TimerFire};
 use crate::net::packet::SackBlock;
+use crate::net::Ecn;
 use crate::net::{Packet, Pipe};
-use crate::sim::{Event, EventQueue, Timer, TimerFire};
 use crate::time::{Dur, Time, NS_PER_SEC};
 use crate::units::wire;
 
@@ -179,7 +180,7 @@ impl Receiver {
     }
 
     /// A data segment arrives (`tcp_data_queue` then `__tcp_ack_snd_check`).
-    pub fn on_data(&mut self, now: Time, pkt: &Packet, q: &mut EventQueue) {
+    pub fn on_data(&mut self, now: Time, pkt: &Packet, q: &mut impl Schedule<Wake>) {
         if pkt.conn != self.p.conn {
             return; // a closed connection's segment still in flight
         }
@@ -253,7 +254,7 @@ impl Receiver {
 
     /// ECN bookkeeping for an arriving data segment (`tcp_ecn_accept_cwr`,
     /// `tcp_ecn_check_ce`; `dctcp_ece_ack_update` for ECN-low).
-    fn ecn_on_data(&mut self, now: Time, pkt: &Packet, q: &mut EventQueue) {
+    fn ecn_on_data(&mut self, now: Time, pkt: &Packet, q: &mut impl Schedule<Wake>) {
         match self.p.ecn {
             Ecn::Off => {}
             Ecn::Classic => {
@@ -301,7 +302,7 @@ impl Receiver {
     }
 
     /// `__tcp_ack_snd_check`.
-    fn ack_snd_check(&mut self, now: Time, q: &mut EventQueue) {
+    fn ack_snd_check(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
         let unacked = self.bytes_upto(self.rcv_nxt) - self.bytes_upto(self.rcv_wup);
         if unacked > self.p.mss as u64 || self.quick > 0 || self.ack_now {
             self.send_ack(now, q);
@@ -327,12 +328,12 @@ impl Receiver {
         self.compressed_ack += 1;
         if !self.comp_timer.is_armed() {
             let delay = COMP_SACK_DELAY.min(Dur(self.p.rtt.ns() / 20));
-            q.arm(&mut self.comp_timer, now + delay, Event::SackCompress(self.p.id));
+            q.arm(&mut self.comp_timer, now + delay, Wake::SackCompress(self.p.id));
         }
     }
 
     /// `tcp_send_delayed_ack`, on the jiffy clock.
-    fn send_delayed_ack(&mut self, now: Time, q: &mut EventQueue) {
+    fn send_delayed_ack(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
         let mut ato = self.ato;
         if ato > self.p.delack_min {
             let max_ato = Dur::from_ms(500).min(self.p.rtt.max(self.p.delack_min));
@@ -349,12 +350,12 @@ impl Receiver {
             }
             timeout = timeout.min(old);
         }
-        q.arm(&mut self.delack, timeout, Event::DelayedAck(self.p.id));
+        q.arm(&mut self.delack, timeout, Wake::DelayedAck(self.p.id));
     }
 
-    pub fn on_delack_timer(&mut self, now: Time, q: &mut EventQueue) {
+    pub fn on_delack_timer(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
         match self.delack.fire(now) {
-            TimerFire::Requeue(t) => q.push(t, Event::DelayedAck(self.p.id)),
+            TimerFire::Requeue(t) => q.push(t, Wake::DelayedAck(self.p.id)),
             TimerFire::Stale => {}
             TimerFire::Expired => {
                 if self.ack_pending {
@@ -366,9 +367,9 @@ impl Receiver {
         }
     }
 
-    pub fn on_sack_compress_timer(&mut self, now: Time, q: &mut EventQueue) {
+    pub fn on_sack_compress_timer(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
         match self.comp_timer.fire(now) {
-            TimerFire::Requeue(t) => q.push(t, Event::SackCompress(self.p.id)),
+            TimerFire::Requeue(t) => q.push(t, Wake::SackCompress(self.p.id)),
             TimerFire::Stale => {}
             TimerFire::Expired => {
                 if self.compressed_ack > 0 {
@@ -379,7 +380,7 @@ impl Receiver {
     }
 
     /// `tcp_send_ack` + `tcp_event_ack_sent`.
-    fn send_ack(&mut self, now: Time, q: &mut EventQueue) {
+    fn send_ack(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
         let rwnd = self.advertised_window();
         let mut pkt = Packet {
             flow: self.p.id,
@@ -424,7 +425,7 @@ impl Receiver {
         }
         let (_, head) = self.out.push(now, pkt);
         if let Some(t) = head {
-            q.push(t, Event::AckArrival(self.p.id));
+            q.push(t, Wake::AckArrival(self.p.id));
         }
     }
 }
@@ -456,7 +457,7 @@ mod tests {
 
     /// ACKs sent for `n` in-order segments arriving 1.2 ms apart (10 Mbit/s).
     fn acks_for(mut r: Receiver, n: u64) -> u64 {
-        let mut q = EventQueue::default();
+        let mut q = crate::event::EventQueue::<Wake>::default();
         for seq in 0..n {
             let pkt = Packet { seq, payload: MSS, ts_val: 1, ..Default::default() };
             r.on_data(T0 + Dur::from_us(1200 * seq), &pkt, &mut q);

@@ -3,9 +3,9 @@
 //! `tcp_enter_loss`) and the tail loss probe (`tcp_schedule_loss_probe`).
 
 use super::sender::*;
+use super::wake::{SenderTimer, Wake};
 use crate::cc::{CaEvent, CaState, INFINITE_SSTHRESH};
-use crate::sim::events::SenderTimer;
-use crate::sim::{Event, EventQueue};
+use crate::event::Schedule;
 use crate::time::{Dur, Time, NS_PER_SEC};
 
 /// `TCP_TIMEOUT_MIN_US`: slack added to the RACK reordering timer and the TLP timeout.
@@ -33,14 +33,14 @@ impl Sender {
 
     /// Arm the retransmit timer `when` from now on the jiffy clock, pushed out by any
     /// pending pacing delay (`tcp_reset_xmit_timer`).
-    pub(super) fn reset_xmit_timer(&mut self, now: Time, kind: XmitTimer, when: Dur, q: &mut EventQueue) {
+    pub(super) fn reset_xmit_timer(&mut self, now: Time, kind: XmitTimer, when: Dur, q: &mut impl Schedule<Wake>) {
         let pacing_delay = if self.p.paced { self.wstamp.since(now) } else { Dur::ZERO };
         let tick = NS_PER_SEC / self.p.hz as u64;
         let jiffies = (when + pacing_delay).ns().div_ceil(tick).min(super::rtt::RTO_MAX.ns() / tick);
         let clk = now.ns() / tick;
-        let at = Time(crate::sim::events::timer_wheel_expiry(clk + jiffies, clk) * tick);
+        let at = Time(crate::event::timer_wheel_expiry(clk + jiffies, clk) * tick);
         self.xmit_kind = kind;
-        q.arm(&mut self.xmit_timer, at, Event::Sender(self.p.id, SenderTimer::Retransmit));
+        q.arm(&mut self.xmit_timer, at, Wake::Sender(self.p.id, SenderTimer::Retransmit));
     }
 
     /// Time left until the head segment's RTO would expire (`tcp_rto_delta_us`).
@@ -50,7 +50,7 @@ impl Sender {
     }
 
     /// `tcp_rearm_rto`.
-    pub(super) fn rearm_rto(&mut self, now: Time, q: &mut EventQueue) {
+    pub(super) fn rearm_rto(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
         if self.sb.packets_out() == 0 {
             self.xmit_timer.cancel();
             return;
@@ -64,14 +64,14 @@ impl Sender {
     }
 
     /// `tcp_set_xmit_timer`: a loss probe if one may be scheduled, else the RTO.
-    pub(super) fn set_xmit_timer(&mut self, now: Time, q: &mut EventQueue) {
+    pub(super) fn set_xmit_timer(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
         if !self.schedule_loss_probe(now, true, q) {
             self.rearm_rto(now, q);
         }
     }
 
     /// `tcp_schedule_loss_probe` (`tcp_early_retrans` = 3).
-    pub(super) fn schedule_loss_probe(&mut self, now: Time, advancing_rto: bool, q: &mut EventQueue) -> bool {
+    pub(super) fn schedule_loss_probe(&mut self, now: Time, advancing_rto: bool, q: &mut impl Schedule<Wake>) -> bool {
         if !self.p.tlp || self.sb.packets_out() == 0 || !matches!(self.ca_state, CaState::Open | CaState::Cwr) {
             return false;
         }
@@ -92,7 +92,7 @@ impl Sender {
     }
 
     /// `tcp_send_loss_probe`: new data if the window allows, else the last segment again.
-    pub(super) fn send_loss_probe(&mut self, now: Time, q: &mut EventQueue) {
+    pub(super) fn send_loss_probe(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
         let mut sent = false;
         if self.snd_nxt() < self.total_segs && self.rwnd_allows(self.snd_nxt()) {
             let before = self.sb.packets_out();
@@ -144,7 +144,7 @@ impl Sender {
 
     /// `tcp_init_cwnd_reduction`.
     pub(super) fn init_cwnd_reduction(&mut self, now: Time) {
-        self.ecn_queue_cwr = self.p.ecn != crate::config::Ecn::Off;
+        self.ecn_queue_cwr = self.p.ecn != crate::net::Ecn::Off;
         self.high_seq = self.snd_nxt();
         self.tlp_high_seq = None;
         self.w.cwnd_cnt = 0;
@@ -212,7 +212,7 @@ impl Sender {
         now: Time,
         num_dupack: u32,
         flag: &mut u32,
-        q: &mut EventQueue,
+        q: &mut impl Schedule<Wake>,
     ) -> Rexmit {
         let f = *flag;
         let ece = f & FLAG_ECE != 0;
@@ -279,7 +279,7 @@ impl Sender {
 
     /// `tcp_xmit_recovery`: after F-RTO's first ACK new data, else (or if none could go)
     /// the lost segments.
-    pub(super) fn xmit_recovery(&mut self, now: Time, rexmit: Rexmit, q: &mut EventQueue) {
+    pub(super) fn xmit_recovery(&mut self, now: Time, rexmit: Rexmit, q: &mut impl Schedule<Wake>) {
         match rexmit {
             Rexmit::None => return,
             Rexmit::New => {
@@ -295,7 +295,7 @@ impl Sender {
     }
 
     /// `tcp_identify_packet_loss` -> `tcp_rack_mark_lost`.
-    fn identify_packet_loss(&mut self, now: Time, flag: &mut u32, q: &mut EventQueue) {
+    fn identify_packet_loss(&mut self, now: Time, flag: &mut u32, q: &mut impl Schedule<Wake>) {
         if self.sb.is_empty() || !self.rack_advanced {
             return;
         }
@@ -351,7 +351,7 @@ impl Sender {
     }
 
     /// `tcp_rack_reo_timeout`.
-    pub(super) fn rack_reo_timeout(&mut self, now: Time, q: &mut EventQueue) {
+    pub(super) fn rack_reo_timeout(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
         let prior_inflight = self.inflight();
         let lost_before = self.lost;
         if let Some(remaining_us) = self.rack_detect_loss(now) {
@@ -395,7 +395,7 @@ impl Sender {
     }
 
     /// `tcp_retransmit_timer` -> `tcp_enter_loss`, saving what an undo restores.
-    pub(super) fn retransmit_timer(&mut self, now: Time, q: &mut EventQueue) {
+    pub(super) fn retransmit_timer(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
         if self.sb.packets_out() == 0 {
             return;
         }
@@ -432,7 +432,7 @@ impl Sender {
         self.set_ca_state(now, CaState::Loss);
         self.high_seq = self.snd_nxt();
         self.tlp_high_seq = None;
-        self.ecn_queue_cwr = self.p.ecn != crate::config::Ecn::Off;
+        self.ecn_queue_cwr = self.p.ecn != crate::net::Ecn::Off;
         // F-RTO (RFC 5682 3.1 step 1) unless recovery was already under way, except for a
         // repeated timeout of the same snd_una (3.2).
         self.undo.frto = self.p.frto != 0 && (new_recovery || self.rto_retransmits > 0);

@@ -1,7 +1,7 @@
 //! RTT estimation as `tcp_rtt_estimator`, `tcp_set_rto` and `tcp_update_rtt_min`.
 //! SRTT is kept scaled by 8 and the mean deviation by 4, in µs, as the kernel does.
 
-use super::minmax::MinMax;
+use crate::base::minmax::MinMax;
 use crate::time::{Dur, NS_PER_SEC};
 
 /// `TCP_RTO_MAX`.

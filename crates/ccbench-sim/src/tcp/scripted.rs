@@ -5,11 +5,13 @@
 //! rate limit, no access delay), so what leaves TCP is what the script sees.
 
 use super::sender::{Sender, SenderParams, TxRecord};
+use super::wake::Wake;
+use crate::base::rng;
 use crate::cc::{Algorithm, CaState, INFINITE_SSTHRESH};
-use crate::config::Ecn;
+use crate::event::EventQueue;
 use crate::net::packet::SackBlock;
+use crate::net::Ecn;
 use crate::net::{Packet, Pipe};
-use crate::sim::{rng, Event, EventQueue};
 use crate::time::{Dur, Time};
 use crate::units::BitRate;
 use std::collections::BTreeMap;
@@ -81,7 +83,7 @@ pub struct PeerAck {
 
 pub struct ScriptedSender {
     pub sender: Sender,
-    q: EventQueue,
+    q: EventQueue<Wake>,
     now: Time,
     /// Bytes written by the application so far.
     written: u64,
@@ -144,7 +146,7 @@ impl ScriptedSender {
             let (t, ev) = self.q.pop().expect("peeked");
             self.now = self.now.max(t);
             let now = self.now;
-            if let Event::Sender(_, which) = ev {
+            if let Wake::Sender(_, which) = ev {
                 if self.sender.timer_due(now, which, &mut self.q) {
                     self.sender.on_timer_expired(now, which, &mut self.q);
                 }

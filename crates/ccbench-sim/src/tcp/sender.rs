@@ -5,13 +5,13 @@ use super::rate::{Pick, RateState, TxSnapshot};
 use super::recovery::Rexmit;
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, EVER_RETRANS, RETRANS, SACKED};
+use super::wake::{SenderTimer, Wake};
+use crate::base::histogram::Histogram;
 use crate::cc::{AckSample, CaState, CongestionControl, ConnInfo, LostSegment, RateSample, Window};
-use crate::config::Ecn;
+use crate::event::{Schedule, Timer};
 use crate::net::packet::SackBlock;
+use crate::net::Ecn;
 use crate::net::{Packet, Pipe};
-use crate::observe::histogram::Histogram;
-use crate::sim::events::SenderTimer;
-use crate::sim::{Event, EventQueue, Timer};
 use crate::time::{Dur, Time};
 use crate::units::BitRate;
 use std::collections::VecDeque;
@@ -345,7 +345,7 @@ impl Sender {
 
     /// The application writes its data (at flow start): `tcp_sendmsg` checks whether the
     /// socket was app-limited, then pushes.
-    pub fn start(&mut self, now: Time, q: &mut EventQueue) {
+    pub fn start(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
         self.started = true;
         self.wstamp = now;
         // The (unmodelled) SYN-ACK's timestamp, as a capture's synthetic handshake shows it.
@@ -357,7 +357,7 @@ impl Sender {
     /// The application writes `bytes` more at `now` (`tcp_sendmsg`): the data is queued
     /// behind what was written before, then pushed. Only a write that follows whole
     /// segments can be queued (the model counts MSS-sized segments).
-    pub fn app_write(&mut self, now: Time, bytes: u64, q: &mut EventQueue) -> Result<(), String> {
+    pub fn app_write(&mut self, now: Time, bytes: u64, q: &mut impl Schedule<Wake>) -> Result<(), String> {
         if bytes == 0 {
             return Ok(());
         }
@@ -429,7 +429,7 @@ impl Sender {
     }
 
     /// `tcp_ack` for an ACK arriving at `now`.
-    pub fn on_ack(&mut self, now: Time, ack: &Packet, q: &mut EventQueue) {
+    pub fn on_ack(&mut self, now: Time, ack: &Packet, q: &mut impl Schedule<Wake>) {
         let prior_snd_una = self.sb.snd_una;
         if ack.conn != self.p.conn {
             return; // an ACK of a closed connection, still in flight
@@ -666,8 +666,8 @@ impl Sender {
 
     /// Whether the heap entry of timer `which` popped at `now` means it expired (a
     /// superseded entry is dropped, a postponed one re-queued).
-    pub fn timer_due(&mut self, now: Time, which: SenderTimer, q: &mut EventQueue) -> bool {
-        use crate::sim::TimerFire;
+    pub fn timer_due(&mut self, now: Time, which: SenderTimer, q: &mut impl Schedule<Wake>) -> bool {
+        use crate::event::TimerFire;
         let timer = match which {
             SenderTimer::Retransmit => &mut self.xmit_timer,
             SenderTimer::Pacing => &mut self.pacing_timer,
@@ -676,7 +676,7 @@ impl Sender {
         match timer.fire(now) {
             TimerFire::Stale => false,
             TimerFire::Requeue(t) => {
-                q.push(t, Event::Sender(self.p.id, which));
+                q.push(t, Wake::Sender(self.p.id, which));
                 false
             }
             TimerFire::Expired => true,
@@ -684,7 +684,7 @@ impl Sender {
     }
 
     /// The handler of an expired timer, run when the CPU gets to it.
-    pub fn on_timer_expired(&mut self, now: Time, which: SenderTimer, q: &mut EventQueue) {
+    pub fn on_timer_expired(&mut self, now: Time, which: SenderTimer, q: &mut impl Schedule<Wake>) {
         match which {
             SenderTimer::Retransmit => match self.xmit_kind {
                 XmitTimer::Rto => self.retransmit_timer(now, q),

@@ -3,11 +3,11 @@
 //! receiver's DSACK of an out-of-order duplicate.
 
 use super::sender::{Sender, SenderParams};
+use super::wake::{SenderTimer, Wake};
 use crate::cc::{reno::Reno, CaState, INFINITE_SSTHRESH};
-use crate::config::Ecn;
+use crate::event::EventQueue;
+use crate::net::Ecn;
 use crate::net::Packet;
-use crate::sim::events::SenderTimer;
-use crate::sim::EventQueue;
 use crate::time::{Dur, Time, NS_PER_SEC};
 use crate::units::BitRate;
 
@@ -15,7 +15,7 @@ const T0: Time = Time(1_000 * NS_PER_SEC);
 const MSS: u32 = 1448;
 const RWND: u64 = 6 << 20;
 
-fn sender(frto: u8) -> (Sender, EventQueue) {
+fn sender(frto: u8) -> (Sender, EventQueue<Wake>) {
     let p = SenderParams {
         id: 0,
         mss: MSS,
@@ -43,7 +43,7 @@ fn sender(frto: u8) -> (Sender, EventQueue) {
         conn: 0,
         frto,
     };
-    let mut q = EventQueue::default();
+    let mut q = EventQueue::<Wake>::default();
     let mut s = Sender::new(p, Box::new(Reno));
     s.start(T0, &mut q);
     // TCP Small Queues holds the second skb until the NIC has sent the first.
@@ -66,7 +66,7 @@ fn ack(ack: u64, ts_ecr: u32, sacks: &[(u64, u64)], dsack: bool) -> Packet {
 
 /// Segment 0 is held up (reordered); 1..4 arrive and are SACKed 40 ms later, so RACK
 /// marks 0 lost and fast recovery retransmits it. Returns the time of that ACK.
-fn spurious_fast_retransmit(s: &mut Sender, q: &mut EventQueue) -> Time {
+fn spurious_fast_retransmit(s: &mut Sender, q: &mut EventQueue<Wake>) -> Time {
     let t = T0 + Dur::from_ms(40);
     s.on_ack(t, &ack(0, ms(T0), &[(1, 4)], false), q);
     assert_eq!(s.ca_state, CaState::Recovery);
@@ -129,7 +129,7 @@ fn real_loss_keeps_the_reduction() {
 }
 
 /// An RTO with nothing acknowledged: all ten segments marked lost, 0 retransmitted.
-fn timeout(s: &mut Sender, q: &mut EventQueue) -> Time {
+fn timeout(s: &mut Sender, q: &mut EventQueue<Wake>) -> Time {
     let t = T0 + Dur::from_ms(300);
     s.retransmit_timer(t, q);
     assert_eq!(s.ca_state, CaState::Loss);
@@ -249,7 +249,7 @@ fn receiver_dsacks_a_held_out_of_order_duplicate_inside_its_sack_block() {
         conn: 0,
         autotune: false,
     });
-    let mut q = EventQueue::default();
+    let mut q = EventQueue::<Wake>::default();
     let data = |seq: u64| Packet { seq, payload: MSS, ts_val: 1, ..Default::default() };
     // 0 arrives, 1 is missing, 2 and 3 are held, then 6 opens a second block, then 2
     // again (a spurious retransmission).

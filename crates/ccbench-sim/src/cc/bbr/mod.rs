@@ -11,8 +11,8 @@ mod startup;
 use self::model::*;
 use super::params::{apply, param, Kind, Param, ParamError, FLAG, GAIN, MAX_GAIN, ROUNDS};
 use super::{CaEvent, CaState, CongestionControl, ConnInfo, Internals, RateSample, Window, INFINITE_SSTHRESH};
-use crate::sim::rng::Rng;
-use crate::tcp::minmax::MinMax;
+use crate::base::minmax::MinMax;
+use crate::base::rng::Rng;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

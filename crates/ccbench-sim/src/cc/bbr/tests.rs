@@ -7,8 +7,8 @@
 use super::model::*;
 use super::testing::*;
 use super::*;
+use crate::base::rng;
 use crate::cc::{Algorithm, CaState};
-use crate::sim::rng;
 use crate::time::Dur;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -6,9 +6,9 @@
 //! The test path and the driver are those of the v1 tests (`bbr/testing.rs`).
 
 use super::*;
+use crate::base::rng;
 use crate::cc::bbr::testing::*;
 use crate::cc::{Algorithm, CaState, LostSegment};
-use crate::sim::rng;
 use std::collections::BTreeMap;
 
 // ---------------------------------------------------------------------------------

@@ -540,7 +540,7 @@ fn unknown_parameter_is_an_error_naming_it_and_the_allowed_ones() {
         assert!(err.contains(p.name), "{err} should list {}", p.name);
     }
     let err =
-        Algorithm::Cubic.build(&[("C".to_string(), 0.4)].into(), crate::sim::rng::stream(0, "cc", 0)).err().unwrap();
+        Algorithm::Cubic.build(&[("C".to_string(), 0.4)].into(), crate::base::rng::stream(0, "cc", 0)).err().unwrap();
     assert!(err.starts_with("C: "), "{err}");
 }
 

@@ -3,8 +3,8 @@
 //! the wrong kind, or under an unknown name is rejected with the allowed values.
 
 use super::*;
+use crate::base::rng;
 use crate::cc::Algorithm;
-use crate::sim::rng;
 
 fn one(name: &str, x: f64) -> BTreeMap<String, f64> {
     BTreeMap::from([(name.to_string(), x)])

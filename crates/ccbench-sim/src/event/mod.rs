@@ -1,4 +1,6 @@
-//! A min-heap of events ordered by (time, sequence number), and lazily cancelled timers.
+//! The event core: a min-heap of events ordered by (time, sequence number), and lazily
+//! cancelled timers. It knows nothing of what the events mean: each layer above names its
+//! own wake-ups (`tcp::Wake`, `host::CpuRun`) and the assembly's `world::Event` holds them all.
 //!
 //! Components keep the heap small: a FIFO link schedules only its head packet, and each
 //! timer keeps at most one live entry (re-arming later leaves the entry in place and
@@ -8,83 +10,48 @@ use crate::time::Time;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// Which sender timer fired.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SenderTimer {
-    /// `icsk_retransmit_timer`: RTO, tail-loss probe or RACK reordering timeout.
-    Retransmit,
-    /// The internal pacing hrtimer (`tcp_pace_kick`).
-    Pacing,
-    /// TX completion of a throttled socket's skb (TCP Small Queues, `tcp_wfree`).
-    TxCompletion,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Event {
-    FlowStart(u32),
-    /// The head of a flow's NIC pipe reaches the bottleneck.
-    NicArrival(u32),
-    /// The bottleneck's next service instant: its head packet is serialized, or (on a
-    /// trace) a delivery opportunity comes.
-    LinkTxDone,
-    /// A delivery opportunity of the ACK direction's trace-driven link.
-    AckLinkTxDone,
-    /// Step `k` of the link's RTT schedule takes effect.
-    RttStep(u32),
-    /// The head of the forward delay line reaches its receiver.
-    ReceiverArrival,
-    /// The head of a flow's reverse path reaches its sender.
-    AckArrival(u32),
-    Sender(u32, SenderTimer),
-    /// The receiver's delayed-ACK timer.
-    DelayedAck(u32),
-    /// The receiver's SACK-compression timer.
-    SackCompress(u32),
-    /// The sender host's CPU may take its next task.
-    CpuRun,
-    /// A flow opens its next connection for another download.
-    FlowRestart(u32),
-    Sample,
-    End,
-}
-
 #[derive(Clone, Copy, Debug)]
-struct Entry {
+struct Entry<E> {
     time: Time,
     seq: u64,
-    event: Event,
+    event: E,
 }
 
-impl PartialEq for Entry {
+impl<E> PartialEq for Entry<E> {
     fn eq(&self, o: &Self) -> bool {
         self.time == o.time && self.seq == o.seq
     }
 }
-impl Eq for Entry {}
-impl PartialOrd for Entry {
+impl<E> Eq for Entry<E> {}
+impl<E> PartialOrd for Entry<E> {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
     }
 }
-impl Ord for Entry {
+impl<E> Ord for Entry<E> {
     /// Reversed so that `BinaryHeap` pops the earliest (time, seq) first.
     fn cmp(&self, o: &Self) -> Ordering {
         (o.time, o.seq).cmp(&(self.time, self.seq))
     }
 }
 
-#[derive(Default)]
-pub struct EventQueue {
-    heap: BinaryHeap<Entry>,
+pub struct EventQueue<E> {
+    heap: BinaryHeap<Entry<E>>,
     next_seq: u64,
 }
 
-impl EventQueue {
-    pub fn push(&mut self, time: Time, event: Event) {
+impl<E> Default for EventQueue<E> {
+    fn default() -> Self {
+        EventQueue { heap: BinaryHeap::new(), next_seq: 0 }
+    }
+}
+
+impl<E> EventQueue<E> {
+    pub fn push(&mut self, time: Time, event: E) {
         self.heap.push(Entry { time, seq: self.next_seq, event });
         self.next_seq += 1;
     }
-    pub fn pop(&mut self) -> Option<(Time, Event)> {
+    pub fn pop(&mut self) -> Option<(Time, E)> {
         self.heap.pop().map(|e| (e.time, e.event))
     }
     /// Time of the earliest entry.
@@ -97,11 +64,24 @@ impl EventQueue {
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
+}
+
+/// Where a component schedules its wake-ups `W`: the world's queue, whose event type can
+/// hold every layer's wake-ups, or a component's own queue in its tests.
+pub trait Schedule<W> {
+    fn push(&mut self, time: Time, wake: W);
     /// Arm `timer` for `at`, pushing a heap entry only when none is queued early enough.
-    pub fn arm(&mut self, timer: &mut Timer, at: Time, event: Event) {
+    fn arm(&mut self, timer: &mut Timer, at: Time, wake: W) {
         if let Some(t) = timer.arm(at) {
-            self.push(t, event);
+            self.push(t, wake);
         }
+    }
+}
+
+impl<E, W: Into<E>> Schedule<W> for EventQueue<E> {
+    #[inline]
+    fn push(&mut self, time: Time, wake: W) {
+        EventQueue::push(self, time, wake.into());
     }
 }
 
@@ -202,12 +182,12 @@ mod tests {
     #[test]
     fn events_pop_in_time_then_insertion_order() {
         let mut q = EventQueue::default();
-        q.push(Time(5), Event::Sample);
-        q.push(Time(3), Event::End);
-        q.push(Time(5), Event::LinkTxDone);
-        assert_eq!(q.pop(), Some((Time(3), Event::End)));
-        assert_eq!(q.pop(), Some((Time(5), Event::Sample)));
-        assert_eq!(q.pop(), Some((Time(5), Event::LinkTxDone)));
+        q.push(Time(5), "sample");
+        q.push(Time(3), "end");
+        q.push(Time(5), "link");
+        assert_eq!(q.pop(), Some((Time(3), "end")));
+        assert_eq!(q.pop(), Some((Time(5), "sample")));
+        assert_eq!(q.pop(), Some((Time(5), "link")));
     }
 
     #[test]

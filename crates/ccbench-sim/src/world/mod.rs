@@ -3,24 +3,37 @@
 //! discipline, rate or trace) -> propagation delay -> receiver; ACKs return over a
 //! per-flow delay line, behind a shared trace-driven ACK link if the scenario has one.
 
-use super::rng;
-use super::{Event, EventQueue};
+mod event;
+mod finish;
+
+use finish::download_summary;
+
+pub use event::Event;
+
+use crate::base::histogram::Histogram;
+use crate::base::rng;
 use crate::cc::{Algorithm, INFINITE_SSTHRESH};
-use crate::config::{Aqm, BufferLimit, LossModelConfig, Scenario};
+use crate::config::{build, ConfigError, Scenario};
+use crate::event::EventQueue;
 use crate::host::{Host, Task};
 use crate::net::{Bottleneck, Packet, Pipe};
 use crate::observe::capture::{Capture, CaptureSpec};
-use crate::observe::histogram::Histogram;
 use crate::observe::recorder::{FlowRow, LinkRow, Recorder};
-use crate::summary::{
-    jain_index, AckLinkSummary, DownloadSummary, FlowSummary, HostSummary, LinkSummary, Stats, Summary,
-};
+use crate::observe::series::Series;
+use crate::summary::{DownloadSummary, Summary};
 use crate::tcp::receiver::ReceiverParams;
 use crate::tcp::{Receiver, Sender, SenderParams};
 use crate::time::{Dur, Time};
-use crate::units::{wire, BitRate};
-use crate::{ConfigError, RunOutput, VERSION};
-use serde_json::json;
+use crate::units::BitRate;
+
+/// Everything a run produces.
+#[derive(Clone, Debug)]
+pub struct RunOutput {
+    pub summary: Summary,
+    pub series: Series,
+    /// Hash of the processed event sequence, for determinism checks.
+    pub trace_hash: u64,
+}
 
 /// Per-flow facts and counters kept by the network.
 struct FlowMeta {
@@ -122,7 +135,7 @@ fn connection(s: &Scenario, i: usize, conn: u16, via_ack_link: bool) -> Result<(
 
 pub struct World {
     scenario: Scenario,
-    q: EventQueue,
+    q: EventQueue<Event>,
     senders: Vec<Sender>,
     receivers: Vec<Receiver>,
     flows: Vec<FlowMeta>,
@@ -150,8 +163,8 @@ impl World {
     pub fn new(s: &Scenario) -> Result<World, ConfigError> {
         let link = &s.link;
         let one_way = Dur(link.rtt_ns / 2);
-        let bottleneck = Bottleneck::forward(s, true);
-        let ack_link = Bottleneck::reverse(s);
+        let bottleneck = build::forward_bottleneck(s, true);
+        let ack_link = build::reverse_bottleneck(s);
         let mut senders = Vec::new();
         let mut receivers = Vec::new();
         let mut flows = Vec::new();
@@ -220,7 +233,7 @@ impl World {
     }
 
     /// Run a sender handler, then hand what it gave its NIC to the capture.
-    fn at_sender(&mut self, i: u32, f: impl FnOnce(&mut Sender, &mut EventQueue)) {
+    fn at_sender(&mut self, i: u32, f: impl FnOnce(&mut Sender, &mut EventQueue<Event>)) {
         let s = &mut self.senders[i as usize];
         let before = self.capture.as_ref().map(|_| s.nic.len());
         f(s, &mut self.q);
@@ -232,7 +245,7 @@ impl World {
     /// Run a receiver handler, then hand the ACKs it sent to the capture.
     /// With an ACK link the receiver leaves its ACKs in `outbox`, which is then handed
     /// to the link (`flush_acks`).
-    fn at_receiver(&mut self, now: Time, i: u32, f: impl FnOnce(&mut Receiver, &mut EventQueue)) {
+    fn at_receiver(&mut self, now: Time, i: u32, f: impl FnOnce(&mut Receiver, &mut EventQueue<Event>)) {
         let r = &mut self.receivers[i as usize];
         let before = self.capture.as_ref().map(|_| r.out.len());
         f(r, &mut self.q);
@@ -293,22 +306,7 @@ impl World {
     }
 
     fn hash_event(&mut self, t: Time, ev: &Event) {
-        let code: u64 = match *ev {
-            Event::FlowStart(i) => 1 | (i as u64) << 8,
-            Event::NicArrival(i) => 2 | (i as u64) << 8,
-            Event::LinkTxDone => 3,
-            Event::ReceiverArrival => 4,
-            Event::AckArrival(i) => 5 | (i as u64) << 8,
-            Event::Sender(i, k) => 6 | (k as u64) << 4 | (i as u64) << 8,
-            Event::DelayedAck(i) => 7 | (i as u64) << 8,
-            Event::SackCompress(i) => 8 | (i as u64) << 8,
-            Event::Sample => 9,
-            Event::End => 10,
-            Event::AckLinkTxDone => 11,
-            Event::RttStep(k) => 12 | (k as u64) << 8,
-            Event::FlowRestart(i) => 13 | (i as u64) << 8,
-            Event::CpuRun => 14,
-        };
+        let code = ev.code();
         for x in [t.ns(), code] {
             self.trace_hash = (self.trace_hash ^ x).wrapping_mul(0x0100_0000_01b3);
         }
@@ -615,193 +613,5 @@ impl World {
     pub fn run_captured(self) -> Result<RunOutput, ConfigError> {
         let (out, capture) = self.simulate(0).expect("audits are off");
         capture.map(|_| out)
-    }
-
-    fn finish(self, now: Time) -> RunOutput {
-        let end = now.min(self.end);
-        let stats_ms = |h: &Histogram| Stats::from_histogram(h, 1e6);
-        let stats_raw = |h: &Histogram| Stats::from_histogram(h, 1.0);
-        let mut flows = Vec::new();
-        for (i, s) in self.senders.iter().enumerate() {
-            let f = &self.flows[i];
-            let r = &self.receivers[i];
-            // Repeated downloads: the closed connections' totals plus the open one's; the
-            // flow is complete when its last download is.
-            let done = if f.repeats_left == 0 { r.completed_at } else { None };
-            let stop = done.unwrap_or(end);
-            let life = stop.since(f.start).secs_f64();
-            let per_sec = |bytes: u64| if life > 0.0 { bytes as f64 * 8.0 / life } else { 0.0 };
-            let mut rtt_ns = f.closed.rtt_ns.clone();
-            rtt_ns.merge(&s.stats.rtt_ns);
-            let rtt = stats_ms(&rtt_ns);
-            let delivered = f.closed.delivered + r.delivered_bytes();
-            let repeated = self.scenario.flows[i].repeat > 1;
-            let downloads = repeated.then(|| {
-                let mut all = f.downloads.clone();
-                if r.completed_at.is_none() {
-                    all.push(download_summary(f, s, r, end));
-                }
-                all
-            });
-            flows.push(FlowSummary {
-                id: i as u32,
-                cca: f.cca.clone(),
-                params: s.cc.params(),
-                ecn: s.p.ecn,
-                paced: s.p.paced,
-                start_s: f.start.secs_f64(),
-                base_rtt_ms: f.base_rtt.ms_f64(),
-                goodput_bps: per_sec(delivered),
-                throughput_bps: per_sec(f.bottleneck_bytes),
-                delivered_bytes: delivered,
-                sent_bytes: f.closed.sent_bytes + s.stats.bytes_sent,
-                retransmits: f.closed.retransmits + s.stats.retransmits,
-                lost: f.closed.lost + s.lost,
-                dropped: f.dropped,
-                rto_count: f.closed.rto_count + s.stats.rto_count,
-                undos: f.closed.undos + s.stats.undos(),
-                spurious_rtos: f.closed.spurious_rtos + s.stats.spurious_rtos,
-                self_inflicted_delay_ms: if rtt_ns.count() > 0 { rtt.mean - f.base_rtt.ms_f64() } else { 0.0 },
-                rtt_ms: rtt,
-                size_bytes: f.size_bytes,
-                completion_s: done.map(|t| t.since(f.start).secs_f64()),
-                final_cwnd: s.w.cwnd,
-                downloads,
-            });
-        }
-        let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
-        let c = &self.bottleneck.counters;
-        let link = &self.scenario.link;
-        let (buffer_bytes, buffer_packets) = match (&link.aqm, link.buffer) {
-            (Aqm::Codel(c), _) => (None, Some(c.limit_packets as u64)),
-            (Aqm::FqCodel(c), _) => (None, Some(c.limit_packets as u64)),
-            (Aqm::DropTail, BufferLimit::Bytes(b)) => (Some(b), None),
-            (Aqm::DropTail, BufferLimit::Packets(n)) => (None, Some(n)),
-            (Aqm::DropTail, BufferLimit::Bdp(x)) => (Some((x * self.scenario.bdp_bytes() as f64).round() as u64), None),
-        };
-        let secs = end.secs_f64().max(1e-9);
-        let (rate_bps, utilization) = match self.bottleneck.capacity().constant_rate() {
-            Some(_) => (link.rate_bps, c.wire_bytes_out as f64 * 8.0 / (link.rate_bps as f64 * secs)),
-            None => {
-                let cap = self.bottleneck.capacity_bits(Time::ZERO, end);
-                let util = if cap > 0.0 { c.wire_bytes_out as f64 * 8.0 / cap } else { 0.0 };
-                ((cap / secs).round() as u64, util)
-            }
-        };
-        let ack_link = self.ack_link.as_ref().map(|a| {
-            let cap = a.capacity_bits(Time::ZERO, end);
-            AckLinkSummary {
-                trace_mean_bps: link.ack_trace.as_ref().map_or(0, |t| t.mean_bps()),
-                utilization: if cap > 0.0 { a.counters.wire_bytes_out as f64 * 8.0 / cap } else { 0.0 },
-                packets_forwarded: a.counters.packets_out,
-                queue_delay_ms: stats_ms(&a.counters.sojourn_ns),
-            }
-        });
-        let summary = Summary {
-            engine: "sim",
-            version: VERSION,
-            seed: self.scenario.seed,
-            duration_s: end.secs_f64(),
-            header_bytes: wire::DATA_OVERHEAD,
-            jain_index: jain_index(&goodputs),
-            flows,
-            link: LinkSummary {
-                rate_bps,
-                rtt_ms: link.rtt_ns as f64 / 1e6,
-                buffer_bytes,
-                buffer_packets,
-                bdp_bytes: self.scenario.bdp_bytes(),
-                utilization,
-                drops: c.drops_overflow + c.drops_random + c.drops_aqm,
-                drops_overflow: c.drops_overflow,
-                drops_random: c.drops_random,
-                ecn_marks: c.ecn_marks,
-                queue_delay_ms: stats_ms(&c.sojourn_ns),
-                queue_bytes: stats_raw(&c.queue_bytes_seen),
-                queue_packets: stats_raw(&c.queue_packets_seen),
-                packets_forwarded: c.packets_out,
-                trace_mean_bps: link.trace.as_ref().map(|t| t.mean_bps()),
-                aqm: aqm_summary(&link.aqm),
-                drops_aqm: (!link.aqm.is_drop_tail()).then_some(c.drops_aqm),
-                loss_model: link.loss_model.as_ref().map(loss_model_summary),
-                ack_link,
-            },
-            events: self.events,
-            host: self.host.as_ref().map(|h| HostSummary {
-                cpu_share: h.share(),
-                busy_fraction: h.busy.secs_f64() / end.secs_f64().max(1e-9),
-                tasks: h.tasks,
-                rx_dropped: h.rx_dropped,
-                work: h.work,
-                wait_ms: stats_ms(&h.wait_ns),
-            }),
-        };
-        RunOutput { summary, series: self.recorder.finish(), trace_hash: self.trace_hash }
-    }
-}
-
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
-
-/// The effective AQM parameters, in the summary's units.
-fn aqm_summary(aqm: &Aqm) -> Option<serde_json::Value> {
-    match aqm {
-        Aqm::DropTail => None,
-        Aqm::Codel(c) => Some(json!({
-            "name": "codel",
-            "target_ms": ms(c.target_ns),
-            "interval_ms": ms(c.interval_ns),
-            "limit_packets": c.limit_packets,
-            "ecn": c.ecn,
-            "ce_threshold_ms": c.ce_threshold_ns.map(ms),
-            "mtu_bytes": c.mtu_bytes,
-        })),
-        Aqm::FqCodel(c) => Some(json!({
-            "name": "fq_codel",
-            "target_ms": ms(c.target_ns),
-            "interval_ms": ms(c.interval_ns),
-            "limit_packets": c.limit_packets,
-            "ecn": c.ecn,
-            "ce_threshold_ms": c.ce_threshold_ns.map(ms),
-            "mtu_bytes": c.mtu_bytes,
-            "quantum_bytes": c.quantum_bytes,
-            "flows": c.flows,
-            "memory_limit_bytes": c.memory_limit_bytes,
-            "drop_batch": c.drop_batch,
-        })),
-    }
-}
-
-/// The loss model's parameters and what they imply in the long run.
-fn loss_model_summary(m: &LossModelConfig) -> serde_json::Value {
-    let g = m.params();
-    json!({
-        "type": "gilbert-elliott",
-        "p": g.p,
-        "r": g.r,
-        "h": g.h,
-        "k": g.k,
-        "mean_loss": g.mean_loss(),
-        "mean_bad_run_packets": g.mean_bad_run(),
-    })
-}
-
-/// The download flow `f`'s open connection (`s`, `r`) carried, as of `now`.
-fn download_summary(f: &FlowMeta, s: &Sender, r: &Receiver, now: Time) -> DownloadSummary {
-    let done = r.completed_at;
-    let took = done.unwrap_or(now).since(f.download_start).secs_f64();
-    let rtt = Stats::from_histogram(&s.stats.rtt_ns, 1e6);
-    DownloadSummary {
-        index: f.downloads.len() as u32,
-        start_s: f.download_start.secs_f64(),
-        completion_s: done.map(|t| t.since(f.download_start).secs_f64()),
-        delivered_bytes: r.delivered_bytes(),
-        throughput_bps: if took > 0.0 { r.delivered_bytes() as f64 * 8.0 / took } else { 0.0 },
-        self_inflicted_delay_ms: if s.stats.rtt_ns.count() > 0 { rtt.mean - f.base_rtt.ms_f64() } else { 0.0 },
-        rtt_ms: rtt,
-        retransmits: s.stats.retransmits,
-        dupacks: s.stats.dupacks,
-        rto_count: s.stats.rto_count,
     }
 }
