@@ -1,0 +1,255 @@
+"""The ``[link]`` table: the bottleneck (rate or trace, buffer, AQM, loss), its
+schedules, and the ACK direction.
+"""
+
+from __future__ import annotations
+
+
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import Field, field_validator, model_validator
+
+from ..errors import ScenarioError
+from ..units import Buffer, format_buffer, format_duration, format_loss, format_rate, format_size
+
+from .fields import BufferLimit, Duration, Loss, Probability, Rate, Size, TraceFile, _int_range, _Table
+
+
+class RateStep(_Table):
+    """``link.rate_schedule`` entry: from ``at`` on, the bottleneck serves at ``rate``."""
+
+    at_ns: Duration = Field(alias="at")
+    rate_bps: Rate = Field(alias="rate")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"at": format_duration(self.at_ns), "rate": format_rate(self.rate_bps)}
+
+    def to_core(self) -> dict[str, Any]:
+        return {"at_ns": self.at_ns, "rate_bps": self.rate_bps}
+
+
+class RttStep(_Table):
+    """``link.rtt_schedule`` entry: from ``at`` on, the path's base RTT is ``rtt``."""
+
+    at_ns: Duration = Field(alias="at")
+    rtt_ns: Duration = Field(alias="rtt")
+
+    @field_validator("rtt_ns")
+    @classmethod
+    def _positive_rtt(cls, v: int) -> int:
+        if v <= 0:
+            raise ValueError("must be positive, e.g. '80ms'")
+        return v
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"at": format_duration(self.at_ns), "rtt": format_duration(self.rtt_ns)}
+
+    def to_core(self) -> dict[str, Any]:
+        return {"at_ns": self.at_ns, "rtt_ns": self.rtt_ns}
+
+
+class GilbertElliott(_Table):
+    """``link.loss_model``: Gilbert-Elliott bursty loss, per packet. Good -> Bad with
+    probability ``p``, Bad -> Good with ``r``; a packet gets through with probability
+    ``h`` in Bad (default 0) and ``k`` in Good (default 1)."""
+
+    type: Literal["gilbert-elliott"]
+    p: Probability
+    r: Probability
+    h: Probability = 0.0
+    k: Probability = 1.0
+
+    @field_validator("p", "r")
+    @classmethod
+    def _positive(cls, v: float) -> float:
+        if v <= 0:
+            raise ValueError("must be above 0 (a transition probability per packet, e.g. '1%')")
+        return v
+
+    @property
+    def mean_loss(self) -> float:
+        """Long-run loss probability: (1 - k) r / (p + r) + (1 - h) p / (p + r)."""
+        bad = self.p / (self.p + self.r)
+        return (1 - self.k) * (1 - bad) + (1 - self.h) * bad
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "p": format_loss(self.p), "r": format_loss(self.r),
+                "h": format_loss(self.h), "k": format_loss(self.k)}
+
+    def to_core(self) -> dict[str, Any]:
+        return {"gilbert_elliott": {"p": self.p, "r": self.r, "h": self.h, "k": self.k}}
+
+
+AQMS = ("droptail", "codel", "fq_codel")
+# The kernel's defaults (codel_params_init, codel_init, fq_codel_init); mtu and quantum
+# are psched_mtu of an Ethernet device (1500 + 14).
+AQM_DEFAULTS: dict[str, dict[str, Any]] = {
+    "codel": {"target": "5ms", "interval": "100ms", "limit": 1000, "ecn": False, "mtu": 1514},
+    "fq_codel": {"target": "5ms", "interval": "100ms", "limit": 10240, "ecn": True, "mtu": 1514,
+                 "quantum": 1514, "flows": 1024, "memory_limit": "32MiB", "drop_batch": 64},
+}
+_AQM_KEYS = {"codel": ("target", "interval", "limit", "ecn", "ce_threshold", "mtu"),
+             "fq_codel": ("target", "interval", "limit", "ecn", "ce_threshold", "mtu", "quantum", "flows",
+                          "memory_limit", "drop_batch")}
+
+
+class AqmParams(_Table):
+    """``link.aqm_params``: CoDel / FQ-CoDel parameters, every one filled in."""
+
+    target_ns: Duration = Field(alias="target")
+    interval_ns: Duration = Field(alias="interval")
+    limit: Annotated[int, _int_range(1, 2**32 - 1)]
+    ecn: bool
+    ce_threshold_ns: Optional[Duration] = Field(None, alias="ce_threshold")
+    mtu_bytes: Size = Field(alias="mtu")
+    quantum_bytes: Optional[Size] = Field(None, alias="quantum")
+    flows: Optional[Annotated[int, _int_range(1, 65536)]] = None
+    memory_limit_bytes: Optional[Size] = Field(None, alias="memory_limit")
+    drop_batch: Optional[Annotated[int, _int_range(1, 2**32 - 1)]] = None
+
+    @field_validator("target_ns", "interval_ns")
+    @classmethod
+    def _positive_time(cls, v: int) -> int:
+        if v <= 0:
+            raise ValueError("must be positive, e.g. '5ms'")
+        return v
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {
+            "target": format_duration(self.target_ns),
+            "interval": format_duration(self.interval_ns),
+            "limit": self.limit,
+            "ecn": self.ecn,
+            "ce_threshold": None if self.ce_threshold_ns is None else format_duration(self.ce_threshold_ns),
+            "mtu": self.mtu_bytes,
+            "quantum": self.quantum_bytes,
+            "flows": self.flows,
+            "memory_limit": None if self.memory_limit_bytes is None else format_size(self.memory_limit_bytes),
+            "drop_batch": self.drop_batch,
+        }
+        return {k: v for k, v in d.items() if v is not None}
+
+    def to_core(self, aqm: str) -> dict[str, Any]:
+        core: dict[str, Any] = {
+            "target_ns": self.target_ns,
+            "interval_ns": self.interval_ns,
+            "limit_packets": self.limit,
+            "ecn": self.ecn,
+            "ce_threshold_ns": self.ce_threshold_ns,
+            "mtu_bytes": self.mtu_bytes,
+        }
+        if aqm == "fq_codel":
+            core.update(quantum_bytes=self.quantum_bytes, flows=self.flows,
+                        memory_limit_bytes=self.memory_limit_bytes, drop_batch=self.drop_batch)
+        return {aqm: core}
+
+
+class Link(_Table):
+    rate_bps: Optional[Rate] = Field(None, alias="rate")
+    rtt_ns: Duration = Field(alias="rtt")
+    buffer: BufferLimit = Buffer("bdp", 1.0)
+    loss: Loss = 0.0
+    nic_rate_bps: Rate = Field(10_000_000_000, alias="nic_rate")
+    ecn_threshold: Optional[BufferLimit] = None
+    trace: Optional[TraceFile] = None
+    ack_trace: Optional[TraceFile] = None
+    rate_schedule: list[RateStep] = Field(default_factory=list)
+    rtt_schedule: list[RttStep] = Field(default_factory=list)
+    loss_model: Optional[GilbertElliott] = None
+    aqm: Literal["droptail", "codel", "fq_codel"] = "droptail"
+    aqm_params: Optional[AqmParams] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _capacity_and_queue(cls, data: Any) -> Any:
+        """One source of capacity (rate or trace); the AQM's own limits instead of
+        ``buffer``; the AQM's parameters completed with the kernel's defaults."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if "trace" in data and "rate" in data:
+            raise ScenarioError("link.rate", "give rate or trace, not both (a trace sets the capacity)")
+        if "trace" not in data and "rate" not in data:
+            raise ScenarioError("link.rate", "is required (or give link.trace, a delivery-opportunity trace)")
+        aqm = data.get("aqm", "droptail")
+        if aqm not in AQMS:
+            return data  # the field's own error names the allowed values
+        params = data.get("aqm_params")
+        if aqm == "droptail":
+            if params is not None:
+                raise ScenarioError("link.aqm_params", "only with aqm = 'codel' or 'fq_codel' (drop-tail's "
+                                    "limit is link.buffer)")
+            return data
+        if "buffer" in data:
+            raise ScenarioError("link.buffer", f"is drop-tail's limit; with aqm = '{aqm}' the queue is limited "
+                                "by aqm_params.limit (packets) instead")
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise ScenarioError("link.aqm_params", "must be a table")
+        for key in params:
+            if key not in _AQM_KEYS[aqm]:
+                raise ScenarioError(f"link.aqm_params.{key}", f"not a parameter of {aqm}; allowed keys: "
+                                    f"{', '.join(_AQM_KEYS[aqm])}")
+        data["aqm_params"] = {**AQM_DEFAULTS[aqm], **params}
+        return data
+
+    @field_validator("rtt_ns")
+    @classmethod
+    def _positive_rtt(cls, v: int) -> int:
+        if v <= 0:
+            raise ValueError("must be positive, e.g. '40ms'")
+        return v
+
+    @property
+    def reference_rate_bps(self) -> int:
+        """The rate BDP-relative sizes refer to: the trace's mean, or ``rate``."""
+        if self.trace is not None:
+            return self.trace.mean_bps
+        assert self.rate_bps is not None
+        return self.rate_bps
+
+    def to_dict(self) -> dict[str, Any]:
+        queue_is_aqm = self.aqm != "droptail"
+        return {
+            "rate": None if self.rate_bps is None else format_rate(self.rate_bps),
+            "trace": None if self.trace is None else self.trace.path,
+            "rtt": format_duration(self.rtt_ns),
+            "buffer": None if queue_is_aqm else format_buffer(self.buffer),
+            "aqm": self.aqm,
+            "aqm_params": self.aqm_params.to_dict() if queue_is_aqm and self.aqm_params else None,
+            "loss": format_loss(self.loss),
+            "loss_model": None if self.loss_model is None else self.loss_model.to_dict(),
+            "nic_rate": format_rate(self.nic_rate_bps),
+            "ecn_threshold": None if self.ecn_threshold is None else format_buffer(self.ecn_threshold),
+            "ack_trace": None if self.ack_trace is None else self.ack_trace.path,
+            "rate_schedule": [st.to_dict() for st in self.rate_schedule] or None,
+            "rtt_schedule": [st.to_dict() for st in self.rtt_schedule] or None,
+        }
+
+    def to_core(self) -> dict[str, Any]:
+        core: dict[str, Any] = {
+            "rate_bps": self.reference_rate_bps,
+            "rtt_ns": self.rtt_ns,
+            "buffer": self.buffer.to_core(),
+            "loss": self.loss,
+            "nic_rate_bps": self.nic_rate_bps,
+            "ecn_threshold": None if self.ecn_threshold is None else self.ecn_threshold.to_core(),
+        }
+        # The link models appear only when set, so that scenarios without them keep
+        # their canonical JSON (and scenario_hash).
+        if self.trace is not None:
+            core["trace"] = self.trace.to_core()
+        if self.ack_trace is not None:
+            core["ack_trace"] = self.ack_trace.to_core()
+        if self.rate_schedule:
+            core["rate_schedule"] = [st.to_core() for st in self.rate_schedule]
+        if self.rtt_schedule:
+            core["rtt_schedule"] = [st.to_core() for st in self.rtt_schedule]
+        if self.loss_model is not None:
+            core["loss_model"] = self.loss_model.to_core()
+        if self.aqm != "droptail" and self.aqm_params is not None:
+            core["aqm"] = self.aqm_params.to_core(self.aqm)
+        return core
+
+
