@@ -119,8 +119,9 @@ def test_bbr3_timeline_shows_every_mode(bbr3_long: Path) -> None:
     by_name = {r.name: r for r in rows}
     assert list(by_name) == ["mode", "phase", "ca_state"]
     assert by_name["mode"].labels == {"STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT"}
-    assert by_name["mode"].labels == visited(bbr3_long, "cc_mode", BBR_MODES)
-    assert by_name["phase"].labels == visited(bbr3_long, "cc_phase", BBR2_PHASES, only_probe_bw=True)
+    # Drawn from the logged moves: every sampled state, and those between samples too.
+    assert visited(bbr3_long, "cc_mode", BBR_MODES) <= by_name["mode"].labels
+    assert visited(bbr3_long, "cc_phase", BBR2_PHASES, only_probe_bw=True) <= by_name["phase"].labels
     assert {"UP", "DOWN", "CRUISE"} <= by_name["phase"].labels
     assert by_name["ca_state"].labels == visited(bbr3_long, "ca_state", CA_STATES)
     # The mode row tiles the whole run, in order, and PROBE_RTT recurs (about every 5 s).

@@ -2,15 +2,17 @@
 
 from ccbench.errors import ScenarioError as ScenarioError
 
-Column = list[float] | list[int]
+Column = list[float] | list[int] | list[str]
 
-def run(scenario_json: str, capture_json: str | None = None) -> tuple[str, dict[str, Column], dict[str, Column]]:
+def run(scenario_json: str, capture_json: str | None = None) -> tuple[str, dict[str, Column], dict[str, Column],
+                                                                     dict[str, Column]]:
     """Run a scenario given as the simulator's JSON; with ``capture_json``
     (``{"points": [...], "flows": [...] | null, "dir": "..."}``) also write
     ``dir/capture-<point>.pcap``.
 
-    Returns (summary JSON, flows table, link table); tables map column names to equally
-    long lists (floats, or ints for u32 columns). The GIL is released while running.
+    Returns (summary JSON, flows table, link table, states table); tables map column names
+    to equally long lists (floats, ints for u32 columns, strings for the states table's
+    ``machine`` and ``state``). The GIL is released while running.
     Raises ScenarioError(field, message) for a scenario the simulator does not accept.
     """
 

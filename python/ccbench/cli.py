@@ -114,7 +114,7 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
 
     Flags given with a scenario file override its values; --cca then replaces its flows.
     """
-    from .result import FILES, summary_bytes
+    from .result import summary_bytes
     from .scenario import read_toml
 
     make_plots = flags.pop("make_plots")
@@ -151,12 +151,12 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
         render(result.summary)
     if out is not None:
         try:
-            result.save(out)
+            written = result.save(out)
         except OSError as e:
             raise ScenarioError("--out", f"cannot write to {out!r}: {e.strerror or e}") from None
         # With --json, stdout carries only the JSON.
         for line in (
-            f"wrote {out}: {', '.join(FILES)}",
+            f"wrote {out}: {', '.join(p.name for p in written)}",
             f"  flows.parquet columns: {', '.join(map(str, result.flows.columns)) or '(none)'}",
             f"  link.parquet columns: {', '.join(map(str, result.link.columns)) or '(none)'}",
         ):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -17,8 +17,11 @@ if TYPE_CHECKING:
     from .scenario import Scenario
 
 FILES = ("summary.json", "flows.parquet", "link.parquet", "scenario.toml")
+# The algorithms' state-machine moves (BBR's mode and PROBE_BW phase) as they happened:
+# written when a run has any (the simulator's BBR flows).
+STATES_FILE = "states.parquet"
 
-CoreTable = Mapping[str, Sequence[Union[int, float]]]
+CoreTable = Mapping[str, Sequence[Union[int, float, str]]]
 
 
 class ColumnTable:
@@ -32,7 +35,7 @@ class ColumnTable:
 
     def frame(self) -> "pd.DataFrame":
         """The table as a DataFrame: integer columns become uint32 (the core's counters
-        and ids), everything else float64."""
+        and ids), text columns stay text, everything else float64."""
         import numpy as np
         import pandas as pd
 
@@ -40,6 +43,8 @@ class ColumnTable:
         for name, values in self.columns.items():
             if len(values) and all(isinstance(v, int) for v in values):
                 columns[name] = np.asarray(values, dtype=np.uint32)
+            elif len(values) and isinstance(values[0], str):
+                columns[name] = pd.Series(values, dtype=object)
             else:
                 columns[name] = np.asarray(values, dtype=np.float64)
         return pd.DataFrame(columns)
@@ -58,15 +63,19 @@ def summary_bytes(summary: Mapping[str, Any]) -> bytes:
 
 
 def save_tables(directory: Union[str, os.PathLike[str]], summary: Mapping[str, Any], flows: "pd.DataFrame",
-                link: "pd.DataFrame") -> list[Path]:
+                link: "pd.DataFrame", states: Optional["pd.DataFrame"] = None) -> list[Path]:
     """Write summary.json, flows.parquet and link.parquet, the files every run directory
-    holds, into ``directory`` (created if needed). Returns the paths written."""
+    holds, into ``directory`` (created if needed), and states.parquet when ``states``
+    has rows. Returns the paths written."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / name for name in FILES[:3]]
     paths[0].write_bytes(summary_bytes(summary))
     flows.to_parquet(paths[1], index=False)
     link.to_parquet(paths[2], index=False)
+    if states is not None and len(states):
+        paths.append(out / STATES_FILE)
+        states.to_parquet(paths[-1], index=False)
     return paths
 
 
@@ -76,20 +85,24 @@ def _as_frame(table: Union["pd.DataFrame", ColumnTable]) -> "pd.DataFrame":
 
 class Result:
     """A finished run: the summary (see docs/output.md, "Summary schema"), per-flow and
-    bottleneck time series, and the scenario that produced them.
+    bottleneck time series, the algorithms' state-machine moves, and the scenario that
+    produced them.
 
-    ``flows`` and ``link`` are DataFrames; the engines hand them over as
+    ``flows``, ``link`` and ``states`` are DataFrames; the engines hand them over as
     :class:`ColumnTable` and each becomes a DataFrame the first time it is read.
     """
 
-    __slots__ = ("summary", "scenario", "_flows", "_link")
+    __slots__ = ("summary", "scenario", "_flows", "_link", "_states")
 
     def __init__(self, summary: dict[str, Any], flows: Union["pd.DataFrame", ColumnTable],
-                 link: Union["pd.DataFrame", ColumnTable], scenario: "Scenario") -> None:
+                 link: Union["pd.DataFrame", ColumnTable], scenario: "Scenario",
+                 states: Union["pd.DataFrame", ColumnTable, None] = None) -> None:
         self.summary = summary
         self.scenario = scenario
         self._flows = flows
         self._link = link
+        self._states = states if states is not None else ColumnTable(
+            {"time_s": [], "flow": [], "machine": [], "state": []})
 
     @property
     def flows(self) -> "pd.DataFrame":
@@ -111,10 +124,19 @@ class Result:
     def link(self, value: "pd.DataFrame") -> None:
         self._link = value
 
+    @property
+    def states(self) -> "pd.DataFrame":
+        """The moves of the algorithms' state machines, one row each: ``time_s``, ``flow``,
+        ``machine`` (``mode``; ``phase``, BBRv2/v3's PROBE_BW phase) and the ``state``
+        entered. Empty where an engine cannot see them (the kernel's)."""
+        self._states = _as_frame(self._states)
+        return self._states
+
     def save(self, directory: Union[str, os.PathLike[str]]) -> list[Path]:
-        """Write summary.json, flows.parquet, link.parquet and scenario.toml into
-        ``directory`` (created if needed). Returns the paths written."""
-        paths = save_tables(directory, self.summary, self.flows, self.link)
+        """Write summary.json, flows.parquet, link.parquet, scenario.toml and (when the
+        run has any moves) states.parquet into ``directory`` (created if needed).
+        Returns the paths written."""
+        paths = save_tables(directory, self.summary, self.flows, self.link, self.states)
         paths.append(Path(directory) / FILES[3])
-        paths[3].write_text(self.scenario.effective_toml(), encoding="utf-8")
+        paths[-1].write_text(self.scenario.effective_toml(), encoding="utf-8")
         return paths

@@ -75,13 +75,15 @@ fn table_to_dict<'py>(py: Python<'py>, table: &Table) -> PyResult<Bound<'py, PyD
         let column = match values {
             Values::F64(v) => PyList::new(py, v)?,
             Values::U32(v) => PyList::new(py, v)?,
+            Values::Str(v) => PyList::new(py, v)?,
         };
         dict.set_item(name, column)?;
     }
     Ok(dict)
 }
 
-/// Run a scenario given as JSON. Returns (summary JSON, flows table, link table).
+/// Run a scenario given as JSON. Returns (summary JSON, flows table, link table, states
+/// table).
 /// With `capture_json` (`ccbench_sim::observe::capture::CaptureSpec`), also write pcap
 /// files of the chosen flows at the chosen points.
 #[pyfunction]
@@ -90,7 +92,7 @@ fn run<'py>(
     py: Python<'py>,
     scenario_json: String,
     capture_json: Option<String>,
-) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     // The GIL is released while the simulator runs; a panic is caught once it is back.
     let output = guarded(py, || {
         py.detach(move || match capture_json {
@@ -108,7 +110,8 @@ fn run<'py>(
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("summary serialisation: {e}")))?;
     let flows = table_to_dict(py, &output.series.flows)?;
     let link = table_to_dict(py, &output.series.link)?;
-    Ok((summary, flows, link))
+    let states = table_to_dict(py, &output.series.states)?;
+    Ok((summary, flows, link, states))
 }
 
 /// Parse and validate a scenario given as JSON without running it.

@@ -16,6 +16,7 @@ fn write_csv(t: &Table, path: &str) -> std::io::Result<()> {
             .map(|(_, v)| match v {
                 Values::F64(v) => v[row].to_string(),
                 Values::U32(v) => v[row].to_string(),
+                Values::Str(v) => v[row].to_string(),
             })
             .collect();
         writeln!(f, "{}", cells.join(","))?;

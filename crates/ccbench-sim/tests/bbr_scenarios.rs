@@ -7,6 +7,7 @@
 mod common;
 
 use ccbench_sim::config::BufferLimit;
+use ccbench_sim::observe::series::Values;
 use ccbench_sim::{run, RunOutput, Scenario};
 use common::*;
 
@@ -295,4 +296,48 @@ fn bbr3_probe_rtt_every_five_seconds() {
             assert!((0.45 * BDP_PACKETS..=0.55 * BDP_PACKETS).contains(&half_bdp), "half BDP {half_bdp} packets");
         }
     }
+}
+
+/// Flow 0's logged state-machine moves: (time s, machine, state).
+fn moves(out: &RunOutput) -> Vec<(f64, &'static str, &'static str)> {
+    let t = &out.series.states;
+    let text = |name: &str| match t.column(name) {
+        Some(Values::Str(v)) => v.clone(),
+        other => panic!("states.{name}: {other:?}"),
+    };
+    let (time, flow) = (column(t, "time_s"), column(t, "flow"));
+    let (machine, state) = (text("machine"), text("state"));
+    (0..time.len()).filter(|&i| flow[i] == 0.0).map(|i| (time[i], machine[i], state[i])).collect()
+}
+
+#[test]
+fn state_moves_are_logged_when_they_happen_not_when_sampled() {
+    let ccas = ["bbr", "bbr2", "bbr3"];
+    let outs = run_all(ccas.iter().map(|c| scenario(&[c], BufferLimit::Bdp(1.0), 12)).collect());
+    for (cca, out) in ccas.iter().zip(&outs) {
+        let all = moves(out);
+        assert!(all.windows(2).all(|w| w[0].0 <= w[1].0), "{cca}: moves out of time order");
+        let modes: Vec<_> = all.iter().filter(|m| m.1 == "mode").collect();
+        let names: Vec<_> = modes.iter().map(|m| m.2).collect();
+        eprintln!("{cca}: modes {:?}", modes.iter().map(|m| (format!("{:.3}", m.0), m.2)).collect::<Vec<_>>());
+        // bbr_init, bbr_check_drain twice, then PROBE_RTT once the min_rtt sample is
+        // older than its window (v1 10 s; v2/v3 probe_rtt_win 5 s).
+        assert_eq!(names[..5], ["STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT", "PROBE_BW"], "{cca}");
+        assert_eq!(modes[0].0, 0.0, "{cca}: STARTUP from the start");
+        // DRAIN empties STARTUP's queue in about a round: shorter than the 100 ms samples.
+        let drain = modes[2].0 - modes[1].0;
+        assert!(drain > 0.0 && drain < 0.1, "{cca}: DRAIN lasted {drain:.3} s");
+        let window = if *cca == "bbr" { 10.0 } else { 5.0 };
+        assert!((window..window + 1.0).contains(&modes[3].0), "{cca}: PROBE_RTT at {:.3} s", modes[3].0);
+        if *cca != "bbr" {
+            // v2/v3 enter PROBE_BW at DOWN, and after PROBE_RTT cruise at once.
+            let after = |t: f64| all.iter().filter(|m| m.1 == "phase" && m.0 >= t).map(|m| m.2).collect::<Vec<_>>();
+            assert_eq!(after(modes[2].0)[0], "DOWN", "{cca}");
+            assert_eq!(after(modes[4].0)[..2], ["DOWN", "CRUISE"], "{cca}");
+        }
+    }
+    // Without time series nothing is kept.
+    let mut quiet = scenario(&["bbr3"], BufferLimit::Bdp(1.0), 2);
+    quiet.sample_interval_ns = 0;
+    assert_eq!(run_ok(&quiet).series.states.rows(), 0);
 }

@@ -34,6 +34,7 @@ fn table_hash(t: &Table) -> String {
         match values {
             Values::F64(v) => v.iter().for_each(|x| h.write(&x.to_bits().to_le_bytes())),
             Values::U32(v) => v.iter().for_each(|x| h.write(&x.to_le_bytes())),
+            Values::Str(v) => v.iter().for_each(|x| h.write(x.as_bytes())),
         }
     }
     format!("{:016x}", h.0)
@@ -47,6 +48,7 @@ fn fingerprint(json: &str) -> BTreeMap<String, String> {
         ("summary".to_string(), format!("{:016x}", summary.0)),
         ("flows".to_string(), table_hash(&out.series.flows)),
         ("link".to_string(), table_hash(&out.series.link)),
+        ("states".to_string(), table_hash(&out.series.states)),
         ("trace".to_string(), format!("{:016x}", out.trace_hash)),
     ])
 }

@@ -46,12 +46,13 @@ class SimEngine(Engine):
         where = capture_dir(sc, capture_to)
         capture = None if where is None or sc.capture is None else json.dumps(sc.capture.to_core(where))
         try:
-            summary_json, flows, link = _core.run(sc.to_json(), capture)
+            summary_json, flows, link, states = _core.run(sc.to_json(), capture)
         except ScenarioError as e:
             raise ScenarioError(sc._entry_field(e.field), e.message) from None
         summary = json.loads(summary_json)
         summary["scenario_hash"] = sc.scenario_hash
-        return Result(summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=sc)
+        return Result(summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=sc,
+                      states=table_frame(states))
 
     def code_version(self) -> str:
         from ..store.version import core_version

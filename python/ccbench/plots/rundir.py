@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ScenarioError
+from ..result import STATES_FILE
 
 REQUIRED = ("summary.json", "flows.parquet", "link.parquet")
 
@@ -34,6 +35,7 @@ class RunData:
     link: pd.DataFrame
     scenario: dict[str, Any] = field(default_factory=dict)  # scenario.toml, when present
     packets: Optional[pd.DataFrame] = None  # packets.parquet of an analysed capture
+    states: Optional[pd.DataFrame] = None  # states.parquet: the algorithms' state-machine moves
 
     @property
     def flow_count(self) -> int:
@@ -87,6 +89,14 @@ class RunData:
             f.loc[outside, cols] = np.nan
         return f
 
+    def flow_moves(self, flow: int) -> Optional[pd.DataFrame]:
+        """One flow's state-machine moves in time order (states.parquet), or None when the
+        run has none (a kernel run, or an algorithm without state machines)."""
+        if self.states is None or not len(self.states):
+            return None
+        moves = self.states[self.states["flow"] == flow]
+        return moves.sort_values("time_s", kind="stable").reset_index(drop=True) if len(moves) else None
+
     def check_flow(self, flow: int) -> None:
         n = self.flow_count
         if n == 0:
@@ -97,7 +107,8 @@ class RunData:
 
 
 def load_run(directory: Union[str, "os.PathLike[str]"]) -> RunData:
-    """Read summary.json, flows.parquet, link.parquet (and scenario.toml when present).
+    """Read summary.json, flows.parquet, link.parquet (and scenario.toml, packets.parquet
+    and states.parquet when present).
 
     Raises PlotError naming what is missing or unreadable."""
     d = Path(directory)
@@ -136,7 +147,13 @@ def load_run(directory: Union[str, "os.PathLike[str]"]) -> RunData:
             packets = pd.read_parquet(d / "packets.parquet")
         except Exception as e:
             raise PlotError("packets.parquet", f"cannot read '{d / 'packets.parquet'}': {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-    return RunData(d, summary, frames["flows.parquet"], frames["link.parquet"], scenario, packets)
+    states = None
+    if (d / STATES_FILE).is_file():
+        try:
+            states = pd.read_parquet(d / STATES_FILE)
+        except Exception as e:
+            raise PlotError(STATES_FILE, f"cannot read '{d / STATES_FILE}': {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    return RunData(d, summary, frames["flows.parquet"], frames["link.parquet"], scenario, packets, states)
 
 
 # -- human-readable numbers for titles and legends ------------------------------------

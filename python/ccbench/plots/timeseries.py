@@ -128,7 +128,7 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
     seg_wire = run.mss + run.header_bytes
     interval = run.interval_s
 
-    rows = state_timeline(f, cca, interval)
+    rows = state_timeline(f, cca, interval, run.flow_moves(flow))
     timeline_h = 0.5 + 0.42 * max(len(rows), 1)
     fig = style.new_figure(11.5, 3.0 + 2.25 * 4 + timeline_h)
     gs = fig.add_gridspec(5, 1, height_ratios=[2.25, 2.25, 2.25, 2.25, timeline_h])

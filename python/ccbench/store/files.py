@@ -4,17 +4,17 @@ Dask worker on another host) and written into the store by the coordinating proc
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 import pandas as pd
 
-from ..result import summary_bytes
+from ..result import STATES_FILE, summary_bytes
 
 if TYPE_CHECKING:
     from ..result import Result
     from ..scenario import Scenario
 
-SERIES_FILES = ("flows.parquet", "link.parquet")
+SERIES_FILES = ("flows.parquet", "link.parquet", STATES_FILE)
 
 
 def parquet_bytes(frame: pd.DataFrame) -> bytes:
@@ -24,15 +24,18 @@ def parquet_bytes(frame: pd.DataFrame) -> bytes:
 
 
 def run_files(summary: Mapping[str, Any], scenario: "Scenario", flows: pd.DataFrame,
-              link: pd.DataFrame) -> dict[str, bytes]:
+              link: pd.DataFrame, states: Optional[pd.DataFrame] = None) -> dict[str, bytes]:
     """What ``Result.save`` writes, so that ``ccbench plot`` reads a stored run too."""
-    return {
+    files = {
         "summary.json": summary_bytes(summary),
         "scenario.toml": scenario.effective_toml().encode("utf-8"),
         "flows.parquet": parquet_bytes(flows),
         "link.parquet": parquet_bytes(link),
     }
+    if states is not None and len(states):
+        files[STATES_FILE] = parquet_bytes(states)
+    return files
 
 
 def result_files(result: "Result") -> dict[str, bytes]:
-    return run_files(result.summary, result.scenario, result.flows, result.link)
+    return run_files(result.summary, result.scenario, result.flows, result.link, result.states)

@@ -17,7 +17,7 @@ from typing import Any, Iterator, Optional
 
 from .. import engines
 from ..scenario import Scenario
-from ..store.files import run_files
+from ..store.files import result_files
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def run_task(task: Task) -> Outcome:
     engine = engines.get(task.engine)
     with host_run_lock() if engine.needs_host_lock else contextlib.nullcontext():
         result = engine.run(task.scenario)
-    files = run_files(result.summary, result.scenario, result.flows, result.link) if task.keep_series else None
+    files = result_files(result) if task.keep_series else None
     return Outcome(
         run_id=task.run_id,
         scenario=result.scenario.to_dict(),

@@ -11,10 +11,12 @@ pub mod bbr3;
 pub mod cubic;
 pub mod params;
 pub mod reno;
+pub mod transitions;
 
 use crate::time::Time;
 use serde::Serialize;
 use std::collections::BTreeMap;
+pub use transitions::{Transition, Transitions};
 
 /// `enum tcp_ca_state` (include/net/tcp.h).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -253,6 +255,11 @@ pub trait CongestionControl {
     /// State variables to record in time series (e.g. Cubic's Wmax, BBR's mode).
     fn internals(&self) -> Internals {
         Internals::new()
+    }
+
+    /// The log of the algorithm's state-machine moves, if it has state machines.
+    fn transitions(&mut self) -> Option<&mut Transitions> {
+        None
     }
 }
 

@@ -1,7 +1,8 @@
-//! The time-series sink: one row per flow (and one for the bottleneck) per interval.
+//! The time-series sink: one row per flow (and one for the bottleneck) per interval, and
+//! one per move of an algorithm's state machines.
 
 use super::series::{Series, Table, Values};
-use crate::cc::Internals;
+use crate::cc::{Internals, Transition};
 use std::collections::BTreeMap;
 
 /// One flow's state at a sampling instant.
@@ -43,6 +44,7 @@ pub struct LinkRow {
 pub struct Recorder {
     flows: Vec<FlowRow>,
     link: Vec<LinkRow>,
+    states: Vec<(u32, Transition)>,
 }
 
 impl Recorder {
@@ -51,6 +53,9 @@ impl Recorder {
     }
     pub fn link(&mut self, row: LinkRow) {
         self.link.push(row);
+    }
+    pub fn transition(&mut self, flow: u32, t: Transition) {
+        self.states.push((flow, t));
     }
 
     pub fn finish(self) -> Series {
@@ -100,6 +105,17 @@ impl Recorder {
                 lcol("capacity_bps", |r| r.capacity_bps),
             ],
         };
-        Series { flows, link }
+        // Moves are taken flow by flow at each sample: put them in time order.
+        let mut s = self.states;
+        s.sort_by_key(|&(flow, t)| (t.at, flow));
+        let states = Table {
+            columns: vec![
+                ("time_s".to_string(), Values::F64(s.iter().map(|(_, t)| t.at.secs_f64()).collect())),
+                ("flow".to_string(), Values::U32(s.iter().map(|&(f, _)| f).collect())),
+                ("machine".to_string(), Values::Str(s.iter().map(|(_, t)| t.machine).collect())),
+                ("state".to_string(), Values::Str(s.iter().map(|(_, t)| t.state).collect())),
+            ],
+        };
+        Series { flows, link, states }
     }
 }

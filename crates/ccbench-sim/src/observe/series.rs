@@ -1,4 +1,5 @@
-//! Columnar time series, as handed to the front end (one row per flow per interval).
+//! Columnar time series, as handed to the front end (one row per flow per interval, one
+//! per bottleneck interval, one per state-machine move).
 
 use serde::Serialize;
 
@@ -6,6 +7,7 @@ use serde::Serialize;
 pub enum Values {
     F64(Vec<f64>),
     U32(Vec<u32>),
+    Str(Vec<&'static str>),
 }
 
 impl Values {
@@ -13,6 +15,7 @@ impl Values {
         match self {
             Values::F64(v) => v.len(),
             Values::U32(v) => v.len(),
+            Values::Str(v) => v.len(),
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -41,9 +44,11 @@ impl Table {
     }
 }
 
-/// Time series of a run: per-flow samples and bottleneck samples.
+/// Time series of a run: per-flow samples, bottleneck samples, and the algorithms'
+/// state-machine moves as they happened.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Series {
     pub flows: Table,
     pub link: Table,
+    pub states: Table,
 }

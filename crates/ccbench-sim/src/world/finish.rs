@@ -13,7 +13,10 @@ use crate::units::wire;
 use serde_json::json;
 
 impl World {
-    pub(super) fn finish(self, now: Time) -> RunOutput {
+    pub(super) fn finish(mut self, now: Time) -> RunOutput {
+        for i in 0..self.senders.len() as u32 {
+            self.take_transitions(i);
+        }
         let end = now.min(self.end);
         let stats_ms = |h: &Histogram| Stats::from_histogram(h, 1e6);
         let stats_raw = |h: &Histogram| Stats::from_histogram(h, 1.0);

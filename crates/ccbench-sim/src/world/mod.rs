@@ -23,8 +23,9 @@ use crate::observe::series::Series;
 use crate::summary::{DownloadSummary, Summary};
 use crate::tcp::receiver::ReceiverParams;
 use crate::tcp::{Receiver, Sender, SenderParams};
-use crate::time::{Dur, Time};
+use crate::time::{Dur, Time, NS_PER_MS};
 use crate::units::BitRate;
+use rand::Rng as _;
 
 /// Everything a run produces.
 #[derive(Clone, Debug)]
@@ -77,9 +78,14 @@ fn connection(s: &Scenario, i: usize, conn: u16, via_ack_link: bool) -> Result<(
     let (link, tcp, f) = (&s.link, &s.tcp, &s.flows[i]);
     let id = i as u32;
     let alg = Algorithm::from_name(&f.cca).expect("validated");
-    let cc = alg
+    let mut cc = alg
         .build(&f.params, rng::stream(s.seed, "cc", id as u64 | (conn as u64) << 32))
         .map_err(|m| ConfigError { field: format!("flows[{i}].params"), message: m })?;
+    if s.sample_interval_ns > 0 {
+        if let Some(log) = cc.transitions() {
+            log.listen();
+        }
+    }
     let access = Dur(f.access_delay_ns);
     let base_rtt = Dur(link.rtt_ns) + access + access;
     let mut sender = Sender::new(
@@ -116,6 +122,7 @@ fn connection(s: &Scenario, i: usize, conn: u16, via_ack_link: bool) -> Result<(
         // The algorithm may require pacing (BBR); honour the explicit request.
         sender.p.paced = false;
     }
+
     let receiver = Receiver::new(ReceiverParams {
         id,
         mss: tcp.mss,
@@ -163,8 +170,18 @@ impl World {
     pub fn new(s: &Scenario) -> Result<World, ConfigError> {
         let link = &s.link;
         let one_way = Dur(link.rtt_ns / 2);
-        let bottleneck = build::forward_bottleneck(s, true);
-        let ack_link = build::reverse_bottleneck(s);
+        let mut bottleneck = build::forward_bottleneck(s, true);
+        let mut ack_link = build::reverse_bottleneck(s);
+        // A trace's opportunities fall on a millisecond grid that a real flow does not
+        // start in step with (Mahimahi's link clock runs from its shell's start): each
+        // trace starts at a sub-millisecond phase drawn from the seed.
+        let phase = |k| Time(rng::stream(s.seed, "trace-phase", k).gen_range(0..NS_PER_MS));
+        if link.trace.is_some() {
+            bottleneck.restart_capacity_at(phase(0));
+        }
+        if let Some(ack_link) = ack_link.as_mut() {
+            ack_link.restart_capacity_at(phase(1));
+        }
         let mut senders = Vec::new();
         let mut receivers = Vec::new();
         let mut flows = Vec::new();
@@ -487,6 +504,8 @@ impl World {
         c.undos += old_s.stats.undos();
         c.spurious_rtos += old_s.stats.spurious_rtos;
         c.rtt_ns.merge(&old_s.stats.rtt_ns);
+        self.take_transitions(i);
+        let f = &self.flows[k];
         let (mut sender, mut receiver) =
             connection(&self.scenario, k, f.conn, self.ack_link.is_some()).expect("validated at the start");
         std::mem::swap(&mut sender.nic, &mut self.senders[k].nic);
@@ -555,7 +574,19 @@ impl World {
             .all(|(f, r)| f.size_bytes.is_some() && r.completed_at.is_some() && f.repeats_left == 0)
     }
 
+    /// Move flow `i`'s logged state-machine moves to the recorder.
+    fn take_transitions(&mut self, i: u32) {
+        if let Some(log) = self.senders[i as usize].cc.transitions() {
+            for t in log.drain() {
+                self.recorder.transition(i, t);
+            }
+        }
+    }
+
     fn sample(&mut self, now: Time) {
+        for i in 0..self.senders.len() as u32 {
+            self.take_transitions(i);
+        }
         let secs = now.since(self.last_sample).secs_f64();
         let since = self.last_sample;
         self.last_sample = now;

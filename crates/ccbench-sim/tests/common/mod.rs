@@ -54,6 +54,7 @@ pub fn column(t: &Table, name: &str) -> Vec<f64> {
     match t.column(name).unwrap_or_else(|| panic!("no column {name}")) {
         Values::F64(v) => v.clone(),
         Values::U32(v) => v.iter().map(|&x| x as f64).collect(),
+        Values::Str(_) => panic!("column {name} holds text"),
     }
 }
 

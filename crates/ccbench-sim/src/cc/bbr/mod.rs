@@ -10,7 +10,9 @@ mod startup;
 
 use self::model::*;
 use super::params::{apply, param, Kind, Param, ParamError, FLAG, GAIN, MAX_GAIN, ROUNDS};
-use super::{CaEvent, CaState, CongestionControl, ConnInfo, Internals, RateSample, Window, INFINITE_SSTHRESH};
+use super::{
+    CaEvent, CaState, CongestionControl, ConnInfo, Internals, RateSample, Transitions, Window, INFINITE_SSTHRESH,
+};
 use crate::base::minmax::MinMax;
 use crate::base::rng::Rng;
 use serde::Serialize;
@@ -23,6 +25,32 @@ pub enum Mode {
     Drain,
     ProbeBw,
     ProbeRtt,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Startup => "STARTUP",
+            Mode::Drain => "DRAIN",
+            Mode::ProbeBw => "PROBE_BW",
+            Mode::ProbeRtt => "PROBE_RTT",
+        }
+    }
+
+    /// The moves `bbr_main` makes (tcp_bbr.c, v1 and v3 alike): STARTUP -> DRAIN ->
+    /// PROBE_BW (`bbr_check_drain`); any other mode -> PROBE_RTT (`bbr_update_min_rtt`);
+    /// PROBE_RTT -> PROBE_BW, or STARTUP before the pipe was ever full (`bbr_reset_mode`);
+    /// PROBE_BW -> PROBE_BW restarts its cycle (v1 leaving the policer estimate).
+    pub fn can_move_to(self, to: Mode) -> bool {
+        use Mode::*;
+        match to {
+            ProbeRtt => self != ProbeRtt,
+            _ => matches!(
+                (self, to),
+                (Startup, Drain) | (Drain, ProbeBw) | (ProbeBw, ProbeBw) | (ProbeRtt, ProbeBw | Startup)
+            ),
+        }
+    }
 }
 
 /// BBRv1's constants, overridable by name; gains are in the kernel's /256 fixed point.
@@ -242,6 +270,7 @@ pub struct Bbr {
     mss: u32,
     lt: recovery::LongTerm,
     aggregation: AckAggregation,
+    transitions: Transitions,
 }
 
 impl Bbr {
@@ -272,11 +301,19 @@ impl Bbr {
             mss: 1448,
             lt: recovery::LongTerm::default(),
             aggregation: AckAggregation::default(),
+            transitions: Transitions::default(),
         }
     }
 
     pub fn mode(&self) -> Mode {
         self.mode
+    }
+
+    /// Enter `to` at `now`, a move `bbr_main` can make (`Mode::can_move_to`).
+    pub(super) fn transition_to(&mut self, now: crate::time::Time, to: Mode) {
+        assert!(self.mode.can_move_to(to), "BBR cannot move from {:?} to {:?}", self.mode, to);
+        self.mode = to;
+        self.transitions.push(now, "mode", to.name());
     }
 
     fn max_bw(&self) -> u64 {
@@ -387,9 +424,9 @@ impl Bbr {
     /// `bbr_reset_mode`: back to PROBE_BW if the pipe was ever full, else STARTUP.
     fn reset_mode(&mut self, c: &ConnInfo) {
         if self.full_bw_reached {
-            self.reset_probe_bw_mode(c.delivered_us);
+            self.reset_probe_bw_mode(c);
         } else {
-            self.mode = Mode::Startup;
+            self.transition_to(c.now, Mode::Startup);
         }
     }
 }
@@ -409,6 +446,8 @@ impl CongestionControl for Bbr {
         self.bw.reset(0, 0);
         self.has_seen_rtt = init_pacing_rate(c, w, self.p.high_gain);
         self.aggregation.reset_epoch(c.now.us());
+        // `bbr_reset_startup_mode`: the first state.
+        self.transitions.push(c.now, "mode", self.mode.name());
     }
 
     fn owns_cwnd(&self) -> bool {
@@ -489,6 +528,10 @@ impl CongestionControl for Bbr {
 
     fn params(&self) -> serde_json::Value {
         serde_json::to_value(&self.p).unwrap_or_default()
+    }
+
+    fn transitions(&mut self) -> Option<&mut Transitions> {
+        Some(&mut self.transitions)
     }
 
     fn internals(&self) -> Internals {

@@ -18,10 +18,10 @@ impl Bbr {
 
     /// `bbr_reset_probe_bw_mode`: start at phase 7 - rand(cycle_rand), then advance, so
     /// the first phase is one of {2..7, 0}.
-    pub(super) fn reset_probe_bw_mode(&mut self, delivered_us: u64) {
-        self.mode = Mode::ProbeBw;
+    pub(super) fn reset_probe_bw_mode(&mut self, c: &ConnInfo) {
+        self.transition_to(c.now, Mode::ProbeBw);
         self.cycle_idx = CYCLE_LEN - 1 - self.rng.gen_range(0..self.p.cycle_rand) as usize;
-        self.advance_cycle_phase(delivered_us);
+        self.advance_cycle_phase(c.delivered_us);
     }
 
     /// `bbr_advance_cycle_phase`.

@@ -15,7 +15,7 @@ impl Bbr {
             self.min_rtt_stamp = c.jiffies;
         }
         if self.p.probe_rtt_mode_ms > 0 && expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
-            self.mode = Mode::ProbeRtt;
+            self.transition_to(c.now, Mode::ProbeRtt);
             self.save_cwnd(w);
             self.probe_rtt.done_stamp = None;
         }

@@ -74,7 +74,7 @@ impl Bbr {
                 self.lt.rtt_cnt += 1;
                 if self.lt.rtt_cnt >= self.p.lt_bw_max_rtts {
                     self.lt.reset(Some(c));
-                    self.reset_probe_bw_mode(c.delivered_us);
+                    self.reset_probe_bw_mode(c);
                 }
             }
             return;

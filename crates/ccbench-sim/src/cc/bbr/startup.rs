@@ -20,13 +20,13 @@ impl Bbr {
     /// what will be in flight at the next departure fits one BDP.
     pub(super) fn check_drain(&mut self, c: &ConnInfo, w: &mut Window) {
         if self.mode == Mode::Startup && self.full_bw_reached {
-            self.mode = Mode::Drain;
+            self.transition_to(c.now, Mode::Drain);
             w.ssthresh = self.inflight(c, w, self.max_bw(), BBR_UNIT);
         }
         if self.mode == Mode::Drain
             && self.in_net_at_edt(c, w, c.inflight) <= self.inflight(c, w, self.max_bw(), BBR_UNIT)
         {
-            self.reset_probe_bw_mode(c.delivered_us);
+            self.reset_probe_bw_mode(c);
         }
     }
 }

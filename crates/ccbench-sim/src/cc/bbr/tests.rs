@@ -709,11 +709,13 @@ fn unknown_or_malformed_parameters_are_errors_that_name_the_allowed_ones() {
 
 #[test]
 fn the_random_entry_phase_is_a_function_of_the_seed() {
+    let c = ConnInfo::default();
     let phases = |seed: u64| {
         let mut cc = Bbr::new(BbrParams::default(), rng::stream(seed, "bbr", 0));
+        cc.mode = Mode::ProbeBw; // each call restarts the cycle, as leaving lt_bw does
         (0..64)
             .map(|_| {
-                cc.reset_probe_bw_mode(0);
+                cc.reset_probe_bw_mode(&c);
                 cc.cycle_idx
             })
             .collect::<Vec<_>>()
@@ -723,8 +725,9 @@ fn the_random_entry_phase_is_a_function_of_the_seed() {
     assert!(phases(7).iter().all(|&i| i != 1));
     // cycle_rand = 1: always phase 7 - 0 + 1 = 0, the probe.
     let mut cc = Bbr::new(params(&[("cycle_rand", 1.0)]), rng::stream(1, "bbr", 0));
+    cc.mode = Mode::ProbeBw;
     for _ in 0..16 {
-        cc.reset_probe_bw_mode(0);
+        cc.reset_probe_bw_mode(&c);
         assert_eq!(cc.cycle_idx, 0);
     }
 }
@@ -761,4 +764,25 @@ fn inflight_deficit_paces_at_high_gain_below_one_bdp_unless_app_limited() {
     d.reach_probe_bw();
     d.ack_with(|_, c| c.packets_out = BDP / 2);
     assert!(d.cc.pacing_gain < high);
+}
+
+#[test]
+fn mode_moves_are_those_of_bbr_main() {
+    use Mode::*;
+    let all = [Startup, Drain, ProbeBw, ProbeRtt];
+    let legal = [
+        (Startup, Drain),
+        (Drain, ProbeBw),
+        (ProbeBw, ProbeBw),
+        (ProbeRtt, ProbeBw),
+        (ProbeRtt, Startup),
+        (Startup, ProbeRtt),
+        (Drain, ProbeRtt),
+        (ProbeBw, ProbeRtt),
+    ];
+    for from in all {
+        for to in all {
+            assert_eq!(from.can_move_to(to), legal.contains(&(from, to)), "{from:?} -> {to:?}");
+        }
+    }
 }

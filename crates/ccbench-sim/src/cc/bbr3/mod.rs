@@ -14,7 +14,8 @@ mod startup;
 use super::bbr::model::*;
 use super::bbr::Mode;
 use super::{
-    CaEvent, CaState, CongestionControl, ConnInfo, Internals, LostSegment, RateSample, Window, INFINITE_SSTHRESH,
+    CaEvent, CaState, CongestionControl, ConnInfo, Internals, LostSegment, RateSample, Transitions, Window,
+    INFINITE_SSTHRESH,
 };
 use crate::base::rng::Rng;
 pub use params::Bbr3Params;
@@ -33,6 +34,25 @@ pub enum Phase {
     Down,
     Cruise,
     Refill,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Up => "UP",
+            Phase::Down => "DOWN",
+            Phase::Cruise => "CRUISE",
+            Phase::Refill => "REFILL",
+        }
+    }
+
+    /// The moves of `bbr_update_cycle_phase` and `bbr_adapt_upper_bounds`: DOWN -> CRUISE,
+    /// DOWN or CRUISE -> REFILL, REFILL -> UP; and any phase -> DOWN
+    /// (`bbr_start_bw_probe_down`, on entering PROBE_BW or ending a probe).
+    pub fn can_move_to(self, to: Phase) -> bool {
+        use Phase::*;
+        to == Down || matches!((self, to), (Down, Cruise) | (Down | Cruise, Refill) | (Refill, Up))
+    }
 }
 
 /// Where the ACKs of a bandwidth probe are (`enum bbr_ack_phase`).
@@ -116,6 +136,7 @@ pub struct Bbr3 {
     aggregation: AckAggregation,
     /// The bandwidth sample of the ACK being processed.
     sample_bw: u64,
+    transitions: Transitions,
 }
 
 impl Bbr3 {
@@ -176,7 +197,22 @@ impl Bbr3 {
             has_seen_rtt: false,
             aggregation: AckAggregation::default(),
             sample_bw: 0,
+            transitions: Transitions::default(),
         }
+    }
+
+    /// Enter mode `to` at `now`, a move `bbr_main` can make (`Mode::can_move_to`).
+    pub(super) fn transition_to(&mut self, now: crate::time::Time, to: Mode) {
+        assert!(self.mode.can_move_to(to), "BBR cannot move from {:?} to {:?}", self.mode, to);
+        self.mode = to;
+        self.transitions.push(now, "mode", to.name());
+    }
+
+    /// Enter PROBE_BW phase `to` at `now` (`Phase::can_move_to`).
+    pub(super) fn phase_to(&mut self, now: crate::time::Time, to: Phase) {
+        assert!(self.phase.can_move_to(to), "BBR cannot move from phase {:?} to {:?}", self.phase, to);
+        self.phase = to;
+        self.transitions.push(now, "phase", to.name());
     }
 
     pub fn mode(&self) -> Mode {
@@ -408,6 +444,8 @@ impl CongestionControl for Bbr3 {
         self.probe_rtt_min_stamp = c.jiffies;
         self.has_seen_rtt = init_pacing_rate(c, w, self.p.startup_pacing_gain);
         self.aggregation.reset_epoch(c.now.us());
+        // `bbr_reset_startup_mode`: the first state.
+        self.transitions.push(c.now, "mode", self.mode.name());
     }
 
     fn owns_cwnd(&self) -> bool {
@@ -502,6 +540,10 @@ impl CongestionControl for Bbr3 {
 
     fn params(&self) -> serde_json::Value {
         serde_json::to_value(&self.p).unwrap_or_default()
+    }
+
+    fn transitions(&mut self) -> Option<&mut Transitions> {
+        Some(&mut self.transitions)
     }
 
     fn internals(&self) -> Internals {

@@ -29,15 +29,15 @@ impl Bbr3 {
         self.cycle_us = c.now.us();
         self.ack_phase = AckPhase::ProbeStopping;
         self.next_rtt_delivered = c.delivered;
-        self.phase = Phase::Down;
+        self.phase_to(c.now, Phase::Down);
     }
 
     /// `bbr_start_bw_probe_cruise`.
-    pub(super) fn start_probe_cruise(&mut self) {
+    pub(super) fn start_probe_cruise(&mut self, c: &ConnInfo) {
         if self.inflight_lo != UNSET {
             self.inflight_lo = self.inflight_lo.min(self.inflight_hi);
         }
-        self.phase = Phase::Cruise;
+        self.phase_to(c.now, Phase::Cruise);
     }
 
     /// `bbr_start_bw_probe_refill`: forget the lower bounds, refill for one round.
@@ -48,7 +48,7 @@ impl Bbr3 {
         self.stopped_risky_probe = false;
         self.ack_phase = AckPhase::Refilling;
         self.next_rtt_delivered = c.delivered;
-        self.phase = Phase::Refill;
+        self.phase_to(c.now, Phase::Refill);
     }
 
     /// `bbr_start_bw_probe_up`.
@@ -58,7 +58,7 @@ impl Bbr3 {
         self.cycle_us = c.now.us();
         self.reset_full_bw();
         self.full_bw = self.sample_bw;
-        self.phase = Phase::Up;
+        self.phase_to(c.now, Phase::Up);
         self.raise_inflight_hi_slope(w);
     }
 
@@ -281,7 +281,7 @@ impl Bbr3 {
                     return;
                 }
                 if self.check_time_to_cruise(c, w, inflight, bw) {
-                    self.start_probe_cruise();
+                    self.start_probe_cruise(c);
                 }
             }
         }

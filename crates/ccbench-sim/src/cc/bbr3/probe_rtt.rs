@@ -38,7 +38,7 @@ impl Bbr3 {
             self.min_rtt_stamp = self.probe_rtt_min_stamp;
         }
         if self.p.probe_rtt_mode_ms > 0 && probe_rtt_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
-            self.mode = Mode::ProbeRtt;
+            self.transition_to(c.now, Mode::ProbeRtt);
             self.save_cwnd(w);
             self.probe_rtt.done_stamp = None;
             self.ack_phase = AckPhase::ProbeStopping;
@@ -71,12 +71,12 @@ impl Bbr3 {
         w.cwnd = w.cwnd.max(self.prior_cwnd);
         self.reset_lower_bounds();
         if self.full_bw_reached {
-            self.mode = Mode::ProbeBw;
+            self.transition_to(c.now, Mode::ProbeBw);
             // Reset the probe clock, then cruise: inflight is below the BDP now.
             self.start_probe_down(c);
-            self.start_probe_cruise();
+            self.start_probe_cruise(c);
         } else {
-            self.mode = Mode::Startup;
+            self.transition_to(c.now, Mode::Startup);
         }
     }
 }

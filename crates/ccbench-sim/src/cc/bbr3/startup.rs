@@ -104,14 +104,14 @@ impl Bbr3 {
     /// `bbr_check_drain`.
     pub(super) fn check_drain(&mut self, c: &ConnInfo, w: &mut Window) {
         if self.mode == Mode::Startup && self.full_bw_reached {
-            self.mode = Mode::Drain;
+            self.transition_to(c.now, Mode::Drain);
             w.ssthresh = self.inflight(c, w, self.max_bw(), BBR_UNIT);
             self.reset_congestion_signals();
         }
         if self.mode == Mode::Drain
             && self.in_net_at_edt(c, w, c.inflight) <= self.inflight(c, w, self.max_bw(), BBR_UNIT)
         {
-            self.mode = Mode::ProbeBw;
+            self.transition_to(c.now, Mode::ProbeBw);
             self.start_probe_down(c);
         }
     }

@@ -968,3 +968,24 @@ fn a_loss_repaired_by_a_tlp_probe_is_a_loss_of_the_round_in_v3() {
         }
     }
 }
+
+#[test]
+fn phase_moves_are_those_of_the_probe_bw_cycle() {
+    use Phase::*;
+    let all = [Up, Down, Cruise, Refill];
+    let legal = [
+        (Down, Cruise),
+        (Down, Refill),
+        (Cruise, Refill),
+        (Refill, Up),
+        (Up, Down),
+        (Down, Down),
+        (Cruise, Down),
+        (Refill, Down),
+    ];
+    for from in all {
+        for to in all {
+            assert_eq!(from.can_move_to(to), legal.contains(&(from, to)), "{from:?} -> {to:?}");
+        }
+    }
+}
