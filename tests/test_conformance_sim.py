@@ -177,13 +177,10 @@ def test_bad_input_is_one_error_line_and_status_2(tmp_path, capsys, args, field)
 
 
 # Where the simulator is known to part from the kernel, and why; the test fails if one
-# of these starts agreeing (take it off the list) or another starts differing.
-KNOWN_DIFFERENCES = {
-    # The kernel's skbs of one write leave microseconds apart (a tcp_write_xmit per skb),
-    # the simulator's at one instant: on the ACK at 0.032 s RACK's `remaining <= 0` tie
-    # marks segment 10 lost, so PRR sends 2 segments where the kernel sends 3.
-    "fast_recovery/prr-ss-ack-below-snd_una-cubic.pkt",
-}
+# of these starts agreeing (take it off the list) or another starts differing. None now:
+# prr-ss-ack-below-snd_una-cubic agrees since reordering is detected
+# (`tcp_check_sack_reordering`) and an ACK below snd_una has its SACKs processed.
+KNOWN_DIFFERENCES: set[str] = set()
 
 
 @needs_suite

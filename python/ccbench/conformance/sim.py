@@ -79,8 +79,6 @@ NO_STATE = {
     "tcpi_rwnd_limited": "busy/rwnd/sndbuf-limited time (chrono) is not modelled",
     "tcpi_sndbuf_limited": "busy/rwnd/sndbuf-limited time (chrono) is not modelled",
     "tcpi_last_data_recv": "the sender receives no data",
-    "tcpi_reordering": "reordering degree is not tracked (the simulated path never reorders)",
-    "tcpi_reord_seen": "reordering events are not tracked",
 }
 #: Module parameters of tcp_cubic a script may write, which the simulator's Cubic
 #: takes under the same names.

@@ -10,8 +10,10 @@ use crate::time::{Dur, Time, NS_PER_SEC};
 
 /// `TCP_TIMEOUT_MIN_US`: slack added to the RACK reordering timer and the TLP timeout.
 const TIMEOUT_MIN: Dur = Dur::from_ms(2);
-/// `tcp_reordering`: the classic duplicate-ACK threshold.
-const REORDERING: u32 = 3;
+/// `sysctl_tcp_reordering`: the initial reordering degree (the duplicate-ACK threshold).
+pub(super) const REORDERING: u32 = 3;
+/// `sysctl_tcp_max_reordering`: the most reordering a connection will assume.
+const MAX_REORDERING: u32 = 300;
 
 /// What `tcp_fastretrans_alert` asks the ACK path to send (`REXMIT_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,6 +212,7 @@ impl Sender {
     pub(super) fn fastretrans_alert(
         &mut self,
         now: Time,
+        prior_snd_una: u64,
         num_dupack: u32,
         flag: &mut u32,
         q: &mut impl Schedule<Wake>,
@@ -239,7 +242,7 @@ impl Sender {
         let mut rexmit = Rexmit::None;
         match self.ca_state {
             CaState::Recovery => {
-                if f & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_partial(now) {
+                if f & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_partial(now, prior_snd_una) {
                     return Rexmit::None;
                 }
                 if self.try_undo_dsack(now) {
@@ -312,13 +315,29 @@ impl Sender {
         }
     }
 
-    /// `tcp_rack_reo_wnd`: no reordering is ever seen on this FIFO path, so the window
-    /// is zero in recovery or past the dupthresh, else min RTT / 4 (capped by SRTT).
+    /// `tcp_rack_reo_wnd`: until reordering has been seen, zero in recovery or past the
+    /// reordering degree; else min RTT / 4, capped by SRTT (`reo_wnd_steps` stays 1:
+    /// its DSACK-driven growth, `tcp_rack_update_reo_wnd`, is not modelled).
     fn rack_reo_wnd(&self) -> u64 {
-        if self.ca_state >= CaState::Recovery || self.sb.sacked_out >= REORDERING {
+        if self.reord_seen == 0 && (self.ca_state >= CaState::Recovery || self.sb.sacked_out >= self.reordering) {
             return 0;
         }
         (self.rtt.min_rtt_us() / 4).min(self.rtt.srtt_us())
+    }
+
+    /// `tcp_check_sack_reordering`: a segment below the highest SACKed one (`low_seq`)
+    /// was delivered without a retransmission, so the path reorders: remember it, and
+    /// widen the reordering degree to the distance if that is larger.
+    pub(super) fn check_sack_reordering(&mut self, low_seq: u64) {
+        let fack = self.highest_sack_seq();
+        if low_seq >= fack {
+            return;
+        }
+        let metric = fack - low_seq;
+        if metric > self.reordering as u64 {
+            self.reordering = metric.min(MAX_REORDERING as u64) as u32;
+        }
+        self.reord_seen += 1;
     }
 
     /// `tcp_rack_detect_loss`: mark lost every outstanding segment sent before the most
@@ -400,6 +419,10 @@ impl Sender {
             return;
         }
         self.stats.rto_count += 1;
+        // A timeout in Disorder after many SACKs: the reordering degree was over-estimated.
+        if self.ca_state <= CaState::Disorder && self.sb.sacked_out >= REORDERING {
+            self.reordering = self.reordering.min(REORDERING);
+        }
         // Reduce ssthresh only once per window (`tcp_enter_loss`).
         let new_episode = self.ca_state <= CaState::Disorder
             || self.high_seq <= self.sb.snd_una

@@ -245,6 +245,8 @@ impl ScriptedSender {
         m.insert("tcpi_notsent_bytes", self.written.saturating_sub(s.snd_nxt() * mss) as i64);
         m.insert("tcpi_snd_wnd", s.snd_wnd() as i64);
         m.insert("tcpi_pacing_rate", s.w.pacing_rate.min(u64::MAX >> 1) as i64);
+        m.insert("tcpi_reordering", s.reordering as i64);
+        m.insert("tcpi_reord_seen", s.reord_seen as i64);
         m
     }
 }

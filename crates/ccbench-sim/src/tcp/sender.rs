@@ -142,6 +142,11 @@ pub struct Sender {
     pub(super) rack_end_seq: u64,
     pub(super) rack_rtt_us: u64,
     pub(super) rack_advanced: bool,
+    /// `reordering`: the reordering degree in segments; `reord_seen`: reorderings seen.
+    pub(super) reordering: u32,
+    pub(super) reord_seen: u32,
+    /// The end of the highest SACKed segment (`tcp_highest_sack_seq` while any is SACKed).
+    pub(super) highest_sack: u64,
     // Tail loss probe
     pub(super) tlp_high_seq: Option<u64>,
     pub(super) tlp_retrans: bool,
@@ -202,6 +207,8 @@ pub(super) struct AckScan {
     last_sackt: Option<Time>,
     pkts_acked: u32,
     runt_acked: bool,
+    /// The lowest never-retransmitted segment newly SACKed in a hole (`state->reord`).
+    pub(super) reord: u64,
 }
 
 impl Sender {
@@ -238,6 +245,9 @@ impl Sender {
             rack_end_seq: 0,
             rack_rtt_us: 0,
             rack_advanced: false,
+            reordering: super::recovery::REORDERING,
+            reord_seen: 0,
+            highest_sack: 0,
             tlp_high_seq: None,
             tlp_retrans: false,
             tlp_orig_data_app_limited: false,
@@ -438,8 +448,14 @@ impl Sender {
             self.ts_recent = ack.ts_val;
         }
         self.undo.rcv_tsecr = ack.ts_ecr;
-        if ack.ack > self.snd_nxt() || ack.ack < prior_snd_una {
-            return; // ACK of unsent data, or an old ACK: ignored
+        if ack.ack > self.snd_nxt() {
+            return; // ACK of unsent data: ignored
+        }
+        if ack.ack < prior_snd_una {
+            if ack.n_sacks > 0 {
+                self.old_ack(now, ack, q);
+            }
+            return;
         }
         let prior_in_flight = self.inflight();
         let prior_delivered = self.delivered;
@@ -458,11 +474,12 @@ impl Sender {
         if flag == 0 && self.sb.packets_out() > 0 {
             self.stats.dupacks += 1;
         }
+        let prior_fack = self.highest_sack_seq();
         let mut scan = AckScan::default();
         if ack.n_sacks > 0 {
             flag |= self.sacktag(now, ack, &mut scan);
         }
-        flag |= self.clean_rtx_queue(now, ack.ack, &mut scan);
+        flag |= self.clean_rtx_queue(now, ack.ack, prior_fack, &mut scan);
         // `tcp_ecn_rcv_ecn_echo` and `tcp_count_delivered(.., ece_ack)`.
         let ece = ack.ece && self.p.ecn != Ecn::Off;
         if ece {
@@ -515,7 +532,7 @@ impl Sender {
         let mut rexmit = Rexmit::None;
         if dubious {
             let num_dupack = (flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DSACKING_ACK) == 0) as u32;
-            rexmit = self.fastretrans_alert(now, num_dupack, &mut flag, q);
+            rexmit = self.fastretrans_alert(now, prior_snd_una, num_dupack, &mut flag, q);
         }
         if flag & FLAG_SET_XMIT_TIMER != 0 {
             self.set_xmit_timer(now, q);
@@ -549,10 +566,25 @@ impl Sender {
         self.write_xmit(now, 0, q);
     }
 
+    /// `tcp_ack`'s `old_ack`: an ACK below `snd_una` (reordered on the way back) still
+    /// carries SACK information: tag it, let recovery act on it, and send what the window
+    /// now allows. Nothing else of the ACK counts (no RTT sample, no rate sample).
+    fn old_ack(&mut self, now: Time, ack: &Packet, q: &mut impl Schedule<Wake>) {
+        let mut scan = AckScan::default();
+        let mut flag = self.sacktag(now, ack, &mut scan);
+        let rexmit = self.fastretrans_alert(now, self.sb.snd_una, 0, &mut flag, q);
+        self.xmit_recovery(now, rexmit, q);
+        self.write_xmit(now, 0, q);
+    }
+
     /// `tcp_sacktag_write_queue`: mark newly SACKed segments, skipping ranges already
     /// processed for the previous ACK (the kernel's `recv_sack_cache`).
     fn sacktag(&mut self, now: Time, ack: &Packet, scan: &mut AckScan) -> u32 {
         let mut flag = 0;
+        if self.sb.sacked_out == 0 {
+            self.highest_sack = self.sb.snd_una; // tcp_highest_sack_reset
+        }
+        scan.reord = self.snd_nxt();
         let mut blocks: Vec<SackBlock> = ack.sack_blocks().to_vec();
         if self.check_dsack(ack.ack, &blocks, &mut flag) {
             let (start, end) = blocks.remove(0);
@@ -584,7 +616,19 @@ impl Sender {
             }
         }
         self.sack_cache = blocks;
+        if self.ca_state != CaState::Loss || self.undo.marker.is_some() {
+            self.check_sack_reordering(scan.reord);
+        }
         flag
+    }
+
+    /// `tcp_highest_sack_seq`: the end of the highest SACKed segment, or `snd_una`.
+    pub(super) fn highest_sack_seq(&self) -> u64 {
+        if self.sb.sacked_out == 0 {
+            self.sb.snd_una
+        } else {
+            self.highest_sack
+        }
     }
 
     pub(super) fn sack_one(&mut self, now: Time, seq: u64, scan: &mut AckScan) -> u32 {
@@ -595,6 +639,10 @@ impl Sender {
         self.rack_advance(now, seg.flags, seq + 1, seg.tx_time);
         let mut flag = FLAG_DATA_SACKED;
         if !seg.has(EVER_RETRANS) {
+            // A never-retransmitted segment in a hole below the highest SACKed one.
+            if seq < self.highest_sack_seq() && seq < scan.reord {
+                scan.reord = seq;
+            }
             if seq < self.high_seq {
                 flag |= FLAG_ORIG_SACK_ACKED;
             }
@@ -602,6 +650,9 @@ impl Sender {
             scan.last_sackt = Some(seg.tx_time);
         }
         self.sb.mark_sacked(seq);
+        if self.sb.sacked_out == 1 || seq + 1 > self.highest_sack {
+            self.highest_sack = seq + 1; // tcp_advance_highest_sack
+        }
         self.delivered += 1;
         let mut tx = seg.tx;
         self.rate.on_delivered(&mut scan.pick, seg.tx_time.us(), seq + 1, &mut tx, true, seg.has(EVER_RETRANS));
@@ -610,8 +661,9 @@ impl Sender {
     }
 
     /// `tcp_clean_rtx_queue`: drop cumulatively acknowledged segments.
-    fn clean_rtx_queue(&mut self, now: Time, ack_seq: u64, scan: &mut AckScan) -> u32 {
+    fn clean_rtx_queue(&mut self, now: Time, ack_seq: u64, prior_fack: u64, scan: &mut AckScan) -> u32 {
         let mut flag = 0;
+        let mut reord = self.snd_nxt();
         while self.sb.snd_una < ack_seq {
             let seq = self.sb.snd_una;
             let mut seg = *self.sb.get(seq);
@@ -622,6 +674,7 @@ impl Sender {
             } else if !seg.has(SACKED) {
                 scan.first_ackt.get_or_insert(seg.tx_time);
                 scan.last_ackt = Some(seg.tx_time);
+                reord = reord.min(seq);
                 if seq < self.high_seq {
                     flag |= FLAG_ORIG_SACK_ACKED;
                 }
@@ -639,6 +692,10 @@ impl Sender {
         }
         if scan.pkts_acked > 0 {
             flag |= FLAG_DATA_ACKED | FLAG_SET_XMIT_TIMER;
+            // A hole filled by a never-retransmitted segment: that is reordering.
+            if reord < prior_fack {
+                self.check_sack_reordering(reord);
+            }
         }
         if self.sb.is_empty() {
             self.sack_cache.clear();

@@ -171,10 +171,12 @@ impl Sender {
 
     /// `tcp_try_undo_partial`: a partial ACK in Recovery for data sent before the first
     /// retransmission. Returns true to stop processing the ACK (retransmissions still out).
-    pub(super) fn try_undo_partial(&mut self, now: Time) -> bool {
+    pub(super) fn try_undo_partial(&mut self, now: Time, prior_snd_una: u64) -> bool {
         if self.undo.marker.is_none() || !self.packet_delayed() {
             return false;
         }
+        // The hole was filled by the delayed original, not the retransmission.
+        self.check_sack_reordering(prior_snd_una);
         if self.sb.retrans_out > 0 {
             return true;
         }
@@ -224,8 +226,13 @@ impl Sender {
     /// `tcp_sacktag_one` for a segment still queued that a DSACK block covers.
     pub(super) fn dsack_one(&mut self, now: Time, seq: u64, scan: &mut AckScan) -> u32 {
         let f = self.sb.get(seq).flags;
-        if f & (RETRANS | EVER_RETRANS) != 0 && self.undo.retrans > 0 && self.undo.marker.is_some_and(|m| seq + 1 > m) {
-            self.undo.retrans -= 1;
+        if f & (RETRANS | EVER_RETRANS) != 0 {
+            if self.undo.retrans > 0 && self.undo.marker.is_some_and(|m| seq + 1 > m) {
+                self.undo.retrans -= 1;
+            }
+            if f & SACKED != 0 && seq < scan.reord {
+                scan.reord = seq;
+            }
         }
         if f & SACKED == 0 {
             self.sack_one(now, seq, scan)

@@ -2,7 +2,7 @@
 //! times, checked against what tcp_input.c does with the same sequence, and the
 //! receiver's DSACK of an out-of-order duplicate.
 
-use super::sender::{Sender, SenderParams};
+use super::sender::{Sender, SenderParams, XmitTimer};
 use super::wake::{SenderTimer, Wake};
 use crate::cc::{reno::Reno, CaState, INFINITE_SSTHRESH};
 use crate::event::EventQueue;
@@ -219,13 +219,24 @@ fn partial_ack_for_an_original_undoes_then_rack_restarts_recovery_for_the_real_h
     s.on_ack(t, &ack(0, ms(T0), &[(2, 5)], false), &mut q);
     assert_eq!(s.ca_state, CaState::Recovery);
     assert_eq!((s.sb.lost_out, s.stats.retransmits), (2, 1));
+    assert_eq!((s.reord_seen, s.reordering), (0, 3));
     // The original of 0 was only delayed: a partial ACK echoing its TSval, with no
-    // retransmission left in flight, undoes the reduction (`tcp_try_undo_partial`)...
+    // retransmission left in flight, undoes the reduction (`tcp_try_undo_partial`), and
+    // the delayed original is reordering: 5 segments below the highest SACK
+    // (`tcp_check_sack_reordering`).
     s.on_ack(t + Dur::from_ms(1), &ack(1, ms(T0), &[(2, 5)], false), &mut q);
     assert_eq!(s.stats.partial_undo, 1);
-    // ...and RACK, run again after the undo, still finds 1 missing: a new recovery
-    // episode ("Undo reverts the recovery state. If loss is evident, starts a new
-    // recovery").
+    assert_eq!((s.reord_seen, s.reordering), (1, 5));
+    // RACK, run again after the undo, now allows a reordering window (min_rtt / 4)
+    // before it calls 1 lost: the REO timer waits for it...
+    assert_eq!(s.ca_state, CaState::Disorder);
+    assert_eq!(s.sb.lost_out, 0);
+    assert_eq!(s.xmit_kind, XmitTimer::ReoTimeout);
+    let due = s.xmit_timer.deadline().expect("the REO timer");
+    assert!(due > t + Dur::from_ms(1) + Dur::from_ms(10), "at {due}: the window is 10 ms");
+    // ...and when it fires, 1 is still missing: a new recovery episode ("Undo reverts the
+    // recovery state. If loss is evident, starts a new recovery").
+    s.on_timer_expired(due, SenderTimer::Retransmit, &mut q);
     assert_eq!(s.ca_state, CaState::Recovery);
     assert_eq!(s.sb.lost_out, 1);
     assert_eq!(s.undo.marker, Some(1), "tcp_init_undo for the new episode");
@@ -262,4 +273,23 @@ fn receiver_dsacks_a_held_out_of_order_duplicate_inside_its_sack_block() {
     // `tcp_sack_new_ofo_skb`: the block holding the duplicate comes right after the
     // DSACK, so the sender's `tcp_check_dsack` sees it inside the second block.
     assert_eq!(last.sack_blocks(), &[(2, 3), (2, 4), (6, 7)]);
+}
+
+#[test]
+fn an_ack_below_snd_una_still_tags_its_sack_blocks() {
+    let (mut s, mut q) = sender(2);
+    let t = T0 + Dur::from_ms(40);
+    // 0..3 acknowledged; then an ACK reordered on the way back: cumulative ACK 2 (below
+    // snd_una) SACKing 5..7. `tcp_ack`'s old_ack tags the SACK and runs recovery.
+    s.on_ack(t, &ack(3, ms(T0), &[], false), &mut q);
+    assert_eq!((s.sb.snd_una, s.sb.sacked_out), (3, 0));
+    s.on_ack(t + Dur::from_ms(1), &ack(2, ms(T0), &[(5, 7)], false), &mut q);
+    assert_eq!(s.sb.snd_una, 3, "the cumulative ACK stays");
+    assert_eq!(s.sb.sacked_out, 2);
+    assert_eq!(s.highest_sack_seq(), 7);
+    // A later ACK filling 3..5 without retransmission: 3 and 4 were delivered after 5
+    // and 6, so the path reorders, by 4 segments (7 - 3) (`tcp_check_sack_reordering`).
+    s.on_ack(t + Dur::from_ms(2), &ack(5, ms(T0), &[(5, 7)], false), &mut q);
+    assert_eq!((s.reord_seen, s.reordering), (1, 4));
+    s.sb.audit().unwrap();
 }
