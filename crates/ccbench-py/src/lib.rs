@@ -7,11 +7,13 @@
 
 mod scripted;
 
+use ccbench_sim::observe::capture::{write_error, Point, Sink};
 use ccbench_sim::observe::series::{Table, Values};
 use ccbench_sim::ConfigError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -99,9 +101,10 @@ fn run<'py>(
             None => ccbench_sim::run_json(&scenario_json),
             Some(c) => {
                 let scenario = ccbench_sim::Scenario::from_json(&scenario_json)?;
-                let spec = serde_json::from_str(&c)
+                let spec: ccbench_sim::observe::capture::CaptureSpec = serde_json::from_str(&c)
                     .map_err(|e| ConfigError { field: "capture".into(), message: e.to_string() })?;
-                ccbench_sim::run_with_capture(&scenario, &spec)
+                let files = pcap_files(spec.dir.clone());
+                ccbench_sim::run_with_capture(&scenario, &spec, files)
             }
         })
     })?
@@ -112,6 +115,20 @@ fn run<'py>(
     let link = table_to_dict(py, &output.series.link)?;
     let states = table_to_dict(py, &output.series.states)?;
     Ok((summary, flows, link, states))
+}
+
+/// Where a capture's points go: `DIR/capture-<point>.pcap`, the directory made first.
+fn pcap_files(dir: PathBuf) -> impl FnMut(Point) -> Result<Sink, ConfigError> {
+    let mut made = false;
+    move |point| {
+        if !made {
+            std::fs::create_dir_all(&dir).map_err(|e| write_error(&dir, e))?;
+            made = true;
+        }
+        let path = point.file_in(&dir);
+        let file = std::fs::File::create(&path).map_err(|e| write_error(&path, e))?;
+        Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, file)))
+    }
 }
 
 /// Parse and validate a scenario given as JSON without running it.

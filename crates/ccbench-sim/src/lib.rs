@@ -34,10 +34,15 @@ pub fn run(scenario: &Scenario) -> Result<RunOutput, ConfigError> {
     Ok(world::World::new(scenario)?.run())
 }
 
-/// Run a validated scenario, capturing packets to pcap files as `spec` says.
-pub fn run_with_capture(scenario: &Scenario, spec: &observe::capture::CaptureSpec) -> Result<RunOutput, ConfigError> {
+/// Run a validated scenario, capturing packets as `spec` says, each point's pcap to the
+/// sink `open` gives for it.
+pub fn run_with_capture(
+    scenario: &Scenario,
+    spec: &observe::capture::CaptureSpec,
+    open: impl FnMut(observe::capture::Point) -> Result<observe::capture::Sink, ConfigError>,
+) -> Result<RunOutput, ConfigError> {
     scenario.validate()?;
-    world::World::new(scenario)?.with_capture(spec)?.run_captured()
+    world::World::new(scenario)?.with_capture(spec, open)?.run_captured()
 }
 
 /// Run while checking the simulator's invariants every `every` events (property tests).

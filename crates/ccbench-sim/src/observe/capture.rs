@@ -16,7 +16,8 @@
 //! numbers are bytes from a per-flow ISN drawn from the seed; timestamps (TSval/TSecr)
 //! are the simulator's millisecond clock, exactly as the sender and receiver used them.
 //! Records are stamped with simulated time (the run starts at the Unix epoch) and
-//! written in time order; nothing after the end of the run is written.
+//! written in time order; nothing after the end of the run is written. The caller opens
+//! each point's sink (the binding, `DIR/capture-<point>.pcap`): the core opens no files.
 
 use super::pcap::{self, opt, PcapWriter, Segment};
 use crate::base::rng;
@@ -28,9 +29,11 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
-use std::fs::File;
-use std::io::{self, BufWriter};
+use std::io;
 use std::path::{Path, PathBuf};
+
+/// Where one capture point's pcap goes.
+pub type Sink = Box<dyn io::Write>;
 
 /// Where packets are captured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -191,7 +194,7 @@ impl Ord for Pending {
 /// departure and an ACK's passage at the router are known before they happen).
 struct Out {
     point: Point,
-    w: PcapWriter<BufWriter<File>>,
+    w: PcapWriter<Sink>,
     pending: BinaryHeap<Reverse<Pending>>,
 }
 
@@ -205,25 +208,26 @@ pub struct Capture {
     error: Option<(PathBuf, io::Error)>,
 }
 
-const WRITE_BUFFER: usize = 1 << 20;
+/// The error of a capture file that cannot be written.
+pub fn write_error(path: &Path, e: io::Error) -> ConfigError {
+    ConfigError { field: "capture.dir".into(), message: format!("cannot write '{}': {e}", path.display()) }
+}
 
 impl Capture {
-    /// Validate `spec` against the scenario and create the files.
-    pub fn open(spec: &CaptureSpec, s: &Scenario) -> Result<Capture, ConfigError> {
+    /// Validate `spec` against the scenario and start each point's pcap on the sink that
+    /// `open` gives for it.
+    pub fn new(
+        spec: &CaptureSpec,
+        s: &Scenario,
+        mut open: impl FnMut(Point) -> Result<Sink, ConfigError>,
+    ) -> Result<Capture, ConfigError> {
         spec.check(s)?;
-        let io_err = |p: &Path, e: io::Error| ConfigError {
-            field: "capture.dir".into(),
-            message: format!("cannot write '{}': {e}", p.display()),
-        };
-        std::fs::create_dir_all(&spec.dir).map_err(|e| io_err(&spec.dir, e))?;
         let mut points = spec.points.clone();
         points.sort();
         points.dedup();
         let mut outs = Vec::new();
         for p in points {
-            let path = p.file_in(&spec.dir);
-            let file = File::create(&path).map_err(|e| io_err(&path, e))?;
-            let w = PcapWriter::new(BufWriter::with_capacity(WRITE_BUFFER, file)).map_err(|e| io_err(&path, e))?;
+            let w = PcapWriter::new(open(p)?).map_err(|e| write_error(&p.file_in(&spec.dir), e))?;
             outs.push(Out { point: p, w, pending: BinaryHeap::new() });
         }
         let wanted = |i: u32| spec.flows.as_ref().is_none_or(|v| v.contains(&i));

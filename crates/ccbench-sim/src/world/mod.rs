@@ -17,7 +17,7 @@ use crate::config::{build, ConfigError, Scenario};
 use crate::event::EventQueue;
 use crate::host::{Host, Task};
 use crate::net::{Bottleneck, Packet, Pipe};
-use crate::observe::capture::{Capture, CaptureSpec};
+use crate::observe::capture::{Capture, CaptureSpec, Point, Sink};
 use crate::observe::recorder::{FlowRow, LinkRow, Recorder};
 use crate::observe::series::Series;
 use crate::summary::{DownloadSummary, Summary};
@@ -243,9 +243,13 @@ impl World {
         })
     }
 
-    /// Capture packets as `spec` says (creates the pcap files).
-    pub fn with_capture(mut self, spec: &CaptureSpec) -> Result<World, ConfigError> {
-        self.capture = Some(Capture::open(spec, &self.scenario)?);
+    /// Capture packets as `spec` says, each point to the sink `open` gives.
+    pub fn with_capture(
+        mut self,
+        spec: &CaptureSpec,
+        open: impl FnMut(Point) -> Result<Sink, ConfigError>,
+    ) -> Result<World, ConfigError> {
+        self.capture = Some(Capture::new(spec, &self.scenario, open)?);
         Ok(self)
     }
 
