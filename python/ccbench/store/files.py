@@ -14,8 +14,6 @@ if TYPE_CHECKING:
     from ..result import Result
     from ..scenario import Scenario
 
-SERIES_FILES = ("flows.parquet", "link.parquet", STATES_FILE)
-
 
 def parquet_bytes(frame: pd.DataFrame) -> bytes:
     buf = io.BytesIO()

@@ -650,9 +650,7 @@ impl Sender {
             scan.last_sackt = Some(seg.tx_time);
         }
         self.sb.mark_sacked(seq);
-        if self.sb.sacked_out == 1 || seq + 1 > self.highest_sack {
-            self.highest_sack = seq + 1; // tcp_advance_highest_sack
-        }
+        self.highest_sack = self.highest_sack.max(seq + 1); // tcp_advance_highest_sack
         self.delivered += 1;
         let mut tx = seg.tx;
         self.rate.on_delivered(&mut scan.pick, seg.tx_time.us(), seq + 1, &mut tx, true, seg.has(EVER_RETRANS));
