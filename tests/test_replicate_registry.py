@@ -69,3 +69,13 @@ def test_comparison_is_printed_and_saved_as_csv_and_markdown(tmp_path: Path):
     md = paths[1].read_text().splitlines()
     assert md[0] == "| point / finding | study | ccbench | note |"
     assert md[2] == "| a point | the study's figure | ccbench's \\| figure | a note |"
+
+
+def test_a_study_runs_only_on_the_engines_it_registered():
+    assert set(get("elmenhorst2026").runs) == {"sim", "vm"} and set(get("cao2019").runs) == {"sim"}
+    with pytest.raises(ScenarioError) as e:
+        get("cao2019").on("vm")
+    assert e.value.field == "--engine" and e.value.message == "study 'cao2019' runs on sim, not 'vm'"
+    done = run_cli("replicate", "vargas2022", "--engine", "kernel")
+    assert done.returncode == 2 and done.stderr == "error: --engine: study 'vargas2022' runs on sim, not 'kernel'\n"
+    assert "(also --engine vm)" in run_cli("replicate").stdout

@@ -163,3 +163,29 @@ def test_validate_cpu_compares_the_engines_cell_by_cell(tmp_path: Path) -> None:
     assert (limit.slice, limit.rate, limit.rtt) == ("10ms", "20Mbit", "10ms")
     paths = vc.write(tmp_path, rows, [limit], {"guest": "debian:6.1"})
     assert all(p.is_file() for p in paths) and "| bbr 50% of 10ms" in paths[2].read_text()
+
+
+def test_replicate_elmenhorst2026_on_the_vm_puts_the_vm_beside_the_simulator(tmp_path: Path) -> None:
+    import csv
+    import io
+
+    from rich.console import Console
+
+    from ccbench.replicate import elmenhorst2026
+    from ccbench.store import open_store
+
+    grid = elmenhorst2026.Grid(duration="3s", repetitions=1, shares=("25%", "100%"), slices=("10ms",),
+                               rtts=("10ms",), rates=("100Mbit",), patched=())
+    console = Console(file=io.StringIO(), width=200)
+    elmenhorst2026.run_vm(True, tmp_path / "out", 1, open_store(tmp_path / "store"), console, grid=grid)
+    rows = {r["point"]: r for r in csv.DictReader((tmp_path / "out" / "comparison.csv").open())}
+    # Debian's 6.1 has BBRv1 only: no BBRv2 or patch findings, the bandwidth finding is v1's.
+    assert "BBRv1, 10 ms slices, shares up to 35%, 10-1000 Mbit/s" in rows
+    assert not any("BBRv2" in p or "patch," in p for p in rows)
+    assert all(r["study"] and r["ccbench"] and r["vm"] for r in rows.values())
+    assert rows["1 ms slices: share where BBRv1 approaches the link rate"]["vm"] == "n/a (no 1ms slices in this grid)"
+    assert "BBRv1: below 1 BDP in" in rows["Inflight at 25% share, 10 ms slices"]["vm"]
+    printed = console.file.getvalue()
+    assert "the VM's and the simulator's" in printed and "TCG" in printed
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "<th>VM</th>" in page and page.count("data:image/svg+xml;base64,") == 4

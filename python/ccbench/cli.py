@@ -622,13 +622,16 @@ def conformance(paths: tuple[str, ...], on_kernel: bool, as_json: bool, expect: 
               "replications/NAME).")
 @click.option("--workers", type=int, metavar="N", help="Parallel simulations (default: one per core).")
 @click.option("--store", metavar="DIR", help="Results store to run into (default ./ccbench-results).")
+@click.option("--engine", type=click.Choice(engines.names()), default=engines.DEFAULT, show_default=True,
+              help="Where the study's runs go; a study lists the engines it can run on (elmenhorst2026: vm, "
+              "side by side with the simulator).")
 def replicate(name: Optional[str], quick: bool, out: Optional[str], workers: Optional[int],
-              store: Optional[str]) -> None:
+              store: Optional[str], engine: str) -> None:
     """Replicate a published study and compare its findings with ccbench's; without
     NAME, list the studies."""
     from .replicate.command import replicate_command
 
-    replicate_command(name, quick, out, workers, store)
+    replicate_command(name, quick, out, workers, store, engine)
 
 
 @cli.group()

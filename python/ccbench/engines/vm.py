@@ -149,6 +149,12 @@ class VmEngine(Engine):
         return (f"{core_version()}/py-{package_digest('kernel')}-{package_digest('vm')}/linux-{platform.release()}"
                 f"/qemu-{qemu}/{self.guest_kernel}/vcpus-{self.vcpus}")
 
+    def congestion_control(self) -> tuple[str, ...]:
+        """The congestion controls the guest kernel offers (read from its modules)."""
+        from ..vm import guest
+
+        return tuple(guest.resolve(self.guest_kernel).congestion_control())
+
     def _facts(self, scenario: "Scenario", kernel: Any = None) -> "HostFacts":
         from ..kernel.host import HostFacts
         from ..vm import guest

@@ -5,6 +5,10 @@ A study is a module in this package that registers a function with :func:`study`
     @study("cao2019", summary="When to use and when not to use BBR (IMC 2019)")
     def run(quick: bool, out: Path, workers: int | None, store: Store | None, console: Console) -> None: ...
 
+A study that can also run on another engine registers a second function for it
+(``@study("elmenhorst2026", summary=..., engine="vm")``), taking the same arguments;
+``ccbench replicate NAME --engine ENGINE`` picks it.
+
 The function runs the study's experiments (through ``ccbench.sweep.execute``, into the
 results store), prints the study's findings next to ccbench's with
 :func:`ccbench.replicate.compare.print_comparison`, and writes its figures, the
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
+from .. import engines
 from ..errors import ScenarioError
 
 if TYPE_CHECKING:
@@ -36,20 +41,33 @@ HELPERS = frozenset({"compare", "command"})
 class Study:
     name: str
     summary: str
-    run: StudyRun
+    # The study's run function per engine it can run on (the simulator's always).
+    runs: dict[str, StudyRun]
+
+    @property
+    def run(self) -> StudyRun:
+        return self.runs[engines.DEFAULT]
+
+    def on(self, engine: str) -> StudyRun:
+        """The run function for ``engine``; ScenarioError naming the engines it has."""
+        if engine not in self.runs:
+            raise ScenarioError("--engine", f"study {self.name!r} runs on {', '.join(self.runs)}, not {engine!r}")
+        return self.runs[engine]
 
 
 _STUDIES: dict[str, Study] = {}
 _discovered = False
 
 
-def study(name: str, summary: str) -> Callable[[StudyRun], StudyRun]:
-    """Register ``run`` as the replication of study ``name``."""
+def study(name: str, summary: str, engine: str = engines.DEFAULT) -> Callable[[StudyRun], StudyRun]:
+    """Register ``run`` as the replication of study ``name`` on ``engine``."""
 
     def register(run: StudyRun) -> StudyRun:
-        if name in _STUDIES and _STUDIES[name].run is not run:
+        known = _STUDIES.get(name)
+        if known is not None and known.runs.get(engine, run) is not run:
             raise ValueError(f"study {name!r} is registered twice")
-        _STUDIES[name] = Study(name, summary, run)
+        runs = {**(known.runs if known is not None else {}), engine: run}
+        _STUDIES[name] = Study(name, known.summary if known is not None else summary, runs)
         return run
 
     return register

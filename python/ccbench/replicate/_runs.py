@@ -12,21 +12,23 @@ import pandas as pd
 from matplotlib.axes import Axes
 from rich.console import Console
 
+from .. import engines
 from ..analysis.stats import mean_ci
 from .compare import Finding, print_comparison, save_comparison
 
 
 def execute_plans(plans: Mapping[str, dict[str, Any]], store: Any, workers: Optional[int], console: Console,
-                  label: str, keep_series: bool = False) -> dict[str, list[Any]]:
+                  label: str, keep_series: bool = False, engine: str = engines.DEFAULT) -> dict[str, list[Any]]:
     """Run each plan (a TOML-shaped document with a ``[sweep]`` table) through the sweep
-    executor; returns the records by plan name."""
+    executor on ``engine``; returns the records by plan name."""
     from ..sweep import execute, plan_from_dict
 
     records: dict[str, list[Any]] = {}
     for part, doc in plans.items():
-        plan = plan_from_dict(doc, default_name=doc["sweep"]["name"])
+        plan = plan_from_dict(doc, default_name=doc["sweep"]["name"], engine=engine)
         console.print(f"{label}, {part}: {plan.point_count} points x {plan.repetitions} repetitions", markup=False)
-        records[part] = execute(plan, store, workers=workers, progress=console.is_terminal, keep_series=keep_series)
+        records[part] = execute(plan, store, engine=engine, workers=workers, progress=console.is_terminal,
+                                keep_series=keep_series)
     return records
 
 
@@ -42,8 +44,9 @@ def conclude(findings: Sequence[Finding], console: Console, out: Path, title: st
 
 
 def runs(records: Iterable[Any]) -> pd.DataFrame:
-    """One row per run: the swept values (dotted keys as columns), the aggregate goodput
-    of all flows, their mean RTT, retransmissions and the host CPU's busy fraction."""
+    """One row per run: the swept values (dotted keys as columns), the flows' algorithms,
+    the aggregate goodput of all flows, their mean RTT, retransmissions and the host
+    CPU's busy fraction."""
     rows = []
     for r in records:
         flows = r.summary["flows"]
@@ -51,6 +54,7 @@ def runs(records: Iterable[Any]) -> pd.DataFrame:
         rows.append({
             **r.point,
             "repetition": r.repetition,
+            "ccas": ",".join(str(f["cca"]) for f in flows),
             "goodput_mbps": sum(f["goodput_bps"] for f in flows) / 1e6,
             "rtt_ms": float(np.mean([f["rtt_ms"]["mean"] for f in flows])),
             "retransmits": sum(f["retransmits"] for f in flows),
@@ -76,12 +80,12 @@ def value(table: pd.DataFrame, **where: Any) -> float:
     return float(sel["mean"].iloc[0]) if len(sel) else math.nan
 
 
-def line(ax: Axes, table: pd.DataFrame, x: str, label: str, color: str, marker: str = "o") -> None:
+def line(ax: Axes, table: pd.DataFrame, x: str, label: str, color: str, marker: str = "o", ls: str = "-") -> None:
     """One mean line with 95% CI error bars."""
     t = table.sort_values(x)
     err = t["ci"].to_numpy()
     ax.errorbar(t[x], t["mean"], yerr=np.where(np.isfinite(err), err, 0.0), label=label, color=color,
-                marker=marker, ms=4, lw=1.2, capsize=2)
+                marker=marker, ms=4, lw=1.2, ls=ls, capsize=2)
 
 
 def mbps(x: float) -> str:

@@ -7,21 +7,24 @@ from typing import Optional
 
 from rich.console import Console
 
+from .. import engines
 from . import get, studies
 
 
 def list_studies(console: Console) -> None:
     for s in studies().values():
-        console.print(f"{s.name:16} {s.summary}", markup=False, highlight=False)
+        also = [e for e in s.runs if e != engines.DEFAULT]
+        where = f" (also --engine {', '.join(also)})" if also else ""
+        console.print(f"{s.name:16} {s.summary}{where}", markup=False, highlight=False)
 
 
 def replicate_command(name: Optional[str], quick: bool, out: Optional[str], workers: Optional[int],
-                      store_path: Optional[str]) -> None:
+                      store_path: Optional[str], engine: str = engines.DEFAULT) -> None:
     console = Console(highlight=False)
     if name is None:
         list_studies(console)
         return
-    chosen = get(name)
+    run = get(name).on(engine)
     from ..errors import ScenarioError
     from ..store import open_store
 
@@ -30,4 +33,4 @@ def replicate_command(name: Optional[str], quick: bool, out: Optional[str], work
     target = Path(out) if out is not None else Path("replications") / name
     if target.exists() and not target.is_dir():
         raise ScenarioError("--out", f"'{target}' exists and is not a directory")
-    chosen.run(quick, target, workers, open_store(store_path), console)
+    run(quick, target, workers, open_store(store_path), console)
