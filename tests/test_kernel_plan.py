@@ -70,6 +70,9 @@ class TestPlan:
         assert not plan.notes
         plan = make_plan(from_dict(scenario(tcp={"frto": 0, "hz": 250})), HOST)
         assert plan.sender_sysctls["net.ipv4.tcp_frto"] == "0"
+        assert "net.ipv4.tcp_sack" not in plan.sender_sysctls | plan.receiver_sysctls
+        plan = make_plan(from_dict(scenario(tcp={"sack": False, "hz": 250})), HOST)
+        assert plan.sender_sysctls["net.ipv4.tcp_sack"] == plan.receiver_sysctls["net.ipv4.tcp_sack"] == "0"
 
     def test_pacing_and_counts(self) -> None:
         sc = from_dict(scenario(flows=[{"cca": "cubic", "pacing": True, "count": 2}, {"cca": "bbr", "start": "1s"}]))

@@ -135,7 +135,7 @@ def test_effective_toml_is_complete() -> None:
     assert set(doc["link"]) == {"rate", "rtt", "buffer", "aqm", "loss", "nic_rate"}
     assert set(doc["tcp"]) == {
         "mss", "init_cwnd", "hz", "rto_min", "rto_init", "tsq_limit", "pacing_shift", "delack_min", "tso_rtt_log",
-        "frto",
+        "frto", "sack",
     }
     assert set(doc["flows"][0]) == {
         "cca", "count", "start", "access_delay", "rwnd", "params", "ecn", "pacing_stride", "freeze_cc", "repeat", "pause", "rwnd_autotune",

@@ -46,7 +46,8 @@ class ScriptedSender:
                  rto_init_ns: int = 1_000_000_000, handshake_rtt_ns: int = 100_000_000,
                  snd_wnd: int = 65535, ecn: str = "off", paced: bool = False,
                  tso_win_divisor: int = 3, min_tso_segs: int = 2,
-                 slow_start_after_idle: bool = False, tlp: bool = True, frto: int = 2) -> None: ...
+                 slow_start_after_idle: bool = False, tlp: bool = True, frto: int = 2,
+                 sack: bool = True) -> None: ...
     def write(self, now_ns: int, bytes: int) -> None:
         """The application writes; ValueError if the model cannot queue it."""
     def receive(self, now_ns: int, ack: int, rwnd: int, sacks: list[tuple[int, int]] = ...,

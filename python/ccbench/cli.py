@@ -292,9 +292,10 @@ def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps
     """Run a grid of scenarios on the simulator and on the kernel and compare them.
 
     The full grid (about 100 cells, 20 s, 3 repetitions): one flow at 10, 100 and 500
-    Mbit/s, 5 to 200 ms, 0.5 to 8 BDP; random loss 0.1-30% and bursty loss; BBR and
-    Cubic sharing at 0.25-16 BDP; 2 and 4 flows; RTTs 10 and 50 ms; staggered starts;
-    LTE traces; CoDel and FQ-CoDel; ECN; receive windows; sized and repeated downloads.
+    Mbit/s, 5 to 200 ms, 0.5 to 8 BDP; random loss 0.1-30% (also without SACK) and
+    bursty loss; BBR and Cubic sharing at 0.25-16 BDP; 2 and 4 flows; RTTs 10 and 50 ms;
+    staggered starts; LTE traces; CoDel and FQ-CoDel; ECN; receive windows; sized and
+    repeated downloads.
     Needs root (the kernel engine). With --cpu, the 2BRobust grid on the simulator and
     the VM engine instead (--quick: 6 cells).
     """

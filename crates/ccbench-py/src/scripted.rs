@@ -27,7 +27,7 @@ impl ScriptedSender {
     #[pyo3(signature = (mss=1000, cca="cubic", cc_params=BTreeMap::new(), init_cwnd=10, hz=1000,
         rto_min_ns=200_000_000, rto_init_ns=1_000_000_000, handshake_rtt_ns=100_000_000,
         snd_wnd=65535, ecn="off", paced=false, tso_win_divisor=3,
-        min_tso_segs=2, slow_start_after_idle=false, tlp=true, frto=2))]
+        min_tso_segs=2, slow_start_after_idle=false, tlp=true, frto=2, sack=true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -47,6 +47,7 @@ impl ScriptedSender {
         slow_start_after_idle: bool,
         tlp: bool,
         frto: u8,
+        sack: bool,
     ) -> PyResult<Self> {
         let ecn = match ecn {
             "off" => Ecn::Off,
@@ -73,6 +74,7 @@ impl ScriptedSender {
             slow_start_after_idle,
             tlp,
             frto,
+            sack,
             ..Default::default()
         };
         let h = crate::guarded(py, || Harness::new(&p))?.map_err(PyValueError::new_err)?;

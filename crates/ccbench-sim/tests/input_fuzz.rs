@@ -202,6 +202,7 @@ fn tcp() -> impl Strategy<Value = Value> {
         ("delack_min_ns", int(NS).boxed()),
         ("tso_rtt_log", small_u32().boxed()),
         ("frto", small_u32().boxed()),
+        ("sack", any::<bool>().prop_map(Value::from).boxed()),
     ])
 }
 

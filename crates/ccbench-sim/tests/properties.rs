@@ -45,11 +45,13 @@ fn scenario_strategy() -> impl Strategy<Value = Scenario> {
         prop_oneof![Just(0.0), 0.0f64..0.1],
         2_000..=5_000u64,
         prop::collection::vec(flow_strategy(), 1..=4),
+        prop_oneof![3 => Just(true), 1 => Just(false)],
     )
-        .prop_map(|(seed, rate, rtt_ms, buffer, loss, duration_ms, flows)| {
+        .prop_map(|(seed, rate, rtt_ms, buffer, loss, duration_ms, flows, sack)| {
             let mut s = dumbbell(rate, rtt_ms * MS, buffer, flows);
             s.seed = seed;
             s.link.loss = loss;
+            s.tcp.sack = sack;
             s.duration_ns = duration_ms * MS;
             s
         })

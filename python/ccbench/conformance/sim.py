@@ -111,11 +111,13 @@ class Skb:
     retrans: bool
     ect: bool
     cwr: bool
+    fin: bool = False
+    ack: int = 1  # 2 once the peer's FIN is acknowledged
 
     def text(self) -> str:
         # PSH is left out: the model does not decide it (see _flags_match).
-        flags = ("W" if self.cwr else "") + "."
-        return f"{flags} {self.start}:{self.start + self.length}({self.length}) ack 1"
+        flags = ("F" if self.fin else "") + ("W" if self.cwr else "") + "."
+        return f"{flags} {self.start}:{self.start + self.length}({self.length}) ack {self.ack}"
 
 
 @dataclass
@@ -160,6 +162,9 @@ class _Run:
     sndbuf: Optional[int] = None
     namespace: dict[str, Any] = field(default_factory=dict)
     failed_assertion: Optional[Mismatch] = None
+    # close() sent our FIN (see _close); the peer's FIN came and was acknowledged.
+    closed: bool = False
+    peer_fin: bool = False
 
 
 def run_script(path: Path, name: str, tolerance_us: Optional[int] = None,
@@ -345,6 +350,9 @@ def _inbound(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
         raise Unsupported(f"line {ev.line}: a packet before the connection is established")
     if p.length > 0:
         raise Unsupported(f"line {ev.line}: inbound data (the simulated sender receives none)")
+    if run.closed:
+        _inbound_after_close(run, ev, p, t_us)
+        return
     if "R" in p.flags or "F" in p.flags:
         raise Unsupported(f"line {ev.line}: inbound {'RST' if 'R' in p.flags else 'FIN'}")
     if p.ack is None:
@@ -352,9 +360,6 @@ def _inbound(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
     if p.ecn not in (None, "noecn", "ect0", "ect1"):
         raise Unsupported(f"line {ev.line}: inbound CE mark (the sender's receive path is not modelled)")
     ack = _to_seg(run, ev, p.ack, "ack")
-    if not c.sack_ok and run.h.tcp_info()["tcpi_unacked"] > 0 and ack * c.mss + 1 <= _snd_una_byte(run):
-        # A duplicate ACK from a peer without SACK: NewReno recovery is not modelled.
-        raise Unsupported(f"line {ev.line}: a duplicate ACK from a peer without SACK (only SACK recovery is modelled)")
     sacks = [(_to_seg(run, ev, a, "SACK block"), _to_seg(run, ev, b, "SACK block")) for a, b in p.sack_blocks()]
     rwnd = (p.win or 0) << (c.peer_wscale if c.wscale_ok else 0)
     ece = "E" in p.flags
@@ -431,6 +436,7 @@ def _new_harness(run: _Run, rtt_us: int, rwnd: int) -> Any:
         slow_start_after_idle=run.slow_start_after_idle,
         tlp=run.tlp,
         frto=run.frto,
+        sack=run.conn.sack_ok,
     )
 
 
@@ -448,10 +454,11 @@ def _outbound(run: _Run, ev: Event, p: Packet, t_us: int, t_end: Optional[int]) 
         raise Unsupported(f"line {ev.line}: an outbound packet before the handshake completes")
     if p.is_syn:
         raise Unsupported(f"line {ev.line}: an outbound SYN on an established connection")
-    if p.length == 0:
+    if p.length == 0 and not run.closed:
         if c.active and p.start == 1 and p.ack == 1 and not run.written and "F" not in p.flags:
             return  # the handshake's third packet, which the harness does not send
-        raise Unsupported(f"line {ev.line}: outbound {p.flags} without data (FIN and pure ACKs are not modelled)")
+        raise Unsupported(f"line {ev.line}: outbound {p.flags} without data (pure ACKs are not modelled; a FIN "
+                          "only at close())")
     deadline = (t_end if t_end is not None else t_us) + SNIFF_TIMEOUT_US
     skbs: list[Skb] = []
     total = 0
@@ -464,14 +471,19 @@ def _outbound(run: _Run, ev: Event, p: Packet, t_us: int, t_end: Optional[int]) 
         total += skb.length
         if run.strict_segments:
             break
+    if p.length == 0:  # after close(): our FIN, or our ACK of the peer's FIN
+        skb = _next_skb(run, deadline if ev.time.kind != "any" else None)
+        if skb is None:
+            raise Failed(Mismatch(ev.line, ev.text, f"nothing sent by {deadline / 1e6:.6f} s", t_us))
+        skbs.append(skb)
     first, last = skbs[0], skbs[-1]
-    agg = Skb(last.time_us, first.start, total, first.retrans, first.ect, first.cwr)
+    agg = Skb(last.time_us, first.start, total, first.retrans, first.ect, first.cwr, last.fin, last.ack)
     actual = f"{agg.text()} at {agg.time_us / 1e6:.6f} s"
     if len(skbs) > 1:
         actual += f" ({len(skbs)} skbs)"
     if agg.start != p.start or agg.length != p.length or not _flags_match(p.flags, agg) or _ecn_mismatch(p, agg):
         raise Failed(Mismatch(ev.line, ev.text, actual, t_us))
-    if p.ack is not None and p.ack != 1:
+    if p.ack is not None and p.ack != agg.ack:
         raise Failed(Mismatch(ev.line, ev.text, actual, t_us))
     run.now_us = max(run.now_us, math.ceil(agg.time_us))
     if ev.time.kind == "any":
@@ -495,7 +507,7 @@ def _flags_match(expected: str, skb: Skb) -> bool:
     cut the written data into skbs (and on `forced_push`), which the model does not
     keep."""
     want = set(expected.replace("-", "")) - {"P"}
-    have = {"."} | ({"W"} if skb.cwr else set())
+    have = {"."} | ({"W"} if skb.cwr else set()) | ({"F"} if skb.fin else set())
     return want == have
 
 
@@ -561,9 +573,44 @@ def _syscall(run: _Run, ev: Event, sc: Syscall, t_us: int) -> None:
             raise Unsupported(f"line {ev.line}: {name} of unknown length")
         _write(run, ev, n, t_us)
         return
-    if name in ("close", "shutdown"):
-        raise Unsupported(f"line {ev.line}: {name}() (FIN is not modelled)")
+    if name == "close":
+        _close(run, ev, t_us)
+        return
     raise Unsupported(f"line {ev.line}: system call {name}()")
+
+
+# --- teardown --------------------------------------------------------------------------
+# The simulator's connections end with the run; like the handshake, the FIN exchange of
+# an idle connection is played here. close() with everything written acknowledged sends
+# the FIN at once (`tcp_send_fin`: nothing queued ahead of it, and `tcp_cwnd_test` lets a
+# lone FIN past cwnd); the peer's FIN is acknowledged at once (`tcp_fin` in FIN_WAIT2
+# calls `tcp_send_ack`). A FIN behind unsent or unacknowledged data would share the
+# sender's queue and retransmission timer, which is not modelled: such scripts are
+# unsupported.
+
+
+def _close(run: _Run, ev: Event, t_us: int) -> None:
+    if run.h is None:
+        raise Unsupported(f"line {ev.line}: close() before the connection is established")
+    if run.closed:
+        raise Unsupported(f"line {ev.line}: close() twice")
+    if run.h.tcp_info()["tcpi_bytes_acked"] != run.written:
+        raise Unsupported(f"line {ev.line}: close() with data not yet acknowledged (a FIN queued behind data "
+                          "is not modelled)")
+    run.closed = True
+    run.fifo.append(Skb(t_us, run.written + 1, 0, False, False, False, fin=True))
+
+
+def _inbound_after_close(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
+    """The peer's ACK of our FIN and its own FIN, which we acknowledge."""
+    fin_acked = run.written + 2
+    if "R" in p.flags or p.length > 0 or p.ack is None or p.ack not in (run.written + 1, fin_acked):
+        raise Unsupported(f"line {ev.line}: after close(), only the peer's ACK of our FIN and its FIN are modelled")
+    if "F" in p.flags:
+        if p.ack != fin_acked or run.peer_fin:
+            raise Unsupported(f"line {ev.line}: a FIN from the peer that does not acknowledge ours")
+        run.peer_fin = True
+        run.fifo.append(Skb(t_us, fin_acked, 0, False, False, False, ack=2))
 
 
 def _setsockopt(run: _Run, ev: Event, sc: Syscall) -> None:

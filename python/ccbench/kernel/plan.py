@@ -14,6 +14,8 @@ tcp.init_cwnd       ``initcwnd`` on the sender's route (when not the default 10)
 tcp.rto_min         ``rto_min`` on the sender's route (whole milliseconds)
 tcp.tsq_limit       ``net.ipv4.tcp_limit_output_bytes`` in the sender's namespace
 tcp.frto            ``net.ipv4.tcp_frto`` in the sender's namespace (when not the default 2)
+tcp.sack            ``false``: ``net.ipv4.tcp_sack = 0`` in both namespaces (and in a VM guest), so
+                    the handshake does not negotiate SACK
 tcp.hz              must be the kernel's CONFIG_HZ; the default (1000) is replaced by it
 tcp.rto_init, tcp.pacing_shift, tcp.delack_min
                     fixed in the kernel: only their defaults are accepted
@@ -178,6 +180,8 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
     # The simulator's sender always has data ready: no send-buffer limit in practice.
     sender["net.ipv4.tcp_wmem"] = f"4096 16384 {SEND_BUFFER_MAX}"
     receiver = dict(common)
+    if not tcp.sack:
+        sender["net.ipv4.tcp_sack"] = receiver["net.ipv4.tcp_sack"] = "0"
     # Room for the receive window to grow to rwnd whatever the skb overhead.
     receiver["net.ipv4.tcp_rmem"] = f"4096 131072 {max(4 * rwnd_max, 6 * 2**20)}"
     return Plan(sc, flows, tcp.mss + HEADER_BYTES, route, sender, receiver, notes)

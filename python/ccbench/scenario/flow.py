@@ -36,6 +36,7 @@ class Tcp(_Table):
     delack_min_ns: Duration = Field(40 * MS, alias="delack_min")
     tso_rtt_log: Annotated[int, _int_range(0, 31)] = TSO_RTT_LOG
     frto: Annotated[int, _int_range(0, 2)] = FRTO  # net.ipv4.tcp_frto: 0 off, 1 or 2 on
+    sack: bool = True  # net.ipv4.tcp_sack: false = the peers do not SACK (NewReno recovery)
 
     @field_validator("hz")
     @classmethod
@@ -66,6 +67,7 @@ class Tcp(_Table):
             "delack_min": format_duration(self.delack_min_ns),
             "tso_rtt_log": self.tso_rtt_log,
             "frto": self.frto,
+            "sack": self.sack,
         }
 
     def to_core(self) -> dict[str, Any]:
@@ -81,6 +83,7 @@ class Tcp(_Table):
             # Only when changed, so that scenarios written before the knob keep their hash.
             **({"tso_rtt_log": self.tso_rtt_log} if self.tso_rtt_log != TSO_RTT_LOG else {}),
             **({"frto": self.frto} if self.frto != FRTO else {}),
+            **({"sack": self.sack} if not self.sack else {}),
         }
 
 

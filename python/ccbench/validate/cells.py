@@ -78,8 +78,9 @@ class Cell:
 
 
 def _cell(family: str, name: str, link: dict[str, Any], flows: list[dict[str, Any]], axes: dict[str, str],
-          goodput: str = RELATIVE, min_duration: Optional[str] = None, missing: Optional[str] = None) -> Cell:
-    doc = {"link": link, "flows": flows}
+          goodput: str = RELATIVE, min_duration: Optional[str] = None, missing: Optional[str] = None,
+          tcp: Optional[dict[str, Any]] = None) -> Cell:
+    doc = {"link": link, "flows": flows, **({"tcp": tcp} if tcp else {})}
     if min_duration is None and len(flows) + sum(f.get("count", 1) - 1 for f in flows) > 1:
         min_duration = SHARED_MIN_DURATION
     return Cell(family, name, json.dumps(doc, sort_keys=True), tuple(axes.items()), goodput, min_duration, missing)
@@ -108,6 +109,14 @@ def loss(losses: tuple[str, ...], ccas: tuple[str, ...] = ALGORITHMS, gilbert: b
         cells += [_cell("loss", f"{c} gilbert-elliott 1%", {**link, "loss_model": model}, [{"cca": c}],
                         {"cca": c, "loss": "GE 1%"}, OF_CAPACITY) for c in ccas]
     return cells
+
+
+def no_sack(losses: tuple[str, ...], ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+    """Random loss as in :func:`loss`, with SACK off on both ends (NewReno recovery)."""
+    link = {"rate": "20Mbit", "rtt": "20ms", "buffer": "2bdp"}
+    return [_cell("loss", f"{c} loss {p} no-sack", {**link, "loss": p}, [{"cca": c}],
+                  {"cca": c, "loss": f"{p} no SACK"}, OF_CAPACITY, tcp={"sack": False})
+            for c, p in itertools.product(ccas, losses)]
 
 
 def mix(buffers: tuple[float, ...]) -> list[Cell]:
@@ -217,6 +226,7 @@ def quick_grid() -> list[Cell]:
     return [
         *base(("20Mbit",), ("20ms",), (0.5, 2.0)),
         *loss(("1%", "10%"), gilbert=False),
+        *no_sack(("1%",), ("cubic",)),
         *mix((1.0, 8.0)),
         *fairness((2,), ("cubic",)),
         *rtt_unfairness(("cubic",)),
@@ -231,6 +241,7 @@ def full_grid() -> list[Cell]:
         *base(("10Mbit", "100Mbit"), ("5ms", "40ms", "200ms"), (0.5, 2.0, 8.0)),
         *base(("500Mbit",), ("20ms",), (2.0,)),
         *loss(LOSSES),
+        *no_sack(("1%", "5%")),
         *mix(MIX_BUFFERS),
         *fairness((2, 4)),
         *rtt_unfairness(),

@@ -374,6 +374,9 @@ pub struct TcpConfig {
     /// `net.ipv4.tcp_frto`: 0 turns F-RTO (RFC 5682) off; 1 and 2 turn it on (Linux
     /// treats any nonzero value alike since 4.10; 2 is its default).
     pub frto: u8,
+    /// `net.ipv4.tcp_sack`: false = the connection does not negotiate SACK; the
+    /// receiver sends plain duplicate ACKs and the sender recovers as NewReno.
+    pub sack: bool,
 }
 
 impl Default for TcpConfig {
@@ -389,6 +392,7 @@ impl Default for TcpConfig {
             delack_min_ns: 40_000_000,
             tso_rtt_log: 9,
             frto: 2,
+            sack: true,
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod rate;
 pub mod rcvbuf;
 pub mod receiver;
 mod recovery;
+mod reno;
 pub mod rtt;
 pub mod scoreboard;
 pub mod scripted;

@@ -49,6 +49,9 @@ pub struct ReceiverParams {
     /// Autotune the receive buffer (DRS) with `rwnd_bytes` as its ceiling, instead of
     /// advertising `rwnd_bytes` from the start.
     pub autotune: bool,
+    /// SACK was negotiated: out-of-order data is reported in SACK blocks (and
+    /// duplicates in DSACKs), and duplicate ACKs may be compressed.
+    pub sack: bool,
 }
 
 #[derive(Default, Debug, Clone)]
@@ -312,7 +315,9 @@ impl Receiver {
             self.send_delayed_ack(now, q);
             return;
         }
-        if self.compressed_ack >= COMP_SACK_NR {
+        if !self.p.sack || self.compressed_ack >= COMP_SACK_NR {
+            // Without SACK every out-of-order segment is acknowledged at once
+            // (`__tcp_ack_snd_check`: compression needs `tcp_is_sack`).
             self.send_ack(now, q);
             return;
         }
@@ -397,18 +402,19 @@ impl Receiver {
             Ecn::Low => self.ce_state,
         };
         let mut n = 0;
-        if let Some(d) = self.dsack.take() {
+        if let Some(d) = self.dsack.take().filter(|_| self.p.sack) {
             pkt.sacks[0] = d;
             pkt.dsack = true;
             n = 1;
         }
-        for &b in self.sacks.iter().take(SACKS_PER_ACK - n) {
+        for &b in self.sacks.iter().take(if self.p.sack { SACKS_PER_ACK - n } else { 0 }) {
             pkt.sacks[n] = b;
             n += 1;
         }
         pkt.n_sacks = n as u8;
         pkt.wire_bytes = wire::ACK_BYTES + wire::sack_option_bytes(n);
-        if n > 0 && !pkt.dsack {
+        let reports_ooo = n > 0 || (!self.p.sack && !self.ooo.is_empty());
+        if reports_ooo && !pkt.dsack {
             self.stats.dupacks_sent += (self.rcv_nxt == self.rcv_wup) as u64;
         }
         self.stats.acks_sent += 1;
@@ -452,6 +458,7 @@ mod tests {
             via_ack_link: false,
             conn: 0,
             autotune,
+            sack: true,
         })
     }
 

@@ -74,7 +74,11 @@ impl Sender {
 
     /// `tcp_schedule_loss_probe` (`tcp_early_retrans` = 3).
     pub(super) fn schedule_loss_probe(&mut self, now: Time, advancing_rto: bool, q: &mut impl Schedule<Wake>) -> bool {
-        if !self.p.tlp || self.sb.packets_out() == 0 || !matches!(self.ca_state, CaState::Open | CaState::Cwr) {
+        if !self.p.tlp
+            || !self.p.sack
+            || self.sb.packets_out() == 0
+            || !matches!(self.ca_state, CaState::Open | CaState::Cwr)
+        {
             return false;
         }
         let srtt = self.rtt.srtt_us();
@@ -232,7 +236,12 @@ impl Sender {
                     self.set_ca_state(now, CaState::Open);
                 }
                 CaState::Recovery => {
-                    self.try_undo_recovery(now);
+                    if self.is_reno() {
+                        self.reset_reno_sack();
+                    }
+                    if self.try_undo_recovery(now) {
+                        return Rexmit::None;
+                    }
                     self.end_cwnd_reduction(now);
                 }
                 _ => {}
@@ -242,7 +251,11 @@ impl Sender {
         let mut rexmit = Rexmit::None;
         match self.ca_state {
             CaState::Recovery => {
-                if f & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_partial(now, prior_snd_una) {
+                if f & FLAG_SND_UNA_ADVANCED == 0 {
+                    if self.is_reno() {
+                        self.add_reno_sack(num_dupack, ece);
+                    }
+                } else if self.try_undo_partial(now, prior_snd_una) {
                     return Rexmit::None;
                 }
                 if self.try_undo_dsack(now) {
@@ -265,7 +278,14 @@ impl Sender {
                     return rexmit;
                 }
             }
-            _ => {}
+            _ => {
+                if self.is_reno() {
+                    if f & FLAG_SND_UNA_ADVANCED != 0 {
+                        self.reset_reno_sack();
+                    }
+                    self.add_reno_sack(num_dupack, ece);
+                }
+            }
         }
         if self.ca_state <= CaState::Disorder {
             self.try_undo_dsack(now);
@@ -297,8 +317,13 @@ impl Sender {
         self.xmit_retransmit_queue(now, q);
     }
 
-    /// `tcp_identify_packet_loss` -> `tcp_rack_mark_lost`.
+    /// `tcp_identify_packet_loss`: `tcp_newreno_mark_lost` without SACK, else
+    /// `tcp_rack_mark_lost`.
     fn identify_packet_loss(&mut self, now: Time, flag: &mut u32, q: &mut impl Schedule<Wake>) {
+        if self.is_reno() {
+            self.newreno_mark_lost(now, *flag & FLAG_SND_UNA_ADVANCED != 0);
+            return;
+        }
         if self.sb.is_empty() || !self.rack_advanced {
             return;
         }
@@ -427,7 +452,11 @@ impl Sender {
         let new_episode = self.ca_state <= CaState::Disorder
             || self.high_seq <= self.sb.snd_una
             || (self.ca_state == CaState::Loss && self.rto_retransmits == 0);
-        // tcp_timeout_mark_lost: all but segments sent too recently for RACK to judge.
+        // tcp_timeout_mark_lost: all but segments sent too recently for RACK to judge
+        // (without SACK, the duplicate ACKs' count is forgotten first).
+        if self.is_reno() {
+            self.reset_reno_sack();
+        }
         let head = self.sb.snd_una;
         let now_us = now.us();
         for seq in head..self.snd_nxt() {

@@ -202,8 +202,10 @@ impl Scoreboard {
         self.tsorted.iter().filter(|&&(seq, x)| self.entry_live(seq, x)).map(|&(seq, _)| seq)
     }
 
-    /// Recount the S/R/L counters from the per-segment bits (tests and audits).
-    pub fn audit(&self) -> Result<(), String> {
+    /// Recount the S/R/L counters from the per-segment bits (tests and audits). Without
+    /// SACK (`reno`) `sacked_out` counts duplicate ACKs, not bits: no segment is SACKed,
+    /// and what is counted SACKed or lost never exceeds what is out (`tcp_verify_left_out`).
+    pub fn audit(&self, reno: bool) -> Result<(), String> {
         let (mut s, mut r, mut l) = (0, 0, 0);
         for (i, seg) in self.segs.iter().enumerate() {
             s += seg.has(SACKED) as u32;
@@ -217,6 +219,17 @@ impl Scoreboard {
             if seg.has(SACKED) && seg.flags & (RETRANS | LOST) != 0 {
                 return Err(format!("segment {seq}: SACKed with flags {:#x}", seg.flags));
             }
+        }
+        if reno {
+            if s != 0 || self.sacked_out + self.lost_out > self.packets_out() {
+                return Err(format!(
+                    "without SACK: {s} segments SACKed, sacked {} + lost {} of {} out",
+                    self.sacked_out,
+                    self.lost_out,
+                    self.packets_out()
+                ));
+            }
+            s = self.sacked_out;
         }
         if (s, r, l) != (self.sacked_out, self.retrans_out, self.lost_out) {
             return Err(format!(

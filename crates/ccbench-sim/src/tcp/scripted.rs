@@ -43,6 +43,8 @@ pub struct ScriptedParams {
     pub tlp: bool,
     /// `net.ipv4.tcp_frto`.
     pub frto: u8,
+    /// The handshake agreed on SACK (`sackOK` from the peer).
+    pub sack: bool,
 }
 
 impl Default for ScriptedParams {
@@ -65,6 +67,7 @@ impl Default for ScriptedParams {
             slow_start_after_idle: false,
             tlp: true,
             frto: 2,
+            sack: true,
         }
     }
 }
@@ -115,6 +118,7 @@ impl ScriptedSender {
             slow_start_after_idle: p.slow_start_after_idle,
             tlp: p.tlp,
             frto: p.frto,
+            sack: p.sack,
             pacing_stride: 1,
             fixed_cwnd: None,
             fixed_pacing_rate: None,
@@ -292,6 +296,54 @@ mod tests {
         assert_eq!(info["tcpi_ca_state"], 3);
         assert_eq!(info["tcpi_snd_cwnd"], 7);
         assert_eq!(info["tcpi_snd_ssthresh"], 7);
+    }
+
+    /// A peer without SACK (RFC 6582 NewReno as `tcp_add_reno_sack`,
+    /// `tcp_newreno_mark_lost` and `tcp_try_undo_recovery` do it): each duplicate ACK
+    /// lets one new segment out (limited transmit, RFC 3042), the third retransmits the
+    /// head, a partial ACK retransmits the next hole at once, and Recovery holds until
+    /// data above `high_seq` is acknowledged.
+    #[test]
+    fn without_sack_duplicate_acks_drive_newreno_recovery() {
+        let p = ScriptedParams { snd_wnd: 1 << 20, sack: false, ..Default::default() };
+        let mut h = ScriptedSender::new(&p).unwrap();
+        h.write(Time(200_000_000), 15_000).unwrap();
+        assert_eq!(h.take_sent().iter().map(|r| r.segs).sum::<u32>(), 10);
+        h.receive(Time(310_000_000), &ack(0, &[]));
+        h.receive(Time(320_000_000), &ack(0, &[]));
+        let sent = h.take_sent();
+        assert_eq!(sent.iter().map(|r| (r.seq, r.retrans)).collect::<Vec<_>>(), vec![(10, false), (11, false)]);
+        assert_eq!((h.tcp_info()["tcpi_ca_state"], h.tcp_info()["tcpi_sacked"]), (1, 2));
+        h.receive(Time(330_000_000), &ack(0, &[]));
+        let sent = h.take_sent();
+        assert_eq!(sent.iter().map(|r| (r.seq, r.segs, r.retrans)).collect::<Vec<_>>(), vec![(0, 1, true)]);
+        let info = h.tcp_info();
+        assert_eq!((info["tcpi_ca_state"], info["tcpi_snd_ssthresh"], info["tcpi_sacked"]), (3, 7, 3));
+        // A partial ACK: segment 6 is the next hole, resent first.
+        h.receive(Time(400_000_000), &ack(6, &[]));
+        let sent = h.take_sent();
+        assert!(sent[0].retrans && sent[0].seq == 6, "{sent:?}");
+        assert_eq!((h.tcp_info()["tcpi_ca_state"], h.tcp_info()["tcpi_sacked"]), (3, 0));
+        // Everything up to high_seq (12): still Recovery; above it: Open at ssthresh.
+        h.receive(Time(410_000_000), &ack(12, &[]));
+        assert_eq!(h.tcp_info()["tcpi_ca_state"], 3);
+        h.receive(Time(420_000_000), &ack(13, &[]));
+        let info = h.tcp_info();
+        assert_eq!((info["tcpi_ca_state"], info["tcpi_snd_cwnd"]), (0, 7));
+    }
+
+    #[test]
+    fn without_sack_more_duplicate_acks_than_holes_mean_reordering() {
+        // `tcp_limit_reno_sacked`: 4 segments out, 4 duplicate ACKs: one must be a hole,
+        // so at most 3 count, and the reordering degree becomes the window.
+        let p = ScriptedParams { snd_wnd: 1 << 20, sack: false, ..Default::default() };
+        let mut h = ScriptedSender::new(&p).unwrap();
+        h.write(Time(200_000_000), 4_000).unwrap();
+        for k in 0..4 {
+            h.receive(Time(310_000_000 + k * 1_000_000), &ack(0, &[]));
+        }
+        let info = h.tcp_info();
+        assert_eq!((info["tcpi_sacked"], info["tcpi_reordering"], info["tcpi_reord_seen"]), (3, 4, 1));
     }
 
     #[test]

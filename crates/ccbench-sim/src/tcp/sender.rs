@@ -84,6 +84,8 @@ pub struct SenderParams {
     pub conn: u16,
     /// `net.ipv4.tcp_frto`: nonzero enables F-RTO (1 and 2 behave alike since Linux 4.10).
     pub frto: u8,
+    /// The peer SACKs (both ends have `net.ipv4.tcp_sack`); else NewReno recovery.
+    pub sack: bool,
 }
 
 /// Which handler the retransmit timer runs (`icsk_pending`).
@@ -677,7 +679,7 @@ impl Sender {
                     flag |= FLAG_ORIG_SACK_ACKED;
                 }
             }
-            if !seg.has(SACKED) {
+            if !seg.has(SACKED) && !self.is_reno() {
                 self.delivered += 1;
                 if !(ever_retrans && self.tsecr_before(seg.tx_time)) {
                     // not `tcp_skb_spurious_retrans`: the ACK is not for the original
@@ -690,8 +692,14 @@ impl Sender {
         }
         if scan.pkts_acked > 0 {
             flag |= FLAG_DATA_ACKED | FLAG_SET_XMIT_TIMER;
-            // A hole filled by a never-retransmitted segment: that is reordering.
-            if reord < prior_fack {
+            if self.is_reno() {
+                self.remove_reno_sacks(scan.pkts_acked);
+                // Without SACK bits an original cannot be told from its retransmission.
+                if flag & FLAG_RETRANS_DATA_ACKED != 0 {
+                    flag &= !FLAG_ORIG_SACK_ACKED;
+                }
+            } else if reord < prior_fack {
+                // A hole filled by a never-retransmitted segment: that is reordering.
                 self.check_sack_reordering(reord);
             }
         }

@@ -89,11 +89,12 @@ impl Sender {
 
     /// `tcp_packet_delayed`: the ACK echoes a timestamp older than the first
     /// retransmission, so the original was delivered (SACK peer: no retransmission at all
-    /// also counts).
+    /// also counts; without SACK the stamp is also cleared when Recovery is held at
+    /// `high_seq`, so it proves nothing).
     fn packet_delayed(&self) -> bool {
         let stamp = self.undo.retrans_stamp;
         if stamp == 0 {
-            return true;
+            return !self.is_reno();
         }
         let tsecr = self.undo.rcv_tsecr;
         tsecr != 0 && (tsecr.wrapping_sub(stamp) as i32) < 0
@@ -132,7 +133,7 @@ impl Sender {
     }
 
     /// `tcp_try_undo_recovery`, on leaving Recovery or Loss with everything acknowledged.
-    pub(super) fn try_undo_recovery(&mut self, now: Time) {
+    pub(super) fn try_undo_recovery(&mut self, now: Time) -> bool {
         if self.may_undo() {
             self.undo_cwnd_reduction(now, false);
             if self.ca_state == CaState::Loss {
@@ -141,7 +142,22 @@ impl Sender {
                 self.stats.full_undo += 1;
             }
         }
+        if self.non_sack_preventing_reopen() {
+            return true;
+        }
         self.set_ca_state(now, CaState::Open);
+        false
+    }
+
+    /// `tcp_is_non_sack_preventing_reopen`: without SACK, hold the state until data
+    /// above `high_seq` is acknowledged, so that duplicate ACKs of the retransmissions
+    /// start no false fast retransmit (RFC 6582).
+    fn non_sack_preventing_reopen(&mut self) -> bool {
+        if self.is_reno() && self.sb.snd_una == self.high_seq {
+            self.retrans_stamp_cleanup();
+            return true;
+        }
+        false
     }
 
     /// `tcp_try_undo_dsack`: every retransmission was reported duplicate.
@@ -165,7 +181,14 @@ impl Sender {
             self.stats.spurious_rtos += 1;
         }
         self.rto_retransmits = 0;
-        self.set_ca_state(now, CaState::Open);
+        if self.non_sack_preventing_reopen() {
+            return true;
+        }
+        // Without SACK only F-RTO's proof reopens; a timestamp undo leaves Loss to end
+        // when high_seq is acknowledged.
+        if frto_undo || !self.is_reno() {
+            self.set_ca_state(now, CaState::Open);
+        }
         true
     }
 
@@ -270,6 +293,15 @@ impl Sender {
         if recovered {
             self.try_undo_recovery(now);
             return Rexmit::None;
+        }
+        if self.is_reno() {
+            // A duplicate ACK after F-RTO's new data means that data arrived: lower the
+            // count in flight to clock out (re)transmissions.
+            if self.snd_nxt() > self.high_seq && num_dupack > 0 {
+                self.add_reno_sack(num_dupack, flag & FLAG_ECE != 0);
+            } else if flag & FLAG_SND_UNA_ADVANCED != 0 {
+                self.reset_reno_sack();
+            }
         }
         Rexmit::Lost
     }

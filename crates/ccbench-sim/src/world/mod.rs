@@ -115,6 +115,7 @@ fn connection(s: &Scenario, i: usize, conn: u16, via_ack_link: bool) -> Result<(
             freeze_cc: f.freeze_cc,
             conn,
             frto: tcp.frto,
+            sack: tcp.sack,
         },
         cc,
     );
@@ -136,6 +137,7 @@ fn connection(s: &Scenario, i: usize, conn: u16, via_ack_link: bool) -> Result<(
         via_ack_link,
         conn,
         autotune: f.rwnd_autotune,
+        sack: tcp.sack,
     });
     Ok((sender, receiver))
 }
@@ -541,7 +543,7 @@ impl World {
     /// forwards more than its rate allows.
     fn audit(&self, now: Time) -> Result<(), String> {
         for (i, (s, r)) in self.senders.iter().zip(&self.receivers).enumerate() {
-            s.sb.audit().map_err(|e| format!("flow {i} at {now}: {e}"))?;
+            s.sb.audit(!s.p.sack).map_err(|e| format!("flow {i} at {now}: {e}"))?;
             // A loss probe can put a segment in flight twice, so inflight may exceed
             // packets_out; SACKed and lost ones never overlap.
             if s.sb.sacked_out + s.sb.lost_out > s.sb.packets_out() {
