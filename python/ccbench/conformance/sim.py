@@ -75,9 +75,7 @@ IGNORED_SYSCTLS = {
 IGNORED_COMMANDS = ("ip tcp_metrics flush", "tc qdisc add dev tun0 root pfifo", "/tmp/sysctl_restore_")
 #: TCP_INFO fields the harness has no state for.
 NO_STATE = {
-    "tcpi_busy_time": "busy/rwnd/sndbuf-limited time (chrono) is not modelled",
-    "tcpi_rwnd_limited": "busy/rwnd/sndbuf-limited time (chrono) is not modelled",
-    "tcpi_sndbuf_limited": "busy/rwnd/sndbuf-limited time (chrono) is not modelled",
+    "tcpi_sndbuf_limited": "send-buffer-limited time: the send buffer is not modelled",
     "tcpi_last_data_recv": "the sender receives no data",
 }
 #: Module parameters of tcp_cubic a script may write, which the simulator's Cubic

@@ -1,6 +1,7 @@
 //! The TCP endpoints, modelled on the Linux stack (net/ipv4/tcp_input.c, tcp_output.c,
 //! tcp_rate.c, tcp_recovery.c, tcp_timer.c).
 
+pub mod chrono;
 mod output;
 pub mod rate;
 pub mod rcvbuf;

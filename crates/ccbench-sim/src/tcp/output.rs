@@ -2,6 +2,7 @@
 //! deferral (`tcp_pacing_check`, `tcp_tso_should_defer`) and TCP Small Queues
 //! (`tcp_small_queue_check`), all in net/ipv4/tcp_output.c, and retransmission.
 
+use super::chrono::Chrono;
 use super::scoreboard::Seg;
 use super::sender::*;
 use super::wake::{SenderTimer, Wake};
@@ -173,6 +174,7 @@ impl Sender {
         let max_segs = self.tso_segs();
         let mut sent = 0u32;
         let mut is_cwnd_limited = false;
+        let mut is_rwnd_limited = false;
         while self.snd_nxt() < self.total_segs {
             if self.pacing_check(now, q) {
                 break;
@@ -186,6 +188,7 @@ impl Sender {
             }
             let seq = self.snd_nxt();
             if !self.rwnd_allows(seq) {
+                is_rwnd_limited = true;
                 break;
             }
             let nsegs = (quota as u64).min(max_segs as u64).min(self.rwnd_segs()).min(self.total_segs - seq) as u32;
@@ -208,6 +211,12 @@ impl Sender {
             if push_one != 0 {
                 break;
             }
+        }
+        if is_rwnd_limited {
+            self.chronos.start(now, Chrono::RwndLimited);
+        } else {
+            let empty = self.sb.is_empty() && self.snd_nxt() == self.total_segs;
+            self.chronos.stop(now, Chrono::RwndLimited, empty);
         }
         is_cwnd_limited |= self.inflight() >= self.w.cwnd;
         if sent > 0 || is_cwnd_limited {

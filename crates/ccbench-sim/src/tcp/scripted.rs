@@ -251,6 +251,9 @@ impl ScriptedSender {
         m.insert("tcpi_pacing_rate", s.w.pacing_rate.min(u64::MAX >> 1) as i64);
         m.insert("tcpi_reordering", s.reordering as i64);
         m.insert("tcpi_reord_seen", s.reord_seen as i64);
+        let (busy, rwnd_limited, _) = s.chronos.info_us(self.now);
+        m.insert("tcpi_busy_time", busy as i64);
+        m.insert("tcpi_rwnd_limited", rwnd_limited as i64);
         m
     }
 }

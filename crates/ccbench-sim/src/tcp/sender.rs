@@ -1,6 +1,7 @@
 //! The TCP sender: connection state and the ACK path in the order of Linux's `tcp_ack`
 //! (net/ipv4/tcp_input.c). Loss recovery is in `recovery.rs`, the output path in `output.rs`.
 
+use super::chrono::Chrono;
 use super::rate::{Pick, RateState, TxSnapshot};
 use super::recovery::Rexmit;
 use super::rtt::RttEstimator;
@@ -181,6 +182,8 @@ pub struct Sender {
     /// packet captures read it.
     pub(super) ts_recent: u32,
     pub(super) undo: super::undo::UndoState,
+    /// Busy and window-limited time (`tcp_chrono_*`).
+    pub chronos: super::chrono::Chronos,
     /// When set, every skb handed to the NIC is recorded here (a scripted endpoint reads
     /// them as one packet each, as a GSO-capable device sees them).
     pub tx_log: Option<Vec<TxRecord>>,
@@ -272,6 +275,7 @@ impl Sender {
             started: false,
             ts_recent: 0,
             undo: Default::default(),
+            chronos: super::chrono::Chronos::new(p.hz),
             tx_log: None,
         };
         let info = s.info(Time::ZERO);
@@ -378,6 +382,10 @@ impl Sender {
         }
         let mss = self.p.mss as u64;
         let segs = bytes.div_ceil(mss);
+        if self.snd_nxt() == self.total_segs {
+            // The first unsent data (`tcp_add_write_queue_tail`).
+            self.chronos.start(now, Chrono::Busy);
+        }
         self.total_segs += segs;
         self.last_seg_len = (bytes - (segs - 1) * mss) as u32;
         if !self.started {
@@ -705,6 +713,8 @@ impl Sender {
         }
         if self.sb.is_empty() {
             self.sack_cache.clear();
+            let unsent = self.total_segs > self.snd_nxt();
+            self.chronos.stop(now, Chrono::Busy, !unsent);
         }
         // Forget acknowledged transmissions so the send order stays window-sized.
         self.sb.prune_send_order();
