@@ -69,6 +69,9 @@ pub struct FlowSummary {
     /// Seconds from the flow's start until the receiver had all `size_bytes`.
     pub completion_s: Option<f64>,
     pub final_cwnd: u32,
+    /// Time the peer's window held back new data (`tcpi_rwnd_limited`, whole jiffies),
+    /// summed over the flow's connections, in ms.
+    pub rwnd_limited_ms: f64,
     /// Repeated downloads (`repeat` > 1): one entry per download, in order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub downloads: Option<Vec<DownloadSummary>>,

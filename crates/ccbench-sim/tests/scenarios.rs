@@ -422,3 +422,16 @@ fn bottleneck_queue_respects_its_limit() {
         assert!(l.drops_overflow > 0, "{buffer:?}: four flows never overflowed it");
     }
 }
+
+/// The peer's window as the kernel's chronograph counts it (`tcpi_rwnd_limited`): 64 KB
+/// at 100 Mbit/s, 40 ms (an eighth of the BDP) holds the flow back from its first round
+/// trips to the end of the run; the default 6 MB window never does.
+#[test]
+fn rwnd_limited_time_covers_the_run_when_the_window_binds() {
+    let mut s = bulk("cubic", 2, BufferLimit::Bdp(1.0), 10);
+    s.flows[0].rwnd_bytes = 64 * 1024;
+    let out = run_ok(&s);
+    let (small, large) = (&out.summary.flows[0], &out.summary.flows[1]);
+    assert!(small.rwnd_limited_ms > 9_500.0 && small.rwnd_limited_ms <= 10_000.0, "{}", small.rwnd_limited_ms);
+    assert_eq!(large.rwnd_limited_ms, 0.0);
+}

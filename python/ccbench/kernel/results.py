@@ -175,7 +175,8 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
             delivered = sum(d["delivered_bytes"] for d in downloads)
             # The flow's totals are its connections' (as the simulator adds its closed ones).
             info = dict(info, **{k: sum(c["final"].get(k) or 0 for c in snd["downloads"][i])
-                                 for k in ("total_retrans", "bytes_sent", "total_rto")})
+                                 for k in ("total_retrans", "bytes_sent", "total_rto", "rwnd_limited",
+                                           "sndbuf_limited")})
         per_sec = (lambda b: b * 8.0 / life) if life > 0 else (lambda b: 0.0)
         flows.append({
             "id": i,
@@ -199,8 +200,8 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
             "size_bytes": f.size_bytes,
             "completion_s": None if done_s is None else done_s - start_s,
             "final_cwnd": info["snd_cwnd"],
-            # Kernel-only diagnostics (TCP_INFO): time limited by the receive window and
-            # by the send buffer, and RTT samples the emulator took.
+            # Time limited by the receive window (TCP_INFO, as the simulator reports it);
+            # kernel-only diagnostics: by the send buffer, and the emulator's RTT samples.
             "rwnd_limited_ms": info.get("rwnd_limited", 0) / 1e3,
             "sndbuf_limited_ms": info.get("sndbuf_limited", 0) / 1e3,
             "rtt_samples": e["rtt_samples"],

@@ -25,7 +25,7 @@ _PARSERS: dict[str, Callable[[Any], Any]] = {
 # Scenario values every exported row carries, whether swept or not.
 SCENARIO_COLUMNS = ("link.rate", "link.rtt", "link.buffer", "link.loss", "duration")
 FLOW_METRICS = ("goodput_bps", "throughput_bps", "retransmits", "lost", "dropped", "rto_count",
-                "self_inflicted_delay_ms", "completion_s", "final_cwnd")
+                "self_inflicted_delay_ms", "completion_s", "final_cwnd", "rwnd_limited_ms")
 LINK_METRICS = ("utilization", "drops", "ecn_marks")
 
 

@@ -65,6 +65,7 @@ impl World {
                 size_bytes: f.size_bytes,
                 completion_s: done.map(|t| t.since(f.start).secs_f64()),
                 final_cwnd: s.w.cwnd,
+                rwnd_limited_ms: (f.closed.rwnd_limited_us + s.chronos.info_us(end).1) as f64 / 1e3,
                 downloads,
             });
         }

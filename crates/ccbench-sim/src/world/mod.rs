@@ -69,6 +69,7 @@ struct Totals {
     rto_count: u64,
     undos: u64,
     spurious_rtos: u64,
+    rwnd_limited_us: u64,
     rtt_ns: Histogram,
 }
 
@@ -509,6 +510,7 @@ impl World {
         c.rto_count += old_s.stats.rto_count;
         c.undos += old_s.stats.undos();
         c.spurious_rtos += old_s.stats.spurious_rtos;
+        c.rwnd_limited_us += old_s.chronos.info_us(now).1;
         c.rtt_ns.merge(&old_s.stats.rtt_ns);
         self.take_transitions(i);
         let f = &self.flows[k];
