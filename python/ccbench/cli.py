@@ -574,13 +574,18 @@ def recommend(rate: str, rtt: str, buffer: str, loss: str, flows: int, duration:
               "they differ.")
 @click.option("--tolerance-usecs", type=click.IntRange(min=0, max=10_000_000), metavar="N",
               help="Timing tolerance for every script (default: the script's own, else 4000).")
-@click.option("--packetdrill", metavar="PATH", help="With --kernel: this packetdrill binary instead of one built "
-              "from source into the cache.")
-def conformance(paths: tuple[str, ...], on_kernel: bool, as_json: bool, expect: Optional[str],
-                tolerance_usecs: Optional[int], packetdrill: Optional[str]) -> None:
+@click.option("--vm", "on_vm", is_flag=True, help="Run on the VM engine's guest kernel with packetdrill (one QEMU "
+              "boot; for what this kernel lacks, such as the fq qdisc).")
+@click.option("--guest-kernel", default="debian:sid", show_default=True, metavar="SPEC",
+              help="With --vm: the guest's kernel (as for --engine vm; packetdrill needs Linux 6.18 or later).")
+@click.option("--packetdrill", metavar="PATH", help="With --kernel or --vm: this packetdrill binary instead of one "
+              "built from source into the cache.")
+def conformance(paths: tuple[str, ...], on_kernel: bool, on_vm: bool, guest_kernel: str, as_json: bool,
+                expect: Optional[str], tolerance_usecs: Optional[int], packetdrill: Optional[str]) -> None:
     """Run packetdrill TCP scripts (files, or directories searched for *.pkt) against the
-    simulator's TCP sender, or with --kernel against this machine's kernel: one line per
-    script (pass, fail with the first mismatch, unsupported with the reason) and a count."""
+    simulator's TCP sender, with --kernel against this machine's kernel, or with --vm
+    against the VM guest's kernel: one line per script (pass, fail with the first
+    mismatch, unsupported with the reason) and a count."""
     import json as jsonlib
 
     from .conformance import command
@@ -588,9 +593,17 @@ def conformance(paths: tuple[str, ...], on_kernel: bool, as_json: bool, expect: 
     scripts = command.collect(list(paths))
     expected = command.load_expected(expect) if expect else None
     echo = (lambda v: None) if as_json else (lambda v: click.echo(command.line(v)))
-    if packetdrill is not None and not on_kernel:
-        raise ScenarioError("--packetdrill", "only with --kernel")
-    if on_kernel:
+    if packetdrill is not None and not (on_kernel or on_vm):
+        raise ScenarioError("--packetdrill", "only with --kernel or --vm")
+    if on_kernel and on_vm:
+        raise ScenarioError("--vm", "not with --kernel: one stack per run")
+    if on_vm:
+        from .conformance.guest import run_guest
+
+        verdicts = run_guest([Path(p) for p in paths], None if packetdrill is None else Path(packetdrill),
+                             tolerance_usecs, echo, guest_kernel)
+        stack = verdicts[0].stack if verdicts else "linux (VM guest)"
+    elif on_kernel:
         from .conformance.kernel import run_kernel
 
         verdicts = run_kernel([Path(p) for p in paths], None if packetdrill is None else Path(packetdrill),

@@ -49,8 +49,8 @@ VM_NOTE = (
     "versions and the 2BRobust patch (in no released kernel) are the simulator's alone (ccbench replicate "
     "elmenhorst2026). Under TCG, which runs here when KVM cannot, every guest instruction is translated, so guest "
     "work costs several times what it does under the study's KVM, and the guest does not reach 1 Gbit/s even "
-    "unlimited (a few hundred Mbit/s): 1 Gbit/s cells are held by QEMU, not by the share. ccbench validate --cpu compares the "
-    "engines cell by cell with the guest's measured costs."
+    "unlimited (a few hundred Mbit/s): 1 Gbit/s cells are held by QEMU, not by the share. ccbench validate --cpu "
+    "compares the engines cell by cell with the guest's measured costs."
 )
 CCAS = {"bbr": "BBRv1", "bbr2": "BBRv2", "bbr3": "BBRv3", "cubic": "Cubic"}
 COLORS = {"bbr": style.BLUE, "bbr2": style.GREEN, "bbr3": style.VERMILLION, "cubic": style.ORANGE}

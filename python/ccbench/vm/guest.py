@@ -5,8 +5,12 @@
 
 * ``debian:6.1`` (the default) or ``debian:6.12``: the pinned Debian cloud kernels below;
 * ``debian:PACKAGE=VERSION``: any Debian kernel package apt can download here;
+* ``debian:sid``: Debian unstable's current cloud kernel, fetched from the Debian
+  archive (checked against the archive's SHA-256 sums; not pinned, since unstable moves:
+  results and verdicts name its release);
 * a directory holding ``boot/vmlinuz-*`` and ``lib/modules/<release>/`` (what a Debian
-  package or ``make install modules_install INSTALL_MOD_PATH=DIR`` lays out);
+  package or ``make install modules_install INSTALL_MOD_PATH=DIR`` lays out), or
+  ``usr/lib/modules/<release>/vmlinuz`` as Debian's newer packages do;
 * ``BZIMAGE:MODULES_DIR``: a kernel image and its ``lib/modules/<release>`` directory.
 """
 
@@ -29,6 +33,8 @@ PINNED = {
     "6.12": ("linux-image-6.12.107+deb12-cloud-amd64", "6.12.107-1~deb12u1"),
 }
 DEFAULT = "debian:6.1"
+SID = "debian:sid"
+ARCHIVE = "http://deb.debian.org/debian"
 DOWNLOAD_TIMEOUT_S = 300
 
 
@@ -65,9 +71,10 @@ class GuestKernel:
 
     def config(self) -> dict[str, str]:
         """The kernel's build configuration (``boot/config-<release>`` of the tree the
-        modules are in, or beside the image); empty if there is none."""
+        modules are in, or beside the image, or ``config`` in the modules directory);
+        empty if there is none."""
         for path in (self.modules.parent.parent.parent / "boot" / f"config-{self.release}",
-                     self.image.parent / f"config-{self.release}"):
+                     self.image.parent / f"config-{self.release}", self.modules / "config"):
             if path.is_file():
                 pairs = (line.split("=", 1) for line in path.read_text(errors="replace").splitlines()
                          if line.startswith("CONFIG_") and "=" in line)
@@ -109,6 +116,8 @@ def cache_dir() -> Path:
 
 def resolve(spec: str = DEFAULT) -> GuestKernel:
     """The guest kernel ``spec`` names, downloading a Debian package on first use."""
+    if spec == SID:
+        return _sid()
     if spec.startswith("debian:"):
         return _debian(spec[len("debian:"):], spec)
     if ":" in spec and not Path(spec).exists():
@@ -116,14 +125,20 @@ def resolve(spec: str = DEFAULT) -> GuestKernel:
         return _own(Path(image), Path(modules), spec)
     root = Path(spec)
     if root.is_dir():
-        images = sorted((root / "boot").glob("vmlinuz-*"))
-        trees = sorted(p for p in (root / "lib" / "modules").glob("*") if p.is_dir())
+        # Debian's packages up to 6.x: boot/vmlinuz-<release> and lib/modules/<release>;
+        # later ones (linux-binary-*, linux-modules-*, linux-base-*): usr/lib/modules/<release>
+        # holding vmlinuz.
+        images = sorted((root / "boot").glob("vmlinuz-*")) or sorted((root / "usr/lib/modules").glob("*/vmlinuz"))
+        trees = sorted(p for p in [*(root / "lib" / "modules").glob("*"), *(root / "usr/lib/modules").glob("*")]
+                       if p.is_dir())
         if len(images) != 1 or len(trees) != 1:
             raise ScenarioError("--guest-kernel", f"{spec}: expected one boot/vmlinuz-* and one lib/modules/<release>, "
                                 f"found {len(images)} and {len(trees)}")
         return _own(images[0], trees[0], spec)
-    raise ScenarioError("--guest-kernel", f"{spec!r}: allowed: debian:6.1, debian:6.12, debian:PACKAGE=VERSION, "
-                        "a directory with boot/vmlinuz-* and lib/modules/<release>, or BZIMAGE:MODULES_DIR")
+    raise ScenarioError("--guest-kernel", f"{spec!r}: allowed: debian:6.1, debian:6.12, debian:sid, "
+                        "debian:PACKAGE=VERSION, "
+                        "a directory with boot/vmlinuz-* and lib/modules/<release> (or usr/lib/modules/<release>/"
+                        "vmlinuz), or BZIMAGE:MODULES_DIR")
 
 
 def _own(image: Path, modules: Path, spec: str) -> GuestKernel:
@@ -150,6 +165,62 @@ def _debian(rest: str, spec: str) -> GuestKernel:
     if len(images) != 1 or len(trees) != 1:
         raise ScenarioError("--guest-kernel", f"{package}={version} has no single kernel image and modules tree")
     return GuestKernel(image=images[0], modules=trees[0], source=f"debian:{package}={version}")
+
+
+def _sid() -> GuestKernel:
+    """Debian unstable's cloud kernel: the packages ``linux-image-cloud-amd64`` depends
+    on, from the archive's index (kept for the day), each checked against its SHA-256
+    and extracted into the cache."""
+    import datetime
+    import hashlib
+    import lzma
+
+    kernels = cache_dir() / "vm" / "kernels"
+    index_path = kernels / f"sid-Packages-{datetime.date.today():%Y%m%d}"
+    if not index_path.is_file():
+        kernels.mkdir(parents=True, exist_ok=True)
+        data = lzma.decompress(_fetch(f"{ARCHIVE}/dists/sid/main/binary-amd64/Packages.xz"))
+        index_path.write_bytes(data)
+    stanzas = {}
+    for block in index_path.read_text(errors="replace").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and not line[0].isspace())
+        if "Package" in fields:
+            stanzas[fields["Package"]] = fields
+
+    def depends(package: str) -> list[str]:
+        return [d.split()[0] for d in stanzas[package].get("Depends", "").split(",") if d.strip()]
+
+    image = next((d for d in depends("linux-image-cloud-amd64") if d.startswith("linux-image-")), None)
+    if image is None or image not in stanzas:
+        raise ScenarioError("--guest-kernel", "debian:sid: the archive's index names no cloud kernel")
+    parts = [image, *(d for d in depends(image) if d.startswith(("linux-binary-", "linux-modules-", "linux-base-")))]
+    where = kernels / f"sid_{image}_{stanzas[image]['Version']}"
+    if not (where / ".complete").is_file():
+        with tempfile.TemporaryDirectory(dir=kernels) as tmp:
+            tree = Path(tmp) / "tree"
+            for package in parts:
+                deb = _fetch(f"{ARCHIVE}/{stanzas[package]['Filename']}")
+                if hashlib.sha256(deb).hexdigest() != stanzas[package]["SHA256"]:
+                    raise ScenarioError("--guest-kernel", f"debian:sid: {package} does not match the archive's sum")
+                (Path(tmp) / "p.deb").write_bytes(deb)
+                subprocess.run(["dpkg-deb", "-x", str(Path(tmp) / "p.deb"), str(tree)], check=True,
+                               timeout=DOWNLOAD_TIMEOUT_S)
+            (tree / ".complete").write_text(" ".join(parts) + "\n")
+            if where.exists():
+                shutil.rmtree(where)
+            tree.rename(where)
+    kernel = resolve(str(where))
+    return GuestKernel(kernel.image, kernel.modules, f"{SID} ({image}={stanzas[image]['Version']})")
+
+
+def _fetch(url: str) -> bytes:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as r:
+            return bytes(r.read())
+    except OSError as e:
+        raise ScenarioError("--guest-kernel", f"cannot download {url}: {e}") from None
 
 
 def _download(package: str, version: str, where: Path) -> None:

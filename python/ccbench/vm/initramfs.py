@@ -13,7 +13,7 @@ import lzma
 import shutil
 import struct
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
 from ..errors import ScenarioError
 from .guest import GuestKernel
@@ -48,6 +48,7 @@ case $MODE in
   agent) /bin/ccbench-agent serve --control /dev/vport0p1 ;;
   probe) echo "CCBENCH WAITING"; read -r GO < /dev/vport0p1
          if [ "$BUSY" != 0 ]; then echo "CCBENCH BUSY"; timeout $BUSY sh -c 'while :; do :; done'; fi ;;
+  run) sh /run.sh ;;
 esac
 echo "CCBENCH DONE"
 poweroff -f
@@ -87,13 +88,16 @@ def load_order(kernel: GuestKernel, wanted: Iterable[str]) -> list[str]:
     return order
 
 
-def build(kernel: GuestKernel, out: Path, agent: Optional[Path] = None) -> Path:
+def build(kernel: GuestKernel, out: Path, agent: Optional[Path] = None, modules: Sequence[str] = (),
+          files: Sequence[tuple[str, int, bytes]] = ()) -> Path:
     """Write the initramfs for ``kernel`` to ``out``: busybox, the network and congestion
-    control modules, ``/init`` and, if given, the traffic agent as ``/bin/ccbench-agent``."""
+    control modules (and ``modules``), ``/init``, the traffic agent as
+    ``/bin/ccbench-agent`` if given, and ``files`` (path, mode, data), such as the
+    ``/run.sh`` that ``ccbench.mode=run`` runs."""
     if not BUSYBOX.is_file() or is_dynamic(BUSYBOX.read_bytes()):
         raise ScenarioError("engine", "the VM engine needs a static busybox at /bin/busybox "
                             "(Debian: apt-get install busybox-static)")
-    wanted = [*NETWORK_MODULES, *(f"tcp_{cc}" for cc in kernel.congestion_modules())]
+    wanted = [*NETWORK_MODULES, *(f"tcp_{cc}" for cc in kernel.congestion_modules()), *modules]
     order = load_order(kernel, wanted)
     entries: list[tuple[str, int, bytes]] = []  # (path, mode, data); directories have no data
     for d in ("bin", "dev", "etc", "lib", "lib/modules", "proc", "sys", "tmp"):
@@ -107,6 +111,13 @@ def build(kernel: GuestKernel, out: Path, agent: Optional[Path] = None) -> Path:
     entries.append(("init", 0o100755, INIT.encode()))
     if agent is not None:
         entries.append(("bin/ccbench-agent", 0o100755, agent.read_bytes()))
+    given = {path for path, _, _ in files}
+    entries = [e for e in entries if e[0] not in given]  # a given file replaces a busybox link
+    for path in sorted({str(Path(p).parent) for p in given} - {"."}):
+        for parent in [*reversed(Path(path).parents[:-1]), Path(path)]:
+            if not any(e[0] == str(parent) for e in entries):
+                entries.append((str(parent), 0o040755, b""))
+    entries += list(files)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(out.suffix + ".tmp")
     with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as gz:
