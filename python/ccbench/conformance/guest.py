@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 from ..errors import ScenarioError
 from ..lifecycle import signals_interrupt
 from . import packetdrill as pd
-from .kernel import (SCRIPT_TIMEOUT_S, TIMING_RERUNS, collect, packetdrill_args, referenced_files,
-                     stand_in_target)
+from .kernel import (SCRIPT_TIMEOUT_S, TIMING_RERUNS, check_tolerance, collect, packetdrill_args,
+                     referenced_files, stand_in_target)
 from .packetdrill_output import Reading, read_output
 from .verdict import Verdict
 
@@ -57,8 +57,7 @@ def run_guest(paths: list[Path], packetdrill: Optional[Path], tolerance_usecs: O
     from ..vm import guest
     from ..vm.qemu import require_qemu
 
-    if tolerance_usecs is not None and not 0 <= tolerance_usecs <= 10_000_000:
-        raise ScenarioError("--tolerance-usecs", "must be from 0 to 10000000 (10 s)")
+    check_tolerance(tolerance_usecs)
     scripts = collect(paths)
     require_qemu()
     binary = pd.binary(packetdrill, [s for _, s in scripts])

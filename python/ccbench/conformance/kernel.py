@@ -67,8 +67,7 @@ def run_kernel(paths: list[Path], packetdrill: Optional[Path], tolerance_usecs: 
     """Run every script in ``paths`` (files, or directories searched for ``*.pkt``) with
     packetdrill on this kernel, in sorted order, one at a time; ``progress`` sees each
     verdict as it is reached."""
-    if tolerance_usecs is not None and not 0 <= tolerance_usecs <= 10_000_000:
-        raise ScenarioError("--tolerance-usecs", "must be from 0 to 10000000 (10 s)")
+    check_tolerance(tolerance_usecs)
     scripts = collect(paths)
     require_root_and_tools()
     binary = pd.binary(packetdrill, [s for _, s in scripts])
@@ -80,6 +79,11 @@ def run_kernel(paths: list[Path], packetdrill: Optional[Path], tolerance_usecs: 
             progress(verdict)
             verdicts.append(verdict)
     return verdicts
+
+
+def check_tolerance(tolerance_usecs: Optional[int]) -> None:
+    if tolerance_usecs is not None and not 0 <= tolerance_usecs <= 10_000_000:
+        raise ScenarioError("--tolerance-usecs", "must be from 0 to 10000000 (10 s)")
 
 
 @contextlib.contextmanager

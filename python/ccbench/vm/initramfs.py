@@ -113,10 +113,9 @@ def build(kernel: GuestKernel, out: Path, agent: Optional[Path] = None, modules:
         entries.append(("bin/ccbench-agent", 0o100755, agent.read_bytes()))
     given = {path for path, _, _ in files}
     entries = [e for e in entries if e[0] not in given]  # a given file replaces a busybox link
-    for path in sorted({str(Path(p).parent) for p in given} - {"."}):
-        for parent in [*reversed(Path(path).parents[:-1]), Path(path)]:
-            if not any(e[0] == str(parent) for e in entries):
-                entries.append((str(parent), 0o040755, b""))
+    dirs = {e[0] for e in entries if e[1] == 0o040755}
+    for parent in sorted({str(d) for path in given for d in Path(path).parents[:-1]} - dirs):
+        entries.append((parent, 0o040755, b""))
     entries += list(files)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(out.suffix + ".tmp")

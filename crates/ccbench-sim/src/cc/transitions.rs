@@ -36,3 +36,13 @@ impl Transitions {
         self.log.drain(..)
     }
 }
+
+/// Test support: `can_move` allows exactly the moves in `legal` among `all` states.
+#[cfg(test)]
+pub fn assert_moves<T: Copy + PartialEq + std::fmt::Debug>(all: &[T], legal: &[(T, T)], can_move: fn(T, T) -> bool) {
+    for &from in all {
+        for &to in all {
+            assert_eq!(can_move(from, to), legal.contains(&(from, to)), "{from:?} -> {to:?}");
+        }
+    }
+}

@@ -780,9 +780,5 @@ fn mode_moves_are_those_of_bbr_main() {
         (Drain, ProbeRtt),
         (ProbeBw, ProbeRtt),
     ];
-    for from in all {
-        for to in all {
-            assert_eq!(from.can_move_to(to), legal.contains(&(from, to)), "{from:?} -> {to:?}");
-        }
-    }
+    crate::cc::transitions::assert_moves(&all, &legal, Mode::can_move_to);
 }

@@ -983,9 +983,5 @@ fn phase_moves_are_those_of_the_probe_bw_cycle() {
         (Cruise, Down),
         (Refill, Down),
     ];
-    for from in all {
-        for to in all {
-            assert_eq!(from.can_move_to(to), legal.contains(&(from, to)), "{from:?} -> {to:?}");
-        }
-    }
+    crate::cc::transitions::assert_moves(&all, &legal, Phase::can_move_to);
 }
