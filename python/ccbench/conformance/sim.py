@@ -7,10 +7,10 @@ events in time order as packetdrill does (relative times anchored as in its
 lines: outbound skbs form a queue that each ``>`` line reads from, consecutive skbs
 aggregated up to the expected length as packetdrill does without ``--strict_segments``.
 
-What the simulator has no mechanism for (receiving data, FIN, Nagle, send-buffer
-limits, socket options such as TCP_MAXSEG, IPv6, sysctls changed away from the defaults
-file without a matching knob) makes the script ``unsupported`` with the reason, never a
-verdict on a stack that was not modelled.
+What the simulator has no mechanism for (receiving data, FIN, Nagle, a write that
+blocks on the send buffer, socket options it has no meaning for, IPv6, sysctls changed
+away from the defaults file without a matching knob) makes the script ``unsupported``
+with the reason, never a verdict on a stack that was not modelled.
 """
 
 from __future__ import annotations
@@ -47,6 +47,10 @@ TUN_ADVMSS = 1460
 TCP_MSS_DEFAULT = 536
 #: TCP timestamp option bytes taken from the MSS when timestamps are negotiated.
 TS_OPTION_BYTES = 12
+#: `net.core.wmem_max`'s default: the most SO_SNDBUF takes (`sk_setsockopt`).
+WMEM_MAX = 212_992
+#: `SOCK_MIN_SNDBUF` (include/net/sock.h) on a 64-bit kernel: the least `sk_sndbuf`.
+SOCK_MIN_SNDBUF = 4_608
 #: packetdrill's default `--tolerance_percent`.
 TOLERANCE_PERCENT = 12.5
 #: packetdrill waits this long past an outbound packet's expected time.
@@ -87,6 +91,10 @@ CUBIC_MODULE_PARAMS = {
 _MODULE_PARAM = re.compile(r"echo\s+(?:-n\s+)?(\d+)\s*>\s*/sys/module/(\w+)/parameters/(\w+)$")
 #: Socket calls with nothing to do in the model.
 NO_OP_CALLS = {"socket", "bind", "listen", "accept", "fcntl"}
+#: IP-level socket options that change nothing the model has: path-MTU discovery (no
+#: path-MTU model) and the TOS byte (Linux keeps a TCP socket's ECN bits whatever
+#: IP_TOS says, `__ip_sock_set_tos`; the route refresh it forces has nothing to refresh).
+NO_OP_IP_OPTIONS = {"IP_MTU_DISCOVER", "IP_TOS"}
 
 
 class Unsupported(Exception):
@@ -321,7 +329,10 @@ def _wait_until(run: _Run, t_us: int) -> None:
 
 def _collect(run: _Run, sent: list[tuple[int, int, int, int, bool, bool, bool]]) -> None:
     mss = run.conn.mss
-    for time_ns, seg, _segs, nbytes, retrans, ect, cwr in sent:
+    for time_ns, seg, segs, nbytes, retrans, ect, cwr in sent:
+        if segs == 0:  # a zero-window probe: empty, one byte below snd_una
+            run.fifo.append(Skb(time_ns / 1000, min(seg * mss, run.written), 0, False, False, False))
+            continue
         run.fifo.append(Skb(time_ns / 1000, seg * mss + 1, nbytes, retrans, ect, cwr))
 
 
@@ -452,11 +463,9 @@ def _outbound(run: _Run, ev: Event, p: Packet, t_us: int, t_end: Optional[int]) 
         raise Unsupported(f"line {ev.line}: an outbound packet before the handshake completes")
     if p.is_syn:
         raise Unsupported(f"line {ev.line}: an outbound SYN on an established connection")
-    if p.length == 0 and not run.closed:
-        if c.active and p.start == 1 and p.ack == 1 and not run.written and "F" not in p.flags:
+    if p.length == 0 and not run.closed and c.active and p.start == 1 and p.ack == 1 and not run.written:
+        if "F" not in p.flags:
             return  # the handshake's third packet, which the harness does not send
-        raise Unsupported(f"line {ev.line}: outbound {p.flags} without data (pure ACKs are not modelled; a FIN "
-                          "only at close())")
     deadline = (t_end if t_end is not None else t_us) + SNIFF_TIMEOUT_US
     skbs: list[Skb] = []
     total = 0
@@ -469,7 +478,7 @@ def _outbound(run: _Run, ev: Event, p: Packet, t_us: int, t_end: Optional[int]) 
         total += skb.length
         if run.strict_segments:
             break
-    if p.length == 0:  # after close(): our FIN, or our ACK of the peer's FIN
+    if p.length == 0:  # a zero-window probe; after close(), our FIN or our ACK of the peer's FIN
         skb = _next_skb(run, deadline if ev.time.kind != "any" else None)
         if skb is None:
             raise Failed(Mismatch(ev.line, ev.text, f"nothing sent by {deadline / 1e6:.6f} s", t_us))
@@ -555,6 +564,13 @@ def _syscall(run: _Run, ev: Event, sc: Syscall, t_us: int) -> None:
         opt = sc.args[2] if len(sc.args) > 2 else ""
         if opt == "SO_ERROR":
             return
+        if opt == "SO_SNDBUF":
+            if run.sndbuf is None:
+                raise Unsupported(f"line {ev.line}: getsockopt SO_SNDBUF without a SO_SNDBUF set (the send "
+                                  "buffer's autotuning is not modelled)")
+            if sc.int_arg(3) != run.sndbuf:
+                raise Failed(Mismatch(ev.line, ev.text, f"SO_SNDBUF = {run.sndbuf}", t_us))
+            return
         if opt == "TCP_MAXSEG":
             # `do_tcp_getsockopt`: `tp->mss_cache`, or before the connection the user's
             # MSS (TCP_MSS_DEFAULT, 536, if none was set).
@@ -620,7 +636,13 @@ def _setsockopt(run: _Run, ev: Event, sc: Syscall) -> None:
         run.nodelay = sc.int_arg(3) == 1
         return
     if opt == "SO_SNDBUF":
-        run.sndbuf = sc.int_arg(3)
+        v = sc.int_arg(3)
+        if v is None:
+            raise Unsupported(f"line {ev.line}: SO_SNDBUF {val}")
+        # `sk_setsockopt`: the value as a u32, at most wmem_max, doubled for overhead.
+        run.sndbuf = max(min(v % 2**32, WMEM_MAX) * 2, SOCK_MIN_SNDBUF)
+        return
+    if opt in NO_OP_IP_OPTIONS and sc.args[1] == "SOL_IP":
         return
     if opt == "TCP_MAXSEG":
         if run.h is not None or run.conn.syn_seen:
@@ -644,9 +666,8 @@ def _write(run: _Run, ev: Event, n: int, t_us: int) -> None:
     mss = run.conn.mss
     queued = run.written - run.h.tcp_info()["tcpi_bytes_acked"]
     if run.sndbuf is not None and queued + n > run.sndbuf:
-        raise Unsupported(
-            f"line {ev.line}: {queued + n} bytes queued beyond SO_SNDBUF {run.sndbuf} (no send-buffer model)"
-        )
+        raise Unsupported(f"line {ev.line}: {queued + n} bytes queued beyond SO_SNDBUF {run.sndbuf} (a write that "
+                          "blocks on the send buffer is not modelled)")
     if n % mss and not run.nodelay and run.h.tcp_info()["tcpi_unacked"] > 0:
         raise Unsupported(f"line {ev.line}: a write of {n} bytes with a sub-MSS tail while data is in flight (Nagle)")
     try:

@@ -416,7 +416,8 @@ fn render(f: &FlowWire, kind: Kind, p: &Packet, t: Time, opts: &mut Vec<u8>, buf
         }
         Kind::Data => {
             opt::timestamps(opts, p.ts_val, p.ts_ecr);
-            let last = f.size.is_some() && p.seq + 1 >= f.total_segs;
+            let probe = p.payload == 0; // a zero-window probe: one byte below snd_una
+            let last = f.size.is_some() && p.seq + 1 >= f.total_segs && !probe;
             let flags = pcap::ACK | if last { pcap::FIN } else { 0 } | if p.cwr { pcap::CWR } else { 0 };
             let ecn = if p.ce {
                 pcap::CE
@@ -426,7 +427,7 @@ fn render(f: &FlowWire, kind: Kind, p: &Packet, t: Time, opts: &mut Vec<u8>, buf
                 pcap::NOT_ECT
             };
             Segment {
-                seq: f.edge(p.seq),
+                seq: f.edge(p.seq).wrapping_sub(probe as u32),
                 ack: f.isn_r.wrapping_add(1),
                 flags,
                 window: (SENDER_WINDOW >> SENDER_WSCALE) as u16,
@@ -517,6 +518,16 @@ mod tests {
         assert_eq!(render(&f, Kind::Data, &data, Time(0), &mut opts, &mut buf), 552);
         assert_eq!(be32(&buf, 24), isn1.wrapping_add(2000));
         assert_eq!(buf[33], pcap::ACK | pcap::FIN);
+    }
+
+    #[test]
+    fn a_zero_window_probe_is_an_empty_segment_one_byte_below_snd_una() {
+        let f = flow(Some(2500));
+        let (mut opts, mut buf) = (Vec::new(), Vec::new());
+        let probe = Packet { seq: 2, payload: 0, wire_bytes: 52, ..Default::default() };
+        assert_eq!(render(&f, Kind::Data, &probe, Time(0), &mut opts, &mut buf), 52);
+        assert_eq!(be32(&buf, 24), f.isn_s.wrapping_add(1).wrapping_add(1999));
+        assert_eq!(buf[33], pcap::ACK, "no FIN on a probe");
     }
 
     #[test]

@@ -3,12 +3,14 @@
 
 pub mod chrono;
 mod output;
+mod probe0;
 pub mod rate;
 pub mod rcvbuf;
 pub mod receiver;
 mod recovery;
 mod reno;
 pub mod rtt;
+mod sacktag;
 pub mod scoreboard;
 pub mod scripted;
 pub mod sender;

@@ -267,7 +267,7 @@ impl Sender {
         }
         if rearm {
             self.xmit_timer.cancel();
-            let rto = self.rtt.backed_off_rto();
+            let rto = self.rtt.rto;
             self.reset_xmit_timer(now, XmitTimer::Rto, rto, q);
         }
     }
@@ -288,7 +288,7 @@ impl Sender {
 
     /// Hand one skb (a TSO burst of consecutive segments) to the NIC:
     /// `__tcp_transmit_skb` + `tcp_rate_skb_sent` + `tcp_update_skb_after_send`.
-    fn send_skb(&mut self, now: Time, segs: Range<u64>, kind: TxKind, q: &mut impl Schedule<Wake>) {
+    pub(super) fn send_skb(&mut self, now: Time, segs: Range<u64>, kind: TxKind, q: &mut impl Schedule<Wake>) {
         let retrans = kind != TxKind::New;
         let n = (segs.end - segs.start) as u32;
         let first_seq = segs.start;
@@ -329,11 +329,7 @@ impl Sender {
                 cwr,
                 ..Default::default()
             };
-            let (sent, head) = self.nic.push(now, pkt);
-            done = sent;
-            if let Some(t) = head {
-                q.push(t, Wake::NicArrival(self.p.id));
-            }
+            done = self.to_nic(now, pkt, q);
         }
         if let Some(log) = self.tx_log.as_mut() {
             let ect = self.p.ecn != Ecn::Off;
@@ -359,6 +355,15 @@ impl Sender {
             len_ns -= (len_ns / 2).min(credit);
             self.wstamp += Dur(len_ns);
         }
+    }
+
+    /// Queue a packet on the host's NIC; returns when it will have left.
+    pub(super) fn to_nic(&mut self, now: Time, pkt: Packet, q: &mut impl Schedule<Wake>) -> Time {
+        let (sent, head) = self.nic.push(now, pkt);
+        if let Some(t) = head {
+            q.push(t, Wake::NicArrival(self.p.id));
+        }
+        sent
     }
 
     /// Bytes whose airtime the EDT clock advances by after a burst of `payload`. With a

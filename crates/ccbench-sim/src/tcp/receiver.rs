@@ -187,6 +187,13 @@ impl Receiver {
         if pkt.conn != self.p.conn {
             return; // a closed connection's segment still in flight
         }
+        if pkt.payload == 0 {
+            // A zero-window probe, one byte below `rcv_nxt`: out of the window, so
+            // `tcp_validate_incoming` answers it with an ACK at once (`tcp_send_dupack`;
+            // no DSACK, as it carries no data).
+            self.send_ack(now, q);
+            return;
+        }
         self.stats.segments_received += 1;
         self.ecn_on_data(now, pkt, q);
         let (s, e) = (pkt.seq, pkt.seq + 1);
@@ -486,5 +493,16 @@ mod tests {
         // Once it stops growing, every second segment again.
         let longer = acks_for(receiver(true), 70);
         assert_eq!(longer - autotuned, 5);
+    }
+    #[test]
+    fn a_zero_window_probe_is_answered_at_once_without_counting_as_data() {
+        let mut r = receiver(false);
+        let mut q = crate::event::EventQueue::<Wake>::default();
+        r.on_data(T0, &Packet { seq: 0, payload: MSS, ..Default::default() }, &mut q);
+        r.on_data(T0, &Packet { seq: 1, payload: MSS, ..Default::default() }, &mut q);
+        let (acks, segments) = (r.stats.acks_sent, r.stats.segments_received);
+        r.on_data(T0 + Dur::from_ms(300), &Packet { seq: 2, payload: 0, ..Default::default() }, &mut q);
+        assert_eq!((r.stats.acks_sent, r.stats.segments_received), (acks + 1, segments));
+        assert_eq!((r.rcv_nxt, r.dsack), (2, None));
     }
 }

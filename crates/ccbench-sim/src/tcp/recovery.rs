@@ -48,7 +48,7 @@ impl Sender {
     /// Time left until the head segment's RTO would expire (`tcp_rto_delta_us`).
     fn rto_delta(&self, now: Time) -> i64 {
         let head = self.sb.head().map_or(now, |s| s.tx_time);
-        (head.us() + self.rtt.backed_off_rto().us()) as i64 - now.us() as i64
+        (head.us() + self.rtt.rto.us()) as i64 - now.us() as i64
     }
 
     /// `tcp_rearm_rto`.
@@ -57,7 +57,7 @@ impl Sender {
             self.xmit_timer.cancel();
             return;
         }
-        let mut rto = self.rtt.backed_off_rto();
+        let mut rto = self.rtt.rto;
         if self.xmit_timer.is_armed() && matches!(self.xmit_kind, XmitTimer::ReoTimeout | XmitTimer::LossProbe) {
             rto = Dur::from_us(self.rto_delta(now).max(1) as u64);
         }
@@ -88,7 +88,7 @@ impl Sender {
         } else {
             self.p.rto_init
         };
-        let rto_delta = if advancing_rto { self.rtt.backed_off_rto().us() as i64 } else { self.rto_delta(now) };
+        let rto_delta = if advancing_rto { self.rtt.rto.us() as i64 } else { self.rto_delta(now) };
         if rto_delta > 0 {
             timeout = timeout.min(Dur::from_us(rto_delta as u64));
         }
@@ -490,8 +490,8 @@ impl Sender {
         self.undo.frto = self.p.frto != 0 && (new_recovery || self.rto_retransmits > 0);
         self.retransmit_head(now, q);
         self.rto_retransmits += 1;
-        self.rtt.backoff += 1;
-        let rto = self.rtt.backed_off_rto();
+        self.rtt.on_timeout();
+        let rto = self.rtt.rto;
         self.reset_xmit_timer(now, XmitTimer::Rto, rto, q);
     }
 }

@@ -20,8 +20,10 @@ pub struct RttEstimator {
     pub rttvar_us: u64,
     /// Segment number that ends the current RTT (`rtt_seq`).
     rtt_seq: u64,
-    /// Current RTO, whole jiffies, before backoff.
+    /// The RTO (`icsk_rto`): whole jiffies, doubled by each timeout until the next RTT
+    /// sample sets it again.
     pub rto: Dur,
+    /// `icsk_backoff`: backoff steps, shared by the RTO and the zero-window probe timer.
     pub backoff: u32,
     min_rtt: MinMax,
     has_min: bool,
@@ -62,9 +64,16 @@ impl RttEstimator {
         }
     }
 
-    /// The RTO after exponential backoff, capped at `TCP_RTO_MAX`.
-    pub fn backed_off_rto(&self) -> Dur {
-        Dur(self.rto.ns().saturating_mul(1u64 << self.backoff.min(20)).min(RTO_MAX.ns()))
+    /// A retransmission timeout backs off (`tcp_retransmit_timer`'s `out:` label): one
+    /// more backoff step and the RTO doubled, at most `TCP_RTO_MAX`.
+    pub fn on_timeout(&mut self) {
+        self.backoff += 1;
+        self.rto = Dur(self.rto.ns().saturating_mul(2).min(RTO_MAX.ns()));
+    }
+
+    /// `inet_csk_rto_backoff`: `base` doubled once per backoff step, at most `max`.
+    pub fn backed_off(&self, base: Dur, max: Dur) -> Dur {
+        Dur(base.ns().saturating_mul(1u64 << self.backoff.min(20)).min(max.ns()))
     }
 
     fn usecs_to_jiffies(&self, us: u64) -> u64 {
@@ -154,11 +163,19 @@ mod tests {
     }
 
     #[test]
-    fn backoff_doubles_and_caps() {
+    fn timeouts_double_the_rto_up_to_the_cap_and_a_sample_resets_it() {
         let mut r = RttEstimator::new(1000, Dur::from_ms(200), Dur::from_secs(1));
-        r.backoff = 3;
-        assert_eq!(r.backed_off_rto(), Dur::from_secs(8));
-        r.backoff = 10;
-        assert_eq!(r.backed_off_rto(), RTO_MAX);
+        for _ in 0..3 {
+            r.on_timeout();
+        }
+        assert_eq!((r.rto, r.backoff), (Dur::from_secs(8), 3));
+        assert_eq!(r.backed_off(Dur::from_ms(200), RTO_MAX), Dur::from_ms(1600));
+        for _ in 0..7 {
+            r.on_timeout();
+        }
+        assert_eq!(r.rto, RTO_MAX);
+        assert_eq!(r.backed_off(Dur::from_ms(200), RTO_MAX), RTO_MAX);
+        r.sample(40_000, 0, 10);
+        assert_eq!((r.rto, r.backoff), (Dur::from_ms(240), 0));
     }
 }

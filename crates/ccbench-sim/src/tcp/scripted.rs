@@ -228,6 +228,7 @@ impl ScriptedSender {
         m.insert("tcpi_snd_ssthresh", s.w.ssthresh.min(INFINITE_SSTHRESH) as i64);
         m.insert("tcpi_retransmits", s.rto_retransmits() as i64);
         m.insert("tcpi_backoff", s.rtt.backoff as i64);
+        m.insert("tcpi_probes", s.probes_out as i64);
         m.insert("tcpi_unacked", s.sb.packets_out() as i64);
         m.insert("tcpi_sacked", s.sb.sacked_out as i64);
         m.insert("tcpi_lost", s.sb.lost_out as i64);
@@ -238,7 +239,7 @@ impl ScriptedSender {
         m.insert("tcpi_rttvar", s.rtt.mdev_us() as i64);
         let min_rtt = s.rtt.min_rtt_us();
         m.insert("tcpi_min_rtt", if min_rtt == u64::MAX { u32::MAX as i64 } else { min_rtt as i64 });
-        m.insert("tcpi_rto", s.rtt.backed_off_rto().us() as i64);
+        m.insert("tcpi_rto", s.rtt.rto.us() as i64);
         m.insert("tcpi_data_segs_out", s.stats.data_segs_out as i64);
         m.insert("tcpi_segs_out", s.stats.data_segs_out as i64);
         m.insert("tcpi_delivered", s.delivered as i64 + 1);

@@ -95,6 +95,8 @@ pub(super) enum XmitTimer {
     Rto,
     LossProbe,
     ReoTimeout,
+    /// The zero-window probe timer (`ICSK_TIME_PROBE0`, `probe0.rs`).
+    Probe0,
 }
 
 #[derive(Default, Debug, Clone)]
@@ -176,6 +178,8 @@ pub struct Sender {
     pub(super) ecn_queue_cwr: bool,
     /// RTOs since the last forward progress (`icsk_retransmits`).
     pub(super) rto_retransmits: u32,
+    /// Zero-window probes since the last ACK (`icsk_probes_out`).
+    pub(super) probes_out: u32,
     pub stats: SenderStats,
     pub started: bool,
     /// The receiver's latest timestamp, echoed in data segments (`ts_recent`); only
@@ -205,13 +209,13 @@ pub struct TxRecord {
 /// Per-ACK bookkeeping while tagging and cleaning the queue (`tcp_sacktag_state`).
 #[derive(Default)]
 pub(super) struct AckScan {
-    pick: Pick,
-    first_ackt: Option<Time>,
-    last_ackt: Option<Time>,
-    first_sackt: Option<Time>,
-    last_sackt: Option<Time>,
-    pkts_acked: u32,
-    runt_acked: bool,
+    pub(super) pick: Pick,
+    pub(super) first_ackt: Option<Time>,
+    pub(super) last_ackt: Option<Time>,
+    pub(super) first_sackt: Option<Time>,
+    pub(super) last_sackt: Option<Time>,
+    pub(super) pkts_acked: u32,
+    pub(super) runt_acked: bool,
     /// The lowest never-retransmitted segment newly SACKed in a hole (`state->reord`).
     pub(super) reord: u64,
 }
@@ -271,6 +275,7 @@ impl Sender {
             txc_timer: Timer::default(),
             ecn_queue_cwr: false,
             rto_retransmits: 0,
+            probes_out: 0,
             stats: SenderStats::default(),
             started: false,
             ts_recent: 0,
@@ -367,7 +372,7 @@ impl Sender {
         // The (unmodelled) SYN-ACK's timestamp, as a capture's synthetic handshake shows it.
         self.ts_recent = (now.ns() / 1_000_000) as u32;
         self.check_app_limited();
-        self.write_xmit(now, 0, q);
+        self.push_pending_frames(now, q);
     }
 
     /// The application writes `bytes` more at `now` (`tcp_sendmsg`): the data is queued
@@ -394,7 +399,7 @@ impl Sender {
         }
         self.slow_start_after_idle_check(now);
         self.check_app_limited();
-        self.write_xmit(now, 0, q);
+        self.push_pending_frames(now, q);
         Ok(())
     }
 
@@ -408,8 +413,9 @@ impl Sender {
         self.rto_retransmits
     }
 
-    /// `tcp_slow_start_after_idle_check` (run as a write queues data, `tcp_skb_entail`):
-    /// after more than an RTO with nothing sent, `tcp_cwnd_restart`.
+    /// `tcp_slow_start_after_idle_check` (run as a write queues data, `tcp_skb_entail`,
+    /// and as a window update finds data waiting, `tcp_ack_update_window`): after more
+    /// than an RTO with nothing sent, `tcp_cwnd_restart`.
     fn slow_start_after_idle_check(&mut self, now: Time) {
         if !self.p.slow_start_after_idle || self.sb.packets_out() > 0 || self.cc.owns_cwnd() {
             return;
@@ -467,6 +473,8 @@ impl Sender {
             }
             return;
         }
+        self.probes_out = 0;
+        let prior_packets = self.sb.packets_out();
         let prior_in_flight = self.inflight();
         let prior_delivered = self.delivered;
         let prior_lost = self.lost;
@@ -480,6 +488,9 @@ impl Sender {
             flag |= FLAG_WIN_UPDATE;
             self.snd_wnd = ack.rwnd;
             self.undo.max_window = self.undo.max_window.max(ack.rwnd);
+            if self.snd_nxt() < self.total_segs {
+                self.slow_start_after_idle_check(now);
+            }
         }
         if flag == 0 && self.sb.packets_out() > 0 {
             self.stats.dupacks += 1;
@@ -572,8 +583,11 @@ impl Sender {
             self.cong_control(now, flag, &rs);
         }
         self.hold_overrides();
+        if prior_packets == 0 && self.snd_nxt() < self.total_segs {
+            self.ack_probe(now, q);
+        }
         self.xmit_recovery(now, rexmit, q);
-        self.write_xmit(now, 0, q);
+        self.push_pending_frames(now, q);
     }
 
     /// `tcp_ack`'s `old_ack`: an ACK below `snd_una` (reordered on the way back) still
@@ -584,88 +598,7 @@ impl Sender {
         let mut flag = self.sacktag(now, ack, &mut scan);
         let rexmit = self.fastretrans_alert(now, self.sb.snd_una, 0, &mut flag, q);
         self.xmit_recovery(now, rexmit, q);
-        self.write_xmit(now, 0, q);
-    }
-
-    /// `tcp_sacktag_write_queue`: mark newly SACKed segments, skipping ranges already
-    /// processed for the previous ACK (the kernel's `recv_sack_cache`).
-    fn sacktag(&mut self, now: Time, ack: &Packet, scan: &mut AckScan) -> u32 {
-        let mut flag = 0;
-        if self.sb.sacked_out == 0 {
-            self.highest_sack = self.sb.snd_una; // tcp_highest_sack_reset
-        }
-        scan.reord = self.snd_nxt();
-        let mut blocks: Vec<SackBlock> = ack.sack_blocks().to_vec();
-        if self.check_dsack(ack.ack, &blocks, &mut flag) {
-            let (start, end) = blocks.remove(0);
-            for seq in start.max(self.sb.snd_una)..end.min(self.snd_nxt()) {
-                flag |= self.dsack_one(now, seq, scan);
-            }
-        }
-        let (una, nxt) = (self.sb.snd_una, self.snd_nxt());
-        blocks.retain_mut(|b| {
-            b.0 = b.0.max(una);
-            b.1 = b.1.min(nxt);
-            b.0 < b.1
-        });
-        blocks.sort_unstable();
-        for &(start, end) in &blocks {
-            let mut seq = start;
-            while seq < end {
-                // Skip what a cached block already covered.
-                if let Some(&(_, c_end)) = self.sack_cache.iter().find(|c| c.0 <= seq && seq < c.1) {
-                    seq = c_end.min(end);
-                    continue;
-                }
-                let next_cached =
-                    self.sack_cache.iter().map(|c| c.0).filter(|&s| s > seq).min().unwrap_or(end).min(end);
-                for s in seq..next_cached {
-                    flag |= self.sack_one(now, s, scan);
-                }
-                seq = next_cached;
-            }
-        }
-        self.sack_cache = blocks;
-        if self.ca_state != CaState::Loss || self.undo.marker.is_some() {
-            self.check_sack_reordering(scan.reord);
-        }
-        flag
-    }
-
-    /// `tcp_highest_sack_seq`: the end of the highest SACKed segment, or `snd_una`.
-    pub(super) fn highest_sack_seq(&self) -> u64 {
-        if self.sb.sacked_out == 0 {
-            self.sb.snd_una
-        } else {
-            self.highest_sack
-        }
-    }
-
-    pub(super) fn sack_one(&mut self, now: Time, seq: u64, scan: &mut AckScan) -> u32 {
-        let seg = *self.sb.get(seq);
-        if seg.has(SACKED) {
-            return 0;
-        }
-        self.rack_advance(now, seg.flags, seq + 1, seg.tx_time);
-        let mut flag = FLAG_DATA_SACKED;
-        if !seg.has(EVER_RETRANS) {
-            // A never-retransmitted segment in a hole below the highest SACKed one.
-            if seq < self.highest_sack_seq() && seq < scan.reord {
-                scan.reord = seq;
-            }
-            if seq < self.high_seq {
-                flag |= FLAG_ORIG_SACK_ACKED;
-            }
-            scan.first_sackt.get_or_insert(seg.tx_time);
-            scan.last_sackt = Some(seg.tx_time);
-        }
-        self.sb.mark_sacked(seq);
-        self.highest_sack = self.highest_sack.max(seq + 1); // tcp_advance_highest_sack
-        self.delivered += 1;
-        let mut tx = seg.tx;
-        self.rate.on_delivered(&mut scan.pick, seg.tx_time.us(), seq + 1, &mut tx, true, seg.has(EVER_RETRANS));
-        self.sb.get_mut(seq).tx = tx;
-        flag
+        self.push_pending_frames(now, q);
     }
 
     /// `tcp_clean_rtx_queue`: drop cumulatively acknowledged segments.
@@ -763,6 +696,7 @@ impl Sender {
                 XmitTimer::Rto => self.retransmit_timer(now, q),
                 XmitTimer::LossProbe => self.send_loss_probe(now, q),
                 XmitTimer::ReoTimeout => self.rack_reo_timeout(now, q),
+                XmitTimer::Probe0 => self.probe_timer(now, q),
             },
             // tcp_pace_kick / tcp_tsq_handler -> tcp_tsq_write
             SenderTimer::Pacing | SenderTimer::TxCompletion => {
@@ -775,7 +709,7 @@ impl Sender {
     }
 
     /// `tcp_rack_advance`: remember the most recently sent delivered segment.
-    fn rack_advance(&mut self, now: Time, flags: u8, end_seq: u64, tx_time: Time) {
+    pub(super) fn rack_advance(&mut self, now: Time, flags: u8, end_seq: u64, tx_time: Time) {
         let rtt_us = now.us().saturating_sub(tx_time.us());
         if rtt_us < self.rtt.min_rtt_us() && flags & (RETRANS | EVER_RETRANS) != 0 {
             return; // ambiguous: the original, not the retransmission, was delivered

@@ -1,0 +1,92 @@
+//! SACK processing: `tcp_sacktag_write_queue` with its per-segment `tcp_sacktag_one`,
+//! and `tcp_highest_sack_seq` (net/ipv4/tcp_input.c).
+
+use super::scoreboard::{EVER_RETRANS, SACKED};
+use super::sender::*;
+use crate::cc::CaState;
+use crate::net::packet::SackBlock;
+use crate::net::Packet;
+use crate::time::Time;
+
+impl Sender {
+    /// `tcp_sacktag_write_queue`: mark newly SACKed segments, skipping ranges already
+    /// processed for the previous ACK (the kernel's `recv_sack_cache`).
+    pub(super) fn sacktag(&mut self, now: Time, ack: &Packet, scan: &mut AckScan) -> u32 {
+        let mut flag = 0;
+        if self.sb.sacked_out == 0 {
+            self.highest_sack = self.sb.snd_una; // tcp_highest_sack_reset
+        }
+        scan.reord = self.snd_nxt();
+        let mut blocks: Vec<SackBlock> = ack.sack_blocks().to_vec();
+        if self.check_dsack(ack.ack, &blocks, &mut flag) {
+            let (start, end) = blocks.remove(0);
+            for seq in start.max(self.sb.snd_una)..end.min(self.snd_nxt()) {
+                flag |= self.dsack_one(now, seq, scan);
+            }
+        }
+        let (una, nxt) = (self.sb.snd_una, self.snd_nxt());
+        blocks.retain_mut(|b| {
+            b.0 = b.0.max(una);
+            b.1 = b.1.min(nxt);
+            b.0 < b.1
+        });
+        blocks.sort_unstable();
+        for &(start, end) in &blocks {
+            let mut seq = start;
+            while seq < end {
+                // Skip what a cached block already covered.
+                if let Some(&(_, c_end)) = self.sack_cache.iter().find(|c| c.0 <= seq && seq < c.1) {
+                    seq = c_end.min(end);
+                    continue;
+                }
+                let next_cached =
+                    self.sack_cache.iter().map(|c| c.0).filter(|&s| s > seq).min().unwrap_or(end).min(end);
+                for s in seq..next_cached {
+                    flag |= self.sack_one(now, s, scan);
+                }
+                seq = next_cached;
+            }
+        }
+        self.sack_cache = blocks;
+        if self.ca_state != CaState::Loss || self.undo.marker.is_some() {
+            self.check_sack_reordering(scan.reord);
+        }
+        flag
+    }
+
+    /// `tcp_highest_sack_seq`: the end of the highest SACKed segment, or `snd_una`.
+    pub(super) fn highest_sack_seq(&self) -> u64 {
+        if self.sb.sacked_out == 0 {
+            self.sb.snd_una
+        } else {
+            self.highest_sack
+        }
+    }
+
+    pub(super) fn sack_one(&mut self, now: Time, seq: u64, scan: &mut AckScan) -> u32 {
+        let seg = *self.sb.get(seq);
+        if seg.has(SACKED) {
+            return 0;
+        }
+        self.rack_advance(now, seg.flags, seq + 1, seg.tx_time);
+        let mut flag = FLAG_DATA_SACKED;
+        if !seg.has(EVER_RETRANS) {
+            // A never-retransmitted segment in a hole below the highest SACKed one.
+            if seq < self.highest_sack_seq() && seq < scan.reord {
+                scan.reord = seq;
+            }
+            if seq < self.high_seq {
+                flag |= FLAG_ORIG_SACK_ACKED;
+            }
+            scan.first_sackt.get_or_insert(seg.tx_time);
+            scan.last_sackt = Some(seg.tx_time);
+        }
+        self.sb.mark_sacked(seq);
+        self.highest_sack = self.highest_sack.max(seq + 1); // tcp_advance_highest_sack
+        self.delivered += 1;
+        let mut tx = seg.tx;
+        self.rate.on_delivered(&mut scan.pick, seg.tx_time.us(), seq + 1, &mut tx, true, seg.has(EVER_RETRANS));
+        self.sb.get_mut(seq).tx = tx;
+        flag
+    }
+}
