@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 /// One skb as it left TCP: (time_ns, first segment, segments, bytes, retransmission,
 /// ECT, CWR).
-type Sent = (u64, u64, u32, u64, bool, bool, bool);
+type Sent = (u64, u64, u32, u64, bool, bool, bool, bool);
 
 #[pyclass(unsendable)]
 pub struct ScriptedSender {
@@ -137,6 +137,10 @@ impl ScriptedSender {
 
 impl ScriptedSender {
     fn take(&mut self) -> Vec<Sent> {
-        self.h.take_sent().into_iter().map(|r| (r.time.ns(), r.seq, r.segs, r.bytes, r.retrans, r.ect, r.cwr)).collect()
+        self.h
+            .take_sent()
+            .into_iter()
+            .map(|r| (r.time.ns(), r.seq, r.segs, r.bytes, r.retrans, r.ect, r.cwr, r.psh))
+            .collect()
     }
 }

@@ -121,7 +121,7 @@ class Skb:
     ack: int = 1  # 2 once the peer's FIN is acknowledged
 
     def text(self) -> str:
-        # PSH is left out: the model does not decide it (see _flags_match).
+        # PSH is left out: it is not compared (see _flags_match).
         flags = ("F" if self.fin else "") + ("W" if self.cwr else "") + "."
         return f"{flags} {self.start}:{self.start + self.length}({self.length}) ack {self.ack}"
 
@@ -327,9 +327,9 @@ def _wait_until(run: _Run, t_us: int) -> None:
         run.now_us = t_us
 
 
-def _collect(run: _Run, sent: list[tuple[int, int, int, int, bool, bool, bool]]) -> None:
+def _collect(run: _Run, sent: list[tuple[int, int, int, int, bool, bool, bool, bool]]) -> None:
     mss = run.conn.mss
-    for time_ns, seg, segs, nbytes, retrans, ect, cwr in sent:
+    for time_ns, seg, segs, nbytes, retrans, ect, cwr, _psh in sent:
         if segs == 0:  # a zero-window probe: empty, one byte below snd_una
             run.fifo.append(Skb(time_ns / 1000, min(seg * mss, run.written), 0, False, False, False))
             continue
@@ -510,9 +510,13 @@ def _tolerance(run: _Run, t_us: int) -> int:
 
 
 def _flags_match(expected: str, skb: Skb) -> bool:
-    """Flags other than PSH: where the kernel sets PSH depends on how `tcp_sendmsg`
-    cut the written data into skbs (and on `forced_push`), which the model does not
-    keep."""
+    """Flags other than PSH. The sender sets PSH as Linux does on new data (every skb of
+    more than one segment, `__tcp_transmit_skb`, and the end of each write,
+    `tcp_push`), but Linux retransmits whole skbs of its retransmission queue, whose
+    boundaries the model does not keep (it resends runs of lost segments), and marks
+    pushes inside a long write (`forced_push`) that it does not keep either: compared,
+    PSH would part from the kernel on retransmissions (`sack-route-refresh-ip-tos`, line
+    34) and inside long writes (`cubic-rto-ss-ca-cwnd-bump`, line 88)."""
     want = set(expected.replace("-", "")) - {"P"}
     have = {"."} | ({"W"} if skb.cwr else set()) | ({"F"} if skb.fin else set())
     return want == have

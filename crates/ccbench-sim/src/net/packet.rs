@@ -42,6 +42,9 @@ pub struct Packet {
     pub ce: bool,
     pub ece: bool,
     pub cwr: bool,
+    /// PSH: on the last segment of every skb of more than one segment and at the end of
+    /// the application's data (`__tcp_transmit_skb`, `tcp_push`).
+    pub psh: bool,
     /// When the packet entered the bottleneck queue (for sojourn time).
     pub enqueued: Time,
     /// Which of the flow's connections sent it (repeated downloads open a new one each

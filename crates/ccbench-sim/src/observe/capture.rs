@@ -418,7 +418,10 @@ fn render(f: &FlowWire, kind: Kind, p: &Packet, t: Time, opts: &mut Vec<u8>, buf
             opt::timestamps(opts, p.ts_val, p.ts_ecr);
             let probe = p.payload == 0; // a zero-window probe: one byte below snd_una
             let last = f.size.is_some() && p.seq + 1 >= f.total_segs && !probe;
-            let flags = pcap::ACK | if last { pcap::FIN } else { 0 } | if p.cwr { pcap::CWR } else { 0 };
+            let flags = pcap::ACK
+                | if last { pcap::FIN } else { 0 }
+                | if p.cwr { pcap::CWR } else { 0 }
+                | if p.psh { pcap::PSH } else { 0 };
             let ecn = if p.ce {
                 pcap::CE
             } else if p.ect {

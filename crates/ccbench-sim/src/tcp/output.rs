@@ -306,6 +306,10 @@ impl Sender {
         let ts_val = super::undo::ts_ms(tx_time);
         let mut payload = 0u64;
         let mut done = now;
+        // PSH: `__tcp_transmit_skb` forces it on every skb of more than one segment (so
+        // that the receiver's GRO flushes); `tcp_push` puts it on the end of what the
+        // application wrote. After GSO it is on the skb's last segment only.
+        let psh_at = if n > 1 || segs.end == self.total_segs { Some(segs.end - 1) } else { None };
         for seq in segs {
             let len = self.seg_len(seq);
             payload += len as u64;
@@ -327,13 +331,24 @@ impl Sender {
                 ts_ecr: self.ts_recent,
                 ect,
                 cwr,
+                psh: psh_at == Some(seq),
                 ..Default::default()
             };
             done = self.to_nic(now, pkt, q);
         }
         if let Some(log) = self.tx_log.as_mut() {
             let ect = self.p.ecn != Ecn::Off;
-            log.push(TxRecord { time: tx_time, seq: first_seq, segs: n, bytes: payload, retrans, ect, cwr: any_cwr });
+            let psh = psh_at.is_some();
+            log.push(TxRecord {
+                time: tx_time,
+                seq: first_seq,
+                segs: n,
+                bytes: payload,
+                retrans,
+                ect,
+                cwr: any_cwr,
+                psh,
+            });
         }
         let truesize = payload + SKB_OVERHEAD;
         self.nic_skbs.push_back((done, truesize));

@@ -101,7 +101,17 @@ impl Sender {
         };
         self.to_nic(now, pkt, q);
         if let Some(log) = self.tx_log.as_mut() {
-            log.push(TxRecord { time: now, seq: snd_una, segs: 0, bytes: 0, retrans: false, ect: false, cwr: false });
+            let none = TxRecord {
+                time: now,
+                seq: snd_una,
+                segs: 0,
+                bytes: 0,
+                retrans: false,
+                ect: false,
+                cwr: false,
+                psh: false,
+            };
+            log.push(none);
         }
     }
 

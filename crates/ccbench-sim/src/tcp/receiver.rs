@@ -27,6 +27,10 @@ const NUM_SACKS: usize = 4;
 const SACKS_PER_ACK: usize = 3;
 /// `TCP_SACK_BLOCKS_EXPECTED`: blocks a peer is assumed to see from one ACK.
 const SACK_BLOCKS_EXPECTED: usize = 2;
+/// `icsk_ack.pending` bits: a segment that may end a write arrived (`ICSK_ACK_PUSHED`),
+/// and a second short one (`ICSK_ACK_PUSHED2`).
+const ACK_PUSHED: u8 = 1;
+const ACK_PUSHED2: u8 = 2;
 
 #[derive(Clone, Debug)]
 pub struct ReceiverParams {
@@ -78,6 +82,8 @@ pub struct Receiver {
     ato_initialised: bool,
     ack_pending: bool,
     ack_now: bool,
+    /// `ICSK_ACK_PUSHED` and `ICSK_ACK_PUSHED2`, cleared by every ACK sent.
+    pushed: u8,
     delack: Timer,
     comp_timer: Timer,
     compressed_ack: u32,
@@ -113,6 +119,7 @@ impl Receiver {
             ato_initialised: false,
             ack_pending: false,
             ack_now: false,
+            pushed: 0,
             delack: Timer::default(),
             comp_timer: Timer::default(),
             compressed_ack: 0,
@@ -159,6 +166,32 @@ impl Receiver {
         let rcv_wnd = self.rcvbuf.as_ref().map_or(self.p.rwnd_bytes, |b| b.rcvbuf / 2);
         let n = ((rcv_wnd / (2 * self.p.mss as u64)) as u32).max(2).min(max);
         self.quick = self.quick.max(n);
+    }
+
+    /// `tcp_measure_rcv_mss`'s marks: a full-sized segment with PSH (Linux 6.6+, "tcp:
+    /// fix delayed ACKs for MSS boundary condition"), or any shorter segment, may end a
+    /// write, so the reading application's `tcp_cleanup_rbuf` is to ACK at once.
+    fn measure_rcv_mss(&mut self, pkt: &Packet) {
+        if pkt.payload >= self.p.mss {
+            if pkt.psh {
+                self.pushed |= ACK_PUSHED;
+            }
+        } else {
+            if self.pushed & ACK_PUSHED != 0 {
+                self.pushed |= ACK_PUSHED2;
+            }
+            self.pushed |= ACK_PUSHED;
+        }
+    }
+
+    /// `tcp_cleanup_rbuf` after the application has read what arrived in order (it reads
+    /// at once): an ACK still scheduled goes now if a pushed segment was read and nothing
+    /// is left in the receive memory (no out-of-order data held). This connection sends
+    /// no data, so it is never in ping-pong mode.
+    fn cleanup_rbuf(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+        if self.ack_pending && self.pushed != 0 && self.ooo.is_empty() {
+            self.send_ack(now, q);
+        }
     }
 
     /// `tcp_event_data_recv`: adapt the delayed-ACK timeout to the arrival pattern.
@@ -220,7 +253,8 @@ impl Receiver {
             return;
         }
         self.ack_pending = true;
-        if s == self.rcv_nxt {
+        let in_order = s == self.rcv_nxt;
+        if in_order {
             self.ts_recent = pkt.ts_val;
             if self.rcvbuf.as_mut().is_some_and(|b| b.on_in_order()) {
                 self.quick |= 1; // tcp_grow_window: ACK a segment that opened the window at once
@@ -239,6 +273,7 @@ impl Receiver {
             }
             let nxt = self.rcv_nxt;
             self.sacks.retain(|b| b.1 > nxt);
+            self.measure_rcv_mss(pkt);
             self.event_data_recv(now);
             // The application reads what arrived in order at once.
             let read = self.delivered_bytes();
@@ -260,6 +295,9 @@ impl Receiver {
             self.insert_ooo(s, e);
         }
         self.ack_snd_check(now, q);
+        if in_order {
+            self.cleanup_rbuf(now, q);
+        }
     }
 
     /// ECN bookkeeping for an arriving data segment (`tcp_ecn_accept_cwr`,
@@ -429,6 +467,7 @@ impl Receiver {
         self.quick = self.quick.saturating_sub(1);
         self.ack_pending = false;
         self.ack_now = false;
+        self.pushed = 0;
         self.compressed_ack = 0;
         self.comp_timer.cancel();
         self.delack.cancel();
@@ -494,6 +533,33 @@ mod tests {
         let longer = acks_for(receiver(true), 70);
         assert_eq!(longer - autotuned, 5);
     }
+    /// `tcp_measure_rcv_mss` and `tcp_cleanup_rbuf`: a full-sized segment with PSH that
+    /// leaves an ACK pending is acknowledged as soon as the application has read it; one
+    /// without PSH waits for the next segment or the delayed-ACK timer.
+    #[test]
+    fn a_full_sized_segment_with_psh_is_acknowledged_once_read() {
+        let mut q = crate::event::EventQueue::<Wake>::default();
+        let seg = |seq, psh| Packet { seq, payload: MSS, psh, ..Default::default() };
+        for psh in [false, true] {
+            let mut r = receiver(false);
+            (r.quick, r.ato_initialised, r.lrcvtime) = (0, true, T0);
+            for seq in 0..3 {
+                r.on_data(T0 + Dur::from_ms(seq), &seg(seq, psh && seq == 2), &mut q);
+            }
+            // Segments 0-1 are ACKed together; segment 2 at once only with PSH.
+            assert_eq!(r.stats.acks_sent, if psh { 2 } else { 1 }, "psh {psh}");
+        }
+        // A pushed segment while out-of-order data is held: the receive memory is not
+        // empty, so no ACK beyond what the out-of-order data itself triggers.
+        let mut r = receiver(false);
+        (r.quick, r.ato_initialised, r.lrcvtime) = (0, true, T0);
+        r.on_data(T0, &seg(0, false), &mut q);
+        r.on_data(T0, &seg(2, false), &mut q);
+        let acks = r.stats.acks_sent;
+        r.on_data(T0, &seg(1, true), &mut q);
+        assert_eq!(r.stats.acks_sent, acks + 1, "the filled hole is ACKed once");
+    }
+
     #[test]
     fn a_zero_window_probe_is_answered_at_once_without_counting_as_data() {
         let mut r = receiver(false);

@@ -278,11 +278,30 @@ mod tests {
         assert_eq!((sent[0].seq, sent[0].segs, sent[0].bytes), (0, 2, 2_000));
         assert_eq!((sent[4].seq, sent[4].segs), (8, 2));
         assert_eq!(sent[0].time, Time(200_000_000));
+        assert!(sent.iter().all(|r| r.psh), "every skb of two segments carries PSH");
         h.receive(Time(300_000_000), &ack(2, &[]));
         assert_eq!(h.tcp_info()["tcpi_snd_cwnd"], 12);
         let sent = h.take_sent();
         assert_eq!(sent.iter().map(|r| r.segs).sum::<u32>(), 4, "{sent:?}");
         assert_eq!(sent[0].seq, 10);
+    }
+
+    /// PSH as `__tcp_transmit_skb` and `tcp_push` set it: on every skb of more than one
+    /// segment, and on the last segment written; a lone segment inside the data has none.
+    #[test]
+    fn psh_marks_multi_segment_skbs_and_the_end_of_the_written_data() {
+        let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
+        h.write(Time(200_000_000), 3_000).unwrap();
+        let sent = h.take_sent();
+        assert_eq!(sent.iter().map(|r| (r.segs, r.psh)).collect::<Vec<_>>(), vec![(2, true), (1, true)]);
+        // A shut window lets one segment out at a time, from the middle of a write.
+        h.receive(Time(300_000_000), &ack(3, &[]));
+        h.write(Time(300_000_000), 5_000).unwrap();
+        h.take_sent();
+        h.receive(Time(400_000_000), &PeerAck { ack: 8, rwnd: 1_000, sacks: vec![], ece: false });
+        h.write(Time(400_000_000), 3_000).unwrap();
+        let sent = h.take_sent();
+        assert_eq!(sent.iter().map(|r| (r.seq, r.segs, r.psh)).collect::<Vec<_>>(), vec![(8, 1, false)]);
     }
 
     #[test]

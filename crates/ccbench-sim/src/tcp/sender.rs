@@ -204,6 +204,8 @@ pub struct TxRecord {
     pub retrans: bool,
     pub ect: bool,
     pub cwr: bool,
+    /// PSH on the skb's last segment.
+    pub psh: bool,
 }
 
 /// Per-ACK bookkeeping while tagging and cleaning the queue (`tcp_sacktag_state`).
