@@ -24,6 +24,16 @@ const SKB_OVERHEAD: u64 = 768;
 const PACING_SS_RATIO: u64 = 200;
 const PACING_CA_RATIO: u64 = 120;
 
+/// `tcp_tso_should_defer`'s answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Defer {
+    No,
+    /// Wait for ACKs to open the congestion window.
+    ForCwnd,
+    /// Wait for the peer to open its window.
+    ForRwnd,
+}
+
 /// What an skb handed to the NIC carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum TxKind {
@@ -129,40 +139,46 @@ impl Sender {
         true
     }
 
-    /// `tcp_tso_should_defer`: wait for more ACKs to send a bigger skb? Returns
-    /// (defer, the wait is due to cwnd).
-    fn should_defer(&self, now: Time, max_segs: u32) -> (bool, bool) {
+    /// `tcp_tso_should_defer`: wait for more ACKs to send a bigger skb? Returns whether
+    /// to defer and which window the wait is for: cwnd (`is_cwnd_limited`) or the peer's
+    /// (`is_rwnd_limited`); the write queue's skb is taken to be longer than either, as
+    /// a bulk sender's `size_goal` skbs are.
+    fn should_defer(&self, now: Time, max_segs: u32) -> Defer {
         if self.ca_state >= CaState::Recovery || now.since(self.wstamp) > Dur::from_ms(1) {
-            return (false, false);
+            return Defer::No;
         }
         let mss = self.p.mss as u64;
         let send_win = (self.sb.snd_una * mss + self.snd_wnd).saturating_sub(self.snd_nxt() * mss);
         let cong_win = (self.w.cwnd - self.inflight()) as u64 * mss;
         let limit = send_win.min(cong_win);
         if limit >= max_segs as u64 * mss {
-            return (false, false);
+            return Defer::No;
         }
         // The last data of a sized flow (FIN) is never held back.
         let unsent = (self.total_segs - self.snd_nxt()).saturating_mul(mss);
         if unsent <= limit {
-            return (false, false);
+            return Defer::No;
         }
         if self.p.tso_win_divisor > 0 {
             // If at least some fraction of a window is available, use it.
             let chunk = self.snd_wnd.min(self.w.cwnd as u64 * mss) / self.p.tso_win_divisor as u64;
             if limit >= chunk {
-                return (false, false);
+                return Defer::No;
             }
         } else if limit > TSO_MAX_DEFERRED_SEGS * mss {
             // Do not defer past a single ACK of two full segments.
-            return (false, false);
+            return Defer::No;
         }
         // If the next ACK is likely to come too late (half an SRTT), do not defer.
         let head_age = self.sb.head().map_or(Dur::ZERO, |s| now.since(s.tx_time));
         if head_age < Dur::from_us(self.rtt.srtt_us() / 2) {
-            return (false, false);
+            return Defer::No;
         }
-        (true, cong_win < send_win)
+        if cong_win < send_win {
+            Defer::ForCwnd
+        } else {
+            Defer::ForRwnd
+        }
     }
 
     /// `tcp_write_xmit`. `push_one`: 0 normal, 1 one skb, 2 one skb ignoring cwnd (TLP).
@@ -193,10 +209,16 @@ impl Sender {
             }
             let nsegs = (quota as u64).min(max_segs as u64).min(self.rwnd_segs()).min(self.total_segs - seq) as u32;
             if max_segs > 1 && push_one == 0 {
-                let (defer, cwnd_limited) = self.should_defer(now, max_segs);
-                is_cwnd_limited |= cwnd_limited;
-                if defer {
-                    break;
+                match self.should_defer(now, max_segs) {
+                    Defer::No => {}
+                    Defer::ForCwnd => {
+                        is_cwnd_limited = true;
+                        break;
+                    }
+                    Defer::ForRwnd => {
+                        is_rwnd_limited = true;
+                        break;
+                    }
                 }
             }
             if self.tsq_throttled(now, nsegs, 0, q) {
