@@ -463,9 +463,9 @@ def _outbound(run: _Run, ev: Event, p: Packet, t_us: int, t_end: Optional[int]) 
         raise Unsupported(f"line {ev.line}: an outbound packet before the handshake completes")
     if p.is_syn:
         raise Unsupported(f"line {ev.line}: an outbound SYN on an established connection")
-    if p.length == 0 and not run.closed and c.active and p.start == 1 and p.ack == 1 and not run.written:
-        if "F" not in p.flags:
-            return  # the handshake's third packet, which the harness does not send
+    handshake_ack = c.active and p.start == 1 and p.ack == 1 and "F" not in p.flags
+    if p.length == 0 and not run.closed and not run.written and handshake_ack:
+        return  # the handshake's third packet, which the harness does not send
     deadline = (t_end if t_end is not None else t_us) + SNIFF_TIMEOUT_US
     skbs: list[Skb] = []
     total = 0

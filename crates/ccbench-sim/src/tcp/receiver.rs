@@ -27,10 +27,6 @@ const NUM_SACKS: usize = 4;
 const SACKS_PER_ACK: usize = 3;
 /// `TCP_SACK_BLOCKS_EXPECTED`: blocks a peer is assumed to see from one ACK.
 const SACK_BLOCKS_EXPECTED: usize = 2;
-/// `icsk_ack.pending` bits: a segment that may end a write arrived (`ICSK_ACK_PUSHED`),
-/// and a second short one (`ICSK_ACK_PUSHED2`).
-const ACK_PUSHED: u8 = 1;
-const ACK_PUSHED2: u8 = 2;
 
 #[derive(Clone, Debug)]
 pub struct ReceiverParams {
@@ -82,8 +78,10 @@ pub struct Receiver {
     ato_initialised: bool,
     ack_pending: bool,
     ack_now: bool,
-    /// `ICSK_ACK_PUSHED` and `ICSK_ACK_PUSHED2`, cleared by every ACK sent.
-    pushed: u8,
+    /// `ICSK_ACK_PUSHED`: a segment that may end a write arrived; cleared by every ACK
+    /// sent. (`ICSK_ACK_PUSHED2`, a second short one, matters only in ping-pong mode,
+    /// which a connection that sends no data never enters.)
+    pushed: bool,
     delack: Timer,
     comp_timer: Timer,
     compressed_ack: u32,
@@ -119,7 +117,7 @@ impl Receiver {
             ato_initialised: false,
             ack_pending: false,
             ack_now: false,
-            pushed: 0,
+            pushed: false,
             delack: Timer::default(),
             comp_timer: Timer::default(),
             compressed_ack: 0,
@@ -172,15 +170,8 @@ impl Receiver {
     /// fix delayed ACKs for MSS boundary condition"), or any shorter segment, may end a
     /// write, so the reading application's `tcp_cleanup_rbuf` is to ACK at once.
     fn measure_rcv_mss(&mut self, pkt: &Packet) {
-        if pkt.payload >= self.p.mss {
-            if pkt.psh {
-                self.pushed |= ACK_PUSHED;
-            }
-        } else {
-            if self.pushed & ACK_PUSHED != 0 {
-                self.pushed |= ACK_PUSHED2;
-            }
-            self.pushed |= ACK_PUSHED;
+        if pkt.psh || pkt.payload < self.p.mss {
+            self.pushed = true;
         }
     }
 
@@ -189,7 +180,7 @@ impl Receiver {
     /// is left in the receive memory (no out-of-order data held). This connection sends
     /// no data, so it is never in ping-pong mode.
     fn cleanup_rbuf(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
-        if self.ack_pending && self.pushed != 0 && self.ooo.is_empty() {
+        if self.ack_pending && self.pushed && self.ooo.is_empty() {
             self.send_ack(now, q);
         }
     }
@@ -467,7 +458,7 @@ impl Receiver {
         self.quick = self.quick.saturating_sub(1);
         self.ack_pending = false;
         self.ack_now = false;
-        self.pushed = 0;
+        self.pushed = false;
         self.compressed_ack = 0;
         self.comp_timer.cancel();
         self.delack.cancel();
