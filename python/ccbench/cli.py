@@ -735,10 +735,17 @@ def calibrate_host(quick: bool, guest_kernel: str, vcpus: int, duration: str, ou
     click.echo(f"wrote {out}", err=as_json)
 
 
-def _fail(field: str, message: str, status: int = EXIT_BAD_INPUT) -> NoReturn:
+def _fail(field: str, message: str, status: int = EXIT_BAD_INPUT, at_once: bool = False) -> NoReturn:
     # One line, whatever line breaks the message carries (a file's text may hold any).
     line = " ".join(f"error: {field}: {message}".splitlines())
     print(line, file=sys.stderr)
+    if at_once:
+        # Ctrl-C in the command itself: every `finally` on the way here has run; the
+        # interpreter's exit handlers (joining a process pool whose workers were just
+        # terminated) once hung past 30 s after this line was printed.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
     sys.exit(status)
 
 
@@ -775,7 +782,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except click.UsageError as e:
         _fail(*_usage_error(e))
     except (click.Abort, KeyboardInterrupt):
-        _fail("interrupted", "stopped before the run finished", EXIT_INTERRUPTED)
+        _fail("interrupted", "stopped before the run finished", EXIT_INTERRUPTED, at_once=argv is None)
     except click.exceptions.Exit as e:
         return e.exit_code
     except InternalError as e:
