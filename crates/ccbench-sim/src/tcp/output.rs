@@ -191,7 +191,7 @@ impl Sender {
         let mut sent = 0u32;
         let mut is_cwnd_limited = false;
         let mut is_rwnd_limited = false;
-        while self.snd_nxt() < self.total_segs {
+        while self.has_unsent() {
             if self.pacing_check(now, q) {
                 break;
             }

@@ -33,11 +33,6 @@ impl Sender {
         self.rtt.backed_off(self.probe0_base(), RTO_MAX)
     }
 
-    /// Data written and not yet sent (`!tcp_write_queue_empty`).
-    fn has_unsent(&self) -> bool {
-        self.snd_nxt() < self.total_segs
-    }
-
     /// `__tcp_push_pending_frames`: send what may go, and if that leaves data waiting with
     /// nothing in flight, `tcp_check_probe_timer`: arm the probe timer unless a timer is
     /// pending.
@@ -101,17 +96,7 @@ impl Sender {
         };
         self.to_nic(now, pkt, q);
         if let Some(log) = self.tx_log.as_mut() {
-            let none = TxRecord {
-                time: now,
-                seq: snd_una,
-                segs: 0,
-                bytes: 0,
-                retrans: false,
-                ect: false,
-                cwr: false,
-                psh: false,
-            };
-            log.push(none);
+            log.push(TxRecord { time: now, seq: snd_una, ..Default::default() });
         }
     }
 

@@ -100,7 +100,7 @@ impl Sender {
     /// `tcp_send_loss_probe`: new data if the window allows, else the last segment again.
     pub(super) fn send_loss_probe(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
         let mut sent = false;
-        if self.snd_nxt() < self.total_segs && self.rwnd_allows(self.snd_nxt()) {
+        if self.has_unsent() && self.rwnd_allows(self.snd_nxt()) {
             let before = self.sb.packets_out();
             self.write_xmit(now, 2, q);
             sent = self.sb.packets_out() > before;

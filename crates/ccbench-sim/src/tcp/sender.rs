@@ -193,8 +193,8 @@ pub struct Sender {
     pub tx_log: Option<Vec<TxRecord>>,
 }
 
-/// One skb as it leaves TCP (`__tcp_transmit_skb`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One skb as it leaves TCP (`__tcp_transmit_skb`); a zero-window probe has no segments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TxRecord {
     pub time: Time,
     /// First segment number and how many segments the skb holds.
@@ -316,6 +316,11 @@ impl Sender {
 
     pub fn snd_nxt(&self) -> u64 {
         self.sb.snd_nxt()
+    }
+
+    /// Data written and not yet sent (`!tcp_write_queue_empty`).
+    pub(super) fn has_unsent(&self) -> bool {
+        self.snd_nxt() < self.total_segs
     }
 
     /// Payload bytes of segment `seq`.
@@ -490,7 +495,7 @@ impl Sender {
             flag |= FLAG_WIN_UPDATE;
             self.snd_wnd = ack.rwnd;
             self.undo.max_window = self.undo.max_window.max(ack.rwnd);
-            if self.snd_nxt() < self.total_segs {
+            if self.has_unsent() {
                 self.slow_start_after_idle_check(now);
             }
         }
@@ -585,7 +590,7 @@ impl Sender {
             self.cong_control(now, flag, &rs);
         }
         self.hold_overrides();
-        if prior_packets == 0 && self.snd_nxt() < self.total_segs {
+        if prior_packets == 0 && self.has_unsent() {
             self.ack_probe(now, q);
         }
         self.xmit_recovery(now, rexmit, q);
@@ -648,8 +653,7 @@ impl Sender {
         }
         if self.sb.is_empty() {
             self.sack_cache.clear();
-            let unsent = self.total_segs > self.snd_nxt();
-            self.chronos.stop(now, Chrono::Busy, !unsent);
+            self.chronos.stop(now, Chrono::Busy, !self.has_unsent());
         }
         // Forget acknowledged transmissions so the send order stays window-sized.
         self.sb.prune_send_order();

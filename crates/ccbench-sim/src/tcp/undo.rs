@@ -284,7 +284,7 @@ impl Sender {
                 self.high_seq = self.snd_nxt();
                 // Step 2.b: send new data if the window allows, else recover as usual.
                 let wnd_end = self.sb.snd_una * self.p.mss as u64 + self.snd_wnd;
-                if self.snd_nxt() < self.total_segs && wnd_end > self.snd_nxt() * self.p.mss as u64 {
+                if self.has_unsent() && wnd_end > self.snd_nxt() * self.p.mss as u64 {
                     return Rexmit::New;
                 }
                 self.undo.frto = false;
