@@ -440,10 +440,10 @@ impl Sender {
         }
     }
 
-    /// `tcp_rate_check_app_limited`, run when the application writes.
-    pub(super) fn check_app_limited(&mut self) {
-        let unsent = self.total_segs.saturating_sub(self.snd_nxt());
-        if unsent == 0 && self.wmem == 0 && self.inflight() < self.w.cwnd && self.sb.lost_out <= self.sb.retrans_out {
+    /// `tcp_rate_check_app_limited`, run by `tcp_sendmsg_locked` before it queues the
+    /// write: `unsent` tells whether earlier writes still wait to be sent.
+    pub(super) fn check_app_limited(&mut self, unsent: bool) {
+        if !unsent && self.wmem == 0 && self.inflight() < self.w.cwnd && self.sb.lost_out <= self.sb.retrans_out {
             self.rate.app_limited = (self.delivered + self.inflight() as u64).max(1);
         }
     }

@@ -385,6 +385,25 @@ mod tests {
         assert_eq!(h.tcp_info()["tcpi_ca_state"], 4);
     }
 
+    /// `tcp_sendmsg_locked` runs `tcp_rate_check_app_limited` before it queues the write,
+    /// so a connection's first flight is app-limited and its first transmission is a
+    /// TX_START that sets BBR's `idle_restart`. A flow that starts writing more than
+    /// `bbr_min_rtt_win_sec` after its handshake takes its first ACK's longer RTT as the
+    /// new min RTT without entering PROBE_RTT (whose cwnd of 4 would cost it the start).
+    #[test]
+    fn a_first_write_is_app_limited_and_a_late_starting_bbr_skips_probe_rtt() {
+        for cca in ["bbr", "bbr3"] {
+            let p = ScriptedParams { cca: cca.into(), snd_wnd: 1 << 20, ..Default::default() };
+            let mut h = ScriptedSender::new(&p).unwrap();
+            h.write(Time(11_000_000_000), 30_000).unwrap();
+            let sent: u32 = h.take_sent().iter().map(|r| r.segs).sum();
+            assert_eq!(sent, 10, "{cca}");
+            assert!((0..10).all(|s| h.sender.sb.get(s).tx.app_limited), "{cca}: the first flight is app-limited");
+            h.receive(Time(11_300_000_000), &ack(2, &[]));
+            assert_eq!(h.tcp_info()["tcpi_snd_cwnd"], 12, "{cca}: STARTUP grows cwnd, no PROBE_RTT");
+        }
+    }
+
     #[test]
     fn a_write_after_an_idle_rto_restarts_from_the_initial_window() {
         let p = ScriptedParams { snd_wnd: 1 << 20, slow_start_after_idle: true, ..Default::default() };

@@ -378,7 +378,9 @@ impl Sender {
         self.wstamp = now;
         // The (unmodelled) SYN-ACK's timestamp, as a capture's synthetic handshake shows it.
         self.ts_recent = (now.ns() / 1_000_000) as u32;
-        self.check_app_limited();
+        // The check runs before the write is queued, when nothing is unsent: a flow's
+        // first flight is app-limited, and BBR's TX_START sees `idle_restart`.
+        self.check_app_limited(false);
         self.push_pending_frames(now, q);
     }
 
@@ -394,6 +396,7 @@ impl Sender {
         }
         let mss = self.p.mss as u64;
         let segs = bytes.div_ceil(mss);
+        self.check_app_limited(self.has_unsent());
         if self.snd_nxt() == self.total_segs {
             // The first unsent data (`tcp_add_write_queue_tail`).
             self.chronos.start(now, Chrono::Busy);
@@ -405,7 +408,6 @@ impl Sender {
             self.wstamp = now;
         }
         self.slow_start_after_idle_check(now);
-        self.check_app_limited();
         self.push_pending_frames(now, q);
         Ok(())
     }
