@@ -287,6 +287,13 @@ def test_the_fq_scripts_on_the_simulator_reproduce_the_vm_guests_verdicts():
     assert not [(v.script, d) for v in got if (d := command.disagreement(v, recorded[v.script]))]
 
 
+def test_tso_deferral_waits_only_for_an_ack_due_within_a_millisecond():
+    # Our script, which Linux 6.18 passes (tests/test_conformance_kernel.py): with the
+    # older rule (defer once the oldest skb is srtt/2 old) the last segment would wait.
+    own = Path(__file__).parent / "conformance" / "scripts" / "tso-defer-ack-due.pkt"
+    assert run_script(own, own.name).outcome == "pass"
+
+
 @needs_suite
 @pytest.mark.parametrize(("script", "params", "line"), [
     # Cubic's beta one below 717/1024: ssthresh after a loss at cwnd 10 is 6, not 7, and

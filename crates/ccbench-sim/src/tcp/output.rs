@@ -169,9 +169,14 @@ impl Sender {
             // Do not defer past a single ACK of two full segments.
             return Defer::No;
         }
-        // If the next ACK is likely to come too late (half an SRTT), do not defer.
-        let head_age = self.sb.head().map_or(Dur::ZERO, |s| now.since(s.tx_time));
-        if head_age < Dur::from_us(self.rtt.srtt_us() / 2) {
+        // If the next ACK is due later than min(srtt/2, 1 ms) from now, do not defer: a
+        // smooth ACK clock is worth more than a bigger skb. (Linux 6.18 and the stable
+        // trees since October 2025, "tcp: fix tcp_tso_should_defer() vs large RTT";
+        // before, the test was the oldest skb's age against srtt/2.)
+        let Some(head) = self.sb.head() else { return Defer::No };
+        let srtt = Dur(self.rtt.srtt_us8 * 125);
+        let threshold = Dur(srtt.ns() / 2).min(Dur::from_ms(1));
+        if head.tx_time + srtt > now + threshold {
             return Defer::No;
         }
         if cong_win < send_win {

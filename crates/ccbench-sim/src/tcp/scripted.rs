@@ -404,6 +404,26 @@ mod tests {
         }
     }
 
+    /// `tcp_tso_should_defer` holds back a small skb only for an ACK due within
+    /// min(srtt/2, 1 ms) ("tcp: fix tcp_tso_should_defer() vs large RTT"). A 5000-byte
+    /// peer window leaves one segment of room behind a two-segment skb, as in
+    /// tests/conformance/scripts/tso-defer-ack-due.pkt, which Linux 6.18 passes.
+    #[test]
+    fn tso_deferral_waits_only_for_an_ack_due_within_a_millisecond() {
+        let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 5000, ..Default::default() }).unwrap();
+        let skbs = |h: &mut ScriptedSender| h.take_sent().iter().map(|r| (r.seq, r.segs)).collect::<Vec<_>>();
+        let peer = |ack| PeerAck { ack, rwnd: 5000, ..Default::default() };
+        h.write(Time(200_000_000), 30_000).unwrap();
+        assert_eq!(skbs(&mut h), [(0, 2), (2, 2), (4, 1)]);
+        // The oldest unacknowledged segment (3) left one srtt ago: its ACK is due now.
+        h.receive(Time(300_000_000), &peer(3));
+        assert_eq!(skbs(&mut h), [(5, 2)]);
+        // The oldest (5) left 60 ms ago, its ACK due in about 47 ms: the room is used at
+        // once (the rule before the fix, age > srtt/2, would wait).
+        h.receive(Time(360_000_000), &peer(5));
+        assert_eq!(skbs(&mut h), [(7, 2), (9, 1)]);
+    }
+
     #[test]
     fn a_write_after_an_idle_rto_restarts_from_the_initial_window() {
         let p = ScriptedParams { snd_wnd: 1 << 20, slow_start_after_idle: true, ..Default::default() };
