@@ -92,6 +92,25 @@ def test_completion_times_within_15_percent() -> None:
     assert res.verdict == "FAIL"
 
 
+def test_receive_window_limited_time_within_10_points_of_the_run_where_either_engine_saw_any() -> None:
+    cell = grid.rwnd(("bbr",))[0]
+
+    def run(pct: float) -> dict:
+        r = _run([12.4e6], [40.5], 0)
+        r["flows"][0]["rwnd_limited_pct"] = pct
+        return r
+
+    def check(sim: float, kernel: float):
+        return [c for c in compare(cell, _engine(run(sim)), _engine(run(kernel))).checks if c.figure == "rwnd_limited"]
+
+    assert check(0.0, 0.0) == []  # neither was held back: nothing to judge
+    [c] = check(38.0, 30.4)
+    assert c.ok and c.label == "rwnd_limited" and c.ratio == pytest.approx(38.0 / 30.4)
+    [c] = check(57.9, 30.4)
+    assert not c.ok
+    assert "57.9 / 30.4 (1.90) ✗" in table_rows([compare(cell, _engine(run(57.9)), _engine(run(30.4)))])[0][5]
+
+
 def _results():
     good = compare(ONE, _engine(_run([19e6], [26.0], 3)), _engine(_run([19e6], [26.0], 3)))
     bad = compare(MIX, _engine(_run([7e6, 13e6], [50.0, 50.0], 10)), _engine(_run([3.5e6, 16.5e6], [50, 50], 10)))

@@ -9,7 +9,10 @@ Tolerances (simulator relative to kernel):
 * mean RTT within 20% per flow (p95 shown, not judged);
 * retransmissions of the cell within a factor of 2, or both below 0.1% of packets sent;
 * completion time of a sized flow within 15% (of a flow that repeats downloads: the
-  median download's, which also judges the per-download throughput).
+  median download's, which also judges the per-download throughput);
+* the time a flow was held back by the peer's receive window (`tcpi_rwnd_limited` on
+  both engines), as a share of the run, within 10 points, judged where either engine
+  saw any.
 
 Each figure is the median over the repetitions. The kernel varies from run to run, so a
 figure also passes when the simulator's median lies inside the range the kernel's
@@ -30,8 +33,9 @@ RTT_TOLERANCE = 0.20
 RETRANSMIT_FACTOR = 2.0
 RETRANSMIT_FLOOR = 0.001  # both below 0.1% of packets sent: equal enough
 COMPLETION_TOLERANCE = 0.15
+RWND_LIMITED_POINTS = 10.0  # percentage points of the run
 
-FLOW_FIGURES = ("goodput_bps", "rtt_mean_ms", "rtt_p95_ms", "completion_s")
+FLOW_FIGURES = ("goodput_bps", "rtt_mean_ms", "rtt_p95_ms", "completion_s", "rwnd_limited_pct")
 
 
 def _finite(x: Any) -> Optional[float]:
@@ -48,6 +52,7 @@ def run_figures(summary: dict[str, Any], mss: int) -> dict[str, Any]:
         "flows": [{"goodput_bps": f["goodput_bps"], "rtt_mean_ms": _finite(f.get("rtt_ms", {}).get("mean")),
                    "rtt_p95_ms": _finite(f.get("rtt_ms", {}).get("p95")),
                    "completion_s": _completion(f),
+                   "rwnd_limited_pct": 100 * (f.get("rwnd_limited_ms") or 0.0) / (1e3 * summary["duration_s"]),
                    "retransmits": f["retransmits"]} for f in flows],
         "capacity_bps": summary["link"]["rate_bps"],
         "retransmits": retransmits,
@@ -93,7 +98,8 @@ class EngineFigures:
     runs: list[dict[str, Any]] = field(default_factory=list)
 
     def flow(self, i: int, key: str) -> Spread:
-        return Spread.of([r["flows"][i][key] for r in self.runs if i < len(r["flows"])])
+        # .get: figures journalled before a figure was added have none of it.
+        return Spread.of([r["flows"][i].get(key) for r in self.runs if i < len(r["flows"])])
 
     def total(self, key: str) -> Spread:
         return Spread.of([r[key] for r in self.runs])
@@ -189,6 +195,10 @@ def compare(cell: Cell, sim: EngineFigures, kernel: EngineFigures) -> CellResult
             r = _ratio(s, k.median)
             res.checks.append(Check("completion", flow, s, k, r,
                                     (r is not None and abs(r - 1) <= COMPLETION_TOLERANCE) or _inside(s, k)))
+        s, k = sim.flow(i, "rwnd_limited_pct").median, kernel.flow(i, "rwnd_limited_pct")
+        if (s or 0.0) > 0 or (k.high or 0.0) > 0:
+            ok = s is not None and k.median is not None and abs(s - k.median) <= RWND_LIMITED_POINTS
+            res.checks.append(Check("rwnd_limited", flow, s, k, _ratio(s, k.median), ok or _inside(s, k)))
     s, k = sim.total("retransmits").median, kernel.total("retransmits")
     both_low = ((sim.total("retransmit_fraction").median or 0.0) < RETRANSMIT_FLOOR
                 and (kernel.total("retransmit_fraction").median or 0.0) < RETRANSMIT_FLOOR)

@@ -15,8 +15,9 @@ from typing import Any
 
 from ..report_html.page import Page, Section, Table, save_figure, write_page
 
-FIGURES = ("goodput", "rtt_mean", "completion", "retransmits")
-TITLES = {"goodput": "goodput", "rtt_mean": "mean RTT", "completion": "completion", "retransmits": "retransmits"}
+FIGURES = ("goodput", "rtt_mean", "completion", "retransmits", "rwnd_limited")
+TITLES = {"goodput": "goodput", "rtt_mean": "mean RTT", "completion": "completion", "retransmits": "retransmits",
+          "rwnd_limited": "window-limited"}
 
 
 def _ratio_text(c: dict[str, Any]) -> str:

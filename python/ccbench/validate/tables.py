@@ -10,17 +10,18 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .judge import (COMPLETION_TOLERANCE, GOODPUT_TOLERANCE, RETRANSMIT_FACTOR, RETRANSMIT_FLOOR, RTT_TOLERANCE,
-                    Check, CellResult)
+                    RWND_LIMITED_POINTS, Check, CellResult)
 from .runner import BenchPoint
 
-HEADERS = ("scenario", "goodput Mbit/s sim / kernel", "RTT mean ms", "completion s", "retransmits", "emulator",
-           "verdict")
-FIGURES = ("goodput", "rtt_mean", "completion", "retransmits")
+HEADERS = ("scenario", "goodput Mbit/s sim / kernel", "RTT mean ms", "completion s", "retransmits",
+           "window-limited %", "emulator", "verdict")
+FIGURES = ("goodput", "rtt_mean", "completion", "retransmits", "rwnd_limited")
 FORMATS: dict[str, Callable[[Optional[float]], str]] = {
     "goodput": lambda x: "-" if x is None else f"{x / 1e6:.2f}",
     "rtt_mean": lambda x: "-" if x is None or math.isnan(x) else f"{x:.1f}",
     "completion": lambda x: "-" if x is None else f"{x:.2f}",
     "retransmits": lambda x: "-" if x is None else f"{x:.0f}",
+    "rwnd_limited": lambda x: "-" if x is None else f"{x:.1f}",
 }
 
 
@@ -28,7 +29,8 @@ def tolerances_line() -> str:
     return (f"goodput within {GOODPUT_TOLERANCE:.0%} (of capacity where loss or sharing makes a flow's goodput "
             f"small), mean RTT within {RTT_TOLERANCE:.0%}, completion within {COMPLETION_TOLERANCE:.0%}, "
             f"retransmissions within a factor {RETRANSMIT_FACTOR:g} or both under {RETRANSMIT_FLOOR:.1%} of "
-            "packets; or inside the kernel's spread")
+            f"packets, receive-window-limited time within {RWND_LIMITED_POINTS:g} points of the run; or inside "
+            "the kernel's spread")
 
 
 def check_text(c: Check) -> str:
@@ -59,7 +61,7 @@ def table_rows(results: list[CellResult]) -> list[tuple[str, ...]]:
     for r in results:
         if not (r.sim.available and r.kernel.available):
             missing = r.sim.reason if not r.sim.available else r.kernel.reason
-            rows.append((r.cell.name, missing, "", "", "", _emu(r), r.verdict))
+            rows.append((r.cell.name, missing, "", "", "", "", _emu(r), r.verdict))
             continue
         rows.append((r.cell.name, *(_column(r, f) for f in FIGURES), _emu(r), r.verdict))
     return rows
@@ -92,7 +94,8 @@ def to_json(results: list[CellResult], bench: list[BenchPoint], meta: dict[str, 
     return {
         **meta,
         "tolerances": {"goodput": GOODPUT_TOLERANCE, "rtt_mean": RTT_TOLERANCE, "completion": COMPLETION_TOLERANCE,
-                       "retransmit_factor": RETRANSMIT_FACTOR, "retransmit_floor": RETRANSMIT_FLOOR},
+                       "retransmit_factor": RETRANSMIT_FACTOR, "retransmit_floor": RETRANSMIT_FLOOR,
+                       "rwnd_limited_points": RWND_LIMITED_POINTS},
         "cells": [{"family": r.cell.family, "name": r.cell.name, "axes": dict(r.cell.axes), "scenario": r.cell.doc,
                    "goodput_judged": r.cell.goodput, "verdict": r.verdict,
                    "checks": [{**asdict(c), "label": c.label} for c in r.checks],
