@@ -110,29 +110,22 @@ fn two_cubic_flows_share_fairly() {
     assert!(out.summary.link.utilization >= 0.95);
 }
 
-/// A second flow joining a second or a few later must also converge. Cubic epochs here
-/// last about 10 s, so the last 30 s hold only a few loss events; losses at the
-/// drop-tail queue are not shared out in proportion to rate (a deterministic run has
-/// no timing jitter to break phase effects), and some start offsets stay unfair for
-/// the whole window.
+/// A Cubic flow that joins 3 s after another (100 Mbit/s, 40 ms, one BDP of drop-tail
+/// buffer) stays behind for a minute and more: Cubic's epochs last about 10 s here, and
+/// the losses at the queue are not shared in proportion to rate. Linux 6.18 on the
+/// kernel engine (`ccbench run --engine kernel`, this scenario for 90 s): 68.8 / 28.5
+/// Mbit/s, the late flow's share of the goodput over 30-90 s 0.345 (Jain 0.91). The
+/// simulator must show that slow convergence, not a fair split (which it showed while
+/// it deferred small skbs by the pre-6.18 rule, docs/validation.md).
 #[test]
-/// With a staggered start, Cubic's sawtooth (loss events about 10 s apart here) leaves
-/// too few congestion epochs in 30 s for every offset to converge: single offsets reach
-/// 0.936. Over offsets the shares are fair, and over a longer window each one is.
-fn a_cubic_flow_joining_later_converges_to_a_fair_share() {
-    let mut last_half = Vec::new();
-    for offset_ms in [500, 1000, 2000, 3000, 4000, 5000] {
-        let mut s = bulk("cubic", 2, BufferLimit::Bdp(1.0), 120);
-        s.flows[1].start_ns = offset_ms * MS;
-        let out = run_ok(&s);
-        let g = |a, b| jain(&[mean_goodput(&out, 0, a, b), mean_goodput(&out, 1, a, b)]);
-        let (j30, j90) = (g(30.0, 60.0), g(30.0, 120.0));
-        assert!(j30 >= 0.90, "offset {offset_ms} ms: Jain over 30-60 s {j30:.4}");
-        assert!(j90 >= 0.95, "offset {offset_ms} ms: Jain over 30-120 s {j90:.4}");
-        last_half.push(j30);
-    }
-    let mean = last_half.iter().sum::<f64>() / last_half.len() as f64;
-    assert!(mean >= 0.95, "mean Jain over 30-60 s across offsets {mean:.4}: {last_half:.4?}");
+fn a_cubic_flow_joining_later_converges_as_slowly_as_on_linux() {
+    let mut s = bulk("cubic", 2, BufferLimit::Bdp(1.0), 90);
+    s.flows[1].start_ns = 3_000 * MS;
+    let out = run_ok(&s);
+    let (early, late) = (mean_goodput(&out, 0, 30.0, 90.0), mean_goodput(&out, 1, 30.0, 90.0));
+    let share = late / (early + late);
+    assert!((0.265..=0.425).contains(&share), "late flow's share over 30-90 s {share:.3} (Linux 0.345)");
+    assert!(out.summary.link.utilization >= 0.95);
 }
 
 #[test]
