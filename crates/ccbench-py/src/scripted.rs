@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use std::collections::BTreeMap;
 
 /// One skb as it left TCP: (time_ns, first segment, segments, bytes, retransmission,
-/// ECT, CWR).
+/// ECT, CWR, PSH).
 type Sent = (u64, u64, u32, u64, bool, bool, bool, bool);
 
 #[pyclass(unsendable)]

@@ -35,8 +35,6 @@ RETRANSMIT_FLOOR = 0.001  # both below 0.1% of packets sent: equal enough
 COMPLETION_TOLERANCE = 0.15
 RWND_LIMITED_POINTS = 10.0  # percentage points of the run
 
-FLOW_FIGURES = ("goodput_bps", "rtt_mean_ms", "rtt_p95_ms", "completion_s", "rwnd_limited_pct")
-
 
 def _finite(x: Any) -> Optional[float]:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
