@@ -188,7 +188,7 @@ fn gilbert_elliott_at_the_bottleneck_matches_its_closed_forms() {
     s.link.loss_model = Some(gilbert(p, r));
     s.validate().unwrap();
     // The bottleneck as the simulator builds it, fed one packet at a time.
-    let mut link = ccbench_sim::config::build::forward_bottleneck(&s, true);
+    let mut link = ccbench_sim::config::build::forward_bottleneck(&s);
     let n = 2_000_000u64;
     let (mut lost, mut bursts, mut prev) = (0u64, 0u64, false);
     for k in 0..n {

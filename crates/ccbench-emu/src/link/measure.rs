@@ -40,16 +40,12 @@ pub(super) struct Measure {
 impl Link {
     pub(super) fn start_measuring(&mut self, t: Time) {
         self.m.active = true;
-        self.bottleneck.restart_capacity_at(t);
-        if let Some(a) = self.ack_link.as_mut() {
+        self.path.bottleneck.restart_capacity_at(t);
+        if let Some(a) = self.path.ack_link.as_mut() {
             a.restart_capacity_at(t);
         }
-        let steps: Vec<u64> = self.cfg.scenario.link.rtt_schedule.iter().map(|s| s.at_ns).collect();
-        for (k, at) in steps.into_iter().enumerate() {
-            self.schedule(t + Dur(at), Ev::RttStep(k));
-        }
-        self.bottleneck.counters = LinkCounters::default();
-        self.drops_random = 0;
+        self.path.start_rtt_schedule(t, &mut self.agenda);
+        self.path.bottleneck.counters = LinkCounters::default();
         self.m.last_wire_bytes = 0;
         for c in &mut self.counters {
             *c = FlowCounters::default();
@@ -75,19 +71,19 @@ impl Link {
     pub(super) fn sample(&mut self, t: Time) {
         let Some(t0) = self.m.t0 else { return };
         let secs = t.since(self.m.last_sample).secs_f64();
-        let capacity = self.bottleneck.capacity_bits(self.m.last_sample, t);
+        let capacity = self.path.bottleneck.capacity_bits(self.m.last_sample, t);
         self.m.last_sample = t;
-        let c = &self.bottleneck.counters;
+        let c = &self.path.bottleneck.counters;
         let bits = (c.wire_bytes_out - self.m.last_wire_bytes) as f64 * 8.0;
         self.m.last_wire_bytes = c.wire_bytes_out;
         let s = &mut self.m.series;
         s.time_s.push(t.since(t0).secs_f64());
-        s.queue_bytes.push(self.bottleneck.backlog_bytes() as f64);
-        s.queue_packets.push(self.bottleneck.backlog_packets() as f64);
+        s.queue_bytes.push(self.path.bottleneck.backlog_bytes() as f64);
+        s.queue_packets.push(self.path.bottleneck.backlog_packets() as f64);
         s.utilization.push(if capacity > 0.0 { bits / capacity } else { f64::NAN });
         s.throughput_bps.push(bits / secs);
         s.capacity_bps.push(capacity / secs);
-        s.drops.push((c.drops_overflow + self.drops_random + c.drops_aqm) as f64);
+        s.drops.push((c.drops_overflow + c.drops_random + c.drops_aqm) as f64);
         for (i, fc) in self.counters.iter_mut().take(self.flows).enumerate() {
             s.flow_throughput_bps[i].push((fc.payload_out - fc.last_payload_out) as f64 * 8.0 / secs);
             fc.last_payload_out = fc.payload_out;
@@ -111,7 +107,7 @@ impl Link {
                 if let (true, Some(prev)) = (d.chained, self.m.last_forward_write) {
                     self.m.busy_bytes += d.bytes.len() as u64;
                     self.m.busy_ns += wall.since(prev).ns();
-                    self.m.busy_capacity_bits += self.bottleneck.capacity_bits(prev, wall);
+                    self.m.busy_capacity_bits += self.path.bottleneck.capacity_bits(prev, wall);
                 }
                 self.m.last_forward_write = Some(wall);
             }
@@ -136,18 +132,18 @@ impl Link {
     }
 
     pub(super) fn measure(&self, now: Time) -> Report {
-        let c = &self.bottleneck.counters;
+        let c = &self.path.bottleneck.counters;
         let delivered = (self.m.busy_ns > 0).then(|| self.m.busy_bytes as f64 * 8.0 / (self.m.busy_ns as f64 / 1e9));
         let ratio =
             (self.m.busy_capacity_bits > 0.0).then(|| self.m.busy_bytes as f64 * 8.0 / self.m.busy_capacity_bits);
-        let window = self.m.t0.map_or(0.0, |t0| self.bottleneck.capacity_bits(t0, now.min(self.m.end.max(t0))));
+        let window = self.m.t0.map_or(0.0, |t0| self.path.bottleneck.capacity_bits(t0, now.min(self.m.end.max(t0))));
         Report {
             measured_s: self.m.t0.map_or(0.0, |t0| now.since(t0).secs_f64()),
             link: LinkReport {
                 packets_forwarded: c.packets_out,
                 wire_bytes_out: c.wire_bytes_out,
                 drops_overflow: c.drops_overflow,
-                drops_random: self.drops_random,
+                drops_random: c.drops_random,
                 drops_aqm: c.drops_aqm,
                 capacity_bits: window,
                 ecn_marks: c.ecn_marks,

@@ -1,9 +1,4 @@
-//! The emulated path, sans-IO: the simulator's dumbbell with real packets in it.
-//!
-//! ```text
-//! sender --NIC (nic_rate, access_delay)--> bottleneck --(rate)--> delay rtt/2 --> receiver
-//! sender <------------- delay rtt/2 + access_delay <-- [ACK trace link] --------- receiver
-//! ```
+//! The emulated path: the simulator's `net::Path`, with real packets in it.
 //!
 //! The caller passes time in. Packets arrive with [`Link::arrive`]; [`Link::poll`]
 //! processes every event due by `now`, in time order, and hands back each packet that
@@ -14,8 +9,8 @@
 //! ECN: with a marking threshold, the simulator's bottleneck marks ECN-capable packets
 //! that arrive to a deep enough backlog, and the emulator sets CE in their IP header.
 //!
-//! Random loss (Bernoulli or Gilbert-Elliott) applies to data packets only (as in the
-//! simulator); handshakes, pure ACKs and FINs never meet it. Packets that belong to no
+//! Random loss (Bernoulli or Gilbert-Elliott) applies to data packets only:
+//! handshakes, pure ACKs and FINs, which the simulator does not model, never meet it. Packets that belong to no
 //! configured flow (no TCP, or an unknown port) use an extra lane with the link's base
 //! delays.
 //!
@@ -34,12 +29,12 @@ use crate::config::EmuConfig;
 use crate::report::Report;
 use crate::rtt::FlowRtt;
 use crate::wire::{self, TCP_ACK};
-use ccbench_sim::config::build::{forward_bottleneck, loss_for, reverse_bottleneck};
-use ccbench_sim::net::loss::LossModel;
-use ccbench_sim::net::{Bottleneck, Packet, Pipe};
+use ccbench_sim::config::build;
+use ccbench_sim::event::Schedule;
+use ccbench_sim::net::aqm::Dropped;
+use ccbench_sim::net::{End, Packet, Path, PathObserver, PathWake};
 use ccbench_sim::observe::capture::Point;
 use ccbench_sim::time::{Dur, Time};
-use ccbench_sim::units::BitRate;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -64,38 +59,40 @@ pub struct Delivery {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
-    NicExit(usize),
-    TxDone,
-    AckTxDone,
-    RttStep(usize),
-    ForwardExit,
-    ReverseExit(usize),
+    Path(PathWake),
     Epoch,
     Sample,
     End,
 }
 
-pub struct Link {
-    bottleneck: Bottleneck,
-    /// The ACK direction's trace-driven link, if any.
-    ack_link: Option<Bottleneck>,
-    departed: Vec<Packet>,
-    /// Per flow, plus one lane for unclassified traffic (index `flows`).
-    nic: Vec<Pipe>,
-    forward: Pipe,
-    reverse: Vec<Pipe>,
-    loss: LossModel,
-    drops_random: u64,
-    /// (time, rank, sequence, event): at equal times the end of the window comes last,
-    /// after the final sample; otherwise first scheduled, first served.
+/// What is due, in time order: (time, rank, sequence, event). At equal times the end of
+/// the window comes last, after the final sample; otherwise first scheduled, first served.
+#[derive(Default)]
+struct Agenda {
     heap: BinaryHeap<Reverse<(Time, u8, u64, Ev)>>,
     seq: u64,
+}
+
+impl Agenda {
+    fn schedule(&mut self, t: Time, ev: Ev) {
+        self.seq += 1;
+        let rank = u8::from(ev == Ev::End);
+        self.heap.push(Reverse((t, rank, self.seq, ev)));
+    }
+}
+
+impl Schedule<PathWake> for Agenda {
+    fn push(&mut self, t: Time, wake: PathWake) {
+        self.schedule(t, Ev::Path(wake));
+    }
+}
+
+pub struct Link {
+    path: Path,
+    agenda: Agenda,
     slab: Slab,
     cfg: EmuConfig,
     flows: usize,
-    /// Whether the packet now on the bottleneck's wire started right as the previous one
-    /// finished.
-    on_wire_chained: bool,
     counters: Vec<FlowCounters>,
     rtt: Vec<FlowRtt>,
     m: Measure,
@@ -109,32 +106,20 @@ impl Link {
     pub fn new(cfg: &EmuConfig) -> Link {
         let s = &cfg.scenario;
         let flows = s.flows.len();
-        let one_way = Dur(s.link.rtt_ns / 2);
-        let nic_rate = Some(BitRate(s.link.nic_rate_bps));
-        let access = |i: usize| Dur(s.flows.get(i).map_or(0, |f| f.access_delay_ns));
-        // The simulator's Bottleneck applies its loss to every packet it is offered; the
-        // emulator draws the loss itself so that only data packets meet it.
-        let bottleneck = forward_bottleneck(s, false);
+        // Lanes: one per flow, and one for packets of no flow.
+        let mut path = build::path(s, flows + 1);
+        path.bottleneck.lose_data_only();
         Link {
-            bottleneck,
-            ack_link: reverse_bottleneck(s),
-            departed: Vec::new(),
-            nic: (0..=flows).map(|i| Pipe::new(nic_rate, access(i))).collect(),
-            forward: Pipe::new(None, one_way),
-            reverse: (0..=flows).map(|i| Pipe::new(None, one_way + access(i))).collect(),
-            loss: loss_for(s),
-            drops_random: 0,
-            heap: BinaryHeap::new(),
-            seq: 0,
+            path,
+            agenda: Agenda::default(),
             slab: Slab::default(),
             cfg: cfg.clone(),
             flows,
-            on_wire_chained: false,
             counters: vec![FlowCounters::default(); flows + 1],
             rtt: (0..flows).map(|_| FlowRtt::default()).collect(),
             m: Measure { interval: Dur(s.sample_interval_ns), ..Measure::default() },
             snapshot: None,
-            one_way,
+            one_way: Dur(s.link.rtt_ns / 2),
             capture: None,
         }
     }
@@ -146,11 +131,7 @@ impl Link {
     }
 
     fn cap(&mut self, point: Point, t: Time, flow: usize, bytes: &[u8]) {
-        if let Some(c) = self.capture.as_mut() {
-            if flow < self.flows {
-                c.record(point, t, flow, bytes);
-            }
-        }
+        record(self.capture.as_mut(), self.flows, point, t, flow, bytes);
     }
 
     /// Close the capture files; the first error writing them, if any.
@@ -159,9 +140,7 @@ impl Link {
     }
 
     fn schedule(&mut self, t: Time, ev: Ev) {
-        self.seq += 1;
-        let rank = u8::from(ev == Ev::End);
-        self.heap.push(Reverse((t, rank, self.seq, ev)));
+        self.agenda.schedule(t, ev);
     }
 
     /// Start measuring at `t0` and stop at `end`: counters restart from zero at `t0`,
@@ -177,7 +156,7 @@ impl Link {
 
     /// The next instant at which something is due.
     pub fn next_time(&self) -> Option<Time> {
-        self.heap.peek().map(|Reverse((t, _, _, _))| *t)
+        self.agenda.heap.peek().map(|Reverse((t, _, _, _))| *t)
     }
 
     /// Packets inside the emulator (queued, on the wire or in a delay line).
@@ -211,9 +190,7 @@ impl Link {
                     seq: self.slab.insert(bytes),
                     ..Packet::default()
                 };
-                if let (_, Some(t)) = self.nic[flow].push(now, pkt) {
-                    self.schedule(t, Ev::NicExit(flow));
-                }
+                self.path.send(now, flow as u32, pkt, &mut self.agenda);
             }
             Side::Receiver => {
                 let flow = tcp.and_then(|t| self.cfg.flow_of_port(t.src_port)).unwrap_or(self.flows);
@@ -222,33 +199,19 @@ impl Link {
                 self.cap(Point::BottleneckIn, router, flow, &bytes);
                 self.cap(Point::BottleneckOut, router, flow, &bytes);
                 let pkt = Packet { flow: flow as u32, wire_bytes, seq: self.slab.insert(bytes), ..Packet::default() };
-                match self.ack_link.as_mut() {
-                    Some(link) => {
-                        if let Some(t) = link.offer(now, pkt) {
-                            self.schedule(t, Ev::AckTxDone);
-                        }
-                    }
-                    None => self.reverse_push(now, pkt),
-                }
+                self.path.reply(now, flow as u32, pkt, &mut self.agenda);
             }
-        }
-    }
-
-    fn reverse_push(&mut self, t: Time, pkt: Packet) {
-        let flow = pkt.flow as usize;
-        if let (_, Some(x)) = self.reverse[flow].push(t, pkt) {
-            self.schedule(x, Ev::ReverseExit(flow));
         }
     }
 
     /// Process events due at or before `now` until one delivers a packet; None when
     /// nothing more is due.
     pub fn poll(&mut self, now: Time) -> Option<Delivery> {
-        while let Some(&Reverse((t, _, _, ev))) = self.heap.peek() {
+        while let Some(&Reverse((t, _, _, ev))) = self.agenda.heap.peek() {
             if t > now {
                 break;
             }
-            self.heap.pop();
+            self.agenda.heap.pop();
             if let Some(d) = self.handle(t, ev) {
                 return Some(d);
             }
@@ -261,86 +224,33 @@ impl Link {
 
     fn handle(&mut self, t: Time, ev: Ev) -> Option<Delivery> {
         match ev {
-            Ev::NicExit(f) => {
-                let (pkt, next) = self.nic[f].pop(t);
-                if let Some(n) = next {
-                    self.schedule(n, Ev::NicExit(f));
-                }
-                self.offer(t, pkt);
-                None
-            }
-            Ev::TxDone => {
-                let mut departed = std::mem::take(&mut self.departed);
-                let next = self.bottleneck.service(t, &mut departed);
-                if let Some(n) = next {
-                    self.schedule(n, Ev::TxDone);
-                }
-                for pkt in departed.drain(..) {
-                    // Left right behind the previous packet, the link busy in between.
-                    self.slab.mark_chained(pkt.seq, self.on_wire_chained);
-                    self.on_wire_chained = true;
-                    if pkt.ce {
-                        self.slab.mark_ce(pkt.seq);
+            Ev::Path(wake) => {
+                let mut tally = Tally {
+                    slab: &mut self.slab,
+                    capture: self.capture.as_mut(),
+                    counters: &mut self.counters,
+                    flows: self.flows,
+                    active: self.m.active,
+                };
+                let a = self.path.handle(t, wake, &mut self.agenda, &mut tally)?;
+                let (bytes, chained) = self.slab.take(a.pkt.seq);
+                let lane = a.lane as usize;
+                match a.to {
+                    End::Receiver => {
+                        self.cap(Point::Receiver, t, lane, &bytes);
+                        Some(Delivery { to: Side::Receiver, due: t, chained, bytes })
                     }
-                    if self.capture.is_some() {
-                        let bytes = self.slab.get(pkt.seq).to_vec();
-                        self.cap(Point::BottleneckOut, t, pkt.flow as usize, &bytes);
-                    }
-                    if self.m.active {
-                        self.counters[pkt.flow as usize].payload_out += pkt.payload as u64;
-                    }
-                    if let (_, Some(x)) = self.forward.push(t, pkt) {
-                        self.schedule(x, Ev::ForwardExit);
+                    End::Sender => {
+                        self.cap(Point::Sender, t, lane, &bytes);
+                        if lane < self.flows {
+                            if let Some(tcp) = wire::parse_tcp(&bytes).filter(|t| t.has(TCP_ACK)) {
+                                let sacks = wire::sack_blocks(&bytes);
+                                self.rtt[lane].on_ack(t, tcp.dst_port, tcp.ack, &sacks, self.m.active);
+                            }
+                        }
+                        Some(Delivery { to: Side::Sender, due: t, chained: false, bytes })
                     }
                 }
-                self.departed = departed;
-                self.on_wire_chained = self.bottleneck.is_busy();
-                self.drain_drops();
-                None
-            }
-            Ev::AckTxDone => {
-                let mut departed = std::mem::take(&mut self.departed);
-                let link = self.ack_link.as_mut().expect("an ACK link");
-                if let Some(n) = link.service(t, &mut departed) {
-                    self.schedule(n, Ev::AckTxDone);
-                }
-                for pkt in departed.drain(..) {
-                    self.reverse_push(t, pkt);
-                }
-                self.departed = departed;
-                None
-            }
-            Ev::RttStep(k) => {
-                let s = &self.cfg.scenario;
-                let one_way = Dur(s.link.rtt_schedule[k].rtt_ns / 2);
-                self.forward.set_delay(one_way);
-                for (i, r) in self.reverse.iter_mut().enumerate() {
-                    r.set_delay(one_way + Dur(s.flows.get(i).map_or(0, |f| f.access_delay_ns)));
-                }
-                None
-            }
-            Ev::ForwardExit => {
-                let (pkt, next) = self.forward.pop(t);
-                if let Some(n) = next {
-                    self.schedule(n, Ev::ForwardExit);
-                }
-                let (bytes, chained) = self.slab.take(pkt.seq);
-                self.cap(Point::Receiver, t, pkt.flow as usize, &bytes);
-                Some(Delivery { to: Side::Receiver, due: t, chained, bytes })
-            }
-            Ev::ReverseExit(f) => {
-                let (pkt, next) = self.reverse[f].pop(t);
-                if let Some(n) = next {
-                    self.schedule(n, Ev::ReverseExit(f));
-                }
-                let (bytes, _) = self.slab.take(pkt.seq);
-                self.cap(Point::Sender, t, f, &bytes);
-                if f < self.flows {
-                    if let Some(tcp) = wire::parse_tcp(&bytes).filter(|t| t.has(TCP_ACK)) {
-                        self.rtt[f].on_ack(t, tcp.dst_port, tcp.ack, &wire::sack_blocks(&bytes), self.m.active);
-                    }
-                }
-                Some(Delivery { to: Side::Sender, due: t, chained: false, bytes })
             }
             Ev::Epoch => {
                 self.start_measuring(t);
@@ -364,35 +274,50 @@ impl Link {
             }
         }
     }
+}
 
-    fn offer(&mut self, t: Time, pkt: Packet) {
-        let flow = pkt.flow as usize;
-        if self.capture.is_some() {
-            let bytes = self.slab.get(pkt.seq).to_vec();
-            self.cap(Point::BottleneckIn, t, flow, &bytes);
+/// Capture `bytes` at `point` if they belong to a flow and a capture is on.
+fn record(capture: Option<&mut EmuCapture>, flows: usize, point: Point, t: Time, flow: usize, bytes: &[u8]) {
+    if let Some(c) = capture {
+        if flow < flows {
+            c.record(point, t, flow, bytes);
         }
-        if pkt.payload > 0 && self.loss.lose() {
-            self.slab.take(pkt.seq);
-            if self.m.active {
-                self.drops_random += 1;
-                self.counters[flow].dropped += 1;
-            }
-            return;
-        }
-        if let Some(at) = self.bottleneck.offer(t, pkt) {
-            self.on_wire_chained = false;
-            self.schedule(at, Ev::TxDone);
-        }
-        self.drain_drops();
+    }
+}
+
+/// Keeps the packet bytes, the per-flow counters and the capture up to date with what
+/// the path reports.
+struct Tally<'a> {
+    slab: &'a mut Slab,
+    capture: Option<&'a mut EmuCapture>,
+    counters: &'a mut [FlowCounters],
+    flows: usize,
+    /// Inside the measurement window.
+    active: bool,
+}
+
+impl PathObserver for Tally<'_> {
+    fn entered(&mut self, now: Time, pkt: &Packet) {
+        let bytes = self.slab.get(pkt.seq);
+        record(self.capture.as_deref_mut(), self.flows, Point::BottleneckIn, now, pkt.flow as usize, bytes);
     }
 
-    /// Free what the bottleneck dropped (overflow, AQM) and charge it to its flow.
-    fn drain_drops(&mut self) {
-        for d in self.bottleneck.drops.drain(..) {
-            self.slab.take(d.pkt.seq);
-            if self.m.active {
-                self.counters[d.pkt.flow as usize].dropped += 1;
-            }
+    fn left(&mut self, now: Time, pkt: &Packet, chained: bool) {
+        self.slab.mark_chained(pkt.seq, chained);
+        if pkt.ce {
+            self.slab.mark_ce(pkt.seq);
+        }
+        let bytes = self.slab.get(pkt.seq);
+        record(self.capture.as_deref_mut(), self.flows, Point::BottleneckOut, now, pkt.flow as usize, bytes);
+        if self.active {
+            self.counters[pkt.flow as usize].payload_out += pkt.payload as u64;
+        }
+    }
+
+    fn dropped(&mut self, d: &Dropped) {
+        self.slab.take(d.pkt.seq);
+        if self.active {
+            self.counters[d.pkt.flow as usize].dropped += 1;
         }
     }
 }

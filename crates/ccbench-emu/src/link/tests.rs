@@ -1,5 +1,6 @@
 use super::*;
 use crate::wire::build_tcp;
+use ccbench_sim::units::BitRate;
 
 const MS: u64 = 1_000_000;
 const PORT: u16 = 20000;

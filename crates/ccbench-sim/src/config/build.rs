@@ -1,6 +1,6 @@
-//! The network elements a scenario describes, built from its values: the bottleneck of
-//! each direction with its capacity, queueing discipline and loss model. The simulator's
-//! world and the emulator's link both build theirs here.
+//! The network a scenario describes, built from its values: the bottleneck of each
+//! direction with its capacity, queueing discipline and loss model, and the path they
+//! are part of. The simulator's world and the emulator's link both build theirs here.
 
 use super::{Aqm, BufferLimit, Scenario};
 use crate::base::rng;
@@ -8,7 +8,7 @@ use crate::net::aqm::{self, Codel, FqCodel, Qdisc, QueueLimit};
 use crate::net::capacity::{Capacity, RateSchedule};
 use crate::net::loss::LossModel;
 use crate::net::trace::{Trace, TraceServer};
-use crate::net::Bottleneck;
+use crate::net::{Bottleneck, Path, PathShape};
 use crate::time::{Dur, Time};
 use crate::units::BitRate;
 
@@ -57,9 +57,21 @@ pub fn loss_for(s: &Scenario) -> LossModel {
     }
 }
 
-/// The data direction's bottleneck for a validated scenario, without its loss model
-/// when `with_loss` is false (the emulator draws loss itself, for data only).
-pub fn forward_bottleneck(s: &Scenario, with_loss: bool) -> Bottleneck {
+/// The path of a validated scenario, with `lanes` lanes: one per flow, then any more
+/// (the emulator's lane for packets of no flow) without an access delay.
+pub fn path(s: &Scenario, lanes: usize) -> Path {
+    let l = &s.link;
+    let shape = PathShape {
+        nic_rate: BitRate(l.nic_rate_bps),
+        one_way: Dur(l.rtt_ns / 2),
+        access: (0..lanes).map(|i| Dur(s.flows.get(i).map_or(0, |f| f.access_delay_ns))).collect(),
+        rtt_steps: l.rtt_schedule.iter().map(|st| (Dur(st.at_ns), Dur(st.rtt_ns))).collect(),
+    };
+    Path::new(shape, forward_bottleneck(s), reverse_bottleneck(s))
+}
+
+/// The data direction's bottleneck for a validated scenario.
+pub fn forward_bottleneck(s: &Scenario) -> Bottleneck {
     let l = &s.link;
     let capacity = match &l.trace {
         Some(t) => Capacity::Trace(TraceServer::new(Trace::from_ms(&t.opportunities_ms).expect("validated"))),
@@ -70,8 +82,7 @@ pub fn forward_bottleneck(s: &Scenario, with_loss: bool) -> Bottleneck {
         }
     };
     let ecn = l.ecn_threshold.map(|t| resolve_limit(s, t));
-    let loss = if with_loss { loss_for(s) } else { LossModel::None };
-    Bottleneck::new(capacity, qdisc_for(s), ecn, loss)
+    Bottleneck::new(capacity, qdisc_for(s), ecn, loss_for(s))
 }
 
 /// The ACK direction's bottleneck, if the scenario has an ACK trace: an unlimited

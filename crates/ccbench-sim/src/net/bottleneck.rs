@@ -43,6 +43,8 @@ pub struct Bottleneck {
     qdisc: Qdisc,
     ecn_threshold: Option<QueueLimit>,
     loss: LossModel,
+    /// Random loss spares packets without payload (handshakes, pure ACKs, FINs).
+    loss_data_only: bool,
     current: Option<InService>,
     /// A service event is pending.
     scheduled: bool,
@@ -58,6 +60,7 @@ impl Bottleneck {
             qdisc,
             ecn_threshold,
             loss,
+            loss_data_only: false,
             current: None,
             scheduled: false,
             drops: Vec::new(),
@@ -69,6 +72,12 @@ impl Bottleneck {
     pub fn fifo(rate: BitRate, limit: QueueLimit, ecn_threshold: Option<QueueLimit>, loss: LossModel) -> Bottleneck {
         let q = Qdisc::DropTail(aqm::DropTail::new(limit));
         Bottleneck::new(Capacity::Rate(RateSchedule::constant(rate)), q, ecn_threshold, loss)
+    }
+
+    /// Let random loss spare packets without payload. The emulator's real connections
+    /// carry handshakes and FINs, which the simulator does not model.
+    pub fn lose_data_only(&mut self) {
+        self.loss_data_only = true;
     }
 
     /// Start the trace or rate schedule at `origin` (the emulator's measurement epoch).
@@ -102,7 +111,7 @@ impl Bottleneck {
     /// A packet arrives at `now`. Returns the time of a service event the caller must
     /// schedule, if the link was idle. Dropped packets go to `drops`.
     pub fn offer(&mut self, now: Time, mut pkt: Packet) -> Option<Time> {
-        if self.loss.lose() {
+        if (pkt.payload > 0 || !self.loss_data_only) && self.loss.lose() {
             self.counters.drops_random += 1;
             self.drops.push(Dropped { pkt, reason: DropReason::Random });
             return None;

@@ -144,7 +144,6 @@ struct FlowWire {
     rwnd: u64,
     wscale: u8,
     ecn: bool,
-    access: Dur,
 }
 
 impl FlowWire {
@@ -256,7 +255,6 @@ impl Capture {
                     rwnd: f.rwnd_bytes,
                     wscale: window_scale(f.rwnd_bytes),
                     ecn: f.ecn != Ecn::Off,
-                    access: Dur(f.access_delay_ns),
                 })
             })
             .collect();
@@ -294,16 +292,14 @@ impl Capture {
         }
     }
 
-    /// Segments the sender just handed to its NIC, with their exit times from the NIC
-    /// pipe (departure + access delay).
-    pub fn sent<'a>(&mut self, flow: u32, pkts: impl Iterator<Item = &'a (Time, Packet)>) {
-        let Some(Some(f)) = self.flows.get(flow as usize) else { return };
-        let access = f.access;
-        for (exit, pkt) in pkts {
-            self.push(Point::Sender, Time(exit.ns() - access.ns()), Kind::Data, pkt);
+    /// Segments the sender just handed to its NIC, each with the time it leaves the
+    /// host (its serialization by the NIC done).
+    pub fn sent(&mut self, flow: u32, pkts: impl Iterator<Item = (Time, Packet)>) {
+        let Some(Some(_)) = self.flows.get(flow as usize) else { return };
+        for (at, pkt) in pkts {
+            self.push(Point::Sender, at, Kind::Data, &pkt);
         }
     }
-
     pub fn bottleneck_in(&mut self, now: Time, pkt: &Packet) {
         if self.captured(pkt.flow) {
             self.push(Point::BottleneckIn, now, Kind::Data, pkt);
@@ -325,12 +321,13 @@ impl Capture {
     /// ACKs the receiver just sent (the new tail of its reverse pipe).
     /// With a trace-driven ACK link the ACKs' passage through the router is stamped as
     /// if the reverse path were uncongested (an approximation).
-    pub fn acks_sent<'a>(&mut self, now: Time, flow: u32, pkts: impl Iterator<Item = &'a Packet>) {
+    pub fn acks_sent(&mut self, now: Time, flow: u32, pkts: impl Iterator<Item = Packet>) {
         if !self.captured(flow) {
             return;
         }
         let router = now + self.one_way;
         for pkt in pkts {
+            let pkt = &pkt;
             self.push(Point::Receiver, now, Kind::Ack, pkt);
             self.push(Point::BottleneckIn, router, Kind::Ack, pkt);
             self.push(Point::BottleneckOut, router, Kind::Ack, pkt);
@@ -491,7 +488,6 @@ mod tests {
             rwnd: 6 << 20,
             wscale: 7,
             ecn: false,
-            access: Dur::ZERO,
         }
     }
 

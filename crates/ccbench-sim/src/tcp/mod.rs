@@ -2,6 +2,7 @@
 //! tcp_rate.c, tcp_recovery.c, tcp_timer.c).
 
 pub mod chrono;
+pub mod io;
 mod output;
 mod probe0;
 pub mod rate;
@@ -19,6 +20,7 @@ mod undo;
 mod undo_tests;
 pub mod wake;
 
+pub use io::{Io, Loopback};
 pub use receiver::Receiver;
 pub use sender::{Sender, SenderParams};
 pub use wake::{SenderTimer, Wake};

@@ -3,11 +3,11 @@
 //! (`tcp_small_queue_check`), all in net/ipv4/tcp_output.c, and retransmission.
 
 use super::chrono::Chrono;
+use super::io::Io;
 use super::scoreboard::Seg;
 use super::sender::*;
 use super::wake::{SenderTimer, Wake};
 use crate::cc::{CaEvent, CaState};
-use crate::event::Schedule;
 use crate::net::Ecn;
 use crate::net::Packet;
 use crate::time::{Dur, Time, NS_PER_SEC};
@@ -95,7 +95,7 @@ impl Sender {
     }
 
     /// `tcp_pacing_check`: too early for the next skb? Then arm the pacing timer.
-    fn pacing_check(&mut self, now: Time, q: &mut impl Schedule<Wake>) -> bool {
+    fn pacing_check(&mut self, now: Time, q: &mut impl Io) -> bool {
         if !self.p.paced || self.wstamp <= now {
             return false;
         }
@@ -119,7 +119,7 @@ impl Sender {
 
     /// `tcp_small_queue_check`: throttle while about 1 ms of data (at least two skbs)
     /// waits below the socket; TX completion wakes the socket.
-    fn tsq_throttled(&mut self, now: Time, nsegs: u32, factor: u32, q: &mut impl Schedule<Wake>) -> bool {
+    fn tsq_throttled(&mut self, now: Time, nsegs: u32, factor: u32, q: &mut impl Io) -> bool {
         let truesize = nsegs as u64 * self.p.mss as u64 + SKB_OVERHEAD;
         let mut limit = (2 * truesize).max(self.w.pacing_rate >> self.p.pacing_shift);
         if !self.p.paced {
@@ -187,7 +187,7 @@ impl Sender {
     }
 
     /// `tcp_write_xmit`. `push_one`: 0 normal, 1 one skb, 2 one skb ignoring cwnd (TLP).
-    pub(super) fn write_xmit(&mut self, now: Time, push_one: u8, q: &mut impl Schedule<Wake>) {
+    pub(super) fn write_xmit(&mut self, now: Time, push_one: u8, q: &mut impl Io) {
         if !self.started {
             return;
         }
@@ -260,7 +260,7 @@ impl Sender {
     }
 
     /// `tcp_xmit_retransmit_queue`: resend lost segments, oldest first, as cwnd allows.
-    pub(super) fn xmit_retransmit_queue(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    pub(super) fn xmit_retransmit_queue(&mut self, now: Time, q: &mut impl Io) {
         self.hold_overrides();
         let max_segs = self.tso_segs() as u64;
         let mut rearm = false;
@@ -300,7 +300,7 @@ impl Sender {
     }
 
     /// RTO: retransmit the first segment regardless of cwnd.
-    pub(super) fn retransmit_head(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    pub(super) fn retransmit_head(&mut self, now: Time, q: &mut impl Io) {
         let head = self.sb.snd_una;
         if self.sb.to_retransmit.contains(&head) {
             self.send_skb(now, head..head + 1, TxKind::Retrans, q);
@@ -309,13 +309,13 @@ impl Sender {
     }
 
     /// TLP with no new data: resend the last segment.
-    pub(super) fn retransmit_tail_probe(&mut self, now: Time, seq: u64, q: &mut impl Schedule<Wake>) {
+    pub(super) fn retransmit_tail_probe(&mut self, now: Time, seq: u64, q: &mut impl Io) {
         self.send_skb(now, seq..seq + 1, TxKind::Probe, q);
     }
 
     /// Hand one skb (a TSO burst of consecutive segments) to the NIC:
     /// `__tcp_transmit_skb` + `tcp_rate_skb_sent` + `tcp_update_skb_after_send`.
-    pub(super) fn send_skb(&mut self, now: Time, segs: Range<u64>, kind: TxKind, q: &mut impl Schedule<Wake>) {
+    pub(super) fn send_skb(&mut self, now: Time, segs: Range<u64>, kind: TxKind, q: &mut impl Io) {
         let retrans = kind != TxKind::New;
         let n = (segs.end - segs.start) as u32;
         let first_seq = segs.start;
@@ -361,7 +361,7 @@ impl Sender {
                 psh: psh_at == Some(seq),
                 ..Default::default()
             };
-            done = self.to_nic(now, pkt, q);
+            done = q.transmit(now, self.p.id, pkt);
         }
         if let Some(log) = self.tx_log.as_mut() {
             let ect = self.p.ecn != Ecn::Off;
@@ -397,15 +397,6 @@ impl Sender {
             len_ns -= (len_ns / 2).min(credit);
             self.wstamp += Dur(len_ns);
         }
-    }
-
-    /// Queue a packet on the host's NIC; returns when it will have left.
-    pub(super) fn to_nic(&mut self, now: Time, pkt: Packet, q: &mut impl Schedule<Wake>) -> Time {
-        let (sent, head) = self.nic.push(now, pkt);
-        if let Some(t) = head {
-            q.push(t, Wake::NicArrival(self.p.id));
-        }
-        sent
     }
 
     /// Bytes whose airtime the EDT clock advances by after a burst of `payload`. With a

@@ -7,11 +7,10 @@
 //! (`tcp_write_err`); a peer that answers its probes, as every modelled one does, never
 //! reaches it.
 
+use super::io::Io;
 use super::output::TxKind;
 use super::rtt::RTO_MAX;
 use super::sender::*;
-use super::wake::Wake;
-use crate::event::Schedule;
 use crate::net::Packet;
 use crate::time::{Dur, Time};
 use crate::units::wire;
@@ -36,7 +35,7 @@ impl Sender {
     /// `__tcp_push_pending_frames`: send what may go, and if that leaves data waiting with
     /// nothing in flight, `tcp_check_probe_timer`: arm the probe timer unless a timer is
     /// pending.
-    pub(super) fn push_pending_frames(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    pub(super) fn push_pending_frames(&mut self, now: Time, q: &mut impl Io) {
         self.write_xmit(now, 0, q);
         if self.sb.packets_out() == 0 && self.has_unsent() && !self.xmit_timer.is_armed() {
             let base = self.probe0_base();
@@ -46,7 +45,7 @@ impl Sender {
 
     /// `tcp_probe_timer` -> `tcp_send_probe0`: probe, then back off, or stop once data is
     /// in flight or nothing waits.
-    pub(super) fn probe_timer(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    pub(super) fn probe_timer(&mut self, now: Time, q: &mut impl Io) {
         if self.sb.packets_out() > 0 || !self.has_unsent() {
             self.probes_out = 0;
             return;
@@ -67,7 +66,7 @@ impl Sender {
 
     /// `tcp_write_wakeup`: the next segment if the window admits it (whatever cwnd says),
     /// else an empty segment (`tcp_xmit_probe_skb`).
-    fn write_wakeup(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    fn write_wakeup(&mut self, now: Time, q: &mut impl Io) {
         let seq = self.snd_nxt();
         if self.rwnd_allows(seq) {
             self.send_skb(now, seq..seq + 1, TxKind::New, q);
@@ -82,7 +81,7 @@ impl Sender {
     /// and the window it has. It is no data: no sequence space, no RTO, no `lsndtime`,
     /// not charged to the socket's memory (a pure ACK's destructor is `__sock_wfree`).
     /// `seq` carries `snd_una`; a packet without payload means the byte before it.
-    fn xmit_probe_skb(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    fn xmit_probe_skb(&mut self, now: Time, q: &mut impl Io) {
         let snd_una = self.sb.snd_una;
         let pkt = Packet {
             flow: self.p.id,
@@ -94,7 +93,7 @@ impl Sender {
             ts_ecr: self.ts_recent,
             ..Default::default()
         };
-        self.to_nic(now, pkt, q);
+        q.transmit(now, self.p.id, pkt);
         if let Some(log) = self.tx_log.as_mut() {
             log.push(TxRecord { time: now, seq: snd_una, ..Default::default() });
         }
@@ -103,7 +102,7 @@ impl Sender {
     /// `tcp_ack`'s end for an ACK that found nothing in flight (`no_queue`), with data
     /// waiting: `tcp_ack_probe`. A window that admits the next segment stops the probe
     /// timer and clears the backoff; a window still shut re-arms it.
-    pub(super) fn ack_probe(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    pub(super) fn ack_probe(&mut self, now: Time, q: &mut impl Io) {
         if self.rwnd_allows(self.snd_nxt()) {
             self.rtt.backoff = 0;
             self.xmit_timer.cancel();

@@ -4,12 +4,13 @@
 //! duplicate ACKs for out-of-order data with SACK compression after three, DSACK.
 //! The application reads at once, so the advertised window stays at its limit.
 
+use super::io::Io;
 use super::rcvbuf::RcvBuf;
 use super::wake::Wake;
-use crate::event::{Schedule, Timer, TimerFire};
+use crate::event::{Timer, TimerFire};
 use crate::net::packet::SackBlock;
 use crate::net::Ecn;
-use crate::net::{Packet, Pipe};
+use crate::net::Packet;
 use crate::time::{Dur, Time, NS_PER_SEC};
 use crate::units::wire;
 
@@ -38,12 +39,7 @@ pub struct ReceiverParams {
     pub size_bytes: Option<u64>,
     /// RTT the receiver knows from the handshake (for delayed-ACK and SACK compression).
     pub rtt: Dur,
-    /// One-way delay of the reverse path back to the sender.
-    pub reverse_delay: Dur,
     pub ecn: Ecn,
-    /// ACKs first queue at a trace-driven reverse link: they are left in `outbox` for
-    /// the network to take instead of entering `out` directly.
-    pub via_ack_link: bool,
     /// Which of the flow's connections this is; data of another one is ignored.
     pub conn: u16,
     /// Autotune the receive buffer (DRS) with `rwnd_bytes` as its ceiling, instead of
@@ -92,10 +88,6 @@ pub struct Receiver {
     demand_cwr: bool,
     /// ECN-low: the CE state of the last data segment, echoed per ACK (DCTCP style).
     ce_state: bool,
-    /// Reverse path to the sender (after the ACK link, if any).
-    pub out: Pipe,
-    /// ACKs sent and not yet taken by the ACK link (with `via_ack_link`).
-    pub outbox: Vec<Packet>,
     pub completed_at: Option<Time>,
     pub stats: ReceiverStats,
     /// The autotuned receive buffer, if autotuning.
@@ -104,7 +96,6 @@ pub struct Receiver {
 
 impl Receiver {
     pub fn new(p: ReceiverParams) -> Receiver {
-        let out = Pipe::new(None, p.reverse_delay);
         Receiver {
             rcv_nxt: 0,
             rcv_wup: 0,
@@ -126,8 +117,6 @@ impl Receiver {
             ts_recent: 0,
             demand_cwr: false,
             ce_state: false,
-            out,
-            outbox: Vec::new(),
             completed_at: None,
             stats: ReceiverStats::default(),
             rcvbuf: p.autotune.then(|| RcvBuf::new(p.rwnd_bytes, p.mss)),
@@ -179,7 +168,7 @@ impl Receiver {
     /// at once): an ACK still scheduled goes now if a pushed segment was read and nothing
     /// is left in the receive memory (no out-of-order data held). This connection sends
     /// no data, so it is never in ping-pong mode.
-    fn cleanup_rbuf(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    fn cleanup_rbuf(&mut self, now: Time, q: &mut impl Io) {
         if self.ack_pending && self.pushed && self.ooo.is_empty() {
             self.send_ack(now, q);
         }
@@ -207,7 +196,7 @@ impl Receiver {
     }
 
     /// A data segment arrives (`tcp_data_queue` then `__tcp_ack_snd_check`).
-    pub fn on_data(&mut self, now: Time, pkt: &Packet, q: &mut impl Schedule<Wake>) {
+    pub fn on_data(&mut self, now: Time, pkt: &Packet, q: &mut impl Io) {
         if pkt.conn != self.p.conn {
             return; // a closed connection's segment still in flight
         }
@@ -293,7 +282,7 @@ impl Receiver {
 
     /// ECN bookkeeping for an arriving data segment (`tcp_ecn_accept_cwr`,
     /// `tcp_ecn_check_ce`; `dctcp_ece_ack_update` for ECN-low).
-    fn ecn_on_data(&mut self, now: Time, pkt: &Packet, q: &mut impl Schedule<Wake>) {
+    fn ecn_on_data(&mut self, now: Time, pkt: &Packet, q: &mut impl Io) {
         match self.p.ecn {
             Ecn::Off => {}
             Ecn::Classic => {
@@ -341,7 +330,7 @@ impl Receiver {
     }
 
     /// `__tcp_ack_snd_check`.
-    fn ack_snd_check(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    fn ack_snd_check(&mut self, now: Time, q: &mut impl Io) {
         let unacked = self.bytes_upto(self.rcv_nxt) - self.bytes_upto(self.rcv_wup);
         if unacked > self.p.mss as u64 || self.quick > 0 || self.ack_now {
             self.send_ack(now, q);
@@ -374,7 +363,7 @@ impl Receiver {
     }
 
     /// `tcp_send_delayed_ack`, on the jiffy clock.
-    fn send_delayed_ack(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    fn send_delayed_ack(&mut self, now: Time, q: &mut impl Io) {
         let mut ato = self.ato;
         if ato > self.p.delack_min {
             let max_ato = Dur::from_ms(500).min(self.p.rtt.max(self.p.delack_min));
@@ -394,7 +383,7 @@ impl Receiver {
         q.arm(&mut self.delack, timeout, Wake::DelayedAck(self.p.id));
     }
 
-    pub fn on_delack_timer(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    pub fn on_delack_timer(&mut self, now: Time, q: &mut impl Io) {
         match self.delack.fire(now) {
             TimerFire::Requeue(t) => q.push(t, Wake::DelayedAck(self.p.id)),
             TimerFire::Stale => {}
@@ -408,7 +397,7 @@ impl Receiver {
         }
     }
 
-    pub fn on_sack_compress_timer(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    pub fn on_sack_compress_timer(&mut self, now: Time, q: &mut impl Io) {
         match self.comp_timer.fire(now) {
             TimerFire::Requeue(t) => q.push(t, Wake::SackCompress(self.p.id)),
             TimerFire::Stale => {}
@@ -421,7 +410,7 @@ impl Receiver {
     }
 
     /// `tcp_send_ack` + `tcp_event_ack_sent`.
-    fn send_ack(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    fn send_ack(&mut self, now: Time, q: &mut impl Io) {
         let rwnd = self.advertised_window();
         let mut pkt = Packet {
             flow: self.p.id,
@@ -462,14 +451,7 @@ impl Receiver {
         self.compressed_ack = 0;
         self.comp_timer.cancel();
         self.delack.cancel();
-        if self.p.via_ack_link {
-            self.outbox.push(pkt);
-            return;
-        }
-        let (_, head) = self.out.push(now, pkt);
-        if let Some(t) = head {
-            q.push(t, Wake::AckArrival(self.p.id));
-        }
+        q.reply(now, self.p.id, pkt);
     }
 }
 
@@ -490,9 +472,7 @@ mod tests {
             delack_min: Dur::from_ms(40),
             size_bytes: None,
             rtt: Dur::from_ms(200),
-            reverse_delay: Dur::from_ms(100),
             ecn: Ecn::Off,
-            via_ack_link: false,
             conn: 0,
             autotune,
             sack: true,
@@ -501,7 +481,7 @@ mod tests {
 
     /// ACKs sent for `n` in-order segments arriving 1.2 ms apart (10 Mbit/s).
     fn acks_for(mut r: Receiver, n: u64) -> u64 {
-        let mut q = crate::event::EventQueue::<Wake>::default();
+        let mut q = super::super::io::Loopback::default();
         for seq in 0..n {
             let pkt = Packet { seq, payload: MSS, ts_val: 1, ..Default::default() };
             r.on_data(T0 + Dur::from_us(1200 * seq), &pkt, &mut q);
@@ -529,7 +509,7 @@ mod tests {
     /// without PSH waits for the next segment or the delayed-ACK timer.
     #[test]
     fn a_full_sized_segment_with_psh_is_acknowledged_once_read() {
-        let mut q = crate::event::EventQueue::<Wake>::default();
+        let mut q = super::super::io::Loopback::default();
         let seg = |seq, psh| Packet { seq, payload: MSS, psh, ..Default::default() };
         for psh in [false, true] {
             let mut r = receiver(false);
@@ -554,7 +534,7 @@ mod tests {
     #[test]
     fn a_zero_window_probe_is_answered_at_once_without_counting_as_data() {
         let mut r = receiver(false);
-        let mut q = crate::event::EventQueue::<Wake>::default();
+        let mut q = super::super::io::Loopback::default();
         r.on_data(T0, &Packet { seq: 0, payload: MSS, ..Default::default() }, &mut q);
         r.on_data(T0, &Packet { seq: 1, payload: MSS, ..Default::default() }, &mut q);
         let (acks, segments) = (r.stats.acks_sent, r.stats.segments_received);

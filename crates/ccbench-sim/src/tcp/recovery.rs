@@ -2,10 +2,10 @@
 //! (tcp_recovery.c), PRR (`tcp_cwnd_reduction`), RTO (`tcp_retransmit_timer`,
 //! `tcp_enter_loss`) and the tail loss probe (`tcp_schedule_loss_probe`).
 
+use super::io::Io;
 use super::sender::*;
 use super::wake::{SenderTimer, Wake};
 use crate::cc::{CaEvent, CaState, INFINITE_SSTHRESH};
-use crate::event::Schedule;
 use crate::time::{Dur, Time, NS_PER_SEC};
 
 /// `TCP_TIMEOUT_MIN_US`: slack added to the RACK reordering timer and the TLP timeout.
@@ -35,7 +35,7 @@ impl Sender {
 
     /// Arm the retransmit timer `when` from now on the jiffy clock, pushed out by any
     /// pending pacing delay (`tcp_reset_xmit_timer`).
-    pub(super) fn reset_xmit_timer(&mut self, now: Time, kind: XmitTimer, when: Dur, q: &mut impl Schedule<Wake>) {
+    pub(super) fn reset_xmit_timer(&mut self, now: Time, kind: XmitTimer, when: Dur, q: &mut impl Io) {
         let pacing_delay = if self.p.paced { self.wstamp.since(now) } else { Dur::ZERO };
         let tick = NS_PER_SEC / self.p.hz as u64;
         let jiffies = (when + pacing_delay).ns().div_ceil(tick).min(super::rtt::RTO_MAX.ns() / tick);
@@ -52,7 +52,7 @@ impl Sender {
     }
 
     /// `tcp_rearm_rto`.
-    pub(super) fn rearm_rto(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    pub(super) fn rearm_rto(&mut self, now: Time, q: &mut impl Io) {
         if self.sb.packets_out() == 0 {
             self.xmit_timer.cancel();
             return;
@@ -66,14 +66,14 @@ impl Sender {
     }
 
     /// `tcp_set_xmit_timer`: a loss probe if one may be scheduled, else the RTO.
-    pub(super) fn set_xmit_timer(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    pub(super) fn set_xmit_timer(&mut self, now: Time, q: &mut impl Io) {
         if !self.schedule_loss_probe(now, true, q) {
             self.rearm_rto(now, q);
         }
     }
 
     /// `tcp_schedule_loss_probe` (`tcp_early_retrans` = 3).
-    pub(super) fn schedule_loss_probe(&mut self, now: Time, advancing_rto: bool, q: &mut impl Schedule<Wake>) -> bool {
+    pub(super) fn schedule_loss_probe(&mut self, now: Time, advancing_rto: bool, q: &mut impl Io) -> bool {
         if !self.p.tlp
             || !self.p.sack
             || self.sb.packets_out() == 0
@@ -98,7 +98,7 @@ impl Sender {
     }
 
     /// `tcp_send_loss_probe`: new data if the window allows, else the last segment again.
-    pub(super) fn send_loss_probe(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    pub(super) fn send_loss_probe(&mut self, now: Time, q: &mut impl Io) {
         let mut sent = false;
         if self.has_unsent() && self.rwnd_allows(self.snd_nxt()) {
             let before = self.sb.packets_out();
@@ -219,7 +219,7 @@ impl Sender {
         prior_snd_una: u64,
         num_dupack: u32,
         flag: &mut u32,
-        q: &mut impl Schedule<Wake>,
+        q: &mut impl Io,
     ) -> Rexmit {
         let f = *flag;
         let ece = f & FLAG_ECE != 0;
@@ -302,7 +302,7 @@ impl Sender {
 
     /// `tcp_xmit_recovery`: after F-RTO's first ACK new data, else (or if none could go)
     /// the lost segments.
-    pub(super) fn xmit_recovery(&mut self, now: Time, rexmit: Rexmit, q: &mut impl Schedule<Wake>) {
+    pub(super) fn xmit_recovery(&mut self, now: Time, rexmit: Rexmit, q: &mut impl Io) {
         match rexmit {
             Rexmit::None => return,
             Rexmit::New => {
@@ -319,7 +319,7 @@ impl Sender {
 
     /// `tcp_identify_packet_loss`: `tcp_newreno_mark_lost` without SACK, else
     /// `tcp_rack_mark_lost`.
-    fn identify_packet_loss(&mut self, now: Time, flag: &mut u32, q: &mut impl Schedule<Wake>) {
+    fn identify_packet_loss(&mut self, now: Time, flag: &mut u32, q: &mut impl Io) {
         if self.is_reno() {
             self.newreno_mark_lost(now, *flag & FLAG_SND_UNA_ADVANCED != 0);
             return;
@@ -395,7 +395,7 @@ impl Sender {
     }
 
     /// `tcp_rack_reo_timeout`.
-    pub(super) fn rack_reo_timeout(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    pub(super) fn rack_reo_timeout(&mut self, now: Time, q: &mut impl Io) {
         let prior_inflight = self.inflight();
         let lost_before = self.lost;
         if let Some(remaining_us) = self.rack_detect_loss(now) {
@@ -439,7 +439,7 @@ impl Sender {
     }
 
     /// `tcp_retransmit_timer` -> `tcp_enter_loss`, saving what an undo restores.
-    pub(super) fn retransmit_timer(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    pub(super) fn retransmit_timer(&mut self, now: Time, q: &mut impl Io) {
         if self.sb.packets_out() == 0 {
             return;
         }

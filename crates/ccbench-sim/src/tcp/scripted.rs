@@ -4,16 +4,15 @@
 //! remote peer: the host parts a packetdrill tun device does not have are off (no NIC
 //! rate limit, no access delay), so what leaves TCP is what the script sees.
 
+use super::io::Loopback;
 use super::sender::{Sender, SenderParams, TxRecord};
 use super::wake::Wake;
 use crate::base::rng;
 use crate::cc::{Algorithm, CaState, INFINITE_SSTHRESH};
-use crate::event::EventQueue;
 use crate::net::packet::SackBlock;
 use crate::net::Ecn;
-use crate::net::{Packet, Pipe};
+use crate::net::Packet;
 use crate::time::{Dur, Time};
-use crate::units::BitRate;
 use std::collections::BTreeMap;
 
 /// How the scripted connection is set up.
@@ -86,7 +85,8 @@ pub struct PeerAck {
 
 pub struct ScriptedSender {
     pub sender: Sender,
-    q: EventQueue<Wake>,
+    /// A tun device: each skb is taken (and its TSQ budget freed) the instant it is sent.
+    q: Loopback,
     now: Time,
     /// Bytes written by the application so far.
     written: u64,
@@ -107,9 +107,6 @@ impl ScriptedSender {
             pacing_shift: 10,
             paced: p.paced,
             size_bytes: Some(0),
-            // The tun device: no serialization, no delay.
-            nic_rate: BitRate(u64::MAX / 2),
-            access_delay: Dur::ZERO,
             handshake_rtt: p.handshake_rtt,
             ecn: p.ecn,
             tso_rtt_log: p.tso_rtt_log,
@@ -129,11 +126,9 @@ impl ScriptedSender {
         if !p.paced {
             sender.p.paced = false;
         }
-        // A tun device: each skb is taken (and its TSQ budget freed) the instant it is sent.
-        sender.nic = Pipe::new(None, Dur::ZERO);
         sender.set_snd_wnd(p.snd_wnd);
         sender.tx_log = Some(Vec::new());
-        Ok(ScriptedSender { sender, q: EventQueue::default(), now: Time::ZERO, written: 0 })
+        Ok(ScriptedSender { sender, q: Loopback::default(), now: Time::ZERO, written: 0 })
     }
 
     pub fn now(&self) -> Time {
@@ -147,7 +142,7 @@ impl ScriptedSender {
             if t > until {
                 break;
             }
-            let (t, ev) = self.q.pop().expect("peeked");
+            let (t, ev) = self.q.q.pop().expect("peeked");
             self.now = self.now.max(t);
             let now = self.now;
             if let Wake::Sender(_, which) = ev {
@@ -162,14 +157,11 @@ impl ScriptedSender {
 
     /// Time of the next queued event (a timer entry, possibly stale), if any.
     pub fn next_event(&self) -> Option<Time> {
-        self.q.peek_time()
+        self.q.q.peek_time()
     }
 
     fn drain_nic(&mut self) {
-        let now = self.now;
-        while !self.sender.nic.is_empty() {
-            self.sender.nic.pop(now);
-        }
+        self.q.sent.clear();
     }
 
     /// The application writes `bytes` at `now`.

@@ -2,6 +2,7 @@
 //! (net/ipv4/tcp_input.c). Loss recovery is in `recovery.rs`, the output path in `output.rs`.
 
 use super::chrono::Chrono;
+use super::io::Io;
 use super::rate::{Pick, RateState, TxSnapshot};
 use super::recovery::Rexmit;
 use super::rtt::RttEstimator;
@@ -12,9 +13,8 @@ use crate::cc::{AckSample, CaState, CongestionControl, ConnInfo, LostSegment, Ra
 use crate::event::{Schedule, Timer};
 use crate::net::packet::SackBlock;
 use crate::net::Ecn;
-use crate::net::{Packet, Pipe};
+use crate::net::Packet;
 use crate::time::{Dur, Time};
-use crate::units::BitRate;
 use std::collections::VecDeque;
 
 // `tcp_ack` flags (tcp_input.c), the subset the model uses.
@@ -53,9 +53,6 @@ pub struct SenderParams {
     pub paced: bool,
     /// Bytes to send; None = bulk.
     pub size_bytes: Option<u64>,
-    pub nic_rate: BitRate,
-    /// One-way delay from the NIC to the bottleneck.
-    pub access_delay: Dur,
     /// RTT measured by the handshake, which seeds SRTT, min RTT and RTO.
     pub handshake_rtt: Dur,
     pub ecn: Ecn,
@@ -164,8 +161,7 @@ pub struct Sender {
     pub(super) last_send: Time,
     // Pacing: earliest departure time of the next skb (`tcp_wstamp_ns`).
     pub(super) wstamp: Time,
-    // The host's NIC and TCP Small Queues accounting.
-    pub nic: Pipe,
+    // TCP Small Queues accounting: the skbs the NIC has not yet sent.
     pub(super) nic_skbs: VecDeque<(Time, u64)>,
     pub(super) wmem: u64,
     pub(super) sack_cache: Vec<SackBlock>,
@@ -233,7 +229,6 @@ impl Sender {
         rtt.update_min(0, hs, false);
         rtt.sample(hs, 0, 0);
         let paced = p.paced || cc.needs_pacing();
-        let nic = Pipe::new(Some(p.nic_rate), p.access_delay);
         let mut s = Sender {
             p: SenderParams { paced, ..p },
             cc,
@@ -267,7 +262,6 @@ impl Sender {
             cwnd_usage_seq: 0,
             last_send: Time::ZERO,
             wstamp: Time::ZERO,
-            nic,
             nic_skbs: VecDeque::new(),
             wmem: 0,
             sack_cache: Vec::new(),
@@ -373,7 +367,7 @@ impl Sender {
 
     /// The application writes its data (at flow start): `tcp_sendmsg` checks whether the
     /// socket was app-limited, then pushes.
-    pub fn start(&mut self, now: Time, q: &mut impl Schedule<Wake>) {
+    pub fn start(&mut self, now: Time, q: &mut impl Io) {
         self.started = true;
         self.wstamp = now;
         // The (unmodelled) SYN-ACK's timestamp, as a capture's synthetic handshake shows it.
@@ -387,7 +381,7 @@ impl Sender {
     /// The application writes `bytes` more at `now` (`tcp_sendmsg`): the data is queued
     /// behind what was written before, then pushed. Only a write that follows whole
     /// segments can be queued (the model counts MSS-sized segments).
-    pub fn app_write(&mut self, now: Time, bytes: u64, q: &mut impl Schedule<Wake>) -> Result<(), String> {
+    pub fn app_write(&mut self, now: Time, bytes: u64, q: &mut impl Io) -> Result<(), String> {
         if bytes == 0 {
             return Ok(());
         }
@@ -464,7 +458,7 @@ impl Sender {
     }
 
     /// `tcp_ack` for an ACK arriving at `now`.
-    pub fn on_ack(&mut self, now: Time, ack: &Packet, q: &mut impl Schedule<Wake>) {
+    pub fn on_ack(&mut self, now: Time, ack: &Packet, q: &mut impl Io) {
         let prior_snd_una = self.sb.snd_una;
         if ack.conn != self.p.conn {
             return; // an ACK of a closed connection, still in flight
@@ -602,7 +596,7 @@ impl Sender {
     /// `tcp_ack`'s `old_ack`: an ACK below `snd_una` (reordered on the way back) still
     /// carries SACK information: tag it, let recovery act on it, and send what the window
     /// now allows. Nothing else of the ACK counts (no RTT sample, no rate sample).
-    fn old_ack(&mut self, now: Time, ack: &Packet, q: &mut impl Schedule<Wake>) {
+    fn old_ack(&mut self, now: Time, ack: &Packet, q: &mut impl Io) {
         let mut scan = AckScan::default();
         let mut flag = self.sacktag(now, ack, &mut scan);
         let rexmit = self.fastretrans_alert(now, self.sb.snd_una, 0, &mut flag, q);
@@ -698,7 +692,7 @@ impl Sender {
     }
 
     /// The handler of an expired timer, run when the CPU gets to it.
-    pub fn on_timer_expired(&mut self, now: Time, which: SenderTimer, q: &mut impl Schedule<Wake>) {
+    pub fn on_timer_expired(&mut self, now: Time, which: SenderTimer, q: &mut impl Io) {
         match which {
             SenderTimer::Retransmit => match self.xmit_kind {
                 XmitTimer::Rto => self.retransmit_timer(now, q),

@@ -2,20 +2,19 @@
 //! times, checked against what tcp_input.c does with the same sequence, and the
 //! receiver's DSACK of an out-of-order duplicate.
 
+use super::io::Loopback;
 use super::sender::{Sender, SenderParams, XmitTimer};
-use super::wake::{SenderTimer, Wake};
+use super::wake::SenderTimer;
 use crate::cc::{reno::Reno, CaState, INFINITE_SSTHRESH};
-use crate::event::EventQueue;
 use crate::net::Ecn;
 use crate::net::Packet;
 use crate::time::{Dur, Time, NS_PER_SEC};
-use crate::units::BitRate;
 
 const T0: Time = Time(1_000 * NS_PER_SEC);
 const MSS: u32 = 1448;
 const RWND: u64 = 6 << 20;
 
-fn sender(frto: u8) -> (Sender, EventQueue<Wake>) {
+fn sender(frto: u8) -> (Sender, Loopback) {
     let p = SenderParams {
         id: 0,
         mss: MSS,
@@ -27,8 +26,6 @@ fn sender(frto: u8) -> (Sender, EventQueue<Wake>) {
         pacing_shift: 10,
         paced: false,
         size_bytes: None,
-        nic_rate: BitRate(10_000_000_000),
-        access_delay: Dur::ZERO,
         handshake_rtt: Dur::from_ms(40),
         ecn: Ecn::Off,
         tso_rtt_log: 9,
@@ -44,7 +41,7 @@ fn sender(frto: u8) -> (Sender, EventQueue<Wake>) {
         frto,
         sack: true,
     };
-    let mut q = EventQueue::<Wake>::default();
+    let mut q = Loopback::default();
     let mut s = Sender::new(p, Box::new(Reno));
     s.start(T0, &mut q);
     // TCP Small Queues holds the second skb until the NIC has sent the first.
@@ -67,7 +64,7 @@ fn ack(ack: u64, ts_ecr: u32, sacks: &[(u64, u64)], dsack: bool) -> Packet {
 
 /// Segment 0 is held up (reordered); 1..4 arrive and are SACKed 40 ms later, so RACK
 /// marks 0 lost and fast recovery retransmits it. Returns the time of that ACK.
-fn spurious_fast_retransmit(s: &mut Sender, q: &mut EventQueue<Wake>) -> Time {
+fn spurious_fast_retransmit(s: &mut Sender, q: &mut Loopback) -> Time {
     let t = T0 + Dur::from_ms(40);
     s.on_ack(t, &ack(0, ms(T0), &[(1, 4)], false), q);
     assert_eq!(s.ca_state, CaState::Recovery);
@@ -130,7 +127,7 @@ fn real_loss_keeps_the_reduction() {
 }
 
 /// An RTO with nothing acknowledged: all ten segments marked lost, 0 retransmitted.
-fn timeout(s: &mut Sender, q: &mut EventQueue<Wake>) -> Time {
+fn timeout(s: &mut Sender, q: &mut Loopback) -> Time {
     let t = T0 + Dur::from_ms(300);
     s.retransmit_timer(t, q);
     assert_eq!(s.ca_state, CaState::Loss);
@@ -255,21 +252,19 @@ fn receiver_dsacks_a_held_out_of_order_duplicate_inside_its_sack_block() {
         delack_min: Dur::from_ms(40),
         size_bytes: None,
         rtt: Dur::from_ms(40),
-        reverse_delay: Dur::from_ms(20),
         ecn: Ecn::Off,
-        via_ack_link: false,
         conn: 0,
         autotune: false,
         sack: true,
     });
-    let mut q = EventQueue::<Wake>::default();
+    let mut q = Loopback::default();
     let data = |seq: u64| Packet { seq, payload: MSS, ts_val: 1, ..Default::default() };
     // 0 arrives, 1 is missing, 2 and 3 are held, then 6 opens a second block, then 2
     // again (a spurious retransmission).
     for (i, seq) in [0, 2, 3, 6, 2].into_iter().enumerate() {
         r.on_data(T0 + Dur::from_us(10 * i as u64), &data(seq), &mut q);
     }
-    let last = r.out.from(0).last().expect("an ACK").1;
+    let last = q.acks.last().expect("an ACK").1;
     assert!(last.dsack);
     assert_eq!(last.ack, 1);
     // `tcp_sack_new_ofo_skb`: the block holding the duplicate comes right after the

@@ -17,12 +17,8 @@ pub enum SenderTimer {
 pub enum Wake {
     /// A sender timer expires.
     Sender(u32, SenderTimer),
-    /// The head of the flow's NIC pipe reaches the bottleneck.
-    NicArrival(u32),
     /// The receiver's delayed-ACK timer.
     DelayedAck(u32),
     /// The receiver's SACK-compression timer.
     SackCompress(u32),
-    /// The head of the flow's reverse path reaches its sender.
-    AckArrival(u32),
 }

@@ -1,25 +1,20 @@
-//! The world's events: its own (flow starts, the bottleneck's service, the delay lines,
-//! sampling) and the wake-ups that the layers below schedule through `event::Schedule`.
+//! The world's events: its own (flow starts, sampling) and the wake-ups that the layers
+//! below schedule through `event::Schedule` (the path's, the endpoints', the host's).
 
 use crate::host::CpuRun;
+use crate::net::PathWake;
 use crate::tcp::{SenderTimer, Wake};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Event {
     FlowStart(u32),
-    /// The head of a flow's NIC pipe reaches the bottleneck.
-    NicArrival(u32),
-    /// The bottleneck's next service instant: its head packet is serialized, or (on a
-    /// trace) a delivery opportunity comes.
-    LinkTxDone,
-    /// A delivery opportunity of the ACK direction's trace-driven link.
-    AckLinkTxDone,
-    /// Step `k` of the link's RTT schedule takes effect.
+    /// The path's wake-ups (`PathWake`), flat so that an event stays eight bytes.
+    NicExit(u32),
+    BottleneckService,
+    AckLinkService,
+    ForwardExit,
+    ReverseExit(u32),
     RttStep(u32),
-    /// The head of the forward delay line reaches its receiver.
-    ReceiverArrival,
-    /// The head of a flow's reverse path reaches its sender.
-    AckArrival(u32),
     Sender(u32, SenderTimer),
     /// The receiver's delayed-ACK timer.
     DelayedAck(u32),
@@ -38,10 +33,22 @@ impl From<Wake> for Event {
     fn from(w: Wake) -> Event {
         match w {
             Wake::Sender(i, k) => Event::Sender(i, k),
-            Wake::NicArrival(i) => Event::NicArrival(i),
             Wake::DelayedAck(i) => Event::DelayedAck(i),
             Wake::SackCompress(i) => Event::SackCompress(i),
-            Wake::AckArrival(i) => Event::AckArrival(i),
+        }
+    }
+}
+
+impl From<PathWake> for Event {
+    #[inline]
+    fn from(w: PathWake) -> Event {
+        match w {
+            PathWake::NicExit(i) => Event::NicExit(i),
+            PathWake::BottleneckService => Event::BottleneckService,
+            PathWake::AckLinkService => Event::AckLinkService,
+            PathWake::ForwardExit => Event::ForwardExit,
+            PathWake::ReverseExit(i) => Event::ReverseExit(i),
+            PathWake::RttStep(k) => Event::RttStep(k),
         }
     }
 }
@@ -54,20 +61,34 @@ impl From<CpuRun> for Event {
 }
 
 impl Event {
+    /// The path's wake-up this event carries, if it is one.
+    #[inline]
+    pub fn path_wake(self) -> Option<PathWake> {
+        Some(match self {
+            Event::NicExit(i) => PathWake::NicExit(i),
+            Event::BottleneckService => PathWake::BottleneckService,
+            Event::AckLinkService => PathWake::AckLinkService,
+            Event::ForwardExit => PathWake::ForwardExit,
+            Event::ReverseExit(i) => PathWake::ReverseExit(i),
+            Event::RttStep(k) => PathWake::RttStep(k),
+            _ => return None,
+        })
+    }
+
     /// The event's code in the run's trace hash (fixed: stored hashes depend on it).
     pub fn code(&self) -> u64 {
         match *self {
             Event::FlowStart(i) => 1 | (i as u64) << 8,
-            Event::NicArrival(i) => 2 | (i as u64) << 8,
-            Event::LinkTxDone => 3,
-            Event::ReceiverArrival => 4,
-            Event::AckArrival(i) => 5 | (i as u64) << 8,
+            Event::NicExit(i) => 2 | (i as u64) << 8,
+            Event::BottleneckService => 3,
+            Event::ForwardExit => 4,
+            Event::ReverseExit(i) => 5 | (i as u64) << 8,
             Event::Sender(i, k) => 6 | (k as u64) << 4 | (i as u64) << 8,
             Event::DelayedAck(i) => 7 | (i as u64) << 8,
             Event::SackCompress(i) => 8 | (i as u64) << 8,
             Event::Sample => 9,
             Event::End => 10,
-            Event::AckLinkTxDone => 11,
+            Event::AckLinkService => 11,
             Event::RttStep(k) => 12 | (k as u64) << 8,
             Event::FlowRestart(i) => 13 | (i as u64) << 8,
             Event::CpuRun => 14,

@@ -70,7 +70,7 @@ impl World {
             });
         }
         let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
-        let c = &self.bottleneck.counters;
+        let c = &self.path.bottleneck.counters;
         let link = &self.scenario.link;
         let (buffer_bytes, buffer_packets) = match (&link.aqm, link.buffer) {
             (Aqm::Codel(c), _) => (None, Some(c.limit_packets as u64)),
@@ -80,15 +80,15 @@ impl World {
             (Aqm::DropTail, BufferLimit::Bdp(x)) => (Some((x * self.scenario.bdp_bytes() as f64).round() as u64), None),
         };
         let secs = end.secs_f64().max(1e-9);
-        let (rate_bps, utilization) = match self.bottleneck.capacity().constant_rate() {
+        let (rate_bps, utilization) = match self.path.bottleneck.capacity().constant_rate() {
             Some(_) => (link.rate_bps, c.wire_bytes_out as f64 * 8.0 / (link.rate_bps as f64 * secs)),
             None => {
-                let cap = self.bottleneck.capacity_bits(Time::ZERO, end);
+                let cap = self.path.bottleneck.capacity_bits(Time::ZERO, end);
                 let util = if cap > 0.0 { c.wire_bytes_out as f64 * 8.0 / cap } else { 0.0 };
                 ((cap / secs).round() as u64, util)
             }
         };
-        let ack_link = self.ack_link.as_ref().map(|a| {
+        let ack_link = self.path.ack_link.as_ref().map(|a| {
             let cap = a.capacity_bits(Time::ZERO, end);
             AckLinkSummary {
                 trace_mean_bps: link.ack_trace.as_ref().map_or(0, |t| t.mean_bps()),

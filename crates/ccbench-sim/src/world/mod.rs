@@ -1,7 +1,7 @@
-//! The dumbbell and its run loop. Each flow: sender host (its NIC is the access link,
-//! carrying the flow's extra delay) -> shared bottleneck (loss model, queueing
-//! discipline, rate or trace) -> propagation delay -> receiver; ACKs return over a
-//! per-flow delay line, behind a shared trace-driven ACK link if the scenario has one.
+//! The dumbbell and its run loop: each flow's sender (on the host's CPU, if modelled)
+//! and receiver at the two ends of the scenario's `net::Path`. The world routes the
+//! packets the path delivers to the endpoints and what the endpoints send into the path,
+//! and keeps per-flow counts, samples and the capture.
 
 mod event;
 mod finish;
@@ -14,17 +14,17 @@ use crate::base::histogram::Histogram;
 use crate::base::rng;
 use crate::cc::{Algorithm, INFINITE_SSTHRESH};
 use crate::config::{build, ConfigError, Scenario};
-use crate::event::EventQueue;
+use crate::event::{EventQueue, Schedule};
 use crate::host::{Host, Task};
-use crate::net::{Bottleneck, Packet, Pipe};
+use crate::net::aqm::Dropped;
+use crate::net::{End, Packet, Path, PathObserver};
 use crate::observe::capture::{Capture, CaptureSpec, Point, Sink};
 use crate::observe::recorder::{FlowRow, LinkRow, Recorder};
 use crate::observe::series::Series;
 use crate::summary::{DownloadSummary, Summary};
 use crate::tcp::receiver::ReceiverParams;
-use crate::tcp::{Receiver, Sender, SenderParams};
+use crate::tcp::{Io, Receiver, Sender, SenderParams, Wake};
 use crate::time::{Dur, Time, NS_PER_MS};
-use crate::units::BitRate;
 use rand::Rng as _;
 
 /// Everything a run produces.
@@ -41,7 +41,6 @@ struct FlowMeta {
     cca: String,
     start: Time,
     base_rtt: Dur,
-    access_delay: Dur,
     size_bytes: Option<u64>,
     dropped: u64,
     /// Payload of this flow that left the bottleneck.
@@ -75,7 +74,7 @@ struct Totals {
 
 /// A flow's connection `conn`: its sender and receiver (`rng` streams per connection, the
 /// first one's as for a single connection).
-fn connection(s: &Scenario, i: usize, conn: u16, via_ack_link: bool) -> Result<(Sender, Receiver), ConfigError> {
+fn connection(s: &Scenario, i: usize, conn: u16) -> Result<(Sender, Receiver), ConfigError> {
     let (link, tcp, f) = (&s.link, &s.tcp, &s.flows[i]);
     let id = i as u32;
     let alg = Algorithm::from_name(&f.cca).expect("validated");
@@ -101,8 +100,6 @@ fn connection(s: &Scenario, i: usize, conn: u16, via_ack_link: bool) -> Result<(
             pacing_shift: tcp.pacing_shift,
             paced: f.pacing.unwrap_or(false),
             size_bytes: f.size_bytes,
-            nic_rate: BitRate(link.nic_rate_bps),
-            access_delay: access,
             handshake_rtt: base_rtt,
             ecn: f.ecn,
             tso_rtt_log: tcp.tso_rtt_log,
@@ -133,9 +130,7 @@ fn connection(s: &Scenario, i: usize, conn: u16, via_ack_link: bool) -> Result<(
         delack_min: Dur(tcp.delack_min_ns),
         size_bytes: f.size_bytes,
         rtt: base_rtt,
-        reverse_delay: Dur(link.rtt_ns / 2) + access,
         ecn: f.ecn,
-        via_ack_link,
         conn,
         autotune: f.rwnd_autotune,
         sack: tcp.sack,
@@ -149,15 +144,11 @@ pub struct World {
     senders: Vec<Sender>,
     receivers: Vec<Receiver>,
     flows: Vec<FlowMeta>,
-    bottleneck: Bottleneck,
+    path: Path,
     /// The senders' CPU; None when ideal (work runs the instant it is due).
     host: Option<Host>,
-    /// The ACK direction's trace-driven link, if any.
-    ack_link: Option<Bottleneck>,
-    /// Packets leaving a link at one service event (reused).
-    departed: Vec<Packet>,
-    /// Propagation from the bottleneck to the receivers.
-    forward: Pipe,
+    /// What one endpoint handler sent, kept for the capture (reused).
+    sent: Vec<(Time, Packet)>,
     end: Time,
     interval: Dur,
     recorder: Recorder,
@@ -172,17 +163,15 @@ pub struct World {
 impl World {
     pub fn new(s: &Scenario) -> Result<World, ConfigError> {
         let link = &s.link;
-        let one_way = Dur(link.rtt_ns / 2);
-        let mut bottleneck = build::forward_bottleneck(s, true);
-        let mut ack_link = build::reverse_bottleneck(s);
+        let mut path = build::path(s, s.flows.len());
         // A trace's opportunities fall on a millisecond grid that a real flow does not
         // start in step with (Mahimahi's link clock runs from its shell's start): each
         // trace starts at a sub-millisecond phase drawn from the seed.
         let phase = |k| Time(rng::stream(s.seed, "trace-phase", k).gen_range(0..NS_PER_MS));
         if link.trace.is_some() {
-            bottleneck.restart_capacity_at(phase(0));
+            path.bottleneck.restart_capacity_at(phase(0));
         }
-        if let Some(ack_link) = ack_link.as_mut() {
+        if let Some(ack_link) = path.ack_link.as_mut() {
             ack_link.restart_capacity_at(phase(1));
         }
         let mut senders = Vec::new();
@@ -191,7 +180,7 @@ impl World {
         let mut q = EventQueue::default();
         for (i, f) in s.flows.iter().enumerate() {
             let id = i as u32;
-            let (sender, receiver) = connection(s, i, 0, ack_link.is_some())?;
+            let (sender, receiver) = connection(s, i, 0)?;
             senders.push(sender);
             receivers.push(receiver);
             let access = Dur(f.access_delay_ns);
@@ -200,7 +189,6 @@ impl World {
                 cca: f.cca.clone(),
                 start: Time(f.start_ns),
                 base_rtt,
-                access_delay: access,
                 size_bytes: f.size_bytes,
                 dropped: 0,
                 bottleneck_bytes: 0,
@@ -220,9 +208,7 @@ impl World {
         if s.sample_interval_ns > 0 {
             q.push(Time::ZERO + interval, Event::Sample);
         }
-        for (k, step) in link.rtt_schedule.iter().enumerate() {
-            q.push(Time(step.at_ns), Event::RttStep(k as u32));
-        }
+        path.start_rtt_schedule(Time::ZERO, &mut q);
         q.push(end, Event::End);
         Ok(World {
             scenario: s.clone(),
@@ -230,11 +216,9 @@ impl World {
             senders,
             receivers,
             flows,
-            bottleneck,
+            path,
             host: s.host.as_ref().and_then(Host::new),
-            ack_link,
-            departed: Vec::new(),
-            forward: Pipe::new(None, one_way),
+            sent: Vec::new(),
             end,
             interval,
             recorder: Recorder::default(),
@@ -256,43 +240,21 @@ impl World {
         Ok(self)
     }
 
-    /// Run a sender handler, then hand what it gave its NIC to the capture.
-    fn at_sender(&mut self, i: u32, f: impl FnOnce(&mut Sender, &mut EventQueue<Event>)) {
-        let s = &mut self.senders[i as usize];
-        let before = self.capture.as_ref().map(|_| s.nic.len());
-        f(s, &mut self.q);
-        if let (Some(c), Some(k)) = (self.capture.as_mut(), before) {
-            c.sent(i, s.nic.from(k));
+    /// Run a sender handler, then hand the segments it sent to the capture.
+    fn at_sender(&mut self, i: u32, f: impl FnOnce(&mut Sender, &mut Ports)) {
+        let keep = self.capture.is_some().then_some(&mut self.sent);
+        f(&mut self.senders[i as usize], &mut Ports { q: &mut self.q, path: &mut self.path, keep });
+        if let Some(c) = self.capture.as_mut() {
+            c.sent(i, self.sent.drain(..));
         }
     }
 
     /// Run a receiver handler, then hand the ACKs it sent to the capture.
-    /// With an ACK link the receiver leaves its ACKs in `outbox`, which is then handed
-    /// to the link (`flush_acks`).
-    fn at_receiver(&mut self, now: Time, i: u32, f: impl FnOnce(&mut Receiver, &mut EventQueue<Event>)) {
-        let r = &mut self.receivers[i as usize];
-        let before = self.capture.as_ref().map(|_| r.out.len());
-        f(r, &mut self.q);
-        if let (Some(c), Some(k)) = (self.capture.as_mut(), before) {
-            if self.ack_link.is_some() {
-                c.acks_sent(now, i, r.outbox.iter());
-            } else {
-                c.acks_sent(now, i, r.out.from(k).map(|(_, p)| p));
-            }
-        }
-        if self.ack_link.is_some() {
-            self.flush_acks(i, now);
-        }
-    }
-
-    /// A packet leaving the bottleneck, on its way to the receiver.
-    fn forward_to_receiver(&mut self, now: Time, pkt: Packet) {
+    fn at_receiver(&mut self, now: Time, i: u32, f: impl FnOnce(&mut Receiver, &mut Ports)) {
+        let keep = self.capture.is_some().then_some(&mut self.sent);
+        f(&mut self.receivers[i as usize], &mut Ports { q: &mut self.q, path: &mut self.path, keep });
         if let Some(c) = self.capture.as_mut() {
-            c.bottleneck_out(now, &pkt);
-        }
-        self.flows[pkt.flow as usize].bottleneck_bytes += pkt.payload as u64;
-        if let (_, Some(t)) = self.forward.push(now, pkt) {
-            self.q.push(t, Event::ReceiverArrival);
+            c.acks_sent(now, i, self.sent.drain(..).map(|(_, p)| p));
         }
     }
 
@@ -307,9 +269,9 @@ impl World {
 
     fn run_task(&mut self, now: Time, i: u32, task: Task) {
         match task {
-            Task::Start => self.at_sender(i, |s, q| s.start(now, q)),
-            Task::Ack(pkt) => self.at_sender(i, |s, q| s.on_ack(now, &pkt, q)),
-            Task::Timer(which) => self.at_sender(i, |s, q| s.on_timer_expired(now, which, q)),
+            Task::Start => self.at_sender(i, |s, io| s.start(now, io)),
+            Task::Ack(pkt) => self.at_sender(i, |s, io| s.on_ack(now, &pkt, io)),
+            Task::Timer(which) => self.at_sender(i, |s, io| s.on_timer_expired(now, which, io)),
         }
     }
 
@@ -366,92 +328,39 @@ impl World {
                     }
                     self.sender_task(now, i, Task::Start);
                 }
-                Event::NicArrival(i) => {
-                    let (pkt, next) = self.senders[i as usize].nic.pop(now);
-                    if let Some(t) = next {
-                        self.q.push(t, Event::NicArrival(i));
-                    }
-                    if let Some(c) = self.capture.as_mut() {
-                        c.bottleneck_in(now, &pkt);
-                    }
-                    if let Some(t) = self.bottleneck.offer(now, pkt) {
-                        self.q.push(t, Event::LinkTxDone);
-                    }
-                    if !self.bottleneck.drops.is_empty() {
-                        self.count_drops();
-                    }
-                }
-                Event::LinkTxDone => {
-                    // Usually one packet leaves (always at a rate); more go to `departed`.
-                    let (mut first, more) = (None, &mut self.departed);
-                    let next = self.bottleneck.service_with(now, |p| match first {
-                        None => first = Some(p),
-                        Some(_) => more.push(p),
-                    });
-                    if let Some(t) = next {
-                        self.q.push(t, Event::LinkTxDone);
-                    }
-                    if let Some(pkt) = first {
-                        self.forward_to_receiver(now, pkt);
-                    }
-                    if !self.departed.is_empty() {
-                        let mut departed = std::mem::take(&mut self.departed);
-                        for pkt in departed.drain(..) {
-                            self.forward_to_receiver(now, pkt);
+                Event::NicExit(_)
+                | Event::BottleneckService
+                | Event::AckLinkService
+                | Event::ForwardExit
+                | Event::ReverseExit(_)
+                | Event::RttStep(_) => {
+                    let w = ev.path_wake().expect("a path event");
+                    let mut obs = Counting { capture: self.capture.as_mut(), flows: &mut self.flows };
+                    let Some(a) = self.path.handle(now, w, &mut self.q, &mut obs) else { continue };
+                    let i = a.lane;
+                    match a.to {
+                        End::Receiver => {
+                            if let Some(c) = self.capture.as_mut() {
+                                c.receiver_data(now, &a.pkt);
+                            }
+                            self.at_receiver(now, i, |r, io| r.on_data(now, &a.pkt, io));
+                            let k = i as usize;
+                            if self.receivers[k].completed_at == Some(now)
+                                && self.flows[k].downloads.len() == self.flows[k].conn as usize
+                            {
+                                self.download_done(i, now);
+                            }
+                            if self.all_sized_flows_done() {
+                                break;
+                            }
                         }
-                        self.departed = departed;
-                    }
-                    if !self.bottleneck.drops.is_empty() {
-                        self.count_drops();
-                    }
-                }
-                Event::AckLinkTxDone => {
-                    let link = self.ack_link.as_mut().expect("an ACK link");
-                    if let Some(t) = link.service(now, &mut self.departed) {
-                        self.q.push(t, Event::AckLinkTxDone);
-                    }
-                    for ack in self.departed.drain(..) {
-                        let i = ack.flow;
-                        if let (_, Some(t)) = self.receivers[i as usize].out.push(now, ack) {
-                            self.q.push(t, Event::AckArrival(i));
+                        End::Sender => {
+                            if let Some(c) = self.capture.as_mut() {
+                                c.ack_arrival(now, &a.pkt);
+                            }
+                            self.sender_task(now, i, Task::Ack(a.pkt));
                         }
                     }
-                }
-                Event::RttStep(k) => {
-                    let rtt = Dur(self.scenario.link.rtt_schedule[k as usize].rtt_ns);
-                    self.forward.set_delay(Dur(rtt.ns() / 2));
-                    for (r, f) in self.receivers.iter_mut().zip(&self.flows) {
-                        r.out.set_delay(Dur(rtt.ns() / 2) + f.access_delay);
-                    }
-                }
-                Event::ReceiverArrival => {
-                    let (pkt, next) = self.forward.pop(now);
-                    if let Some(t) = next {
-                        self.q.push(t, Event::ReceiverArrival);
-                    }
-                    if let Some(c) = self.capture.as_mut() {
-                        c.receiver_data(now, &pkt);
-                    }
-                    self.at_receiver(now, pkt.flow, |r, q| r.on_data(now, &pkt, q));
-                    let k = pkt.flow as usize;
-                    if self.receivers[k].completed_at == Some(now)
-                        && self.flows[k].downloads.len() == self.flows[k].conn as usize
-                    {
-                        self.download_done(pkt.flow, now);
-                    }
-                    if self.all_sized_flows_done() {
-                        break;
-                    }
-                }
-                Event::AckArrival(i) => {
-                    let (pkt, next) = self.receivers[i as usize].out.pop(now);
-                    if let Some(t) = next {
-                        self.q.push(t, Event::AckArrival(i));
-                    }
-                    if let Some(c) = self.capture.as_mut() {
-                        c.ack_arrival(now, &pkt);
-                    }
-                    self.sender_task(now, i, Task::Ack(pkt));
                 }
                 Event::Sender(i, which) => {
                     if self.senders[i as usize].timer_due(now, which, &mut self.q) {
@@ -460,8 +369,8 @@ impl World {
                 }
                 Event::CpuRun => self.run_cpu_task(now),
                 Event::FlowRestart(i) => self.next_download(i, now),
-                Event::DelayedAck(i) => self.at_receiver(now, i, |r, q| r.on_delack_timer(now, q)),
-                Event::SackCompress(i) => self.at_receiver(now, i, |r, q| r.on_sack_compress_timer(now, q)),
+                Event::DelayedAck(i) => self.at_receiver(now, i, |r, io| r.on_delack_timer(now, io)),
+                Event::SackCompress(i) => self.at_receiver(now, i, |r, io| r.on_sack_compress_timer(now, io)),
                 Event::Sample => {
                     self.sample(now);
                     self.q.push(now + self.interval, Event::Sample);
@@ -514,30 +423,10 @@ impl World {
         c.rtt_ns.merge(&old_s.stats.rtt_ns);
         self.take_transitions(i);
         let f = &self.flows[k];
-        let (mut sender, mut receiver) =
-            connection(&self.scenario, k, f.conn, self.ack_link.is_some()).expect("validated at the start");
-        std::mem::swap(&mut sender.nic, &mut self.senders[k].nic);
-        std::mem::swap(&mut receiver.out, &mut self.receivers[k].out);
+        let (sender, receiver) = connection(&self.scenario, k, f.conn).expect("validated at the start");
         self.senders[k] = sender;
         self.receivers[k] = receiver;
         self.sender_task(now, i, Task::Start);
-    }
-
-    /// Charge the packets the bottleneck dropped to their flows.
-    fn count_drops(&mut self) {
-        for d in self.bottleneck.drops.drain(..) {
-            self.flows[d.pkt.flow as usize].dropped += 1;
-        }
-    }
-
-    /// Hand the ACKs receiver `i` just sent to the ACK link.
-    fn flush_acks(&mut self, i: u32, now: Time) {
-        let Some(link) = self.ack_link.as_mut() else { return };
-        for ack in self.receivers[i as usize].outbox.drain(..) {
-            if let Some(t) = link.offer(now, ack) {
-                self.q.push(t, Event::AckLinkTxDone);
-            }
-        }
     }
 
     /// Invariants: the scoreboard's counters match its bits, inflight never exceeds
@@ -567,8 +456,8 @@ impl World {
                 return Err(format!("flow {i} at {now}: snd_una {} beyond rcv_nxt {}", s.sb.snd_una, r.rcv_nxt));
             }
         }
-        let capacity_bits = self.bottleneck.capacity_bits(Time::ZERO, now + Dur(1));
-        let sent_bits = self.bottleneck.counters.wire_bytes_out as f64 * 8.0;
+        let capacity_bits = self.path.bottleneck.capacity_bits(Time::ZERO, now + Dur(1));
+        let sent_bits = self.path.bottleneck.counters.wire_bytes_out as f64 * 8.0;
         if sent_bits > capacity_bits + 8.0 * 1500.0 {
             return Err(format!("bottleneck forwarded {sent_bits} bits by {now}, capacity {capacity_bits}"));
         }
@@ -625,22 +514,22 @@ impl World {
             f.last_delivered = delivered;
             f.last_bottleneck = f.bottleneck_bytes;
         }
-        let c = &self.bottleneck.counters;
+        let c = &self.path.bottleneck.counters;
         let wire_bytes = c.wire_bytes_out - self.last_link_bytes;
         self.last_link_bytes = c.wire_bytes_out;
         let bits = wire_bytes as f64 * 8.0;
-        let (utilization, capacity_bps) = match self.bottleneck.capacity().constant_rate() {
+        let (utilization, capacity_bps) = match self.path.bottleneck.capacity().constant_rate() {
             Some(rate) => (bits / (rate.bps() as f64 * secs), rate.bps() as f64),
             None => {
                 // Unused opportunities count: utilisation is of what was offered.
-                let cap = self.bottleneck.capacity_bits(since, now);
+                let cap = self.path.bottleneck.capacity_bits(since, now);
                 (if cap > 0.0 { bits / cap } else { f64::NAN }, cap / secs)
             }
         };
         self.recorder.link(LinkRow {
             time_s: now.secs_f64(),
-            queue_bytes: self.bottleneck.backlog_bytes() as f64,
-            queue_packets: self.bottleneck.backlog_packets() as f64,
+            queue_bytes: self.path.bottleneck.backlog_bytes() as f64,
+            queue_packets: self.path.bottleneck.backlog_packets() as f64,
             utilization,
             throughput_bps: bits / secs,
             capacity_bps,
@@ -652,5 +541,65 @@ impl World {
     pub fn run_captured(self) -> Result<RunOutput, ConfigError> {
         let (out, capture) = self.simulate(0).expect("audits are off");
         capture.map(|_| out)
+    }
+}
+
+/// The world's side of an endpoint's I/O: wake-ups go to the event queue, packets into
+/// the path; with a capture, what was sent is kept for it.
+struct Ports<'a> {
+    q: &'a mut EventQueue<Event>,
+    path: &'a mut Path,
+    keep: Option<&'a mut Vec<(Time, Packet)>>,
+}
+
+impl Schedule<Wake> for Ports<'_> {
+    #[inline]
+    fn push(&mut self, time: Time, wake: Wake) {
+        self.q.push(time, wake.into());
+    }
+}
+
+impl Io for Ports<'_> {
+    #[inline(always)]
+    fn transmit(&mut self, now: Time, flow: u32, pkt: Packet) -> Time {
+        let sent = self.path.send(now, flow, pkt, self.q);
+        if let Some(k) = self.keep.as_mut() {
+            k.push((sent, pkt));
+        }
+        sent
+    }
+    #[inline(always)]
+    fn reply(&mut self, now: Time, flow: u32, pkt: Packet) {
+        if let Some(k) = self.keep.as_mut() {
+            k.push((now, pkt));
+        }
+        self.path.reply(now, flow, pkt, self.q);
+    }
+}
+
+/// Counts per flow what the path reports (bytes through the bottleneck, drops), and
+/// hands it to the capture.
+struct Counting<'a> {
+    capture: Option<&'a mut Capture>,
+    flows: &'a mut [FlowMeta],
+}
+
+impl PathObserver for Counting<'_> {
+    #[inline]
+    fn entered(&mut self, now: Time, pkt: &Packet) {
+        if let Some(c) = self.capture.as_mut() {
+            c.bottleneck_in(now, pkt);
+        }
+    }
+    #[inline]
+    fn left(&mut self, now: Time, pkt: &Packet, _chained: bool) {
+        if let Some(c) = self.capture.as_mut() {
+            c.bottleneck_out(now, pkt);
+        }
+        self.flows[pkt.flow as usize].bottleneck_bytes += pkt.payload as u64;
+    }
+    #[inline]
+    fn dropped(&mut self, d: &Dropped) {
+        self.flows[d.pkt.flow as usize].dropped += 1;
     }
 }

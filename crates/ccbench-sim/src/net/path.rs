@@ -1,0 +1,322 @@
+//! The dumbbell's path, sans-IO: the one network that the simulator's world and the
+//! emulator both drive.
+//!
+//! ```text
+//! sender --NIC (nic_rate, access delay)--> bottleneck --(rate)--> delay rtt/2 --> receiver
+//! sender <------------ delay rtt/2 + access delay <-- [ACK trace link] ----------- receiver
+//! ```
+//!
+//! Each lane (a flow; the emulator adds one for packets of no flow) has its own NIC and
+//! return delay line; the bottleneck, the forward delay line and the ACK direction's
+//! trace-driven link are shared. The caller owns the clock: it hands packets in with
+//! [`Path::send`] and [`Path::reply`], keeps the wake-ups the path schedules through
+//! [`Schedule`], and calls [`Path::handle`] when one is due, which returns the packet
+//! (if any) that reaches an end. What happens on the way (a packet entering or leaving
+//! the bottleneck, a drop) is told to a [`PathObserver`].
+
+use super::aqm::Dropped;
+use super::{Bottleneck, Packet, Pipe};
+use crate::event::Schedule;
+use crate::time::{Dur, Time};
+use crate::units::BitRate;
+
+/// What the path asks to be woken for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PathWake {
+    /// The head of lane `.0`'s NIC pipe reaches the bottleneck.
+    NicExit(u32),
+    /// The bottleneck's next service instant: its head packet is serialized, or (on a
+    /// trace) a delivery opportunity comes.
+    BottleneckService,
+    /// A delivery opportunity of the ACK direction's trace-driven link.
+    AckLinkService,
+    /// The head of the forward delay line reaches its receiver.
+    ForwardExit,
+    /// The head of lane `.0`'s return path reaches its sender.
+    ReverseExit(u32),
+    /// Step `.0` of the RTT schedule takes effect.
+    RttStep(u32),
+}
+
+/// Which end a packet reaches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    Sender,
+    Receiver,
+}
+
+/// A packet reaching an end of the path.
+#[derive(Clone, Copy, Debug)]
+pub struct Arrival {
+    pub to: End,
+    /// The lane it travelled in (the return path's lane for ACKs).
+    pub lane: u32,
+    pub pkt: Packet,
+}
+
+/// What the path tells as it happens. Every method defaults to doing nothing.
+pub trait PathObserver {
+    /// A packet leaves its NIC and is offered to the bottleneck.
+    fn entered(&mut self, _now: Time, _pkt: &Packet) {}
+    /// A packet leaves the bottleneck; `chained` when it started right as the previous
+    /// one finished (the link was busy in between).
+    fn left(&mut self, _now: Time, _pkt: &Packet, _chained: bool) {}
+    /// The bottleneck dropped a packet (random loss, overflow, AQM).
+    fn dropped(&mut self, _drop: &Dropped) {}
+}
+
+/// The per-lane and shared delays a path is built with.
+pub struct PathShape {
+    /// The senders' NIC rate (every lane's).
+    pub nic_rate: BitRate,
+    /// Half the base RTT: the forward delay line, and the return's besides the access.
+    pub one_way: Dur,
+    /// Each lane's extra delay on its access link, paid in both directions.
+    pub access: Vec<Dur>,
+    /// The RTT schedule: at each (time from its origin), the new base RTT.
+    pub rtt_steps: Vec<(Dur, Dur)>,
+}
+
+pub struct Path {
+    pub bottleneck: Bottleneck,
+    /// The ACK direction's trace-driven link, if any.
+    pub ack_link: Option<Bottleneck>,
+    nic: Vec<Pipe>,
+    forward: Pipe,
+    reverse: Vec<Pipe>,
+    access: Vec<Dur>,
+    rtt_steps: Vec<(Dur, Dur)>,
+    /// Packets leaving a link at one service event (reused).
+    departed: Vec<Packet>,
+    /// Whether the packet now on the bottleneck's wire started right as the previous one
+    /// finished.
+    on_wire_chained: bool,
+}
+
+impl Path {
+    pub fn new(shape: PathShape, bottleneck: Bottleneck, ack_link: Option<Bottleneck>) -> Path {
+        let PathShape { nic_rate, one_way, access, rtt_steps } = shape;
+        Path {
+            bottleneck,
+            ack_link,
+            nic: access.iter().map(|&a| Pipe::new(Some(nic_rate), a)).collect(),
+            forward: Pipe::new(None, one_way),
+            reverse: access.iter().map(|&a| Pipe::new(None, one_way + a)).collect(),
+            access,
+            rtt_steps,
+            departed: Vec::new(),
+            on_wire_chained: false,
+        }
+    }
+
+    /// Schedule the RTT schedule's steps, counted from `origin`.
+    pub fn start_rtt_schedule(&self, origin: Time, q: &mut impl Schedule<PathWake>) {
+        for (k, &(at, _)) in self.rtt_steps.iter().enumerate() {
+            q.push(origin + at, PathWake::RttStep(k as u32));
+        }
+    }
+
+    /// A sender hands `pkt` to lane `lane`'s NIC at `now`. Returns when the NIC will
+    /// have serialized it.
+    #[inline(always)]
+    pub fn send(&mut self, now: Time, lane: u32, pkt: Packet, q: &mut impl Schedule<PathWake>) -> Time {
+        let (sent, head) = self.nic[lane as usize].push(now, pkt);
+        if let Some(t) = head {
+            q.push(t, PathWake::NicExit(lane));
+        }
+        sent
+    }
+
+    /// A receiver sends `pkt` back on lane `lane` at `now`: behind the ACK link if there
+    /// is one, else straight onto the return delay line.
+    #[inline(always)]
+    pub fn reply(&mut self, now: Time, lane: u32, pkt: Packet, q: &mut impl Schedule<PathWake>) {
+        match self.ack_link.as_mut() {
+            Some(link) => {
+                if let Some(t) = link.offer(now, pkt) {
+                    q.push(t, PathWake::AckLinkService);
+                }
+            }
+            None => self.push_reverse(now, lane, pkt, q),
+        }
+    }
+
+    #[inline(always)]
+    fn push_reverse(&mut self, now: Time, lane: u32, pkt: Packet, q: &mut impl Schedule<PathWake>) {
+        if let (_, Some(t)) = self.reverse[lane as usize].push(now, pkt) {
+            q.push(t, PathWake::ReverseExit(lane));
+        }
+    }
+
+    /// Packets in lane `lane`'s NIC from position `k` on, with the times they leave it.
+    pub fn nic_from(&self, lane: u32, k: usize) -> impl Iterator<Item = &(Time, Packet)> {
+        self.nic[lane as usize].from(k)
+    }
+
+    /// Run wake-up `wake`, due at `now`; the packet it brings to an end, if any.
+    #[inline]
+    pub fn handle(
+        &mut self,
+        now: Time,
+        wake: PathWake,
+        q: &mut impl Schedule<PathWake>,
+        obs: &mut impl PathObserver,
+    ) -> Option<Arrival> {
+        match wake {
+            PathWake::NicExit(lane) => {
+                let (pkt, next) = self.nic[lane as usize].pop(now);
+                if let Some(t) = next {
+                    q.push(t, PathWake::NicExit(lane));
+                }
+                obs.entered(now, &pkt);
+                if let Some(t) = self.bottleneck.offer(now, pkt) {
+                    self.on_wire_chained = false;
+                    q.push(t, PathWake::BottleneckService);
+                }
+                self.report_drops(obs);
+                None
+            }
+            PathWake::BottleneckService => {
+                // Usually one packet leaves (always at a rate); more go to `departed`.
+                let (mut first, more) = (None, &mut self.departed);
+                let next = self.bottleneck.service_with(now, |p| match first {
+                    None => first = Some(p),
+                    Some(_) => more.push(p),
+                });
+                if let Some(t) = next {
+                    q.push(t, PathWake::BottleneckService);
+                }
+                if let Some(pkt) = first {
+                    self.forward(now, pkt, q, obs);
+                }
+                if !self.departed.is_empty() {
+                    let mut departed = std::mem::take(&mut self.departed);
+                    for pkt in departed.drain(..) {
+                        self.forward(now, pkt, q, obs);
+                    }
+                    self.departed = departed;
+                }
+                self.on_wire_chained = self.bottleneck.is_busy();
+                self.report_drops(obs);
+                None
+            }
+            PathWake::AckLinkService => {
+                let link = self.ack_link.as_mut().expect("an ACK link");
+                let mut departed = std::mem::take(&mut self.departed);
+                if let Some(t) = link.service(now, &mut departed) {
+                    q.push(t, PathWake::AckLinkService);
+                }
+                for ack in departed.drain(..) {
+                    self.push_reverse(now, ack.flow, ack, q);
+                }
+                self.departed = departed;
+                None
+            }
+            PathWake::ForwardExit => {
+                let (pkt, next) = self.forward.pop(now);
+                if let Some(t) = next {
+                    q.push(t, PathWake::ForwardExit);
+                }
+                Some(Arrival { to: End::Receiver, lane: pkt.flow, pkt })
+            }
+            PathWake::ReverseExit(lane) => {
+                let (pkt, next) = self.reverse[lane as usize].pop(now);
+                if let Some(t) = next {
+                    q.push(t, PathWake::ReverseExit(lane));
+                }
+                Some(Arrival { to: End::Sender, lane, pkt })
+            }
+            PathWake::RttStep(k) => {
+                let one_way = Dur(self.rtt_steps[k as usize].1.ns() / 2);
+                self.forward.set_delay(one_way);
+                for (r, &a) in self.reverse.iter_mut().zip(&self.access) {
+                    r.set_delay(one_way + a);
+                }
+                None
+            }
+        }
+    }
+
+    /// A packet leaving the bottleneck, on its way to the receiver.
+    #[inline(always)]
+    fn forward(&mut self, now: Time, pkt: Packet, q: &mut impl Schedule<PathWake>, obs: &mut impl PathObserver) {
+        obs.left(now, &pkt, self.on_wire_chained);
+        self.on_wire_chained = true;
+        if let (_, Some(t)) = self.forward.push(now, pkt) {
+            q.push(t, PathWake::ForwardExit);
+        }
+    }
+
+    fn report_drops(&mut self, obs: &mut impl PathObserver) {
+        if !self.bottleneck.drops.is_empty() {
+            for d in self.bottleneck.drops.drain(..) {
+                obs.dropped(&d);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventQueue;
+    use crate::net::aqm::QueueLimit;
+    use crate::net::loss::LossModel;
+
+    /// 10 Mbit/s bottleneck, 20 ms base RTT, a 1 Gbit/s NIC with 1 ms of access delay,
+    /// and the RTT stepping to 40 ms at 30 ms.
+    fn path() -> Path {
+        let shape = PathShape {
+            nic_rate: BitRate(1_000_000_000),
+            one_way: Dur::from_ms(10),
+            access: vec![Dur::from_ms(1)],
+            rtt_steps: vec![(Dur::from_ms(30), Dur::from_ms(40))],
+        };
+        let bottleneck = Bottleneck::fifo(BitRate(10_000_000), QueueLimit::Packets(100), None, LossModel::None);
+        Path::new(shape, bottleneck, None)
+    }
+
+    #[derive(Default)]
+    struct Log(Vec<(&'static str, Time)>);
+
+    impl PathObserver for Log {
+        fn entered(&mut self, now: Time, _: &Packet) {
+            self.0.push(("entered", now));
+        }
+        fn left(&mut self, now: Time, _: &Packet, _: bool) {
+            self.0.push(("left", now));
+        }
+    }
+
+    /// Run wake-ups until `until`; what reached an end, and when.
+    fn run(p: &mut Path, q: &mut EventQueue<PathWake>, log: &mut Log, until: Time) -> Vec<(End, Time)> {
+        let mut out = Vec::new();
+        while q.peek_time().is_some_and(|t| t <= until) {
+            let (t, w) = q.pop().expect("peeked");
+            if let Some(a) = p.handle(t, w, q, log) {
+                out.push((a.to, t));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_packet_crosses_nic_bottleneck_and_delay_and_its_ack_comes_back_over_the_access_link() {
+        let (mut p, mut q, mut log) = (path(), EventQueue::default(), Log::default());
+        p.start_rtt_schedule(Time::ZERO, &mut q);
+        let pkt = Packet { wire_bytes: 1500, payload: 1448, ..Packet::default() };
+        // 1500 bytes: 12 us on the NIC, 1.2 ms at the bottleneck.
+        assert_eq!(p.send(Time::ZERO, 0, pkt, &mut q), Time(12_000));
+        let at = run(&mut p, &mut q, &mut log, Time(20_000_000));
+        assert_eq!(log.0, vec![("entered", Time(1_012_000)), ("left", Time(2_212_000))]);
+        assert_eq!(at, vec![(End::Receiver, Time(12_212_000))]);
+        p.reply(Time(12_212_000), 0, Packet { wire_bytes: 52, ..Packet::default() }, &mut q);
+        let at = run(&mut p, &mut q, &mut log, Time(29_000_000));
+        assert_eq!(at, vec![(End::Sender, Time(23_212_000))]);
+        // After the step, 20 ms each way (plus the access delay back).
+        run(&mut p, &mut q, &mut log, Time(30_000_000));
+        p.reply(Time(31_000_000), 0, Packet { wire_bytes: 52, ..Packet::default() }, &mut q);
+        let at = run(&mut p, &mut q, &mut log, Time(100_000_000));
+        assert_eq!(at, vec![(End::Sender, Time(52_000_000))]);
+    }
+}
