@@ -10,6 +10,7 @@ pub mod rcvbuf;
 pub mod receiver;
 mod recovery;
 mod reno;
+pub mod report;
 pub mod rtt;
 mod sacktag;
 pub mod scoreboard;
@@ -22,5 +23,6 @@ pub mod wake;
 
 pub use io::{Io, Loopback};
 pub use receiver::Receiver;
+pub use report::{FlowSample, SenderTotals};
 pub use sender::{Sender, SenderParams};
 pub use wake::{SenderTimer, Wake};

@@ -96,7 +96,7 @@ impl Sender {
 
     /// `tcp_pacing_check`: too early for the next skb? Then arm the pacing timer.
     fn pacing_check(&mut self, now: Time, q: &mut impl Io) -> bool {
-        if !self.p.paced || self.wstamp <= now {
+        if !self.paced || self.wstamp <= now {
             return false;
         }
         if !self.pacing_timer.is_armed() {
@@ -122,7 +122,7 @@ impl Sender {
     fn tsq_throttled(&mut self, now: Time, nsegs: u32, factor: u32, q: &mut impl Io) -> bool {
         let truesize = nsegs as u64 * self.p.mss as u64 + SKB_OVERHEAD;
         let mut limit = (2 * truesize).max(self.w.pacing_rate >> self.p.pacing_shift);
-        if !self.p.paced {
+        if !self.paced {
             limit = limit.min(self.p.tsq_limit_bytes);
         }
         limit <<= factor;
@@ -391,7 +391,7 @@ impl Sender {
         // lateness credit ("take into account OS jitter"). The first 10 segments are
         // not paced.
         let rate = self.w.pacing_rate;
-        if self.p.paced && rate > 0 && self.stats.data_segs_out >= 10 {
+        if self.paced && rate > 0 && self.stats.data_segs_out >= 10 {
             let mut len_ns = self.paced_bytes(payload) * NS_PER_SEC / rate;
             let credit = self.wstamp.since(prior_wstamp).ns();
             len_ns -= (len_ns / 2).min(credit);

@@ -36,7 +36,7 @@ impl Sender {
     /// Arm the retransmit timer `when` from now on the jiffy clock, pushed out by any
     /// pending pacing delay (`tcp_reset_xmit_timer`).
     pub(super) fn reset_xmit_timer(&mut self, now: Time, kind: XmitTimer, when: Dur, q: &mut impl Io) {
-        let pacing_delay = if self.p.paced { self.wstamp.since(now) } else { Dur::ZERO };
+        let pacing_delay = if self.paced { self.wstamp.since(now) } else { Dur::ZERO };
         let tick = NS_PER_SEC / self.p.hz as u64;
         let jiffies = (when + pacing_delay).ns().div_ceil(tick).min(super::rtt::RTO_MAX.ns() / tick);
         let clk = now.ns() / tick;

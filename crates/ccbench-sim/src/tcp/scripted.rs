@@ -105,7 +105,7 @@ impl ScriptedSender {
             rto_init: p.rto_init,
             tsq_limit_bytes: u64::MAX / 2,
             pacing_shift: 10,
-            paced: p.paced,
+            pacing: Some(p.paced),
             size_bytes: Some(0),
             handshake_rtt: p.handshake_rtt,
             ecn: p.ecn,
@@ -123,9 +123,6 @@ impl ScriptedSender {
             conn: 0,
         };
         let mut sender = Sender::new(sp, cc);
-        if !p.paced {
-            sender.p.paced = false;
-        }
         sender.set_snd_wnd(p.snd_wnd);
         sender.tx_log = Some(Vec::new());
         Ok(ScriptedSender { sender, q: Loopback::default(), now: Time::ZERO, written: 0 })

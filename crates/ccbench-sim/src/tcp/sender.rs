@@ -49,8 +49,9 @@ pub struct SenderParams {
     pub rto_init: Dur,
     pub tsq_limit_bytes: u64,
     pub pacing_shift: u32,
-    /// Pace with the internal EDT timer.
-    pub paced: bool,
+    /// Pace with the internal EDT timer: as asked, or (None) as the algorithm asks
+    /// (`sk_pacing_status`: BBR needs pacing).
+    pub pacing: Option<bool>,
     /// Bytes to send; None = bulk.
     pub size_bytes: Option<u64>,
     /// RTT measured by the handshake, which seeds SRTT, min RTT and RTO.
@@ -121,6 +122,8 @@ pub struct SenderStats {
 
 pub struct Sender {
     pub p: SenderParams,
+    /// Whether the internal pacing timer paces this connection.
+    pub paced: bool,
     pub cc: Box<dyn CongestionControl>,
     pub w: Window,
     pub sb: Scoreboard,
@@ -228,9 +231,8 @@ impl Sender {
         let hs = p.handshake_rtt.us().max(1);
         rtt.update_min(0, hs, false);
         rtt.sample(hs, 0, 0);
-        let paced = p.paced || cc.needs_pacing();
         let mut s = Sender {
-            p: SenderParams { paced, ..p },
+            paced: p.pacing.unwrap_or_else(|| cc.needs_pacing()),
             cc,
             w: Window::new(p.init_cwnd),
             sb: Scoreboard::default(),
@@ -278,6 +280,8 @@ impl Sender {
             undo: Default::default(),
             chronos: super::chrono::Chronos::new(p.hz),
             tx_log: None,
+            // Last: the fields above are read from it.
+            p,
         };
         let info = s.info(Time::ZERO);
         s.cc.init(&info, &mut s.w);
@@ -353,7 +357,7 @@ impl Sender {
             snd_una: self.sb.snd_una,
             snd_nxt: self.snd_nxt(),
             pacing_rate: self.w.pacing_rate,
-            paced: self.p.paced,
+            paced: self.paced,
             app_limited: self.rate.app_limited != 0,
             prior_cwnd: self.prior_cwnd,
             lsndtime: self.last_send,

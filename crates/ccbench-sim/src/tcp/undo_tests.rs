@@ -24,7 +24,7 @@ fn sender(frto: u8) -> (Sender, Loopback) {
         rto_init: Dur::from_ms(1000),
         tsq_limit_bytes: 4 << 20,
         pacing_shift: 10,
-        paced: false,
+        pacing: Some(false),
         size_bytes: None,
         handshake_rtt: Dur::from_ms(40),
         ecn: Ecn::Off,

@@ -30,10 +30,10 @@ impl World {
             let stop = done.unwrap_or(end);
             let life = stop.since(f.start).secs_f64();
             let per_sec = |bytes: u64| if life > 0.0 { bytes as f64 * 8.0 / life } else { 0.0 };
-            let mut rtt_ns = f.closed.rtt_ns.clone();
-            rtt_ns.merge(&s.stats.rtt_ns);
-            let rtt = stats_ms(&rtt_ns);
-            let delivered = f.closed.delivered + r.delivered_bytes();
+            let mut t = f.closed.clone();
+            t.add(&s.totals(end));
+            let rtt = stats_ms(&t.rtt_ns);
+            let delivered = f.closed_delivered + r.delivered_bytes();
             let repeated = self.scenario.flows[i].repeat > 1;
             let downloads = repeated.then(|| {
                 let mut all = f.downloads.clone();
@@ -47,25 +47,25 @@ impl World {
                 cca: f.cca.clone(),
                 params: s.cc.params(),
                 ecn: s.p.ecn,
-                paced: s.p.paced,
+                paced: s.paced,
                 start_s: f.start.secs_f64(),
                 base_rtt_ms: f.base_rtt.ms_f64(),
                 goodput_bps: per_sec(delivered),
                 throughput_bps: per_sec(f.bottleneck_bytes),
                 delivered_bytes: delivered,
-                sent_bytes: f.closed.sent_bytes + s.stats.bytes_sent,
-                retransmits: f.closed.retransmits + s.stats.retransmits,
-                lost: f.closed.lost + s.lost,
+                sent_bytes: t.sent_bytes,
+                retransmits: t.retransmits,
+                lost: t.lost,
                 dropped: f.dropped,
-                rto_count: f.closed.rto_count + s.stats.rto_count,
-                undos: f.closed.undos + s.stats.undos(),
-                spurious_rtos: f.closed.spurious_rtos + s.stats.spurious_rtos,
-                self_inflicted_delay_ms: if rtt_ns.count() > 0 { rtt.mean - f.base_rtt.ms_f64() } else { 0.0 },
+                rto_count: t.rto_count,
+                undos: t.undos,
+                spurious_rtos: t.spurious_rtos,
+                self_inflicted_delay_ms: if t.rtt_ns.count() > 0 { rtt.mean - f.base_rtt.ms_f64() } else { 0.0 },
                 rtt_ms: rtt,
                 size_bytes: f.size_bytes,
                 completion_s: done.map(|t| t.since(f.start).secs_f64()),
                 final_cwnd: s.w.cwnd,
-                rwnd_limited_ms: (f.closed.rwnd_limited_us + s.chronos.info_us(end).1) as f64 / 1e3,
+                rwnd_limited_ms: t.rwnd_limited_us as f64 / 1e3,
                 downloads,
             });
         }

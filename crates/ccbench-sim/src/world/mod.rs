@@ -10,9 +10,8 @@ use finish::download_summary;
 
 pub use event::Event;
 
-use crate::base::histogram::Histogram;
 use crate::base::rng;
-use crate::cc::{Algorithm, INFINITE_SSTHRESH};
+use crate::cc::Algorithm;
 use crate::config::{build, ConfigError, Scenario};
 use crate::event::{EventQueue, Schedule};
 use crate::host::{Host, Task};
@@ -23,7 +22,7 @@ use crate::observe::recorder::{FlowRow, LinkRow, Recorder};
 use crate::observe::series::Series;
 use crate::summary::{DownloadSummary, Summary};
 use crate::tcp::receiver::ReceiverParams;
-use crate::tcp::{Io, Receiver, Sender, SenderParams, Wake};
+use crate::tcp::{Io, Receiver, Sender, SenderParams, SenderTotals, Wake};
 use crate::time::{Dur, Time, NS_PER_MS};
 use rand::Rng as _;
 
@@ -55,21 +54,9 @@ struct FlowMeta {
     conn: u16,
     download_start: Time,
     downloads: Vec<DownloadSummary>,
-    closed: Totals,
-}
-
-/// What a flow's closed connections delivered, sent and measured.
-#[derive(Default)]
-struct Totals {
-    delivered: u64,
-    sent_bytes: u64,
-    retransmits: u64,
-    lost: u64,
-    rto_count: u64,
-    undos: u64,
-    spurious_rtos: u64,
-    rwnd_limited_us: u64,
-    rtt_ns: Histogram,
+    /// What the flow's closed connections delivered, sent and measured.
+    closed_delivered: u64,
+    closed: SenderTotals,
 }
 
 /// A flow's connection `conn`: its sender and receiver (`rng` streams per connection, the
@@ -88,7 +75,7 @@ fn connection(s: &Scenario, i: usize, conn: u16) -> Result<(Sender, Receiver), C
     }
     let access = Dur(f.access_delay_ns);
     let base_rtt = Dur(link.rtt_ns) + access + access;
-    let mut sender = Sender::new(
+    let sender = Sender::new(
         SenderParams {
             id,
             mss: tcp.mss,
@@ -98,7 +85,7 @@ fn connection(s: &Scenario, i: usize, conn: u16) -> Result<(Sender, Receiver), C
             rto_init: Dur(tcp.rto_init_ns),
             tsq_limit_bytes: tcp.tsq_limit_bytes,
             pacing_shift: tcp.pacing_shift,
-            paced: f.pacing.unwrap_or(false),
+            pacing: f.pacing,
             size_bytes: f.size_bytes,
             handshake_rtt: base_rtt,
             ecn: f.ecn,
@@ -117,10 +104,6 @@ fn connection(s: &Scenario, i: usize, conn: u16) -> Result<(Sender, Receiver), C
         },
         cc,
     );
-    if f.pacing == Some(false) {
-        // The algorithm may require pacing (BBR); honour the explicit request.
-        sender.p.paced = false;
-    }
 
     let receiver = Receiver::new(ReceiverParams {
         id,
@@ -199,7 +182,8 @@ impl World {
                 conn: 0,
                 download_start: Time(f.start_ns),
                 downloads: Vec::new(),
-                closed: Totals::default(),
+                closed_delivered: 0,
+                closed: SenderTotals::default(),
             });
             q.push(Time(f.start_ns), Event::FlowStart(id));
         }
@@ -410,17 +394,8 @@ impl World {
         f.repeats_left -= 1;
         f.conn = f.conn.wrapping_add(1);
         f.download_start = now;
-        let (old_s, old_r) = (&self.senders[k], &self.receivers[k]);
-        let c = &mut f.closed;
-        c.delivered += old_r.delivered_bytes();
-        c.sent_bytes += old_s.stats.bytes_sent;
-        c.retransmits += old_s.stats.retransmits;
-        c.lost += old_s.lost;
-        c.rto_count += old_s.stats.rto_count;
-        c.undos += old_s.stats.undos();
-        c.spurious_rtos += old_s.stats.spurious_rtos;
-        c.rwnd_limited_us += old_s.chronos.info_us(now).1;
-        c.rtt_ns.merge(&old_s.stats.rtt_ns);
+        f.closed_delivered += self.receivers[k].delivered_bytes();
+        f.closed.add(&self.senders[k].totals(now));
         self.take_transitions(i);
         let f = &self.flows[k];
         let (sender, receiver) = connection(&self.scenario, k, f.conn).expect("validated at the start");
@@ -434,17 +409,7 @@ impl World {
     /// forwards more than its rate allows.
     fn audit(&self, now: Time) -> Result<(), String> {
         for (i, (s, r)) in self.senders.iter().zip(&self.receivers).enumerate() {
-            s.sb.audit(!s.p.sack).map_err(|e| format!("flow {i} at {now}: {e}"))?;
-            // A loss probe can put a segment in flight twice, so inflight may exceed
-            // packets_out; SACKed and lost ones never overlap.
-            if s.sb.sacked_out + s.sb.lost_out > s.sb.packets_out() {
-                return Err(format!(
-                    "flow {i} at {now}: sacked {} + lost {} > packets_out {}",
-                    s.sb.sacked_out,
-                    s.sb.lost_out,
-                    s.sb.packets_out()
-                ));
-            }
+            s.audit().map_err(|e| format!("flow {i} at {now}: {e}"))?;
             if r.rcv_nxt > s.snd_nxt() {
                 return Err(format!(
                     "flow {i} at {now}: receiver has {} segments, sender sent {}",
@@ -487,29 +452,29 @@ impl World {
         let secs = now.since(self.last_sample).secs_f64();
         let since = self.last_sample;
         self.last_sample = now;
-        for (i, s) in self.senders.iter().enumerate() {
+        for (i, sender) in self.senders.iter().enumerate() {
             let f = &mut self.flows[i];
-            let delivered = f.closed.delivered + self.receivers[i].delivered_bytes();
-            let mss = s.p.mss as f64;
-            let min_rtt = s.rtt.min_rtt_us();
+            let delivered = f.closed_delivered + self.receivers[i].delivered_bytes();
+            let s = sender.sample();
+            let mss = s.mss as f64;
             self.recorder.flow(FlowRow {
                 time_s: now.secs_f64(),
                 flow: i as u32,
                 goodput_bps: (delivered - f.last_delivered) as f64 * 8.0 / secs,
                 throughput_bps: (f.bottleneck_bytes - f.last_bottleneck) as f64 * 8.0 / secs,
-                cwnd: s.w.cwnd as f64,
-                ssthresh: if s.w.ssthresh >= INFINITE_SSTHRESH { f64::NAN } else { s.w.ssthresh as f64 },
-                inflight: s.inflight() as f64,
-                inflight_bytes: s.inflight() as f64 * mss,
-                rwnd_bytes: s.snd_wnd() as f64,
-                pacing_rate_bps: s.w.pacing_rate as f64 * 8.0,
-                delivery_rate_bps: s.rate.delivery_rate_segs() * mss * 8.0,
-                srtt_ms: s.rtt.srtt_us() as f64 / 1e3,
-                min_rtt_ms: if min_rtt == u64::MAX { f64::NAN } else { min_rtt as f64 / 1e3 },
-                retransmits: (f.closed.retransmits + s.stats.retransmits) as f64,
+                cwnd: s.cwnd as f64,
+                ssthresh: s.ssthresh.map_or(f64::NAN, |x| x as f64),
+                inflight: s.inflight as f64,
+                inflight_bytes: s.inflight as f64 * mss,
+                rwnd_bytes: s.snd_wnd as f64,
+                pacing_rate_bps: s.pacing_rate as f64 * 8.0,
+                delivery_rate_bps: s.delivery_rate_segs * mss * 8.0,
+                srtt_ms: s.srtt_us as f64 / 1e3,
+                min_rtt_ms: s.min_rtt_us.map_or(f64::NAN, |x| x as f64 / 1e3),
+                retransmits: (f.closed.retransmits + s.retransmits) as f64,
                 lost: (f.closed.lost + s.lost) as f64,
                 ca_state: s.ca_state as u8 as f64,
-                internals: s.cc.internals(),
+                internals: s.internals,
             });
             f.last_delivered = delivered;
             f.last_bottleneck = f.bottleneck_bytes;
