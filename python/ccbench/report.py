@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from rich import box
 from rich.console import Console, Group
@@ -109,9 +109,15 @@ def downloads_table(summary: Mapping[str, Any]) -> Table:
             _num(_quantile(done, 0.5), digits=3), _num(_quantile(done, 0.9), digits=3),
             _num(_quantile([x["throughput_bps"] for x in d], 0.5), 1e-6),
             _num(_quantile([x["self_inflicted_delay_ms"] for x in d], 0.5), digits=1),
-            _int(sum(x["retransmits"] for x in d)), _int(sum(x["dupacks"] for x in d)),
+            _int(_total(x["retransmits"] for x in d)), _int(_total(x["dupacks"] for x in d)),
         )
     return t
+
+
+def _total(values: Iterable[Optional[int]]) -> Optional[int]:
+    """The sum, or None when a figure is missing (the real kernel reports no dupACK count)."""
+    values = list(values)
+    return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
 
 
 def _quantile(values: list[float], q: float) -> Optional[float]:

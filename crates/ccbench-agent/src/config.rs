@@ -18,6 +18,11 @@ pub struct SendConfig {
     /// Where `send` mode writes its result; not used by `serve`.
     #[serde(default)]
     pub out: Option<String>,
+    /// Where, in `send` mode, the receiver tells of each completed download of a flow
+    /// that repeats them (a Unix datagram socket the sender binds); `serve` hears of
+    /// them on its control channel.
+    #[serde(default)]
+    pub done_path: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -33,6 +38,16 @@ pub struct FlowConfig {
     pub size: Option<u64>,
     #[serde(default)]
     pub force_pacing: Option<bool>,
+    /// Downloads in a row, each on a connection of its own (`repeat`).
+    #[serde(default = "one")]
+    pub repeat: u32,
+    /// The pause between a download's completion at the receiver and the next one.
+    #[serde(default)]
+    pub pause_ns: i64,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl SendConfig {
@@ -69,6 +84,15 @@ impl SendConfig {
             }
             if flow.start_ns < 0 {
                 return Err(format!("flows[{i}].start_ns: zero or more nanoseconds"));
+            }
+            if flow.repeat == 0 {
+                return Err(format!("flows[{i}].repeat: one or more downloads"));
+            }
+            if flow.repeat > 1 && flow.size.is_none() {
+                return Err(format!("flows[{i}].repeat: only a sized flow repeats (give size)"));
+            }
+            if flow.pause_ns < 0 {
+                return Err(format!("flows[{i}].pause_ns: zero or more nanoseconds"));
             }
         }
         Ok(())
@@ -109,6 +133,7 @@ mod tests {
         assert!(cfg.flows[1].paced() && cfg.flows[1].is_bbr() && !cfg.flows[0].is_bbr());
         assert_eq!(cfg.out.as_deref(), Some("/tmp/x.json"));
         assert!(cfg.sysctls.is_empty());
+        assert_eq!((cfg.flows[0].repeat, cfg.flows[0].pause_ns), (1, 0));
     }
 
     #[test]
@@ -119,5 +144,7 @@ mod tests {
         assert!(bad("100000000", "0").starts_with("interval_ns: "));
         assert!(bad("\"base_port\": 5201", "\"base_port\": 65535").starts_with("base_port: "));
         assert!(bad("\"duration_ns\"", "\"duration\"").starts_with("config: missing field `duration_ns`"));
+        assert!(bad("\"size\": null,", "\"size\": null, \"repeat\": 3,").starts_with("flows[0].repeat: "));
+        assert!(bad("\"force_pacing\": true", "\"force_pacing\": true, \"repeat\": 0").starts_with("flows[1].repeat: "));
     }
 }

@@ -2,10 +2,13 @@
 //! or stdin/stdout), lines of JSON both ways.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+
+use crate::protocol::Command;
+use crate::sender::{Done, Notices};
 
 /// A terminal switched to raw mode, restored when dropped.
 struct RawTerminal {
@@ -52,8 +55,12 @@ impl Drop for RawTerminal {
 
 /// Lines in, lines out.
 pub struct Channel {
-    reader: Box<dyn BufRead>,
+    reader: BufReader<Box<dyn Read>>,
     writer: Box<dyn Write>,
+    /// The descriptor the reader reads, for polling (None over arbitrary readers).
+    fd: Option<RawFd>,
+    /// The end of input was met during a run.
+    closed: bool,
     _raw: Option<RawTerminal>,
 }
 
@@ -66,18 +73,22 @@ impl Channel {
                 let device = OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOCTTY).open(path)?;
                 let raw = RawTerminal::enter(device.as_raw_fd())?;
                 let writer: File = device.try_clone()?;
-                Ok(Channel { reader: Box::new(BufReader::new(device)), writer: Box::new(writer), _raw: raw })
+                let fd = Some(device.as_raw_fd());
+                let reader = BufReader::new(Box::new(device) as Box<dyn Read>);
+                Ok(Channel { reader, writer: Box::new(writer), fd, closed: false, _raw: raw })
             }
             None => {
                 let raw = RawTerminal::enter(io::stdin().as_raw_fd())?;
-                Ok(Channel { reader: Box::new(io::stdin().lock()), writer: Box::new(io::stdout().lock()), _raw: raw })
+                let fd = Some(io::stdin().as_raw_fd());
+                let reader = BufReader::new(Box::new(io::stdin()) as Box<dyn Read>);
+                Ok(Channel { reader, writer: Box::new(io::stdout().lock()), fd, closed: false, _raw: raw })
             }
         }
     }
 
     /// Over any reader and writer (tests).
-    pub fn from_parts(reader: Box<dyn BufRead>, writer: Box<dyn Write>) -> Channel {
-        Channel { reader, writer, _raw: None }
+    pub fn from_parts(reader: Box<dyn Read>, writer: Box<dyn Write>) -> Channel {
+        Channel { reader: BufReader::new(reader), writer, fd: None, closed: false, _raw: None }
     }
 
     /// The next non-blank line without its end (`\n` or `\r\n`); `None` at end of input.
@@ -99,5 +110,38 @@ impl Channel {
     pub fn write_line(&mut self, line: &str) -> io::Result<()> {
         self.writer.write_all(line.as_bytes())?;
         self.writer.flush()
+    }
+}
+
+/// During a run the channel brings the receiver's notices of completed downloads
+/// (`{"cmd": "done", ...}`); any other line is not for a running agent and is dropped.
+impl Notices for Channel {
+    fn fd(&self) -> Option<RawFd> {
+        self.fd.filter(|_| !self.closed)
+    }
+
+    fn pending(&self) -> bool {
+        !self.closed && !self.reader.buffer().is_empty()
+    }
+
+    fn take(&mut self) -> io::Result<Vec<Done>> {
+        let mut out = Vec::new();
+        loop {
+            match self.read_line()? {
+                None => {
+                    self.closed = true;
+                    break;
+                }
+                Some(line) => {
+                    if let Ok(Command::Done(d)) = Command::parse(&line) {
+                        out.push(d);
+                    }
+                }
+            }
+            if !self.pending() {
+                break;
+            }
+        }
+        Ok(out)
     }
 }

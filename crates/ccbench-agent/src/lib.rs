@@ -2,7 +2,7 @@
 //! `python/ccbench/kernel/agent.py`), as one statically linked binary that runs inside a
 //! QEMU guest whose initramfs has nothing but busybox.
 //!
-//! It opens one TCP connection per flow to `addr:base_port+i` with the flow's congestion
+//! It opens a TCP connection per flow (per download) to `addr:base_port+i` with the flow's congestion
 //! control (`TCP_CONGESTION`; `SO_MAX_PACING_RATE` for `force_pacing`), sends bulk or
 //! sized flows from their start times, samples `TCP_INFO` (and `TCP_CC_INFO` for `bbr*`)
 //! at t0 + k x interval and once at the end, and reports in the schema of the Python
@@ -35,15 +35,19 @@
 //!
 //! | host sends | agent replies |
 //! |---|---|
-//! | `{"cmd": "info"}` | `{"info": {"kernel": "6.1.0-…", "available_congestion_control": ["reno", "cubic", "bbr"], "cpus": 1, "version": "0.1.0", "protocol": 1, "static": true}}` |
+//! | `{"cmd": "info"}` | `{"info": {"kernel": "6.1.0-…", "available_congestion_control": ["reno", "cubic", "bbr"], "cpus": 1, "version": "0.1.0", "protocol": 2, "static": true}}` |
 //! | `{"cmd": "sysctl", "set": {"net.ipv4.tcp_wmem": "4096 16384 4194304"}}` | `{"ok": true}` |
 //! | `{"cmd": "send", "config": {…}}` | `{"ready": true}` once every flow is connected |
 //! | `{"cmd": "go"}` (only right after `ready`) | `{"result": {"samples": …, "final": …, "done_ns": …, "end_ns": …, "tcp_ext": …, "downloads": …}}` when the run ends |
+//! | `{"cmd": "done", "flow": 0, "download": 2, "at_ns": 5100000000}` (during a run) | nothing: flow 0's download 2 is complete at the receiver, and the flow's next download starts its `pause_ns` later |
 //! | `{"cmd": "quit"}` | `{"ok": true}`, then the agent exits (status 0) |
 //!
 //! `config` is the Python sender's configuration without `out`: `base_port`,
 //! `duration_ns`, `interval_ns`, `flows` (each `addr`, `cca`, `start_ns`, `size` or null,
-//! `force_pacing`) and optionally `sysctls`. The agent's epoch t0 is its own
+//! `force_pacing`, and for repeated downloads `repeat` and `pause_ns`) and optionally
+//! `sysctls`. A flow that repeats downloads opens one connection per download (the next
+//! one connected ahead) and starts download k+1 when the host relays the receiver's
+//! notice that download k is complete (`done`). The agent's epoch t0 is its own
 //! `CLOCK_MONOTONIC` when it reads `go` (the guest's clock is not the host's); every
 //! time in the result is nanoseconds after t0. Any line other than `go` or `quit` after
 //! `ready` abandons the prepared run (connections reset) with an error reply. The end of

@@ -66,6 +66,13 @@ fn run_send(path: &Path) -> Result<(), Failure> {
     let cfg = SendConfig::from_json(&text).map_err(Failure::Input)?;
     let out = cfg.out.clone().ok_or_else(|| Failure::Input("out: the path of the result file".into()))?;
     let prepared = sender::prepare(&cfg)?;
+    // The receiver tells of completed downloads on a datagram socket, bound before `ready`.
+    let mut notices: Box<dyn sender::Notices> = match &cfg.done_path {
+        Some(path) if cfg.flows.iter().any(|f| f.repeat > 1) => {
+            Box::new(sender::DoneSocket::bind(path).map_err(|e| Failure::Run(format!("done_path: {path}: {e}")))?)
+        }
+        _ => Box::new(sender::NoNotices),
+    };
     say("ready").map_err(|e| format!("stdout: {e}"))?;
     let mut line = String::new();
     io::stdin().lock().read_line(&mut line).map_err(|e| format!("stdin: {e}"))?;
@@ -73,7 +80,7 @@ fn run_send(path: &Path) -> Result<(), Failure> {
         return Err(Failure::Run("sender: control channel closed".into()));
     }
     let t0 = parse_go(&line)?;
-    let result = prepared.run(t0)?;
+    let result = prepared.run(t0, notices.as_mut())?;
     Ok(write_atomically(Path::new(&out), &serde_json::to_vec(&result).map_err(|e| e.to_string())?)?)
 }
 

@@ -4,10 +4,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::sender::SenderResult;
+use crate::sender::{Done, SenderResult};
 
 /// Version of the line protocol, reported by `info`; raised on any incompatible change.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// A command from the host.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -21,6 +21,10 @@ pub enum Command {
     Send { config: Value },
     /// Start the prepared run now: the agent's monotonic clock at this line is t0.
     Go,
+    /// During a run: the receiver has all of download `download` of flow `flow`, at
+    /// `at_ns` after t0 (the host's epoch); that flow's next download starts its pause
+    /// later. No reply.
+    Done(Done),
     /// End the agent.
     Quit,
 }
@@ -101,6 +105,10 @@ mod tests {
             panic!("send")
         };
         assert!(config["flows"].is_array());
+        assert_eq!(
+            Command::parse(r#"{"cmd": "done", "flow": 1, "download": 2, "at_ns": 300}"#),
+            Ok(Command::Done(Done { flow: 1, download: 2, at_ns: 300 }))
+        );
     }
 
     #[test]

@@ -3,12 +3,16 @@
 //! [`prepare`] sets the sysctls and connects every flow with its congestion control;
 //! [`Prepared::run`] then sends from the epoch t0: bulk flows until the end, sized flows
 //! until their bytes are written and acknowledged, with `TCP_INFO` (and BBR's
-//! `TCP_CC_INFO`) sampled at t0 + k x interval and once more when the run ends.
+//! `TCP_CC_INFO`) sampled at t0 + k x interval and once more when the run ends. A flow
+//! that repeats downloads sends each on a connection of its own, the next one `pause_ns`
+//! after the receiver reports the last one complete ([`Notices`]).
 
-use std::io;
-
-use serde::Serialize;
 use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixDatagram;
+
+use serde::{Deserialize, Serialize};
 
 use crate::clock::{monotonic_ns, Schedule};
 use crate::config::{FlowConfig, SendConfig};
@@ -42,8 +46,8 @@ pub struct SenderResult {
     /// The guest's TcpExt counters that TCP_INFO has no per-socket equivalent of (the
     /// undo of spurious reductions), as the Python sender reports its namespace's.
     pub tcp_ext: BTreeMap<String, i64>,
-    /// Per flow, its downloads' connections as they ended: always empty here, since this
-    /// agent opens one connection per flow (the VM engine refuses `repeat`).
+    /// Per flow that repeats downloads, each download's connection as it ended: its
+    /// local `port`, `start_ns` and `final` TCP_INFO (empty for the other flows).
     pub downloads: Vec<Vec<serde_json::Value>>,
 }
 
@@ -69,10 +73,84 @@ pub fn tcp_ext(netstat: &str) -> BTreeMap<String, i64> {
     BTreeMap::new()
 }
 
-/// Connected flows, waiting for the epoch.
+/// A download of a flow that repeats them is complete at the receiver: all of download
+/// `download` of flow `flow` arrived `at_ns` after t0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct Done {
+    pub flow: usize,
+    pub download: u32,
+    pub at_ns: i64,
+}
+
+/// Where the receiver's notices of completed downloads come from during a run: the
+/// control channel (`serve`) or the kernel engine's datagram socket (`send`).
+pub trait Notices {
+    /// A descriptor to poll for input, if any.
+    fn fd(&self) -> Option<RawFd>;
+    /// Input already read but not yet taken.
+    fn pending(&self) -> bool {
+        false
+    }
+    /// The notices that have arrived (called when the descriptor is readable).
+    fn take(&mut self) -> io::Result<Vec<Done>>;
+}
+
+/// No notices: a run whose flows download once.
+pub struct NoNotices;
+
+impl Notices for NoNotices {
+    fn fd(&self) -> Option<RawFd> {
+        None
+    }
+    fn take(&mut self) -> io::Result<Vec<Done>> {
+        Ok(Vec::new())
+    }
+}
+
+/// The kernel engine's receiver writes `"<flow> <download> <at_ns>"` datagrams to the
+/// sender's socket at `done_path` (`receive` in `agent.py`).
+pub struct DoneSocket(UnixDatagram);
+
+impl DoneSocket {
+    pub fn bind(path: &str) -> io::Result<DoneSocket> {
+        let sock = UnixDatagram::bind(path)?;
+        sock.set_nonblocking(true)?;
+        Ok(DoneSocket(sock))
+    }
+}
+
+impl Notices for DoneSocket {
+    fn fd(&self) -> Option<RawFd> {
+        Some(self.0.as_raw_fd())
+    }
+    fn take(&mut self) -> io::Result<Vec<Done>> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 64];
+        loop {
+            match self.0.recv(&mut buf) {
+                Ok(n) => {
+                    let text = String::from_utf8_lossy(&buf[..n]);
+                    if let [flow, download, at_ns] = text.split_whitespace().collect::<Vec<_>>()[..] {
+                        if let (Ok(flow), Ok(download), Ok(at_ns)) = (flow.parse(), download.parse(), at_ns.parse()) {
+                            out.push(Done { flow, download, at_ns });
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(out),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// Connected flows, waiting for the epoch. A flow that repeats downloads has one
+/// connection per download, in order, and keeps the next one connected ahead (a spare),
+/// so that, as in the simulator, each download starts with its handshake done.
 pub struct Prepared {
     flows: Vec<FlowConfig>,
-    socks: Vec<FlowSocket>,
+    conns: Vec<Vec<FlowSocket>>,
+    base_port: u16,
     interval_ns: i64,
     duration_ns: i64,
 }
@@ -91,24 +169,39 @@ fn cca_error(i: usize, cca: &str, err: &io::Error) -> String {
     }
 }
 
-/// Sets the sysctls, then opens and connects one socket per flow to `addr:base_port+i`.
+/// A connection of flow `i` to `addr:port` with its congestion control, its handshake
+/// waited for (`wait`) or only started.
+fn open(i: usize, flow: &FlowConfig, port: u16, wait: bool) -> Result<FlowSocket, String> {
+    let addr = flow.ipv4().map_err(|what| format!("flows[{i}].addr: {what}"))?;
+    let sock = FlowSocket::new().map_err(|e| format!("flows[{i}]: socket: {e}"))?;
+    sock.set_congestion(&flow.cca).map_err(|e| cca_error(i, &flow.cca, &e))?;
+    if flow.paced() {
+        sock.set_max_pacing_rate(PACING_ANY_RATE)
+            .map_err(|e| format!("flows[{i}].force_pacing: SO_MAX_PACING_RATE: {e}"))?;
+    }
+    let connected =
+        if wait { sock.connect(addr, port, CONNECT_TIMEOUT_MS) } else { sock.start_connect(addr, port).map(drop) };
+    connected.map_err(|e| format!("flows[{i}]: cannot connect to {addr}:{port}: {e}"))?;
+    Ok(sock)
+}
+
+/// Sets the sysctls, then connects each flow to `addr:base_port+i` (twice for a flow
+/// that repeats downloads).
 pub fn prepare(cfg: &SendConfig) -> Result<Prepared, String> {
     sysctl::set_all(&cfg.sysctls)?;
-    let mut socks = Vec::with_capacity(cfg.flows.len());
+    let mut conns = Vec::with_capacity(cfg.flows.len());
     for (i, flow) in cfg.flows.iter().enumerate() {
-        let addr = flow.ipv4().map_err(|what| format!("flows[{i}].addr: {what}"))?;
         let port = cfg.base_port + i as u16;
-        let sock = FlowSocket::new().map_err(|e| format!("flows[{i}]: socket: {e}"))?;
-        sock.set_congestion(&flow.cca).map_err(|e| cca_error(i, &flow.cca, &e))?;
-        if flow.paced() {
-            sock.set_max_pacing_rate(PACING_ANY_RATE)
-                .map_err(|e| format!("flows[{i}].force_pacing: SO_MAX_PACING_RATE: {e}"))?;
-        }
-        sock.connect(addr, port, CONNECT_TIMEOUT_MS)
-            .map_err(|e| format!("flows[{i}]: cannot connect to {addr}:{port}: {e}"))?;
-        socks.push(sock);
+        let ahead = if flow.repeat > 1 { 2 } else { 1 };
+        conns.push((0..ahead).map(|_| open(i, flow, port, true)).collect::<Result<Vec<_>, _>>()?);
     }
-    Ok(Prepared { flows: cfg.flows.clone(), socks, interval_ns: cfg.interval_ns, duration_ns: cfg.duration_ns })
+    Ok(Prepared {
+        flows: cfg.flows.clone(),
+        conns,
+        base_port: cfg.base_port,
+        interval_ns: cfg.interval_ns,
+        duration_ns: cfg.duration_ns,
+    })
 }
 
 fn sample_flow(sock: &FlowSocket, flow: &FlowConfig) -> io::Result<FlowSample> {
@@ -120,7 +213,7 @@ fn sample_flow(sock: &FlowSocket, flow: &FlowConfig) -> io::Result<FlowSample> {
 /// What one flow is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// Before its start time.
+    /// Before its (next) download's start time.
     Waiting,
     /// Writing whenever the send buffer has room.
     Writing,
@@ -130,7 +223,7 @@ enum Phase {
     Idle,
 }
 
-/// Waits until a socket in `fds` is writable or `timeout_ns` passes; `fds[i].revents`
+/// Waits until a descriptor in `fds` is ready or `timeout_ns` passes; `fds[i].revents`
 /// tells which.
 fn wait(fds: &mut [libc::pollfd], timeout_ns: i64) -> io::Result<()> {
     let ns = timeout_ns.max(0);
@@ -147,66 +240,114 @@ fn wait(fds: &mut [libc::pollfd], timeout_ns: i64) -> io::Result<()> {
     Ok(())
 }
 
+/// A flow's downloads: which connection is live, when each began, and when the next
+/// one starts.
+struct Downloads {
+    current: usize,
+    began: Vec<i64>,
+    next_start: Option<i64>,
+}
+
 impl Prepared {
-    /// Runs from the epoch `t0` (CLOCK_MONOTONIC ns) and returns the report; the sockets
-    /// are reset at the end.
-    pub fn run(self, t0: i64) -> Result<SenderResult, String> {
-        self.run_inner(t0).map_err(|e| format!("sender: {e}"))
+    /// Runs from the epoch `t0` (CLOCK_MONOTONIC ns), hearing of completed downloads
+    /// from `notices`, and returns the report; the connections are reset at the end.
+    pub fn run(self, t0: i64, notices: &mut dyn Notices) -> Result<SenderResult, String> {
+        self.run_inner(t0, notices).map_err(|e| format!("sender: {e}"))
     }
 
-    fn sample_all(&self) -> io::Result<Vec<FlowSample>> {
-        self.socks.iter().zip(&self.flows).map(|(s, f)| sample_flow(s, f)).collect()
+    fn live(&self, dl: &[Downloads], i: usize) -> &FlowSocket {
+        &self.conns[i][dl[i].current]
     }
 
-    fn run_inner(self, t0: i64) -> io::Result<SenderResult> {
+    fn sample_all(&self, dl: &[Downloads]) -> io::Result<Vec<FlowSample>> {
+        (0..self.flows.len()).map(|i| sample_flow(self.live(dl, i), &self.flows[i])).collect()
+    }
+
+    fn run_inner(mut self, t0: i64, notices: &mut dyn Notices) -> io::Result<SenderResult> {
         let n = self.flows.len();
-        let starts: Vec<i64> = self.flows.iter().map(|f| t0 + f.start_ns).collect();
+        let mut dl: Vec<Downloads> = self
+            .flows
+            .iter()
+            .map(|f| Downloads { current: 0, began: Vec::new(), next_start: Some(t0 + f.start_ns) })
+            .collect();
         let mut remaining: Vec<Option<u64>> = self.flows.iter().map(|f| f.size).collect();
         let all_sized = remaining.iter().all(Option::is_some);
+        let repeats = self.flows.iter().any(|f| f.repeat > 1);
         let mut phase = vec![Phase::Waiting; n];
         let mut done: Vec<Option<i64>> = vec![None; n];
         let payload = vec![0u8; SEND_CHUNK];
         let mut samples = Vec::new();
         let mut schedule = Schedule::new(t0, self.interval_ns, self.duration_ns);
-        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(n);
+        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(n + 1);
         let mut polled: Vec<usize> = Vec::with_capacity(n);
 
         loop {
             let now = monotonic_ns();
             for i in 0..n {
-                if phase[i] == Phase::Waiting && now >= starts[i] {
-                    phase[i] = Phase::Writing;
+                if dl[i].next_start.is_none_or(|s| now < s) {
+                    continue;
                 }
+                dl[i].next_start = None;
+                if !dl[i].began.is_empty() {
+                    // A download after the first: the spare takes over, and the next one
+                    // is connected ahead if more are to come.
+                    dl[i].current += 1;
+                    remaining[i] = self.flows[i].size;
+                    if dl[i].current + 1 < self.flows[i].repeat as usize {
+                        let port = self.base_port + i as u16;
+                        let spare = open(i, &self.flows[i], port, false).map_err(io::Error::other)?;
+                        self.conns[i].push(spare);
+                    }
+                }
+                dl[i].began.push(now - t0);
+                phase[i] = Phase::Writing;
             }
             for at in schedule.due(now) {
-                samples.push(SampleRow(at, now - t0, self.sample_all()?));
+                samples.push(SampleRow(at, now - t0, self.sample_all(&dl)?));
             }
             for i in 0..n {
-                if phase[i] == Phase::Draining && self.socks[i].tcp_info()?.all_acked() {
+                if phase[i] == Phase::Draining && self.live(&dl, i).tcp_info()?.all_acked() {
                     phase[i] = Phase::Idle;
-                    done[i] = Some(now - t0);
+                    if dl[i].current + 1 == self.flows[i].repeat as usize {
+                        done[i] = Some(now - t0);
+                    }
                 }
             }
             if schedule.ended(now) || (all_sized && done.iter().all(Option::is_some)) {
                 break;
             }
             let mut wake = schedule.wake();
-            for i in 0..n {
-                if phase[i] == Phase::Waiting {
-                    wake = wake.min(starts[i]);
-                }
+            for d in &dl {
+                wake = d.next_start.map_or(wake, |s| wake.min(s));
             }
             let mut timeout = wake - now;
             if phase.contains(&Phase::Draining) {
                 timeout = timeout.min(DRAIN_CHECK_NS);
             }
+            if repeats && notices.pending() {
+                timeout = 0;
+            }
             fds.clear();
             polled.clear();
             for i in (0..n).filter(|&i| phase[i] == Phase::Writing) {
-                fds.push(libc::pollfd { fd: self.socks[i].raw_fd(), events: libc::POLLOUT, revents: 0 });
+                fds.push(libc::pollfd { fd: self.live(&dl, i).raw_fd(), events: libc::POLLOUT, revents: 0 });
                 polled.push(i);
             }
+            let notice_fd = notices.fd().filter(|_| repeats);
+            if let Some(fd) = notice_fd {
+                fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+            }
             wait(&mut fds, timeout)?;
+            let heard = notice_fd.is_some() && fds.last().is_some_and(|p| p.revents != 0);
+            if heard || (repeats && notices.pending()) {
+                for d in notices.take()? {
+                    let Some(flow) = self.flows.get(d.flow) else { continue };
+                    // A notice for the download under way schedules the next one.
+                    if d.download as usize == dl[d.flow].current && dl[d.flow].current + 1 < flow.repeat as usize {
+                        dl[d.flow].next_start = Some(t0 + d.at_ns + flow.pause_ns);
+                    }
+                }
+            }
             for (pfd, &i) in fds.iter().zip(&polled) {
                 if pfd.revents == 0 {
                     continue;
@@ -215,7 +356,7 @@ impl Prepared {
                     None => &payload[..],
                     Some(rest) => &payload[..rest.min(SEND_CHUNK as u64) as usize],
                 };
-                match self.socks[i].send(chunk) {
+                match self.live(&dl, i).send(chunk) {
                     Ok(sent) => {
                         if let Some(rest) = remaining[i].as_mut() {
                             *rest -= sent as u64;
@@ -231,7 +372,7 @@ impl Prepared {
             }
         }
 
-        let final_samples = self.sample_all()?;
+        let final_samples = self.sample_all(&dl)?;
         let end_ns = monotonic_ns() - t0;
         let closing = if all_sized && done.iter().all(Option::is_some) {
             done.iter().flatten().copied().max().unwrap_or(self.duration_ns)
@@ -239,10 +380,26 @@ impl Prepared {
             self.duration_ns
         };
         samples.push(SampleRow(closing, end_ns, final_samples.clone()));
+        let downloads = self.downloads(&dl)?;
         drop(self); // resets every connection
         let tcp_ext = tcp_ext(&std::fs::read_to_string("/proc/net/netstat").unwrap_or_default());
-        let downloads = vec![Vec::new(); done.len()];
         Ok(SenderResult { samples, final_samples, done_ns: done, end_ns, tcp_ext, downloads })
+    }
+
+    /// Each begun download's connection as it ended, for the flows that repeat them.
+    fn downloads(&self, dl: &[Downloads]) -> io::Result<Vec<Vec<serde_json::Value>>> {
+        let mut out = Vec::with_capacity(dl.len());
+        for (i, d) in dl.iter().enumerate() {
+            let mut conns = Vec::new();
+            if self.flows[i].repeat > 1 {
+                for (sock, began) in self.conns[i].iter().zip(&d.began) {
+                    let last = FlowSample { info: sock.tcp_info()?, bbr: None };
+                    conns.push(serde_json::json!({"port": sock.local_port()?, "start_ns": began, "final": last}));
+                }
+            }
+            out.push(conns);
+        }
+        Ok(out)
     }
 }
 

@@ -20,6 +20,7 @@ pub fn serve(chan: &mut Channel) -> io::Result<()> {
             Ok(Command::Info) => hostinfo::info().map_or_else(Reply::Error, Reply::Info),
             Ok(Command::Sysctl { set }) => sysctl::set_all(&set).map_or_else(Reply::Error, |()| Reply::Ok),
             Ok(Command::Go) => Reply::Error("go: no run prepared (send a \"send\" command first)".into()),
+            Ok(Command::Done(_)) => Reply::Error("done: no run under way".into()),
             Ok(Command::Quit) => {
                 chan.write_line(&Reply::Ok.to_line())?;
                 return Ok(());
@@ -49,7 +50,7 @@ fn await_go(chan: &mut Channel, prepared: Prepared) -> io::Result<Option<Reply>>
     match Command::parse(&line) {
         Ok(Command::Go) => {
             let t0 = monotonic_ns();
-            Ok(Some(prepared.run(t0).map_or_else(Reply::Error, |r| Reply::Result(Box::new(r)))))
+            Ok(Some(prepared.run(t0, chan).map_or_else(Reply::Error, |r| Reply::Result(Box::new(r)))))
         }
         Ok(Command::Quit) => {
             drop(prepared);
@@ -98,11 +99,13 @@ mod tests {
             "{\"cmd\": \"info\"}\r\n\n{\"cmd\": \"go\"}\nnot json\n{\"cmd\": \"quit\"}\n{\"cmd\": \"info\"}\n",
         );
         assert_eq!(replies.len(), 4, "{replies:?}");
-        assert_eq!(replies[0]["info"]["protocol"], 1);
+        assert_eq!(replies[0]["info"]["protocol"], 2);
         assert!(replies[0]["info"]["available_congestion_control"].is_array());
         assert!(replies[1]["error"].as_str().unwrap().starts_with("go: no run prepared"));
         assert!(replies[2]["error"].as_str().unwrap().starts_with("command: "));
         assert_eq!(replies[3], serde_json::json!({"ok": true}));
+        let replies = converse("{\"cmd\": \"done\", \"flow\": 0, \"download\": 0, \"at_ns\": 1}\n");
+        assert_eq!(replies, [serde_json::json!({"error": "done: no run under way"})]);
     }
 
     #[test]

@@ -76,6 +76,26 @@ impl FlowSocket {
 
     /// Connects, waiting at most `timeout_ms` for the handshake.
     pub fn connect(&self, addr: Ipv4Addr, port: u16, timeout_ms: i32) -> io::Result<()> {
+        if self.start_connect(addr, port)? {
+            return Ok(());
+        }
+        let fd = self.fd.as_raw_fd();
+        let mut pfd = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
+        // SAFETY: one valid pollfd.
+        if cvt(unsafe { libc::poll(&mut pfd, 1, timeout_ms) })? == 0 {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "connection timed out"));
+        }
+        let mut so_error = [0u8; size_of::<libc::c_int>()];
+        getsockopt_bytes(fd, libc::SOL_SOCKET, libc::SO_ERROR, &mut so_error)?;
+        match libc::c_int::from_ne_bytes(so_error) {
+            0 => Ok(()),
+            errno => Err(io::Error::from_raw_os_error(errno)),
+        }
+    }
+
+    /// Starts the handshake without waiting for it: true if it is already done. The
+    /// socket becomes writable once connected.
+    pub fn start_connect(&self, addr: Ipv4Addr, port: u16) -> io::Result<bool> {
         let sin = libc::sockaddr_in {
             sin_family: libc::AF_INET as libc::sa_family_t,
             sin_port: port.to_be(),
@@ -92,23 +112,22 @@ impl FlowSocket {
             )
         };
         if rc == 0 {
-            return Ok(());
+            return Ok(true);
         }
         let err = io::Error::last_os_error();
         if err.raw_os_error() != Some(libc::EINPROGRESS) {
             return Err(err);
         }
-        let mut pfd = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
-        // SAFETY: one valid pollfd.
-        if cvt(unsafe { libc::poll(&mut pfd, 1, timeout_ms) })? == 0 {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, "connection timed out"));
-        }
-        let mut so_error = [0u8; size_of::<libc::c_int>()];
-        getsockopt_bytes(fd, libc::SOL_SOCKET, libc::SO_ERROR, &mut so_error)?;
-        match libc::c_int::from_ne_bytes(so_error) {
-            0 => Ok(()),
-            errno => Err(io::Error::from_raw_os_error(errno)),
-        }
+        Ok(false)
+    }
+
+    /// The local port (`getsockname`), by which the emulator tells connections apart.
+    pub fn local_port(&self) -> io::Result<u16> {
+        // SAFETY: sockaddr_in is plain data; getsockname fills at most `len` bytes.
+        let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        let mut len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        cvt(unsafe { libc::getsockname(self.fd.as_raw_fd(), (&mut sin as *mut libc::sockaddr_in).cast(), &mut len) })?;
+        Ok(u16::from_be(sin.sin_port))
     }
 
     /// Writes what the send buffer takes now (`WouldBlock` when it is full).

@@ -22,7 +22,6 @@ NO_VM_MEANING = "has no meaning for a VM; the VM engine's sender CPU is the gues
                 "host.cpu_share and host.cpu_slice"
 MAX_VCPUS = 16
 NOT_IN_GUEST_YET = "cannot be set in the VM guest yet (route options); leave the default"
-NO_GUEST_DOWNLOADS = "is not run by the VM guest's agent yet (one connection per flow); use --engine kernel or sim"
 
 
 class VmEngine(Engine):
@@ -36,8 +35,6 @@ class VmEngine(Engine):
         Unsupported("host.cost", NO_VM_MEANING),
         Unsupported("tcp.init_cwnd", NOT_IN_GUEST_YET),
         Unsupported("tcp.rto_min_ns", NOT_IN_GUEST_YET),
-        Unsupported("flows[].repeat", NO_GUEST_DOWNLOADS),
-        Unsupported("flows[].pause_ns", NO_GUEST_DOWNLOADS),
         *SIMULATOR_KNOBS,
     )
     # Scenarios load as on the kernel engine: any algorithm name a kernel might offer.

@@ -10,14 +10,18 @@ device in the run's sender namespace, which routes to the emulator's TUN device.
 The guest's agent (``crates/ccbench-agent``) takes commands as JSON lines over the guest's
 virtio serial port; its epoch is its own clock when it reads ``go``, sent at the host's
 epoch, so the guest's flows start late by the control channel's latency (well under a
-millisecond).
+millisecond). For flows that repeat downloads, the receiver's notice that a download is
+complete (a datagram to the run's ``done_path``, as for the kernel engine's sender) is
+relayed to the agent as a ``done`` line.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -29,6 +33,8 @@ from .guest import GuestKernel
 from .qemu import Vm, VmError
 
 AGENT_TIMEOUT_S = 30.0
+# The agent's line protocol that knows `done` (repeated downloads).
+DONE_PROTOCOL = 2
 HANDSHAKE_RETRY_S = 1.0
 MAC = "52:54:00:cc:be:01"
 
@@ -60,6 +66,8 @@ class GuestSender:
         self.switches_at_go: list[tuple[int, int]] = []
         self.switches_at_end: list[tuple[int, int]] = []
         self.wall_s = 0.0
+        self.relay: Optional[_DoneRelay] = None
+        self._send_lock = threading.Lock()
 
     # SenderSide
 
@@ -86,6 +94,11 @@ class GuestSender:
         return [f"route replace {guest_addr}/32 dev {run.tun_receiver}"]
 
     def start(self, run: RunContext, config: dict[str, Any]) -> None:
+        if any(f.get("repeat", 1) > 1 for f in config["flows"]):
+            if self.info.get("protocol", 1) < DONE_PROTOCOL:
+                raise KernelRunError("guest agent: too old for repeated downloads (protocol "
+                                     f"{self.info.get('protocol', 1)}); rebuild the guest image")
+            self.relay = _DoneRelay(config["done_path"], self._send)
         self._ask({"cmd": "sysctl", "set": run.plan.sender_sysctls}, "ok")
         self._ask({"cmd": "send", "config": config}, "ready")
 
@@ -98,7 +111,10 @@ class GuestSender:
         self._send({"cmd": "go"})
 
     def finish(self, timeout_s: float) -> dict[str, Any]:
-        result: dict[str, Any] = self._reply("result", timeout_s)
+        try:
+            result: dict[str, Any] = self._reply("result", timeout_s)
+        finally:
+            self._stop_relay()
         self.cpu_at_end, self.wall_s = self._cpu_times(), time.monotonic() - self.wall_s
         self.switches_at_end = self._switches()
         self.skbs = self._tap_packets() - self.skbs_at_go
@@ -183,12 +199,19 @@ class GuestSender:
             self.reader = self.channel.makefile("rb") if self.channel is not None else None
 
     def stop(self) -> None:
+        self._stop_relay()
         if self.vm is not None:
             self.vm.stop()
 
+    def _stop_relay(self) -> None:
+        if self.relay is not None:
+            self.relay.stop()
+            self.relay = None
+
     def _send(self, message: dict[str, Any]) -> None:
         assert self.channel is not None
-        self.channel.sendall(json.dumps(message).encode() + b"\n")
+        with self._send_lock:  # the relay's thread writes too
+            self.channel.sendall(json.dumps(message).encode() + b"\n")
 
     def _ask(self, message: dict[str, Any], key: str) -> Any:
         self._send(message)
@@ -212,3 +235,40 @@ class GuestSender:
         if key not in reply:
             raise KernelRunError(f"guest agent: expected {key!r}, got {line[:200]!r}")
         return reply[key]
+
+
+class _DoneRelay:
+    """Relays the receiver's ``"<flow> <download> <at_ns>"`` datagrams, sent to
+    ``path`` when a download is complete, to the guest's agent as ``done`` lines."""
+
+    def __init__(self, path: str, send: Any) -> None:
+        self.path, self.send = path, send
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        self.sock.settimeout(0.2)
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._relay, name="ccbench-done-relay", daemon=True)
+        self.thread.start()
+
+    def _relay(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                data = self.sock.recv(64)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            try:
+                flow, download, at_ns = (int(x) for x in data.split())
+                self.send({"cmd": "done", "flow": flow, "download": download, "at_ns": at_ns})
+            except (ValueError, OSError):
+                continue
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=2.0)
+        self.sock.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
