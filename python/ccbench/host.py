@@ -111,14 +111,19 @@ class HostCost(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    ack: Optional[Duration] = None
-    burst: Optional[Duration] = None
-    packet: Optional[Duration] = None
-    byte: Optional[Annotated[int, BeforeValidator(parse_byte_cost)]] = None
-    wakeup: Optional[Duration] = None
-    timer: Optional[Duration] = None
-    resume: Optional[Duration] = None
-    idle_exit: Optional[Duration] = None
+    ack: Optional[Duration] = Field(None, description="per ACK processed", examples=["4us"])
+    burst: Optional[Duration] = Field(None, description="per skb (TSO burst) handed to the NIC", examples=["2us"])
+    packet: Optional[Duration] = Field(None, description="per wire packet sent", examples=["21us"])
+    byte: Optional[Annotated[int, BeforeValidator(parse_byte_cost)]] = Field(
+        None, description="per payload byte sent", examples=["7.3ns"])
+    wakeup: Optional[Duration] = Field(
+        None, description="per softirq/tasklet pass (pacing, TX completion, first write)", examples=["20us"])
+    timer: Optional[Duration] = Field(
+        None, description="per hrtimer expiry (pacing, retransmission timers)", examples=["60us"])
+    resume: Optional[Duration] = Field(
+        None, description="per task that waited for the CPU to be given back", examples=["0s"])
+    idle_exit: Optional[Duration] = Field(
+        None, description="per task that woke the CPU from idle (interrupt, HLT exit)", examples=["0s"])
 
 
 def _core_key(name: str) -> str:
@@ -130,16 +135,25 @@ class Host(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    cpu: str = "server"
-    cpu_share: Annotated[float, BeforeValidator(parse_share)] = 1.0
-    cpu_slice_ns: Duration = Field(DEFAULT_SLICE_NS, alias="cpu_slice")
+    cpu: str = Field("server", description="preset: server, phone-lowend, phone-midend, phone-highend",
+                     examples=["phone-lowend"])
+    cpu_share: Annotated[float, BeforeValidator(parse_share)] = Field(
+        1.0, description="SCHED_DEADLINE runtime as a share of every cpu_slice", examples=["25%"])
+    cpu_slice_ns: Duration = Field(DEFAULT_SLICE_NS, alias="cpu_slice", description="the reservation's period",
+                                   examples=["10ms"])
     # "runtime": deadline = runtime, as 2BRobust set it (a busy vCPU gets one window at
     # the start of each slice); "slice": deadline = period (the budget may be spent at
     # any time of the slice).
-    cpu_deadline: Literal["runtime", "slice"] = "runtime"
-    cpu_tick_ns: Duration = Field(DEFAULT_TICK_NS, alias="cpu_tick")
-    cpu_trace: Optional[str] = None
-    rx_ring: int = DEFAULT_RX_RING
+    cpu_deadline: Literal["runtime", "slice"] = Field(
+        "runtime", description="runtime (as 2BRobust): one window per slice; slice: budget spent any time",
+        examples=["runtime"])
+    cpu_tick_ns: Duration = Field(
+        DEFAULT_TICK_NS, alias="cpu_tick",
+        description="the host's scheduler tick (1 / CONFIG_HZ), when an exhausted budget is noticed", examples=["4ms"])
+    cpu_trace: Optional[str] = Field(None, description="or on/off intervals from a file (not with cpu_share)",
+                                     examples=["vcpu.txt"])
+    rx_ring: int = Field(DEFAULT_RX_RING, description="ACKs the NIC holds while the CPU is busy; more are dropped",
+                         examples=[256])
     cost: HostCost = Field(default_factory=lambda: HostCost.model_validate({}))
 
     @field_validator("cpu")

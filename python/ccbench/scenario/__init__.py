@@ -45,9 +45,11 @@ class Capture(_Table):
     """``[capture]``: pcap files of chosen flows at chosen points of the path. It does not
     change the experiment, so it is not part of ``scenario_hash``."""
 
-    points: list[CapturePoint]
-    flows: Optional[list[int]] = None
-    dir: Optional[str] = None
+    points: list[CapturePoint] = Field(description="sender, bottleneck-in, bottleneck-out, receiver",
+                                       examples=[["sender", "receiver"]])
+    flows: Optional[list[int]] = Field(None, description="flow indices after `count` expansion; omit for every flow",
+                                       examples=[[0]])
+    dir: Optional[str] = Field(None, description="omit for the --out directory", examples=["captures"])
 
     @field_validator("points")
     @classmethod
@@ -92,9 +94,11 @@ def _without_none(value: Any) -> Any:
 class Scenario(_Table):
     """A complete experiment: one bottleneck link and the flows that share it."""
 
-    seed: Annotated[int, _int_range(0, 2**64 - 1)] = 1
-    duration_ns: Duration = Field(alias="duration")
-    interval_ns: Duration = Field(100 * MS, alias="interval")
+    seed: Annotated[int, _int_range(0, 2**64 - 1)] = Field(
+        1, description="same scenario + seed = identical results", examples=[7])
+    duration_ns: Duration = Field(alias="duration", description="simulated time", examples=["30s"])
+    interval_ns: Duration = Field(100 * MS, alias="interval", description="time-series interval, at least 1ms",
+                                  examples=["100ms"])
     link: Link
     tcp: Tcp = Field(default_factory=lambda: Tcp.model_validate({}))
     host: Optional[Host] = None

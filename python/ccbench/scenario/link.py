@@ -145,18 +145,23 @@ class AqmParams(_Table):
 
 
 class Link(_Table):
-    rate_bps: Optional[Rate] = Field(None, alias="rate")
-    rtt_ns: Duration = Field(alias="rtt")
-    buffer: BufferLimit = Buffer("bdp", 1.0)
-    loss: Loss = 0.0
-    nic_rate_bps: Rate = Field(10_000_000_000, alias="nic_rate")
-    ecn_threshold: Optional[BufferLimit] = None
+    rate_bps: Optional[Rate] = Field(None, alias="rate", description="the bottleneck's rate (or trace: see "
+                                     "[Cellular links](cellular.md))", examples=["100Mbit"])
+    rtt_ns: Duration = Field(alias="rtt", description="base RTT of the bottleneck path (half each way)",
+                             examples=["40ms"])
+    buffer: BufferLimit = Field(Buffer("bdp", 1.0), description="drop-tail limit", examples=["1bdp"])
+    loss: Loss = Field(0.0, description="random loss of data packets arriving at the bottleneck", examples=["0.5%"])
+    nic_rate_bps: Rate = Field(10_000_000_000, alias="nic_rate", description="each sender's NIC (access link) rate",
+                               examples=["10Gbit"])
+    ecn_threshold: Optional[BufferLimit] = Field(
+        None, description="mark ECN-capable packets CE above this backlog; omit for none", examples=["20pkt"])
     trace: Optional[TraceFile] = None
     ack_trace: Optional[TraceFile] = None
     rate_schedule: list[RateStep] = Field(default_factory=list)
     rtt_schedule: list[RttStep] = Field(default_factory=list)
     loss_model: Optional[GilbertElliott] = None
-    aqm: Literal["droptail", "codel", "fq_codel"] = "droptail"
+    aqm: Literal["droptail", "codel", "fq_codel"] = Field(
+        "droptail", description="droptail, codel or fq_codel; see [Cellular links](cellular.md)", examples=["droptail"])
     aqm_params: Optional[AqmParams] = None
 
     @model_validator(mode="before")

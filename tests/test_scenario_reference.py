@@ -1,0 +1,38 @@
+"""docs/scenarios.md's annotated scenario is generated from the schema's fields; it must
+not fall behind them."""
+
+from pathlib import Path
+
+from ccbench.scenario import Scenario, reference
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "scenarios.md"
+
+
+def test_the_committed_doc_is_the_generated_one():
+    doc = DOC.read_text()
+    assert reference.splice(doc, reference.render()) == doc, (
+        "docs/scenarios.md is stale; regenerate it with "
+        "'python -m ccbench.scenario.reference --write docs/scenarios.md'")
+
+
+def test_every_key_of_every_table_is_documented():
+    """A field without an example would be left out of the doc: only the link's models
+    documented in cellular.md (traces, schedules, loss model, AQM parameters) may be."""
+    from ccbench.host import Host, HostCost
+    from ccbench.scenario import Capture, Flow, Link, Tcp
+
+    left_out = {(m.__name__, f.alias or name) for m in (Scenario, Link, Tcp, Host, HostCost, Flow, Capture)
+                for name, f in m.model_fields.items() if not f.examples}
+    assert left_out == {("Scenario", "link"), ("Scenario", "tcp"), ("Scenario", "host"), ("Scenario", "flows"),
+                        ("Scenario", "capture"), ("Host", "cost"), ("Link", "trace"), ("Link", "ack_trace"),
+                        ("Link", "rate_schedule"), ("Link", "rtt_schedule"), ("Link", "loss_model"),
+                        ("Link", "aqm_params")}
+
+
+def test_the_examples_are_values_the_schema_accepts():
+    block = reference.render().split("```toml\n")[1].split("```")[0]
+    import tomllib
+
+    doc = tomllib.loads(block)
+    del doc["host"]["cpu_trace"]  # an alternative to cpu_share, shown beside it
+    Scenario.from_dict(doc)
