@@ -69,10 +69,6 @@ class Capture(_Table):
             v = sorted(set(v))
         return v
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"points": list(self.points), "flows": None if self.flows is None else list(self.flows),
-                "dir": self.dir}
-
     def to_core(self, directory: Union[str, os.PathLike[str]]) -> dict[str, Any]:
         return {"points": list(self.points), "flows": self.flows, "dir": os.fspath(directory)}
 

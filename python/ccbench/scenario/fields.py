@@ -1,26 +1,36 @@
 """Shared pieces of the scenario's tables: strict immutable tables whose TOML keys are
-the field aliases, unit-parsing field types, integer ranges, and the constants the
-tables share.
+the field aliases, field types that parse human units and write them back, integer
+ranges, and the constants the tables share.
+
+A table's two forms come from its fields: ``to_dict`` (the TOML form, human units:
+``model_dump(mode="json", by_alias=True)``, each unit type writing itself back) and
+``to_core`` (the simulator's JSON, base units: ``model_dump()`` by attribute name).
 """
 
 from __future__ import annotations
 
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
 from ..traces import Trace, load_trace
-from ..units import Buffer, parse_buffer, parse_duration, parse_loss, parse_probability, parse_rate, parse_size
+from ..units import (Buffer, format_buffer, format_duration, format_loss, format_rate, format_size, parse_buffer,
+                     parse_duration, parse_loss, parse_probability, parse_rate, parse_size)
 
 
-Duration = Annotated[int, BeforeValidator(parse_duration)]
-Rate = Annotated[int, BeforeValidator(parse_rate)]
-Size = Annotated[int, BeforeValidator(parse_size)]
-Loss = Annotated[float, BeforeValidator(parse_loss)]
-Probability = Annotated[float, BeforeValidator(parse_probability)]
-BufferLimit = Annotated[Buffer, BeforeValidator(parse_buffer)]
-TraceFile = Annotated[Trace, BeforeValidator(load_trace)]
+def _unit(parse: Any, write: Any) -> tuple[BeforeValidator, PlainSerializer]:
+    """Parsed from human units; written back in them in the TOML form (``mode="json"``)."""
+    return BeforeValidator(parse), PlainSerializer(write, when_used="json")
+
+
+Duration = Annotated[int, *_unit(parse_duration, format_duration)]
+Rate = Annotated[int, *_unit(parse_rate, format_rate)]
+Size = Annotated[int, *_unit(parse_size, format_size)]
+Loss = Annotated[float, *_unit(parse_loss, format_loss)]
+Probability = Annotated[float, *_unit(parse_probability, format_loss)]
+BufferLimit = Annotated[Buffer, *_unit(parse_buffer, format_buffer)]
+TraceFile = Annotated[Trace, *_unit(load_trace, lambda t: t.path)]
 
 
 def _int_range(lo: int, hi: int) -> AfterValidator:
@@ -45,8 +55,23 @@ class _Table(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
+    # Attributes the simulator does not take, and knobs added after scenarios were first
+    # hashed: written to the core only when changed, so that older scenarios keep their
+    # canonical JSON (and scenario_hash).
+    not_in_core: ClassVar[frozenset[str]] = frozenset()
+    core_when_changed: ClassVar[tuple[str, ...]] = ()
+
     def to_dict(self) -> dict[str, Any]:
         """This table in TOML form (human units), every default filled in."""
-        raise NotImplementedError
+        return self.model_dump(mode="json", by_alias=True)
+
+    def to_core(self) -> dict[str, Any]:
+        """This table as the simulator takes it: base units, attribute names."""
+        core = self.model_dump(exclude=set(self.not_in_core))
+        fields = type(self).model_fields
+        for name in self.core_when_changed:
+            if core[name] == fields[name].default:
+                del core[name]
+        return core
 
 

@@ -5,12 +5,11 @@ entries (algorithm, start, size, per-flow study knobs).
 from __future__ import annotations
 
 
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import Field, field_validator
 
 from .. import _core
-from ..units import format_duration, format_rate, format_size
 
 from .fields import FRTO, MAX_FLOWS_PER_ENTRY, MS, TSO_RTT_LOG, Duration, Rate, S, Size, _int_range, _Table
 
@@ -25,6 +24,8 @@ def algorithms() -> list[str]:
 
 class Tcp(_Table):
     """Stack knobs; the defaults are those of a recent Linux kernel."""
+
+    core_when_changed = ("tso_rtt_log", "frto", "sack")
 
     mss: Annotated[int, _int_range(64, 9000)] = Field(1448, description="bytes, 64..9000", examples=[1448])
     init_cwnd: Annotated[int, _int_range(1, 1_000_000)] = Field(10, description="segments", examples=[10])
@@ -62,40 +63,14 @@ class Tcp(_Table):
             raise ValueError("must be positive, e.g. '200ms'")
         return v
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mss": self.mss,
-            "init_cwnd": self.init_cwnd,
-            "hz": self.hz,
-            "rto_min": format_duration(self.rto_min_ns),
-            "rto_init": format_duration(self.rto_init_ns),
-            "tsq_limit": format_size(self.tsq_limit_bytes),
-            "pacing_shift": self.pacing_shift,
-            "delack_min": format_duration(self.delack_min_ns),
-            "tso_rtt_log": self.tso_rtt_log,
-            "frto": self.frto,
-            "sack": self.sack,
-        }
-
-    def to_core(self) -> dict[str, Any]:
-        return {
-            "mss": self.mss,
-            "init_cwnd": self.init_cwnd,
-            "hz": self.hz,
-            "rto_min_ns": self.rto_min_ns,
-            "rto_init_ns": self.rto_init_ns,
-            "tsq_limit_bytes": self.tsq_limit_bytes,
-            "pacing_shift": self.pacing_shift,
-            "delack_min_ns": self.delack_min_ns,
-            # Only when changed, so that scenarios written before the knob keep their hash.
-            **({"tso_rtt_log": self.tso_rtt_log} if self.tso_rtt_log != TSO_RTT_LOG else {}),
-            **({"frto": self.frto} if self.frto != FRTO else {}),
-            **({"sack": self.sack} if not self.sack else {}),
-        }
-
 
 class Flow(_Table):
     """One ``[[flows]]`` entry: ``count`` identical flows."""
+
+    not_in_core = frozenset({"count"})  # the scenario expands the entry into count flows
+    # The phone study's knobs and repeated downloads.
+    core_when_changed = ("pacing_stride", "fixed_cwnd", "fixed_pacing_rate_bps", "freeze_cc", "repeat", "pause_ns",
+                         "rwnd_autotune")
 
     cca: str = Field(description="reno, cubic, bbr (v1), bbr2, bbr3", examples=["cubic"])
     count: Annotated[int, _int_range(1, MAX_FLOWS_PER_ENTRY)] = Field(
@@ -152,52 +127,4 @@ class Flow(_Table):
         for name, x in v.items():
             if x != x or x in (float("inf"), float("-inf")):
                 raise ValueError(f"parameter {name!r} must be a finite number")
-        return v
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "cca": self.cca,
-            "count": self.count,
-            "start": format_duration(self.start_ns),
-            "access_delay": format_duration(self.access_delay_ns),
-            "size": None if self.size_bytes is None else format_size(self.size_bytes),
-            "pacing": self.pacing,
-            "rwnd": format_size(self.rwnd_bytes),
-            "params": dict(sorted(self.params.items())),
-            "ecn": self.ecn,
-            "pacing_stride": self.pacing_stride,
-            "fixed_cwnd": self.fixed_cwnd,
-            "fixed_pacing_rate": None if self.fixed_pacing_rate_bps is None else format_rate(self.fixed_pacing_rate_bps),
-            "freeze_cc": self.freeze_cc,
-            "repeat": self.repeat,
-            "pause": format_duration(self.pause_ns),
-            "rwnd_autotune": self.rwnd_autotune,
-        }
-
-    def to_core(self) -> dict[str, Any]:
-        # The phone study's knobs appear only when used, so that scenarios written
-        # before them keep their hash.
-        knobs = {
-            "pacing_stride": (self.pacing_stride, 1),
-            "fixed_cwnd": (self.fixed_cwnd, None),
-            "fixed_pacing_rate_bps": (self.fixed_pacing_rate_bps, None),
-            "freeze_cc": (self.freeze_cc, False),
-            "repeat": (self.repeat, 1),
-            "pause_ns": (self.pause_ns, 0),
-            "rwnd_autotune": (self.rwnd_autotune, False),
-        }
-        return {
-            **{k: v for k, (v, default) in knobs.items() if v != default},
-            "cca": self.cca,
-            "start_ns": self.start_ns,
-            "access_delay_ns": self.access_delay_ns,
-            "size_bytes": self.size_bytes,
-            "pacing": self.pacing,
-            "rwnd_bytes": self.rwnd_bytes,
-            "params": dict(sorted(self.params.items())),
-            "ecn": self.ecn,
-        }
-
-
-
-
+        return dict(sorted(v.items()))

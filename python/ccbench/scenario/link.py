@@ -21,12 +21,6 @@ class RateStep(_Table):
     at_ns: Duration = Field(alias="at")
     rate_bps: Rate = Field(alias="rate")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"at": format_duration(self.at_ns), "rate": format_rate(self.rate_bps)}
-
-    def to_core(self) -> dict[str, Any]:
-        return {"at_ns": self.at_ns, "rate_bps": self.rate_bps}
-
 
 class RttStep(_Table):
     """``link.rtt_schedule`` entry: from ``at`` on, the path's base RTT is ``rtt``."""
@@ -40,12 +34,6 @@ class RttStep(_Table):
         if v <= 0:
             raise ValueError("must be positive, e.g. '80ms'")
         return v
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"at": format_duration(self.at_ns), "rtt": format_duration(self.rtt_ns)}
-
-    def to_core(self) -> dict[str, Any]:
-        return {"at_ns": self.at_ns, "rtt_ns": self.rtt_ns}
 
 
 class GilbertElliott(_Table):
@@ -72,10 +60,6 @@ class GilbertElliott(_Table):
         bad = self.p / (self.p + self.r)
         return (1 - self.k) * (1 - bad) + (1 - self.h) * bad
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "p": format_loss(self.p), "r": format_loss(self.r),
-                "h": format_loss(self.h), "k": format_loss(self.k)}
-
     def to_core(self) -> dict[str, Any]:
         return {"gilbert_elliott": {"p": self.p, "r": self.r, "h": self.h, "k": self.k}}
 
@@ -88,6 +72,8 @@ AQM_DEFAULTS: dict[str, dict[str, Any]] = {
     "fq_codel": {"target": "5ms", "interval": "100ms", "limit": 10240, "ecn": True, "mtu": 1514,
                  "quantum": 1514, "flows": 1024, "memory_limit": "32MiB", "drop_batch": 64},
 }
+
+
 _AQM_KEYS = {"codel": ("target", "interval", "limit", "ecn", "ce_threshold", "mtu"),
              "fq_codel": ("target", "interval", "limit", "ecn", "ce_threshold", "mtu", "quantum", "flows",
                           "memory_limit", "drop_batch")}
