@@ -25,6 +25,9 @@ def version() -> str:
 def algorithms() -> list[str]:
     """Names of the congestion-control algorithms the simulator implements."""
 
+def schema_facts() -> str:
+    """The scenario defaults and integer ranges the simulator owns, as JSON."""
+
 def parameters() -> str:
     """Every algorithm's overridable parameters (``[[flows]] params``) as JSON:
     ``{algorithm: [{"name", "kind" ("flag", "integer" or "gain"), "default", "min", "max",

@@ -151,6 +151,13 @@ fn input_ranges() -> Vec<(String, String)> {
     ccbench_sim::config::input_ranges()
 }
 
+/// The defaults and integer ranges the front end's schema takes from the simulator
+/// (`ccbench_sim::config::schema_facts`), as JSON.
+#[pyfunction]
+fn schema_facts() -> String {
+    ccbench_sim::config::schema_facts().to_string()
+}
+
 /// Print panics with a backtrace (`ccbench --debug`) or keep them silent.
 #[pyfunction]
 fn set_debug(on: bool) {
@@ -203,6 +210,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(input_ranges, m)?)?;
+    m.add_function(wrap_pyfunction!(schema_facts, m)?)?;
     m.add_function(wrap_pyfunction!(set_debug, m)?)?;
     install_panic_hook();
     m.add_function(wrap_pyfunction!(version, m)?)?;

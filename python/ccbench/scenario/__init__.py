@@ -26,7 +26,7 @@ from .. import _core
 from ..errors import ScenarioError
 from ..host import Host, HostCost
 from ..units import format_duration
-from .fields import MAX_FLOWS_PER_ENTRY, MIN_INTERVAL_NS, MS, Duration, _int_range, _Table
+from .fields import MAX_FLOWS_PER_ENTRY, MIN_INTERVAL_NS, Duration, _int_range, _Table, core_default
 from .flow import BBR_FAMILY, Flow, Tcp, algorithms
 from .link import AQMS, AqmParams, GilbertElliott, Link, RateStep, RttStep
 
@@ -93,7 +93,7 @@ class Scenario(_Table):
     seed: Annotated[int, _int_range(0, 2**64 - 1)] = Field(
         1, description="same scenario + seed = identical results", examples=[7])
     duration_ns: Duration = Field(alias="duration", description="simulated time", examples=["30s"])
-    interval_ns: Duration = Field(100 * MS, alias="interval", description="time-series interval, at least 1ms",
+    interval_ns: Duration = Field(core_default("", "sample_interval_ns"), alias="interval", description="time-series interval, at least 1ms",
                                   examples=["100ms"])
     link: Link
     tcp: Tcp = Field(default_factory=lambda: Tcp.model_validate({}))

@@ -10,10 +10,12 @@ A table's two forms come from its fields: ``to_dict`` (the TOML form, human unit
 from __future__ import annotations
 
 
+import json
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
+from .. import _core
 from ..traces import Trace, load_trace
 from ..units import (Buffer, format_buffer, format_duration, format_loss, format_rate, format_size, parse_buffer,
                      parse_duration, parse_loss, parse_probability, parse_rate, parse_size)
@@ -42,10 +44,26 @@ def _int_range(lo: int, hi: int) -> AfterValidator:
     return AfterValidator(check)
 
 
+# The defaults and integer ranges of what the simulator takes are its own
+# (`ccbench_sim::config::schema_facts`): the tables below refer to them by name.
+_FACTS = json.loads(_core.schema_facts())
+
+
+def core_default(table: str, name: str) -> Any:
+    """The simulator's default of ``name`` in ``table`` (``tcp``, ``flow``, ``link``, or
+    ``""`` for the scenario's own keys)."""
+    defaults = _FACTS["defaults"]
+    return (defaults[table] if table else defaults)[name]
+
+
+def core_range(key: str) -> AfterValidator:
+    """The simulator's inclusive range of the integer ``key`` (``tcp.mss``)."""
+    lo, hi = _FACTS["ranges"][key]
+    return _int_range(lo, hi)
+
+
 MS = 1_000_000
 S = 1_000_000_000
-TSO_RTT_LOG = 9  # net.ipv4.tcp_tso_rtt_log default (Linux 5.18+)
-FRTO = 2  # net.ipv4.tcp_frto default
 MIN_INTERVAL_NS = 1 * MS
 MAX_FLOWS_PER_ENTRY = 10_000
 

@@ -5,13 +5,13 @@ entries (algorithm, start, size, per-flow study knobs).
 from __future__ import annotations
 
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field, field_validator
 
 from .. import _core
 
-from .fields import FRTO, MAX_FLOWS_PER_ENTRY, MS, TSO_RTT_LOG, Duration, Rate, S, Size, _int_range, _Table
+from .fields import MAX_FLOWS_PER_ENTRY, Duration, Rate, Size, _int_range, _Table, core_default, core_range
 
 
 BBR_FAMILY = ("bbr", "bbr2", "bbr3")
@@ -22,29 +22,40 @@ def algorithms() -> list[str]:
     return list(_core.algorithms())
 
 
+def _tcp(name: str) -> Any:
+    return core_default("tcp", name)
+
+
+def _flow(name: str) -> Any:
+    return core_default("flow", name)
+
+
 class Tcp(_Table):
     """Stack knobs; the defaults are those of a recent Linux kernel."""
 
     core_when_changed = ("tso_rtt_log", "frto", "sack")
 
-    mss: Annotated[int, _int_range(64, 9000)] = Field(1448, description="bytes, 64..9000", examples=[1448])
-    init_cwnd: Annotated[int, _int_range(1, 1_000_000)] = Field(10, description="segments", examples=[10])
-    hz: int = Field(1000, description="kernel tick rate; must divide 1000000", examples=[1000])
-    rto_min_ns: Duration = Field(200 * MS, alias="rto_min", description="minimum RTO (TCP_RTO_MIN)",
+    mss: Annotated[int, core_range("tcp.mss")] = Field(_tcp("mss"), description="bytes, 64..9000", examples=[1448])
+    init_cwnd: Annotated[int, core_range("tcp.init_cwnd")] = Field(_tcp("init_cwnd"), description="segments",
+                                                                   examples=[10])
+    hz: int = Field(_tcp("hz"), description="kernel tick rate; must divide 1000000", examples=[1000])
+    rto_min_ns: Duration = Field(_tcp("rto_min_ns"), alias="rto_min", description="minimum RTO (TCP_RTO_MIN)",
                                  examples=["200ms"])
-    rto_init_ns: Duration = Field(1 * S, alias="rto_init", description="initial RTO (TCP_TIMEOUT_INIT)",
+    rto_init_ns: Duration = Field(_tcp("rto_init_ns"), alias="rto_init", description="initial RTO (TCP_TIMEOUT_INIT)",
                                   examples=["1s"])
-    tsq_limit_bytes: Size = Field(4 * 2**20, alias="tsq_limit",
+    tsq_limit_bytes: Size = Field(_tcp("tsq_limit_bytes"), alias="tsq_limit",
                                   description="TCP Small Queues cap (tcp_limit_output_bytes)", examples=["4MiB"])
-    pacing_shift: Annotated[int, _int_range(0, 31)] = Field(10, description="sk_pacing_shift, 0..31", examples=[10])
-    delack_min_ns: Duration = Field(40 * MS, alias="delack_min", description="minimum delayed-ACK timeout (TCP_DELACK_MIN)",
-                                    examples=["40ms"])
-    tso_rtt_log: Annotated[int, _int_range(0, 31)] = Field(
-        TSO_RTT_LOG, description="net.ipv4.tcp_tso_rtt_log (5.18+); 0 = no short-RTT TSO bonus", examples=[9])
-    frto: Annotated[int, _int_range(0, 2)] = Field(
-        FRTO, description="net.ipv4.tcp_frto: F-RTO (RFC 5682) on a timeout; 0 = off (1 and 2 alike)", examples=[2])
-    sack: bool = Field(True, description="net.ipv4.tcp_sack; false = no SACK: plain duplicate ACKs, NewReno recovery",
-                       examples=[True])
+    pacing_shift: Annotated[int, core_range("tcp.pacing_shift")] = Field(
+        _tcp("pacing_shift"), description="sk_pacing_shift, 0..31", examples=[10])
+    delack_min_ns: Duration = Field(_tcp("delack_min_ns"), alias="delack_min",
+                                    description="minimum delayed-ACK timeout (TCP_DELACK_MIN)", examples=["40ms"])
+    tso_rtt_log: Annotated[int, core_range("tcp.tso_rtt_log")] = Field(
+        _tcp("tso_rtt_log"), description="net.ipv4.tcp_tso_rtt_log (5.18+); 0 = no short-RTT TSO bonus", examples=[9])
+    frto: Annotated[int, core_range("tcp.frto")] = Field(
+        _tcp("frto"), description="net.ipv4.tcp_frto: F-RTO (RFC 5682) on a timeout; 0 = off (1 and 2 alike)",
+        examples=[2])
+    sack: bool = Field(_tcp("sack"), description="net.ipv4.tcp_sack; false = no SACK: plain duplicate ACKs, "
+                       "NewReno recovery", examples=[True])
 
     @field_validator("hz")
     @classmethod
@@ -75,34 +86,33 @@ class Flow(_Table):
     cca: str = Field(description="reno, cubic, bbr (v1), bbr2, bbr3", examples=["cubic"])
     count: Annotated[int, _int_range(1, MAX_FLOWS_PER_ENTRY)] = Field(
         1, description="expands to N identical flows", examples=[1])
-    start_ns: Duration = Field(0, alias="start", description="before the end of the run", examples=["0s"])
-    access_delay_ns: Duration = Field(0, alias="access_delay", description="extra one-way delay each way for this flow",
+    start_ns: Duration = Field(_flow("start_ns"), alias="start", description="before the end of the run", examples=["0s"])
+    access_delay_ns: Duration = Field(_flow("access_delay_ns"), alias="access_delay", description="extra one-way delay each way for this flow",
                                       examples=["0ms"])
     size_bytes: Optional[Size] = Field(None, alias="size", description="bytes to transfer; omit for a bulk flow",
                                        examples=["20MB"])
     pacing: Optional[bool] = Field(None, description="omit to follow the algorithm (Reno and Cubic do not pace)",
                                    examples=[True])
-    rwnd_bytes: Size = Field(6 * 2**20, alias="rwnd", description="receive-window limit, at least one MSS",
+    rwnd_bytes: Size = Field(_flow("rwnd_bytes"), alias="rwnd", description="receive-window limit, at least one MSS",
                              examples=["6MiB"])
     params: dict[str, float] = Field(default_factory=dict, description="algorithm parameter overrides by name (numbers)",
                                      examples=[{}])
     ecn: Literal["off", "classic", "low"] = Field(
-        "off", description="off, classic (RFC 3168) or low (low-threshold route, DCTCP-style echo)", examples=["off"])
-    pacing_stride: Annotated[int, _int_range(1, 1000)] = Field(
-        1, description="the phone study's pacing stride, 1..1000", examples=[1])
-    fixed_cwnd: Optional[Annotated[int, _int_range(1, 1_000_000_000)]] = Field(
+        _flow("ecn"), description="off, classic (RFC 3168) or low (low-threshold route, DCTCP-style echo)", examples=["off"])
+    pacing_stride: Annotated[int, core_range("flows.pacing_stride")] = Field(
+        _flow("pacing_stride"), description="the phone study's pacing stride, 1..1000", examples=[1])
+    fixed_cwnd: Optional[Annotated[int, core_range("flows.fixed_cwnd")]] = Field(
         None, description="hold cwnd (segments); omit to let the algorithm set it", examples=[70])
     fixed_pacing_rate_bps: Optional[Rate] = Field(
         None, alias="fixed_pacing_rate", description="hold the pacing rate; omit to let the algorithm set it",
         examples=["140Mbit"])
-    freeze_cc: bool = Field(False, description="skip the algorithm's per-ACK model update", examples=[False])
-    # Connections are numbered in 16 bits (world/mod.rs).
-    repeat: Annotated[int, _int_range(1, 65_535)] = Field(
-        1, description="with size: this many downloads, each on a new connection", examples=[1])
-    pause_ns: Duration = Field(0, alias="pause", description="wait after each download completes before the next",
+    freeze_cc: bool = Field(_flow("freeze_cc"), description="skip the algorithm's per-ACK model update", examples=[False])
+    repeat: Annotated[int, core_range("flows.repeat")] = Field(
+        _flow("repeat"), description="with size: this many downloads, each on a new connection", examples=[1])
+    pause_ns: Duration = Field(_flow("pause_ns"), alias="pause", description="wait after each download completes before the next",
                                examples=["0s"])
     rwnd_autotune: bool = Field(
-        False, description="true: the receive buffer starts at 128 KiB and grows (Linux DRS) up to rwnd",
+        _flow("rwnd_autotune"), description="true: the receive buffer starts at 128 KiB and grows (Linux DRS) up to rwnd",
         examples=[False])
 
     @field_validator("cca")

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 from ..errors import ScenarioError
 from ..units import Buffer, format_buffer, format_duration, format_loss, format_rate, format_size
 
-from .fields import BufferLimit, Duration, Loss, Probability, Rate, Size, TraceFile, _int_range, _Table
+from .fields import BufferLimit, Duration, Loss, Probability, Rate, Size, TraceFile, _int_range, _Table, core_default
 
 
 class RateStep(_Table):
@@ -136,8 +136,8 @@ class Link(_Table):
     rtt_ns: Duration = Field(alias="rtt", description="base RTT of the bottleneck path (half each way)",
                              examples=["40ms"])
     buffer: BufferLimit = Field(Buffer("bdp", 1.0), description="drop-tail limit", examples=["1bdp"])
-    loss: Loss = Field(0.0, description="random loss of data packets arriving at the bottleneck", examples=["0.5%"])
-    nic_rate_bps: Rate = Field(10_000_000_000, alias="nic_rate", description="each sender's NIC (access link) rate",
+    loss: Loss = Field(core_default("link", "loss"), description="random loss of data packets arriving at the bottleneck", examples=["0.5%"])
+    nic_rate_bps: Rate = Field(core_default("link", "nic_rate_bps"), alias="nic_rate", description="each sender's NIC (access link) rate",
                                examples=["10Gbit"])
     ecn_threshold: Optional[BufferLimit] = Field(
         None, description="mark ECN-capable packets CE above this backlog; omit for none", examples=["20pkt"])

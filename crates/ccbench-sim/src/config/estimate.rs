@@ -144,3 +144,37 @@ pub fn input_ranges() -> Vec<(String, String)> {
     ];
     rows.into_iter().map(|(f, a)| (f.to_string(), a)).collect()
 }
+
+/// The defaults and integer ranges the front end's schema takes from here, so that each
+/// is written once: `defaults` are what deserializing a table with only its required
+/// keys gives (`tcp`, `flow`, `link`, `sample_interval_ns`); `ranges` are the inclusive
+/// bounds [`Scenario::validate`] checks integer values against.
+pub fn schema_facts() -> serde_json::Value {
+    use limits::*;
+    let flow: super::FlowConfig = serde_json::from_value(serde_json::json!({"cca": ""})).expect("only cca is required");
+    let link: super::LinkConfig =
+        serde_json::from_value(serde_json::json!({"rate_bps": 1, "rtt_ns": 1, "buffer": {"bytes": 1}}))
+            .expect("rate, rtt and buffer are required");
+    let link = serde_json::json!({"loss": link.loss, "nic_rate_bps": link.nic_rate_bps});
+    let scenario: Scenario = serde_json::from_value(serde_json::json!({
+        "seed": 0, "duration_ns": 1, "link": {"rate_bps": 1, "rtt_ns": 1, "buffer": {"bytes": 1}}, "flows": []}))
+    .expect("seed, duration, link and flows are required");
+    serde_json::json!({
+        "defaults": {
+            "sample_interval_ns": scenario.sample_interval_ns,
+            "tcp": super::TcpConfig::default(),
+            "flow": flow,
+            "link": link,
+        },
+        "ranges": {
+            "tcp.mss": [MIN_MSS, MAX_MSS],
+            "tcp.init_cwnd": [1, MAX_INIT_CWND],
+            "tcp.pacing_shift": [0, MAX_SHIFT],
+            "tcp.tso_rtt_log": [0, MAX_SHIFT],
+            "tcp.frto": [0, 2],
+            "flows.pacing_stride": [1, MAX_PACING_STRIDE],
+            "flows.fixed_cwnd": [1, MAX_FIXED_CWND],
+            "flows.repeat": [1, MAX_REPEAT],
+        },
+    })
+}
