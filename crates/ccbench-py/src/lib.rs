@@ -151,6 +151,16 @@ fn input_ranges() -> Vec<(String, String)> {
     ccbench_sim::config::input_ranges()
 }
 
+/// The link summary's figures that follow from a scenario (JSON) alone, as every
+/// engine reports them (`ccbench_sim::summary::ConfiguredLink`), as JSON.
+#[pyfunction]
+fn configured_link(scenario_json: String) -> PyResult<String> {
+    let scenario: ccbench_sim::Scenario = serde_json::from_str(&scenario_json)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("scenario: {e}")))?;
+    let facts = ccbench_sim::summary::ConfiguredLink::of(&scenario);
+    serde_json::to_string(&facts).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
+}
+
 /// The defaults and integer ranges the front end's schema takes from the simulator
 /// (`ccbench_sim::config::schema_facts`), as JSON.
 #[pyfunction]
@@ -211,6 +221,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(input_ranges, m)?)?;
     m.add_function(wrap_pyfunction!(schema_facts, m)?)?;
+    m.add_function(wrap_pyfunction!(configured_link, m)?)?;
     m.add_function(wrap_pyfunction!(set_debug, m)?)?;
     install_panic_hook();
     m.add_function(wrap_pyfunction!(version, m)?)?;

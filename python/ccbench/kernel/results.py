@@ -11,7 +11,7 @@ as /sys shows them, which apply to every flow of that algorithm on the machine.
 
 from __future__ import annotations
 
-import math
+import json
 from typing import Any, Optional
 
 from .. import _core
@@ -34,42 +34,16 @@ def _jain(xs: list[float]) -> float:
     return 1.0 if s2 == 0 else s * s / (len(xs) * s2)
 
 
-def _bdp_bytes(sc: Scenario) -> int:
-    return sc.link.reference_rate_bps * sc.link.rtt_ns // 8 // 1_000_000_000
-
-
-def _buffer(sc: Scenario) -> tuple[Optional[int], Optional[int]]:
-    if sc.link.aqm != "droptail" and sc.link.aqm_params is not None:
-        return None, sc.link.aqm_params.limit
-    b = sc.link.buffer
-    if b.kind == "packets":
-        return None, int(b.amount)
-    if b.kind == "bytes":
-        return int(b.amount), None
-    return int(math.floor(float(b.amount) * _bdp_bytes(sc) + 0.5)), None
-
-
-def _link_models(sc: Scenario, link: dict[str, Any]) -> dict[str, Any]:
-    """The summary's optional link keys, as the simulator writes them."""
+def _configured_link(sc: Scenario, link: dict[str, Any]) -> dict[str, Any]:
+    """The link summary's figures that follow from the scenario, as the simulator builds
+    them for every engine (buffer, BDP, trace mean, AQM and loss-model parameters), with
+    the AQM's drops the emulator counted."""
     out: dict[str, Any] = {}
-    lk = sc.link
-    if lk.trace is not None:
-        out["trace_mean_bps"] = lk.trace.mean_bps
-    if lk.aqm != "droptail" and lk.aqm_params is not None:
-        a = lk.aqm_params
-        aqm: dict[str, Any] = {"name": lk.aqm, "target_ms": a.target_ns / 1e6, "interval_ms": a.interval_ns / 1e6,
-                               "limit_packets": a.limit, "ecn": a.ecn,
-                               "ce_threshold_ms": None if a.ce_threshold_ns is None else a.ce_threshold_ns / 1e6,
-                               "mtu_bytes": a.mtu_bytes}
-        if lk.aqm == "fq_codel":
-            aqm.update(quantum_bytes=a.quantum_bytes, flows=a.flows, memory_limit_bytes=a.memory_limit_bytes,
-                       drop_batch=a.drop_batch)
-        out["aqm"] = aqm
-        out["drops_aqm"] = link.get("drops_aqm", 0)
-    if lk.loss_model is not None:
-        m = lk.loss_model
-        out["loss_model"] = {"type": m.type, "p": m.p, "r": m.r, "h": m.h, "k": m.k, "mean_loss": m.mean_loss,
-                             "mean_bad_run_packets": 1.0 / m.r}
+    for key, value in json.loads(_core.configured_link(sc.to_json())).items():
+        if value is not None or key in ("buffer_bytes", "buffer_packets"):  # the others only when set
+            out[key] = value
+        if key == "aqm" and value is not None:
+            out["drops_aqm"] = link.get("drops_aqm", 0)
     return out
 
 
@@ -210,7 +184,7 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
             flows[-1]["downloads"] = downloads
 
     link = emu["link"]
-    buffer_bytes, buffer_packets = _buffer(sc)
+    configured = _configured_link(sc, link)
     if sc.link.trace is None and not sc.link.rate_schedule:
         assert sc.link.rate_bps is not None
         rate_bps = sc.link.rate_bps
@@ -239,10 +213,10 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
         "flows": flows,
         "link": {
             "rate_bps": rate_bps,
-            "rtt_ms": sc.link.rtt_ns / 1e6,
-            "buffer_bytes": buffer_bytes,
-            "buffer_packets": buffer_packets,
-            "bdp_bytes": _bdp_bytes(sc),
+            "rtt_ms": configured.pop("rtt_ms"),
+            "buffer_bytes": configured.pop("buffer_bytes"),
+            "buffer_packets": configured.pop("buffer_packets"),
+            "bdp_bytes": configured.pop("bdp_bytes"),
             "utilization": utilization,
             "drops": link["drops_overflow"] + link["drops_random"] + link.get("drops_aqm", 0),
             "drops_overflow": link["drops_overflow"],
@@ -252,7 +226,7 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
             "queue_bytes": link["queue_bytes"],
             "queue_packets": link["queue_packets"],
             "packets_forwarded": link["packets_forwarded"],
-            **_link_models(sc, link),
+            **configured,
         },
     }
     return summary, _flows_table(plan, raw, duration_s), _link_table(raw, duration_s)

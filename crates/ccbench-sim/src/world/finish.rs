@@ -3,14 +3,13 @@
 
 use super::{FlowMeta, RunOutput, World};
 use crate::base::histogram::Histogram;
-use crate::config::{Aqm, BufferLimit, LossModelConfig};
 use crate::summary::{
-    jain_index, AckLinkSummary, DownloadSummary, FlowSummary, HostSummary, LinkSummary, Stats, Summary, VERSION,
+    jain_index, AckLinkSummary, ConfiguredLink, DownloadSummary, FlowSummary, HostSummary, LinkSummary, Stats, Summary,
+    VERSION,
 };
 use crate::tcp::{Receiver, Sender};
 use crate::time::Time;
 use crate::units::wire;
-use serde_json::json;
 
 impl World {
     pub(super) fn finish(mut self, now: Time) -> RunOutput {
@@ -72,13 +71,7 @@ impl World {
         let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
         let c = &self.path.bottleneck.counters;
         let link = &self.scenario.link;
-        let (buffer_bytes, buffer_packets) = match (&link.aqm, link.buffer) {
-            (Aqm::Codel(c), _) => (None, Some(c.limit_packets as u64)),
-            (Aqm::FqCodel(c), _) => (None, Some(c.limit_packets as u64)),
-            (Aqm::DropTail, BufferLimit::Bytes(b)) => (Some(b), None),
-            (Aqm::DropTail, BufferLimit::Packets(n)) => (None, Some(n)),
-            (Aqm::DropTail, BufferLimit::Bdp(x)) => (Some((x * self.scenario.bdp_bytes() as f64).round() as u64), None),
-        };
+        let configured = ConfiguredLink::of(&self.scenario);
         let secs = end.secs_f64().max(1e-9);
         let (rate_bps, utilization) = match self.path.bottleneck.capacity().constant_rate() {
             Some(_) => (link.rate_bps, c.wire_bytes_out as f64 * 8.0 / (link.rate_bps as f64 * secs)),
@@ -107,10 +100,10 @@ impl World {
             flows,
             link: LinkSummary {
                 rate_bps,
-                rtt_ms: link.rtt_ns as f64 / 1e6,
-                buffer_bytes,
-                buffer_packets,
-                bdp_bytes: self.scenario.bdp_bytes(),
+                rtt_ms: configured.rtt_ms,
+                buffer_bytes: configured.buffer_bytes,
+                buffer_packets: configured.buffer_packets,
+                bdp_bytes: configured.bdp_bytes,
                 utilization,
                 drops: c.drops_overflow + c.drops_random + c.drops_aqm,
                 drops_overflow: c.drops_overflow,
@@ -120,10 +113,10 @@ impl World {
                 queue_bytes: stats_raw(&c.queue_bytes_seen),
                 queue_packets: stats_raw(&c.queue_packets_seen),
                 packets_forwarded: c.packets_out,
-                trace_mean_bps: link.trace.as_ref().map(|t| t.mean_bps()),
-                aqm: aqm_summary(&link.aqm),
+                trace_mean_bps: configured.trace_mean_bps,
+                aqm: configured.aqm,
                 drops_aqm: (!link.aqm.is_drop_tail()).then_some(c.drops_aqm),
-                loss_model: link.loss_model.as_ref().map(loss_model_summary),
+                loss_model: configured.loss_model,
                 ack_link,
             },
             events: self.events,
@@ -138,53 +131,6 @@ impl World {
         };
         RunOutput { summary, series: self.recorder.finish(), trace_hash: self.trace_hash }
     }
-}
-
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
-
-/// The effective AQM parameters, in the summary's units.
-fn aqm_summary(aqm: &Aqm) -> Option<serde_json::Value> {
-    match aqm {
-        Aqm::DropTail => None,
-        Aqm::Codel(c) => Some(json!({
-            "name": "codel",
-            "target_ms": ms(c.target_ns),
-            "interval_ms": ms(c.interval_ns),
-            "limit_packets": c.limit_packets,
-            "ecn": c.ecn,
-            "ce_threshold_ms": c.ce_threshold_ns.map(ms),
-            "mtu_bytes": c.mtu_bytes,
-        })),
-        Aqm::FqCodel(c) => Some(json!({
-            "name": "fq_codel",
-            "target_ms": ms(c.target_ns),
-            "interval_ms": ms(c.interval_ns),
-            "limit_packets": c.limit_packets,
-            "ecn": c.ecn,
-            "ce_threshold_ms": c.ce_threshold_ns.map(ms),
-            "mtu_bytes": c.mtu_bytes,
-            "quantum_bytes": c.quantum_bytes,
-            "flows": c.flows,
-            "memory_limit_bytes": c.memory_limit_bytes,
-            "drop_batch": c.drop_batch,
-        })),
-    }
-}
-
-/// The loss model's parameters and what they imply in the long run.
-fn loss_model_summary(m: &LossModelConfig) -> serde_json::Value {
-    let g = m.params();
-    json!({
-        "type": "gilbert-elliott",
-        "p": g.p,
-        "r": g.r,
-        "h": g.h,
-        "k": g.k,
-        "mean_loss": g.mean_loss(),
-        "mean_bad_run_packets": g.mean_bad_run(),
-    })
 }
 
 /// The download flow `f`'s open connection (`s`, `r`) carried, as of `now`.
