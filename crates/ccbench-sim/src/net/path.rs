@@ -148,11 +148,6 @@ impl Path {
         }
     }
 
-    /// Packets in lane `lane`'s NIC from position `k` on, with the times they leave it.
-    pub fn nic_from(&self, lane: u32, k: usize) -> impl Iterator<Item = &(Time, Packet)> {
-        self.nic[lane as usize].from(k)
-    }
-
     /// Run wake-up `wake`, due at `now`; the packet it brings to an end, if any.
     #[inline]
     pub fn handle(

@@ -48,12 +48,6 @@ impl Pipe {
         (p, self.in_flight.front().map(|(t, _)| *t))
     }
 
-    /// Packets from position `k` on, with their exit times (what was pushed since the
-    /// pipe held `k` packets, as long as nothing was popped in between).
-    pub fn from(&self, k: usize) -> std::collections::vec_deque::Iter<'_, (Time, Packet)> {
-        self.in_flight.range(k..)
-    }
-
     /// The propagation delay for packets pushed from now on.
     pub fn set_delay(&mut self, delay: Dur) {
         self.delay = delay;
