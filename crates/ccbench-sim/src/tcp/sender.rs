@@ -66,8 +66,8 @@ pub struct SenderParams {
     /// (`ca_ops->min_tso_segs`, which only BBR has).
     pub min_tso_segs: u32,
     /// `net.ipv4.tcp_slow_start_after_idle`: restart cwnd when the application writes
-    /// after more than an RTO without sending (off by default, as in the defaults of
-    /// the packetdrill suite; Linux ships it on).
+    /// after more than an RTO without sending (Linux ships it on; the packetdrill
+    /// suite's defaults turn it off).
     pub slow_start_after_idle: bool,
     /// Tail loss probes (`net.ipv4.tcp_early_retrans` >= 3, the default; 0 turns them off).
     pub tlp: bool,

@@ -92,7 +92,8 @@ fn connection(s: &Scenario, i: usize, conn: u16) -> Result<(Sender, Receiver), C
             tso_rtt_log: tcp.tso_rtt_log,
             tso_win_divisor: crate::tcp::sender::TSO_WIN_DIVISOR,
             min_tso_segs: crate::tcp::sender::MIN_TSO_SEGS,
-            slow_start_after_idle: false,
+            // Linux's default, which the kernel engine's namespaces keep.
+            slow_start_after_idle: true,
             tlp: true,
             pacing_stride: f.pacing_stride,
             fixed_cwnd: f.fixed_cwnd,
