@@ -342,12 +342,13 @@ def test_real_run_of_packetdrill_scripts_leaves_nothing_behind(packetdrill_binar
 
 
 def test_real_run_of_our_own_scripts(packetdrill_binary: Path) -> None:
-    verdicts = kernel.run_kernel([OWN / "handshake.pkt", OWN / "write-on-listener.pkt", OWN / "tso-defer-ack-due.pkt"],
-                                 packetdrill_binary, None, lambda v: None)
+    verdicts = kernel.run_kernel([OWN / "handshake.pkt", OWN / "write-on-listener.pkt", OWN / "tso-defer-ack-due.pkt",
+                                  OWN / "sack-edge-inside-segment.pkt"], packetdrill_binary, None, lambda v: None)
     assert [(v.script, v.outcome) for v in verdicts] == [("scripts/handshake.pkt", "pass"),
+                                                         ("scripts/sack-edge-inside-segment.pkt", "pass"),
                                                          ("scripts/tso-defer-ack-due.pkt", "pass"),
                                                          ("scripts/write-on-listener.pkt", "fail")]
-    assert verdicts[2].mismatch == Mismatch(5, "write(3, ..., 100) = 100", "returned -1 (errno 32: Broken pipe)", 0)
+    assert verdicts[3].mismatch == Mismatch(5, "write(3, ..., 100) = 100", "returned -1 (errno 32: Broken pipe)", 0)
     assert _our_processes(packetdrill_binary) == []
 
 

@@ -294,6 +294,12 @@ def test_tso_deferral_waits_only_for_an_ack_due_within_a_millisecond():
     assert run_script(own, own.name).outcome == "pass"
 
 
+def test_a_sack_edge_inside_a_segment_tags_only_the_whole_segments_it_covers():
+    # Our script, which Linux 6.18 passes too (tests/test_conformance_kernel.py).
+    own = Path(__file__).parent / "conformance" / "scripts" / "sack-edge-inside-segment.pkt"
+    assert run_script(own, own.name).outcome == "pass"
+
+
 @needs_suite
 @pytest.mark.parametrize(("script", "params", "line"), [
     # Cubic's beta one below 717/1024: ssthresh after a loss at cwnd 10 is 6, not 7, and

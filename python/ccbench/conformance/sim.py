@@ -369,7 +369,7 @@ def _inbound(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
     if p.ecn not in (None, "noecn", "ect0", "ect1"):
         raise Unsupported(f"line {ev.line}: inbound CE mark (the sender's receive path is not modelled)")
     ack = _to_seg(run, ev, p.ack, "ack")
-    sacks = [(_to_seg(run, ev, a, "SACK block"), _to_seg(run, ev, b, "SACK block")) for a, b in p.sack_blocks()]
+    sacks = [blk for blk in (_sack_to_segs(run, ev, a, b) for a, b in p.sack_blocks()) if blk[0] < blk[1]]
     rwnd = (p.win or 0) << (c.peer_wscale if c.wscale_ok else 0)
     ece = "E" in p.flags
     run.h.receive(t_us * 1000, ack, rwnd, sacks, ece)
@@ -378,6 +378,20 @@ def _inbound(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
 
 def _snd_una_byte(run: _Run) -> int:
     return run.h.tcp_info()["tcpi_bytes_acked"] + 1
+
+
+def _sack_to_segs(run: _Run, ev: Event, start: int, end: int) -> tuple[int, int]:
+    """A SACK block in whole segments. Linux tags only whole MSS-sized segments (and a
+    write's short last one) of a partly covered skb (`tcp_match_skb_to_sack`): an edge
+    inside a segment rounds inward, so a block that covers no whole segment tags nothing
+    and leaves an empty range here."""
+    mss = run.conn.mss
+    lo, hi = start - 1, end - 1
+    if lo < 0:
+        raise Unsupported(f"line {ev.line}: SACK block {start} before the first data byte")
+    first = -(-lo // mss)
+    last = math.ceil(hi / mss) if hi == run.written else hi // mss
+    return first, max(first, last)
 
 
 def _to_seg(run: _Run, ev: Event, byte: int, what: str) -> int:
