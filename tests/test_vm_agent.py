@@ -165,7 +165,7 @@ def test_serve_speaks_the_line_protocol_over_a_raw_terminal(agent_binary: Path) 
         # The agent speaks only when spoken to; input that reaches the terminal before
         # the agent has made it raw is flushed, so the host repeats `info` until answered.
         info = handshake(term)
-        assert info["kernel"] == platform.release() and info["static"] is True and info["protocol"] == 2
+        assert info["kernel"] == platform.release() and info["static"] is True and info["protocol"] == 3
         avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
         assert info["available_congestion_control"] == avail and info["cpus"] == os.cpu_count()
         term.send({"cmd": "reboot"})

@@ -92,6 +92,15 @@ def test_repeated_downloads_each_on_a_new_connection_in_the_guest() -> None:
     assert s["duration_s"] < 20
 
 
+def test_the_initial_window_and_minimum_rto_are_set_on_the_guests_route() -> None:
+    doc = {"duration": "1s", "interval": "10ms", "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
+           "tcp": {"init_cwnd": 20, "rto_min": "300ms"}, "flows": [{"cca": "cubic"}]}
+    r = ccbench.run(doc, engine="vm")
+    # Before the first ACK (40 ms) cwnd is the route's initcwnd.
+    first = r.flows[r.flows["time_s"] <= 0.03]["cwnd"]
+    assert len(first) and (first == 20).all(), list(first)
+
+
 @pytest.mark.parametrize("deadline, policy", [("runtime", "SCHED_DEADLINE 2500000/2500000/10000000 ns"),
                                               ("slice", "SCHED_DEADLINE 2500000/10000000/10000000 ns")])
 def test_the_share_read_back_is_the_share_asked_for_and_used(deadline: str, policy: str) -> None:

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::sender::{Done, SenderResult};
 
 /// Version of the line protocol, reported by `info`; raised on any incompatible change.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// A command from the host.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -17,6 +17,15 @@ pub enum Command {
     Info,
     /// Set sysctls in the guest, as `{"net.ipv4.tcp_wmem": "4096 16384 4194304"}`.
     Sysctl { set: Map<String, Value> },
+    /// Route `dst` (a /32, via the default gateway) with an initial window and a minimum
+    /// RTO, as the kernel engine's sender route carries them.
+    Route {
+        dst: String,
+        #[serde(default)]
+        initcwnd: Option<u32>,
+        #[serde(default)]
+        rto_min_ms: Option<u32>,
+    },
     /// Connect the flows of a sender configuration (the Python sender's, without `out`).
     Send { config: Value },
     /// Start the prepared run now: the agent's monotonic clock at this line is t0.
@@ -105,6 +114,10 @@ mod tests {
             panic!("send")
         };
         assert!(config["flows"].is_array());
+        assert_eq!(
+            Command::parse(r#"{"cmd": "route", "dst": "10.0.0.2", "initcwnd": 20}"#),
+            Ok(Command::Route { dst: "10.0.0.2".into(), initcwnd: Some(20), rto_min_ms: None })
+        );
         assert_eq!(
             Command::parse(r#"{"cmd": "done", "flow": 1, "download": 2, "at_ns": 300}"#),
             Ok(Command::Done(Done { flow: 1, download: 2, at_ns: 300 }))

@@ -7,6 +7,7 @@ use crate::config::SendConfig;
 use crate::control::Channel;
 use crate::hostinfo;
 use crate::protocol::{Command, Reply};
+use crate::route::{self, RouteMetrics};
 use crate::sender::{self, Prepared};
 use crate::sysctl;
 
@@ -19,6 +20,11 @@ pub fn serve(chan: &mut Channel) -> io::Result<()> {
             Err(what) => Reply::Error(what),
             Ok(Command::Info) => hostinfo::info().map_or_else(Reply::Error, Reply::Info),
             Ok(Command::Sysctl { set }) => sysctl::set_all(&set).map_or_else(Reply::Error, |()| Reply::Ok),
+            Ok(Command::Route { dst, initcwnd, rto_min_ms }) => match dst.parse() {
+                Ok(dst) => route::set_metrics(dst, &RouteMetrics { initcwnd, rto_min_ms })
+                    .map_or_else(Reply::Error, |()| Reply::Ok),
+                Err(_) => Reply::Error(format!("route: dst: a numeric IPv4 address, not {dst:?}")),
+            },
             Ok(Command::Go) => Reply::Error("go: no run prepared (send a \"send\" command first)".into()),
             Ok(Command::Done(_)) => Reply::Error("done: no run under way".into()),
             Ok(Command::Quit) => {
@@ -99,7 +105,7 @@ mod tests {
             "{\"cmd\": \"info\"}\r\n\n{\"cmd\": \"go\"}\nnot json\n{\"cmd\": \"quit\"}\n{\"cmd\": \"info\"}\n",
         );
         assert_eq!(replies.len(), 4, "{replies:?}");
-        assert_eq!(replies[0]["info"]["protocol"], 2);
+        assert_eq!(replies[0]["info"]["protocol"], 3);
         assert!(replies[0]["info"]["available_congestion_control"].is_array());
         assert!(replies[1]["error"].as_str().unwrap().starts_with("go: no run prepared"));
         assert!(replies[2]["error"].as_str().unwrap().starts_with("command: "));

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 NO_VM_MEANING = "has no meaning for a VM; the VM engine's sender CPU is the guest's vCPUs, given a share with " \
                 "host.cpu_share and host.cpu_slice"
 MAX_VCPUS = 16
-NOT_IN_GUEST_YET = "cannot be set in the VM guest yet (route options); leave the default"
 
 
 class VmEngine(Engine):
@@ -33,8 +32,6 @@ class VmEngine(Engine):
         Unsupported("host.cpu_trace", NO_VM_MEANING),
         Unsupported("host.rx_ring", NO_VM_MEANING),
         Unsupported("host.cost", NO_VM_MEANING),
-        Unsupported("tcp.init_cwnd", NOT_IN_GUEST_YET),
-        Unsupported("tcp.rto_min_ns", NOT_IN_GUEST_YET),
         *SIMULATOR_KNOBS,
     )
     # Scenarios load as on the kernel engine: any algorithm name a kernel might offer.

@@ -33,10 +33,23 @@ from .guest import GuestKernel
 from .qemu import Vm, VmError
 
 AGENT_TIMEOUT_S = 30.0
-# The agent's line protocol that knows `done` (repeated downloads).
+# The agent's line protocols that know `done` (repeated downloads) and `route`.
 DONE_PROTOCOL = 2
+ROUTE_PROTOCOL = 3
 HANDSHAKE_RETRY_S = 1.0
 MAC = "52:54:00:cc:be:01"
+
+
+def route_metrics(options: list[str]) -> dict[str, int]:
+    """The plan's route options (``["initcwnd", "4", "rto_min", "50ms"]``) as the agent's
+    ``route`` command takes them."""
+    given = dict(zip(options[::2], options[1::2]))
+    out = {}
+    if "initcwnd" in given:
+        out["initcwnd"] = int(given["initcwnd"])
+    if "rto_min" in given:
+        out["rto_min_ms"] = int(given["rto_min"].removesuffix("ms"))
+    return out
 
 
 def guest_addresses(addr_sender: str) -> tuple[str, str]:
@@ -100,6 +113,14 @@ class GuestSender:
                                      f"{self.info.get('protocol', 1)}); rebuild the guest image")
             self.relay = _DoneRelay(config["done_path"], self._send)
         self._ask({"cmd": "sysctl", "set": run.plan.sender_sysctls}, "ok")
+        metrics = route_metrics(run.plan.route_options)
+        if metrics:
+            if self.info.get("protocol", 1) < ROUTE_PROTOCOL:
+                raise KernelRunError("guest agent: too old to set route metrics (protocol "
+                                     f"{self.info.get('protocol', 1)}); rebuild the guest image")
+            # As the kernel engine's sender route: the receivers' addresses carry them.
+            for dst in sorted({f["addr"] for f in config["flows"]}):
+                self._ask({"cmd": "route", "dst": dst, **metrics}, "ok")
         self._ask({"cmd": "send", "config": config}, "ready")
 
     def go(self, t0_ns: int) -> None:
