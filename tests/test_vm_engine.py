@@ -101,6 +101,15 @@ def test_the_initial_window_and_minimum_rto_are_set_on_the_guests_route() -> Non
     assert len(first) and (first == 20).all(), list(first)
 
 
+def test_a_classic_ecn_flow_in_the_guest_negotiates_ecn_and_is_marked() -> None:
+    # The guest's route to the ECN receiver address carries `features ecn`, as the
+    # kernel engine's sender route does; without it the guest would not ask for ECN.
+    doc = {"duration": "3s", "link": {"rate": "20Mbit", "rtt": "20ms", "buffer": "2bdp", "ecn_threshold": "10pkt"},
+           "flows": [{"cca": "cubic", "ecn": "classic"}]}
+    s = ccbench.run(doc, engine="vm").summary
+    assert s["link"]["ecn_marks"] > 10 and s["link"]["drops"] == 0, s["link"]
+
+
 @pytest.mark.parametrize("deadline, policy", [("runtime", "SCHED_DEADLINE 2500000/2500000/10000000 ns"),
                                               ("slice", "SCHED_DEADLINE 2500000/10000000/10000000 ns")])
 def test_the_share_read_back_is_the_share_asked_for_and_used(deadline: str, policy: str) -> None:

@@ -37,7 +37,7 @@
 //! |---|---|
 //! | `{"cmd": "info"}` | `{"info": {"kernel": "6.1.0-…", "available_congestion_control": ["reno", "cubic", "bbr"], "cpus": 1, "version": "0.1.0", "protocol": 3, "static": true}}` |
 //! | `{"cmd": "sysctl", "set": {"net.ipv4.tcp_wmem": "4096 16384 4194304"}}` | `{"ok": true}` |
-//! | `{"cmd": "route", "dst": "10.0.0.2", "initcwnd": 20, "rto_min_ms": 50}` | `{"ok": true}` once `dst/32` is routed via the default gateway with those metrics |
+//! | `{"cmd": "route", "dst": "10.0.0.3", "initcwnd": 20, "rto_min_ms": 50, "ecn": true}` | `{"ok": true}` once `dst/32` is routed via the default gateway with those metrics (`ecn`: `features ecn`) |
 //! | `{"cmd": "send", "config": {…}}` | `{"ready": true}` once every flow is connected |
 //! | `{"cmd": "go"}` (only right after `ready`) | `{"result": {"samples": …, "final": …, "done_ns": …, "end_ns": …, "tcp_ext": …, "downloads": …}}` when the run ends |
 //! | `{"cmd": "done", "flow": 0, "download": 2, "at_ns": 5100000000}` (during a run) | nothing: flow 0's download 2 is complete at the receiver, and the flow's next download starts its `pause_ns` later |

@@ -17,14 +17,16 @@ pub enum Command {
     Info,
     /// Set sysctls in the guest, as `{"net.ipv4.tcp_wmem": "4096 16384 4194304"}`.
     Sysctl { set: Map<String, Value> },
-    /// Route `dst` (a /32, via the default gateway) with an initial window and a minimum
-    /// RTO, as the kernel engine's sender route carries them.
+    /// Route `dst` (a /32, via the default gateway) with an initial window, a minimum
+    /// RTO and the ECN feature, as the kernel engine's sender routes carry them.
     Route {
         dst: String,
         #[serde(default)]
         initcwnd: Option<u32>,
         #[serde(default)]
         rto_min_ms: Option<u32>,
+        #[serde(default)]
+        ecn: bool,
     },
     /// Connect the flows of a sender configuration (the Python sender's, without `out`).
     Send { config: Value },
@@ -116,7 +118,7 @@ mod tests {
         assert!(config["flows"].is_array());
         assert_eq!(
             Command::parse(r#"{"cmd": "route", "dst": "10.0.0.2", "initcwnd": 20}"#),
-            Ok(Command::Route { dst: "10.0.0.2".into(), initcwnd: Some(20), rto_min_ms: None })
+            Ok(Command::Route { dst: "10.0.0.2".into(), initcwnd: Some(20), rto_min_ms: None, ecn: false })
         );
         assert_eq!(
             Command::parse(r#"{"cmd": "done", "flow": 1, "download": 2, "at_ns": 300}"#),

@@ -1,8 +1,9 @@
 //! Route metrics in the guest, through rtnetlink: what `ip route replace DST/32 via GW
-//! initcwnd N rto_min Tms` does on the kernel engine's sender, which busybox's `ip`
-//! cannot say. A route to the receiver's address, via the guest's default gateway,
-//! carries the scenario's initial window and minimum RTO (`tcp_init_cwnd` and
-//! `tcp_rto_min` read them from the socket's route).
+//! initcwnd N rto_min Tms features ecn` does on the kernel engine's sender, which
+//! busybox's `ip` cannot say. A route to the receiver's address, via the guest's default
+//! gateway, carries the scenario's initial window and minimum RTO (`tcp_init_cwnd` and
+//! `tcp_rto_min` read them from the socket's route), and the ECN feature that makes a
+//! connection ask for ECN (`tcp_ecn_send_syn`, `RTAX_FEATURE_ECN`).
 
 use std::io;
 use std::mem::size_of;
@@ -15,7 +16,9 @@ const RTA_GATEWAY: u16 = 5;
 const RTA_METRICS: u16 = 8;
 const RTAX_LOCK: u16 = 1;
 const RTAX_INITCWND: u16 = 11;
+const RTAX_FEATURES: u16 = 12;
 const RTAX_RTO_MIN: u16 = 13;
+const RTAX_FEATURE_ECN: u32 = 1;
 const RT_TABLE_MAIN: u8 = 254;
 const RTPROT_BOOT: u8 = 3;
 const RTN_UNICAST: u8 = 1;
@@ -27,6 +30,8 @@ pub struct RouteMetrics {
     /// Milliseconds, locked, as iproute2 sets `rto_min` (`tcp_rto_min` honours only a
     /// locked metric).
     pub rto_min_ms: Option<u32>,
+    /// Connections to the destination ask for classic ECN.
+    pub ecn: bool,
 }
 
 /// The default route's gateway and interface, from /proc/net/route's text.
@@ -62,6 +67,9 @@ pub fn new_route_request(dst: Ipv4Addr, gw: Ipv4Addr, oif: u32, metrics: &RouteM
     if let Some(ms) = metrics.rto_min_ms {
         attr(&mut nested, RTAX_LOCK, &(1u32 << RTAX_RTO_MIN).to_ne_bytes());
         attr(&mut nested, RTAX_RTO_MIN, &ms.to_ne_bytes());
+    }
+    if metrics.ecn {
+        attr(&mut nested, RTAX_FEATURES, &RTAX_FEATURE_ECN.to_ne_bytes());
     }
     let mut body = vec![libc::AF_INET as u8, 32, 0, 0, RT_TABLE_MAIN, RTPROT_BOOT, 0, RTN_UNICAST];
     body.extend_from_slice(&0u32.to_ne_bytes()); // rtm_flags
@@ -159,13 +167,14 @@ mod tests {
 
     #[test]
     fn the_request_carries_the_route_and_its_locked_metrics() {
-        let m = RouteMetrics { initcwnd: Some(20), rto_min_ms: Some(50) };
+        let m = RouteMetrics { initcwnd: Some(20), rto_min_ms: Some(50), ecn: true };
         let msg = new_route_request(Ipv4Addr::new(10, 0, 4, 2), Ipv4Addr::new(10, 0, 4, 5), 2, &m, 7);
         assert_eq!(u32::from_ne_bytes(msg[0..4].try_into().unwrap()) as usize, msg.len());
         assert_eq!(u16::from_ne_bytes([msg[4], msg[5]]), libc::RTM_NEWROUTE);
         // rtmsg: IPv4, a /32, the main table, unicast.
         assert_eq!(&msg[16..24], &[libc::AF_INET as u8, 32, 0, 0, 254, 3, 0, 1]);
-        // RTA_DST, RTA_GATEWAY, RTA_OIF, then RTA_METRICS nesting INITCWND, LOCK and RTO_MIN.
+        // RTA_DST, RTA_GATEWAY, RTA_OIF, then RTA_METRICS nesting INITCWND, LOCK, RTO_MIN
+        // and FEATURES.
         let attrs = &msg[28..];
         assert_eq!(&attrs[0..8], &[8, 0, 1, 0, 10, 0, 4, 2]);
         assert_eq!(&attrs[8..16], &[8, 0, 5, 0, 10, 0, 4, 5]);
@@ -173,7 +182,7 @@ mod tests {
         assert_eq!(u16::from_ne_bytes([metrics[2], metrics[3]]), RTA_METRICS);
         let nested: Vec<u32> =
             metrics[4..].chunks(4).map(|c| u32::from_ne_bytes(c.try_into().unwrap())).collect::<Vec<_>>();
-        assert_eq!(nested, [8 | 11 << 16, 20, 8 | 1 << 16, 1 << 13, 8 | 13 << 16, 50]);
+        assert_eq!(nested, [8 | 11 << 16, 20, 8 | 1 << 16, 1 << 13, 8 | 13 << 16, 50, 8 | 12 << 16, 1]);
     }
 
     #[test]

@@ -20,8 +20,8 @@ pub fn serve(chan: &mut Channel) -> io::Result<()> {
             Err(what) => Reply::Error(what),
             Ok(Command::Info) => hostinfo::info().map_or_else(Reply::Error, Reply::Info),
             Ok(Command::Sysctl { set }) => sysctl::set_all(&set).map_or_else(Reply::Error, |()| Reply::Ok),
-            Ok(Command::Route { dst, initcwnd, rto_min_ms }) => match dst.parse() {
-                Ok(dst) => route::set_metrics(dst, &RouteMetrics { initcwnd, rto_min_ms })
+            Ok(Command::Route { dst, initcwnd, rto_min_ms, ecn }) => match dst.parse() {
+                Ok(dst) => route::set_metrics(dst, &RouteMetrics { initcwnd, rto_min_ms, ecn })
                     .map_or_else(Reply::Error, |()| Reply::Ok),
                 Err(_) => Reply::Error(format!("route: dst: a numeric IPv4 address, not {dst:?}")),
             },

@@ -113,14 +113,17 @@ class GuestSender:
                                      f"{self.info.get('protocol', 1)}); rebuild the guest image")
             self.relay = _DoneRelay(config["done_path"], self._send)
         self._ask({"cmd": "sysctl", "set": run.plan.sender_sysctls}, "ok")
+        # As the kernel engine's sender routes: each receiver address carries the route
+        # options, and the ECN flows' address the ECN feature.
         metrics = route_metrics(run.plan.route_options)
-        if metrics:
-            if self.info.get("protocol", 1) < ROUTE_PROTOCOL:
-                raise KernelRunError("guest agent: too old to set route metrics (protocol "
-                                     f"{self.info.get('protocol', 1)}); rebuild the guest image")
-            # As the kernel engine's sender route: the receivers' addresses carry them.
-            for dst in sorted({f["addr"] for f in config["flows"]}):
-                self._ask({"cmd": "route", "dst": dst, **metrics}, "ok")
+        routes = [{"dst": dst, **metrics, "ecn": dst == run.addr_ecn}
+                  for dst in sorted({f["addr"] for f in config["flows"]})]
+        routes = [r for r in routes if len(r) > 2 or r["ecn"]]
+        if routes and self.info.get("protocol", 1) < ROUTE_PROTOCOL:
+            raise KernelRunError("guest agent: too old to set route metrics (protocol "
+                                 f"{self.info.get('protocol', 1)}); rebuild the guest image")
+        for r in routes:
+            self._ask({"cmd": "route", **r}, "ok")
         self._ask({"cmd": "send", "config": config}, "ready")
 
     def go(self, t0_ns: int) -> None:
