@@ -92,13 +92,17 @@ def test_repeated_downloads_each_on_a_new_connection_in_the_guest() -> None:
     assert s["duration_s"] < 20
 
 
-def test_the_initial_window_and_minimum_rto_are_set_on_the_guests_route() -> None:
+def test_the_guest_takes_the_scenarios_initial_window_minimum_rto_and_mss() -> None:
     doc = {"duration": "1s", "interval": "10ms", "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
-           "tcp": {"init_cwnd": 20, "rto_min": "300ms"}, "flows": [{"cca": "cubic"}]}
+           "tcp": {"init_cwnd": 20, "rto_min": "300ms", "mss": 4000}, "flows": [{"cca": "cubic"}]}
     r = ccbench.run(doc, engine="vm")
     # Before the first ACK (40 ms) cwnd is the route's initcwnd.
     first = r.flows[r.flows["time_s"] <= 0.03]["cwnd"]
     assert len(first) and (first == 20).all(), list(first)
+    # The guest's NIC has the run's MTU: full segments of 4000 bytes (a 1500-byte MTU
+    # would cut them to 1448).
+    f, link = r.summary["flows"][0], r.summary["link"]
+    assert f["delivered_bytes"] / link["packets_forwarded"] > 3900, (f["delivered_bytes"], link["packets_forwarded"])
 
 
 def test_a_classic_ecn_flow_in_the_guest_negotiates_ecn_and_is_marked() -> None:

@@ -33,14 +33,16 @@ INIT = r"""#!/bin/sh
 export PATH=/bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp
 for m in $(cat /etc/modules.order); do insmod /lib/modules/$m.ko || echo "ccbench: insmod $m failed"; done
-MODE=probe; IP=; GW=; BUSY=0
+MODE=probe; IP=; GW=; MTU=; BUSY=0
 for a in $(cat /proc/cmdline); do
   case $a in
     ccbench.mode=*) MODE=${a#ccbench.mode=};; ccbench.ip=*) IP=${a#ccbench.ip=};;
     ccbench.gw=*) GW=${a#ccbench.gw=};; ccbench.busy=*) BUSY=${a#ccbench.busy=};;
+    ccbench.mtu=*) MTU=${a#ccbench.mtu=};;
   esac
 done
 ip link set lo up
+if [ -n "$MTU" ]; then ip link set eth0 mtu $MTU; fi
 if [ -n "$IP" ]; then ip addr add $IP dev eth0; ip link set eth0 up; fi
 if [ -n "$GW" ]; then ip route add default via $GW; fi
 echo "CCBENCH READY uptime=$(cut -d' ' -f1 /proc/uptime) release=$(uname -r) nproc=$(nproc) cc=$(tr ' ' ',' < /proc/sys/net/ipv4/tcp_available_congestion_control)"

@@ -165,7 +165,9 @@ class GuestSender:
 
     def _boot(self, run: RunContext, tap: str, guest_addr: str, gateway: str) -> None:
         vm = Vm(self.kernel, self.initrd, run.work / "vm", vcpus=self.vcpus, accel=self.accel,
-                append=f"ccbench.mode=agent ccbench.ip={guest_addr}/30 ccbench.gw={gateway}",
+                # The guest's NIC has the run's MTU (mss + headers), as the kernel
+                # engine's devices do, so its segments are the scenario's MSS.
+                append=f"ccbench.mode=agent ccbench.ip={guest_addr}/30 ccbench.gw={gateway} ccbench.mtu={run.plan.mtu}",
                 netns=run.ns_sender, on_spawn=lambda pid: run.st.add_process(pid, "qemu"),
                 extra_args=["-netdev", f"tap,id=n0,ifname={tap},script=no,downscript=no",
                             "-device", f"virtio-net-pci,netdev=n0,mac={MAC}"])
