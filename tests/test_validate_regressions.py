@@ -1,7 +1,7 @@
 """A handful of the quick grid's cells, run on both engines as regression checks: each
 passed when the grid was last run (docs/validation.md), so a change to the simulator,
 the emulator or the kernel engine that moves one out of tolerance fails here. Needs
-root and TUN (the kernel engine); about a minute."""
+root and TUN (the kernel engine); about a minute and a half."""
 
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ def test_quick_grid_cell_agrees_with_the_kernel(name: str) -> None:
     cell = _quick(name)
     if cell.missing:
         pytest.skip(cell.missing)
-    res = run_cell(cell, "5s", 1, progress=lambda _: None)
+    # Three runs on each engine, judged on their medians as the grid is: one disturbed
+    # kernel run (8 retransmissions where five reruns gave 3) must not decide the cell.
+    res = run_cell(cell, "5s", 3, progress=lambda _: None)
     assert res.sim.available and res.kernel.available, (res.sim.reason, res.kernel.reason)
     assert res.verdict == "pass", "; ".join(f"{c.label} {check_text(c)}" for c in res.checks)
