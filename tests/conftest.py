@@ -96,3 +96,26 @@ def assert_nothing_left_behind(within_s: float) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"left behind: {left}")
         time.sleep(0.1)
+
+
+# Three 300 KB Cubic downloads, 0.5 s apart, at 20 Mbit/s and 20 ms: the kernel and VM
+# engines' repeated-download tests run this.
+THREE_DOWNLOADS = {"duration": "20s", "link": {"rate": "20Mbit", "rtt": "20ms", "buffer": "1bdp"},
+                   "flows": [{"cca": "cubic", "size": "300KB", "repeat": 3, "pause": "0.5s"}]}
+
+
+def assert_three_downloads_one_after_another(summary: dict, max_gap_s: float) -> list[dict]:
+    """THREE_DOWNLOADS ran as three downloads of 300 KB, each starting the pause (and
+    less than ``max_gap_s`` in all) after the receiver had the last one, each from slow
+    start on a new connection; returns the downloads."""
+    f = summary["flows"][0]
+    downloads = f["downloads"]
+    assert [d["index"] for d in downloads] == [0, 1, 2]
+    assert all(d["delivered_bytes"] == 300_000 for d in downloads) and f["delivered_bytes"] == 900_000
+    for before, after in zip(downloads, downloads[1:]):
+        gap = after["start_s"] - (before["start_s"] + before["completion_s"])
+        assert 0.5 <= gap < max_gap_s, gap
+    # 300 KB at 20 Mbit/s and 20 ms takes several round trips from 10 segments.
+    assert all(0.08 < d["completion_s"] < 2 * downloads[0]["completion_s"] for d in downloads)
+    assert summary["duration_s"] < 20
+    return downloads

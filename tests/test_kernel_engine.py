@@ -26,7 +26,7 @@ from ccbench.kernel import host, state
 from ccbench.validate import run_cell
 from ccbench.validate.cells import base
 
-from conftest import assert_nothing_left_behind, run_cli
+from conftest import THREE_DOWNLOADS, assert_nothing_left_behind, assert_three_downloads_one_after_another, run_cli
 
 REASON = host.tun_usable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"kernel engine unavailable: {REASON}")
@@ -164,24 +164,11 @@ def test_the_receive_window_holds_where_autotuning_would_open_it() -> None:
 
 
 def test_repeated_downloads_each_on_a_new_connection() -> None:
-    r = run({"duration": "20s", "link": link("20Mbit"),
-             "flows": [{"cca": "cubic", "size": "300KB", "repeat": 3, "pause": "0.5s"}]})
-    s = r.summary
-    f = s["flows"][0]
-    downloads = f["downloads"]
-    assert [d["index"] for d in downloads] == [0, 1, 2]
-    assert all(d["delivered_bytes"] == 300_000 for d in downloads) and f["delivered_bytes"] == 900_000
-    for before, after in zip(downloads, downloads[1:]):
-        # The next download starts the pause after the receiver had the last one.
-        gap = after["start_s"] - (before["start_s"] + before["completion_s"])
-        assert 0.5 <= gap < 0.52
-    # Each download is a new connection from slow start: about as long as the first
-    # (300 KB at 20 Mbit/s and 20 ms takes several round trips from 10 segments).
-    first = downloads[0]["completion_s"]
-    assert all(0.08 < d["completion_s"] < 2 * first for d in downloads)
+    s = run(THREE_DOWNLOADS).summary
+    downloads = assert_three_downloads_one_after_another(s, max_gap_s=0.52)
     assert all(d["rtt_ms"]["min"] >= 20.0 for d in downloads)
-    assert math.isclose(f["completion_s"], downloads[-1]["start_s"] + downloads[-1]["completion_s"], rel_tol=1e-6)
-    assert s["duration_s"] < 20
+    last = downloads[-1]
+    assert math.isclose(s["flows"][0]["completion_s"], last["start_s"] + last["completion_s"], rel_tol=1e-6)
 
 
 def test_a_killed_run_leaves_state_that_cleanup_removes(tmp_path: Path) -> None:

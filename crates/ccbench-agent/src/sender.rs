@@ -344,7 +344,8 @@ impl Prepared {
                     let Some(flow) = self.flows.get(d.flow) else { continue };
                     // A notice for the download under way schedules the next one.
                     if d.download as usize == dl[d.flow].current && dl[d.flow].current + 1 < flow.repeat as usize {
-                        dl[d.flow].next_start = Some(t0 + d.at_ns + flow.pause_ns);
+                        // Saturating: the notice comes over the control channel.
+                        dl[d.flow].next_start = Some(t0.saturating_add(d.at_ns).saturating_add(flow.pause_ns));
                     }
                 }
             }

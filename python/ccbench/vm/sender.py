@@ -117,8 +117,7 @@ class GuestSender:
         # options, and the ECN flows' address the ECN feature.
         metrics = route_metrics(run.plan.route_options)
         routes = [{"dst": dst, **metrics, "ecn": dst == run.addr_ecn}
-                  for dst in sorted({f["addr"] for f in config["flows"]})]
-        routes = [r for r in routes if len(r) > 2 or r["ecn"]]
+                  for dst in sorted({f["addr"] for f in config["flows"]}) if metrics or dst == run.addr_ecn]
         if routes and self.info.get("protocol", 1) < ROUTE_PROTOCOL:
             raise KernelRunError("guest agent: too old to set route metrics (protocol "
                                  f"{self.info.get('protocol', 1)}); rebuild the guest image")
