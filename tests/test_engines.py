@@ -33,7 +33,6 @@ def test_an_unknown_engine_is_refused_with_the_names() -> None:
     ({"cpu": "phone-lowend"}, "host.cpu"),
     ({"pacing_stride": 4}, "flows[0].pacing_stride"),
     ({"fixed_pacing_rate": "20Mbit"}, "flows[0].fixed_pacing_rate"),
-    ({"tso_rtt_log": 0}, "tcp.tso_rtt_log"),
 ])
 def test_the_kernel_engine_refuses_simulator_options_before_needing_root(flags: dict[str, object],
                                                                            field: str) -> None:

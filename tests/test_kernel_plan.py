@@ -58,7 +58,12 @@ class TestPlan:
         assert plan.route_options == []
         assert plan.scenario.tcp.hz == 250 and plan.notes
         assert plan.sender_sysctls["net.ipv4.tcp_limit_output_bytes"] == str(4 * 2**20)
-        assert "net.ipv4.tcp_frto" not in plan.sender_sysctls  # the namespace's own default, 2
+        # Every [tcp] sysctl is set, at Linux's defaults, in both namespaces.
+        for sysctls in (plan.sender_sysctls, plan.receiver_sysctls):
+            assert {k: sysctls[k] for k in ("net.ipv4.tcp_frto", "net.ipv4.tcp_sack", "net.ipv4.tcp_tso_rtt_log",
+                                            "net.ipv4.tcp_slow_start_after_idle")} == {
+                "net.ipv4.tcp_frto": "2", "net.ipv4.tcp_sack": "1", "net.ipv4.tcp_tso_rtt_log": "9",
+                "net.ipv4.tcp_slow_start_after_idle": "1"}
         f = plan.flows[0]
         assert (f.cca, f.paced, f.force_pacing) == ("cubic", False, False)
 
@@ -70,9 +75,21 @@ class TestPlan:
         assert not plan.notes
         plan = make_plan(from_dict(scenario(tcp={"frto": 0, "hz": 250})), HOST)
         assert plan.sender_sysctls["net.ipv4.tcp_frto"] == "0"
-        assert "net.ipv4.tcp_sack" not in plan.sender_sysctls | plan.receiver_sysctls
         plan = make_plan(from_dict(scenario(tcp={"sack": False, "hz": 250})), HOST)
         assert plan.sender_sysctls["net.ipv4.tcp_sack"] == plan.receiver_sysctls["net.ipv4.tcp_sack"] == "0"
+        knobs = {"tso_rtt_log": 0, "tso_win_divisor": 0, "min_tso_segs": 4, "slow_start_after_idle": False}
+        plan = make_plan(from_dict(scenario(tcp={**knobs, "hz": 250})), HOST)
+        assert [plan.sender_sysctls[f"net.ipv4.tcp_{k}"] for k in knobs] == ["0", "0", "4", "0"]
+
+    def test_a_sysctl_the_kernel_lacks_must_keep_its_default(self) -> None:
+        old = HostFacts(kernel="5.10-test", kernel_hz=250, available_congestion_control=["cubic"],
+                        ipv4_sysctls=frozenset({"tcp_limit_output_bytes", "tcp_frto", "tcp_sack", "tcp_tso_win_divisor",
+                                                "tcp_min_tso_segs", "tcp_slow_start_after_idle"}))
+        plan = make_plan(from_dict(scenario()), old)
+        assert "net.ipv4.tcp_tso_rtt_log" not in plan.sender_sysctls
+        with pytest.raises(KernelEngineError) as e:
+            make_plan(from_dict(scenario(tcp={"tso_rtt_log": 0})), old)
+        assert e.value.field == "tcp.tso_rtt_log" and "has no net.ipv4.tcp_tso_rtt_log" in e.value.message
 
     def test_pacing_and_counts(self) -> None:
         sc = from_dict(scenario(flows=[{"cca": "cubic", "pacing": True, "count": 2}, {"cca": "bbr", "start": "1s"}]))

@@ -47,13 +47,11 @@ class ScriptedSender:
     ``(time_ns, first_segment, segments, bytes, retransmission, ect, cwr)``. Sequence
     numbers count MSS-sized segments; segment 0 is the first data byte."""
 
-    def __init__(self, mss: int = 1000, cca: str = "cubic", cc_params: dict[str, float] = ...,
-                 init_cwnd: int = 10, hz: int = 1000, rto_min_ns: int = 200_000_000,
-                 rto_init_ns: int = 1_000_000_000, handshake_rtt_ns: int = 100_000_000,
-                 snd_wnd: int = 65535, ecn: str = "off", paced: bool = False,
-                 tso_win_divisor: int = 3, min_tso_segs: int = 2,
-                 slow_start_after_idle: bool = False, tlp: bool = True, frto: int = 2,
-                 sack: bool = True) -> None: ...
+    def __init__(self, cca: str = "cubic", cc_params: dict[str, float] = ...,
+                 handshake_rtt_ns: int = 100_000_000, snd_wnd: int = 65535, ecn: str = "off",
+                 paced: bool = False, tcp: str = "{}") -> None:
+        """``tcp``: JSON of stack settings (the simulator's ``TcpConfig`` fields) over
+        packetdrill's defaults (a 1000-byte MSS, no slow start after idle)."""
     def write(self, now_ns: int, bytes: int) -> None:
         """The application writes; ValueError if the model cannot queue it."""
     def receive(self, now_ns: int, ack: int, rwnd: int, sacks: list[tuple[int, int]] = ...,

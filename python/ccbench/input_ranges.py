@@ -25,7 +25,7 @@ FLAGS = {
     "--trace, --ack-trace", "flows[i].cca": "--cca", "flows[i].size": "--size", "flows[i].rwnd": "--rwnd",
     "flows[i].pacing_stride": "--pacing-stride", "flows[i].fixed_cwnd": "--fixed-cwnd",
     "flows[i].fixed_pacing_rate": "--fixed-pacing-rate", "flows[i].repeat": "--repeat",
-    "tcp.pacing_shift, tcp.tso_rtt_log": "--tso-rtt-log", "host.cpu_share": "--cpu-share",
+    "tcp.tso_rtt_log": "--tso-rtt-log", "host.cpu_share": "--cpu-share",
     "host.cpu_slice": "--cpu-slice", "host.cpu_trace": "--cpu-trace",
 }
 

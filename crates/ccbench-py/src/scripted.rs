@@ -2,7 +2,7 @@
 //! `ccbench_sim::tcp::scripted`). Sequence numbers cross this boundary in segments; the
 //! Python driver maps them to and from the script's byte numbers.
 
-use ccbench_sim::config::Ecn;
+use ccbench_sim::config::{Ecn, TcpConfig};
 use ccbench_sim::tcp::scripted::{PeerAck, ScriptedParams, ScriptedSender as Harness};
 use ccbench_sim::time::{Dur, Time};
 use pyo3::exceptions::PyValueError;
@@ -20,62 +20,44 @@ pub struct ScriptedSender {
 
 #[pymethods]
 impl ScriptedSender {
-    /// Keyword parameters: mss, cca, cc_params, init_cwnd, hz, rto_min_ns, rto_init_ns,
-    /// handshake_rtt_ns, snd_wnd (bytes), ecn ("off", "classic"), paced,
-    /// tso_win_divisor, min_tso_segs, slow_start_after_idle, tlp, frto.
+    /// Keyword parameters: cca, cc_params, handshake_rtt_ns, snd_wnd (bytes), ecn ("off",
+    /// "classic"), paced, and `tcp`: JSON of stack settings (`ccbench_sim::tcp::TcpConfig`
+    /// fields) over packetdrill's defaults (a 1000-byte MSS, no slow start after idle).
     #[new]
-    #[pyo3(signature = (mss=1000, cca="cubic", cc_params=BTreeMap::new(), init_cwnd=10, hz=1000,
-        rto_min_ns=200_000_000, rto_init_ns=1_000_000_000, handshake_rtt_ns=100_000_000,
-        snd_wnd=65535, ecn="off", paced=false, tso_win_divisor=3,
-        min_tso_segs=2, slow_start_after_idle=false, tlp=true, frto=2, sack=true))]
+    #[pyo3(signature = (cca="cubic", cc_params=BTreeMap::new(), handshake_rtt_ns=100_000_000,
+        snd_wnd=65535, ecn="off", paced=false, tcp="{}"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        mss: u32,
         cca: &str,
         cc_params: BTreeMap<String, f64>,
-        init_cwnd: u32,
-        hz: u32,
-        rto_min_ns: u64,
-        rto_init_ns: u64,
         handshake_rtt_ns: u64,
         snd_wnd: u64,
         ecn: &str,
         paced: bool,
-        tso_win_divisor: u32,
-        min_tso_segs: u32,
-        slow_start_after_idle: bool,
-        tlp: bool,
-        frto: u8,
-        sack: bool,
+        tcp: &str,
     ) -> PyResult<Self> {
         let ecn = match ecn {
             "off" => Ecn::Off,
             "classic" => Ecn::Classic,
             other => return Err(PyValueError::new_err(format!("ecn must be off or classic, not {other:?}"))),
         };
-        if mss == 0 || hz == 0 {
-            return Err(PyValueError::new_err("mss and hz must be positive"));
+        let defaults = ScriptedParams::default();
+        let tcp = settings(&defaults.tcp, tcp).map_err(|e| PyValueError::new_err(format!("tcp: {e}")))?;
+        if let Some((r, v)) = tcp.out_of_range() {
+            return Err(PyValueError::new_err(format!("tcp.{} = {v} is out of range", r.key())));
+        }
+        if tcp.hz == 0 {
+            return Err(PyValueError::new_err("tcp.hz must be positive"));
         }
         let p = ScriptedParams {
-            mss,
             cca: cca.to_string(),
             cc_params,
-            init_cwnd,
-            hz,
-            rto_min: Dur(rto_min_ns),
-            rto_init: Dur(rto_init_ns),
             handshake_rtt: Dur(handshake_rtt_ns),
             snd_wnd,
             ecn,
             paced,
-            tso_win_divisor,
-            min_tso_segs: min_tso_segs.max(1),
-            slow_start_after_idle,
-            tlp,
-            frto,
-            sack,
-            ..Default::default()
+            tcp,
         };
         let h = crate::guarded(py, || Harness::new(&p))?.map_err(PyValueError::new_err)?;
         Ok(ScriptedSender { h })
@@ -133,6 +115,14 @@ impl ScriptedSender {
     fn tcp_info(&self) -> BTreeMap<&'static str, i64> {
         self.h.tcp_info()
     }
+}
+
+/// `overrides` (a JSON object of settings by name) over `base`.
+fn settings(base: &TcpConfig, overrides: &str) -> Result<TcpConfig, serde_json::Error> {
+    let mut value = serde_json::to_value(base)?;
+    let overrides: serde_json::Map<String, serde_json::Value> = serde_json::from_str(overrides)?;
+    value.as_object_mut().expect("a struct").extend(overrides);
+    serde_json::from_value(value)
 }
 
 impl ScriptedSender {

@@ -51,7 +51,7 @@ impl Dur {
     pub const fn from_secs(s: u64) -> Dur {
         Dur(s * NS_PER_SEC)
     }
-    pub fn ns(self) -> u64 {
+    pub const fn ns(self) -> u64 {
         self.0
     }
     pub fn us(self) -> u64 {

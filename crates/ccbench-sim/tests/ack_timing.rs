@@ -17,14 +17,14 @@ const WINDOW: u64 = 64 * 1024;
 /// (share of the run the window held the sender back, goodput in Mbit/s) over `secs` of a
 /// bulk BBR flow whose ACKs are each delayed by up to `jitter` more, in order.
 fn window_limited(jitter: Dur, secs: u64, seed: u64) -> (f64, f64) {
-    let p = ScriptedParams {
-        mss: MSS,
+    let mut p = ScriptedParams {
         cca: "bbr".into(),
         paced: true,
         snd_wnd: WINDOW,
         handshake_rtt: Dur::from_ms(40),
         ..Default::default()
     };
+    p.tcp.mss = MSS;
     let mut h = ScriptedSender::new(&p).unwrap();
     let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
     let one_way = Dur::from_ms(20);

@@ -15,6 +15,7 @@ with the reason, never a verdict on a stack that was not modelled.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -445,21 +446,17 @@ def _establish(run: _Run, p: Packet, t_us: int, rtt_us: int, ack_time_us: int) -
 def _new_harness(run: _Run, rtt_us: int, rwnd: int) -> Any:
     from ccbench import _core
 
+    tcp = {"mss": run.conn.mss, "hz": KERNEL_HZ, "tso_win_divisor": run.tso_win_divisor,
+           "min_tso_segs": max(run.min_tso_segs, 1), "slow_start_after_idle": run.slow_start_after_idle,
+           "tlp": run.tlp, "frto": run.frto, "sack": run.conn.sack_ok}
     return _core.ScriptedSender(
-        mss=run.conn.mss,
         cca=run.cca,
         cc_params={**(run.cubic_module if run.cca == "cubic" else {}), **run.cc_params},
-        hz=KERNEL_HZ,
         handshake_rtt_ns=max(rtt_us, 1) * 1000,
         snd_wnd=rwnd,
         ecn="classic" if run.conn.ecn_ok else "off",
         paced=run.paced or run.cca == "bbr",
-        tso_win_divisor=run.tso_win_divisor,
-        min_tso_segs=run.min_tso_segs,
-        slow_start_after_idle=run.slow_start_after_idle,
-        tlp=run.tlp,
-        frto=run.frto,
-        sack=run.conn.sack_ok,
+        tcp=json.dumps(tcp),
     )
 
 

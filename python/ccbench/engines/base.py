@@ -28,7 +28,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 @dataclass(frozen=True)
 class Unsupported:
     """A scenario field an engine cannot honour. ``path`` names it in the scenario model
-    (``host``, ``tcp.tso_rtt_log``, ``flows[].pacing_stride``); a scenario that sets it to
+    (``host``, ``tcp.rto_init``, ``flows[].pacing_stride``); a scenario that sets it to
     anything but its default is refused with ``reason``."""
 
     path: str

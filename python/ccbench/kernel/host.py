@@ -123,7 +123,13 @@ class HostFacts:
     kernel: str
     kernel_hz: Optional[int]
     available_congestion_control: list[str]
+    # The kernel's net.ipv4 sysctls; None when not known (a guest's, checked as it boots).
+    ipv4_sysctls: Optional[frozenset[str]] = None
+
+    def has_sysctl(self, key: str) -> bool:
+        return self.ipv4_sysctls is None or key.removeprefix("net.ipv4.") in self.ipv4_sysctls
 
 
 def facts() -> HostFacts:
-    return HostFacts(platform.release(), kernel_hz(), available_congestion_control())
+    return HostFacts(platform.release(), kernel_hz(), available_congestion_control(),
+                     frozenset(p.name for p in Path("/proc/sys/net/ipv4").iterdir()))

@@ -12,10 +12,9 @@ link.*              the emulator (rate or trace, ack_trace, rate and RTT schedul
 tcp.mss             MTU of the devices = mss + 52 (IPv4 20, TCP 20, timestamps 12)
 tcp.init_cwnd       ``initcwnd`` on the sender's route (when not the default 10)
 tcp.rto_min         ``rto_min`` on the sender's route (whole milliseconds)
-tcp.tsq_limit       ``net.ipv4.tcp_limit_output_bytes`` in the sender's namespace
-tcp.frto            ``net.ipv4.tcp_frto`` in the sender's namespace (when not the default 2)
-tcp.sack            ``false``: ``net.ipv4.tcp_sack = 0`` in both namespaces (and in a VM guest), so
-                    the handshake does not negotiate SACK
+tcp.tsq_limit, tso_rtt_log, frto, sack, tso_win_divisor, min_tso_segs, slow_start_after_idle
+                    their ``net.ipv4`` sysctls (``Tcp.sysctls``) in both namespaces (and in a VM
+                    guest); one the kernel lacks is refused unless it keeps its default
 tcp.hz              must be the kernel's CONFIG_HZ; the default (1000) is replaced by it
 tcp.rto_init, tcp.pacing_shift, tcp.delack_min
                     fixed in the kernel: only their defaults are accepted
@@ -173,18 +172,31 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
     rwnd_max = max(f.rwnd_bytes for f in flows)
     common = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
               "net.ipv4.tcp_no_metrics_save": "1"}
-    sender = dict(common)
-    sender["net.ipv4.tcp_limit_output_bytes"] = str(tcp.tsq_limit_bytes)
-    if tcp.frto != default.frto:
-        sender["net.ipv4.tcp_frto"] = str(tcp.frto)
+    # The [tcp] sysctls, in both namespaces: the receiver's tcp_sack decides the
+    # handshake as much as the sender's; the rest act on the sender only.
+    stack = _tcp_sysctls(tcp, default, host)
+    sender = {**common, **stack}
     # The simulator's sender always has data ready: no send-buffer limit in practice.
     sender["net.ipv4.tcp_wmem"] = f"4096 16384 {SEND_BUFFER_MAX}"
-    receiver = dict(common)
-    if not tcp.sack:
-        sender["net.ipv4.tcp_sack"] = receiver["net.ipv4.tcp_sack"] = "0"
+    receiver = {**common, **stack}
     # Room for the receive window to grow to rwnd whatever the skb overhead.
     receiver["net.ipv4.tcp_rmem"] = f"4096 131072 {max(4 * rwnd_max, 6 * 2**20)}"
     return Plan(sc, flows, tcp.mss + HEADER_BYTES, route, sender, receiver, notes)
+
+
+def _tcp_sysctls(tcp: Tcp, default: Tcp, host: HostFacts) -> dict[str, str]:
+    """``tcp.sysctls()`` less those this kernel lacks, which must then keep their default."""
+    wanted, defaults = tcp.sysctls(), default.sysctls()
+    names = {extra["sysctl"]: name for name, f in Tcp.model_fields.items()
+             if isinstance(extra := f.json_schema_extra, dict) and "sysctl" in extra}
+    out = {}
+    for key, value in wanted.items():
+        if host.has_sysctl(key):
+            out[key] = value
+        elif value != defaults[key]:
+            raise KernelEngineError(f"tcp.{Tcp.model_fields[names[key]].alias or names[key]}",
+                                    f"this kernel ({host.kernel}) has no {key}; leave the default")
+    return out
 
 
 def emulator_config(plan: Plan, tun_sender: str, tun_receiver: str, max_runtime_ns: int,

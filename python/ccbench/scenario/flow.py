@@ -30,10 +30,15 @@ def _flow(name: str) -> Any:
     return core_default("flow", name)
 
 
+def _sysctl(name: str) -> dict[str, str]:
+    """Marks a field that is the sender's ``net.ipv4.<name>``, which real-kernel engines set."""
+    return {"sysctl": f"net.ipv4.{name}"}
+
+
 class Tcp(_Table):
     """Stack knobs; the defaults are those of a recent Linux kernel."""
 
-    core_when_changed = ("tso_rtt_log", "frto", "sack")
+    core_when_changed = ("tso_rtt_log", "frto", "sack", "tso_win_divisor", "min_tso_segs", "slow_start_after_idle")
 
     mss: Annotated[int, core_range("tcp.mss")] = Field(_tcp("mss"), description="bytes, 64..9000", examples=[1448])
     init_cwnd: Annotated[int, core_range("tcp.init_cwnd")] = Field(_tcp("init_cwnd"), description="segments",
@@ -44,18 +49,36 @@ class Tcp(_Table):
     rto_init_ns: Duration = Field(_tcp("rto_init_ns"), alias="rto_init", description="initial RTO (TCP_TIMEOUT_INIT)",
                                   examples=["1s"])
     tsq_limit_bytes: Size = Field(_tcp("tsq_limit_bytes"), alias="tsq_limit",
-                                  description="TCP Small Queues cap (tcp_limit_output_bytes)", examples=["4MiB"])
+                                  description="TCP Small Queues cap (tcp_limit_output_bytes)", examples=["4MiB"],
+                                  json_schema_extra=_sysctl("tcp_limit_output_bytes"))
     pacing_shift: Annotated[int, core_range("tcp.pacing_shift")] = Field(
         _tcp("pacing_shift"), description="sk_pacing_shift, 0..31", examples=[10])
     delack_min_ns: Duration = Field(_tcp("delack_min_ns"), alias="delack_min",
                                     description="minimum delayed-ACK timeout (TCP_DELACK_MIN)", examples=["40ms"])
     tso_rtt_log: Annotated[int, core_range("tcp.tso_rtt_log")] = Field(
-        _tcp("tso_rtt_log"), description="net.ipv4.tcp_tso_rtt_log (5.18+); 0 = no short-RTT TSO bonus", examples=[9])
+        _tcp("tso_rtt_log"), description="net.ipv4.tcp_tso_rtt_log (5.18+); 0 = no short-RTT TSO bonus", examples=[9],
+        json_schema_extra=_sysctl("tcp_tso_rtt_log"))
     frto: Annotated[int, core_range("tcp.frto")] = Field(
         _tcp("frto"), description="net.ipv4.tcp_frto: F-RTO (RFC 5682) on a timeout; 0 = off (1 and 2 alike)",
-        examples=[2])
+        examples=[2], json_schema_extra=_sysctl("tcp_frto"))
     sack: bool = Field(_tcp("sack"), description="net.ipv4.tcp_sack; false = no SACK: plain duplicate ACKs, "
-                       "NewReno recovery", examples=[True])
+                       "NewReno recovery", examples=[True], json_schema_extra=_sysctl("tcp_sack"))
+    tso_win_divisor: Annotated[int, core_range("tcp.tso_win_divisor")] = Field(
+        _tcp("tso_win_divisor"), description="net.ipv4.tcp_tso_win_divisor: TSO deferral ends once 1/N of the window "
+        "is free; 0 = at most three segments' room", examples=[3], json_schema_extra=_sysctl("tcp_tso_win_divisor"))
+    min_tso_segs: Annotated[int, core_range("tcp.min_tso_segs")] = Field(
+        _tcp("min_tso_segs"), description="net.ipv4.tcp_min_tso_segs: the smallest TSO burst of Reno and Cubic "
+        "(BBR sets its own)", examples=[2], json_schema_extra=_sysctl("tcp_min_tso_segs"))
+    slow_start_after_idle: bool = Field(
+        _tcp("slow_start_after_idle"), description="net.ipv4.tcp_slow_start_after_idle: a write after more than an "
+        "RTO idle restarts from the initial window", examples=[True],
+        json_schema_extra=_sysctl("tcp_slow_start_after_idle"))
+
+    def sysctls(self) -> dict[str, str]:
+        """The fields that are ``net.ipv4`` sysctls, as a kernel takes them."""
+        return {extra["sysctl"]: str(int(getattr(self, name)))
+                for name, field in type(self).model_fields.items()
+                if isinstance(extra := field.json_schema_extra, dict) and "sysctl" in extra}
 
     @field_validator("hz")
     @classmethod

@@ -1,5 +1,7 @@
-//! Base types every layer uses: seeded random streams, histograms, windowed min/max.
+//! Base types every layer uses: seeded random streams, histograms, windowed min/max,
+//! integer ranges.
 
 pub mod histogram;
 pub mod minmax;
+pub mod range;
 pub mod rng;

@@ -1,7 +1,8 @@
 //! What a scenario will cost before it runs (packets, time series, memory, wall time),
 //! and every value's allowed range as a table for the docs.
 
-use super::validate::MAX_CODEL_NS;
+use super::validate::{describe, MAX_CODEL_NS};
+use crate::base::range::Range;
 use super::*;
 
 /// What a run will cost, estimated before it starts, so that a scenario beyond the
@@ -88,7 +89,6 @@ impl Scenario {
 /// [`Scenario::validate_link_models`] check it: (TOML field, what is allowed).
 pub fn input_ranges() -> Vec<(String, String)> {
     use limits::*;
-    let rto_max = fmt_ns(crate::tcp::rtt::RTO_MAX.ns());
     let codel_max = fmt_ns(MAX_CODEL_NS / 1_000_000_000 * 1_000_000_000);
     let rate = format!("1 bit/s to {}", fmt_bps(MAX_RATE_BPS));
     let bdp = format!("bytes, packets, or 0 to {MAX_BDP_MULTIPLE} x BDP");
@@ -116,24 +116,14 @@ pub fn input_ranges() -> Vec<(String, String)> {
         ("link.aqm_params.quantum", "256 to 1048576 bytes (fq_codel)".into()),
         ("link.aqm_params.memory_limit", "1 byte to 2 GiB (fq_codel)".into()),
         ("link.aqm_params.drop_batch", "1 to 2^32 - 1 (fq_codel)".into()),
-        ("tcp.mss", format!("{MIN_MSS} to {MAX_MSS} bytes")),
-        ("tcp.init_cwnd", format!("1 to {MAX_INIT_CWND} segments")),
         ("tcp.hz", "a divisor of 1000000 (a jiffy is a whole number of microseconds, the unit usecs_to_jiffies divides by), e.g. 100, 250, 1000".into()),
-        ("tcp.rto_min, tcp.rto_init", format!("positive, at most {rto_max} (TCP_RTO_MAX)")),
-        ("tcp.delack_min", format!("0 to {rto_max}")),
-        ("tcp.tsq_limit", "at least 1 byte".into()),
-        ("tcp.pacing_shift, tcp.tso_rtt_log", format!("0 to {MAX_SHIFT}")),
-        ("tcp.frto", "0, 1 or 2 (net.ipv4.tcp_frto)".into()),
         ("flows (in all)", format!("1 to {MAX_FLOWS}")),
         ("flows[i].cca", crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")),
         ("flows[i].start", "before the end of the run".into()),
         ("flows[i].access_delay", format!("link.rtt + 2 x access_delay at most {}", fmt_ns(MAX_PATH_RTT_NS))),
         ("flows[i].size", "positive (none: bulk)".into()),
         ("flows[i].rwnd", format!("one MSS to {MAX_WINDOW_BYTES} bytes (65535 << 14, TCP's largest window)")),
-        ("flows[i].pacing_stride", format!("1 to {MAX_PACING_STRIDE}")),
-        ("flows[i].fixed_cwnd", format!("1 to {MAX_FIXED_CWND} segments")),
         ("flows[i].fixed_pacing_rate", rate),
-        ("flows[i].repeat", format!("1 to {MAX_REPEAT} (connections are numbered in 16 bits); more than 1 needs a size")),
         ("host.rx_ring", "at least 1".into()),
         ("host.cost.per_* (ns)", format!("0 to {}", fmt_ns(MAX_CPU_COST_NS))),
         ("host.cost.per_byte", format!("0 to {MAX_CPU_COST_PER_BYTE_PS} ps")),
@@ -142,7 +132,16 @@ pub fn input_ranges() -> Vec<(String, String)> {
         ("host.cpu_slice", format!("{} to the longest duration", fmt_ns(MIN_CPU_SLICE_NS))),
         ("host.cpu_trace", format!("(on, off) pairs, some on time, one pass from {} to the longest duration", fmt_ns(MIN_CPU_SLICE_NS))),
     ];
-    rows.into_iter().map(|(f, a)| (f.to_string(), a)).collect()
+    let mut rows: Vec<(String, String)> = rows.into_iter().map(|(f, a)| (f.to_string(), a)).collect();
+    // The integer [tcp] and per-flow knobs, from their own tables.
+    let ranged = |table: &str, ranges: &'static [Range]| {
+        ranges.iter().map(move |r| (format!("{table}.{}", r.key()), describe(r))).collect::<Vec<_>>()
+    };
+    let at = rows.iter().position(|(f, _)| f == "tcp.hz").expect("a tcp.hz row") + 1;
+    rows.splice(at..at, ranged("tcp", TcpConfig::RANGES));
+    let at = rows.iter().position(|(f, _)| f == "flows[i].rwnd").expect("a flows[i].rwnd row") + 1;
+    rows.splice(at..at, ranged("flows[i]", FlowConfig::RANGES));
+    rows
 }
 
 /// The defaults and integer ranges the front end's schema takes from here, so that each
@@ -150,7 +149,6 @@ pub fn input_ranges() -> Vec<(String, String)> {
 /// keys gives (`tcp`, `flow`, `link`, `sample_interval_ns`); `ranges` are the inclusive
 /// bounds [`Scenario::validate`] checks integer values against.
 pub fn schema_facts() -> serde_json::Value {
-    use limits::*;
     let flow: super::FlowConfig = serde_json::from_value(serde_json::json!({"cca": ""})).expect("only cca is required");
     let link: super::LinkConfig =
         serde_json::from_value(serde_json::json!({"rate_bps": 1, "rtt_ns": 1, "buffer": {"bytes": 1}}))
@@ -159,22 +157,19 @@ pub fn schema_facts() -> serde_json::Value {
     let scenario: Scenario = serde_json::from_value(serde_json::json!({
         "seed": 0, "duration_ns": 1, "link": {"rate_bps": 1, "rtt_ns": 1, "buffer": {"bytes": 1}}, "flows": []}))
     .expect("seed, duration, link and flows are required");
+    let mut ranges = serde_json::json!({});
+    for (table, table_ranges) in [("tcp", TcpConfig::RANGES), ("flows", FlowConfig::RANGES)] {
+        for r in table_ranges {
+            ranges[format!("{table}.{}", r.field)] = serde_json::json!([r.lo, r.hi]);
+        }
+    }
     serde_json::json!({
         "defaults": {
             "sample_interval_ns": scenario.sample_interval_ns,
-            "tcp": super::TcpConfig::default(),
+            "tcp": TcpConfig::default(),
             "flow": flow,
             "link": link,
         },
-        "ranges": {
-            "tcp.mss": [MIN_MSS, MAX_MSS],
-            "tcp.init_cwnd": [1, MAX_INIT_CWND],
-            "tcp.pacing_shift": [0, MAX_SHIFT],
-            "tcp.tso_rtt_log": [0, MAX_SHIFT],
-            "tcp.frto": [0, 2],
-            "flows.pacing_stride": [1, MAX_PACING_STRIDE],
-            "flows.fixed_cwnd": [1, MAX_FIXED_CWND],
-            "flows.repeat": [1, MAX_REPEAT],
-        },
+        "ranges": ranges,
     })
 }

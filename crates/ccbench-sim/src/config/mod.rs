@@ -4,8 +4,10 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+use crate::base::range::{Range, Unit};
 pub use crate::host::config::{CpuAvailability, CpuCost, HostConfig};
 pub use crate::net::Ecn;
+pub use crate::tcp::TcpConfig;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -322,6 +324,26 @@ impl LinkConfig {
 }
 
 impl FlowConfig {
+    /// The integer knobs' ranges (checked per flow; the front end's schema and
+    /// docs/input-ranges.md read them too).
+    pub const RANGES: &'static [Range] = &[
+        Range { field: "pacing_stride", lo: 1, hi: limits::MAX_PACING_STRIDE as u64, unit: Unit::Count(""), why: "" },
+        Range {
+            field: "fixed_cwnd",
+            lo: 1,
+            hi: limits::MAX_FIXED_CWND as u64,
+            unit: Unit::Count("segments"),
+            why: "",
+        },
+        Range {
+            field: "repeat",
+            lo: 1,
+            hi: limits::MAX_REPEAT as u64,
+            unit: Unit::Count(""),
+            why: "connections are numbered in 16 bits; more than 1 needs a size",
+        },
+    ];
+
     /// A bulk flow starting at time zero with Linux's defaults.
     pub fn bulk(cca: &str) -> FlowConfig {
         FlowConfig {
@@ -347,54 +369,6 @@ impl FlowConfig {
 /// Linux's `tcp_rmem` max default (6 MB) bounds the advertised window.
 fn default_rwnd() -> u64 {
     6 * 1024 * 1024
-}
-
-/// Stack-wide knobs, with the defaults of a recent Linux kernel (the net.ipv4.tcp_* sysctls and include/net/tcp.h).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TcpConfig {
-    pub mss: u32,
-    /// `TCP_INIT_CWND`.
-    pub init_cwnd: u32,
-    /// Kernel tick rate for jiffy-based timers.
-    pub hz: u32,
-    /// `TCP_RTO_MIN`.
-    pub rto_min_ns: u64,
-    /// `TCP_TIMEOUT_INIT`.
-    pub rto_init_ns: u64,
-    /// `tcp_limit_output_bytes` (TCP Small Queues cap).
-    pub tsq_limit_bytes: u64,
-    /// `sk_pacing_shift`: TSO bursts hold pacing_rate >> shift bytes (about 1 ms).
-    pub pacing_shift: u32,
-    /// Delayed-ACK timer minimum (`TCP_DELACK_MIN`).
-    pub delack_min_ns: u64,
-    /// `net.ipv4.tcp_tso_rtt_log` (Linux 5.18+): TSO bursts get a bonus of 64 KB >>
-    /// (min_rtt / 2^log µs). 0 turns it off, as in older kernels.
-    pub tso_rtt_log: u32,
-    /// `net.ipv4.tcp_frto`: 0 turns F-RTO (RFC 5682) off; 1 and 2 turn it on (Linux
-    /// treats any nonzero value alike since 4.10; 2 is its default).
-    pub frto: u8,
-    /// `net.ipv4.tcp_sack`: false = the connection does not negotiate SACK; the
-    /// receiver sends plain duplicate ACKs and the sender recovers as NewReno.
-    pub sack: bool,
-}
-
-impl Default for TcpConfig {
-    fn default() -> Self {
-        TcpConfig {
-            mss: 1448,
-            init_cwnd: 10,
-            hz: 1000,
-            rto_min_ns: 200_000_000,
-            rto_init_ns: 1_000_000_000,
-            tsq_limit_bytes: 4 * 1024 * 1024,
-            pacing_shift: 10,
-            delack_min_ns: 40_000_000,
-            tso_rtt_log: 9,
-            frto: 2,
-            sack: true,
-        }
-    }
 }
 
 /// A scenario value outside what the simulator accepts.

@@ -2,6 +2,7 @@
 //! for is within what it can run (`limits`), with one `ConfigError` naming the field.
 
 use super::*;
+use crate::base::range::{first_out_of_range, Range, Unit};
 
 impl Scenario {
     pub fn from_json(json: &str) -> Result<Scenario, ConfigError> {
@@ -74,40 +75,11 @@ impl Scenario {
                 format!("at most {MAX_FLOWS} flows in all (the capture's port numbers and the fq_codel flow hash)"),
             ));
         }
-        if !(MIN_MSS..=MAX_MSS).contains(&self.tcp.mss) {
-            return Err(err("tcp.mss", format!("must be in {MIN_MSS}..={MAX_MSS}")));
-        }
         if self.tcp.hz == 0 || 1_000_000 % self.tcp.hz != 0 {
             return Err(err("tcp.hz", "must divide 1000000, so that a jiffy is a whole number of microseconds (the unit of the RTT estimator's usecs_to_jiffies), e.g. 100, 250, 1000"));
         }
-        if !(1..=MAX_INIT_CWND).contains(&self.tcp.init_cwnd) {
-            return Err(err("tcp.init_cwnd", format!("must be in 1..={MAX_INIT_CWND} segments")));
-        }
-        for (name, v) in [("tcp.rto_min", self.tcp.rto_min_ns), ("tcp.rto_init", self.tcp.rto_init_ns)] {
-            if v == 0 || v > crate::tcp::rtt::RTO_MAX.ns() {
-                return Err(err(
-                    name,
-                    format!("must be positive and at most {} (TCP_RTO_MAX)", fmt_ns(crate::tcp::rtt::RTO_MAX.ns())),
-                ));
-            }
-        }
-        if self.tcp.delack_min_ns > crate::tcp::rtt::RTO_MAX.ns() {
-            return Err(err(
-                "tcp.delack_min",
-                format!("must be at most {} (TCP_RTO_MAX)", fmt_ns(crate::tcp::rtt::RTO_MAX.ns())),
-            ));
-        }
-        if self.tcp.tsq_limit_bytes == 0 {
-            return Err(err("tcp.tsq_limit", "must be at least 1 byte"));
-        }
-        if self.tcp.pacing_shift > MAX_SHIFT {
-            return Err(err("tcp.pacing_shift", format!("must be in 0..={MAX_SHIFT}")));
-        }
-        if self.tcp.tso_rtt_log > MAX_SHIFT {
-            return Err(err("tcp.tso_rtt_log", format!("must be in 0..={MAX_SHIFT}")));
-        }
-        if self.tcp.frto > 2 {
-            return Err(err("tcp.frto", "must be 0, 1 or 2 (net.ipv4.tcp_frto)"));
+        if let Some((r, _)) = self.tcp.out_of_range() {
+            return Err(err(format!("tcp.{}", r.key()), format!("must be {}", describe(r))));
         }
         for (i, f) in self.flows.iter().enumerate() {
             let alg = crate::cc::Algorithm::from_name(&f.cca).ok_or_else(|| {
@@ -135,22 +107,8 @@ impl Scenario {
                     format!("must be from one MSS to {MAX_WINDOW_BYTES} bytes (65535 << 14, TCP's largest window)"),
                 ));
             }
-            if !(1..=MAX_PACING_STRIDE).contains(&f.pacing_stride) {
-                return Err(err(format!("flows[{i}].pacing_stride"), format!("must be in 1..={MAX_PACING_STRIDE}")));
-            }
-            if let Some(c) = f.fixed_cwnd {
-                if !(1..=MAX_FIXED_CWND).contains(&c) {
-                    return Err(err(
-                        format!("flows[{i}].fixed_cwnd"),
-                        format!("must be in 1..={MAX_FIXED_CWND} segments"),
-                    ));
-                }
-            }
-            if !(1..=MAX_REPEAT).contains(&f.repeat) {
-                return Err(err(
-                    format!("flows[{i}].repeat"),
-                    format!("must be in 1..={MAX_REPEAT} (connections are numbered in 16 bits)"),
-                ));
+            if let Some((r, _)) = first_out_of_range(f, FlowConfig::RANGES) {
+                return Err(err(format!("flows[{i}].{}", r.key()), format!("must be {}", describe(r))));
             }
             if f.repeat > 1 && f.size_bytes.is_none() {
                 return Err(err(format!("flows[{i}].repeat"), "repeats a download: give the flow a size"));
@@ -248,6 +206,38 @@ fn check_rate(field: &str, bps: u64) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// What a setting's range allows, in its unit: "64 to 9000 bytes", "positive, at most
+/// 120 s (TCP_RTO_MAX)", "at least 1 byte".
+pub fn describe(r: &Range) -> String {
+    let value = |v: u64| match r.unit {
+        Unit::Nanoseconds => fmt_ns(v),
+        Unit::Bytes => format!("{v} byte{}", if v == 1 { "" } else { "s" }),
+        Unit::Count(what) => {
+            if what.is_empty() {
+                v.to_string()
+            } else {
+                format!("{v} {what}")
+            }
+        }
+    };
+    let bare = |v: u64| match r.unit {
+        Unit::Nanoseconds if v > 0 => fmt_ns(v),
+        _ => v.to_string(),
+    };
+    let range = if r.hi == u64::MAX {
+        format!("at least {}", value(r.lo))
+    } else if r.unit == Unit::Nanoseconds && r.lo == 1 {
+        format!("positive, at most {}", value(r.hi))
+    } else {
+        format!("{} to {}", bare(r.lo), value(r.hi))
+    };
+    if r.why.is_empty() {
+        range
+    } else {
+        format!("{range} ({})", r.why)
+    }
+}
+
 /// Formats nanoseconds for messages: "120 s", "1 ms", "536.871 s", "24.86 days".
 pub fn fmt_ns(ns: u64) -> String {
     const DAY: u64 = 86_400 * NS_PER_SEC_U64;
@@ -299,12 +289,6 @@ pub mod limits {
     /// Flow indices become capture port offsets (`observe/capture.rs`, i % 20000): more
     /// flows would share port pairs in a pcap.
     pub const MAX_FLOWS: usize = 20_000;
-    /// `tcp.mss`: the smallest TCP/IPv4 MSS the kernel accepts (`TCP_MIN_MSS` 88 minus
-    /// options is 64 here) up to a 9000-byte jumbo frame.
-    pub const MIN_MSS: u32 = 64;
-    pub const MAX_MSS: u32 = 9000;
-    /// As the front end (`TCP_INIT_CWND` is 10); a u32 of segments either way.
-    pub const MAX_INIT_CWND: u32 = 1_000_000;
     /// `srtt_us` is a u32 holding 8 x the smoothed RTT in microseconds.
     pub const MAX_PATH_RTT_NS: u64 = (u32::MAX as u64 >> 3) * 1_000;
     /// `65535 << TCP_MAX_WSCALE` (14): the largest window TCP can advertise.
@@ -314,8 +298,6 @@ pub mod limits {
     pub const MAX_FIXED_CWND: u32 = 1_000_000_000;
     /// Repeated downloads number their connections in a u16 (`world/mod.rs`).
     pub const MAX_REPEAT: u32 = u16::MAX as u32;
-    /// Shifts of 64-bit rates (`pacing_rate >> shift`) and of 64 KB (`tso_rtt_log`).
-    pub const MAX_SHIFT: u32 = 31;
     /// A task's CPU time is the sum of these (times packets and bytes of a burst) in u64 ns.
     pub const MAX_CPU_COST_NS: u64 = 1_000_000_000;
     pub const MAX_CPU_COST_PER_BYTE_PS: u64 = 1_000_000_000;

@@ -2,6 +2,7 @@
 //! tcp_rate.c, tcp_recovery.c, tcp_timer.c).
 
 pub mod chrono;
+pub mod config;
 pub mod io;
 mod output;
 mod probe0;
@@ -21,6 +22,7 @@ mod undo;
 mod undo_tests;
 pub mod wake;
 
+pub use config::TcpConfig;
 pub use io::{Io, Loopback};
 pub use receiver::Receiver;
 pub use report::{FlowSample, SenderTotals};

@@ -47,15 +47,15 @@ pub(super) enum TxKind {
 impl Sender {
     /// `tcp_snd_wnd_test`: segment `seq` fits in the peer's window.
     pub(super) fn rwnd_allows(&self, seq: u64) -> bool {
-        (seq + 1 - self.sb.snd_una) * self.p.mss as u64 <= self.snd_wnd
+        (seq + 1 - self.sb.snd_una) * self.p.tcp.mss as u64 <= self.snd_wnd
             || (seq + 1 == self.total_segs
-                && (seq - self.sb.snd_una) * self.p.mss as u64 + self.seg_len(seq) as u64 <= self.snd_wnd)
+                && (seq - self.sb.snd_una) * self.p.tcp.mss as u64 + self.seg_len(seq) as u64 <= self.snd_wnd)
     }
 
     /// Whole segments the peer's window still admits beyond `snd_nxt`.
     fn rwnd_segs(&self) -> u64 {
-        let end = self.sb.snd_una * self.p.mss as u64 + self.snd_wnd;
-        (end / self.p.mss as u64).saturating_sub(self.snd_nxt()).max(1)
+        let end = self.sb.snd_una * self.p.tcp.mss as u64 + self.snd_wnd;
+        (end / self.p.tcp.mss as u64).saturating_sub(self.snd_nxt()).max(1)
     }
 
     /// `tcp_tso_segs` / `tcp_tso_autosize`: about 1 ms of data at the pacing rate, plus
@@ -66,22 +66,22 @@ impl Sender {
         if stride == 1 {
             return self.base_tso_segs();
         }
-        let bytes = (self.base_tso_segs() as u64 * self.p.mss as u64 * stride).min(GSO_MAX_SIZE);
-        ((bytes / self.p.mss as u64) as u32).max(1)
+        let bytes = (self.base_tso_segs() as u64 * self.p.tcp.mss as u64 * stride).min(GSO_MAX_SIZE);
+        ((bytes / self.p.tcp.mss as u64) as u32).max(1)
     }
 
     /// The TSO goal of an unmodified kernel.
     fn base_tso_segs(&self) -> u32 {
-        let mut bytes = self.w.pacing_rate >> self.p.pacing_shift;
-        if self.p.tso_rtt_log > 0 {
-            let r = self.rtt.min_rtt_us() >> self.p.tso_rtt_log;
+        let mut bytes = self.w.pacing_rate >> self.p.tcp.pacing_shift;
+        if self.p.tcp.tso_rtt_log > 0 {
+            let r = self.rtt.min_rtt_us() >> self.p.tcp.tso_rtt_log;
             if r < 64 {
                 bytes += GSO_MAX_SIZE >> r;
             }
         }
         let bytes = bytes.min(GSO_MAX_SIZE);
-        let min = if self.cc.owns_cwnd() { self.cc.min_tso_segs(self.w.pacing_rate) } else { self.p.min_tso_segs };
-        ((bytes / self.p.mss as u64) as u32).max(min)
+        let min = if self.cc.owns_cwnd() { self.cc.min_tso_segs(self.w.pacing_rate) } else { self.p.tcp.min_tso_segs };
+        ((bytes / self.p.tcp.mss as u64) as u32).max(min)
     }
 
     /// `tcp_cwnd_test`: a single skb never takes more than half the cwnd.
@@ -120,10 +120,10 @@ impl Sender {
     /// `tcp_small_queue_check`: throttle while about 1 ms of data (at least two skbs)
     /// waits below the socket; TX completion wakes the socket.
     fn tsq_throttled(&mut self, now: Time, nsegs: u32, factor: u32, q: &mut impl Io) -> bool {
-        let truesize = nsegs as u64 * self.p.mss as u64 + SKB_OVERHEAD;
-        let mut limit = (2 * truesize).max(self.w.pacing_rate >> self.p.pacing_shift);
+        let truesize = nsegs as u64 * self.p.tcp.mss as u64 + SKB_OVERHEAD;
+        let mut limit = (2 * truesize).max(self.w.pacing_rate >> self.p.tcp.pacing_shift);
         if !self.paced {
-            limit = limit.min(self.p.tsq_limit_bytes);
+            limit = limit.min(self.p.tcp.tsq_limit_bytes);
         }
         limit <<= factor;
         if self.wmem_at(now) <= limit {
@@ -147,7 +147,7 @@ impl Sender {
         if self.ca_state >= CaState::Recovery || now.since(self.wstamp) > Dur::from_ms(1) {
             return Defer::No;
         }
-        let mss = self.p.mss as u64;
+        let mss = self.p.tcp.mss as u64;
         let send_win = (self.sb.snd_una * mss + self.snd_wnd).saturating_sub(self.snd_nxt() * mss);
         let cong_win = (self.w.cwnd - self.inflight()) as u64 * mss;
         let limit = send_win.min(cong_win);
@@ -159,9 +159,9 @@ impl Sender {
         if unsent <= limit {
             return Defer::No;
         }
-        if self.p.tso_win_divisor > 0 {
+        if self.p.tcp.tso_win_divisor > 0 {
             // If at least some fraction of a window is available, use it.
-            let chunk = self.snd_wnd.min(self.w.cwnd as u64 * mss) / self.p.tso_win_divisor as u64;
+            let chunk = self.snd_wnd.min(self.w.cwnd as u64 * mss) / self.p.tcp.tso_win_divisor as u64;
             if limit >= chunk {
                 return Defer::No;
             }
@@ -409,7 +409,7 @@ impl Sender {
         if stride == 1 {
             return payload;
         }
-        let goal = self.base_tso_segs() as u64 * self.p.mss as u64;
+        let goal = self.base_tso_segs() as u64 * self.p.tcp.mss as u64;
         stride * payload.min(goal)
     }
 
@@ -418,7 +418,7 @@ impl Sender {
     pub(super) fn update_pacing_rate(&mut self) {
         let srtt8 = self.rtt.srtt_us8;
         let ratio = if self.w.cwnd < self.w.ssthresh / 2 { PACING_SS_RATIO } else { PACING_CA_RATIO };
-        let mut rate = self.p.mss as u64 * ((1_000_000 / 100) << 3) * ratio;
+        let mut rate = self.p.tcp.mss as u64 * ((1_000_000 / 100) << 3) * ratio;
         rate *= self.w.cwnd.max(self.sb.packets_out()) as u64;
         self.w.pacing_rate = rate.checked_div(srtt8).unwrap_or(rate);
     }

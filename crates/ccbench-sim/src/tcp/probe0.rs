@@ -133,8 +133,9 @@ mod tests {
     /// restart halves cwnd 36 -> 18 -> 9, floored at the initial window 10.
     #[test]
     fn a_shut_window_is_probed_with_exponential_backoff_until_it_opens() {
-        let p =
-            ScriptedParams { snd_wnd: 1 << 20, slow_start_after_idle: true, min_tso_segs: 10, ..Default::default() };
+        let mut p = ScriptedParams { snd_wnd: 1 << 20, ..Default::default() };
+        p.tcp.slow_start_after_idle = true;
+        p.tcp.min_tso_segs = 10;
         let mut h = ScriptedSender::new(&p).unwrap();
         h.write(Time(100 * MS), 26_000).unwrap();
         h.receive(Time(200 * MS), &ack(10, 1 << 20));

@@ -4,6 +4,7 @@
 //! duplicate ACKs for out-of-order data with SACK compression after three, DSACK.
 //! The application reads at once, so the advertised window stays at its limit.
 
+use super::config::TcpConfig;
 use super::io::Io;
 use super::rcvbuf::RcvBuf;
 use super::wake::Wake;
@@ -32,10 +33,9 @@ const SACK_BLOCKS_EXPECTED: usize = 2;
 #[derive(Clone, Debug)]
 pub struct ReceiverParams {
     pub id: u32,
-    pub mss: u32,
-    pub hz: u32,
+    /// The stack's settings (MSS, tick rate, delayed-ACK minimum, SACK).
+    pub tcp: TcpConfig,
     pub rwnd_bytes: u64,
-    pub delack_min: Dur,
     pub size_bytes: Option<u64>,
     /// RTT the receiver knows from the handshake (for delayed-ACK and SACK compression).
     pub rtt: Dur,
@@ -45,9 +45,6 @@ pub struct ReceiverParams {
     /// Autotune the receive buffer (DRS) with `rwnd_bytes` as its ceiling, instead of
     /// advertising `rwnd_bytes` from the start.
     pub autotune: bool,
-    /// SACK was negotiated: out-of-order data is reported in SACK blocks (and
-    /// duplicates in DSACKs), and duplicate ACKs may be compressed.
-    pub sack: bool,
 }
 
 #[derive(Default, Debug, Clone)]
@@ -103,7 +100,7 @@ impl Receiver {
             sacks: Vec::new(),
             dsack: None,
             quick: 0,
-            ato: p.delack_min,
+            ato: Dur(p.tcp.delack_min_ns),
             lrcvtime: Time::ZERO,
             ato_initialised: false,
             ack_pending: false,
@@ -119,7 +116,7 @@ impl Receiver {
             ce_state: false,
             completed_at: None,
             stats: ReceiverStats::default(),
-            rcvbuf: p.autotune.then(|| RcvBuf::new(p.rwnd_bytes, p.mss)),
+            rcvbuf: p.autotune.then(|| RcvBuf::new(p.rwnd_bytes, p.tcp.mss)),
             p,
         }
     }
@@ -127,7 +124,7 @@ impl Receiver {
     /// The receive window to advertise: the fixed limit, or what the autotuned buffer
     /// has room for.
     fn advertised_window(&mut self) -> u64 {
-        let mss = self.p.mss as u64;
+        let mss = self.p.tcp.mss as u64;
         let Some(b) = self.rcvbuf.as_mut() else { return self.p.rwnd_bytes };
         let ooo: u64 = self.ooo.iter().map(|&(s, e)| (e - s) * mss).sum();
         b.window(self.rcv_nxt * mss, ooo).min(self.p.rwnd_bytes)
@@ -139,7 +136,7 @@ impl Receiver {
     }
 
     fn bytes_upto(&self, seq: u64) -> u64 {
-        let b = seq * self.p.mss as u64;
+        let b = seq * self.p.tcp.mss as u64;
         self.p.size_bytes.map_or(b, |s| b.min(s))
     }
 
@@ -151,7 +148,7 @@ impl Receiver {
     /// `tcp_incr_quickack`.
     fn incr_quickack(&mut self, max: u32) {
         let rcv_wnd = self.rcvbuf.as_ref().map_or(self.p.rwnd_bytes, |b| b.rcvbuf / 2);
-        let n = ((rcv_wnd / (2 * self.p.mss as u64)) as u32).max(2).min(max);
+        let n = ((rcv_wnd / (2 * self.p.tcp.mss as u64)) as u32).max(2).min(max);
         self.quick = self.quick.max(n);
     }
 
@@ -159,7 +156,7 @@ impl Receiver {
     /// fix delayed ACKs for MSS boundary condition"), or any shorter segment, may end a
     /// write, so the reading application's `tcp_cleanup_rbuf` is to ACK at once.
     fn measure_rcv_mss(&mut self, pkt: &Packet) {
-        if pkt.psh || pkt.payload < self.p.mss {
+        if pkt.psh || pkt.payload < self.p.tcp.mss {
             self.pushed = true;
         }
     }
@@ -179,11 +176,11 @@ impl Receiver {
         if !self.ato_initialised {
             self.ato_initialised = true;
             self.incr_quickack(MAX_QUICKACKS);
-            self.ato = self.p.delack_min;
+            self.ato = Dur(self.p.tcp.delack_min_ns);
         } else {
-            let tick = NS_PER_SEC / self.p.hz as u64;
+            let tick = NS_PER_SEC / self.p.tcp.hz as u64;
             let m = Dur((now.ns() / tick - self.lrcvtime.ns() / tick) * tick);
-            let ato_min = self.p.delack_min;
+            let ato_min = Dur(self.p.tcp.delack_min_ns);
             if m.ns() <= ato_min.ns() / 2 {
                 self.ato = Dur(self.ato.ns() / 2 + ato_min.ns() / 2);
             } else if m < self.ato {
@@ -332,7 +329,7 @@ impl Receiver {
     /// `__tcp_ack_snd_check`.
     fn ack_snd_check(&mut self, now: Time, q: &mut impl Io) {
         let unacked = self.bytes_upto(self.rcv_nxt) - self.bytes_upto(self.rcv_wup);
-        if unacked > self.p.mss as u64 || self.quick > 0 || self.ack_now {
+        if unacked > self.p.tcp.mss as u64 || self.quick > 0 || self.ack_now {
             self.send_ack(now, q);
             return;
         }
@@ -340,7 +337,7 @@ impl Receiver {
             self.send_delayed_ack(now, q);
             return;
         }
-        if !self.p.sack || self.compressed_ack >= COMP_SACK_NR {
+        if !self.p.tcp.sack || self.compressed_ack >= COMP_SACK_NR {
             // Without SACK every out-of-order segment is acknowledged at once
             // (`__tcp_ack_snd_check`: compression needs `tcp_is_sack`).
             self.send_ack(now, q);
@@ -365,12 +362,12 @@ impl Receiver {
     /// `tcp_send_delayed_ack`, on the jiffy clock.
     fn send_delayed_ack(&mut self, now: Time, q: &mut impl Io) {
         let mut ato = self.ato;
-        if ato > self.p.delack_min {
-            let max_ato = Dur::from_ms(500).min(self.p.rtt.max(self.p.delack_min));
+        if ato > Dur(self.p.tcp.delack_min_ns) {
+            let max_ato = Dur::from_ms(500).min(self.p.rtt.max(Dur(self.p.tcp.delack_min_ns)));
             ato = ato.min(max_ato);
         }
         ato = ato.min(DELACK_MAX);
-        let tick = NS_PER_SEC / self.p.hz as u64;
+        let tick = NS_PER_SEC / self.p.tcp.hz as u64;
         let jiffy_start = Time(now.ns() / tick * tick);
         let mut timeout = jiffy_start + Dur(ato.ns().div_ceil(tick) * tick);
         if let Some(old) = self.delack.deadline() {
@@ -427,18 +424,18 @@ impl Receiver {
             Ecn::Low => self.ce_state,
         };
         let mut n = 0;
-        if let Some(d) = self.dsack.take().filter(|_| self.p.sack) {
+        if let Some(d) = self.dsack.take().filter(|_| self.p.tcp.sack) {
             pkt.sacks[0] = d;
             pkt.dsack = true;
             n = 1;
         }
-        for &b in self.sacks.iter().take(if self.p.sack { SACKS_PER_ACK - n } else { 0 }) {
+        for &b in self.sacks.iter().take(if self.p.tcp.sack { SACKS_PER_ACK - n } else { 0 }) {
             pkt.sacks[n] = b;
             n += 1;
         }
         pkt.n_sacks = n as u8;
         pkt.wire_bytes = wire::ACK_BYTES + wire::sack_option_bytes(n);
-        let reports_ooo = n > 0 || (!self.p.sack && !self.ooo.is_empty());
+        let reports_ooo = n > 0 || (!self.p.tcp.sack && !self.ooo.is_empty());
         if reports_ooo && !pkt.dsack {
             self.stats.dupacks_sent += (self.rcv_nxt == self.rcv_wup) as u64;
         }
@@ -466,16 +463,13 @@ mod tests {
     fn receiver(autotune: bool) -> Receiver {
         Receiver::new(ReceiverParams {
             id: 0,
-            mss: MSS,
-            hz: 1000,
+            tcp: TcpConfig { mss: MSS, ..TcpConfig::default() },
             rwnd_bytes: 6 << 20,
-            delack_min: Dur::from_ms(40),
             size_bytes: None,
             rtt: Dur::from_ms(200),
             ecn: Ecn::Off,
             conn: 0,
             autotune,
-            sack: true,
         })
     }
 

@@ -37,7 +37,7 @@ impl Sender {
     /// pending pacing delay (`tcp_reset_xmit_timer`).
     pub(super) fn reset_xmit_timer(&mut self, now: Time, kind: XmitTimer, when: Dur, q: &mut impl Io) {
         let pacing_delay = if self.paced { self.wstamp.since(now) } else { Dur::ZERO };
-        let tick = NS_PER_SEC / self.p.hz as u64;
+        let tick = NS_PER_SEC / self.p.tcp.hz as u64;
         let jiffies = (when + pacing_delay).ns().div_ceil(tick).min(super::rtt::RTO_MAX.ns() / tick);
         let clk = now.ns() / tick;
         let at = Time(crate::event::timer_wheel_expiry(clk + jiffies, clk) * tick);
@@ -74,8 +74,8 @@ impl Sender {
 
     /// `tcp_schedule_loss_probe` (`tcp_early_retrans` = 3).
     pub(super) fn schedule_loss_probe(&mut self, now: Time, advancing_rto: bool, q: &mut impl Io) -> bool {
-        if !self.p.tlp
-            || !self.p.sack
+        if !self.p.tcp.tlp
+            || !self.p.tcp.sack
             || self.sb.packets_out() == 0
             || !matches!(self.ca_state, CaState::Open | CaState::Cwr)
         {
@@ -83,10 +83,10 @@ impl Sender {
         }
         let srtt = self.rtt.srtt_us();
         let mut timeout = if srtt > 0 {
-            let extra = if self.sb.packets_out() == 1 { self.p.rto_min } else { TIMEOUT_MIN };
+            let extra = if self.sb.packets_out() == 1 { Dur(self.p.tcp.rto_min_ns) } else { TIMEOUT_MIN };
             Dur::from_us(2 * srtt) + extra
         } else {
-            self.p.rto_init
+            Dur(self.p.tcp.rto_init_ns)
         };
         let rto_delta = if advancing_rto { self.rtt.rto.us() as i64 } else { self.rto_delta(now) };
         if rto_delta > 0 {
@@ -487,7 +487,7 @@ impl Sender {
         self.ecn_queue_cwr = self.p.ecn != crate::net::Ecn::Off;
         // F-RTO (RFC 5682 3.1 step 1) unless recovery was already under way, except for a
         // repeated timeout of the same snd_una (3.2).
-        self.undo.frto = self.p.frto != 0 && (new_recovery || self.rto_retransmits > 0);
+        self.undo.frto = self.p.tcp.frto != 0 && (new_recovery || self.rto_retransmits > 0);
         self.retransmit_head(now, q);
         self.rto_retransmits += 1;
         self.rtt.on_timeout();

@@ -15,7 +15,7 @@ const MAX_REORDERING: u32 = 300;
 impl Sender {
     /// Whether the peer SACKs (`tcp_is_sack`).
     pub(super) fn is_reno(&self) -> bool {
-        !self.p.sack
+        !self.p.tcp.sack
     }
 
     /// `tcp_add_reno_sack`: `num_dupack` more segments left the network.

@@ -65,7 +65,7 @@ impl Sender {
     pub fn sample(&self) -> FlowSample {
         let min_rtt = self.rtt.min_rtt_us();
         FlowSample {
-            mss: self.p.mss,
+            mss: self.p.tcp.mss,
             cwnd: self.w.cwnd,
             ssthresh: (self.w.ssthresh < INFINITE_SSTHRESH).then_some(self.w.ssthresh),
             inflight: self.inflight(),
@@ -86,7 +86,7 @@ impl Sender {
     /// segments never overlap.
     pub fn audit(&self) -> Result<(), String> {
         let sb = &self.sb;
-        sb.audit(!self.p.sack)?;
+        sb.audit(!self.p.tcp.sack)?;
         if sb.sacked_out + sb.lost_out > sb.packets_out() {
             return Err(format!("sacked {} + lost {} > packets_out {}", sb.sacked_out, sb.lost_out, sb.packets_out()));
         }

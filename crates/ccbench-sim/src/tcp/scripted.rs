@@ -4,6 +4,7 @@
 //! remote peer: the host parts a packetdrill tun device does not have are off (no NIC
 //! rate limit, no access delay), so what leaves TCP is what the script sees.
 
+use super::config::TcpConfig;
 use super::io::Loopback;
 use super::sender::{Sender, SenderParams, TxRecord};
 use super::wake::Wake;
@@ -18,16 +19,9 @@ use std::collections::BTreeMap;
 /// How the scripted connection is set up.
 #[derive(Clone, Debug)]
 pub struct ScriptedParams {
-    /// Effective MSS after the handshake (`tcp_sync_mss` with the peer's MSS option).
-    pub mss: u32,
     /// Congestion control by name, with parameter overrides by name.
     pub cca: String,
     pub cc_params: BTreeMap<String, f64>,
-    pub init_cwnd: u32,
-    /// The kernel's timer frequency (`CONFIG_HZ`).
-    pub hz: u32,
-    pub rto_min: Dur,
-    pub rto_init: Dur,
     /// SYN to handshake-completing ACK, which seeds SRTT and min RTT.
     pub handshake_rtt: Dur,
     /// The peer's window in bytes, after window scaling.
@@ -35,38 +29,28 @@ pub struct ScriptedParams {
     pub ecn: Ecn,
     /// Paced by an fq qdisc (EDT).
     pub paced: bool,
-    pub tso_rtt_log: u32,
-    pub tso_win_divisor: u32,
-    pub min_tso_segs: u32,
-    pub slow_start_after_idle: bool,
-    pub tlp: bool,
-    /// `net.ipv4.tcp_frto`.
-    pub frto: u8,
-    /// The handshake agreed on SACK (`sackOK` from the peer).
-    pub sack: bool,
+    /// The stack's settings; `mss` is the effective MSS after the handshake
+    /// (`tcp_sync_mss` with the peer's MSS option), `sack` whether the peer sent `sackOK`.
+    pub tcp: TcpConfig,
 }
 
 impl Default for ScriptedParams {
+    /// packetdrill's defaults: a 1000-byte MSS, no slow start after idle, and a tun
+    /// device that takes each skb at once (no TCP Small Queues limit in effect).
     fn default() -> Self {
         ScriptedParams {
-            mss: 1000,
             cca: "cubic".into(),
             cc_params: BTreeMap::new(),
-            init_cwnd: 10,
-            hz: 1000,
-            rto_min: Dur::from_ms(200),
-            rto_init: Dur::from_secs(1),
             handshake_rtt: Dur::from_ms(100),
             snd_wnd: 65535,
             ecn: Ecn::Off,
             paced: false,
-            tso_rtt_log: 9,
-            tso_win_divisor: crate::tcp::sender::TSO_WIN_DIVISOR,
-            min_tso_segs: crate::tcp::sender::MIN_TSO_SEGS,
-            slow_start_after_idle: false,
-            tlp: true,
-            frto: 2,
-            sack: true,
+            tcp: TcpConfig {
+                mss: 1000,
+                slow_start_after_idle: false,
+                tsq_limit_bytes: u64::MAX / 2,
+                ..TcpConfig::default()
+            },
         }
     }
 }
@@ -98,24 +82,11 @@ impl ScriptedSender {
         let cc = alg.build(&p.cc_params, rng::stream(0, "cc", 0))?;
         let sp = SenderParams {
             id: 0,
-            mss: p.mss,
-            init_cwnd: p.init_cwnd,
-            hz: p.hz,
-            rto_min: p.rto_min,
-            rto_init: p.rto_init,
-            tsq_limit_bytes: u64::MAX / 2,
-            pacing_shift: 10,
+            tcp: p.tcp.clone(),
             pacing: Some(p.paced),
             size_bytes: Some(0),
             handshake_rtt: p.handshake_rtt,
             ecn: p.ecn,
-            tso_rtt_log: p.tso_rtt_log,
-            tso_win_divisor: p.tso_win_divisor,
-            min_tso_segs: p.min_tso_segs,
-            slow_start_after_idle: p.slow_start_after_idle,
-            tlp: p.tlp,
-            frto: p.frto,
-            sack: p.sack,
             pacing_stride: 1,
             fixed_cwnd: None,
             fixed_pacing_rate: None,
@@ -223,7 +194,7 @@ impl ScriptedSender {
         m.insert("tcpi_lost", s.sb.lost_out as i64);
         m.insert("tcpi_retrans", s.sb.retrans_out as i64);
         m.insert("tcpi_total_retrans", s.stats.retransmits as i64);
-        m.insert("tcpi_snd_mss", s.p.mss as i64);
+        m.insert("tcpi_snd_mss", s.p.tcp.mss as i64);
         m.insert("tcpi_rtt", s.rtt.srtt_us() as i64);
         m.insert("tcpi_rttvar", s.rtt.mdev_us() as i64);
         let min_rtt = s.rtt.min_rtt_us();
@@ -234,7 +205,7 @@ impl ScriptedSender {
         m.insert("tcpi_delivered", s.delivered as i64 + 1);
         m.insert("tcpi_delivered_ce", s.delivered_ce as i64);
         m.insert("tcpi_bytes_sent", s.stats.bytes_sent as i64);
-        let mss = s.p.mss as u64;
+        let mss = s.p.tcp.mss as u64;
         m.insert("tcpi_bytes_acked", (s.sb.snd_una * mss).min(self.written) as i64);
         m.insert("tcpi_notsent_bytes", self.written.saturating_sub(s.snd_nxt() * mss) as i64);
         m.insert("tcpi_snd_wnd", s.snd_wnd() as i64);
@@ -317,7 +288,8 @@ mod tests {
     /// data above `high_seq` is acknowledged.
     #[test]
     fn without_sack_duplicate_acks_drive_newreno_recovery() {
-        let p = ScriptedParams { snd_wnd: 1 << 20, sack: false, ..Default::default() };
+        let mut p = ScriptedParams { snd_wnd: 1 << 20, ..Default::default() };
+        p.tcp.sack = false;
         let mut h = ScriptedSender::new(&p).unwrap();
         h.write(Time(200_000_000), 15_000).unwrap();
         assert_eq!(h.take_sent().iter().map(|r| r.segs).sum::<u32>(), 10);
@@ -348,7 +320,8 @@ mod tests {
     fn without_sack_more_duplicate_acks_than_holes_mean_reordering() {
         // `tcp_limit_reno_sacked`: 4 segments out, 4 duplicate ACKs: one must be a hole,
         // so at most 3 count, and the reordering degree becomes the window.
-        let p = ScriptedParams { snd_wnd: 1 << 20, sack: false, ..Default::default() };
+        let mut p = ScriptedParams { snd_wnd: 1 << 20, ..Default::default() };
+        p.tcp.sack = false;
         let mut h = ScriptedSender::new(&p).unwrap();
         h.write(Time(200_000_000), 4_000).unwrap();
         for k in 0..4 {
@@ -415,7 +388,8 @@ mod tests {
 
     #[test]
     fn a_write_after_an_idle_rto_restarts_from_the_initial_window() {
-        let p = ScriptedParams { snd_wnd: 1 << 20, slow_start_after_idle: true, ..Default::default() };
+        let mut p = ScriptedParams { snd_wnd: 1 << 20, ..Default::default() };
+        p.tcp.slow_start_after_idle = true;
         let mut h = ScriptedSender::new(&p).unwrap();
         h.write(Time(200_000_000), 10_000).unwrap();
         h.receive(Time(300_000_000), &ack(10, &[]));

@@ -2,6 +2,7 @@
 //! (net/ipv4/tcp_input.c). Loss recovery is in `recovery.rs`, the output path in `output.rs`.
 
 use super::chrono::Chrono;
+use super::config::TcpConfig;
 use super::io::Io;
 use super::rate::{Pick, RateState, TxSnapshot};
 use super::recovery::Rexmit;
@@ -33,22 +34,12 @@ pub(super) const FLAG_ACK_MAYBE_DELAYED: u32 = 0x10000;
 pub(super) const FLAG_NOT_DUP: u32 = FLAG_DATA_ACKED | FLAG_WIN_UPDATE;
 pub(super) const FLAG_CA_ALERT: u32 = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK;
 
-/// `sysctl_tcp_tso_win_divisor`'s default.
-pub const TSO_WIN_DIVISOR: u32 = 3;
-/// `sysctl_tcp_min_tso_segs`'s default.
-pub const MIN_TSO_SEGS: u32 = 2;
-
 /// Everything a sender needs to know about its flow and host.
 #[derive(Clone, Debug)]
 pub struct SenderParams {
     pub id: u32,
-    pub mss: u32,
-    pub init_cwnd: u32,
-    pub hz: u32,
-    pub rto_min: Dur,
-    pub rto_init: Dur,
-    pub tsq_limit_bytes: u64,
-    pub pacing_shift: u32,
+    /// The stack's settings (sysctls, route metrics, constants).
+    pub tcp: TcpConfig,
     /// Pace with the internal EDT timer: as asked, or (None) as the algorithm asks
     /// (`sk_pacing_status`: BBR needs pacing).
     pub pacing: Option<bool>,
@@ -57,20 +48,6 @@ pub struct SenderParams {
     /// RTT measured by the handshake, which seeds SRTT, min RTT and RTO.
     pub handshake_rtt: Dur,
     pub ecn: Ecn,
-    /// `net.ipv4.tcp_tso_rtt_log`; 0 = no short-RTT TSO bonus.
-    pub tso_rtt_log: u32,
-    /// `net.ipv4.tcp_tso_win_divisor` (3): TSO deferral ends once this fraction of the
-    /// window is free; 0 = defer past at most three segments' room.
-    pub tso_win_divisor: u32,
-    /// `net.ipv4.tcp_min_tso_segs` (2): the TSO floor of algorithms without their own
-    /// (`ca_ops->min_tso_segs`, which only BBR has).
-    pub min_tso_segs: u32,
-    /// `net.ipv4.tcp_slow_start_after_idle`: restart cwnd when the application writes
-    /// after more than an RTO without sending (Linux ships it on; the packetdrill
-    /// suite's defaults turn it off).
-    pub slow_start_after_idle: bool,
-    /// Tail loss probes (`net.ipv4.tcp_early_retrans` >= 3, the default; 0 turns them off).
-    pub tlp: bool,
     /// Pacing stride: bursts and idle times scaled by this factor (1 = Linux).
     pub pacing_stride: u32,
     /// Overrides held whatever the algorithm computes (the phone study's knobs).
@@ -81,10 +58,6 @@ pub struct SenderParams {
     pub freeze_cc: bool,
     /// Which of the flow's connections this is (stamped on every packet).
     pub conn: u16,
-    /// `net.ipv4.tcp_frto`: nonzero enables F-RTO (1 and 2 behave alike since Linux 4.10).
-    pub frto: u8,
-    /// The peer SACKs (both ends have `net.ipv4.tcp_sack`); else NewReno recovery.
-    pub sack: bool,
 }
 
 /// Which handler the retransmit timer runs (`icsk_pending`).
@@ -224,17 +197,19 @@ pub(super) struct AckScan {
 impl Sender {
     pub fn new(p: SenderParams, cc: Box<dyn CongestionControl>) -> Sender {
         let (total_segs, last_seg_len) = match p.size_bytes {
-            Some(b) => (b.div_ceil(p.mss as u64), (b - (b.div_ceil(p.mss as u64) - 1) * p.mss as u64) as u32),
-            None => (u64::MAX, p.mss),
+            Some(b) => {
+                (b.div_ceil(p.tcp.mss as u64), (b - (b.div_ceil(p.tcp.mss as u64) - 1) * p.tcp.mss as u64) as u32)
+            }
+            None => (u64::MAX, p.tcp.mss),
         };
-        let mut rtt = RttEstimator::new(p.hz, p.rto_min, p.rto_init);
+        let mut rtt = RttEstimator::new(p.tcp.hz, Dur(p.tcp.rto_min_ns), Dur(p.tcp.rto_init_ns));
         let hs = p.handshake_rtt.us().max(1);
         rtt.update_min(0, hs, false);
         rtt.sample(hs, 0, 0);
         let mut s = Sender {
             paced: p.pacing.unwrap_or_else(|| cc.needs_pacing()),
             cc,
-            w: Window::new(p.init_cwnd),
+            w: Window::new(p.tcp.init_cwnd),
             sb: Scoreboard::default(),
             total_segs,
             last_seg_len,
@@ -278,7 +253,7 @@ impl Sender {
             started: false,
             ts_recent: 0,
             undo: Default::default(),
-            chronos: super::chrono::Chronos::new(p.hz),
+            chronos: super::chrono::Chronos::new(p.tcp.hz),
             tx_log: None,
             // Last: the fields above are read from it.
             p,
@@ -326,7 +301,7 @@ impl Sender {
         if seq + 1 == self.total_segs {
             self.last_seg_len
         } else {
-            self.p.mss
+            self.p.tcp.mss
         }
     }
 
@@ -343,9 +318,9 @@ impl Sender {
     pub fn info(&self, now: Time) -> ConnInfo {
         ConnInfo {
             now,
-            jiffies: now.jiffies(self.p.hz),
-            hz: self.p.hz,
-            mss: self.p.mss,
+            jiffies: now.jiffies(self.p.tcp.hz),
+            hz: self.p.tcp.hz,
+            mss: self.p.tcp.mss,
             inflight: self.inflight(),
             packets_out: self.sb.packets_out(),
             delivered: self.delivered,
@@ -389,10 +364,10 @@ impl Sender {
         if bytes == 0 {
             return Ok(());
         }
-        if self.total_segs > 0 && self.last_seg_len != self.p.mss {
+        if self.total_segs > 0 && self.last_seg_len != self.p.tcp.mss {
             return Err(format!("a write after a partial segment of {} bytes", self.last_seg_len));
         }
-        let mss = self.p.mss as u64;
+        let mss = self.p.tcp.mss as u64;
         let segs = bytes.div_ceil(mss);
         self.check_app_limited(self.has_unsent());
         if self.snd_nxt() == self.total_segs {
@@ -424,11 +399,11 @@ impl Sender {
     /// and as a window update finds data waiting, `tcp_ack_update_window`): after more
     /// than an RTO with nothing sent, `tcp_cwnd_restart`.
     fn slow_start_after_idle_check(&mut self, now: Time) {
-        if !self.p.slow_start_after_idle || self.sb.packets_out() > 0 || self.cc.owns_cwnd() {
+        if !self.p.tcp.slow_start_after_idle || self.sb.packets_out() > 0 || self.cc.owns_cwnd() {
             return;
         }
-        let tick = crate::time::NS_PER_SEC / self.p.hz as u64;
-        let delta = now.jiffies(self.p.hz) as i64 - self.last_send.jiffies(self.p.hz) as i64;
+        let tick = crate::time::NS_PER_SEC / self.p.tcp.hz as u64;
+        let delta = now.jiffies(self.p.tcp.hz) as i64 - self.last_send.jiffies(self.p.tcp.hz) as i64;
         let rto = (self.rtt.rto.ns() / tick) as i64;
         if delta > rto {
             self.cwnd_restart(now, delta, rto);
@@ -443,7 +418,7 @@ impl Sender {
         if !matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
             self.w.ssthresh = self.w.ssthresh.max((self.w.cwnd >> 1) + (self.w.cwnd >> 2));
         }
-        let restart = self.p.init_cwnd.min(self.w.cwnd);
+        let restart = self.p.tcp.init_cwnd.min(self.w.cwnd);
         let mut cwnd = self.w.cwnd;
         loop {
             delta -= rto;
@@ -545,7 +520,7 @@ impl Sender {
             }
         }
         if seq_rtt >= 0 {
-            self.rtt.update_min(now.jiffies(self.p.hz), ca_rtt as u64, flag & FLAG_ACK_MAYBE_DELAYED != 0);
+            self.rtt.update_min(now.jiffies(self.p.tcp.hz), ca_rtt as u64, flag & FLAG_ACK_MAYBE_DELAYED != 0);
             self.rtt.sample(seq_rtt as u64, self.sb.snd_una, self.snd_nxt());
             self.stats.rtt_ns.record(ca_rtt as u64 * 1000);
         }
@@ -634,7 +609,7 @@ impl Sender {
                     self.rack_advance(now, seg.flags, seq + 1, seg.tx_time);
                 }
             }
-            scan.runt_acked = seg.len < self.p.mss;
+            scan.runt_acked = seg.len < self.p.tcp.mss;
             self.sb.pop_acked();
             scan.pkts_acked += 1;
         }

@@ -225,7 +225,7 @@ impl Sender {
             return false;
         }
         let segs = end - start;
-        if segs * self.p.mss as u64 > self.undo.max_window.max(self.snd_wnd) {
+        if segs * self.p.tcp.mss as u64 > self.undo.max_window.max(self.snd_wnd) {
             return false; // dubious: larger than any window
         }
         if segs == 1 && self.tlp_high_seq == Some(end) {
@@ -283,8 +283,8 @@ impl Sender {
             } else if flag & FLAG_SND_UNA_ADVANCED != 0 && !recovered {
                 self.high_seq = self.snd_nxt();
                 // Step 2.b: send new data if the window allows, else recover as usual.
-                let wnd_end = self.sb.snd_una * self.p.mss as u64 + self.snd_wnd;
-                if self.has_unsent() && wnd_end > self.snd_nxt() * self.p.mss as u64 {
+                let wnd_end = self.sb.snd_una * self.p.tcp.mss as u64 + self.snd_wnd;
+                if self.has_unsent() && wnd_end > self.snd_nxt() * self.p.tcp.mss as u64 {
                     return Rexmit::New;
                 }
                 self.undo.frto = false;

@@ -2,6 +2,7 @@
 //! times, checked against what tcp_input.c does with the same sequence, and the
 //! receiver's DSACK of an out-of-order duplicate.
 
+use super::config::TcpConfig;
 use super::io::Loopback;
 use super::sender::{Sender, SenderParams, XmitTimer};
 use super::wake::SenderTimer;
@@ -17,29 +18,16 @@ const RWND: u64 = 6 << 20;
 fn sender(frto: u8) -> (Sender, Loopback) {
     let p = SenderParams {
         id: 0,
-        mss: MSS,
-        init_cwnd: 10,
-        hz: 1000,
-        rto_min: Dur::from_ms(200),
-        rto_init: Dur::from_ms(1000),
-        tsq_limit_bytes: 4 << 20,
-        pacing_shift: 10,
+        tcp: TcpConfig { mss: MSS, slow_start_after_idle: false, frto, ..TcpConfig::default() },
         pacing: Some(false),
         size_bytes: None,
         handshake_rtt: Dur::from_ms(40),
         ecn: Ecn::Off,
-        tso_rtt_log: 9,
-        tso_win_divisor: crate::tcp::sender::TSO_WIN_DIVISOR,
-        min_tso_segs: crate::tcp::sender::MIN_TSO_SEGS,
-        slow_start_after_idle: false,
-        tlp: true,
         pacing_stride: 1,
         fixed_cwnd: None,
         fixed_pacing_rate: None,
         freeze_cc: false,
         conn: 0,
-        frto,
-        sack: true,
     };
     let mut q = Loopback::default();
     let mut s = Sender::new(p, Box::new(Reno));
@@ -246,16 +234,13 @@ fn receiver_dsacks_a_held_out_of_order_duplicate_inside_its_sack_block() {
     use super::receiver::{Receiver, ReceiverParams};
     let mut r = Receiver::new(ReceiverParams {
         id: 0,
-        mss: MSS,
-        hz: 1000,
+        tcp: TcpConfig { mss: MSS, ..TcpConfig::default() },
         rwnd_bytes: RWND,
-        delack_min: Dur::from_ms(40),
         size_bytes: None,
         rtt: Dur::from_ms(40),
         ecn: Ecn::Off,
         conn: 0,
         autotune: false,
-        sack: true,
     });
     let mut q = Loopback::default();
     let data = |seq: u64| Packet { seq, payload: MSS, ts_val: 1, ..Default::default() };

@@ -78,46 +78,29 @@ fn connection(s: &Scenario, i: usize, conn: u16) -> Result<(Sender, Receiver), C
     let sender = Sender::new(
         SenderParams {
             id,
-            mss: tcp.mss,
-            init_cwnd: tcp.init_cwnd,
-            hz: tcp.hz,
-            rto_min: Dur(tcp.rto_min_ns),
-            rto_init: Dur(tcp.rto_init_ns),
-            tsq_limit_bytes: tcp.tsq_limit_bytes,
-            pacing_shift: tcp.pacing_shift,
+            tcp: tcp.clone(),
             pacing: f.pacing,
             size_bytes: f.size_bytes,
             handshake_rtt: base_rtt,
             ecn: f.ecn,
-            tso_rtt_log: tcp.tso_rtt_log,
-            tso_win_divisor: crate::tcp::sender::TSO_WIN_DIVISOR,
-            min_tso_segs: crate::tcp::sender::MIN_TSO_SEGS,
-            // Linux's default, which the kernel engine's namespaces keep.
-            slow_start_after_idle: true,
-            tlp: true,
             pacing_stride: f.pacing_stride,
             fixed_cwnd: f.fixed_cwnd,
             fixed_pacing_rate: f.fixed_pacing_rate_bps.map(|r| r / 8),
             freeze_cc: f.freeze_cc,
             conn,
-            frto: tcp.frto,
-            sack: tcp.sack,
         },
         cc,
     );
 
     let receiver = Receiver::new(ReceiverParams {
         id,
-        mss: tcp.mss,
-        hz: tcp.hz,
+        tcp: tcp.clone(),
         rwnd_bytes: f.rwnd_bytes,
-        delack_min: Dur(tcp.delack_min_ns),
         size_bytes: f.size_bytes,
         rtt: base_rtt,
         ecn: f.ecn,
         conn,
         autotune: f.rwnd_autotune,
-        sack: tcp.sack,
     });
     Ok((sender, receiver))
 }

@@ -1,0 +1,115 @@
+//! The stack-wide TCP settings (a scenario's `[tcp]` table, in base units): Linux's
+//! `net.ipv4.tcp_*` sysctls, route metrics and compile-time constants, with a recent
+//! kernel's defaults, and the allowed range of each integer one. Sender and receiver
+//! both read them; a setting is declared here once (field, default, range) and read
+//! where it acts.
+
+use crate::base::range::{first_out_of_range, Range, Unit};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TcpConfig {
+    /// Segment payload after the handshake (`tcp_sync_mss`).
+    pub mss: u32,
+    /// `TCP_INIT_CWND`, or a route's `initcwnd`.
+    pub init_cwnd: u32,
+    /// Kernel tick rate (`CONFIG_HZ`) of jiffy-based timers.
+    pub hz: u32,
+    /// `TCP_RTO_MIN`, or a route's `rto_min`.
+    pub rto_min_ns: u64,
+    /// `TCP_TIMEOUT_INIT`.
+    pub rto_init_ns: u64,
+    /// `net.ipv4.tcp_limit_output_bytes` (TCP Small Queues cap).
+    pub tsq_limit_bytes: u64,
+    /// `sk_pacing_shift`: TSO bursts hold pacing_rate >> shift bytes (about 1 ms).
+    pub pacing_shift: u32,
+    /// Delayed-ACK timer minimum (`TCP_DELACK_MIN`).
+    pub delack_min_ns: u64,
+    /// `net.ipv4.tcp_tso_rtt_log` (Linux 5.18+): TSO bursts get a bonus of 64 KB >>
+    /// (min_rtt / 2^log µs). 0 turns it off, as in older kernels.
+    pub tso_rtt_log: u32,
+    /// `net.ipv4.tcp_frto`: 0 turns F-RTO (RFC 5682) off; 1 and 2 turn it on (Linux
+    /// treats any nonzero value alike since 4.10; 2 is its default).
+    pub frto: u8,
+    /// `net.ipv4.tcp_sack`: false = the connection does not negotiate SACK; the
+    /// receiver sends plain duplicate ACKs and the sender recovers as NewReno.
+    pub sack: bool,
+    /// `net.ipv4.tcp_tso_win_divisor`: TSO deferral ends once this fraction of the
+    /// window is free; 0 = defer past at most three segments' room.
+    pub tso_win_divisor: u32,
+    /// `net.ipv4.tcp_min_tso_segs`: the TSO floor of algorithms without their own
+    /// (`ca_ops->min_tso_segs`, which only BBR has).
+    pub min_tso_segs: u32,
+    /// `net.ipv4.tcp_slow_start_after_idle`: restart cwnd when the application writes
+    /// after more than an RTO without sending.
+    pub slow_start_after_idle: bool,
+    /// Tail loss probes (`net.ipv4.tcp_early_retrans` >= 3, the default).
+    pub tlp: bool,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss: 1448,
+            init_cwnd: 10,
+            hz: 1000,
+            rto_min_ns: 200_000_000,
+            rto_init_ns: 1_000_000_000,
+            tsq_limit_bytes: 4 * 1024 * 1024,
+            pacing_shift: 10,
+            delack_min_ns: 40_000_000,
+            tso_rtt_log: 9,
+            frto: 2,
+            sack: true,
+            tso_win_divisor: 3,
+            min_tso_segs: 2,
+            slow_start_after_idle: true,
+            tlp: true,
+        }
+    }
+}
+
+const RTO_MAX_NS: u64 = super::rtt::RTO_MAX.ns();
+
+impl TcpConfig {
+    /// Every integer setting's range (the scenario check, the front end's schema and
+    /// docs/input-ranges.md all read these); `hz` has its own rule (a divisor of 10^6).
+    pub const RANGES: &'static [Range] = &[
+        Range { field: "mss", lo: 64, hi: 9000, unit: Unit::Bytes, why: "TCP_MIN_MSS less options; a jumbo frame" },
+        Range { field: "init_cwnd", lo: 1, hi: 1_000_000, unit: Unit::Count("segments"), why: "" },
+        Range { field: "rto_min_ns", lo: 1, hi: RTO_MAX_NS, unit: Unit::Nanoseconds, why: "TCP_RTO_MAX" },
+        Range { field: "rto_init_ns", lo: 1, hi: RTO_MAX_NS, unit: Unit::Nanoseconds, why: "TCP_RTO_MAX" },
+        Range { field: "tsq_limit_bytes", lo: 1, hi: u64::MAX, unit: Unit::Bytes, why: "" },
+        Range { field: "pacing_shift", lo: 0, hi: 31, unit: Unit::Count(""), why: "a shift of a 64-bit rate" },
+        Range { field: "delack_min_ns", lo: 0, hi: RTO_MAX_NS, unit: Unit::Nanoseconds, why: "TCP_RTO_MAX" },
+        Range { field: "tso_rtt_log", lo: 0, hi: 31, unit: Unit::Count(""), why: "a shift of 64 KB" },
+        Range { field: "frto", lo: 0, hi: 2, unit: Unit::Count(""), why: "net.ipv4.tcp_frto" },
+        Range { field: "tso_win_divisor", lo: 0, hi: 255, unit: Unit::Count(""), why: "a u8 sysctl" },
+        Range { field: "min_tso_segs", lo: 1, hi: 65_535, unit: Unit::Count("segments"), why: "GSO_MAX_SEGS" },
+    ];
+
+    /// The first integer setting outside its range, with its value.
+    pub fn out_of_range(&self) -> Option<(&'static Range, u64)> {
+        first_out_of_range(self, Self::RANGES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_lie_in_their_ranges() {
+        assert!(TcpConfig::default().out_of_range().is_none());
+    }
+
+    #[test]
+    fn a_value_out_of_range_names_its_setting() {
+        let c = TcpConfig { frto: 3, ..TcpConfig::default() };
+        let (r, v) = c.out_of_range().unwrap();
+        assert_eq!((r.key(), v), ("frto", 3));
+        let c = TcpConfig { rto_min_ns: 0, ..TcpConfig::default() };
+        assert_eq!(c.out_of_range().unwrap().0.key(), "rto_min");
+    }
+}
