@@ -2,8 +2,8 @@
 //! and every value's allowed range as a table for the docs.
 
 use super::validate::{describe, MAX_CODEL_NS};
-use crate::base::range::Range;
 use super::*;
+use crate::base::range::Range;
 
 /// What a run will cost, estimated before it starts, so that a scenario beyond the
 /// machine can be refused up front with the numbers.

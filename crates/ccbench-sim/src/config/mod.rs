@@ -328,13 +328,7 @@ impl FlowConfig {
     /// docs/input-ranges.md read them too).
     pub const RANGES: &'static [Range] = &[
         Range { field: "pacing_stride", lo: 1, hi: limits::MAX_PACING_STRIDE as u64, unit: Unit::Count(""), why: "" },
-        Range {
-            field: "fixed_cwnd",
-            lo: 1,
-            hi: limits::MAX_FIXED_CWND as u64,
-            unit: Unit::Count("segments"),
-            why: "",
-        },
+        Range { field: "fixed_cwnd", lo: 1, hi: limits::MAX_FIXED_CWND as u64, unit: Unit::Count("segments"), why: "" },
         Range {
             field: "repeat",
             lo: 1,
