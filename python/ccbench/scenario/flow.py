@@ -38,7 +38,8 @@ def _sysctl(name: str) -> dict[str, str]:
 class Tcp(_Table):
     """Stack knobs; the defaults are those of a recent Linux kernel."""
 
-    core_when_changed = ("tso_rtt_log", "frto", "sack", "tso_win_divisor", "min_tso_segs", "slow_start_after_idle")
+    core_when_changed = ("tso_rtt_log", "frto", "sack", "tso_win_divisor", "min_tso_segs", "slow_start_after_idle",
+                         "pacing_ss_ratio", "pacing_ca_ratio")
 
     mss: Annotated[int, core_range("tcp.mss")] = Field(_tcp("mss"), description="bytes, 64..9000", examples=[1448])
     init_cwnd: Annotated[int, core_range("tcp.init_cwnd")] = Field(_tcp("init_cwnd"), description="segments",
@@ -73,6 +74,13 @@ class Tcp(_Table):
         _tcp("slow_start_after_idle"), description="net.ipv4.tcp_slow_start_after_idle: a write after more than an "
         "RTO idle restarts from the initial window", examples=[True],
         json_schema_extra=_sysctl("tcp_slow_start_after_idle"))
+    pacing_ss_ratio: Annotated[int, core_range("tcp.pacing_ss_ratio")] = Field(
+        _tcp("pacing_ss_ratio"), description="net.ipv4.tcp_pacing_ss_ratio: Reno's and Cubic's pacing rate below half "
+        "of ssthresh, in percent of cwnd/SRTT (it also sizes TSO bursts and TSQ)", examples=[200],
+        json_schema_extra=_sysctl("tcp_pacing_ss_ratio"))
+    pacing_ca_ratio: Annotated[int, core_range("tcp.pacing_ca_ratio")] = Field(
+        _tcp("pacing_ca_ratio"), description="net.ipv4.tcp_pacing_ca_ratio: the same from there on", examples=[120],
+        json_schema_extra=_sysctl("tcp_pacing_ca_ratio"))
 
     def sysctls(self) -> dict[str, str]:
         """The fields that are ``net.ipv4`` sysctls, as a kernel takes them."""

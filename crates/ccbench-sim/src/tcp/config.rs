@@ -46,6 +46,11 @@ pub struct TcpConfig {
     pub slow_start_after_idle: bool,
     /// Tail loss probes (`net.ipv4.tcp_early_retrans` >= 3, the default).
     pub tlp: bool,
+    /// `net.ipv4.tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio`: the pacing rate of an
+    /// algorithm without `cong_control` is this percentage of cwnd / SRTT, the first while
+    /// cwnd is below half of ssthresh, the second after (`tcp_update_pacing_rate`).
+    pub pacing_ss_ratio: u32,
+    pub pacing_ca_ratio: u32,
 }
 
 impl Default for TcpConfig {
@@ -66,10 +71,14 @@ impl Default for TcpConfig {
             min_tso_segs: 2,
             slow_start_after_idle: true,
             tlp: true,
+            pacing_ss_ratio: 200,
+            pacing_ca_ratio: 120,
         }
     }
 }
 
+/// Linux takes 0 too, which leaves no pacing rate to pace or size bursts by.
+const PACING_RATIO: &str = "the sysctl's 1000 at most";
 const RTO_MAX_NS: u64 = super::rtt::RTO_MAX.ns();
 
 impl TcpConfig {
@@ -87,6 +96,8 @@ impl TcpConfig {
         Range { field: "frto", lo: 0, hi: 2, unit: Unit::Count(""), why: "net.ipv4.tcp_frto" },
         Range { field: "tso_win_divisor", lo: 0, hi: 255, unit: Unit::Count(""), why: "a u8 sysctl" },
         Range { field: "min_tso_segs", lo: 1, hi: 65_535, unit: Unit::Count("segments"), why: "GSO_MAX_SEGS" },
+        Range { field: "pacing_ss_ratio", lo: 1, hi: 1000, unit: Unit::Count("percent"), why: PACING_RATIO },
+        Range { field: "pacing_ca_ratio", lo: 1, hi: 1000, unit: Unit::Count("percent"), why: PACING_RATIO },
     ];
 
     /// The first integer setting outside its range, with its value.

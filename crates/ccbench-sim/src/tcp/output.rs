@@ -20,9 +20,6 @@ const TSO_MAX_DEFERRED_SEGS: u64 = 3;
 const GSO_MAX_SIZE: u64 = 65536;
 /// Socket-buffer overhead charged per skb on top of its payload (approximate `truesize`).
 const SKB_OVERHEAD: u64 = 768;
-/// `tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio` (percent).
-const PACING_SS_RATIO: u64 = 200;
-const PACING_CA_RATIO: u64 = 120;
 
 /// `tcp_tso_should_defer`'s answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -413,11 +410,12 @@ impl Sender {
         stride * payload.min(goal)
     }
 
-    /// `tcp_update_pacing_rate` for algorithms without `cong_control`: 200% of
-    /// cwnd/SRTT in early slow start, else 120%.
+    /// `tcp_update_pacing_rate` for algorithms without `cong_control`: by default 200% of
+    /// cwnd/SRTT in early slow start, else 120% (`tcp.pacing_ss_ratio`, `pacing_ca_ratio`).
     pub(super) fn update_pacing_rate(&mut self) {
         let srtt8 = self.rtt.srtt_us8;
-        let ratio = if self.w.cwnd < self.w.ssthresh / 2 { PACING_SS_RATIO } else { PACING_CA_RATIO };
+        let tcp = &self.p.tcp;
+        let ratio = if self.w.cwnd < self.w.ssthresh / 2 { tcp.pacing_ss_ratio } else { tcp.pacing_ca_ratio } as u64;
         let mut rate = self.p.tcp.mss as u64 * ((1_000_000 / 100) << 3) * ratio;
         rate *= self.w.cwnd.max(self.sb.packets_out()) as u64;
         self.w.pacing_rate = rate.checked_div(srtt8).unwrap_or(rate);
