@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from ..scenario import Tcp
 from .script import (
     CODE_CONSTANTS,
     DEFAULT_TOLERANCE_US,
@@ -62,19 +63,18 @@ SNIFF_TIMEOUT_US = 2_000_000
 MODELLED_DEFAULTS = {
     "net.ipv4.tcp_sack": "1",
     "net.ipv4.tcp_recovery": "1",
-    "net.ipv4.tcp_pacing_ss_ratio": "200",
-    "net.ipv4.tcp_pacing_ca_ratio": "120",
     "net.ipv4.tcp_reordering": "3",
     "net.ipv4.tcp_mtu_probing": "0",
 }
+#: The [tcp] settings that are sysctls, which a script may change (the handshake, not
+#: the sysctl, decides SACK: ``net.ipv4.tcp_sack`` stays in ``MODELLED_DEFAULTS``).
+STACK_SYSCTLS = {k: v for k, v in Tcp.sysctl_fields().items() if k not in MODELLED_DEFAULTS}
 #: Settings that do not reach the data sender of these scripts.
 IGNORED_SYSCTLS = {
     "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_timestamps", "net.ipv4.tcp_syn_retries",
     "net.ipv4.tcp_synack_retries", "net.ipv4.tcp_dsack", "net.ipv4.tcp_fack", "net.ipv4.tcp_ecn_option",
     "net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_fastopen", "net.ipv4.tcp_fastopen_key",
-    "net.ipv4.tcp_syncookies", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_ecn",
-    "net.ipv4.tcp_tso_win_divisor", "net.ipv4.tcp_min_tso_segs", "net.ipv4.tcp_slow_start_after_idle",
-    "net.ipv4.tcp_early_retrans",
+    "net.ipv4.tcp_syncookies",
 }  # fmt: skip
 #: Shell lines with no effect on the simulated sender.
 IGNORED_COMMANDS = ("ip tcp_metrics flush", "tc qdisc add dev tun0 root pfifo", "/tmp/sysctl_restore_")
@@ -152,11 +152,9 @@ class _Run:
     ecn_sysctl: int = 0
     strict_segments: bool = False
     cubic_module: dict[str, float] = field(default_factory=dict)
-    tso_win_divisor: int = 3
-    min_tso_segs: int = 2
-    slow_start_after_idle: bool = False
+    # [tcp] settings the script's sysctls set (the simulator's TcpConfig fields).
+    stack: dict[str, Any] = field(default_factory=dict)
     tlp: bool = True
-    frto: int = 2
     h: Any = None
     conn: _Conn = field(default_factory=_Conn)
     now_us: int = 0
@@ -240,29 +238,33 @@ def _apply_command(run: _Run, cmd: Any, initial: bool) -> None:
             run.cca = _cca(value)
         elif name == "net.ipv4.tcp_ecn":
             run.ecn_sysctl = int(value)
-        elif name == "net.ipv4.tcp_tso_win_divisor":
-            run.tso_win_divisor = int(value)
         elif name == "net.ipv4.tcp_early_retrans":
             # 0 turns tail loss probes off; 3 and 4 both probe (the RACK code path
             # replaced the early-retransmit variants).
             if value not in ("0", "3", "4"):
                 raise Unsupported(f"sysctl net.ipv4.tcp_early_retrans={value}")
             run.tlp = value != "0"
-        elif name == "net.ipv4.tcp_min_tso_segs":
-            run.min_tso_segs = int(value)
-        elif name == "net.ipv4.tcp_slow_start_after_idle":
-            run.slow_start_after_idle = value != "0"
-        elif name == "net.ipv4.tcp_frto":
-            if value not in ("0", "1", "2"):
-                raise Unsupported(f"sysctl net.ipv4.tcp_frto={value}")
-            run.frto = int(value)
         elif name in MODELLED_DEFAULTS:
             if value != MODELLED_DEFAULTS[name]:
                 raise Unsupported(f"sysctl {name}={value} (the simulator models {MODELLED_DEFAULTS[name]})")
+        elif name in STACK_SYSCTLS:
+            run.stack[STACK_SYSCTLS[name]] = _setting(name, value)
         elif name in IGNORED_SYSCTLS:
             continue
         else:
             raise Unsupported(f"sysctl {name}={value}")
+
+
+def _setting(name: str, value: str) -> Any:
+    """A sysctl's value as its [tcp] setting, or Unsupported outside the setting's range."""
+    field_name = STACK_SYSCTLS[name]
+    if Tcp.model_fields[field_name].annotation is bool:
+        return value != "0"
+    key = Tcp.model_fields[field_name].alias or field_name
+    try:
+        return getattr(Tcp.model_validate({key: int(value)}), field_name)
+    except ValueError:  # pydantic's ValidationError is one
+        raise Unsupported(f"sysctl {name}={value}") from None
 
 
 def _cca(name: str) -> str:
@@ -446,9 +448,7 @@ def _establish(run: _Run, p: Packet, t_us: int, rtt_us: int, ack_time_us: int) -
 def _new_harness(run: _Run, rtt_us: int, rwnd: int) -> Any:
     from ccbench import _core
 
-    tcp = {"mss": run.conn.mss, "hz": KERNEL_HZ, "tso_win_divisor": run.tso_win_divisor,
-           "min_tso_segs": max(run.min_tso_segs, 1), "slow_start_after_idle": run.slow_start_after_idle,
-           "tlp": run.tlp, "frto": run.frto, "sack": run.conn.sack_ok}
+    tcp = {**run.stack, "mss": run.conn.mss, "hz": KERNEL_HZ, "tlp": run.tlp, "sack": run.conn.sack_ok}
     return _core.ScriptedSender(
         cca=run.cca,
         cc_params={**(run.cubic_module if run.cca == "cubic" else {}), **run.cc_params},

@@ -186,9 +186,7 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
 
 def _tcp_sysctls(tcp: Tcp, default: Tcp, host: HostFacts) -> dict[str, str]:
     """``tcp.sysctls()`` less those this kernel lacks, which must then keep their default."""
-    wanted, defaults = tcp.sysctls(), default.sysctls()
-    names = {extra["sysctl"]: name for name, f in Tcp.model_fields.items()
-             if isinstance(extra := f.json_schema_extra, dict) and "sysctl" in extra}
+    wanted, defaults, names = tcp.sysctls(), default.sysctls(), Tcp.sysctl_fields()
     out = {}
     for key, value in wanted.items():
         if host.has_sysctl(key):

@@ -82,11 +82,15 @@ class Tcp(_Table):
         _tcp("pacing_ca_ratio"), description="net.ipv4.tcp_pacing_ca_ratio: the same from there on", examples=[120],
         json_schema_extra=_sysctl("tcp_pacing_ca_ratio"))
 
+    @classmethod
+    def sysctl_fields(cls) -> dict[str, str]:
+        """``net.ipv4`` sysctl -> the field that is it."""
+        return {extra["sysctl"]: name for name, field in cls.model_fields.items()
+                if isinstance(extra := field.json_schema_extra, dict) and "sysctl" in extra}
+
     def sysctls(self) -> dict[str, str]:
         """The fields that are ``net.ipv4`` sysctls, as a kernel takes them."""
-        return {extra["sysctl"]: str(int(getattr(self, name)))
-                for name, field in type(self).model_fields.items()
-                if isinstance(extra := field.json_schema_extra, dict) and "sysctl" in extra}
+        return {key: str(int(getattr(self, name))) for key, name in self.sysctl_fields().items()}
 
     @field_validator("hz")
     @classmethod
