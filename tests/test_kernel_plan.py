@@ -216,3 +216,40 @@ def test_an_outage_in_the_emulators_series_reads_as_nan() -> None:
     raw = RawRun(run_id="t", t0_ns=0, emulator={"series": series}, receiver={}, sender={}, notes=[])
     table = _link_table(raw, 0.3)
     assert math.isnan(table["utilization"][1]) and table["utilization"][2] == 0.9
+
+
+def test_a_kernel_runs_summary_is_built_by_the_simulators_code() -> None:
+    """The agents' and the emulator's reports of a two-flow run become the summary through
+    ``_core.summarize``: rates over each flow's life, delay above its base RTT,
+    utilization and fairness as the simulator derives them, plus the kernel's own facts."""
+    from ccbench.kernel.results import assemble
+    from ccbench.kernel.session import RawRun
+
+    sc = from_dict(scenario(duration="4s", flows=[{"cca": "cubic"}, {"cca": "cubic", "start": "1s", "size": "1MB",
+                                                                      "access_delay": "5ms"}]))
+    plan = make_plan(sc, HOST)
+    rtt = {"min": 30.0, "mean": 30.0, "p50": 30.0, "p95": 30.0, "p99": 30.0, "max": 30.0}
+    queue = {k: 1.0 for k in rtt}
+    info = {"total_retrans": 2, "bytes_sent": 3_100_000, "total_rto": 0, "snd_cwnd": 40, "rwnd_limited": 5_000,
+            "sndbuf_limited": 7_000}
+    raw = RawRun(
+        run_id="t", t0_ns=0, notes=[],
+        emulator={"flows": [{"payload_out_bytes": 3_001_000, "dropped": 1, "rtt_ms": rtt, "rtt_samples": 10},
+                            {"payload_out_bytes": 1_000_000, "dropped": 0, "rtt_ms": rtt, "rtt_samples": 0}],
+                  "link": {"wire_bytes_out": 4_200_000, "drops_overflow": 1, "drops_random": 0, "ecn_marks": 0,
+                           "queue_delay_ms": queue, "queue_bytes": queue, "queue_packets": queue,
+                           "packets_forwarded": 2_800},
+                  "check": {"ok": True}, "series": {"time_s": []}},
+        receiver={"bytes": [3_000_000, 1_000_000], "completed_ns": [None, 3_000_000_000], "samples": []},
+        sender={"final": [info, info], "samples": []})
+    summary, _, _ = assemble(plan, raw, HOST)
+    a, b = summary["flows"]
+    assert a["goodput_bps"] == 3e6 * 8 / 4 and b["goodput_bps"] == 1e6 * 8 / 2
+    assert (b["start_s"], b["completion_s"], b["base_rtt_ms"]) == (1.0, 2.0, 30.0)
+    assert (a["self_inflicted_delay_ms"], b["self_inflicted_delay_ms"]) == (10.0, 0.0)
+    assert summary["link"]["utilization"] == 4.2e6 * 8 / (20e6 * 4)
+    assert summary["jain_index"] == pytest.approx(100 / 104)
+    assert (a["lost"], a["undos"], summary["events"]) == (None, None, None)
+    assert (a["rwnd_limited_ms"], a["sndbuf_limited_ms"], a["rtt_samples"]) == (5.0, 7.0, 10)
+    assert summary["engine"] == "kernel" and summary["kernel"] == HOST.kernel
+    assert summary["scenario_hash"] == plan.scenario.scenario_hash and summary["emulator"] == {"ok": True}

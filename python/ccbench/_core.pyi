@@ -25,8 +25,9 @@ def version() -> str:
 def algorithms() -> list[str]:
     """Names of the congestion-control algorithms the simulator implements."""
 
-def configured_link(scenario_json: str) -> str:
-    """The link summary's figures that follow from the scenario alone, as JSON."""
+def summarize(scenario_json: str, measured_json: str) -> str:
+    """The summary of a run from what an engine measured (``ccbench_sim::summary::Measured``
+    as JSON), built as the simulator builds its own, as JSON."""
 
 def schema_facts() -> str:
     """The scenario defaults and integer ranges the simulator owns, as JSON."""

@@ -151,14 +151,19 @@ fn input_ranges() -> Vec<(String, String)> {
     ccbench_sim::config::input_ranges()
 }
 
-/// The link summary's figures that follow from a scenario (JSON) alone, as every
-/// engine reports them (`ccbench_sim::summary::ConfiguredLink`), as JSON.
+/// The summary of a run of a scenario (JSON) from what an engine measured (JSON of
+/// `ccbench_sim::summary::Measured`), built as the simulator builds its own, as JSON.
 #[pyfunction]
-fn configured_link(scenario_json: String) -> PyResult<String> {
-    let scenario: ccbench_sim::Scenario = serde_json::from_str(&scenario_json)
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("scenario: {e}")))?;
-    let facts = ccbench_sim::summary::ConfiguredLink::of(&scenario);
-    serde_json::to_string(&facts).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
+fn summarize(scenario_json: String, measured_json: String) -> PyResult<String> {
+    let bad = |what: &str, e: serde_json::Error| pyo3::exceptions::PyValueError::new_err(format!("{what}: {e}"));
+    let scenario: ccbench_sim::Scenario = serde_json::from_str(&scenario_json).map_err(|e| bad("scenario", e))?;
+    let measured: ccbench_sim::summary::Measured =
+        serde_json::from_str(&measured_json).map_err(|e| bad("measured", e))?;
+    if measured.flows.len() != scenario.flows.len() {
+        return Err(pyo3::exceptions::PyValueError::new_err("measured: one entry per scenario flow"));
+    }
+    let summary = ccbench_sim::Summary::build(&scenario, measured);
+    serde_json::to_string(&summary).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
 }
 
 /// The defaults and integer ranges the front end's schema takes from the simulator
@@ -221,7 +226,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(input_ranges, m)?)?;
     m.add_function(wrap_pyfunction!(schema_facts, m)?)?;
-    m.add_function(wrap_pyfunction!(configured_link, m)?)?;
+    m.add_function(wrap_pyfunction!(summarize, m)?)?;
     m.add_function(wrap_pyfunction!(set_debug, m)?)?;
     install_panic_hook();
     m.add_function(wrap_pyfunction!(version, m)?)?;

@@ -298,7 +298,7 @@ fn run_case(name: &str, quick: bool) {
         wall_s,
         // ACKs return on a separate path, so everything the bottleneck forwarded is data.
         packets: sm.link.packets_forwarded,
-        events: sm.events,
+        events: sm.events.unwrap_or(0),
         rss_before_kb,
         peak_kb: status_kb("VmHWM:"),
     };

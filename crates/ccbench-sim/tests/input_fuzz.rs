@@ -292,7 +292,7 @@ proptest! {
             .map_err(|e| TestCaseError::fail(format!("validated, then refused: {e}\nscenario: {json}")))?;
         for f in &out.summary.flows {
             prop_assert!(f.goodput_bps.is_finite() && f.goodput_bps >= 0.0, "goodput {} ({json})", f.goodput_bps);
-            prop_assert!(f.delivered_bytes <= f.sent_bytes, "delivered {} > sent {} ({json})", f.delivered_bytes, f.sent_bytes);
+            prop_assert!(Some(f.delivered_bytes) <= f.sent_bytes, "delivered {} > sent {:?} ({json})", f.delivered_bytes, f.sent_bytes);
         }
         let l = &out.summary.link;
         prop_assert!(l.queue_delay_ms.mean >= 0.0 && l.queue_delay_ms.mean.is_finite(), "queue delay {} ({json})", l.queue_delay_ms.mean);

@@ -89,7 +89,7 @@ proptest! {
         for (f, c) in sm.flows.iter().zip(&s.flows) {
             prop_assert!(f.goodput_bps <= payload * (1.0 + EPS), "flow {} goodput {} > {} ({})", f.id, f.goodput_bps, payload, json);
             prop_assert!(f.goodput_bps <= f.throughput_bps * (1.0 + EPS) + EPS, "flow {} goodput {} > bottleneck throughput {}", f.id, f.goodput_bps, f.throughput_bps);
-            prop_assert!(f.delivered_bytes <= f.sent_bytes, "flow {} delivered {} > sent {}", f.id, f.delivered_bytes, f.sent_bytes);
+            prop_assert!(Some(f.delivered_bytes) <= f.sent_bytes, "flow {} delivered {} > sent {:?}", f.id, f.delivered_bytes, f.sent_bytes);
             delivered_bits += f.delivered_bytes as f64 * 8.0;
 
             prop_assert_eq!(f.base_rtt_ms, (s.link.rtt_ns + 2 * c.access_delay_ns) as f64 / 1e6);

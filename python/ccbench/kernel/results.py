@@ -15,9 +15,8 @@ import json
 from typing import Any, Optional
 
 from .. import _core
-from ..scenario import Scenario
 from .host import HostFacts, module_params
-from .plan import HEADER_BYTES, FlowPlan, Plan
+from .plan import Plan
 from .session import RawRun
 from .tcpinfo import TCP_INFINITE_SSTHRESH
 
@@ -27,24 +26,6 @@ _NO_SAMPLES = {"min": 0.0, "mean": 0.0, "p50": 0.0, "p95": 0.0, "p99": 0.0, "max
 CC_COLUMNS = ("cc_bw_bps", "cc_min_rtt_ms", "cc_pacing_gain", "cc_cwnd_gain")
 FLOW_COLUMNS = ("time_s", "flow", "goodput_bps", "throughput_bps", "cwnd", "ssthresh", "inflight", "inflight_bytes",
                 "rwnd_bytes", "pacing_rate_bps", "delivery_rate_bps", "srtt_ms", "min_rtt_ms", "retransmits", "lost", "ca_state")
-
-
-def _jain(xs: list[float]) -> float:
-    s, s2 = sum(xs), sum(x * x for x in xs)
-    return 1.0 if s2 == 0 else s * s / (len(xs) * s2)
-
-
-def _configured_link(sc: Scenario, link: dict[str, Any]) -> dict[str, Any]:
-    """The link summary's figures that follow from the scenario, as the simulator builds
-    them for every engine (buffer, BDP, trace mean, AQM and loss-model parameters), with
-    the AQM's drops the emulator counted."""
-    out: dict[str, Any] = {}
-    for key, value in json.loads(_core.configured_link(sc.to_json())).items():
-        if value is not None or key in ("buffer_bytes", "buffer_packets"):  # the others only when set
-            out[key] = value
-        if key == "aqm" and value is not None:
-            out["drops_aqm"] = link.get("drops_aqm", 0)
-    return out
 
 
 def _undos(tcp_ext: dict[str, int], flows: int) -> dict[str, Optional[int]]:
@@ -80,34 +61,25 @@ def _flow_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def _downloads(f: FlowPlan, base_rtt_ms: float, received: list[dict[str, Any]], sent: list[dict[str, Any]],
-               emu_flow: dict[str, Any], duration_s: float) -> list[dict[str, Any]]:
-    """A repeating flow's downloads in the simulator's schema: bytes and completion from
-    the receiver, start and counters from each connection's last TCP_INFO, RTT from the
-    emulator's samples of that connection (by the sender's port). ``dupacks`` is not in
-    TCP_INFO."""
+def _downloads(received: list[dict[str, Any]], sent: list[dict[str, Any]],
+               emu_flow: dict[str, Any], size_bytes: Optional[int]) -> list[dict[str, Any]]:
+    """A repeating flow's downloads as measured: bytes and completion from the receiver,
+    start and counters from each connection's last TCP_INFO, RTT from the emulator's
+    samples of that connection (by the sender's port). ``dupacks`` is not in TCP_INFO."""
     rtt_by_port = {c["port"]: c for c in emu_flow.get("connections", [])}
     out = []
     for k, conn in enumerate(sent):
         got = received[k] if k < len(received) else {"bytes": 0, "completed_ns": None}
-        start_s = conn["start_ns"] / 1e9
-        done_s = None if got["completed_ns"] is None else got["completed_ns"] / 1e9
-        took = (done_s if done_s is not None else duration_s) - start_s
-        delivered = min(got["bytes"], f.size_bytes or got["bytes"])
         rtt = rtt_by_port.get(conn["port"])
-        rtt_ms = rtt["rtt_ms"] if rtt else _NO_SAMPLES
-        info = conn["final"]
         out.append({
-            "index": k,
-            "start_s": start_s,
-            "completion_s": None if done_s is None else done_s - start_s,
-            "delivered_bytes": delivered,
-            "throughput_bps": delivered * 8.0 / took if took > 0 else 0.0,
-            "rtt_ms": rtt_ms,
-            "self_inflicted_delay_ms": rtt_ms["mean"] - base_rtt_ms if rtt and rtt["rtt_samples"] > 0 else 0.0,
-            "retransmits": info["total_retrans"],
+            "start_ns": conn["start_ns"],
+            "completed_ns": got["completed_ns"],
+            "delivered_bytes": min(got["bytes"], size_bytes or got["bytes"]),
+            "rtt_ms": rtt["rtt_ms"] if rtt else _NO_SAMPLES,
+            "rtt_samples": rtt["rtt_samples"] if rtt else 0,
+            "retransmits": conn["final"]["total_retrans"],
             "dupacks": None,
-            "rto_count": info.get("total_rto"),
+            "rto_count": conn["final"].get("total_rto"),
         })
     return out
 
@@ -125,110 +97,82 @@ def _cc_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
 
 
 def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], dict[str, list[Any]], dict[str, list[Any]]]:
-    """(summary, flows table, link table) in the simulator's schema."""
+    """(summary, flows table, link table) in the simulator's schema: the summary built
+    from what the agents and the emulator measured by the simulator's own code
+    (``_core.summarize``), with the kernel's own facts added."""
     sc = plan.scenario
     emu, rcv, snd = raw.emulator, raw.receiver, raw.sender
-    duration_s = sc.duration_ns / 1e9
+    end_ns = sc.duration_ns
     completed = rcv["completed_ns"]
     if all(f.size_bytes is not None for f in plan.flows) and all(c is not None for c in completed):
-        duration_s = min(duration_s, max(completed) / 1e9)
-    final = snd["final"]
+        end_ns = min(end_ns, max(completed))
+    duration_s = end_ns / 1e9
+    undos = _undos(snd.get("tcp_ext") or {}, len(plan.flows))
 
-    flows = []
+    flows, extras = [], []
     for i, f in enumerate(plan.flows):
-        start_s = f.start_ns / 1e9
-        done_s = None if completed[i] is None else completed[i] / 1e9
-        life = (done_s if done_s is not None else duration_s) - start_s
         delivered = rcv["bytes"][i] if f.size_bytes is None else min(rcv["bytes"][i], f.size_bytes)
         e = emu["flows"][i]
-        info = final[i]
-        base_rtt_ms = (sc.link.rtt_ns + 2 * f.access_delay_ns) / 1e6
+        info = snd["final"][i]
         downloads = None
         if f.repeat > 1:
-            downloads = _downloads(f, base_rtt_ms, rcv["downloads"][i], snd["downloads"][i], e, duration_s)
+            downloads = _downloads(rcv["downloads"][i], snd["downloads"][i], e, f.size_bytes)
             delivered = sum(d["delivered_bytes"] for d in downloads)
             # The flow's totals are its connections' (as the simulator adds its closed ones).
             info = dict(info, **{k: sum(c["final"].get(k) or 0 for c in snd["downloads"][i])
                                  for k in ("total_retrans", "bytes_sent", "total_rto", "rwnd_limited",
                                            "sndbuf_limited")})
-        per_sec = (lambda b: b * 8.0 / life) if life > 0 else (lambda b: 0.0)
         flows.append({
-            "id": i,
             "cca": f.cca,
             "params": module_params(f.cca),
             "ecn": "classic" if f.ecn else "off",
             "paced": f.paced,
-            "start_s": start_s,
-            "base_rtt_ms": base_rtt_ms,
-            "goodput_bps": per_sec(delivered),
-            "throughput_bps": per_sec(e["payload_out_bytes"]),
+            "completed_ns": completed[i],
             "delivered_bytes": delivered,
+            "bottleneck_bytes": e["payload_out_bytes"],
             "sent_bytes": info.get("bytes_sent"),
             "retransmits": info["total_retrans"],
             "lost": None,
             "dropped": e["dropped"],
             "rto_count": info.get("total_rto"),
-            **_undos(snd.get("tcp_ext") or {}, len(plan.flows)),
+            **undos,
             "rtt_ms": e["rtt_ms"],
-            "self_inflicted_delay_ms": e["rtt_ms"]["mean"] - base_rtt_ms if e["rtt_samples"] > 0 else 0.0,
-            "size_bytes": f.size_bytes,
-            "completion_s": None if done_s is None else done_s - start_s,
-            "final_cwnd": info["snd_cwnd"],
-            # Time limited by the receive window (TCP_INFO, as the simulator reports it);
-            # kernel-only diagnostics: by the send buffer, and the emulator's RTT samples.
-            "rwnd_limited_ms": info.get("rwnd_limited", 0) / 1e3,
-            "sndbuf_limited_ms": info.get("sndbuf_limited", 0) / 1e3,
             "rtt_samples": e["rtt_samples"],
+            "final_cwnd": info["snd_cwnd"],
+            # Time limited by the receive window (TCP_INFO, as the simulator reports it).
+            "rwnd_limited_ms": info.get("rwnd_limited", 0) / 1e3,
+            "downloads": downloads,
         })
-        if downloads is not None:
-            flows[-1]["downloads"] = downloads
+        # Kernel-only diagnostics: time limited by the send buffer, the emulator's RTT samples.
+        extras.append({"sndbuf_limited_ms": info.get("sndbuf_limited", 0) / 1e3, "rtt_samples": e["rtt_samples"]})
 
     link = emu["link"]
-    configured = _configured_link(sc, link)
-    if sc.link.trace is None and not sc.link.rate_schedule:
-        assert sc.link.rate_bps is not None
-        rate_bps = sc.link.rate_bps
-        utilization = link["wire_bytes_out"] * 8.0 / (rate_bps * max(duration_s, 1e-9))
-    else:
-        # What the trace or the rate steps offered during the emulator's window.
-        capacity = float(link.get("capacity_bits", 0.0))
-        window_s = max(float(emu.get("measured_s") or duration_s), 1e-9)
-        rate_bps = round(capacity / window_s)
-        utilization = link["wire_bytes_out"] * 8.0 / capacity if capacity > 0 else 0.0
-    check = emu["check"]
-    summary: dict[str, Any] = {
+    constant = sc.link.trace is None and not sc.link.rate_schedule
+    # A trace's or rate steps' capacity is what they offered in the emulator's window.
+    window_s = duration_s if constant else float(emu.get("measured_s") or duration_s)
+    measured = {
         "engine": "kernel",
-        "version": _core.version(),
-        "seed": sc.seed,
+        "end_ns": end_ns,
+        "flows": flows,
+        "link": {
+            "capacity_bits": None if constant else float(link.get("capacity_bits", 0.0)),
+            "window_ns": round(window_s * 1e9),
+            **{k: link[k] for k in ("wire_bytes_out", "drops_overflow", "drops_random", "ecn_marks",
+                                    "queue_delay_ms", "queue_bytes", "queue_packets", "packets_forwarded")},
+            "drops_aqm": link.get("drops_aqm", 0),
+        },
+    }
+    summary: dict[str, Any] = json.loads(_core.summarize(sc.to_json(), json.dumps(measured)))
+    for row, extra in zip(summary["flows"], extras):
+        row.update(extra)
+    summary.update({
         "scenario_hash": sc.scenario_hash,
-        "duration_s": duration_s,
-        "header_bytes": HEADER_BYTES,
-        "jain_index": _jain([f["goodput_bps"] for f in flows]),
-        "events": None,
         "kernel": host.kernel,
         "kernel_hz": host.kernel_hz,
         "available_congestion_control": host.available_congestion_control,
         "notes": plan.notes + raw.notes,
-        "emulator": check,
-        "flows": flows,
-        "link": {
-            "rate_bps": rate_bps,
-            "rtt_ms": configured.pop("rtt_ms"),
-            "buffer_bytes": configured.pop("buffer_bytes"),
-            "buffer_packets": configured.pop("buffer_packets"),
-            "bdp_bytes": configured.pop("bdp_bytes"),
-            "utilization": utilization,
-            "drops": link["drops_overflow"] + link["drops_random"] + link.get("drops_aqm", 0),
-            "drops_overflow": link["drops_overflow"],
-            "drops_random": link["drops_random"],
-            "ecn_marks": link["ecn_marks"],
-            "queue_delay_ms": link["queue_delay_ms"],
-            "queue_bytes": link["queue_bytes"],
-            "queue_packets": link["queue_packets"],
-            "packets_forwarded": link["packets_forwarded"],
-            **configured,
-        },
-    }
+        "emulator": emu["check"],
+    })
     return summary, _flows_table(plan, raw, duration_s), _link_table(raw, duration_s)
 
 

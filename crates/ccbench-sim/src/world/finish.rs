@@ -1,15 +1,14 @@
-//! The summary of a finished run: every flow's totals (closed connections included),
-//! the link's, the ACK link's and the host's, in the summary schema's units.
+//! What a finished run measured: every flow's totals (closed connections included), the
+//! link's, the ACK link's and the host's, from which `Summary::build` makes the summary
+//! as it does for every engine.
 
 use super::{FlowMeta, RunOutput, World};
 use crate::base::histogram::Histogram;
 use crate::summary::{
-    jain_index, AckLinkSummary, ConfiguredLink, DownloadSummary, FlowSummary, HostSummary, LinkSummary, Stats, Summary,
-    VERSION,
+    AckLinkSummary, DownloadMeasured, FlowMeasured, HostSummary, LinkMeasured, Measured, Stats, Summary,
 };
 use crate::tcp::{Receiver, Sender};
 use crate::time::Time;
-use crate::units::wire;
 
 impl World {
     pub(super) fn finish(mut self, now: Time) -> RunOutput {
@@ -25,61 +24,43 @@ impl World {
             let r = &self.receivers[i];
             // Repeated downloads: the closed connections' totals plus the open one's; the
             // flow is complete when its last download is.
-            let done = if f.repeats_left == 0 { r.completed_at } else { None };
-            let stop = done.unwrap_or(end);
-            let life = stop.since(f.start).secs_f64();
-            let per_sec = |bytes: u64| if life > 0.0 { bytes as f64 * 8.0 / life } else { 0.0 };
             let mut t = f.closed.clone();
             t.add(&s.totals(end));
-            let rtt = stats_ms(&t.rtt_ns);
-            let delivered = f.closed_delivered + r.delivered_bytes();
             let repeated = self.scenario.flows[i].repeat > 1;
             let downloads = repeated.then(|| {
                 let mut all = f.downloads.clone();
                 if r.completed_at.is_none() {
-                    all.push(download_summary(f, s, r, end));
+                    all.push(download_measured(f, s, r));
                 }
                 all
             });
-            flows.push(FlowSummary {
-                id: i as u32,
+            flows.push(FlowMeasured {
                 cca: f.cca.clone(),
                 params: s.cc.params(),
                 ecn: s.p.ecn,
                 paced: s.paced,
-                start_s: f.start.secs_f64(),
-                base_rtt_ms: f.base_rtt.ms_f64(),
-                goodput_bps: per_sec(delivered),
-                throughput_bps: per_sec(f.bottleneck_bytes),
-                delivered_bytes: delivered,
-                sent_bytes: t.sent_bytes,
+                completed_ns: if f.repeats_left == 0 { r.completed_at.map(|t| t.ns()) } else { None },
+                delivered_bytes: f.closed_delivered + r.delivered_bytes(),
+                bottleneck_bytes: f.bottleneck_bytes,
+                sent_bytes: Some(t.sent_bytes),
                 retransmits: t.retransmits,
-                lost: t.lost,
+                lost: Some(t.lost),
                 dropped: f.dropped,
-                rto_count: t.rto_count,
-                undos: t.undos,
-                spurious_rtos: t.spurious_rtos,
-                self_inflicted_delay_ms: if t.rtt_ns.count() > 0 { rtt.mean - f.base_rtt.ms_f64() } else { 0.0 },
-                rtt_ms: rtt,
-                size_bytes: f.size_bytes,
-                completion_s: done.map(|t| t.since(f.start).secs_f64()),
+                rto_count: Some(t.rto_count),
+                undos: Some(t.undos),
+                spurious_rtos: Some(t.spurious_rtos),
+                rtt_ms: stats_ms(&t.rtt_ns),
+                rtt_samples: t.rtt_ns.count(),
                 final_cwnd: s.w.cwnd,
                 rwnd_limited_ms: t.rwnd_limited_us as f64 / 1e3,
                 downloads,
             });
         }
-        let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_bps).collect();
         let c = &self.path.bottleneck.counters;
         let link = &self.scenario.link;
-        let configured = ConfiguredLink::of(&self.scenario);
-        let secs = end.secs_f64().max(1e-9);
-        let (rate_bps, utilization) = match self.path.bottleneck.capacity().constant_rate() {
-            Some(_) => (link.rate_bps, c.wire_bytes_out as f64 * 8.0 / (link.rate_bps as f64 * secs)),
-            None => {
-                let cap = self.path.bottleneck.capacity_bits(Time::ZERO, end);
-                let util = if cap > 0.0 { c.wire_bytes_out as f64 * 8.0 / cap } else { 0.0 };
-                ((cap / secs).round() as u64, util)
-            }
+        let capacity_bits = match self.path.bottleneck.capacity().constant_rate() {
+            Some(_) => None,
+            None => Some(self.path.bottleneck.capacity_bits(Time::ZERO, end)),
         };
         let ack_link = self.path.ack_link.as_ref().map(|a| {
             let cap = a.capacity_bits(Time::ZERO, end);
@@ -90,36 +71,25 @@ impl World {
                 queue_delay_ms: stats_ms(&a.counters.sojourn_ns),
             }
         });
-        let summary = Summary {
-            engine: "sim",
-            version: VERSION,
-            seed: self.scenario.seed,
-            duration_s: end.secs_f64(),
-            header_bytes: wire::DATA_OVERHEAD,
-            jain_index: jain_index(&goodputs),
+        let measured = Measured {
+            engine: "sim".into(),
+            end_ns: end.ns(),
             flows,
-            link: LinkSummary {
-                rate_bps,
-                rtt_ms: configured.rtt_ms,
-                buffer_bytes: configured.buffer_bytes,
-                buffer_packets: configured.buffer_packets,
-                bdp_bytes: configured.bdp_bytes,
-                utilization,
-                drops: c.drops_overflow + c.drops_random + c.drops_aqm,
+            link: LinkMeasured {
+                capacity_bits,
+                window_ns: end.ns(),
+                wire_bytes_out: c.wire_bytes_out,
                 drops_overflow: c.drops_overflow,
                 drops_random: c.drops_random,
+                drops_aqm: c.drops_aqm,
                 ecn_marks: c.ecn_marks,
                 queue_delay_ms: stats_ms(&c.sojourn_ns),
                 queue_bytes: stats_raw(&c.queue_bytes_seen),
                 queue_packets: stats_raw(&c.queue_packets_seen),
                 packets_forwarded: c.packets_out,
-                trace_mean_bps: configured.trace_mean_bps,
-                aqm: configured.aqm,
-                drops_aqm: (!link.aqm.is_drop_tail()).then_some(c.drops_aqm),
-                loss_model: configured.loss_model,
                 ack_link,
             },
-            events: self.events,
+            events: Some(self.events),
             host: self.host.as_ref().map(|h| HostSummary {
                 cpu_share: h.share(),
                 busy_fraction: h.busy.secs_f64() / end.secs_f64().max(1e-9),
@@ -129,25 +99,21 @@ impl World {
                 wait_ms: stats_ms(&h.wait_ns),
             }),
         };
+        let summary = Summary::build(&self.scenario, measured);
         RunOutput { summary, series: self.recorder.finish(), trace_hash: self.trace_hash }
     }
 }
 
-/// The download flow `f`'s open connection (`s`, `r`) carried, as of `now`.
-pub(super) fn download_summary(f: &FlowMeta, s: &Sender, r: &Receiver, now: Time) -> DownloadSummary {
-    let done = r.completed_at;
-    let took = done.unwrap_or(now).since(f.download_start).secs_f64();
-    let rtt = Stats::from_histogram(&s.stats.rtt_ns, 1e6);
-    DownloadSummary {
-        index: f.downloads.len() as u32,
-        start_s: f.download_start.secs_f64(),
-        completion_s: done.map(|t| t.since(f.download_start).secs_f64()),
+/// What the download flow `f`'s open connection (`s`, `r`) carried so far.
+pub(super) fn download_measured(f: &FlowMeta, s: &Sender, r: &Receiver) -> DownloadMeasured {
+    DownloadMeasured {
+        start_ns: f.download_start.ns(),
+        completed_ns: r.completed_at.map(|t| t.ns()),
         delivered_bytes: r.delivered_bytes(),
-        throughput_bps: if took > 0.0 { r.delivered_bytes() as f64 * 8.0 / took } else { 0.0 },
-        self_inflicted_delay_ms: if s.stats.rtt_ns.count() > 0 { rtt.mean - f.base_rtt.ms_f64() } else { 0.0 },
-        rtt_ms: rtt,
+        rtt_ms: Stats::from_histogram(&s.stats.rtt_ns, 1e6),
+        rtt_samples: s.stats.rtt_ns.count(),
         retransmits: s.stats.retransmits,
-        dupacks: s.stats.dupacks,
-        rto_count: s.stats.rto_count,
+        dupacks: Some(s.stats.dupacks),
+        rto_count: Some(s.stats.rto_count),
     }
 }

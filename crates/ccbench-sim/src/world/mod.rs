@@ -6,7 +6,7 @@
 mod event;
 mod finish;
 
-use finish::download_summary;
+use finish::download_measured;
 
 pub use event::Event;
 
@@ -20,7 +20,7 @@ use crate::net::{End, Packet, Path, PathObserver};
 use crate::observe::capture::{Capture, CaptureSpec, Point, Sink};
 use crate::observe::recorder::{FlowRow, LinkRow, Recorder};
 use crate::observe::series::Series;
-use crate::summary::{DownloadSummary, Summary};
+use crate::summary::{DownloadMeasured, Summary};
 use crate::tcp::receiver::ReceiverParams;
 use crate::tcp::{Io, Receiver, Sender, SenderParams, SenderTotals, Wake};
 use crate::time::{Dur, Time, NS_PER_MS};
@@ -38,8 +38,6 @@ pub struct RunOutput {
 /// Per-flow facts and counters kept by the network.
 struct FlowMeta {
     cca: String,
-    start: Time,
-    base_rtt: Dur,
     size_bytes: Option<u64>,
     dropped: u64,
     /// Payload of this flow that left the bottleneck.
@@ -53,7 +51,7 @@ struct FlowMeta {
     pause: Dur,
     conn: u16,
     download_start: Time,
-    downloads: Vec<DownloadSummary>,
+    downloads: Vec<DownloadMeasured>,
     /// What the flow's closed connections delivered, sent and measured.
     closed_delivered: u64,
     closed: SenderTotals,
@@ -150,12 +148,8 @@ impl World {
             let (sender, receiver) = connection(s, i, 0)?;
             senders.push(sender);
             receivers.push(receiver);
-            let access = Dur(f.access_delay_ns);
-            let base_rtt = Dur(link.rtt_ns) + access + access;
             flows.push(FlowMeta {
                 cca: f.cca.clone(),
-                start: Time(f.start_ns),
-                base_rtt,
                 size_bytes: f.size_bytes,
                 dropped: 0,
                 bottleneck_bytes: 0,
@@ -361,7 +355,7 @@ impl World {
         if self.scenario.flows[k].repeat == 1 {
             return;
         }
-        let d = download_summary(&self.flows[k], &self.senders[k], &self.receivers[k], now);
+        let d = download_measured(&self.flows[k], &self.senders[k], &self.receivers[k]);
         let f = &mut self.flows[k];
         f.downloads.push(d);
         if f.repeats_left > 0 {

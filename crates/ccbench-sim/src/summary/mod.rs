@@ -1,14 +1,18 @@
 //! The run summary: the stable, documented result schema (see README "Summary schema").
 
+mod configured;
+mod measured;
+
+pub use configured::ConfiguredLink;
+pub use measured::{DownloadMeasured, FlowMeasured, LinkMeasured, Measured};
+
 use crate::base::histogram::Histogram;
-use crate::config::{Aqm, BufferLimit, LossModelConfig, Scenario};
-use serde::Serialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 /// The simulator's version, recorded in every summary.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Stats {
     pub min: f64,
     pub mean: f64,
@@ -50,18 +54,19 @@ pub struct FlowSummary {
     /// Payload of this flow leaving the bottleneck (retransmissions included), per second.
     pub throughput_bps: f64,
     pub delivered_bytes: u64,
-    pub sent_bytes: u64,
+    pub sent_bytes: Option<u64>,
     /// Segments retransmitted (fast, RTO and probe retransmissions).
     pub retransmits: u64,
-    /// Segments the sender marked lost (`tp->lost`).
-    pub lost: u64,
+    /// Segments the sender marked lost (`tp->lost`); None where the engine cannot see it
+    /// (`TCP_INFO` has only the current `lost_out`).
+    pub lost: Option<u64>,
     /// Data packets of this flow dropped at the bottleneck.
     pub dropped: u64,
-    pub rto_count: u64,
+    pub rto_count: Option<u64>,
     /// Reductions undone as spurious (by DSACK, timestamps or F-RTO), and the RTOs among
-    /// them that F-RTO detected.
-    pub undos: u64,
-    pub spurious_rtos: u64,
+    /// them that F-RTO detected (None where they cannot be told apart per flow).
+    pub undos: Option<u64>,
+    pub spurious_rtos: Option<u64>,
     /// RTT samples (newest-packet RTT of each ACK), in ms.
     pub rtt_ms: Stats,
     /// Mean RTT minus the flow's base RTT, in ms.
@@ -95,8 +100,8 @@ pub struct DownloadSummary {
     pub self_inflicted_delay_ms: f64,
     pub retransmits: u64,
     /// ACKs that acknowledged nothing new while data was outstanding.
-    pub dupacks: u64,
-    pub rto_count: u64,
+    pub dupacks: Option<u64>,
+    pub rto_count: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -149,7 +154,7 @@ pub struct AckLinkSummary {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
-    pub engine: &'static str,
+    pub engine: String,
     pub version: &'static str,
     pub seed: u64,
     pub duration_s: f64,
@@ -159,7 +164,8 @@ pub struct Summary {
     pub link: LinkSummary,
     /// Jain's fairness index of per-flow goodput.
     pub jain_index: f64,
-    pub events: u64,
+    /// Events the simulator processed (None for a real kernel).
+    pub events: Option<u64>,
     /// The sender host's CPU, when one is modelled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<HostSummary>,
@@ -192,90 +198,4 @@ pub fn jain_index(xs: &[f64]) -> f64 {
     } else {
         s * s / (n * s2)
     }
-}
-
-/// The link summary's figures that follow from the scenario alone, not from a run: the
-/// same for every engine, and built here for all of them (the kernel and VM engines
-/// through `_core.configured_link`).
-#[derive(Clone, Debug, Serialize)]
-pub struct ConfiguredLink {
-    pub rtt_ms: f64,
-    /// The queue's limit: drop-tail's buffer in bytes or packets, an AQM's in packets.
-    pub buffer_bytes: Option<u64>,
-    pub buffer_packets: Option<u64>,
-    pub bdp_bytes: u64,
-    pub trace_mean_bps: Option<u64>,
-    /// The effective AQM parameters, in the summary's units.
-    pub aqm: Option<serde_json::Value>,
-    /// The loss model's parameters and what they imply in the long run.
-    pub loss_model: Option<serde_json::Value>,
-}
-
-impl ConfiguredLink {
-    pub fn of(s: &Scenario) -> ConfiguredLink {
-        let link = &s.link;
-        let (buffer_bytes, buffer_packets) = match (&link.aqm, link.buffer) {
-            (Aqm::Codel(c), _) => (None, Some(c.limit_packets as u64)),
-            (Aqm::FqCodel(c), _) => (None, Some(c.limit_packets as u64)),
-            (Aqm::DropTail, BufferLimit::Bytes(b)) => (Some(b), None),
-            (Aqm::DropTail, BufferLimit::Packets(n)) => (None, Some(n)),
-            (Aqm::DropTail, BufferLimit::Bdp(x)) => (Some((x * s.bdp_bytes() as f64).round() as u64), None),
-        };
-        ConfiguredLink {
-            rtt_ms: link.rtt_ns as f64 / 1e6,
-            buffer_bytes,
-            buffer_packets,
-            bdp_bytes: s.bdp_bytes(),
-            trace_mean_bps: link.trace.as_ref().map(|t| t.mean_bps()),
-            aqm: aqm_summary(&link.aqm),
-            loss_model: link.loss_model.as_ref().map(loss_model_summary),
-        }
-    }
-}
-
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
-
-/// The effective AQM parameters, in the summary's units.
-fn aqm_summary(aqm: &Aqm) -> Option<serde_json::Value> {
-    match aqm {
-        Aqm::DropTail => None,
-        Aqm::Codel(c) => Some(json!({
-            "name": "codel",
-            "target_ms": ms(c.target_ns),
-            "interval_ms": ms(c.interval_ns),
-            "limit_packets": c.limit_packets,
-            "ecn": c.ecn,
-            "ce_threshold_ms": c.ce_threshold_ns.map(ms),
-            "mtu_bytes": c.mtu_bytes,
-        })),
-        Aqm::FqCodel(c) => Some(json!({
-            "name": "fq_codel",
-            "target_ms": ms(c.target_ns),
-            "interval_ms": ms(c.interval_ns),
-            "limit_packets": c.limit_packets,
-            "ecn": c.ecn,
-            "ce_threshold_ms": c.ce_threshold_ns.map(ms),
-            "mtu_bytes": c.mtu_bytes,
-            "quantum_bytes": c.quantum_bytes,
-            "flows": c.flows,
-            "memory_limit_bytes": c.memory_limit_bytes,
-            "drop_batch": c.drop_batch,
-        })),
-    }
-}
-
-/// The loss model's parameters and what they imply in the long run.
-fn loss_model_summary(m: &LossModelConfig) -> serde_json::Value {
-    let g = m.params();
-    json!({
-        "type": "gilbert-elliott",
-        "p": g.p,
-        "r": g.r,
-        "h": g.h,
-        "k": g.k,
-        "mean_loss": g.mean_loss(),
-        "mean_bad_run_packets": g.mean_bad_run(),
-    })
 }

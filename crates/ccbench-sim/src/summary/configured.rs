@@ -1,0 +1,91 @@
+//! The link summary's figures that follow from the scenario alone.
+
+use crate::config::{Aqm, BufferLimit, LossModelConfig, Scenario};
+use serde::Serialize;
+use serde_json::json;
+
+/// The link summary's figures that follow from the scenario alone, not from a run: the
+/// same for every engine, and built here for all of them (the kernel and VM engines
+/// through `_core.configured_link`).
+#[derive(Clone, Debug, Serialize)]
+pub struct ConfiguredLink {
+    pub rtt_ms: f64,
+    /// The queue's limit: drop-tail's buffer in bytes or packets, an AQM's in packets.
+    pub buffer_bytes: Option<u64>,
+    pub buffer_packets: Option<u64>,
+    pub bdp_bytes: u64,
+    pub trace_mean_bps: Option<u64>,
+    /// The effective AQM parameters, in the summary's units.
+    pub aqm: Option<serde_json::Value>,
+    /// The loss model's parameters and what they imply in the long run.
+    pub loss_model: Option<serde_json::Value>,
+}
+
+impl ConfiguredLink {
+    pub fn of(s: &Scenario) -> ConfiguredLink {
+        let link = &s.link;
+        let (buffer_bytes, buffer_packets) = match (&link.aqm, link.buffer) {
+            (Aqm::Codel(c), _) => (None, Some(c.limit_packets as u64)),
+            (Aqm::FqCodel(c), _) => (None, Some(c.limit_packets as u64)),
+            (Aqm::DropTail, BufferLimit::Bytes(b)) => (Some(b), None),
+            (Aqm::DropTail, BufferLimit::Packets(n)) => (None, Some(n)),
+            (Aqm::DropTail, BufferLimit::Bdp(x)) => (Some((x * s.bdp_bytes() as f64).round() as u64), None),
+        };
+        ConfiguredLink {
+            rtt_ms: link.rtt_ns as f64 / 1e6,
+            buffer_bytes,
+            buffer_packets,
+            bdp_bytes: s.bdp_bytes(),
+            trace_mean_bps: link.trace.as_ref().map(|t| t.mean_bps()),
+            aqm: aqm_summary(&link.aqm),
+            loss_model: link.loss_model.as_ref().map(loss_model_summary),
+        }
+    }
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// The effective AQM parameters, in the summary's units.
+fn aqm_summary(aqm: &Aqm) -> Option<serde_json::Value> {
+    match aqm {
+        Aqm::DropTail => None,
+        Aqm::Codel(c) => Some(json!({
+            "name": "codel",
+            "target_ms": ms(c.target_ns),
+            "interval_ms": ms(c.interval_ns),
+            "limit_packets": c.limit_packets,
+            "ecn": c.ecn,
+            "ce_threshold_ms": c.ce_threshold_ns.map(ms),
+            "mtu_bytes": c.mtu_bytes,
+        })),
+        Aqm::FqCodel(c) => Some(json!({
+            "name": "fq_codel",
+            "target_ms": ms(c.target_ns),
+            "interval_ms": ms(c.interval_ns),
+            "limit_packets": c.limit_packets,
+            "ecn": c.ecn,
+            "ce_threshold_ms": c.ce_threshold_ns.map(ms),
+            "mtu_bytes": c.mtu_bytes,
+            "quantum_bytes": c.quantum_bytes,
+            "flows": c.flows,
+            "memory_limit_bytes": c.memory_limit_bytes,
+            "drop_batch": c.drop_batch,
+        })),
+    }
+}
+
+/// The loss model's parameters and what they imply in the long run.
+fn loss_model_summary(m: &LossModelConfig) -> serde_json::Value {
+    let g = m.params();
+    json!({
+        "type": "gilbert-elliott",
+        "p": g.p,
+        "r": g.r,
+        "h": g.h,
+        "k": g.k,
+        "mean_loss": g.mean_loss(),
+        "mean_bad_run_packets": g.mean_bad_run(),
+    })
+}
