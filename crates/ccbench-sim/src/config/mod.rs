@@ -2,12 +2,10 @@
 //! bytes). The Python front end parses human units and hands this over as JSON.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
-use crate::base::range::{Range, Unit};
 pub use crate::host::config::{CpuAvailability, CpuCost, HostConfig};
 pub use crate::net::Ecn;
-pub use crate::tcp::TcpConfig;
+pub use crate::tcp::{FlowConfig, TcpConfig};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -237,61 +235,6 @@ pub enum BufferLimit {
     Bdp(f64),
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FlowConfig {
-    pub cca: String,
-    #[serde(default)]
-    pub start_ns: u64,
-    /// Extra one-way delay on this flow's access link, each way.
-    #[serde(default)]
-    pub access_delay_ns: u64,
-    /// Bytes to transfer; None for a bulk flow that runs to the end.
-    #[serde(default)]
-    pub size_bytes: Option<u64>,
-    /// Pace this flow; None follows the algorithm (BBR paces, Reno/Cubic do not).
-    #[serde(default)]
-    pub pacing: Option<bool>,
-    /// Receive-window limit in bytes (the receiver's advertised window).
-    #[serde(default = "default_rwnd")]
-    pub rwnd_bytes: u64,
-    /// Autotune the receive buffer from `tcp_rmem[1]` up to `rwnd_bytes` (DRS), as Linux
-    /// does, instead of advertising `rwnd_bytes` from the start.
-    #[serde(default)]
-    pub rwnd_autotune: bool,
-    /// Algorithm parameter overrides by name.
-    #[serde(default)]
-    pub params: BTreeMap<String, f64>,
-    /// ECN negotiation: off, classic (RFC 3168 echo until CWR) or low (a low-threshold
-    /// marking route with DCTCP-style per-segment echo, which BBRv3 responds to).
-    #[serde(default)]
-    pub ecn: Ecn,
-    /// Pacing stride (Vargas et al., IMC'22 §6.2): bursts up to `stride` x the TSO goal
-    /// and `stride` x the idle time after each. 1 = Linux.
-    #[serde(default = "one_u32")]
-    pub pacing_stride: u32,
-    /// Hold cwnd at this many segments whatever the algorithm says.
-    #[serde(default)]
-    pub fixed_cwnd: Option<u32>,
-    /// Hold the pacing rate at this many bit/s whatever the algorithm says.
-    #[serde(default)]
-    pub fixed_pacing_rate_bps: Option<u64>,
-    /// Skip the algorithm's per-ACK model update (`cong_control`/`cong_avoid`), so cwnd
-    /// and pacing rate stay where they were set.
-    #[serde(default)]
-    pub freeze_cc: bool,
-    /// Downloads of `size_bytes`, each on a new connection, the next one `pause_ns`
-    /// after the previous completed.
-    #[serde(default = "one_u32")]
-    pub repeat: u32,
-    #[serde(default)]
-    pub pause_ns: u64,
-}
-
-fn one_u32() -> u32 {
-    1
-}
-
 impl LinkConfig {
     /// A drop-tail bottleneck with no random loss and no ECN marking.
     pub fn new(rate_bps: u64, rtt_ns: u64, buffer: BufferLimit) -> LinkConfig {
@@ -321,48 +264,6 @@ impl LinkConfig {
     pub fn reference_rate_bps(&self) -> u64 {
         self.trace.as_ref().map_or(self.rate_bps, |t| t.mean_bps())
     }
-}
-
-impl FlowConfig {
-    /// The integer knobs' ranges (checked per flow; the front end's schema and
-    /// docs/input-ranges.md read them too).
-    pub const RANGES: &'static [Range] = &[
-        Range { field: "pacing_stride", lo: 1, hi: limits::MAX_PACING_STRIDE as u64, unit: Unit::Count(""), why: "" },
-        Range { field: "fixed_cwnd", lo: 1, hi: limits::MAX_FIXED_CWND as u64, unit: Unit::Count("segments"), why: "" },
-        Range {
-            field: "repeat",
-            lo: 1,
-            hi: limits::MAX_REPEAT as u64,
-            unit: Unit::Count(""),
-            why: "connections are numbered in 16 bits; more than 1 needs a size",
-        },
-    ];
-
-    /// A bulk flow starting at time zero with Linux's defaults.
-    pub fn bulk(cca: &str) -> FlowConfig {
-        FlowConfig {
-            cca: cca.to_string(),
-            start_ns: 0,
-            access_delay_ns: 0,
-            size_bytes: None,
-            pacing: None,
-            rwnd_bytes: default_rwnd(),
-            rwnd_autotune: false,
-            params: BTreeMap::new(),
-            ecn: Ecn::Off,
-            pacing_stride: 1,
-            fixed_cwnd: None,
-            fixed_pacing_rate_bps: None,
-            freeze_cc: false,
-            repeat: 1,
-            pause_ns: 0,
-        }
-    }
-}
-
-/// Linux's `tcp_rmem` max default (6 MB) bounds the advertised window.
-fn default_rwnd() -> u64 {
-    6 * 1024 * 1024
 }
 
 /// A scenario value outside what the simulator accepts.

@@ -293,11 +293,6 @@ pub mod limits {
     pub const MAX_PATH_RTT_NS: u64 = (u32::MAX as u64 >> 3) * 1_000;
     /// `65535 << TCP_MAX_WSCALE` (14): the largest window TCP can advertise.
     pub const MAX_WINDOW_BYTES: u64 = 65_535 << 14;
-    pub const MAX_PACING_STRIDE: u32 = 1_000;
-    /// cwnd is a u32 of segments; the kernel's own limit for snd_cwnd_clamp.
-    pub const MAX_FIXED_CWND: u32 = 1_000_000_000;
-    /// Repeated downloads number their connections in a u16 (`world/mod.rs`).
-    pub const MAX_REPEAT: u32 = u16::MAX as u32;
     /// A task's CPU time is the sum of these (times packets and bytes of a burst) in u64 ns.
     pub const MAX_CPU_COST_NS: u64 = 1_000_000_000;
     pub const MAX_CPU_COST_PER_BYTE_PS: u64 = 1_000_000_000;

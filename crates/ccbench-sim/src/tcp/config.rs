@@ -1,11 +1,13 @@
-//! The stack-wide TCP settings (a scenario's `[tcp]` table, in base units): Linux's
-//! `net.ipv4.tcp_*` sysctls, route metrics and compile-time constants, with a recent
-//! kernel's defaults, and the allowed range of each integer one. Sender and receiver
-//! both read them; a setting is declared here once (field, default, range) and read
-//! where it acts.
+//! What a scenario says of TCP, in base units: the stack-wide settings (its `[tcp]`
+//! table: Linux's `net.ipv4.tcp_*` sysctls, route metrics and compile-time constants,
+//! with a recent kernel's defaults) and each flow's (`[[flows]]`), with the allowed
+//! range of every integer one. Sender and receiver read both whole; a setting is
+//! declared here once (field, default, range) and read where it acts.
 
 use crate::base::range::{first_out_of_range, Range, Unit};
+use crate::net::Ecn;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -104,6 +106,105 @@ impl TcpConfig {
     pub fn out_of_range(&self) -> Option<(&'static Range, u64)> {
         first_out_of_range(self, Self::RANGES)
     }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    pub cca: String,
+    #[serde(default)]
+    pub start_ns: u64,
+    /// Extra one-way delay on this flow's access link, each way.
+    #[serde(default)]
+    pub access_delay_ns: u64,
+    /// Bytes to transfer; None for a bulk flow that runs to the end.
+    #[serde(default)]
+    pub size_bytes: Option<u64>,
+    /// Pace this flow; None follows the algorithm (BBR paces, Reno/Cubic do not).
+    #[serde(default)]
+    pub pacing: Option<bool>,
+    /// Receive-window limit in bytes (the receiver's advertised window).
+    #[serde(default = "default_rwnd")]
+    pub rwnd_bytes: u64,
+    /// Autotune the receive buffer from `tcp_rmem[1]` up to `rwnd_bytes` (DRS), as Linux
+    /// does, instead of advertising `rwnd_bytes` from the start.
+    #[serde(default)]
+    pub rwnd_autotune: bool,
+    /// Algorithm parameter overrides by name.
+    #[serde(default)]
+    pub params: BTreeMap<String, f64>,
+    /// ECN negotiation: off, classic (RFC 3168 echo until CWR) or low (a low-threshold
+    /// marking route with DCTCP-style per-segment echo, which BBRv3 responds to).
+    #[serde(default)]
+    pub ecn: Ecn,
+    /// Pacing stride (Vargas et al., IMC'22 §6.2): bursts up to `stride` x the TSO goal
+    /// and `stride` x the idle time after each. 1 = Linux.
+    #[serde(default = "one_u32")]
+    pub pacing_stride: u32,
+    /// Hold cwnd at this many segments whatever the algorithm says.
+    #[serde(default)]
+    pub fixed_cwnd: Option<u32>,
+    /// Hold the pacing rate at this many bit/s whatever the algorithm says.
+    #[serde(default)]
+    pub fixed_pacing_rate_bps: Option<u64>,
+    /// Skip the algorithm's per-ACK model update (`cong_control`/`cong_avoid`), so cwnd
+    /// and pacing rate stay where they were set.
+    #[serde(default)]
+    pub freeze_cc: bool,
+    /// Downloads of `size_bytes`, each on a new connection, the next one `pause_ns`
+    /// after the previous completed.
+    #[serde(default = "one_u32")]
+    pub repeat: u32,
+    #[serde(default)]
+    pub pause_ns: u64,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+
+impl FlowConfig {
+    /// The integer knobs' ranges (checked per flow; the front end's schema and
+    /// docs/input-ranges.md read them too).
+    pub const RANGES: &'static [Range] = &[
+        Range { field: "pacing_stride", lo: 1, hi: 1_000, unit: Unit::Count(""), why: "" },
+        // cwnd is a u32 of segments; the kernel's own limit for snd_cwnd_clamp.
+        Range { field: "fixed_cwnd", lo: 1, hi: 1_000_000_000, unit: Unit::Count("segments"), why: "" },
+        Range {
+            field: "repeat",
+            lo: 1,
+            // Repeated downloads number their connections in a u16 (`world/mod.rs`).
+            hi: u16::MAX as u64,
+            unit: Unit::Count(""),
+            why: "connections are numbered in 16 bits; more than 1 needs a size",
+        },
+    ];
+
+    /// A bulk flow starting at time zero with Linux's defaults.
+    pub fn bulk(cca: &str) -> FlowConfig {
+        FlowConfig {
+            cca: cca.to_string(),
+            start_ns: 0,
+            access_delay_ns: 0,
+            size_bytes: None,
+            pacing: None,
+            rwnd_bytes: default_rwnd(),
+            rwnd_autotune: false,
+            params: BTreeMap::new(),
+            ecn: Ecn::Off,
+            pacing_stride: 1,
+            fixed_cwnd: None,
+            fixed_pacing_rate_bps: None,
+            freeze_cc: false,
+            repeat: 1,
+            pause_ns: 0,
+        }
+    }
+}
+
+/// Linux's `tcp_rmem` max default (6 MB) bounds the advertised window.
+fn default_rwnd() -> u64 {
+    6 * 1024 * 1024
 }
 
 #[cfg(test)]

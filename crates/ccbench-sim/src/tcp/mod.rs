@@ -22,7 +22,7 @@ mod undo;
 mod undo_tests;
 pub mod wake;
 
-pub use config::TcpConfig;
+pub use config::{FlowConfig, TcpConfig};
 pub use io::{Io, Loopback};
 pub use receiver::Receiver;
 pub use report::{FlowSample, SenderTotals};

@@ -59,7 +59,7 @@ impl Sender {
     /// a bonus on short-RTT paths (`tcp_tso_rtt_log`, Linux 5.18+), capped at 64 KB, at
     /// least `min_tso_segs`. A pacing stride multiplies the goal (the cap still holds).
     pub fn tso_segs(&self) -> u32 {
-        let stride = self.p.pacing_stride as u64;
+        let stride = self.p.flow.pacing_stride as u64;
         if stride == 1 {
             return self.base_tso_segs();
         }
@@ -342,7 +342,7 @@ impl Sender {
                 TxKind::Retrans => self.sb.on_retransmit(seq, tx_time, snap),
                 TxKind::Probe => self.sb.on_probe(seq, tx_time, snap),
             }
-            let ect = self.p.ecn != Ecn::Off;
+            let ect = self.p.flow.ecn != Ecn::Off;
             let cwr = !retrans && std::mem::take(&mut self.ecn_queue_cwr);
             any_cwr |= cwr;
             let pkt = Packet {
@@ -361,7 +361,7 @@ impl Sender {
             done = q.transmit(now, self.p.id, pkt);
         }
         if let Some(log) = self.tx_log.as_mut() {
-            let ect = self.p.ecn != Ecn::Off;
+            let ect = self.p.flow.ecn != Ecn::Off;
             let psh = psh_at.is_some();
             log.push(TxRecord {
                 time: tx_time,
@@ -402,7 +402,7 @@ impl Sender {
     /// the pacing rate; one cut short by cwnd still idles the full stride (their
     /// Table 2, strides 10-50).
     fn paced_bytes(&self, payload: u64) -> u64 {
-        let stride = self.p.pacing_stride as u64;
+        let stride = self.p.flow.pacing_stride as u64;
         if stride == 1 {
             return payload;
         }

@@ -4,7 +4,7 @@
 //! duplicate ACKs for out-of-order data with SACK compression after three, DSACK.
 //! The application reads at once, so the advertised window stays at its limit.
 
-use super::config::TcpConfig;
+use super::config::{FlowConfig, TcpConfig};
 use super::io::Io;
 use super::rcvbuf::RcvBuf;
 use super::wake::Wake;
@@ -35,16 +35,13 @@ pub struct ReceiverParams {
     pub id: u32,
     /// The stack's settings (MSS, tick rate, delayed-ACK minimum, SACK).
     pub tcp: TcpConfig,
-    pub rwnd_bytes: u64,
-    pub size_bytes: Option<u64>,
+    /// The flow as the scenario gives it: `rwnd_bytes` (the advertised window, or with
+    /// `rwnd_autotune` the ceiling of DRS), `size_bytes`, `ecn`.
+    pub flow: FlowConfig,
     /// RTT the receiver knows from the handshake (for delayed-ACK and SACK compression).
     pub rtt: Dur,
-    pub ecn: Ecn,
     /// Which of the flow's connections this is; data of another one is ignored.
     pub conn: u16,
-    /// Autotune the receive buffer (DRS) with `rwnd_bytes` as its ceiling, instead of
-    /// advertising `rwnd_bytes` from the start.
-    pub autotune: bool,
 }
 
 #[derive(Default, Debug, Clone)]
@@ -116,7 +113,7 @@ impl Receiver {
             ce_state: false,
             completed_at: None,
             stats: ReceiverStats::default(),
-            rcvbuf: p.autotune.then(|| RcvBuf::new(p.rwnd_bytes, p.tcp.mss)),
+            rcvbuf: p.flow.rwnd_autotune.then(|| RcvBuf::new(p.flow.rwnd_bytes, p.tcp.mss)),
             p,
         }
     }
@@ -125,9 +122,9 @@ impl Receiver {
     /// has room for.
     fn advertised_window(&mut self) -> u64 {
         let mss = self.p.tcp.mss as u64;
-        let Some(b) = self.rcvbuf.as_mut() else { return self.p.rwnd_bytes };
+        let Some(b) = self.rcvbuf.as_mut() else { return self.p.flow.rwnd_bytes };
         let ooo: u64 = self.ooo.iter().map(|&(s, e)| (e - s) * mss).sum();
-        b.window(self.rcv_nxt * mss, ooo).min(self.p.rwnd_bytes)
+        b.window(self.rcv_nxt * mss, ooo).min(self.p.flow.rwnd_bytes)
     }
 
     /// In-order payload bytes handed to the application so far.
@@ -137,7 +134,7 @@ impl Receiver {
 
     fn bytes_upto(&self, seq: u64) -> u64 {
         let b = seq * self.p.tcp.mss as u64;
-        self.p.size_bytes.map_or(b, |s| b.min(s))
+        self.p.flow.size_bytes.map_or(b, |s| b.min(s))
     }
 
     /// The receiver's RTO, which bounds `ato` (handshake RTT + 200 ms floor).
@@ -147,7 +144,7 @@ impl Receiver {
 
     /// `tcp_incr_quickack`.
     fn incr_quickack(&mut self, max: u32) {
-        let rcv_wnd = self.rcvbuf.as_ref().map_or(self.p.rwnd_bytes, |b| b.rcvbuf / 2);
+        let rcv_wnd = self.rcvbuf.as_ref().map_or(self.p.flow.rwnd_bytes, |b| b.rcvbuf / 2);
         let n = ((rcv_wnd / (2 * self.p.tcp.mss as u64)) as u32).max(2).min(max);
         self.quick = self.quick.max(n);
     }
@@ -257,7 +254,7 @@ impl Receiver {
             if let Some(b) = self.rcvbuf.as_mut() {
                 b.adjust(now, read, self.p.rtt);
             }
-            if let Some(size) = self.p.size_bytes {
+            if let Some(size) = self.p.flow.size_bytes {
                 if self.completed_at.is_none() && self.delivered_bytes() >= size {
                     self.completed_at = Some(now);
                 }
@@ -280,7 +277,7 @@ impl Receiver {
     /// ECN bookkeeping for an arriving data segment (`tcp_ecn_accept_cwr`,
     /// `tcp_ecn_check_ce`; `dctcp_ece_ack_update` for ECN-low).
     fn ecn_on_data(&mut self, now: Time, pkt: &Packet, q: &mut impl Io) {
-        match self.p.ecn {
+        match self.p.flow.ecn {
             Ecn::Off => {}
             Ecn::Classic => {
                 if pkt.cwr {
@@ -418,7 +415,7 @@ impl Receiver {
             ..Default::default()
         };
         pkt.ts_val = (now.ns() / 1_000_000) as u32;
-        pkt.ece = match self.p.ecn {
+        pkt.ece = match self.p.flow.ecn {
             Ecn::Off => false,
             Ecn::Classic => self.demand_cwr,
             Ecn::Low => self.ce_state,
@@ -464,12 +461,9 @@ mod tests {
         Receiver::new(ReceiverParams {
             id: 0,
             tcp: TcpConfig { mss: MSS, ..TcpConfig::default() },
-            rwnd_bytes: 6 << 20,
-            size_bytes: None,
+            flow: FlowConfig { rwnd_bytes: 6 << 20, rwnd_autotune: autotune, ..FlowConfig::bulk("cubic") },
             rtt: Dur::from_ms(200),
-            ecn: Ecn::Off,
             conn: 0,
-            autotune,
         })
     }
 

@@ -150,7 +150,7 @@ impl Sender {
 
     /// `tcp_init_cwnd_reduction`.
     pub(super) fn init_cwnd_reduction(&mut self, now: Time) {
-        self.ecn_queue_cwr = self.p.ecn != crate::net::Ecn::Off;
+        self.ecn_queue_cwr = self.p.flow.ecn != crate::net::Ecn::Off;
         self.high_seq = self.snd_nxt();
         self.tlp_high_seq = None;
         self.w.cwnd_cnt = 0;
@@ -484,7 +484,7 @@ impl Sender {
         self.set_ca_state(now, CaState::Loss);
         self.high_seq = self.snd_nxt();
         self.tlp_high_seq = None;
-        self.ecn_queue_cwr = self.p.ecn != crate::net::Ecn::Off;
+        self.ecn_queue_cwr = self.p.flow.ecn != crate::net::Ecn::Off;
         // F-RTO (RFC 5682 3.1 step 1) unless recovery was already under way, except for a
         // repeated timeout of the same snd_una (3.2).
         self.undo.frto = self.p.tcp.frto != 0 && (new_recovery || self.rto_retransmits > 0);

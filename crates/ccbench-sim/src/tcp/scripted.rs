@@ -4,7 +4,7 @@
 //! remote peer: the host parts a packetdrill tun device does not have are off (no NIC
 //! rate limit, no access delay), so what leaves TCP is what the script sees.
 
-use super::config::TcpConfig;
+use super::config::{FlowConfig, TcpConfig};
 use super::io::Loopback;
 use super::sender::{Sender, SenderParams, TxRecord};
 use super::wake::Wake;
@@ -80,19 +80,8 @@ impl ScriptedSender {
     pub fn new(p: &ScriptedParams) -> Result<ScriptedSender, String> {
         let alg = Algorithm::from_name(&p.cca).ok_or_else(|| format!("unknown congestion control {:?}", p.cca))?;
         let cc = alg.build(&p.cc_params, rng::stream(0, "cc", 0))?;
-        let sp = SenderParams {
-            id: 0,
-            tcp: p.tcp.clone(),
-            pacing: Some(p.paced),
-            size_bytes: Some(0),
-            handshake_rtt: p.handshake_rtt,
-            ecn: p.ecn,
-            pacing_stride: 1,
-            fixed_cwnd: None,
-            fixed_pacing_rate: None,
-            freeze_cc: false,
-            conn: 0,
-        };
+        let flow = FlowConfig { size_bytes: Some(0), pacing: Some(p.paced), ecn: p.ecn, ..FlowConfig::bulk(&p.cca) };
+        let sp = SenderParams { id: 0, tcp: p.tcp.clone(), flow, handshake_rtt: p.handshake_rtt, conn: 0 };
         let mut sender = Sender::new(sp, cc);
         sender.set_snd_wnd(p.snd_wnd);
         sender.tx_log = Some(Vec::new());

@@ -2,7 +2,7 @@
 //! (net/ipv4/tcp_input.c). Loss recovery is in `recovery.rs`, the output path in `output.rs`.
 
 use super::chrono::Chrono;
-use super::config::TcpConfig;
+use super::config::{FlowConfig, TcpConfig};
 use super::io::Io;
 use super::rate::{Pick, RateState, TxSnapshot};
 use super::recovery::Rexmit;
@@ -40,22 +40,12 @@ pub struct SenderParams {
     pub id: u32,
     /// The stack's settings (sysctls, route metrics, constants).
     pub tcp: TcpConfig,
-    /// Pace with the internal EDT timer: as asked, or (None) as the algorithm asks
-    /// (`sk_pacing_status`: BBR needs pacing).
-    pub pacing: Option<bool>,
-    /// Bytes to send; None = bulk.
-    pub size_bytes: Option<u64>,
+    /// The flow as the scenario gives it: `pacing` (None: as the algorithm asks,
+    /// `sk_pacing_status`), `size_bytes` (None: bulk), `ecn`, and the study's knobs
+    /// (pacing stride; cwnd, pacing rate or the model held whatever the algorithm says).
+    pub flow: FlowConfig,
     /// RTT measured by the handshake, which seeds SRTT, min RTT and RTO.
     pub handshake_rtt: Dur,
-    pub ecn: Ecn,
-    /// Pacing stride: bursts and idle times scaled by this factor (1 = Linux).
-    pub pacing_stride: u32,
-    /// Overrides held whatever the algorithm computes (the phone study's knobs).
-    pub fixed_cwnd: Option<u32>,
-    /// In payload bytes per second, like `sk_pacing_rate`.
-    pub fixed_pacing_rate: Option<u64>,
-    /// Skip the algorithm's per-ACK hooks.
-    pub freeze_cc: bool,
     /// Which of the flow's connections this is (stamped on every packet).
     pub conn: u16,
 }
@@ -196,7 +186,7 @@ pub(super) struct AckScan {
 
 impl Sender {
     pub fn new(p: SenderParams, cc: Box<dyn CongestionControl>) -> Sender {
-        let (total_segs, last_seg_len) = match p.size_bytes {
+        let (total_segs, last_seg_len) = match p.flow.size_bytes {
             Some(b) => {
                 (b.div_ceil(p.tcp.mss as u64), (b - (b.div_ceil(p.tcp.mss as u64) - 1) * p.tcp.mss as u64) as u32)
             }
@@ -207,7 +197,7 @@ impl Sender {
         rtt.update_min(0, hs, false);
         rtt.sample(hs, 0, 0);
         let mut s = Sender {
-            paced: p.pacing.unwrap_or_else(|| cc.needs_pacing()),
+            paced: p.flow.pacing.unwrap_or_else(|| cc.needs_pacing()),
             cc,
             w: Window::new(p.tcp.init_cwnd),
             sb: Scoreboard::default(),
@@ -269,11 +259,12 @@ impl Sender {
 
     /// Re-apply the fixed cwnd and pacing rate after anything may have changed them.
     pub(super) fn hold_overrides(&mut self) {
-        if let Some(c) = self.p.fixed_cwnd {
+        if let Some(c) = self.p.flow.fixed_cwnd {
             self.w.cwnd = c;
         }
-        if let Some(r) = self.p.fixed_pacing_rate {
-            self.w.pacing_rate = r;
+        if let Some(bps) = self.p.flow.fixed_pacing_rate_bps {
+            // `sk_pacing_rate` is in payload bytes per second.
+            self.w.pacing_rate = bps / 8;
         }
     }
 
@@ -338,7 +329,7 @@ impl Sender {
             lsndtime: self.last_send,
             wstamp: self.wstamp,
             delivered_ce: self.delivered_ce,
-            ecn_low: self.p.ecn == Ecn::Low,
+            ecn_low: self.p.flow.ecn == Ecn::Low,
             delivered_us: self.rate.delivered_us,
             tlp_orig_data_app_limited: self.tlp_orig_data_app_limited,
         }
@@ -484,7 +475,7 @@ impl Sender {
         }
         flag |= self.clean_rtx_queue(now, ack.ack, prior_fack, &mut scan);
         // `tcp_ecn_rcv_ecn_echo` and `tcp_count_delivered(.., ece_ack)`.
-        let ece = ack.ece && self.p.ecn != Ecn::Off;
+        let ece = ack.ece && self.p.flow.ecn != Ecn::Off;
         if ece {
             flag |= FLAG_ECE;
             self.delivered_ce += self.delivered - prior_delivered;
@@ -524,7 +515,7 @@ impl Sender {
             self.rtt.sample(seq_rtt as u64, self.sb.snd_una, self.snd_nxt());
             self.stats.rtt_ns.record(ca_rtt as u64 * 1000);
         }
-        if !self.p.freeze_cc {
+        if !self.p.flow.freeze_cc {
             let info = self.info(now);
             let sample = AckSample { pkts_acked: scan.pkts_acked, rtt_us: ca_rtt, in_flight: prior_in_flight };
             self.cc.pkts_acked(&info, &mut self.w, &sample);
@@ -561,7 +552,7 @@ impl Sender {
             self.rtt.min_rtt_us(),
             &mut rs,
         );
-        if !self.p.freeze_cc {
+        if !self.p.flow.freeze_cc {
             self.cong_control(now, flag, &rs);
         }
         self.hold_overrides();

@@ -2,12 +2,11 @@
 //! times, checked against what tcp_input.c does with the same sequence, and the
 //! receiver's DSACK of an out-of-order duplicate.
 
-use super::config::TcpConfig;
+use super::config::{FlowConfig, TcpConfig};
 use super::io::Loopback;
 use super::sender::{Sender, SenderParams, XmitTimer};
 use super::wake::SenderTimer;
 use crate::cc::{reno::Reno, CaState, INFINITE_SSTHRESH};
-use crate::net::Ecn;
 use crate::net::Packet;
 use crate::time::{Dur, Time, NS_PER_SEC};
 
@@ -19,14 +18,8 @@ fn sender(frto: u8) -> (Sender, Loopback) {
     let p = SenderParams {
         id: 0,
         tcp: TcpConfig { mss: MSS, slow_start_after_idle: false, frto, ..TcpConfig::default() },
-        pacing: Some(false),
-        size_bytes: None,
+        flow: FlowConfig { pacing: Some(false), ..FlowConfig::bulk("reno") },
         handshake_rtt: Dur::from_ms(40),
-        ecn: Ecn::Off,
-        pacing_stride: 1,
-        fixed_cwnd: None,
-        fixed_pacing_rate: None,
-        freeze_cc: false,
         conn: 0,
     };
     let mut q = Loopback::default();
@@ -235,12 +228,9 @@ fn receiver_dsacks_a_held_out_of_order_duplicate_inside_its_sack_block() {
     let mut r = Receiver::new(ReceiverParams {
         id: 0,
         tcp: TcpConfig { mss: MSS, ..TcpConfig::default() },
-        rwnd_bytes: RWND,
-        size_bytes: None,
+        flow: FlowConfig { rwnd_bytes: RWND, ..FlowConfig::bulk("reno") },
         rtt: Dur::from_ms(40),
-        ecn: Ecn::Off,
         conn: 0,
-        autotune: false,
     });
     let mut q = Loopback::default();
     let data = |seq: u64| Packet { seq, payload: MSS, ts_val: 1, ..Default::default() };

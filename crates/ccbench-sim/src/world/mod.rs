@@ -73,33 +73,9 @@ fn connection(s: &Scenario, i: usize, conn: u16) -> Result<(Sender, Receiver), C
     }
     let access = Dur(f.access_delay_ns);
     let base_rtt = Dur(link.rtt_ns) + access + access;
-    let sender = Sender::new(
-        SenderParams {
-            id,
-            tcp: tcp.clone(),
-            pacing: f.pacing,
-            size_bytes: f.size_bytes,
-            handshake_rtt: base_rtt,
-            ecn: f.ecn,
-            pacing_stride: f.pacing_stride,
-            fixed_cwnd: f.fixed_cwnd,
-            fixed_pacing_rate: f.fixed_pacing_rate_bps.map(|r| r / 8),
-            freeze_cc: f.freeze_cc,
-            conn,
-        },
-        cc,
-    );
+    let sender = Sender::new(SenderParams { id, tcp: tcp.clone(), flow: f.clone(), handshake_rtt: base_rtt, conn }, cc);
 
-    let receiver = Receiver::new(ReceiverParams {
-        id,
-        tcp: tcp.clone(),
-        rwnd_bytes: f.rwnd_bytes,
-        size_bytes: f.size_bytes,
-        rtt: base_rtt,
-        ecn: f.ecn,
-        conn,
-        autotune: f.rwnd_autotune,
-    });
+    let receiver = Receiver::new(ReceiverParams { id, tcp: tcp.clone(), flow: f.clone(), rtt: base_rtt, conn });
     Ok((sender, receiver))
 }
 
