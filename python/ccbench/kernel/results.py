@@ -21,8 +21,6 @@ from .session import RawRun
 from .tcpinfo import TCP_INFINITE_SSTHRESH
 
 NAN = float("nan")
-# RTT statistics of a connection that had no samples, as the simulator writes them.
-_NO_SAMPLES = {"min": 0.0, "mean": 0.0, "p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0}
 CC_COLUMNS = ("cc_bw_bps", "cc_min_rtt_ms", "cc_pacing_gain", "cc_cwnd_gain")
 FLOW_COLUMNS = ("time_s", "flow", "goodput_bps", "throughput_bps", "cwnd", "ssthresh", "inflight", "inflight_bytes",
                 "rwnd_bytes", "pacing_rate_bps", "delivery_rate_bps", "srtt_ms", "min_rtt_ms", "retransmits", "lost", "ca_state")
@@ -70,13 +68,12 @@ def _downloads(received: list[dict[str, Any]], sent: list[dict[str, Any]],
     out = []
     for k, conn in enumerate(sent):
         got = received[k] if k < len(received) else {"bytes": 0, "completed_ns": None}
-        rtt = rtt_by_port.get(conn["port"])
+        rtt = rtt_by_port.get(conn["port"], {"rtt_samples": 0})  # no samples: the summary writes zeros
         out.append({
             "start_ns": conn["start_ns"],
             "completed_ns": got["completed_ns"],
             "delivered_bytes": min(got["bytes"], size_bytes or got["bytes"]),
-            "rtt_ms": rtt["rtt_ms"] if rtt else _NO_SAMPLES,
-            "rtt_samples": rtt["rtt_samples"] if rtt else 0,
+            **{k: rtt[k] for k in ("rtt_ms", "rtt_samples") if k in rtt},
             "retransmits": conn["final"]["total_retrans"],
             "dupacks": None,
             "rto_count": conn["final"].get("total_rto"),
@@ -123,9 +120,7 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
                                  for k in ("total_retrans", "bytes_sent", "total_rto", "rwnd_limited",
                                            "sndbuf_limited")})
         flows.append({
-            "cca": f.cca,
             "params": module_params(f.cca),
-            "ecn": "classic" if f.ecn else "off",
             "paced": f.paced,
             "completed_ns": completed[i],
             "delivered_bytes": delivered,

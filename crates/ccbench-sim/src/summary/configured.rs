@@ -49,30 +49,32 @@ fn ms(ns: u64) -> f64 {
 
 /// The effective AQM parameters, in the summary's units.
 fn aqm_summary(aqm: &Aqm) -> Option<serde_json::Value> {
+    // CoDel's own parameters, which fq_codel's per-flow queues share.
+    let codel = |name: &str, target_ns: u64, interval_ns: u64, limit: u32, ecn: bool, ce: Option<u64>, mtu: u32| {
+        json!({
+            "name": name,
+            "target_ms": ms(target_ns),
+            "interval_ms": ms(interval_ns),
+            "limit_packets": limit,
+            "ecn": ecn,
+            "ce_threshold_ms": ce.map(ms),
+            "mtu_bytes": mtu,
+        })
+    };
     match aqm {
         Aqm::DropTail => None,
-        Aqm::Codel(c) => Some(json!({
-            "name": "codel",
-            "target_ms": ms(c.target_ns),
-            "interval_ms": ms(c.interval_ns),
-            "limit_packets": c.limit_packets,
-            "ecn": c.ecn,
-            "ce_threshold_ms": c.ce_threshold_ns.map(ms),
-            "mtu_bytes": c.mtu_bytes,
-        })),
-        Aqm::FqCodel(c) => Some(json!({
-            "name": "fq_codel",
-            "target_ms": ms(c.target_ns),
-            "interval_ms": ms(c.interval_ns),
-            "limit_packets": c.limit_packets,
-            "ecn": c.ecn,
-            "ce_threshold_ms": c.ce_threshold_ns.map(ms),
-            "mtu_bytes": c.mtu_bytes,
-            "quantum_bytes": c.quantum_bytes,
-            "flows": c.flows,
-            "memory_limit_bytes": c.memory_limit_bytes,
-            "drop_batch": c.drop_batch,
-        })),
+        Aqm::Codel(c) => {
+            Some(codel("codel", c.target_ns, c.interval_ns, c.limit_packets, c.ecn, c.ce_threshold_ns, c.mtu_bytes))
+        }
+        Aqm::FqCodel(c) => {
+            let mut v =
+                codel("fq_codel", c.target_ns, c.interval_ns, c.limit_packets, c.ecn, c.ce_threshold_ns, c.mtu_bytes);
+            v["quantum_bytes"] = json!(c.quantum_bytes);
+            v["flows"] = json!(c.flows);
+            v["memory_limit_bytes"] = json!(c.memory_limit_bytes);
+            v["drop_batch"] = json!(c.drop_batch);
+            Some(v)
+        }
     }
 }
 

@@ -6,7 +6,6 @@
 use super::{jain_index, AckLinkSummary, ConfiguredLink, DownloadSummary, FlowSummary, HostSummary, LinkSummary};
 use super::{Stats, Summary, VERSION};
 use crate::config::Scenario;
-use crate::net::Ecn;
 use crate::time::{Dur, Time};
 use crate::units::wire;
 use serde::Deserialize;
@@ -28,13 +27,13 @@ pub struct Measured {
     pub host: Option<HostSummary>,
 }
 
-/// One flow, over all its connections.
+/// One flow, over all its connections (its algorithm's name, ECN mode, start and size
+/// are the scenario's).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowMeasured {
-    pub cca: String,
+    /// The algorithm's effective parameters, as the engine knows them.
     pub params: serde_json::Value,
-    pub ecn: Ecn,
     pub paced: bool,
     /// When the receiver had all of the flow (its last download), from the run's start.
     pub completed_ns: Option<u64>,
@@ -49,6 +48,8 @@ pub struct FlowMeasured {
     pub rto_count: Option<u64>,
     pub undos: Option<u64>,
     pub spurious_rtos: Option<u64>,
+    /// RTT statistics; left out (zeros) when there were no samples.
+    #[serde(default)]
     pub rtt_ms: Stats,
     pub rtt_samples: u64,
     pub final_cwnd: u32,
@@ -64,6 +65,7 @@ pub struct DownloadMeasured {
     pub start_ns: u64,
     pub completed_ns: Option<u64>,
     pub delivered_bytes: u64,
+    #[serde(default)]
     pub rtt_ms: Stats,
     pub rtt_samples: u64,
     pub retransmits: u64,
@@ -162,9 +164,9 @@ fn flow(s: &Scenario, i: usize, f: FlowMeasured, end: Time) -> FlowSummary {
     let life = done.unwrap_or(end).since(start);
     FlowSummary {
         id: i as u32,
-        cca: f.cca,
+        cca: c.cca.clone(),
         params: f.params,
-        ecn: f.ecn,
+        ecn: c.ecn,
         paced: f.paced,
         start_s: start.secs_f64(),
         base_rtt_ms: base_rtt.ms_f64(),
@@ -230,9 +232,7 @@ mod tests {
 
     fn flow(delivered: u64, completed_ns: Option<u64>) -> FlowMeasured {
         FlowMeasured {
-            cca: "cubic".into(),
             params: serde_json::Value::Null,
-            ecn: Ecn::Off,
             paced: false,
             completed_ns,
             delivered_bytes: delivered,

@@ -35,9 +35,7 @@ impl World {
                 all
             });
             flows.push(FlowMeasured {
-                cca: f.cca.clone(),
                 params: s.cc.params(),
-                ecn: s.p.flow.ecn,
                 paced: s.paced,
                 completed_ns: if f.repeats_left == 0 { r.completed_at.map(|t| t.ns()) } else { None },
                 delivered_bytes: f.closed_delivered + r.delivered_bytes(),

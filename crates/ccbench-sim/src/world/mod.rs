@@ -37,7 +37,6 @@ pub struct RunOutput {
 
 /// Per-flow facts and counters kept by the network.
 struct FlowMeta {
-    cca: String,
     size_bytes: Option<u64>,
     dropped: u64,
     /// Payload of this flow that left the bottleneck.
@@ -125,7 +124,6 @@ impl World {
             senders.push(sender);
             receivers.push(receiver);
             flows.push(FlowMeta {
-                cca: f.cca.clone(),
                 size_bytes: f.size_bytes,
                 dropped: 0,
                 bottleneck_bytes: 0,
