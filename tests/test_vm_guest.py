@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ccbench.kernel import state
 from ccbench.vm import initramfs
 
 from conftest import run_cli
@@ -97,6 +98,11 @@ def test_killing_ccbench_leaves_no_qemu(tmp_path: Path) -> None:
         time.sleep(0.1)
     else:
         pytest.fail(f"QEMU {qemu} outlived ccbench")
+    if os.geteuid() == 0:  # a recorded run: cleanup removes its working directory too
+        runs = [r for r in state.stale_runs() if r.owner_pid == proc.pid]
+        assert len(runs) == 1 and runs[0].workdir.is_dir()
+        assert run_cli("kernel", "cleanup").returncode == 0
+        assert not runs[0].workdir.exists() and not runs[0].path.exists()
 
 
 @pytest.mark.parametrize("args, line", [

@@ -4,12 +4,16 @@ with a CPU share, the deadline policy read back and the CPU time a busy vCPU got
 
 from __future__ import annotations
 
+import contextlib
+import os
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
+from ..kernel.state import RunState, cleanup_stale, remove_run
 from . import deadline
 from .guest import DEFAULT, resolve
 from .image import guest_image
@@ -41,16 +45,16 @@ class ProbeReport:
 
 
 def probe(guest_kernel: str = DEFAULT, vcpus: int = 1, share: Optional[float] = None,
-          period_ns: int = 10_000_000, busy_s: float = 0.0, workdir: Optional[Path] = None) -> ProbeReport:
+          period_ns: int = 10_000_000, busy_s: float = 0.0) -> ProbeReport:
     """Boot, optionally apply the deadline policy to every vCPU thread, optionally keep
     the guest busy for ``busy_s`` seconds measuring what each vCPU thread got."""
     kernel = resolve(guest_kernel)
-    with tempfile.TemporaryDirectory(prefix="ccbench-vm-") as tmp:
-        where = Path(workdir or tmp)
+    with _workspace() as (where, record):
         initrd = guest_image(kernel)
         accel = accelerator(kernel, initrd, where)
         busy = f" ccbench.busy={busy_s:g}" if busy_s > 0 else ""
-        with Vm(kernel, initrd, where / "vm", append=f"ccbench.mode=probe{busy}", vcpus=vcpus, accel=accel) as vm:
+        with Vm(kernel, initrd, where / "vm", append=f"ccbench.mode=probe{busy}", vcpus=vcpus, accel=accel,
+                on_spawn=record) as vm:
             vm.start()
             tids = vm.vcpu_threads()
             policies = [deadline.set_deadline(t, share, period_ns) if share is not None else deadline.get_policy(t)
@@ -68,10 +72,28 @@ def probe(guest_kernel: str = DEFAULT, vcpus: int = 1, share: Optional[float] = 
                 raise VmError(f"the guest did not start its busy loop within {BUSY_START_TIMEOUT_S:.0f} s")
             booked = deadline.booked_bandwidth()
             vm.wait_for("CCBENCH DONE", busy_s + 10.0)
-        return ProbeReport(
-            guest_kernel=kernel.source, release=vm.ready.get("release", kernel.release), accelerator=accel,
-            qemu=qemu_version(), boot_s=round(vm.boot_s, 3), vcpus=vcpus,
-            congestion_control=vm.ready.get("cc", "").split(","), vcpu_threads=tids,
-            policy=[p.describe() for p in policies], requested_share=share,
-            period_ns=period_ns if share is not None else None, busy_s=busy_s,
-            vcpu_cpu_use=[round(u, 4) for u in use], booked_deadline_bandwidth=booked)
+    return ProbeReport(
+        guest_kernel=kernel.source, release=vm.ready.get("release", kernel.release), accelerator=accel,
+        qemu=qemu_version(), boot_s=round(vm.boot_s, 3), vcpus=vcpus,
+        congestion_control=vm.ready.get("cc", "").split(","), vcpu_threads=tids,
+        policy=[p.describe() for p in policies], requested_share=share,
+        period_ns=period_ns if share is not None else None, busy_s=busy_s,
+        vcpu_cpu_use=[round(u, 4) for u in use], booked_deadline_bandwidth=booked)
+
+
+@contextlib.contextmanager
+def _workspace() -> Iterator[tuple[Path, Callable[[int], None]]]:
+    """Where the probe's QEMU keeps its sockets and log, and how its pid is recorded. As
+    root the probe is a recorded run, as a kernel run is: killed, it leaves nothing that
+    ``ccbench kernel cleanup`` (or the next run) does not remove; without root (no
+    deadline policy to set) a temporary directory does."""
+    if os.geteuid() != 0:
+        with tempfile.TemporaryDirectory(prefix="ccbench-vm-") as tmp:
+            yield Path(tmp), lambda pid: None
+        return
+    cleanup_stale()
+    st = RunState.create()
+    try:
+        yield st.workdir, lambda pid: st.add_process(pid, "qemu")
+    finally:
+        remove_run(st)
