@@ -86,6 +86,24 @@ def test_a_sliced_cpu_reports_itself_and_caps_bbr():
     assert r.summary["flows"][0]["goodput_bps"] < 20e6
 
 
+def test_a_late_tx_completion_holds_back_a_tsq_bound_sender():
+    """TCP Small Queues lets a socket have about 1 ms of its pacing rate (at least two
+    skbs) below it; the NIC's TX completion returns that budget. Completions as late as
+    the RTT keep Cubic far below the link (with so little in flight its window does not
+    grow); 10 us late change next to nothing."""
+    def goodput(delay: str) -> float:
+        doc = BASE.replace('"bbr"', '"cubic"').replace('"2s"', '"3s"').replace('"10ms"', '"20ms"')
+        s = Scenario.from_toml(doc + f'[host]\ntx_completion = "{delay}"\n')
+        return ccbench.run(s).summary["flows"][0]["goodput_bps"]
+
+    prompt, slight, late = goodput("0s"), goodput("10us"), goodput("20ms")
+    assert slight == pytest.approx(prompt, rel=0.02)
+    assert late < 0.2 * prompt, (late, prompt)
+    with pytest.raises(ScenarioError) as e:
+        ccbench.run(scenario('[host]\ntx_completion = "2s"\n'))
+    assert e.value.field == "host.tx_completion" and "at most 1 s" in e.value.message
+
+
 def test_cpu_trace_file(tmp_path):
     trace = tmp_path / "vcpu.txt"
     trace.write_text("# on off\n2.5ms 7.5ms\n\n1ms 9ms  # a short slice\n")
@@ -118,6 +136,7 @@ def test_malformed_cpu_trace_names_file_and_line(tmp_path, content, message):
     ('[host.cost]\nack = "fast"\n', "host.cost.ack", "not a duration"),
     ('[host.cost]\nflops = "1ns"\n', "host.cost.flops", "unknown key; allowed keys: ack, burst"),
     ('[host]\ncpu_share = "50%"\ncpu_trace = "x"\n', "host.cpu_trace", "not both"),
+    ('[host]\ntx_completion = "soon"\n', "host.tx_completion", "not a duration"),
 ])
 def test_bad_host_values_name_the_field(extra, field, message):
     with pytest.raises(ScenarioError) as e:

@@ -127,6 +127,7 @@ def test_the_share_read_back_is_the_share_asked_for_and_used(deadline: str, poli
     (["--pacing-stride", "4"], "error: flows[0].pacing_stride: is a simulator option"),
     # No kernel has CONFIG_HZ = 1000/7.
     (["--cpu-share", "25%", "--set", "host.cpu_tick=7ms"], "error: host.cpu_tick: is this host kernel's scheduler tick"),
+    (["--set", "host.tx_completion=100us"], "error: host.tx_completion: is the guest's own virtual NIC's"),
 ])
 def test_refusals_are_one_line(args: list[str], line: str) -> None:
     res = run_cli("run", "--engine", "vm", "--duration", "2s", *args)
@@ -165,8 +166,14 @@ def test_calibration_writes_costs_the_simulator_takes(tmp_path: Path) -> None:
     # The throttled run was preempted (throttled), the others slept.
     assert result.samples[3].preemptions > 0 and all(s.sleeps > 0 for s in result.samples)
     assert min(result.ack_ns, result.packet_ns, result.burst_ns, result.idle_exit_ns, result.idle_cpu_per_s) >= 0
+    # The guest's NIC held each traced skb for some microseconds to milliseconds.
+    tx = result.tx_completion
+    assert tx["all_us"]["skbs"] > 100 and 1 <= tx["all_us"]["p50"] <= 10_000, tx
+    assert tx["idle_us"]["skbs"] + tx["busy_us"]["skbs"] == tx["all_us"]["skbs"]
+    assert 0 < result.idle_cpu_per_s < 0.2
     costs = tmp_path / "costs.toml"
     costs.write_text(result.toml())
+    assert f'tx_completion = "{round(result.tx_completion_us)}us"' in result.toml()
     res = run_cli("run", "--cca", "bbr", "--cpu-share", "50%", "--duration", "1s", "--cpu-costs", str(costs),
                   "--json")
     assert res.returncode == 0, res.stderr

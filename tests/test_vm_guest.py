@@ -128,6 +128,9 @@ def test_the_cost_fit_recovers_known_costs() -> None:
     got = fit(samples)
     want = (idle, 3000, 1200, 20_000, 90_000)
     assert all(abs(g - w) < 1e-2 * max(1e-6, w) for g, w in zip(got, want)), got
+    # With the idle guest's CPU measured, only the per-unit costs are fitted.
+    given = fit(samples, idle)
+    assert given[0] == idle and all(abs(g - w) < 1e-2 * w for g, w in zip(given[1:5], want[1:])), given
     assert got[-1] > 0.999999
 
 

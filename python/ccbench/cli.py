@@ -99,8 +99,8 @@ def _set_debug(on: bool) -> None:
               "(DIR/run.flent.gz) and/or an iperf3 -J report (DIR/iperf3.json): flent, iperf3.")
 @click.option("--engine", type=click.Choice(engines.names()), default=engines.DEFAULT, show_default=True,
               help=engines.help_text())
-@click.option("--cpu-costs", metavar="FILE", help="Sender CPU costs from a [host.cost] table, as "
-              "'ccbench calibrate-host' writes it.")
+@click.option("--cpu-costs", metavar="FILE", help="Sender host costs ([host.cost], and host.tx_completion if "
+              "given) from a file that 'ccbench calibrate-host' writes.")
 @click.option("--guest-kernel", metavar="SPEC", help="VM engine: the guest's kernel, debian:6.1 (default), "
               "debian:6.12, debian:PACKAGE=VERSION, or a kernel of your own (see docs/vm-engine.md).")
 @click.option("--vcpus", type=int, metavar="N", help="VM engine: the guest's vCPUs (default 1).")
@@ -173,13 +173,15 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
 
 
 def _read_costs(path: str) -> dict[str, Any]:
-    """The ``[host.cost]`` table of the file at ``path`` (as ``ccbench calibrate-host`` writes it)."""
+    """What the file at ``path`` (as ``ccbench calibrate-host`` writes it) says of the
+    sender host: its ``[host.cost]`` table and, if given, ``host.tx_completion``."""
     from .scenario import read_toml
 
-    costs = read_toml(path).get("host", {}).get("cost")
+    host = read_toml(path).get("host", {})
+    costs = host.get("cost") if isinstance(host, dict) else None
     if not isinstance(costs, dict) or not costs:
         raise ScenarioError("--cpu-costs", f"{path}: no [host.cost] table (write one with 'ccbench calibrate-host')")
-    return costs
+    return {k: v for k, v in host.items() if k in ("cost", "tx_completion")}
 
 
 def _duration_flag(value: str, flag: str) -> int:
@@ -193,13 +195,14 @@ def _duration_flag(value: str, flag: str) -> int:
 
 
 def _with_costs(sc: Any, path: str) -> dict[str, Any]:
-    """The scenario's document with ``[host.cost]`` entries from the file at ``path``."""
+    """The scenario's document with the host entries of the file at ``path``."""
     from .scenario import _without_none
 
-    costs = _read_costs(path)
+    measured = _read_costs(path)
     doc: dict[str, Any] = _without_none(sc.to_dict())
     host = doc.setdefault("host", {})
-    host["cost"] = {**{k: v for k, v in host.get("cost", {}).items() if k not in costs}, **costs}
+    host.update({k: v for k, v in measured.items() if k != "cost"})
+    host["cost"] = {**host.get("cost", {}), **measured["cost"]}
     return doc
 
 
@@ -279,8 +282,8 @@ MAX_VALIDATE_REPS = 100
 @click.option("--cpu", is_flag=True, help="Instead: the sender-CPU model against the VM engine on the 2BRobust "
               "grid (share x slice x algorithm x rate x RTT); with --out, VM results kept in DIR/cpu-cells.jsonl are "
               "not run again (resume, or the simulator alone after a change to it).")
-@click.option("--cpu-costs", metavar="FILE", help="With --cpu: the simulator's sender costs ([host.cost], from "
-              "'ccbench calibrate-host').")
+@click.option("--cpu-costs", metavar="FILE", help="With --cpu: the simulator's sender host costs ([host.cost] and "
+              "host.tx_completion, from 'ccbench calibrate-host').")
 @click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC",
               help="With --cpu: the VM's kernel.")
 @click.option("--rate", "rates", metavar="RATE[,RATE...]", help="With --cpu: only these bottleneck rates of the grid.")
@@ -704,17 +707,18 @@ def vm_probe(guest_kernel: str, vcpus: int, cpu_share: Optional[str], cpu_slice:
 
 
 @cli.command("calibrate-host")
-@click.option("--quick", is_flag=True, help="Four runs instead of eight.")
+@click.option("--quick", is_flag=True, help="Six runs instead of twelve (each with the idle and traced runs).")
 @click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC", help="The guest's kernel.")
 @click.option("--vcpus", type=click.IntRange(1, 16), default=1, show_default=True, metavar="N", help="Guest vCPUs.")
 @click.option("--duration", default="5s", show_default=True, metavar="TIME", help="Length of each run.")
 @click.option("--out", default="host-costs.toml", show_default=True, metavar="FILE",
-              help="Where to write the [host.cost] table.")
+              help="Where to write host.tx_completion and the [host.cost] table.")
 @click.option("--json", "as_json", is_flag=True, help="Print the runs and the fit as JSON.")
 def calibrate_host(quick: bool, guest_kernel: str, vcpus: int, duration: str, out: str, as_json: bool) -> None:
-    """Measure the VM guest's CPU time per ACK and per segment from unlimited runs and
-    write them as a [host.cost] table for the simulator (--cpu-costs FILE). Root; run it
-    on a quiet machine, since other work disturbs the vCPU's times."""
+    """Measure the VM guest's CPU time per ACK, segment, skb and wake-up (above an idle
+    guest's) and how long its NIC holds a sent skb, and write them as host.tx_completion
+    and a [host.cost] table for the simulator (--cpu-costs FILE). Root; run it on a quiet
+    machine, since other work disturbs the vCPU's times."""
     import json as jsonlib
 
     from .kernel import host

@@ -154,6 +154,10 @@ class Host(BaseModel):
                                      examples=["vcpu.txt"])
     rx_ring: int = Field(DEFAULT_RX_RING, description="ACKs the NIC holds while the CPU is busy; more are dropped",
                          examples=[256])
+    tx_completion_ns: Duration = Field(
+        0, alias="tx_completion",
+        description="from the NIC's sending an skb to its TX completion freeing it (TSQ budget)",
+        examples=["160us"])
     cost: HostCost = Field(default_factory=lambda: HostCost.model_validate({}))
 
     @field_validator("cpu")
@@ -207,6 +211,7 @@ class Host(BaseModel):
             "cpu_tick": format_duration(self.cpu_tick_ns),
             "cpu_trace": self.cpu_trace,
             "rx_ring": self.rx_ring,
+            "tx_completion": format_duration(self.tx_completion_ns),
             "cost": {name: (format_byte_cost(c[_core_key(name)]) if name == "byte" else format_duration(c[_core_key(name)]))
                      for name in COST_FIELDS},
         }
@@ -221,4 +226,7 @@ class Host(BaseModel):
                                 "period_ns": self.cpu_slice_ns, "tick_ns": self.cpu_tick_ns}}
         else:
             cpu = "always"
-        return {"cpu": cpu, "cost": self.costs(), "rx_ring": self.rx_ring}
+        core: dict[str, Any] = {"cpu": cpu, "cost": self.costs(), "rx_ring": self.rx_ring}
+        if self.tx_completion_ns:  # left out at 0, so that earlier scenarios keep their hash
+            core["tx_completion_ns"] = self.tx_completion_ns
+        return core

@@ -23,6 +23,10 @@ pub struct SendConfig {
     /// them on its control channel.
     #[serde(default)]
     pub done_path: Option<String>,
+    /// Record how long this network device holds each sent skb (`txtrace`), and report
+    /// it as `tx_completions`.
+    #[serde(default)]
+    pub trace_tx: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]

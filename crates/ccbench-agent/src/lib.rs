@@ -46,7 +46,8 @@
 //! `config` is the Python sender's configuration without `out`: `base_port`,
 //! `duration_ns`, `interval_ns`, `flows` (each `addr`, `cca`, `start_ns`, `size` or null,
 //! `force_pacing`, and for repeated downloads `repeat` and `pause_ns`) and optionally
-//! `sysctls`. A flow that repeats downloads opens one connection per download (the next
+//! `sysctls` and `trace_tx` (a device whose skbs' TX completion delays the result then
+//! reports as `tx_completions`, see `txtrace`). A flow that repeats downloads opens one connection per download (the next
 //! one connected ahead) and starts download k+1 when the host relays the receiver's
 //! notice that download k is complete (`done`). The agent's epoch t0 is its own
 //! `CLOCK_MONOTONIC` when it reads `go` (the guest's clock is not the host's); every
@@ -66,3 +67,4 @@ pub mod serve;
 pub mod socket;
 pub mod sysctl;
 pub mod tcpinfo;
+pub mod txtrace;

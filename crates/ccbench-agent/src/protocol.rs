@@ -152,6 +152,7 @@ mod tests {
             end_ns: 7,
             tcp_ext: Default::default(),
             downloads: vec![vec![], vec![]],
+            tx_completions: None,
         };
         assert_eq!(
             Reply::Result(Box::new(result)).to_line(),

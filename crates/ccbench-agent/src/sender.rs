@@ -19,6 +19,7 @@ use crate::config::{FlowConfig, SendConfig};
 use crate::socket::{FlowSocket, PACING_ANY_RATE};
 use crate::sysctl;
 use crate::tcpinfo::FlowSample;
+use crate::txtrace::{self, TxCompletions};
 
 /// Bytes offered to `send` at a time (`SEND_CHUNK` in `agent.py`).
 pub const SEND_CHUNK: usize = 1 << 20;
@@ -49,6 +50,9 @@ pub struct SenderResult {
     /// Per flow that repeats downloads, each download's connection as it ended: its
     /// local `port`, `start_ns` and `final` TCP_INFO (empty for the other flows).
     pub downloads: Vec<Vec<serde_json::Value>>,
+    /// With `trace_tx`: how long the device held each skb sent during the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tx_completions: Option<TxCompletions>,
 }
 
 /// `TcpExt` counters read from /proc/net/netstat (pairs of header and value lines).
@@ -153,6 +157,7 @@ pub struct Prepared {
     base_port: u16,
     interval_ns: i64,
     duration_ns: i64,
+    trace_tx: Option<String>,
 }
 
 fn cca_error(i: usize, cca: &str, err: &io::Error) -> String {
@@ -201,6 +206,7 @@ pub fn prepare(cfg: &SendConfig) -> Result<Prepared, String> {
         base_port: cfg.base_port,
         interval_ns: cfg.interval_ns,
         duration_ns: cfg.duration_ns,
+        trace_tx: cfg.trace_tx.clone(),
     })
 }
 
@@ -252,7 +258,18 @@ impl Prepared {
     /// Runs from the epoch `t0` (CLOCK_MONOTONIC ns), hearing of completed downloads
     /// from `notices`, and returns the report; the connections are reset at the end.
     pub fn run(self, t0: i64, notices: &mut dyn Notices) -> Result<SenderResult, String> {
-        self.run_inner(t0, notices).map_err(|e| format!("sender: {e}"))
+        let trace = self.trace_tx.clone();
+        if let Some(device) = &trace {
+            txtrace::start(device)?;
+        }
+        let mut result = self.run_inner(t0, notices).map_err(|e| format!("sender: {e}"));
+        if trace.is_some() {
+            let traced = txtrace::finish();
+            if let Ok(r) = result.as_mut() {
+                r.tx_completions = Some(traced?);
+            }
+        }
+        result
     }
 
     fn live(&self, dl: &[Downloads], i: usize) -> &FlowSocket {
@@ -384,7 +401,7 @@ impl Prepared {
         let downloads = self.downloads(&dl)?;
         drop(self); // resets every connection
         let tcp_ext = tcp_ext(&std::fs::read_to_string("/proc/net/netstat").unwrap_or_default());
-        Ok(SenderResult { samples, final_samples, done_ns: done, end_ns, tcp_ext, downloads })
+        Ok(SenderResult { samples, final_samples, done_ns: done, end_ns, tcp_ext, downloads, tx_completions: None })
     }
 
     /// Each begun download's connection as it ended, for the flows that repeat them.

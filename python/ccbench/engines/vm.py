@@ -32,22 +32,27 @@ class VmEngine(Engine):
         Unsupported("host.cpu_trace", NO_VM_MEANING),
         Unsupported("host.rx_ring", NO_VM_MEANING),
         Unsupported("host.cost", NO_VM_MEANING),
+        Unsupported("host.tx_completion_ns", "is the guest's own virtual NIC's on the VM engine (ccbench calibrate-host "
+                                          "measures it for the simulator)"),
         *SIMULATOR_KNOBS,
     )
     # Scenarios load as on the kernel engine: any algorithm name a kernel might offer.
     load = KernelEngine.load
     from_flags = KernelEngine.from_flags
 
-    def __init__(self, guest_kernel: str = "debian:6.1", vcpus: int = 1) -> None:
-        self.guest_kernel, self.vcpus = guest_kernel, vcpus
+    def __init__(self, guest_kernel: str = "debian:6.1", vcpus: int = 1, trace_tx: bool = False) -> None:
+        self.guest_kernel, self.vcpus, self.trace_tx = guest_kernel, vcpus, trace_tx
 
     def configure(self, *, guest_kernel: Optional[str] = None, vcpus: Optional[int] = None,
-                  **others: Any) -> "VmEngine":
-        """``guest_kernel`` (see ``ccbench.vm.guest``) and ``vcpus`` (1 to MAX_VCPUS)."""
+                  trace_tx: Optional[bool] = None, **others: Any) -> "VmEngine":
+        """``guest_kernel`` (see ``ccbench.vm.guest``), ``vcpus`` (1 to MAX_VCPUS) and
+        ``trace_tx``: record how long the guest's NIC holds each skb it sends (from the
+        guest kernel's trace events; ``vm.tx_completion`` in the summary)."""
         super().configure(**others)
         if vcpus is not None and not (isinstance(vcpus, int) and 1 <= vcpus <= MAX_VCPUS):
             raise ScenarioError("--vcpus", f"must be an integer from 1 to {MAX_VCPUS}, got {vcpus!r}")
-        return VmEngine(guest_kernel or self.guest_kernel, vcpus or self.vcpus)
+        return VmEngine(guest_kernel or self.guest_kernel, vcpus or self.vcpus,
+                        self.trace_tx if trace_tx is None else trace_tx)
 
     def check(self, scenario: "Scenario") -> "Scenario":
         from ..kernel import host
@@ -90,7 +95,7 @@ class VmEngine(Engine):
         share = sc.host.cpu_share if sc.host is not None and sc.host.cpu_share < 1 else None
         period = sc.host.cpu_slice_ns if sc.host is not None else 10_000_000
         kind = sc.host.cpu_deadline if sc.host is not None else "runtime"
-        sender = GuestSender(kernel, initrd, accel, self.vcpus, share, period, kind)
+        sender = GuestSender(kernel, initrd, accel, self.vcpus, share, period, kind, self.trace_tx)
         where = capture_dir(sc, capture_to)
         capture = None if where is None or sc.capture is None else sc.capture.to_core(os.path.abspath(where))
         booked = deadline.booked_bandwidth()
@@ -117,6 +122,8 @@ class VmEngine(Engine):
             "work": {**_work(raw.sender.get("final", [])), "skbs": sender.skbs},
             "guest_available_congestion_control": sender.info.get("available_congestion_control"),
         }
+        if "tx_completions" in raw.sender:
+            summary["vm"]["tx_completion"] = tx_completion(raw.sender["tx_completions"])
         summary["available_congestion_control"] = sender.info.get("available_congestion_control",
                                                                    facts.available_congestion_control)
         summary["kernel"] = summary["vm"]["release"]
@@ -187,3 +194,22 @@ def _refuse_another_tick(sc: "Scenario") -> None:
     if tick is not None and sc.host.cpu_tick_ns != tick:
         raise ScenarioError("host.cpu_tick", f"is this host kernel's scheduler tick, {format_duration(tick)} "
                             "(1 / CONFIG_HZ); the VM engine cannot change it: leave it out or give that value")
+
+
+def tx_completion(traced: dict[str, Any]) -> dict[str, Any]:
+    """The agent's per-skb delays from the NIC's ``ndo_start_xmit`` to the free that
+    returns the skb's bytes to its socket, as quantiles in microseconds: ``idle`` for
+    frees that woke the guest's CPU, ``busy`` for frees that found it working, ``all``
+    for both."""
+    import numpy as np
+
+    def quantiles(delays: list[int]) -> dict[str, Any]:
+        if not delays:
+            return {"skbs": 0}
+        q = np.percentile(np.asarray(delays, dtype=float), [10, 25, 50, 75, 90])
+        return {"skbs": len(delays), "mean": round(float(np.mean(delays)), 1),
+                **{f"p{p}": round(float(v), 1) for p, v in zip((10, 25, 50, 75, 90), q)}}
+
+    idle, busy = traced.get("idle_us", []), traced.get("busy_us", [])
+    return {"all_us": quantiles(idle + busy), "idle_us": quantiles(idle), "busy_us": quantiles(busy),
+            "unpaired": traced.get("unpaired", 0), "lost_events": traced.get("lost_events", 0)}

@@ -38,6 +38,8 @@ DONE_PROTOCOL = 2
 ROUTE_PROTOCOL = 3
 HANDSHAKE_RETRY_S = 1.0
 MAC = "52:54:00:cc:be:01"
+# The guest's only NIC, as its kernel names it.
+GUEST_NIC = "eth0"
 
 
 def route_metrics(options: list[str]) -> dict[str, int]:
@@ -62,9 +64,12 @@ class GuestSender:
     """Senders in a guest; implements ``ccbench.kernel.session.SenderSide``."""
 
     def __init__(self, kernel: GuestKernel, initrd: Path, accel: str, vcpus: int = 1,
-                 share: Optional[float] = None, period_ns: int = 10_000_000, deadline: str = "slice") -> None:
+                 share: Optional[float] = None, period_ns: int = 10_000_000, deadline: str = "slice",
+                 trace_tx: bool = False) -> None:
         self.kernel, self.initrd, self.accel, self.vcpus = kernel, initrd, accel, vcpus
         self.share, self.period_ns, self.deadline = share, period_ns, deadline
+        # Have the agent record how long the guest's NIC holds each skb (tracefs).
+        self.trace_tx = trace_tx
         self.vm: Optional[Vm] = None
         self.channel: Optional[socket.socket] = None
         self.reader: Any = None
@@ -123,6 +128,8 @@ class GuestSender:
                                  f"{self.info.get('protocol', 1)}); rebuild the guest image")
         for r in routes:
             self._ask({"cmd": "route", **r}, "ok")
+        if self.trace_tx:
+            config = {**config, "trace_tx": GUEST_NIC}
         self._ask({"cmd": "send", "config": config}, "ready")
 
     def go(self, t0_ns: int) -> None:

@@ -1,6 +1,7 @@
 """``ccbench validate --cpu``: the simulator's sender-CPU model against the VM engine on
 the 2BRobust grid (CPU share x slice length x algorithm x rate x RTT), with the same
-sender costs on both (a ``[host.cost]`` table from ``ccbench calibrate-host``).
+sender costs on both (``[host.cost]`` and ``host.tx_completion`` from ``ccbench
+calibrate-host``).
 
 Tolerances: goodput within 15% of the VM's (or both below 5% of the link), and, per
 slice length, rate and RTT, the highest share at which BBR gets less than half of
@@ -40,10 +41,11 @@ class CpuCell:
         return f"{self.cca} {self.share:.0%} of {self.slice}, {self.rate}, {self.rtt}"
 
     def scenario(self, duration: str, costs: Optional[dict[str, Any]], tick_ns: Optional[int] = None) -> dict[str, Any]:
-        """The cell; for the simulator with ``costs`` and this host's scheduler tick."""
+        """The cell; for the simulator with ``costs`` (host entries: ``cost``,
+        ``tx_completion``) and this host's scheduler tick."""
         host: dict[str, Any] = {"cpu_share": self.share, "cpu_slice": self.slice}
         if costs:
-            host["cost"] = dict(costs)
+            host.update(costs)
         if tick_ns is not None:
             host["cpu_tick"] = f"{tick_ns}ns"
         return {"duration": duration, "link": {"rate": self.rate, "rtt": self.rtt, "buffer": "1bdp"},

@@ -125,6 +125,7 @@ pub fn input_ranges() -> Vec<(String, String)> {
         ("flows[i].rwnd", format!("one MSS to {MAX_WINDOW_BYTES} bytes (65535 << 14, TCP's largest window)")),
         ("flows[i].fixed_pacing_rate", rate),
         ("host.rx_ring", "at least 1".into()),
+        ("host.tx_completion", format!("0 to {}", fmt_ns(MAX_TX_COMPLETION_NS))),
         ("host.cost.per_* (ns)", format!("0 to {}", fmt_ns(MAX_CPU_COST_NS))),
         ("host.cost.per_byte", format!("0 to {MAX_CPU_COST_PER_BYTE_PS} ps")),
         ("host.cpu_share", format!("runtime at least {}, at most the deadline and the period", fmt_ns(MIN_CPU_RUNTIME_NS))),

@@ -121,6 +121,9 @@ impl Scenario {
             if h.rx_ring == 0 {
                 return Err(err("host.rx_ring", "must be at least 1"));
             }
+            if h.tx_completion_ns > MAX_TX_COMPLETION_NS {
+                return Err(err("host.tx_completion", format!("must be at most {}", fmt_ns(MAX_TX_COMPLETION_NS))));
+            }
             let c = &h.cost;
             for (name, v) in [
                 ("per_ack", c.per_ack_ns),
@@ -296,6 +299,8 @@ pub mod limits {
     /// A task's CPU time is the sum of these (times packets and bytes of a burst) in u64 ns.
     pub const MAX_CPU_COST_NS: u64 = 1_000_000_000;
     pub const MAX_CPU_COST_PER_BYTE_PS: u64 = 1_000_000_000;
+    /// A TX completion later than a second would be a stalled NIC, not a slow one.
+    pub const MAX_TX_COMPLETION_NS: u64 = 1_000_000_000;
     /// The CPU model schedules an event at each slice edge: a floor of a microsecond
     /// keeps them to a million per simulated second.
     pub const MIN_CPU_SLICE_NS: u64 = 1_000;

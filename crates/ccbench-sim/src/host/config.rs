@@ -13,6 +13,11 @@ pub struct HostConfig {
     /// ACKs the NIC's receive ring holds while they wait for the CPU; more are dropped.
     #[serde(default = "default_rx_ring")]
     pub rx_ring: u32,
+    /// From the NIC's having sent an skb to its TX completion reaching the host, which
+    /// frees the skb and with it the socket's TCP Small Queues budget (`tcp_wfree`):
+    /// interrupt moderation on a physical NIC, the backend's turnaround on a virtual one.
+    #[serde(default)]
+    pub tx_completion_ns: u64,
 }
 
 fn default_rx_ring() -> u32 {
@@ -69,12 +74,18 @@ impl CpuCost {
 
 impl Default for HostConfig {
     fn default() -> Self {
-        HostConfig { cpu: CpuAvailability::Always, cost: CpuCost::default(), rx_ring: default_rx_ring() }
+        HostConfig {
+            cpu: CpuAvailability::Always,
+            cost: CpuCost::default(),
+            rx_ring: default_rx_ring(),
+            tx_completion_ns: 0,
+        }
     }
 }
 
 impl HostConfig {
-    /// An ideal host: always available, free work. Runs exactly like no host model.
+    /// An ideal host: always available, free work. Runs exactly like no host model
+    /// (a TX completion delay acts at the NIC, with or without one).
     pub fn is_ideal(&self) -> bool {
         self.cpu == CpuAvailability::Always && self.cost.is_free()
     }

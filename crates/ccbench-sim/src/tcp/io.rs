@@ -9,7 +9,8 @@ use crate::time::Time;
 
 pub trait Io: Schedule<Wake> {
     /// Flow `flow`'s sender hands a segment to its host's NIC at `now`. Returns when the
-    /// NIC will have serialized it, when TCP Small Queues frees its budget (`tcp_wfree`).
+    /// NIC's TX completion for it reaches the host (serialized, and reported so), when
+    /// TCP Small Queues frees its budget (`tcp_wfree`).
     fn transmit(&mut self, now: Time, flow: u32, pkt: Packet) -> Time;
     /// Flow `flow`'s receiver sends an ACK at `now`.
     fn reply(&mut self, now: Time, flow: u32, pkt: Packet);

@@ -87,6 +87,8 @@ pub struct World {
     path: Path,
     /// The senders' CPU; None when ideal (work runs the instant it is due).
     host: Option<Host>,
+    /// From the NIC's having sent an skb to the host's hearing of it.
+    tx_completion: Dur,
     /// What one endpoint handler sent, kept for the capture (reused).
     sent: Vec<(Time, Packet)>,
     end: Time,
@@ -154,6 +156,7 @@ impl World {
             flows,
             path,
             host: s.host.as_ref().and_then(Host::new),
+            tx_completion: Dur(s.host.as_ref().map_or(0, |h| h.tx_completion_ns)),
             sent: Vec::new(),
             end,
             interval,
@@ -179,7 +182,8 @@ impl World {
     /// Run a sender handler, then hand the segments it sent to the capture.
     fn at_sender(&mut self, i: u32, f: impl FnOnce(&mut Sender, &mut Ports)) {
         let keep = self.capture.is_some().then_some(&mut self.sent);
-        f(&mut self.senders[i as usize], &mut Ports { q: &mut self.q, path: &mut self.path, keep });
+        let completion = self.tx_completion;
+        f(&mut self.senders[i as usize], &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion });
         if let Some(c) = self.capture.as_mut() {
             c.sent(i, self.sent.drain(..));
         }
@@ -188,7 +192,8 @@ impl World {
     /// Run a receiver handler, then hand the ACKs it sent to the capture.
     fn at_receiver(&mut self, now: Time, i: u32, f: impl FnOnce(&mut Receiver, &mut Ports)) {
         let keep = self.capture.is_some().then_some(&mut self.sent);
-        f(&mut self.receivers[i as usize], &mut Ports { q: &mut self.q, path: &mut self.path, keep });
+        let completion = Dur::ZERO; // the receiver's ACKs are not the sender host's
+        f(&mut self.receivers[i as usize], &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion });
         if let Some(c) = self.capture.as_mut() {
             c.acks_sent(now, i, self.sent.drain(..).map(|(_, p)| p));
         }
@@ -467,6 +472,8 @@ struct Ports<'a> {
     q: &'a mut EventQueue<Event>,
     path: &'a mut Path,
     keep: Option<&'a mut Vec<(Time, Packet)>>,
+    /// The host's TX completion delay.
+    completion: Dur,
 }
 
 impl Schedule<Wake> for Ports<'_> {
@@ -483,7 +490,7 @@ impl Io for Ports<'_> {
         if let Some(k) = self.keep.as_mut() {
             k.push((sent, pkt));
         }
-        sent
+        sent + self.completion
     }
     #[inline(always)]
     fn reply(&mut self, now: Time, flow: u32, pkt: Packet) {
