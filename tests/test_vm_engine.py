@@ -193,6 +193,20 @@ def test_validate_cpu_compares_the_engines_cell_by_cell(tmp_path: Path) -> None:
                    progress=lambda line: None, kept=kept)
     assert not booted and [(r.sim_mbps, r.vm_mbps) for r in again] == [(r.sim_mbps, r.vm_mbps) for r in rows]
     assert all(r.sim_mbps > 0 and r.vm_mbps > 0 and 0 < r.vm_cpu_use <= 0.55 for r in rows)
+    # A second repetition: only it runs on the VM (a stand-in here), and the row is the median.
+    class Stand:
+        guest_kernel = "debian:6.1"
+
+        def run(self, doc: dict) -> object:
+            booted.append(doc)
+            vm = {"vcpu_cpu_use": [0.2], "host_tick_ns": 4_000_000, "work": {}, "vcpu_sleeps": 0,
+                  "vcpu_preemptions": 0}
+            scenario = type("S", (), {"tcp": type("T", (), {"hz": 250})()})()
+            return type("R", (), {"summary": {"flows": [{"goodput_bps": 1e6}], "vm": vm}, "scenario": scenario})()
+
+    twice = vc.run(cells, "3s", None, Stand(), progress=lambda line: None, kept=kept, reps=2)
+    assert len(booted) == 2 and all(len(r.vm_runs) == 2 and 1.0 in r.vm_runs for r in twice)
+    assert [r.vm_mbps for r in twice] == [(r.vm_mbps + 1.0) / 2 for r in rows]
     [limit] = vc.thresholds(rows)
     assert (limit.slice, limit.rate, limit.rtt) == ("10ms", "20Mbit", "10ms")
     paths = vc.write(tmp_path, rows, [limit], {"guest": "debian:6.1"})

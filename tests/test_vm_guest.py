@@ -178,3 +178,15 @@ def test_validate_cpu_picks_rates_and_rtts_only_from_its_grid(args: list[str], l
 def test_rate_and_rtt_filters_are_only_for_the_cpu_grid() -> None:
     res = run_cli("validate", "--rate", "10Mbit")
     assert res.returncode == 2 and res.stderr.startswith("error: "), res.stderr
+
+
+def test_a_cpu_cell_passes_inside_the_vms_range_or_near_its_median() -> None:
+    from ccbench.vm.validate import CpuCell, CpuRow
+
+    cell = CpuCell(0.15, "10ms", "cubic", "100Mbit", "20ms")
+    row = lambda sim, runs: CpuRow(cell, 100.0, sim, sorted(runs)[len(runs) // 2], 0.13, runs)  # noqa: E731
+    assert row(11.0, [10.0]).passed and not row(12.0, [10.0]).passed      # 15% of the one run
+    assert row(40.0, [10.0, 12.0, 51.0]).passed                              # inside the range
+    assert not row(60.0, [10.0, 12.0, 51.0]).passed                          # beyond it, and 5x the median
+    assert row(4.0, [1.0, 2.0, 3.0]).passed                                   # all under 5% of the link
+    assert row(40.0, [10.0, 12.0, 51.0]).vm_shown == "12.0 [10.0–51.0]"

@@ -268,7 +268,8 @@ MAX_VALIDATE_REPS = 100
               "rtt-unfairness, staggered, trace, aqm, ecn, rwnd, sized.")
 @click.option("--cell", "cell_names", metavar="TEXT[,TEXT...]", help="Only cells whose name contains one of "
               "these, e.g. 'cubic 10Mbit 200ms'.")
-@click.option("--reps", type=int, metavar="N", help="Repetitions per cell (default 3; 1 with --quick).")
+@click.option("--reps", type=int, metavar="N", help="Repetitions per cell on the kernel (default 3; 1 with --quick), or "
+              "with --cpu on the VM (default 3).")
 @click.option("--duration", metavar="TIME", help="Length of each run (default 20s; 5s with --quick).")
 @click.option("--cca", metavar="NAME[,NAME...]", help="Only cells whose flows all use these algorithms.")
 @click.option("--no-bench", is_flag=True, help="Skip the emulator's capacity benchmark (20, 50, 100 Mbit/s).")
@@ -313,7 +314,7 @@ def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps
                             ("--rerun-sim", rerun_sim or None)):
             if value is not None:
                 raise ScenarioError(name, "not with --cpu")
-        _validate_cpu(quick, duration, cca, cpu_costs, guest_kernel, out, rates, rtts)
+        _validate_cpu(quick, duration, cca, cpu_costs, guest_kernel, out, rates, rtts, _reps(reps, 3))
         return
     for name, value in (("--cpu-costs", cpu_costs), ("--rate", rates), ("--rtt", rtts)):
         if value is not None:
@@ -324,11 +325,7 @@ def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps
         raise ScenarioError("--rerun-sim", "needs --out DIR holding a grid's cells.jsonl")
     cells = grid.quick_grid() if quick else grid.full_grid()
     params: dict[str, Any] = {"duration": "5s", "reps": 1} if quick else {"duration": "20s", "reps": 3}
-    if reps is not None:
-        if not 1 <= reps <= MAX_VALIDATE_REPS:
-            raise ScenarioError("--reps", f"must be from 1 to {MAX_VALIDATE_REPS} (each repetition runs every cell on "
-                                "the kernel in real time)")
-        params["reps"] = reps
+    params["reps"] = _reps(reps, params["reps"])
     if duration is not None:
         _duration_flag(duration, "--duration")
         params["duration"] = duration
@@ -355,8 +352,19 @@ def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps
         click.echo(f"wrote {', '.join(str(p) for p in paths)}")
 
 
+def _reps(reps: Optional[int], default: int) -> int:
+    """``--reps``, checked, or the grid's default."""
+    if reps is None:
+        return default
+    if not 1 <= reps <= MAX_VALIDATE_REPS:
+        raise ScenarioError("--reps", f"must be from 1 to {MAX_VALIDATE_REPS} (each repetition runs every cell on "
+                            "the kernel or the VM in real time)")
+    return reps
+
+
 def _validate_cpu(quick: bool, duration: Optional[str], cca: Optional[str], cpu_costs: Optional[str],
-                  guest_kernel: str, out: Optional[str], rates: Optional[str], rtts: Optional[str]) -> None:
+                  guest_kernel: str, out: Optional[str], rates: Optional[str], rtts: Optional[str],
+                  reps: int) -> None:
     from .vm import validate as vc
 
     params: dict[str, Any] = dict(vc.QUICK if quick else vc.FULL)
@@ -380,18 +388,19 @@ def _validate_cpu(quick: bool, duration: Optional[str], cca: Optional[str], cpu_
     cells = vc.grid(params["shares"], params["slices"], params["ccas"], params["rates"], params["rtts"])
     vc.check(cells, params["duration"], costs, vm)  # every cell runnable on both engines, before the first run
     click.echo(f"validating the sender-CPU model: {len(cells)} cell(s) of {params['duration']} on the simulator "
-               f"and the VM ({guest_kernel})", err=True)
+               f"and {reps} time(s) on the VM ({guest_kernel})", err=True)
     kept = None
     if out is not None:
         Path(out).mkdir(parents=True, exist_ok=True)
         kept = Path(out) / "cpu-cells.jsonl"
     with signals_interrupt():
-        rows = vc.run(cells, params["duration"], costs, vm, progress=lambda line: click.echo(line, err=True), kept=kept)
+        rows = vc.run(cells, params["duration"], costs, vm, progress=lambda line: click.echo(line, err=True), kept=kept,
+                      reps=reps)
     limits = vc.thresholds(rows)
     click.echo(vc.markdown(rows, limits, {"guest": guest_kernel, "accelerator": "see each run's notes"}), nl=False)
     if out is not None:
         meta = {"command": "ccbench validate --cpu", "guest": guest_kernel, "duration": params["duration"],
-                "costs": costs, "version": _core.version()}
+                "reps": reps, "costs": costs, "version": _core.version()}
         paths = vc.write(Path(out), rows, limits, meta)
         click.echo(f"wrote {', '.join(str(p) for p in paths)}")
 
