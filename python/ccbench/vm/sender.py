@@ -133,6 +133,14 @@ class GuestSender:
         self._ask({"cmd": "send", "config": config}, "ready")
 
     def go(self, t0_ns: int) -> None:
+        # The share holds the vCPU from the run's start, after the flows have connected,
+        # as the simulator's flows start with their handshake done at the path's RTT.
+        # Held while connecting, a TCG guest translating its connect path for the first
+        # time took its SYN-ACK some 100 ms late, and every flow started with an SRTT of
+        # about 140 ms on a 20 ms path (so a low pacing rate, small skbs and a tight TCP
+        # Small Queues limit): a slow start that KVM or bare metal would not have.
+        if self.share is not None:
+            self.policies = [deadline.set_deadline(t, self.share, self.period_ns, self.deadline) for t in self.threads]
         self.skbs_at_go = self._tap_packets()
         # The guest's epoch is when it reads this line: send it at the host's epoch.
         time.sleep(max(0.0, (t0_ns - time.monotonic_ns()) / 1e9))
@@ -180,10 +188,7 @@ class GuestSender:
         self.vm = vm
         vm.start()
         self.threads = vm.vcpu_threads()
-        if self.share is not None:
-            self.policies = [deadline.set_deadline(t, self.share, self.period_ns, self.deadline) for t in self.threads]
-        else:
-            self.policies = [deadline.get_policy(t) for t in self.threads]
+        self.policies = [deadline.get_policy(t) for t in self.threads]
         self.channel = vm.control()
         self.channel.settimeout(None)
         self.reader = self.channel.makefile("rb")
