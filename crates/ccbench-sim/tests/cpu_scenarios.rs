@@ -96,6 +96,25 @@ fn an_ideal_host_changes_nothing() {
     }
 }
 
+/// TCP Small Queues lets a socket keep about 1 ms of its pacing rate (at least two skbs)
+/// below it, and the NIC's TX completion returns that budget (`tcp_wfree`). A completion
+/// as late as the RTT holds Cubic's window down (it is never cwnd-limited, so it does
+/// not grow) and its goodput with it; 10 us late changes next to nothing.
+#[test]
+fn a_late_tx_completion_holds_a_sender_back_through_tsq() {
+    let mut s = common::dumbbell(100 * MBIT, 20 * MS, BufferLimit::Bdp(1.0), vec![common::flow("cubic")]);
+    s.duration_ns = 3 * SEC;
+    let goodput = |delay_ns: u64| {
+        let mut s = s.clone();
+        s.host = Some(HostConfig { tx_completion_ns: delay_ns, ..HostConfig::default() });
+        total_goodput_mbps(&run(&s))
+    };
+    let prompt = goodput(0);
+    assert_eq!(prompt, total_goodput_mbps(&run(&s)), "a zero delay is no host at all");
+    assert!((goodput(10_000) / prompt - 1.0).abs() < 0.02, "{} vs {prompt}", goodput(10_000));
+    assert!(goodput(20 * MS) < 0.2 * prompt, "{} vs {prompt}", goodput(20 * MS));
+}
+
 #[test]
 fn low_end_phone_bbr_falls_with_connections_cubic_barely() {
     let g = |cca: &str, n| total_goodput_mbps(&run(&phone(cca, n, "phone-lowend", |_| {})));

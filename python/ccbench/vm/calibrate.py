@@ -18,10 +18,10 @@ guest idle, until an interrupt wakes it). Its ``nonvoluntary_ctxt_switches`` are
 recorded but not fitted: an unlimited vCPU thread is preempted by QEMU's other threads
 tens of thousands of times a run, which tracks the load, not a cost of the guest's.
 ``ack``, ``packet``, ``burst`` and ``idle_exit`` are the simulator's ``[host.cost]``
-entries of the same names; the idle term is the guest's timer ticks and housekeeping, which the
-simulator does not charge. The result is a ``[host.cost]`` table (with ``host.tx_completion``, below) that ``--cpu-costs
-FILE`` or a scenario's ``[host]`` takes, so that the simulator's host model and the VM
-run on the same costs.
+entries of the same names; the idle term is the guest's timer ticks and housekeeping,
+which the simulator does not charge. The result is a ``[host.cost]`` table (with
+``host.tx_completion``, below) that ``--cpu-costs FILE`` or a scenario's ``[host]``
+takes, so that the simulator's host model and the VM run on the same costs.
 
 It also measures how long the guest's virtual NIC holds a sent skb: from the driver's
 ``ndo_start_xmit`` to the free that returns the skb's bytes to its socket (and so the
@@ -119,7 +119,7 @@ class Calibration:
             "# Sender CPU costs measured by ccbench calibrate-host",
             f"# guest {self.guest_kernel} ({self.release}), {self.accelerator.upper()}, {self.qemu}, "
             f"{self.vcpus} vCPU(s)",
-            f"# fit: vCPU time = {self.idle_cpu_per_s:.4f} x wall + {self.ack_ns:.0f} ns x ACKs + "
+            f"# fit: vCPU time = {self.idle_cpu_per_s:.4f} x wall (an idle guest's) + {self.ack_ns:.0f} ns x ACKs + "
             f"{self.packet_ns:.0f} ns x segments + {self.burst_ns:.0f} ns x skbs + "
             f"{self.idle_exit_ns:.0f} ns x vCPU sleeps "
             f"(R^2 = {self.r_squared:.3f}, {len(self.samples)} runs)",

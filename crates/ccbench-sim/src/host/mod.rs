@@ -266,7 +266,7 @@ mod tests {
         let cfg = HostConfig {
             cost: CpuCost { per_ack_ns: 1000, ..CpuCost::default() },
             rx_ring: 2,
-            cpu: CpuAvailability::Always,
+            ..HostConfig::default()
         };
         let mut h = Host::new(&cfg).unwrap();
         let mut q = crate::event::EventQueue::<CpuRun>::default();
