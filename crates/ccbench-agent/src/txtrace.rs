@@ -16,9 +16,11 @@ use std::path::Path;
 use serde::Serialize;
 
 const TRACEFS: &str = "/sys/kernel/tracing";
-/// Per-CPU ring buffer, KB: room for a few seconds of a guest's skbs at a few hundred
-/// Mbit/s; once full, later events are dropped (not the first ones) and counted.
-const BUFFER_KB: u32 = 32 * 1024;
+/// Per-CPU ring buffer, KB: room for about ten seconds of a guest's skbs at 100 Mbit/s
+/// (an event takes some 30 to 90 bytes), and little enough that 16 vCPUs' buffers fit
+/// in the guest's 512 MB; once full, later events are dropped (not the first ones) and
+/// counted.
+const BUFFER_KB: u32 = 8 * 1024;
 /// At most this many delays of each kind are reported.
 const MAX_DELAYS: usize = 100_000;
 
