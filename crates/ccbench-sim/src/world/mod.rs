@@ -5,6 +5,7 @@
 
 mod event;
 mod finish;
+mod taps;
 
 use finish::download_measured;
 
@@ -25,6 +26,7 @@ use crate::tcp::receiver::ReceiverParams;
 use crate::tcp::{Io, Receiver, Sender, SenderParams, SenderTotals, Wake};
 use crate::time::{Dur, Time, NS_PER_MS};
 use rand::Rng as _;
+use taps::Taps;
 
 /// Everything a run produces.
 #[derive(Clone, Debug)]
@@ -98,8 +100,8 @@ pub struct World {
     last_link_bytes: u64,
     events: u64,
     trace_hash: u64,
-    /// Packet capture; None (the default) costs one branch per hook.
-    capture: Option<Capture>,
+    /// Packet capture; none (the default) costs one branch per tap.
+    taps: Taps,
 }
 
 impl World {
@@ -165,7 +167,7 @@ impl World {
             last_link_bytes: 0,
             events: 0,
             trace_hash: 0xcbf2_9ce4_8422_2325,
-            capture: None,
+            taps: Taps::default(),
         })
     }
 
@@ -175,28 +177,24 @@ impl World {
         spec: &CaptureSpec,
         open: impl FnMut(Point) -> Result<Sink, ConfigError>,
     ) -> Result<World, ConfigError> {
-        self.capture = Some(Capture::new(spec, &self.scenario, open)?);
+        self.taps = Taps::new(Capture::new(spec, &self.scenario, open)?);
         Ok(self)
     }
 
     /// Run a sender handler, then hand the segments it sent to the capture.
     fn at_sender(&mut self, i: u32, f: impl FnOnce(&mut Sender, &mut Ports)) {
-        let keep = self.capture.is_some().then_some(&mut self.sent);
+        let keep = self.taps.is_on().then_some(&mut self.sent);
         let completion = self.tx_completion;
         f(&mut self.senders[i as usize], &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion });
-        if let Some(c) = self.capture.as_mut() {
-            c.sent(i, self.sent.drain(..));
-        }
+        self.taps.sent(i, &mut self.sent);
     }
 
     /// Run a receiver handler, then hand the ACKs it sent to the capture.
     fn at_receiver(&mut self, now: Time, i: u32, f: impl FnOnce(&mut Receiver, &mut Ports)) {
-        let keep = self.capture.is_some().then_some(&mut self.sent);
+        let keep = self.taps.is_on().then_some(&mut self.sent);
         let completion = Dur::ZERO; // the receiver's ACKs are not the sender host's
         f(&mut self.receivers[i as usize], &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion });
-        if let Some(c) = self.capture.as_mut() {
-            c.acks_sent(now, i, self.sent.drain(..).map(|(_, p)| p));
-        }
+        self.taps.acks_sent(now, i, &mut self.sent);
     }
 
     /// Sender work due at `now`: with a host CPU it waits its turn there, otherwise it
@@ -259,14 +257,10 @@ impl World {
             now = t;
             self.events += 1;
             self.hash_event(t, &ev);
-            if let Some(c) = self.capture.as_mut() {
-                c.flush(now);
-            }
+            self.taps.flush(now);
             match ev {
                 Event::FlowStart(i) => {
-                    if let Some(c) = self.capture.as_mut() {
-                        c.flow_start(now, i);
-                    }
+                    self.taps.flow_start(now, i);
                     self.sender_task(now, i, Task::Start);
                 }
                 Event::NicExit(_)
@@ -276,14 +270,12 @@ impl World {
                 | Event::ReverseExit(_)
                 | Event::RttStep(_) => {
                     let w = ev.path_wake().expect("a path event");
-                    let mut obs = Counting { capture: self.capture.as_mut(), flows: &mut self.flows };
+                    let mut obs = Counting { taps: &mut self.taps, flows: &mut self.flows };
                     let Some(a) = self.path.handle(now, w, &mut self.q, &mut obs) else { continue };
                     let i = a.lane;
                     match a.to {
                         End::Receiver => {
-                            if let Some(c) = self.capture.as_mut() {
-                                c.receiver_data(now, &a.pkt);
-                            }
+                            self.taps.receiver_data(now, &a.pkt);
                             self.at_receiver(now, i, |r, io| r.on_data(now, &a.pkt, io));
                             let k = i as usize;
                             if self.receivers[k].completed_at == Some(now)
@@ -296,9 +288,7 @@ impl World {
                             }
                         }
                         End::Sender => {
-                            if let Some(c) = self.capture.as_mut() {
-                                c.ack_arrival(now, &a.pkt);
-                            }
+                            self.taps.ack_arrival(now, &a.pkt);
                             self.sender_task(now, i, Task::Ack(a.pkt));
                         }
                     }
@@ -323,7 +313,7 @@ impl World {
         if self.interval > Dur::ZERO && now > self.last_sample {
             self.sample(now);
         }
-        let capture = self.capture.take().map_or(Ok(()), |c| c.finish(now.min(self.end)));
+        let capture = self.taps.finish(now.min(self.end));
         Ok((self.finish(now), capture))
     }
 
@@ -504,22 +494,18 @@ impl Io for Ports<'_> {
 /// Counts per flow what the path reports (bytes through the bottleneck, drops), and
 /// hands it to the capture.
 struct Counting<'a> {
-    capture: Option<&'a mut Capture>,
+    taps: &'a mut Taps,
     flows: &'a mut [FlowMeta],
 }
 
 impl PathObserver for Counting<'_> {
     #[inline]
     fn entered(&mut self, now: Time, pkt: &Packet) {
-        if let Some(c) = self.capture.as_mut() {
-            c.bottleneck_in(now, pkt);
-        }
+        self.taps.bottleneck_in(now, pkt);
     }
     #[inline]
     fn left(&mut self, now: Time, pkt: &Packet, _chained: bool) {
-        if let Some(c) = self.capture.as_mut() {
-            c.bottleneck_out(now, pkt);
-        }
+        self.taps.bottleneck_out(now, pkt);
         self.flows[pkt.flow as usize].bottleneck_bytes += pkt.payload as u64;
     }
     #[inline]
