@@ -186,7 +186,7 @@ impl World {
         let keep = self.taps.is_on().then_some(&mut self.sent);
         let completion = self.tx_completion;
         f(&mut self.senders[i as usize], &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion });
-        self.taps.sent(i, &mut self.sent);
+        self.taps.tap(|c| c.sent(i, self.sent.drain(..)));
     }
 
     /// Run a receiver handler, then hand the ACKs it sent to the capture.
@@ -194,7 +194,7 @@ impl World {
         let keep = self.taps.is_on().then_some(&mut self.sent);
         let completion = Dur::ZERO; // the receiver's ACKs are not the sender host's
         f(&mut self.receivers[i as usize], &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion });
-        self.taps.acks_sent(now, i, &mut self.sent);
+        self.taps.tap(|c| c.acks_sent(now, i, self.sent.drain(..).map(|(_, p)| p)));
     }
 
     /// Sender work due at `now`: with a host CPU it waits its turn there, otherwise it
@@ -257,10 +257,10 @@ impl World {
             now = t;
             self.events += 1;
             self.hash_event(t, &ev);
-            self.taps.flush(now);
+            self.taps.tap(|c| c.flush(now));
             match ev {
                 Event::FlowStart(i) => {
-                    self.taps.flow_start(now, i);
+                    self.taps.tap(|c| c.flow_start(now, i));
                     self.sender_task(now, i, Task::Start);
                 }
                 Event::NicExit(_)
@@ -275,7 +275,7 @@ impl World {
                     let i = a.lane;
                     match a.to {
                         End::Receiver => {
-                            self.taps.receiver_data(now, &a.pkt);
+                            self.taps.tap(|c| c.receiver_data(now, &a.pkt));
                             self.at_receiver(now, i, |r, io| r.on_data(now, &a.pkt, io));
                             let k = i as usize;
                             if self.receivers[k].completed_at == Some(now)
@@ -288,7 +288,7 @@ impl World {
                             }
                         }
                         End::Sender => {
-                            self.taps.ack_arrival(now, &a.pkt);
+                            self.taps.tap(|c| c.ack_arrival(now, &a.pkt));
                             self.sender_task(now, i, Task::Ack(a.pkt));
                         }
                     }
@@ -501,11 +501,11 @@ struct Counting<'a> {
 impl PathObserver for Counting<'_> {
     #[inline]
     fn entered(&mut self, now: Time, pkt: &Packet) {
-        self.taps.bottleneck_in(now, pkt);
+        self.taps.tap(|c| c.bottleneck_in(now, pkt));
     }
     #[inline]
     fn left(&mut self, now: Time, pkt: &Packet, _chained: bool) {
-        self.taps.bottleneck_out(now, pkt);
+        self.taps.tap(|c| c.bottleneck_out(now, pkt));
         self.flows[pkt.flow as usize].bottleneck_bytes += pkt.payload as u64;
     }
     #[inline]

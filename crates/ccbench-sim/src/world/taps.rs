@@ -2,7 +2,6 @@
 //! without one each tap is a single branch, and the loop reads the same either way.
 
 use crate::config::ConfigError;
-use crate::net::Packet;
 use crate::observe::capture::Capture;
 use crate::time::Time;
 
@@ -19,63 +18,11 @@ impl Taps {
         self.0.is_some()
     }
 
-    /// Write every record due by `now` (see `Capture::flush`).
+    /// Hand something to the capture, if there is one.
     #[inline]
-    pub fn flush(&mut self, now: Time) {
+    pub fn tap(&mut self, f: impl FnOnce(&mut Capture)) {
         if let Some(c) = self.0.as_mut() {
-            c.flush(now);
-        }
-    }
-
-    #[inline]
-    pub fn flow_start(&mut self, now: Time, flow: u32) {
-        if let Some(c) = self.0.as_mut() {
-            c.flow_start(now, flow);
-        }
-    }
-
-    /// The segments flow `flow`'s sender handed to its NIC, with the times they left it
-    /// (`kept` is emptied).
-    #[inline]
-    pub fn sent(&mut self, flow: u32, kept: &mut Vec<(Time, Packet)>) {
-        if let Some(c) = self.0.as_mut() {
-            c.sent(flow, kept.drain(..));
-        }
-    }
-
-    /// The ACKs flow `flow`'s receiver sent at `now` (`kept` is emptied).
-    #[inline]
-    pub fn acks_sent(&mut self, now: Time, flow: u32, kept: &mut Vec<(Time, Packet)>) {
-        if let Some(c) = self.0.as_mut() {
-            c.acks_sent(now, flow, kept.drain(..).map(|(_, p)| p));
-        }
-    }
-
-    #[inline]
-    pub fn bottleneck_in(&mut self, now: Time, pkt: &Packet) {
-        if let Some(c) = self.0.as_mut() {
-            c.bottleneck_in(now, pkt);
-        }
-    }
-
-    #[inline]
-    pub fn bottleneck_out(&mut self, now: Time, pkt: &Packet) {
-        if let Some(c) = self.0.as_mut() {
-            c.bottleneck_out(now, pkt);
-        }
-    }
-
-    #[inline]
-    pub fn receiver_data(&mut self, now: Time, pkt: &Packet) {
-        if let Some(c) = self.0.as_mut() {
-            c.receiver_data(now, pkt);
-        }
-    }
-
-    #[inline]
-    pub fn ack_arrival(&mut self, now: Time, pkt: &Packet) {
-        if let Some(c) = self.0.as_mut() {
-            c.ack_arrival(now, pkt);
+            f(c);
         }
     }
 
