@@ -99,7 +99,8 @@ pub fn parse(text: &str) -> TxCompletions {
                 let Some(at) = sent.remove(ev.skb) else { continue };
                 let delays = if ev.idle { &mut out.idle_us } else { &mut out.busy_us };
                 if delays.len() < MAX_DELAYS {
-                    delays.push(ev.at_us - at);
+                    // With several vCPUs the trace's per-CPU clocks may disagree by a little.
+                    delays.push(ev.at_us.saturating_sub(at));
                 }
             }
         }
@@ -180,6 +181,13 @@ mod tests {
                     x-1 [000] ..... 1.000015: consume_skb: skbaddr=ab\n";
         let got = parse(text);
         assert_eq!((got.busy_us.clone(), got.unpaired), (vec![10], 1));
+    }
+
+    #[test]
+    fn a_free_stamped_before_its_send_counts_as_no_delay() {
+        let text = "x-1 [001] ..... 1.000010: net_dev_start_xmit: dev=eth0 skbaddr=ab len=1\n\
+                    y-2 [000] ..... 1.000008: consume_skb: skbaddr=ab\n";
+        assert_eq!(parse(text).busy_us, vec![0]);
     }
 
     #[test]

@@ -17,7 +17,7 @@ import csv
 import itertools
 import json
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
@@ -66,9 +66,13 @@ class CpuRow:
     cell: CpuCell
     link_mbps: float
     sim_mbps: float
-    vm_mbps: float                  # the median of the VM's repetitions
-    vm_cpu_use: float               # the median of theirs
-    vm_runs: list[float] = field(default_factory=list)  # every repetition's goodput
+    vm_runs: list[float]            # every repetition's goodput on the VM
+    vm_cpu_use: float               # the median of their vCPU use
+
+    @property
+    def vm_mbps(self) -> float:
+        """The median of the VM's repetitions."""
+        return statistics.median(self.vm_runs)
 
     @property
     def ratio(self) -> Optional[float]:
@@ -160,9 +164,8 @@ def run(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]]
         # The simulator with the same costs, the tick of the host the VM ran on and the
         # guest's jiffy.
         sim_summary = sim.run(cell.scenario(duration, costs, runs[0]["host_tick_ns"], runs[0].get("guest_hz"))).summary
-        goodputs = [r["vm_mbps"] for r in runs]
-        row = CpuRow(cell, parse_rate(cell.rate) / 1e6, _goodput(sim_summary), statistics.median(goodputs),
-                     statistics.median(r["vm_cpu_use"] for r in runs), goodputs)
+        row = CpuRow(cell, parse_rate(cell.rate) / 1e6, _goodput(sim_summary), [r["vm_mbps"] for r in runs],
+                     statistics.median(r["vm_cpu_use"] for r in runs))
         rows.append(row)
         ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
         progress(f"  {cell.name}: sim {row.sim_mbps:.1f}, VM {row.vm_shown} Mbit/s (ratio {ratio}, "
@@ -213,11 +216,10 @@ def write(out: Path, rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: 
                     "vm_reps", "ratio", "vm_cpu_use", "passed"])
         for r in rows:
             c = r.cell
-            spread = r.vm_runs or [r.vm_mbps]
             w.writerow([c.cca, c.share, c.slice, c.rate, c.rtt, f"{r.sim_mbps:.3f}", f"{r.vm_mbps:.3f}",
-                        f"{min(spread):.3f}", f"{max(spread):.3f}", len(spread),
+                        f"{min(r.vm_runs):.3f}", f"{max(r.vm_runs):.3f}", len(r.vm_runs),
                         "" if r.ratio is None else f"{r.ratio:.3f}", f"{r.vm_cpu_use:.3f}", r.passed])
-    paths[1].write_text(json.dumps({"meta": meta, "rows": [dict(asdict(r), ratio=r.ratio, passed=r.passed)
+    paths[1].write_text(json.dumps({"meta": meta, "rows": [dict(asdict(r), vm_mbps=r.vm_mbps, ratio=r.ratio, passed=r.passed)
                                                           for r in rows],
                                     "thresholds": [dict(asdict(t), passed=t.passed) for t in limits]}, indent=1))
     paths[2].write_text(markdown(rows, limits, meta))
