@@ -172,7 +172,7 @@ def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str,
         click.echo(f"wrote {where}: {names}", err=as_json)
 
 
-def _read_costs(path: str) -> dict[str, Any]:
+def _read_host_costs(path: str) -> dict[str, Any]:
     """What the file at ``path`` (as ``ccbench calibrate-host`` writes it) says of the
     sender host: its ``[host.cost]`` table and, if given, ``host.tx_completion``."""
     from .scenario import read_toml
@@ -198,7 +198,7 @@ def _with_costs(sc: Any, path: str) -> dict[str, Any]:
     """The scenario's document with the host entries of the file at ``path``."""
     from .scenario import _without_none
 
-    measured = _read_costs(path)
+    measured = _read_host_costs(path)
     doc: dict[str, Any] = _without_none(sc.to_dict())
     host = doc.setdefault("host", {})
     host.update({k: v for k, v in measured.items() if k != "cost"})
@@ -381,7 +381,7 @@ def _validate_cpu(quick: bool, duration: Optional[str], cca: Optional[str], cpu_
         params["duration"] = duration
     if cca is not None:
         params["ccas"] = tuple(c.strip().lower() for c in cca.split(",") if c.strip())
-    costs = None if cpu_costs is None else _read_costs(cpu_costs)
+    costs = None if cpu_costs is None else _read_host_costs(cpu_costs)
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")
     vm = engines.get("vm", guest_kernel=guest_kernel)
