@@ -11,7 +11,7 @@ import pytest
 
 import ccbench
 from ccbench import Scenario, ScenarioError
-from ccbench.host import presets, read_cpu_trace
+from ccbench.scenario.host import presets, read_cpu_trace
 
 BASE = """
 duration = "2s"

@@ -234,7 +234,7 @@ BASE = MINIMAL
         (BASE.replace("[link]", '[link]\nbuffer = "-1bdp"'), "link.buffer", "must not be negative"),
         (BASE.replace('"cubic"', '"vegas"'), "flows[0].cca", "allowed: reno, cubic"),
         (BASE + "colour = 1\n", "flows[0].colour", "unknown key; allowed keys: cca, count"),
-        (BASE.replace("[link]", "[link]\nmtu = 1500"), "link.mtu", "unknown key; allowed keys: rate, rtt"),
+        (BASE.replace("[link]", "[link]\nmtu = 1500"), "link.mtu", "unknown key; allowed keys: rate, trace, rtt"),
         ("speed = 1\n" + BASE, "speed", "unknown key; allowed keys: seed, duration"),
         (BASE + "[tcp]\nfoo = 1\n", "tcp.foo", "unknown key; allowed keys: mss"),
         (BASE.replace('"10s"', '"10 parsecs"'), "duration", "unknown duration unit 'parsecs'"),

@@ -18,7 +18,7 @@ def test_the_committed_doc_is_the_generated_one():
 def test_every_key_of_every_table_is_documented():
     """A field without an example would be left out of the doc: only the link's models
     documented in cellular.md (traces, schedules, loss model, AQM parameters) may be."""
-    from ccbench.host import Host, HostCost
+    from ccbench.scenario.host import Host, HostCost
     from ccbench.scenario import Capture, Flow, Link, Tcp
 
     left_out = {(m.__name__, f.alias or name) for m in (Scenario, Link, Tcp, Host, HostCost, Flow, Capture)

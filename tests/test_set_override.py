@@ -44,7 +44,7 @@ def test_later_assignments_win_and_set_comes_after_the_flags() -> None:
 
 
 @pytest.mark.parametrize("assignment, field, words", [
-    ("link.rat=1", "link.rat", "allowed keys: rate, rtt"),
+    ("link.rat=1", "link.rat", "allowed keys: rate, trace, rtt"),
     ("flows[3].cca=bbr", "flows[3]", "flows has 1 entry, indices 0 to 0"),
     ("link.rate=fast", "link.rate", "is not a rate"),
     ("tcp.mss", "--set", "expected PATH=VALUE"),

@@ -684,7 +684,7 @@ def vm_probe(guest_kernel: str, vcpus: int, cpu_share: Optional[str], cpu_slice:
     host kernel and the CPU the busy vCPUs got."""
     import json as jsonlib
 
-    from .host import parse_share
+    from .scenario.host import parse_share
     from .units import parse_duration
     from .vm.probe import probe
 

@@ -32,7 +32,7 @@ FLAGS = {
 
 def _front_end_rows() -> list[tuple[str, str, str]]:
     """Ranges the TOML front end checks before the simulator sees the scenario."""
-    from .host import presets
+    from .scenario.host import presets
     from .scenario import CAPTURE_POINTS, MAX_FLOWS_PER_ENTRY, MIN_INTERVAL_NS
     from .units import format_duration
 

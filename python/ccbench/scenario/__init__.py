@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from .. import _core
 from ..errors import ScenarioError
-from ..host import Host, HostCost
+from .host import Host, HostCost
 from ..units import format_duration
 from .fields import MAX_FLOWS_PER_ENTRY, MIN_INTERVAL_NS, Duration, _int_range, _Table, core_default
 from .flow import BBR_FAMILY, Flow, Tcp, algorithms
@@ -314,16 +314,11 @@ class Scenario(_Table):
 
     def to_dict(self) -> dict[str, Any]:
         """The effective scenario in TOML form: human units, every default filled in."""
-        return {
-            "seed": self.seed,
-            "duration": format_duration(self.duration_ns),
-            "interval": format_duration(self.interval_ns),
-            "link": self.link.to_dict(),
-            "tcp": self.tcp.to_dict(),
-            **({} if self.host is None else {"host": self.host.to_dict()}),
-            "flows": [f.to_dict() for f in self.flows],
-            **({} if self.capture is None else {"capture": self.capture.to_dict()}),
-        }
+        d = super().to_dict()
+        for optional_table in ("host", "capture"):
+            if d[optional_table] is None:
+                del d[optional_table]
+        return d
 
     def effective_toml(self) -> str:
         """The effective scenario as TOML; loading it gives an equal Scenario."""

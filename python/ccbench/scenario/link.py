@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import (BeforeValidator, Field, SerializationInfo, SerializerFunctionWrapHandler, field_validator,
+                      model_serializer, model_validator)
 
 from ..errors import ScenarioError
-from ..units import Buffer, format_buffer, format_duration, format_loss, format_rate, format_size
+from ..units import Buffer, parse_size
 
 from .fields import BufferLimit, Duration, Loss, Probability, Rate, Size, TraceFile, _int_range, _Table, core_default
 
@@ -61,7 +62,7 @@ class GilbertElliott(_Table):
         return (1 - self.k) * (1 - bad) + (1 - self.h) * bad
 
     def to_core(self) -> dict[str, Any]:
-        return {"gilbert_elliott": {"p": self.p, "r": self.r, "h": self.h, "k": self.k}}
+        return {"gilbert_elliott": self.model_dump(exclude={"type"})}
 
 
 AQMS = ("droptail", "codel", "fq_codel")
@@ -79,16 +80,21 @@ _AQM_KEYS = {"codel": ("target", "interval", "limit", "ecn", "ce_threshold", "mt
                           "memory_limit", "drop_batch")}
 
 
+# A packet size the kernel's tools print as a plain number of bytes.
+PacketBytes = Annotated[int, BeforeValidator(parse_size)]
+_FQ_ONLY = frozenset({"quantum_bytes", "flows", "memory_limit_bytes", "drop_batch"})
+
+
 class AqmParams(_Table):
     """``link.aqm_params``: CoDel / FQ-CoDel parameters, every one filled in."""
 
     target_ns: Duration = Field(alias="target")
     interval_ns: Duration = Field(alias="interval")
-    limit: Annotated[int, _int_range(1, 2**32 - 1)]
+    limit_packets: Annotated[int, _int_range(1, 2**32 - 1)] = Field(alias="limit")
     ecn: bool
     ce_threshold_ns: Optional[Duration] = Field(None, alias="ce_threshold")
-    mtu_bytes: Size = Field(alias="mtu")
-    quantum_bytes: Optional[Size] = Field(None, alias="quantum")
+    mtu_bytes: PacketBytes = Field(alias="mtu")
+    quantum_bytes: Optional[PacketBytes] = Field(None, alias="quantum")
     flows: Optional[Annotated[int, _int_range(1, 65536)]] = None
     memory_limit_bytes: Optional[Size] = Field(None, alias="memory_limit")
     drop_batch: Optional[Annotated[int, _int_range(1, 2**32 - 1)]] = None
@@ -100,55 +106,37 @@ class AqmParams(_Table):
             raise ValueError("must be positive, e.g. '5ms'")
         return v
 
-    def to_dict(self) -> dict[str, Any]:
-        d = {
-            "target": format_duration(self.target_ns),
-            "interval": format_duration(self.interval_ns),
-            "limit": self.limit,
-            "ecn": self.ecn,
-            "ce_threshold": None if self.ce_threshold_ns is None else format_duration(self.ce_threshold_ns),
-            "mtu": self.mtu_bytes,
-            "quantum": self.quantum_bytes,
-            "flows": self.flows,
-            "memory_limit": None if self.memory_limit_bytes is None else format_size(self.memory_limit_bytes),
-            "drop_batch": self.drop_batch,
-        }
-        return {k: v for k, v in d.items() if v is not None}
+    @model_serializer(mode="wrap")
+    def _toml_form(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        """In the TOML form only the parameters the AQM has."""
+        d = handler(self)
+        return {k: v for k, v in d.items() if v is not None} if info.mode == "json" else d
 
     def to_core(self, aqm: str) -> dict[str, Any]:
-        core: dict[str, Any] = {
-            "target_ns": self.target_ns,
-            "interval_ns": self.interval_ns,
-            "limit_packets": self.limit,
-            "ecn": self.ecn,
-            "ce_threshold_ns": self.ce_threshold_ns,
-            "mtu_bytes": self.mtu_bytes,
-        }
-        if aqm == "fq_codel":
-            core.update(quantum_bytes=self.quantum_bytes, flows=self.flows,
-                        memory_limit_bytes=self.memory_limit_bytes, drop_batch=self.drop_batch)
-        return {aqm: core}
+        """``{aqm: parameters}``: CoDel's table has no FQ-CoDel keys."""
+        return {aqm: self.model_dump(exclude=_FQ_ONLY if aqm == "codel" else None)}
 
 
 class Link(_Table):
+    # Fields in the order of the TOML form.
     rate_bps: Optional[Rate] = Field(None, alias="rate", description="the bottleneck's rate (or trace: see "
                                      "[Cellular links](cellular.md))", examples=["100Mbit"])
+    trace: Optional[TraceFile] = None
     rtt_ns: Duration = Field(alias="rtt", description="base RTT of the bottleneck path (half each way)",
                              examples=["40ms"])
     buffer: BufferLimit = Field(Buffer("bdp", 1.0), description="drop-tail limit", examples=["1bdp"])
+    aqm: Literal["droptail", "codel", "fq_codel"] = Field(
+        "droptail", description="droptail, codel or fq_codel; see [Cellular links](cellular.md)", examples=["droptail"])
+    aqm_params: Optional[AqmParams] = None
     loss: Loss = Field(core_default("link", "loss"), description="random loss of data packets arriving at the bottleneck", examples=["0.5%"])
+    loss_model: Optional[GilbertElliott] = None
     nic_rate_bps: Rate = Field(core_default("link", "nic_rate_bps"), alias="nic_rate", description="each sender's NIC (access link) rate",
                                examples=["10Gbit"])
     ecn_threshold: Optional[BufferLimit] = Field(
         None, description="mark ECN-capable packets CE above this backlog; omit for none", examples=["20pkt"])
-    trace: Optional[TraceFile] = None
     ack_trace: Optional[TraceFile] = None
     rate_schedule: list[RateStep] = Field(default_factory=list)
     rtt_schedule: list[RttStep] = Field(default_factory=list)
-    loss_model: Optional[GilbertElliott] = None
-    aqm: Literal["droptail", "codel", "fq_codel"] = Field(
-        "droptail", description="droptail, codel or fq_codel; see [Cellular links](cellular.md)", examples=["droptail"])
-    aqm_params: Optional[AqmParams] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -200,23 +188,16 @@ class Link(_Table):
         assert self.rate_bps is not None
         return self.rate_bps
 
-    def to_dict(self) -> dict[str, Any]:
-        queue_is_aqm = self.aqm != "droptail"
-        return {
-            "rate": None if self.rate_bps is None else format_rate(self.rate_bps),
-            "trace": None if self.trace is None else self.trace.path,
-            "rtt": format_duration(self.rtt_ns),
-            "buffer": None if queue_is_aqm else format_buffer(self.buffer),
-            "aqm": self.aqm,
-            "aqm_params": self.aqm_params.to_dict() if queue_is_aqm and self.aqm_params else None,
-            "loss": format_loss(self.loss),
-            "loss_model": None if self.loss_model is None else self.loss_model.to_dict(),
-            "nic_rate": format_rate(self.nic_rate_bps),
-            "ecn_threshold": None if self.ecn_threshold is None else format_buffer(self.ecn_threshold),
-            "ack_trace": None if self.ack_trace is None else self.ack_trace.path,
-            "rate_schedule": [st.to_dict() for st in self.rate_schedule] or None,
-            "rtt_schedule": [st.to_dict() for st in self.rtt_schedule] or None,
-        }
+    @model_serializer(mode="wrap")
+    def _toml_form(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        """In the TOML form, no drop-tail limit beside an AQM and no empty schedules."""
+        d = handler(self)
+        if info.mode == "json":
+            if self.aqm != "droptail":
+                d["buffer"] = None  # the AQM's own limit holds instead
+            for schedule in ("rate_schedule", "rtt_schedule"):
+                d[schedule] = d[schedule] or None
+        return d
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {

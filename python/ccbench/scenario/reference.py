@@ -15,9 +15,9 @@ from typing import Any, Optional, Sequence
 
 from pydantic import BaseModel
 
-from ..host import Host, HostCost
+from .host import Host, HostCost
 
-BEGIN = ("<!-- Generated from the field descriptions in python/ccbench/scenario/ and host.py by "
+BEGIN = ("<!-- Generated from the field descriptions in python/ccbench/scenario/ by "
          "`python -m ccbench.scenario.reference --write docs/scenarios.md`; do not edit. -->")
 END = "<!-- End of the generated scenario. -->"
 COMMENT_COLUMN = 25

@@ -16,13 +16,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from . import _core
-from .errors import ScenarioError
-from .units import _split, format_duration, parse_duration
-
-Duration = Annotated[int, BeforeValidator(parse_duration)]
+from .. import _core
+from ..errors import ScenarioError
+from ..units import _split, parse_duration
+from .fields import Duration, _Table, _unit
 
 DEFAULT_SLICE_NS = 10_000_000
 # The host's scheduler tick: CONFIG_HZ=250, Debian's default.
@@ -76,6 +75,10 @@ def format_byte_cost(ps: int) -> str:
     return f"{(Decimal(ps) / 1000).normalize():f}ns"
 
 
+Share = Annotated[float, *_unit(parse_share, format_share)]
+ByteCost = Annotated[int, *_unit(parse_byte_cost, format_byte_cost)]
+
+
 def read_cpu_trace(path: Union[str, os.PathLike[str]]) -> list[int]:
     """An on/off trace: one ``<on> <off>`` pair of durations per line (``#`` starts a
     comment), starting on at time 0 and repeating. Returns [on, off, ...] in ns."""
@@ -106,15 +109,13 @@ def read_cpu_trace(path: Union[str, os.PathLike[str]]) -> list[int]:
 COST_FIELDS = ("ack", "burst", "packet", "byte", "wakeup", "timer", "resume", "idle_exit")
 
 
-class HostCost(BaseModel):
+class HostCost(_Table):
     """``[host.cost]``: overrides of the preset's CPU time per unit of work."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     ack: Optional[Duration] = Field(None, description="per ACK processed", examples=["4us"])
     burst: Optional[Duration] = Field(None, description="per skb (TSO burst) handed to the NIC", examples=["2us"])
     packet: Optional[Duration] = Field(None, description="per wire packet sent", examples=["21us"])
-    byte: Optional[Annotated[int, BeforeValidator(parse_byte_cost)]] = Field(
+    byte: Optional[ByteCost] = Field(
         None, description="per payload byte sent", examples=["7.3ns"])
     wakeup: Optional[Duration] = Field(
         None, description="per softirq/tasklet pass (pacing, TX completion, first write)", examples=["20us"])
@@ -130,14 +131,12 @@ def _core_key(name: str) -> str:
     return "per_byte_ps" if name == "byte" else f"per_{name}_ns"
 
 
-class Host(BaseModel):
+class Host(_Table):
     """``[host]``: the CPU every sender runs on."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     cpu: str = Field("server", description="preset: server, phone-lowend, phone-midend, phone-highend",
                      examples=["phone-lowend"])
-    cpu_share: Annotated[float, BeforeValidator(parse_share)] = Field(
+    cpu_share: Share = Field(
         1.0, description="SCHED_DEADLINE runtime as a share of every cpu_slice", examples=["25%"])
     cpu_slice_ns: Duration = Field(DEFAULT_SLICE_NS, alias="cpu_slice", description="the reservation's period",
                                    examples=["10ms"])
@@ -200,21 +199,6 @@ class Host(BaseModel):
     def costs(self) -> dict[str, int]:
         """Effective costs in the core's units: the preset with overrides applied."""
         return {_core_key(name): self._cost(name) for name in COST_FIELDS}
-
-    def to_dict(self) -> dict[str, Any]:
-        c = self.costs()
-        return {
-            "cpu": self.cpu,
-            "cpu_share": format_share(self.cpu_share),
-            "cpu_slice": format_duration(self.cpu_slice_ns),
-            "cpu_deadline": self.cpu_deadline,
-            "cpu_tick": format_duration(self.cpu_tick_ns),
-            "cpu_trace": self.cpu_trace,
-            "rx_ring": self.rx_ring,
-            "tx_completion": format_duration(self.tx_completion_ns),
-            "cost": {name: (format_byte_cost(c[_core_key(name)]) if name == "byte" else format_duration(c[_core_key(name)]))
-                     for name in COST_FIELDS},
-        }
 
     def to_core(self) -> dict[str, Any]:
         if self.cpu_trace is not None:
