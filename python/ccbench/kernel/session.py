@@ -33,7 +33,7 @@ from typing import IO, Any, Optional, Protocol
 from ..lifecycle import die_with_parent, signals_interrupt
 from .host import KernelRunError
 from .plan import BASE_PORT, Plan, emulator_config
-from .state import RunState, cleanup_stale, remove_run
+from .state import RunState, recorded_run
 
 AGENT = Path(__file__).with_name("agent.py")
 READY_TIMEOUT_S = 20.0
@@ -315,15 +315,13 @@ def run_plan(plan: Plan, capture: Optional[dict[str, Any]] = None,
     writes pcap files. The senders run in a namespace of this host unless ``sender``
     puts them elsewhere. Removes everything it created before returning or raising
     (KernelRunError, KeyboardInterrupt)."""
-    removed = cleanup_stale()
-    st = RunState.create()
-    children = _Children(st)
-    try:
-        with signals_interrupt():
-            return _run(plan, st, children, removed, capture, sender or NamespaceSender())
-    finally:
-        children.stop_all()
-        remove_run(st)
+    with recorded_run() as (st, removed):
+        children = _Children(st)
+        try:
+            with signals_interrupt():
+                return _run(plan, st, children, removed, capture, sender or NamespaceSender())
+        finally:
+            children.stop_all()
 
 
 def _run(plan: Plan, st: RunState, children: _Children, removed: list[str],

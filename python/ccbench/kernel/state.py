@@ -18,9 +18,10 @@ import shutil
 import signal
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 STATE_DIR = Path("/run/ccbench")
 PREFIX = "ccb-"
@@ -254,3 +255,16 @@ def cleanup_stale() -> list[str]:
         removed.extend(f"run {st.id}: {what}" for what in remove_run(st))
         removed.append(f"run {st.id}: state file")
     return removed
+
+
+@contextmanager
+def recorded_run() -> Iterator[tuple[RunState, list[str]]]:
+    """A run recorded before it creates anything: stale runs' leftovers are removed
+    first (the lines saying what), and everything the run records is removed when the
+    block ends, however it ends."""
+    removed = cleanup_stale()
+    st = RunState.create()
+    try:
+        yield st, removed
+    finally:
+        remove_run(st)

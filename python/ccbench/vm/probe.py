@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..kernel.state import RunState, cleanup_stale, remove_run
+from ..kernel.state import recorded_run
 from . import deadline
 from .guest import DEFAULT, resolve
 from .image import guest_image
@@ -91,9 +91,5 @@ def _workspace() -> Iterator[tuple[Path, Callable[[int], None]]]:
         with tempfile.TemporaryDirectory(prefix="ccbench-vm-") as tmp:
             yield Path(tmp), lambda pid: None
         return
-    cleanup_stale()
-    st = RunState.create()
-    try:
+    with recorded_run() as (st, _):
         yield st.workdir, lambda pid: st.add_process(pid, "qemu")
-    finally:
-        remove_run(st)
