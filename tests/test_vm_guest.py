@@ -190,3 +190,16 @@ def test_a_cpu_cell_passes_inside_the_vms_range_or_near_its_median() -> None:
     assert not row(60.0, [10.0, 12.0, 51.0]).passed                          # beyond it, and 5x the median
     assert row(4.0, [1.0, 2.0, 3.0]).passed                                   # all under 5% of the link
     assert row(40.0, [10.0, 12.0, 51.0]).vm_shown == "12.0 [10.0–51.0]"
+
+
+def test_a_cpu_cell_shows_how_each_engine_sent() -> None:
+    from ccbench.vm.validate import CpuCell, CpuRow, TxShape, markdown
+
+    # 2,750 skbs of 16,500 segments in 5 s of 10 ms slices: 5.5 skbs per slice, 6 segments each.
+    vm = TxShape.of(2750, 16500, "5s", "10ms")
+    assert (vm.skbs_per_slice, vm.segs_per_skb) == (5.5, 6.0)
+    assert TxShape.median([vm, TxShape(4.0, 2.0), TxShape(6.0, 7.0)]) == TxShape(5.5, 6.0)
+    cell = CpuCell(0.15, "10ms", "cubic", "100Mbit", "20ms")
+    row = CpuRow(cell, 100.0, 59.0, [31.6], 0.13, TxShape(11.7, 4.37), vm)
+    assert "| 11.7 (4.4) / 5.5 (6.0) |" in markdown([row], [], {})
+    assert "| - / - |" in markdown([CpuRow(cell, 100.0, 59.0, [31.6], 0.13)], [], {})

@@ -61,6 +61,27 @@ class CpuCell:
         return doc
 
 
+@dataclass(frozen=True)
+class TxShape:
+    skbs_per_slice: float
+    segs_per_skb: float
+
+    @staticmethod
+    def of(skbs: int, segs: int, duration: str, slice_: str) -> "TxShape":
+        from ..units import parse_duration
+
+        slices = parse_duration(duration) / parse_duration(slice_)
+        return TxShape(skbs / slices, segs / skbs if skbs else 0.0)
+
+    @staticmethod
+    def median(shapes: Sequence["TxShape"]) -> "TxShape":
+        return TxShape(statistics.median(s.skbs_per_slice for s in shapes),
+                       statistics.median(s.segs_per_skb for s in shapes))
+
+    def __str__(self) -> str:
+        return f"{self.skbs_per_slice:.1f} ({self.segs_per_skb:.1f})"
+
+
 @dataclass
 class CpuRow:
     cell: CpuCell
@@ -68,6 +89,10 @@ class CpuRow:
     sim_mbps: float
     vm_runs: list[float]            # every repetition's goodput on the VM
     vm_cpu_use: float               # the median of their vCPU use
+    # How each engine sent: skbs per slice and segments per skb (the VM's: medians over its
+    # repetitions), where a held sender's two engines part (docs/vm-engine.md).
+    sim_tx: Optional["TxShape"] = None
+    vm_tx: Optional["TxShape"] = None
 
     @property
     def vm_mbps(self) -> float:
@@ -164,8 +189,13 @@ def run(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]]
         # The simulator with the same costs, the tick of the host the VM ran on and the
         # guest's jiffy.
         sim_summary = sim.run(cell.scenario(duration, costs, runs[0]["host_tick_ns"], runs[0].get("guest_hz"))).summary
+        sim_work = sim_summary["host"]["work"]
+        vm_tx = [TxShape.of(r["work"]["skbs"], r["work"]["segs_out"], duration, cell.slice) for r in runs
+                 if r.get("work")]
         row = CpuRow(cell, parse_rate(cell.rate) / 1e6, _goodput(sim_summary), [r["vm_mbps"] for r in runs],
-                     statistics.median(r["vm_cpu_use"] for r in runs))
+                     statistics.median(r["vm_cpu_use"] for r in runs),
+                     TxShape.of(sim_work["bursts"], sim_work["packets"], duration, cell.slice),
+                     TxShape.median(vm_tx) if vm_tx else None)
         rows.append(row)
         ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
         progress(f"  {cell.name}: sim {row.sim_mbps:.1f}, VM {row.vm_shown} Mbit/s (ratio {ratio}, "
@@ -213,12 +243,15 @@ def write(out: Path, rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: 
     with open(paths[0], "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["cca", "share", "slice", "rate", "rtt", "sim_mbps", "vm_mbps", "vm_min_mbps", "vm_max_mbps",
-                    "vm_reps", "ratio", "vm_cpu_use", "passed"])
+                    "vm_reps", "ratio", "vm_cpu_use", "sim_skbs_per_slice", "vm_skbs_per_slice", "sim_segs_per_skb",
+                    "vm_segs_per_skb", "passed"])
         for r in rows:
             c = r.cell
+            tx = [f"{getattr(t, field):.2f}" if t else "" for field in ("skbs_per_slice", "segs_per_skb")
+                  for t in (r.sim_tx, r.vm_tx)]
             w.writerow([c.cca, c.share, c.slice, c.rate, c.rtt, f"{r.sim_mbps:.3f}", f"{r.vm_mbps:.3f}",
                         f"{min(r.vm_runs):.3f}", f"{max(r.vm_runs):.3f}", len(r.vm_runs),
-                        "" if r.ratio is None else f"{r.ratio:.3f}", f"{r.vm_cpu_use:.3f}", r.passed])
+                        "" if r.ratio is None else f"{r.ratio:.3f}", f"{r.vm_cpu_use:.3f}", *tx, r.passed])
     paths[1].write_text(json.dumps({"meta": meta, "rows": [dict(asdict(r), vm_mbps=r.vm_mbps, ratio=r.ratio, passed=r.passed)
                                                           for r in rows],
                                     "thresholds": [dict(asdict(t), passed=t.passed) for t in limits]}, indent=1))
@@ -229,10 +262,12 @@ def write(out: Path, rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: 
 def markdown(rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: dict[str, Any]) -> str:
     lines = [f"Simulator vs VM ({meta.get('guest', '?')}, {meta.get('accelerator', '?')}); goodput Mbit/s, "
              "ratio = sim / VM", "",
-             "| cell | sim | VM (median [range]) | ratio | VM vCPU use | verdict |", "|---|---|---|---|---|---|"]
+             "| cell | sim | VM (median [range]) | ratio | VM vCPU use | skbs per slice (segments per skb) sim / VM "
+             "| verdict |", "|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (r.passed, r.cell.slice, r.cell.rate, r.cell.rtt, r.cell.cca, r.cell.share)):
         ratio = "-" if r.ratio is None else f"{r.ratio:.2f}"
-        lines.append(f"| {r.cell.name} | {r.sim_mbps:.1f} | {r.vm_shown} | {ratio} | {r.vm_cpu_use:.0%} | "
+        tx = f"{r.sim_tx or '-'} / {r.vm_tx or '-'}"
+        lines.append(f"| {r.cell.name} | {r.sim_mbps:.1f} | {r.vm_shown} | {ratio} | {r.vm_cpu_use:.0%} | {tx} | "
                      f"{'ok' if r.passed else 'differs'} |")
     lines += ["", "| slice, rate, RTT | BBR under half of Cubic up to (sim) | (VM) | verdict |", "|---|---|---|---|"]
     for t in limits:
