@@ -32,8 +32,8 @@ FLAGS = {
 
 def _front_end_rows() -> list[tuple[str, str, str]]:
     """Ranges the TOML front end checks before the simulator sees the scenario."""
-    from .scenario.host import presets
     from .scenario import CAPTURE_POINTS, MAX_FLOWS_PER_ENTRY, MIN_INTERVAL_NS
+    from .scenario.host import presets
     from .units import format_duration
 
     return [

@@ -20,7 +20,8 @@ struct Path {
     one_way: Dur,
     /// The peer's window in bytes.
     window: u64,
-    /// The bottleneck's drop-tail limit in packets (None: unlimited).
+    /// The bottleneck's drop-tail limit: packets waiting behind the one on the wire
+    /// (None: unlimited).
     buffer: Option<usize>,
 }
 

@@ -24,10 +24,10 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from .. import _core
 from ..errors import ScenarioError
-from .host import Host, HostCost
 from ..units import format_duration
 from .fields import MAX_FLOWS_PER_ENTRY, MIN_INTERVAL_NS, Duration, _int_range, _Table, core_default
 from .flow import BBR_FAMILY, Flow, Tcp, algorithms
+from .host import Host, HostCost
 from .link import AQMS, AqmParams, GilbertElliott, Link, RateStep, RttStep
 
 __all__ = [
