@@ -144,6 +144,27 @@ assert tcpi_sacked == 3 and tcpi_lost == 1 and tcpi_retrans == 1, tcpi_sacked
     assert v.outcome == "pass", v
 
 
+def test_the_peers_data_is_acknowledged_at_once_and_unread_data_makes_close_reset(tmp_path):
+    # `tcp_event_data_recv` (quick ACKs at first, `icsk_ack.lrcvtime`) and `tcp_close`
+    # (unread data: `tcp_send_active_reset`).
+    body = """\
+   +1 %{ assert 990 <= tcpi_last_data_recv <= 1010, tcpi_last_data_recv }%
+   +0 < P. 1:1001(1000) ack 1 win 500
+   +0 > . 1:1(0) ack 1001
+ +.01 %{ assert tcpi_last_data_recv <= 10, tcpi_last_data_recv }%
+   +0 write(4, ..., 1000) = 1000
+   +0 > P. 1:1001(1000) ack 1001
+ +.01 < . 1001:1001(0) ack 1001 win 500
+   +0 close(4) = 0
+   +0 > R. 1001:1001(0) ack 1001
+"""
+    v = verdict(tmp_path, body)
+    assert v.outcome == "pass", v
+    # A FIN instead of the RST is a mismatch.
+    v = verdict(tmp_path, body.replace("> R.", "> F."))
+    assert v.outcome == "fail" and v.mismatch.actual.startswith("R. 1001:1001(0) ack 1001"), v
+
+
 def test_a_silent_sender_fails_after_packetdrills_wait(tmp_path):
     v = verdict(tmp_path, "   +0 > P. 1:1001(1000) ack 1\n")
     assert v.outcome == "fail" and v.mismatch.actual == "nothing sent by 2.200000 s"
@@ -151,7 +172,9 @@ def test_a_silent_sender_fails_after_packetdrills_wait(tmp_path):
 
 @pytest.mark.parametrize(("body", "reason"), [
     ("   +0 setsockopt(4, SOL_TCP, TCP_MAXSEG, [500], 4) = 0\n", "line 8: TCP_MAXSEG once the connection is open"),
-    ("  +.1 < P. 1:1001(1000) ack 1 win 500\n", "line 8: inbound data"),
+    ("  +.1 < P. 1001:2001(1000) ack 1 win 500\n", "line 8: inbound data out of order"),
+    ("   +0 write(4, ..., 1000) = 1000\n  +.01 < P. 1:1001(1000) ack 1 win 500\n",
+     "line 9: inbound data after our own"),
     ("   +0 %{ assert tcpi_sndbuf_limited == 0 }%\n", "line 8: tcpi_sndbuf_limited: send-buffer-limited time"),
     ("   +0 write(4, ..., 1000) = 1000\n   +0 close(4) = 0\n", "line 9: close() with data not yet acknowledged"),
     ("  +.1 < F. 1:1(0) ack 1 win 500\n", "line 8: inbound FIN"),

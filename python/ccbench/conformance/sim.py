@@ -43,6 +43,7 @@ STACK = "simulator"
 
 #: The kernel this machine runs (`CONFIG_HZ`), whose timers the harness rounds to.
 KERNEL_HZ = 250
+TCP_MAX_QUICKACKS = 16
 #: The tun device's MTU (1500) less IPv4 and TCP headers: `advmss`, the cap on the MSS.
 TUN_ADVMSS = 1460
 #: `TCP_MSS_DEFAULT`: what TCP_MAXSEG reads before a connection when none was set.
@@ -81,7 +82,6 @@ IGNORED_COMMANDS = ("ip tcp_metrics flush", "tc qdisc add dev tun0 root pfifo", 
 #: TCP_INFO fields the harness has no state for.
 NO_STATE = {
     "tcpi_sndbuf_limited": "send-buffer-limited time: the send buffer is not modelled",
-    "tcpi_last_data_recv": "the sender receives no data",
 }
 #: Module parameters of tcp_cubic a script may write, which the simulator's Cubic
 #: takes under the same names.
@@ -119,11 +119,12 @@ class Skb:
     ect: bool
     cwr: bool
     fin: bool = False
-    ack: int = 1  # 2 once the peer's FIN is acknowledged
+    ack: int = 1  # 1 + the peer's data bytes received, + 1 once its FIN is acknowledged
+    rst: bool = False
 
     def text(self) -> str:
         # PSH is left out: it is not compared (see _flags_match).
-        flags = ("F" if self.fin else "") + ("W" if self.cwr else "") + "."
+        flags = ("F" if self.fin else "") + ("R" if self.rst else "") + ("W" if self.cwr else "") + "."
         return f"{flags} {self.start}:{self.start + self.length}({self.length}) ack {self.ack}"
 
 
@@ -167,9 +168,19 @@ class _Run:
     sndbuf: Optional[int] = None
     namespace: dict[str, Any] = field(default_factory=dict)
     failed_assertion: Optional[Mismatch] = None
-    # close() sent our FIN (see _close); the peer's FIN came and was acknowledged.
+    # close() sent our FIN or RST (see _close); the peer's FIN came and was acknowledged.
     closed: bool = False
     peer_fin: bool = False
+    # The peer's data (see _inbound_data): bytes received in order, none of them read by
+    # the application; when data last arrived (`icsk_ack.lrcvtime`); quick ACKs left.
+    received: int = 0
+    lrcvtime_us: int = 0
+    quickacks: int = 0
+
+    @property
+    def ack(self) -> int:
+        """The ACK field of what we send: the peer's next byte."""
+        return 1 + self.received + self.peer_fin
 
 
 def run_script(path: Path, name: str, tolerance_us: Optional[int] = None,
@@ -334,9 +345,9 @@ def _collect(run: _Run, sent: list[tuple[int, int, int, int, bool, bool, bool, b
     mss = run.conn.mss
     for time_ns, seg, segs, nbytes, retrans, ect, cwr, _psh in sent:
         if segs == 0:  # a zero-window probe: empty, one byte below snd_una
-            run.fifo.append(Skb(time_ns / 1000, min(seg * mss, run.written), 0, False, False, False))
+            run.fifo.append(Skb(time_ns / 1000, min(seg * mss, run.written), 0, False, False, False, ack=run.ack))
             continue
-        run.fifo.append(Skb(time_ns / 1000, seg * mss + 1, nbytes, retrans, ect, cwr))
+        run.fifo.append(Skb(time_ns / 1000, seg * mss + 1, nbytes, retrans, ect, cwr, ack=run.ack))
 
 
 # --- the handshake ---------------------------------------------------------------------
@@ -360,8 +371,8 @@ def _inbound(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
             _establish(run, p, t_us, rtt_us=t_us - c.syn_time_us, ack_time_us=t_us)
             return
         raise Unsupported(f"line {ev.line}: a packet before the connection is established")
-    if p.length > 0:
-        raise Unsupported(f"line {ev.line}: inbound data (the simulated sender receives none)")
+    if p.length > 0 and not run.closed:
+        _inbound_data(run, ev, p, t_us)
     if run.closed:
         _inbound_after_close(run, ev, p, t_us)
         return
@@ -377,6 +388,27 @@ def _inbound(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
     ece = "E" in p.flags
     run.h.receive(t_us * 1000, ack, rwnd, sacks, ece)
     _collect(run, run.h.sent())
+
+
+def _inbound_data(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
+    """The peer's data, in order, before we have written any and while the connection is
+    in quick-ACK mode: each segment is acknowledged at once (`__tcp_ack_snd_check` in
+    `tcp_in_quickack_mode`), stamps `icsk_ack.lrcvtime` (`tcp_event_data_recv`) and stays
+    unread. The ACK it carries then goes to the sender as any other (below). Once we
+    have sent data, a reply within the ACK timeout turns delayed ACKs on (pingpong mode,
+    `tcp_event_data_sent`) and an ACK carried by data must not count as a duplicate,
+    neither of which is modelled."""
+    if p.start != 1 + run.received:
+        raise Unsupported(f"line {ev.line}: inbound data out of order (the receive queue is not modelled)")
+    if run.written:
+        raise Unsupported(f"line {ev.line}: inbound data after our own (delayed ACKs of an exchange are not "
+                          "modelled)")
+    if run.quickacks == 0:
+        raise Unsupported(f"line {ev.line}: inbound data after the quick ACKs (delayed ACKs are not modelled)")
+    run.received += p.length
+    run.lrcvtime_us = t_us
+    run.quickacks -= 1  # `tcp_dec_quickack_mode` as the ACK leaves
+    run.fifo.append(Skb(t_us, run.written + 1, 0, False, False, False, ack=run.ack))
 
 
 def _snd_una_byte(run: _Run) -> int:
@@ -440,6 +472,12 @@ def _establish(run: _Run, p: Packet, t_us: int, rtt_us: int, ack_time_us: int) -
     c = run.conn
     rwnd = (p.win or 0) << (c.peer_wscale if c.wscale_ok and not p.is_syn else 0)
     run.h = _new_harness(run, rtt_us, rwnd)
+    # `tcp_finish_connect` (active) and `tcp_create_openreq_child` (passive) stamp the
+    # connection's last receipt; `tcp_event_data_recv` starts the quick-ACK count at the
+    # first data (`tcp_incr_quickack`: the receive window over two receive MSS, at most
+    # TCP_MAX_QUICKACKS = 16, which a window of 64 KB reaches).
+    run.lrcvtime_us = t_us
+    run.quickacks = TCP_MAX_QUICKACKS
     # The harness's clock is the script's: catch it up to now.
     run.h.advance(ack_time_us * 1000)
     run.now_us = max(run.now_us, ack_time_us)
@@ -495,7 +533,7 @@ def _outbound(run: _Run, ev: Event, p: Packet, t_us: int, t_end: Optional[int]) 
             raise Failed(Mismatch(ev.line, ev.text, f"nothing sent by {deadline / 1e6:.6f} s", t_us))
         skbs.append(skb)
     first, last = skbs[0], skbs[-1]
-    agg = Skb(last.time_us, first.start, total, first.retrans, first.ect, first.cwr, last.fin, last.ack)
+    agg = Skb(last.time_us, first.start, total, first.retrans, first.ect, first.cwr, last.fin, last.ack, last.rst)
     actual = f"{agg.text()} at {agg.time_us / 1e6:.6f} s"
     if len(skbs) > 1:
         actual += f" ({len(skbs)} skbs)"
@@ -529,7 +567,7 @@ def _flags_match(expected: str, skb: Skb) -> bool:
     PSH would part from the kernel on retransmissions (`sack-route-refresh-ip-tos`, line
     34) and inside long writes (`cubic-rto-ss-ca-cwnd-bump`, line 88)."""
     want = set(expected.replace("-", "")) - {"P"}
-    have = {"."} | ({"W"} if skb.cwr else set()) | ({"F"} if skb.fin else set())
+    have = {"."} | ({"W"} if skb.cwr else set()) | ({"F"} if skb.fin else set()) | ({"R"} if skb.rst else set())
     return want == have
 
 
@@ -627,19 +665,24 @@ def _close(run: _Run, ev: Event, t_us: int) -> None:
         raise Unsupported(f"line {ev.line}: close() with data not yet acknowledged (a FIN queued behind data "
                           "is not modelled)")
     run.closed = True
-    run.fifo.append(Skb(t_us, run.written + 1, 0, False, False, False, fin=True))
+    if run.received:
+        # `tcp_close`: data the application never read aborts the connection with a RST
+        # (`tcp_send_active_reset`) instead of a FIN.
+        run.fifo.append(Skb(t_us, run.written + 1, 0, False, False, False, ack=run.ack, rst=True))
+        return
+    run.fifo.append(Skb(t_us, run.written + 1, 0, False, False, False, fin=True, ack=run.ack))
 
 
 def _inbound_after_close(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
     """The peer's ACK of our FIN and its own FIN, which we acknowledge."""
     fin_acked = run.written + 2
-    if "R" in p.flags or p.length > 0 or p.ack is None or p.ack not in (run.written + 1, fin_acked):
+    if run.received or "R" in p.flags or p.length > 0 or p.ack is None or p.ack not in (run.written + 1, fin_acked):
         raise Unsupported(f"line {ev.line}: after close(), only the peer's ACK of our FIN and its FIN are modelled")
     if "F" in p.flags:
         if p.ack != fin_acked or run.peer_fin:
             raise Unsupported(f"line {ev.line}: a FIN from the peer that does not acknowledge ours")
         run.peer_fin = True
-        run.fifo.append(Skb(t_us, fin_acked, 0, False, False, False, ack=2))
+        run.fifo.append(Skb(t_us, fin_acked, 0, False, False, False, ack=run.ack))
 
 
 def _setsockopt(run: _Run, ev: Event, sc: Syscall) -> None:
@@ -702,6 +745,9 @@ def _code(run: _Run, ev: Event, code: Code, t_us: int) -> None:
     else:
         info = dict(run.h.tcp_info())
         info["tcpi_advmss"] = _advmss(run)
+        # `tcp_get_info`: jiffies since the last receipt, in ms.
+        jiffies = lambda us: us * KERNEL_HZ // 1_000_000  # noqa: E731
+        info["tcpi_last_data_recv"] = (jiffies(t_us) - jiffies(run.lrcvtime_us)) * 1000 // KERNEL_HZ
     for kind, stmt in code.statements:
         if kind == "print":
             continue
