@@ -165,6 +165,20 @@ def test_the_peers_data_is_acknowledged_at_once_and_unread_data_makes_close_rese
     assert v.outcome == "fail" and v.mismatch.actual.startswith("R. 1001:1001(0) ack 1001"), v
 
 
+def test_an_ack_of_unsent_data_is_dropped_and_challenged_at_most_twice_a_second(tmp_path):
+    # `tcp_ack` -> `tcp_send_challenge_ack`, limited by `tcp_invalid_ratelimit` (500 ms).
+    v = verdict(tmp_path, """\
+   +0 < F. 1:1(0) ack 9999 win 500
+   +0 > . 1:1(0) ack 1
+ +.1 < . 1:1(0) ack 9999 win 500
+ +.5 < . 1:1(0) ack 9999 win 500
+   +0 > . 1:1(0) ack 1
+   +0 < P. 1:1001(1000) ack 1 win 500
+   +0 > . 1:1(0) ack 1001
+""")
+    assert v.outcome == "pass", v
+
+
 def test_a_silent_sender_fails_after_packetdrills_wait(tmp_path):
     v = verdict(tmp_path, "   +0 > P. 1:1001(1000) ack 1\n")
     assert v.outcome == "fail" and v.mismatch.actual == "nothing sent by 2.200000 s"
@@ -178,6 +192,8 @@ def test_a_silent_sender_fails_after_packetdrills_wait(tmp_path):
     ("   +0 %{ assert tcpi_sndbuf_limited == 0 }%\n", "line 8: tcpi_sndbuf_limited: send-buffer-limited time"),
     ("   +0 write(4, ..., 1000) = 1000\n   +0 close(4) = 0\n", "line 9: close() with data not yet acknowledged"),
     ("  +.1 < F. 1:1(0) ack 1 win 500\n", "line 8: inbound FIN"),
+    ("  +.1 < P. 1:1001(1000) ack 1 win 500\n  +.1 < P. 2001:3001(1000) ack 1 win 500\n",
+     "line 9: inbound data out of order"),
     ("   +0 `sysctl -q net.ipv4.tcp_tso_win_divisor=10`\n", "a shell command after the connection is established"),
     ("   +0 write(4, ..., 1500) = 1500\n   +0 write(4, ..., 1000) = 1000\n", "line 9: write of 1000 bytes: a write after a partial segment"),
 ])  # fmt: skip

@@ -44,6 +44,7 @@ STACK = "simulator"
 #: The kernel this machine runs (`CONFIG_HZ`), whose timers the harness rounds to.
 KERNEL_HZ = 250
 TCP_MAX_QUICKACKS = 16
+INVALID_RATELIMIT_US = 500_000  # net.ipv4.tcp_invalid_ratelimit
 #: The tun device's MTU (1500) less IPv4 and TCP headers: `advmss`, the cap on the MSS.
 TUN_ADVMSS = 1460
 #: `TCP_MSS_DEFAULT`: what TCP_MAXSEG reads before a connection when none was set.
@@ -176,6 +177,8 @@ class _Run:
     received: int = 0
     lrcvtime_us: int = 0
     quickacks: int = 0
+    # When the last challenge ACK left (`tp->last_oow_ack_time`).
+    last_oow_ack_us: Optional[int] = None
 
     @property
     def ack(self) -> int:
@@ -371,6 +374,9 @@ def _inbound(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
             _establish(run, p, t_us, rtt_us=t_us - c.syn_time_us, ack_time_us=t_us)
             return
         raise Unsupported(f"line {ev.line}: a packet before the connection is established")
+    if not run.closed and p.ack is not None and p.ack > _snd_nxt_byte(run):
+        _challenge_ack(run, t_us)
+        return
     if p.length > 0 and not run.closed:
         _inbound_data(run, ev, p, t_us)
     if run.closed:
@@ -409,6 +415,21 @@ def _inbound_data(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
     run.lrcvtime_us = t_us
     run.quickacks -= 1  # `tcp_dec_quickack_mode` as the ACK leaves
     run.fifo.append(Skb(t_us, run.written + 1, 0, False, False, False, ack=run.ack))
+
+
+def _snd_nxt_byte(run: _Run) -> int:
+    return 1 + run.written - run.h.tcp_info()["tcpi_notsent_bytes"]
+
+
+def _challenge_ack(run: _Run, t_us: int) -> None:
+    """A segment that acknowledges data never sent is dropped, its timestamp not taken,
+    and answered with a challenge ACK (`tcp_ack` -> `tcp_send_challenge_ack`, RFC 5961
+    and RFC 9293 3.10.7.4), at most one per `tcp_invalid_ratelimit` (500 ms) per socket
+    (`__tcp_oow_rate_limited`; the host-wide limit is off by default)."""
+    if run.last_oow_ack_us is not None and t_us - run.last_oow_ack_us < INVALID_RATELIMIT_US:
+        return
+    run.last_oow_ack_us = t_us
+    run.fifo.append(Skb(t_us, _snd_nxt_byte(run), 0, False, False, False, ack=run.ack))
 
 
 def _snd_una_byte(run: _Run) -> int:
