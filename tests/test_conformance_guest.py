@@ -76,5 +76,8 @@ def test_the_fq_scripts_run_on_the_guest_kernel_as_recorded() -> None:
     recorded = command.load_expected(str(Path(__file__).parent / "conformance" / "linux-guest-verdicts.json"))
     seen = []
     verdicts = guest.run_guest([TCP / name for name in FQ_SCRIPTS], None, None, seen.append)
-    assert seen == verdicts and all(v.stack.endswith("(VM guest)") for v in verdicts)
+    # Each final verdict is reported once; a script run again (a timing-only failure)
+    # reports after the others.
+    by_script = lambda vs: sorted(vs, key=lambda v: v.script)  # noqa: E731
+    assert by_script(seen) == by_script(verdicts) and all(v.stack.endswith("(VM guest)") for v in verdicts)
     assert not [(v.script, d) for v in verdicts if (d := command.disagreement(v, recorded[v.script]))]
