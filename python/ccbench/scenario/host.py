@@ -21,7 +21,7 @@ from pydantic import Field, field_validator, model_validator
 from .. import _core
 from ..errors import ScenarioError
 from ..units import _split, parse_duration
-from .fields import Duration, _Table, _unit
+from .fields import Duration, _int_range, _Table, _unit
 
 DEFAULT_SLICE_NS = 10_000_000
 # The host's scheduler tick: CONFIG_HZ=250, Debian's default.
@@ -151,7 +151,7 @@ class Host(_Table):
         description="the host's scheduler tick (1 / CONFIG_HZ), when an exhausted budget is noticed", examples=["4ms"])
     cpu_trace: Optional[str] = Field(None, description="or on/off intervals from a file (not with cpu_share)",
                                      examples=["vcpu.txt"])
-    rx_ring: int = Field(DEFAULT_RX_RING, description="ACKs the NIC holds while the CPU is busy; more are dropped",
+    rx_ring: Annotated[int, _int_range(1, 1_000_000)] = Field(DEFAULT_RX_RING, description="ACKs the NIC holds while the CPU is busy; more are dropped",
                          examples=[256])
     tx_completion_ns: Duration = Field(
         0, alias="tx_completion",
@@ -171,13 +171,6 @@ class Host(_Table):
     def _positive_slice(cls, v: int) -> int:
         if v <= 0:
             raise ValueError("must be positive, e.g. '10ms'")
-        return v
-
-    @field_validator("rx_ring")
-    @classmethod
-    def _ring(cls, v: int) -> int:
-        if not 1 <= v <= 1_000_000:
-            raise ValueError(f"must be an integer from 1 to 1000000, got {v}")
         return v
 
     @model_validator(mode="after")
