@@ -165,6 +165,65 @@ def test_the_peers_data_is_acknowledged_at_once_and_unread_data_makes_close_rese
     assert v.outcome == "fail" and v.mismatch.actual.startswith("R. 1001:1001(0) ack 1001"), v
 
 
+def test_small_writes_follow_nagle_cork_and_msg_more_as_linux_does(tmp_path):
+    # `tcp_nagle_test` with Minshall's check, `tcp_mss_split_point`, TCP_CORK and MSG_MORE.
+    v = verdict(tmp_path, """\
+   +0 write(4, ..., 1500) = 1500
+   +0 > P. 1:1501(1500) ack 1
+   +0 write(4, ..., 300) = 300
+ +.01 write(4, ..., 200) = 200
+ +.09 < . 1:1(0) ack 1501 win 500
+   +0 > P. 1501:2001(500) ack 1
+ +.1 < . 1:1(0) ack 2001 win 500
+   +0 setsockopt(4, SOL_TCP, TCP_CORK, [1], 4) = 0
+   +0 write(4, ..., 2100) = 2100
+   +0 > . 2001:4001(2000) ack 1
+ +.01 setsockopt(4, SOL_TCP, TCP_CORK, [0], 4) = 0
+   +0 > P. 4001:4101(100) ack 1
+ +.1 < . 1:1(0) ack 4101 win 500
+   +0 setsockopt(4, SOL_TCP, TCP_NODELAY, [1], 4) = 0
+   +0 sendmsg(4, {msg_name(...)=..., msg_iov(2)=[{..., 30}, {..., 20}], msg_flags=0}, MSG_MORE) = 50
+ +.01 send(4, ..., 50, 0) = 50
+   +0 > P. 4101:4201(100) ack 1
+""")
+    assert v.outcome == "pass", v
+    # Nagle off from the start: the 300-byte write would have gone at once.
+    v = verdict(tmp_path, """\
+   +0 write(4, ..., 1500) = 1500
+   +0 > P. 1:1501(1500) ack 1
+   +0 write(4, ..., 300) = 300
+   +0 > P. 1501:1801(300) ack 1
+""")
+    assert v.outcome == "fail" and v.mismatch.line == 11, v
+
+
+def test_data_after_our_own_is_acknowledged_at_once_and_read(tmp_path):
+    # No data had come when ours left, so no pingpong mode: the quick ACK still goes.
+    v = verdict(tmp_path, """\
+   +0 write(4, ..., 500) = 500
+   +0 > P. 1:501(500) ack 1
+ +.1 < . 1:1(0) ack 501 win 500
+   +0 < P. 1:101(100) ack 501 win 500
+   +0 > . 501:501(0) ack 101
+   +0 read(4, ..., 1000) = 100
+   +0 close(4) = 0
+   +0 > F. 501:501(0) ack 101
+""")
+    assert v.outcome == "pass", v
+
+
+def test_without_gso_each_segment_leaves_alone(tmp_path):
+    f = tmp_path / "t.pkt"
+    f.write_text("`ethtool -K tun0 tso off gso off`\n" + OPEN + """\
+   +0 write(4, ..., 2500) = 2500
+   +0 > . 1:1001(1000) ack 1
+   +0 > . 1001:2001(1000) ack 1
+   +0 > P. 2001:2501(500) ack 1
+""")
+    v = run_script(f, "t.pkt", tolerance_us=None)
+    assert v.outcome == "pass", v
+
+
 def test_an_ack_of_unsent_data_is_dropped_and_challenged_at_most_twice_a_second(tmp_path):
     # `tcp_ack` -> `tcp_send_challenge_ack`, limited by `tcp_invalid_ratelimit` (500 ms).
     v = verdict(tmp_path, """\
@@ -188,14 +247,18 @@ def test_a_silent_sender_fails_after_packetdrills_wait(tmp_path):
     ("   +0 setsockopt(4, SOL_TCP, TCP_MAXSEG, [500], 4) = 0\n", "line 8: TCP_MAXSEG once the connection is open"),
     ("  +.1 < P. 1001:2001(1000) ack 1 win 500\n", "line 8: inbound data out of order"),
     ("   +0 write(4, ..., 1000) = 1000\n  +.01 < P. 1:1001(1000) ack 1 win 500\n",
-     "line 9: inbound data after our own"),
+     "line 9: inbound data whose ACK would count as a duplicate"),
+    ("  +.1 < P. 1:1001(1000) ack 1 win 500\n   +0 write(4, ..., 1000) = 1000\n"
+     "  +.1 < P. 1001:2001(1000) ack 1001 win 500\n", "line 10: inbound data after an exchange"),
     ("   +0 %{ assert tcpi_sndbuf_limited == 0 }%\n", "line 8: tcpi_sndbuf_limited: send-buffer-limited time"),
     ("   +0 write(4, ..., 1000) = 1000\n   +0 close(4) = 0\n", "line 9: close() with data not yet acknowledged"),
     ("  +.1 < F. 1:1(0) ack 1 win 500\n", "line 8: inbound FIN"),
     ("  +.1 < P. 1:1001(1000) ack 1 win 500\n  +.1 < P. 2001:3001(1000) ack 1 win 500\n",
      "line 9: inbound data out of order"),
     ("   +0 `sysctl -q net.ipv4.tcp_tso_win_divisor=10`\n", "a shell command after the connection is established"),
-    ("   +0 write(4, ..., 1500) = 1500\n   +0 write(4, ..., 1000) = 1000\n", "line 9: write of 1000 bytes: a write after a partial segment"),
+    ("   +0 write(4, ..., 1500) = 1000\n", "line 8: write() returning 1000 of 1500 bytes"),
+    ("   +0 send(4, ..., 100, MSG_DONTWAIT) = 100\n", "line 8: send flags MSG_DONTWAIT"),
+    ("   +0 read(4, ..., 1000) = 1000\n", "line 8: a read with no data waiting"),
 ])  # fmt: skip
 def test_what_the_simulator_cannot_do_is_unsupported_with_the_reason(tmp_path, body, reason):
     v = verdict(tmp_path, body)
@@ -272,10 +335,10 @@ def test_a_setting_the_simulator_has_no_knob_for_is_unsupported(tmp_path):
 def test_the_command_prints_a_line_per_script_and_a_count(tmp_path, capsys):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "ok.pkt").write_text(OPEN + "   +0 write(4, ..., 2000) = 2000\n   +0 > P. 1:2001(2000) ack 1\n")
-    (tmp_path / "a" / "no.pkt").write_text(OPEN + "   +0 setsockopt(4, SOL_TCP, TCP_CORK, [1], 4) = 0\n")
+    (tmp_path / "a" / "no.pkt").write_text(OPEN + "   +0 setsockopt(4, SOL_TCP, TCP_QUICKACK, [1], 4) = 0\n")
     assert main(["conformance", str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "unsupported a/no.pkt: line 8: setsockopt TCP_CORK"
+    assert out[0] == "unsupported a/no.pkt: line 8: setsockopt TCP_QUICKACK"
     assert out[1] == "pass        a/ok.pkt"
     assert out[2] == "2 scripts on simulator: 1 pass, 0 fail, 1 unsupported"
     assert main(["conformance", "--json", str(tmp_path / "a" / "ok.pkt")]) == 0
@@ -368,7 +431,8 @@ def test_a_script_given_alone_is_named_as_in_its_directory_and_packetdrill_needs
 @pytest.mark.parametrize("body, outcome, says", [
     ("   +0 %{ assert tcpi_snd_cwnd == 1 / 0 }%\n", "fail", "division by zero"),
     ("   +0 %{ assert 1 << 10000000000 == 0 }%\n", "fail", "shift count"),
-    ("   +0 write(4, ..., 99999999999999999999999) = 1\n", "unsupported", "write of"),
+    ("   +0 write(4, ..., 99999999999999999999999) = 1\n", "unsupported", "returning 1 of"),
+    ("   +0 write(4, ..., 99999999999999999999999) = 99999999999999999999999\n", "unsupported", "write of"),
 ])
 def test_a_script_that_asks_the_impossible_gets_a_verdict_not_a_crash(tmp_path, body, outcome, says):
     v = verdict(tmp_path, body)

@@ -43,24 +43,31 @@ def emulate(config_json: str, control_fd: int = 0, out_fd: int = 1) -> None:
     `control_fd`, writing its reports to `out_fd`. The GIL is released while running."""
 
 class ScriptedSender:
-    """The simulator's TCP sender driven by a script (a packetdrill peer): writes and the
-    peer's ACKs go in at explicit times; every skb that leaves TCP comes out as
-    ``(time_ns, first_segment, segments, bytes, retransmission, ect, cwr)``. Sequence
-    numbers count MSS-sized segments; segment 0 is the first data byte."""
+    """The simulator's TCP sender driven by a script (a packetdrill peer): writes, socket
+    options and the peer's ACKs go in at explicit times; every skb that leaves TCP comes
+    out as ``(time_ns, first_segment, stream_offset, segments, bytes, retransmission, ect,
+    cwr, psh)``. Sequence numbers count segments (an MSS each, except a write's short
+    end); segment 0 starts at stream offset 0, the first data byte."""
 
     def __init__(self, cca: str = "cubic", cc_params: dict[str, float] = ...,
                  handshake_rtt_ns: int = 100_000_000, snd_wnd: int = 65535, ecn: str = "off",
-                 paced: bool = False, tcp: str = "{}") -> None:
-        """``tcp``: JSON of stack settings (the simulator's ``TcpConfig`` fields) over
-        packetdrill's defaults (a 1000-byte MSS, no slow start after idle)."""
-    def write(self, now_ns: int, bytes: int) -> None:
-        """The application writes; ValueError if the model cannot queue it."""
+                 paced: bool = False, gso: bool = True, tcp: str = "{}") -> None:
+        """``gso``: the device takes multi-segment skbs; ``tcp``: JSON of stack settings
+        (the simulator's ``TcpConfig`` fields) over packetdrill's defaults (a 1000-byte
+        MSS, no slow start after idle)."""
+    def write(self, now_ns: int, bytes: int, more: bool = False) -> None:
+        """The application writes, with MSG_MORE if ``more``."""
+    def setsockopt(self, now_ns: int, option: str, on: bool) -> None:
+        """TCP_NODELAY (``"nodelay"``) or TCP_CORK (``"cork"``) on or off."""
+    def seg_floor(self, byte: int) -> tuple[int, int]:
+        """The last segment starting at or before stream offset ``byte`` (the end of what
+        was written counts as one past the last segment), and its offset."""
     def receive(self, now_ns: int, ack: int, rwnd: int, sacks: list[tuple[int, int]] = ...,
                 ece: bool = False) -> None:
         """An ACK from the peer: cumulative ACK and SACK blocks in segments, window in bytes."""
-    def advance(self, until_ns: int) -> list[tuple[int, int, int, int, bool, bool, bool]]:
+    def advance(self, until_ns: int) -> list[tuple[int, int, int, int, int, bool, bool, bool, bool]]:
         """Run the timers up to ``until_ns``; the skbs sent since the last call."""
-    def sent(self) -> list[tuple[int, int, int, int, bool, bool, bool]]: ...
+    def sent(self) -> list[tuple[int, int, int, int, int, bool, bool, bool, bool]]: ...
     def next_event_ns(self) -> int | None: ...
     def now_ns(self) -> int: ...
     def written_segs(self) -> int: ...

@@ -1,6 +1,7 @@
 //! `ccbench._core.ScriptedSender`: the simulator's sender driven by a script (see
 //! `ccbench_sim::tcp::scripted`). Sequence numbers cross this boundary in segments; the
-//! Python driver maps them to and from the script's byte numbers.
+//! Python driver maps them to and from the script's byte numbers with each skb's stream
+//! offset and `seg_floor`.
 
 use ccbench_sim::config::{Ecn, TcpConfig};
 use ccbench_sim::tcp::scripted::{PeerAck, ScriptedParams, ScriptedSender as Harness};
@@ -9,9 +10,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
 
-/// One skb as it left TCP: (time_ns, first segment, segments, bytes, retransmission,
-/// ECT, CWR, PSH).
-type Sent = (u64, u64, u32, u64, bool, bool, bool, bool);
+/// One skb as it left TCP: (time_ns, first segment, its stream offset, segments, bytes,
+/// retransmission, ECT, CWR, PSH).
+type Sent = (u64, u64, u64, u32, u64, bool, bool, bool, bool);
 
 #[pyclass(unsendable)]
 pub struct ScriptedSender {
@@ -21,11 +22,12 @@ pub struct ScriptedSender {
 #[pymethods]
 impl ScriptedSender {
     /// Keyword parameters: cca, cc_params, handshake_rtt_ns, snd_wnd (bytes), ecn ("off",
-    /// "classic"), paced, and `tcp`: JSON of stack settings (`ccbench_sim::tcp::TcpConfig`
-    /// fields) over packetdrill's defaults (a 1000-byte MSS, no slow start after idle).
+    /// "classic"), paced, gso (the device takes multi-segment skbs), and `tcp`: JSON of
+    /// stack settings (`ccbench_sim::tcp::TcpConfig` fields) over packetdrill's defaults
+    /// (a 1000-byte MSS, no slow start after idle).
     #[new]
     #[pyo3(signature = (cca="cubic", cc_params=BTreeMap::new(), handshake_rtt_ns=100_000_000,
-        snd_wnd=65535, ecn="off", paced=false, tcp="{}"))]
+        snd_wnd=65535, ecn="off", paced=false, gso=true, tcp="{}"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -35,6 +37,7 @@ impl ScriptedSender {
         snd_wnd: u64,
         ecn: &str,
         paced: bool,
+        gso: bool,
         tcp: &str,
     ) -> PyResult<Self> {
         let ecn = match ecn {
@@ -57,15 +60,33 @@ impl ScriptedSender {
             snd_wnd,
             ecn,
             paced,
+            gso,
             tcp,
         };
         let h = crate::guarded(py, || Harness::new(&p))?.map_err(PyValueError::new_err)?;
         Ok(ScriptedSender { h })
     }
 
-    /// The application writes `bytes` at `now_ns`.
-    fn write(&mut self, py: Python<'_>, now_ns: u64, bytes: u64) -> PyResult<()> {
-        crate::guarded(py, || self.h.write(Time(now_ns), bytes))?.map_err(PyValueError::new_err)
+    /// The application writes `bytes` at `now_ns`, with MSG_MORE if `more`.
+    #[pyo3(signature = (now_ns, bytes, more=false))]
+    fn write(&mut self, py: Python<'_>, now_ns: u64, bytes: u64, more: bool) -> PyResult<()> {
+        crate::guarded(py, || self.h.write(Time(now_ns), bytes, more))
+    }
+
+    /// TCP_NODELAY (`option="nodelay"`) or TCP_CORK (`"cork"`) set on or off at `now_ns`.
+    fn setsockopt(&mut self, py: Python<'_>, now_ns: u64, option: &str, on: bool) -> PyResult<()> {
+        let nodelay = match option {
+            "nodelay" => true,
+            "cork" => false,
+            other => return Err(PyValueError::new_err(format!("option must be nodelay or cork, not {other:?}"))),
+        };
+        crate::guarded(py, || self.h.setsockopt(Time(now_ns), nodelay, on))
+    }
+
+    /// The last segment that starts at or before stream offset `byte` (the end of what
+    /// was written counts as one past the last segment), and its offset.
+    fn seg_floor(&self, byte: u64) -> (u64, u64) {
+        self.h.sender.seg_floor(byte)
     }
 
     /// An ACK from the peer at `now_ns`: cumulative ACK and SACK blocks in segments,
@@ -130,7 +151,7 @@ impl ScriptedSender {
         self.h
             .take_sent()
             .into_iter()
-            .map(|r| (r.time.ns(), r.seq, r.segs, r.bytes, r.retrans, r.ect, r.cwr, r.psh))
+            .map(|r| (r.time.ns(), r.seq, r.start, r.segs, r.bytes, r.retrans, r.ect, r.cwr, r.psh))
             .collect()
     }
 }

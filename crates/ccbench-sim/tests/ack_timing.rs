@@ -103,7 +103,7 @@ fn run(path: &Path, jitter: Dur, secs: u64, seed: u64) -> Outcome {
     let mut rx = Receiver::default();
     let mut acks: VecDeque<(Time, PeerAck, Time)> = VecDeque::new();
     let (mut rtt_sum, mut cwnd_sum, mut inflight_sum, mut pacing_sum, mut rtt_n) = (0.0, 0.0, 0.0, 0.0, 0u64);
-    h.write(Time::ZERO, MSS as u64 * 100_000_000).unwrap();
+    h.write(Time::ZERO, MSS as u64 * 100_000_000, false);
     loop {
         for skb in h.take_sent() {
             let arrival = skb.time + Dur::from_us(1);

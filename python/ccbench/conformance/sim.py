@@ -164,7 +164,11 @@ class _Run:
     last_event_us: int = 0
     fifo: list[Skb] = field(default_factory=list)
     written: int = 0
+    # TCP_NODELAY and TCP_CORK as set before the connection is up (applied as it opens);
+    # the tun device's TSO/GSO (`ethtool -K tun0 tso off gso off` turns them off).
     nodelay: bool = False
+    cork: bool = False
+    gso: bool = True
     user_mss: Optional[int] = None
     sndbuf: Optional[int] = None
     namespace: dict[str, Any] = field(default_factory=dict)
@@ -172,9 +176,10 @@ class _Run:
     # close() sent our FIN or RST (see _close); the peer's FIN came and was acknowledged.
     closed: bool = False
     peer_fin: bool = False
-    # The peer's data (see _inbound_data): bytes received in order, none of them read by
-    # the application; when data last arrived (`icsk_ack.lrcvtime`); quick ACKs left.
+    # The peer's data (see _inbound_data): bytes received in order and read by the
+    # application; when data last arrived (`icsk_ack.lrcvtime`); quick ACKs left.
     received: int = 0
+    consumed: int = 0
     lrcvtime_us: int = 0
     quickacks: int = 0
     # When the last challenge ACK left (`tp->last_oow_ack_time`).
@@ -245,6 +250,9 @@ def _apply_command(run: _Run, cmd: Any, initial: bool) -> None:
             continue
         if line.startswith("tc qdisc replace dev tun0 root fq") or line.startswith("tc qdisc add dev tun0 root fq"):
             run.paced = True  # fq paces by the skbs' departure times (EDT)
+            continue
+        if line.split() == ["ethtool", "-K", "tun0", "tso", "off", "gso", "off"]:
+            run.gso = False  # every skb one segment (`sk_can_gso` false: size_goal = MSS)
             continue
         raise Unsupported(f"shell command {line!r}")
     for name, value in cmd.sysctls.items():
@@ -344,13 +352,12 @@ def _wait_until(run: _Run, t_us: int) -> None:
         run.now_us = t_us
 
 
-def _collect(run: _Run, sent: list[tuple[int, int, int, int, bool, bool, bool, bool]]) -> None:
-    mss = run.conn.mss
-    for time_ns, seg, segs, nbytes, retrans, ect, cwr, _psh in sent:
+def _collect(run: _Run, sent: list[tuple[int, int, int, int, int, bool, bool, bool, bool]]) -> None:
+    for time_ns, _seg, offset, segs, nbytes, retrans, ect, cwr, _psh in sent:
         if segs == 0:  # a zero-window probe: empty, one byte below snd_una
-            run.fifo.append(Skb(time_ns / 1000, min(seg * mss, run.written), 0, False, False, False, ack=run.ack))
+            run.fifo.append(Skb(time_ns / 1000, offset, 0, False, False, False, ack=run.ack))
             continue
-        run.fifo.append(Skb(time_ns / 1000, seg * mss + 1, nbytes, retrans, ect, cwr, ack=run.ack))
+        run.fifo.append(Skb(time_ns / 1000, offset + 1, nbytes, retrans, ect, cwr, ack=run.ack))
 
 
 # --- the handshake ---------------------------------------------------------------------
@@ -397,18 +404,22 @@ def _inbound(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
 
 
 def _inbound_data(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
-    """The peer's data, in order, before we have written any and while the connection is
-    in quick-ACK mode: each segment is acknowledged at once (`__tcp_ack_snd_check` in
-    `tcp_in_quickack_mode`), stamps `icsk_ack.lrcvtime` (`tcp_event_data_recv`) and stays
-    unread. The ACK it carries then goes to the sender as any other (below). Once we
-    have sent data, a reply within the ACK timeout turns delayed ACKs on (pingpong mode,
-    `tcp_event_data_sent`) and an ACK carried by data must not count as a duplicate,
-    neither of which is modelled."""
+    """The peer's data, in order, while the connection is in quick-ACK mode: each segment
+    is acknowledged at once (`__tcp_ack_snd_check` in `tcp_in_quickack_mode`), stamps
+    `icsk_ack.lrcvtime` (`tcp_event_data_recv`) and waits for a read(). The ACK it
+    carries then goes to the sender as any other (below). Data after our own is
+    modelled while none came before it: a reply sent within the ACK timeout of the
+    peer's data turns delayed ACKs on (pingpong mode, `tcp_event_data_sent`), which
+    cannot happen while no data has come (`icsk_ack.ato` is still 0); and only while
+    its ACK cannot be a duplicate (nothing in flight, or the ACK advances), since Linux
+    never counts an ACK that carries data as one (`FLAG_DATA`), and the sender would."""
     if p.start != 1 + run.received:
         raise Unsupported(f"line {ev.line}: inbound data out of order (the receive queue is not modelled)")
-    if run.written:
-        raise Unsupported(f"line {ev.line}: inbound data after our own (delayed ACKs of an exchange are not "
+    if run.written and run.received:
+        raise Unsupported(f"line {ev.line}: inbound data after an exchange (delayed ACKs in pingpong mode are not "
                           "modelled)")
+    if run.written and run.h.tcp_info()["tcpi_unacked"] and (p.ack is None or p.ack <= _snd_una_byte(run)):
+        raise Unsupported(f"line {ev.line}: inbound data whose ACK would count as a duplicate")
     if run.quickacks == 0:
         raise Unsupported(f"line {ev.line}: inbound data after the quick ACKs (delayed ACKs are not modelled)")
     run.received += p.length
@@ -438,28 +449,26 @@ def _snd_una_byte(run: _Run) -> int:
 
 def _sack_to_segs(run: _Run, ev: Event, start: int, end: int) -> tuple[int, int]:
     """A SACK block in whole segments. Linux tags only whole MSS-sized segments (and a
-    write's short last one) of a partly covered skb (`tcp_match_skb_to_sack`): an edge
-    inside a segment rounds inward, so a block that covers no whole segment tags nothing
-    and leaves an empty range here."""
-    mss = run.conn.mss
+    write's short end) of a partly covered skb (`tcp_match_skb_to_sack`): an edge inside
+    a segment rounds inward, so a block that covers no whole segment tags nothing and
+    leaves an empty range here."""
     lo, hi = start - 1, end - 1
     if lo < 0:
         raise Unsupported(f"line {ev.line}: SACK block {start} before the first data byte")
-    first = -(-lo // mss)
-    last = math.ceil(hi / mss) if hi == run.written else hi // mss
+    seg, seg_start = run.h.seg_floor(lo)
+    first = seg if seg_start == lo else seg + 1
+    last = run.h.seg_floor(hi)[0]
     return first, max(first, last)
 
 
 def _to_seg(run: _Run, ev: Event, byte: int, what: str) -> int:
     off = byte - 1
-    mss = run.conn.mss
     if off < 0:
         raise Unsupported(f"line {ev.line}: {what} {byte} before the first data byte")
-    if off % mss == 0:
-        return off // mss
-    if off == run.written:
-        return math.ceil(off / mss)
-    raise Unsupported(f"line {ev.line}: {what} {byte} is not on a segment boundary (MSS {mss})")
+    seg, seg_start = run.h.seg_floor(off)
+    if seg_start == off:
+        return seg
+    raise Unsupported(f"line {ev.line}: {what} {byte} is not on a segment boundary (MSS {run.conn.mss})")
 
 
 def _peer_syn_options(run: _Run, p: Packet) -> None:
@@ -502,6 +511,9 @@ def _establish(run: _Run, p: Packet, t_us: int, rtt_us: int, ack_time_us: int) -
     # The harness's clock is the script's: catch it up to now.
     run.h.advance(ack_time_us * 1000)
     run.now_us = max(run.now_us, ack_time_us)
+    for option, on in (("nodelay", run.nodelay), ("cork", run.cork)):
+        if on:
+            run.h.setsockopt(ack_time_us * 1000, option, True)
 
 
 def _new_harness(run: _Run, rtt_us: int, rwnd: int) -> Any:
@@ -515,6 +527,7 @@ def _new_harness(run: _Run, rtt_us: int, rwnd: int) -> Any:
         snd_wnd=rwnd,
         ecn="classic" if run.conn.ecn_ok else "off",
         paced=run.paced or run.cca == "bbr",
+        gso=run.gso,
         tcp=json.dumps(tcp),
     )
 
@@ -632,7 +645,7 @@ def _syscall(run: _Run, ev: Event, sc: Syscall, t_us: int) -> None:
         run.conn.syn_time_us = t_us
         return
     if name == "setsockopt":
-        _setsockopt(run, ev, sc)
+        _setsockopt(run, ev, sc, t_us)
         return
     if name == "getsockopt":
         opt = sc.args[2] if len(sc.args) > 2 else ""
@@ -653,13 +666,15 @@ def _syscall(run: _Run, ev: Event, sc: Syscall, t_us: int) -> None:
                 raise Failed(Mismatch(ev.line, ev.text, f"TCP_MAXSEG = {have}", t_us))
             return
         raise Unsupported(f"line {ev.line}: getsockopt {opt}")
-    if name in ("write", "send"):
-        if name == "send" and len(sc.args) > 3 and sc.args[3] not in ("0",):
-            raise Unsupported(f"line {ev.line}: send flags {sc.args[3]}")
-        n = sc.int_arg(2)
-        if n is None:
-            raise Unsupported(f"line {ev.line}: {name} of unknown length")
-        _write(run, ev, n, t_us)
+    if name in ("write", "send", "sendmsg"):
+        n, more = _write_args(ev, sc)
+        if sc.result != str(n) or sc.errno:
+            raise Unsupported(f"line {ev.line}: {name}() returning {sc.result} of {n} bytes (a short or failed "
+                              "write is not modelled)")
+        _write(run, ev, n, more, t_us)
+        return
+    if name == "read":
+        _read(run, ev, sc, t_us)
         return
     if name == "close":
         _close(run, ev, t_us)
@@ -686,7 +701,7 @@ def _close(run: _Run, ev: Event, t_us: int) -> None:
         raise Unsupported(f"line {ev.line}: close() with data not yet acknowledged (a FIN queued behind data "
                           "is not modelled)")
     run.closed = True
-    if run.received:
+    if run.received > run.consumed:
         # `tcp_close`: data the application never read aborts the connection with a RST
         # (`tcp_send_active_reset`) instead of a FIN.
         run.fifo.append(Skb(t_us, run.written + 1, 0, False, False, False, ack=run.ack, rst=True))
@@ -706,13 +721,55 @@ def _inbound_after_close(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
         run.fifo.append(Skb(t_us, fin_acked, 0, False, False, False, ack=run.ack))
 
 
-def _setsockopt(run: _Run, ev: Event, sc: Syscall) -> None:
+def _write_args(ev: Event, sc: Syscall) -> tuple[int, bool]:
+    """Bytes and MSG_MORE of a write(), send() or sendmsg() (its iovecs' lengths)."""
+    if sc.name == "sendmsg":
+        msg = sc.args[1] if len(sc.args) > 1 else ""
+        lengths = re.findall(r"\{\.\.\.,\s*(\d+)\}", msg)
+        if not lengths:
+            raise Unsupported(f"line {ev.line}: sendmsg() without iovec lengths")
+        n: Optional[int] = sum(int(x) for x in lengths)
+        flags = sc.args[2] if len(sc.args) > 2 else "0"
+    else:
+        n = sc.int_arg(2)
+        flags = sc.args[3] if sc.name == "send" and len(sc.args) > 3 else "0"
+    if n is None:
+        raise Unsupported(f"line {ev.line}: {sc.name} of unknown length")
+    known = {"0", "MSG_MORE"}
+    if not set(f.strip() for f in flags.split("|")) <= known:
+        raise Unsupported(f"line {ev.line}: {sc.name} flags {flags}")
+    return n, "MSG_MORE" in flags
+
+
+def _read(run: _Run, ev: Event, sc: Syscall, t_us: int) -> None:
+    """The application reads what the peer sent, up to the length asked for. Reading
+    leaves the receive window as it was (the model keeps no receive buffer, and a
+    window that grows by less than it can be advertised sends no update,
+    `tcp_cleanup_rbuf`)."""
+    n = sc.int_arg(2)
+    if n is None:
+        raise Unsupported(f"line {ev.line}: read of unknown length")
+    got = min(n, run.received - run.consumed)
+    if got == 0:
+        raise Unsupported(f"line {ev.line}: a read with no data waiting (EAGAIN) is not modelled")
+    if sc.result != str(got):
+        raise Failed(Mismatch(ev.line, ev.text, f"read() = {got}", t_us))
+    run.consumed += got
+
+
+def _setsockopt(run: _Run, ev: Event, sc: Syscall, t_us: int) -> None:
     opt = sc.args[2] if len(sc.args) > 2 else ""
     val = sc.args[3] if len(sc.args) > 3 else ""
     if opt == "SO_REUSEADDR":
         return
-    if opt == "TCP_NODELAY":
-        run.nodelay = sc.int_arg(3) == 1
+    if opt in ("TCP_NODELAY", "TCP_CORK"):
+        on = sc.int_arg(3) not in (None, 0)
+        option = "nodelay" if opt == "TCP_NODELAY" else "cork"
+        if run.h is None:
+            setattr(run, option, on)
+        else:
+            run.h.setsockopt(t_us * 1000, option, on)
+            _collect(run, run.h.sent())
         return
     if opt == "SO_SNDBUF":
         v = sc.int_arg(3)
@@ -739,19 +796,16 @@ def _setsockopt(run: _Run, ev: Event, sc: Syscall) -> None:
     raise Unsupported(f"line {ev.line}: setsockopt {opt}")
 
 
-def _write(run: _Run, ev: Event, n: int, t_us: int) -> None:
+def _write(run: _Run, ev: Event, n: int, more: bool, t_us: int) -> None:
     if run.h is None:
         raise Unsupported(f"line {ev.line}: a write before the connection is established")
-    mss = run.conn.mss
     queued = run.written - run.h.tcp_info()["tcpi_bytes_acked"]
     if run.sndbuf is not None and queued + n > run.sndbuf:
         raise Unsupported(f"line {ev.line}: {queued + n} bytes queued beyond SO_SNDBUF {run.sndbuf} (a write that "
                           "blocks on the send buffer is not modelled)")
-    if n % mss and not run.nodelay and run.h.tcp_info()["tcpi_unacked"] > 0:
-        raise Unsupported(f"line {ev.line}: a write of {n} bytes with a sub-MSS tail while data is in flight (Nagle)")
     try:
-        run.h.write(t_us * 1000, n)
-    except (ValueError, OverflowError) as e:
+        run.h.write(t_us * 1000, n, more)
+    except OverflowError as e:
         raise Unsupported(f"line {ev.line}: write of {n} bytes: {e}") from None
     run.written += n
     _collect(run, run.h.sent())

@@ -21,6 +21,7 @@ mod undo;
 #[cfg(test)]
 mod undo_tests;
 pub mod wake;
+pub mod write;
 
 pub use config::{FlowConfig, TcpConfig};
 pub use io::{Io, Loopback};

@@ -44,21 +44,26 @@ pub(super) enum TxKind {
 impl Sender {
     /// `tcp_snd_wnd_test`: segment `seq` fits in the peer's window.
     pub(super) fn rwnd_allows(&self, seq: u64) -> bool {
-        (seq + 1 - self.sb.snd_una) * self.p.tcp.mss as u64 <= self.snd_wnd
-            || (seq + 1 == self.total_segs
-                && (seq - self.sb.snd_una) * self.p.tcp.mss as u64 + self.seg_len(seq) as u64 <= self.snd_wnd)
+        self.seg_start(seq) + self.seg_len(seq) as u64 <= self.wnd_end()
+    }
+
+    /// `tcp_wnd_end`: the stream offset the peer's window reaches.
+    pub(super) fn wnd_end(&self) -> u64 {
+        self.seg_start(self.sb.snd_una) + self.snd_wnd
     }
 
     /// Whole segments the peer's window still admits beyond `snd_nxt`.
     fn rwnd_segs(&self) -> u64 {
-        let end = self.sb.snd_una * self.p.tcp.mss as u64 + self.snd_wnd;
-        (end / self.p.tcp.mss as u64).saturating_sub(self.snd_nxt()).max(1)
+        (self.wnd_end().saturating_sub(self.seg_start(self.snd_nxt())) / self.p.tcp.mss as u64).max(1)
     }
 
     /// `tcp_tso_segs` / `tcp_tso_autosize`: about 1 ms of data at the pacing rate, plus
     /// a bonus on short-RTT paths (`tcp_tso_rtt_log`, Linux 5.18+), capped at 64 KB, at
     /// least `min_tso_segs`. A pacing stride multiplies the goal (the cap still holds).
     pub fn tso_segs(&self) -> u32 {
+        if !self.p.gso {
+            return 1;
+        }
         let stride = self.p.flow.pacing_stride as u64;
         if stride == 1 {
             return self.base_tso_segs();
@@ -145,7 +150,7 @@ impl Sender {
             return Defer::No;
         }
         let mss = self.p.tcp.mss as u64;
-        let send_win = (self.sb.snd_una * mss + self.snd_wnd).saturating_sub(self.snd_nxt() * mss);
+        let send_win = self.wnd_end().saturating_sub(self.seg_start(self.snd_nxt()));
         let cong_win = (self.w.cwnd - self.inflight()) as u64 * mss;
         let limit = send_win.min(cong_win);
         if limit >= max_segs as u64 * mss {
@@ -183,8 +188,9 @@ impl Sender {
         }
     }
 
-    /// `tcp_write_xmit`. `push_one`: 0 normal, 1 one skb, 2 one skb ignoring cwnd (TLP).
-    pub(super) fn write_xmit(&mut self, now: Time, push_one: u8, q: &mut impl Io) {
+    /// `tcp_write_xmit`. `push_one`: 0 normal, 1 one skb, 2 one skb ignoring cwnd (TLP);
+    /// `nonagle`: the Nagle setting of this push (`NAGLE_*` in `write.rs`).
+    pub(super) fn write_xmit(&mut self, now: Time, push_one: u8, nonagle: u8, q: &mut impl Io) {
         if !self.started {
             return;
         }
@@ -210,6 +216,10 @@ impl Sender {
                 break;
             }
             let nsegs = (quota as u64).min(max_segs as u64).min(self.rwnd_segs()).min(self.total_segs - seq) as u32;
+            let nsegs = self.nagle_segs(seq, self.skb_segs(seq, nsegs), nonagle);
+            if nsegs == 0 {
+                break;
+            }
             if max_segs > 1 && push_one == 0 {
                 match self.should_defer(now, max_segs) {
                     Defer::No => {}
@@ -228,6 +238,7 @@ impl Sender {
             }
             let prior_packets_out = self.sb.packets_out();
             self.send_skb(now, seq..seq + nsegs as u64, TxKind::New, q);
+            self.minshall_update(seq + nsegs as u64);
             if prior_packets_out == 0 || (self.xmit_timer.is_armed() && self.xmit_kind == XmitTimer::LossProbe) {
                 self.rearm_rto(now, q);
             }
@@ -360,12 +371,14 @@ impl Sender {
             };
             done = q.transmit(now, self.p.id, pkt);
         }
+        let start = if self.tx_log.is_some() { self.seg_start(first_seq) } else { 0 };
         if let Some(log) = self.tx_log.as_mut() {
             let ect = self.p.flow.ecn != Ecn::Off;
             let psh = psh_at.is_some();
             log.push(TxRecord {
                 time: tx_time,
                 seq: first_seq,
+                start,
                 segs: n,
                 bytes: payload,
                 retrans,

@@ -35,8 +35,8 @@ impl Sender {
     /// `__tcp_push_pending_frames`: send what may go, and if that leaves data waiting with
     /// nothing in flight, `tcp_check_probe_timer`: arm the probe timer unless a timer is
     /// pending.
-    pub(super) fn push_pending_frames(&mut self, now: Time, q: &mut impl Io) {
-        self.write_xmit(now, 0, q);
+    pub(super) fn push_frames(&mut self, now: Time, nonagle: u8, q: &mut impl Io) {
+        self.write_xmit(now, 0, nonagle, q);
         if self.sb.packets_out() == 0 && self.has_unsent() && !self.xmit_timer.is_armed() {
             let base = self.probe0_base();
             self.reset_xmit_timer(now, XmitTimer::Probe0, base, q);
@@ -94,8 +94,9 @@ impl Sender {
             ..Default::default()
         };
         q.transmit(now, self.p.id, pkt);
+        let start = self.seg_start(snd_una);
         if let Some(log) = self.tx_log.as_mut() {
-            log.push(TxRecord { time: now, seq: snd_una, ..Default::default() });
+            log.push(TxRecord { time: now, seq: snd_una, start, ..Default::default() });
         }
     }
 
@@ -137,12 +138,12 @@ mod tests {
         p.tcp.slow_start_after_idle = true;
         p.tcp.min_tso_segs = 10;
         let mut h = ScriptedSender::new(&p).unwrap();
-        h.write(Time(100 * MS), 26_000).unwrap();
+        h.write(Time(100 * MS), 26_000, false);
         h.receive(Time(200 * MS), &ack(10, 1 << 20));
         h.receive(Time(300 * MS), &ack(26, 0));
         assert_eq!(h.tcp_info()["tcpi_snd_cwnd"], 36);
         h.take_sent();
-        h.write(Time(300 * MS), 20_000).unwrap();
+        h.write(Time(300 * MS), 20_000, false);
         assert!(h.take_sent().is_empty(), "a shut window lets no data out");
         h.advance(Time(3_000 * MS));
         let probes = h.take_sent();

@@ -102,7 +102,7 @@ impl Sender {
         let mut sent = false;
         if self.has_unsent() && self.rwnd_allows(self.snd_nxt()) {
             let before = self.sb.packets_out();
-            self.write_xmit(now, 2, q);
+            self.write_xmit(now, 2, super::write::NAGLE_OFF, q);
             sent = self.sb.packets_out() > before;
         } else if self.tlp_high_seq.is_none() && self.sb.packets_out() > 0 {
             let last = self.snd_nxt() - 1;
@@ -306,7 +306,7 @@ impl Sender {
         match rexmit {
             Rexmit::None => return,
             Rexmit::New => {
-                self.write_xmit(now, 0, q);
+                self.write_xmit(now, 0, super::write::NAGLE_OFF, q);
                 if self.snd_nxt() > self.high_seq {
                     return;
                 }

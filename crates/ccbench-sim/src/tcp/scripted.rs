@@ -29,6 +29,8 @@ pub struct ScriptedParams {
     pub ecn: Ecn,
     /// Paced by an fq qdisc (EDT).
     pub paced: bool,
+    /// The tun device takes skbs of many segments (off: `ethtool -K tun0 tso off gso off`).
+    pub gso: bool,
     /// The stack's settings; `mss` is the effective MSS after the handshake
     /// (`tcp_sync_mss` with the peer's MSS option), `sack` whether the peer sent `sackOK`.
     pub tcp: TcpConfig,
@@ -45,6 +47,7 @@ impl Default for ScriptedParams {
             snd_wnd: 65535,
             ecn: Ecn::Off,
             paced: false,
+            gso: true,
             tcp: TcpConfig {
                 mss: 1000,
                 slow_start_after_idle: false,
@@ -81,7 +84,7 @@ impl ScriptedSender {
         let alg = Algorithm::from_name(&p.cca).ok_or_else(|| format!("unknown congestion control {:?}", p.cca))?;
         let cc = alg.build(&p.cc_params, rng::stream(0, "cc", 0))?;
         let flow = FlowConfig { size_bytes: Some(0), pacing: Some(p.paced), ecn: p.ecn, ..FlowConfig::bulk(&p.cca) };
-        let sp = SenderParams { id: 0, tcp: p.tcp.clone(), flow, handshake_rtt: p.handshake_rtt, conn: 0 };
+        let sp = SenderParams { id: 0, tcp: p.tcp.clone(), flow, handshake_rtt: p.handshake_rtt, conn: 0, gso: p.gso };
         let mut sender = Sender::new(sp, cc);
         sender.set_snd_wnd(p.snd_wnd);
         sender.tx_log = Some(Vec::new());
@@ -121,14 +124,25 @@ impl ScriptedSender {
         self.q.sent.clear();
     }
 
-    /// The application writes `bytes` at `now`.
-    pub fn write(&mut self, now: Time, bytes: u64) -> Result<(), String> {
+    /// The application writes `bytes` at `now`, with MSG_MORE if `more`.
+    pub fn write(&mut self, now: Time, bytes: u64, more: bool) {
         self.advance(now);
         let now = self.now;
-        self.sender.app_write(now, bytes, &mut self.q)?;
+        self.sender.app_write(now, bytes, more, &mut self.q);
         self.written += bytes;
         self.drain_nic();
-        Ok(())
+    }
+
+    /// TCP_NODELAY (`nodelay`) or TCP_CORK set on or off at `now`.
+    pub fn setsockopt(&mut self, now: Time, nodelay: bool, on: bool) {
+        self.advance(now);
+        let now = self.now;
+        if nodelay {
+            self.sender.set_nodelay(now, on, &mut self.q);
+        } else {
+            self.sender.set_cork(now, on, &mut self.q);
+        }
+        self.drain_nic();
     }
 
     /// An ACK from the peer arrives at `now`.
@@ -194,9 +208,8 @@ impl ScriptedSender {
         m.insert("tcpi_delivered", s.delivered as i64 + 1);
         m.insert("tcpi_delivered_ce", s.delivered_ce as i64);
         m.insert("tcpi_bytes_sent", s.stats.bytes_sent as i64);
-        let mss = s.p.tcp.mss as u64;
-        m.insert("tcpi_bytes_acked", (s.sb.snd_una * mss).min(self.written) as i64);
-        m.insert("tcpi_notsent_bytes", self.written.saturating_sub(s.snd_nxt() * mss) as i64);
+        m.insert("tcpi_bytes_acked", s.seg_start(s.sb.snd_una) as i64);
+        m.insert("tcpi_notsent_bytes", (self.written - s.seg_start(s.snd_nxt())) as i64);
         m.insert("tcpi_snd_wnd", s.snd_wnd() as i64);
         m.insert("tcpi_pacing_rate", s.w.pacing_rate.min(u64::MAX >> 1) as i64);
         m.insert("tcpi_reordering", s.reordering as i64);
@@ -219,7 +232,7 @@ mod tests {
     #[test]
     fn initial_window_leaves_as_min_tso_segs_skbs_and_acks_grow_cwnd() {
         let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
-        h.write(Time(200_000_000), 20_000).unwrap();
+        h.write(Time(200_000_000), 20_000, false);
         let sent = h.take_sent();
         // The pacing rate set at the end of the handshake (10 segments per 100 ms at
         // 200%) makes `tcp_tso_autosize` fall back to `tcp_min_tso_segs` = 2.
@@ -240,15 +253,15 @@ mod tests {
     #[test]
     fn psh_marks_multi_segment_skbs_and_the_end_of_the_written_data() {
         let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
-        h.write(Time(200_000_000), 3_000).unwrap();
+        h.write(Time(200_000_000), 3_000, false);
         let sent = h.take_sent();
         assert_eq!(sent.iter().map(|r| (r.segs, r.psh)).collect::<Vec<_>>(), vec![(2, true), (1, true)]);
         // A shut window lets one segment out at a time, from the middle of a write.
         h.receive(Time(300_000_000), &ack(3, &[]));
-        h.write(Time(300_000_000), 5_000).unwrap();
+        h.write(Time(300_000_000), 5_000, false);
         h.take_sent();
         h.receive(Time(400_000_000), &PeerAck { ack: 8, rwnd: 1_000, sacks: vec![], ece: false });
-        h.write(Time(400_000_000), 3_000).unwrap();
+        h.write(Time(400_000_000), 3_000, false);
         let sent = h.take_sent();
         assert_eq!(sent.iter().map(|r| (r.seq, r.segs, r.psh)).collect::<Vec<_>>(), vec![(8, 1, false)]);
     }
@@ -256,7 +269,7 @@ mod tests {
     #[test]
     fn three_sacked_segments_start_fast_recovery_with_one_retransmission() {
         let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
-        h.write(Time(200_000_000), 10_000).unwrap();
+        h.write(Time(200_000_000), 10_000, false);
         h.take_sent();
         h.receive(Time(310_000_000), &ack(0, &[(1, 2)]));
         h.receive(Time(320_000_000), &ack(0, &[(1, 3)]));
@@ -280,7 +293,7 @@ mod tests {
         let mut p = ScriptedParams { snd_wnd: 1 << 20, ..Default::default() };
         p.tcp.sack = false;
         let mut h = ScriptedSender::new(&p).unwrap();
-        h.write(Time(200_000_000), 15_000).unwrap();
+        h.write(Time(200_000_000), 15_000, false);
         assert_eq!(h.take_sent().iter().map(|r| r.segs).sum::<u32>(), 10);
         h.receive(Time(310_000_000), &ack(0, &[]));
         h.receive(Time(320_000_000), &ack(0, &[]));
@@ -312,7 +325,7 @@ mod tests {
         let mut p = ScriptedParams { snd_wnd: 1 << 20, ..Default::default() };
         p.tcp.sack = false;
         let mut h = ScriptedSender::new(&p).unwrap();
-        h.write(Time(200_000_000), 4_000).unwrap();
+        h.write(Time(200_000_000), 4_000, false);
         for k in 0..4 {
             h.receive(Time(310_000_000 + k * 1_000_000), &ack(0, &[]));
         }
@@ -326,7 +339,7 @@ mod tests {
         // then the RTO 300 ms after it resends the head (the probe set no R bit); each
         // timer of 300 jiffies fires at the next 8-jiffy boundary of the timer wheel.
         let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
-        h.write(Time(200_000_000), 1000).unwrap();
+        h.write(Time(200_000_000), 1000, false);
         h.take_sent();
         h.advance(Time(1_000_000_000));
         let sent = h.take_sent();
@@ -346,7 +359,7 @@ mod tests {
         for cca in ["bbr", "bbr3"] {
             let p = ScriptedParams { cca: cca.into(), snd_wnd: 1 << 20, ..Default::default() };
             let mut h = ScriptedSender::new(&p).unwrap();
-            h.write(Time(11_000_000_000), 30_000).unwrap();
+            h.write(Time(11_000_000_000), 30_000, false);
             let sent: u32 = h.take_sent().iter().map(|r| r.segs).sum();
             assert_eq!(sent, 10, "{cca}");
             assert!((0..10).all(|s| h.sender.sb.get(s).tx.app_limited), "{cca}: the first flight is app-limited");
@@ -364,7 +377,7 @@ mod tests {
         let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 5000, ..Default::default() }).unwrap();
         let skbs = |h: &mut ScriptedSender| h.take_sent().iter().map(|r| (r.seq, r.segs)).collect::<Vec<_>>();
         let peer = |ack| PeerAck { ack, rwnd: 5000, ..Default::default() };
-        h.write(Time(200_000_000), 30_000).unwrap();
+        h.write(Time(200_000_000), 30_000, false);
         assert_eq!(skbs(&mut h), [(0, 2), (2, 2), (4, 1)]);
         // The oldest unacknowledged segment (3) left one srtt ago: its ACK is due now.
         h.receive(Time(300_000_000), &peer(3));
@@ -380,18 +393,18 @@ mod tests {
         let mut p = ScriptedParams { snd_wnd: 1 << 20, ..Default::default() };
         p.tcp.slow_start_after_idle = true;
         let mut h = ScriptedSender::new(&p).unwrap();
-        h.write(Time(200_000_000), 10_000).unwrap();
+        h.write(Time(200_000_000), 10_000, false);
         h.receive(Time(300_000_000), &ack(10, &[]));
         assert_eq!(h.tcp_info()["tcpi_snd_cwnd"], 20);
         // Two seconds idle with an RTO of 300 ms: halved once, then floored at IW 10.
-        h.write(Time(2_300_000_000), 10_000).unwrap();
+        h.write(Time(2_300_000_000), 10_000, false);
         assert_eq!(h.tcp_info()["tcpi_snd_cwnd"], 10);
     }
 
     #[test]
     fn unacknowledged_data_is_retransmitted_when_the_rto_fires() {
         let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
-        h.write(Time(200_000_000), 1000).unwrap();
+        h.write(Time(200_000_000), 1000, false);
         h.take_sent();
         h.advance(Time(2_000_000_000));
         let sent = h.take_sent();

@@ -16,7 +16,7 @@ use crate::net::packet::SackBlock;
 use crate::net::Ecn;
 use crate::net::Packet;
 use crate::time::{Dur, Time};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 // `tcp_ack` flags (tcp_input.c), the subset the model uses.
 pub(super) const FLAG_DATA_ACKED: u32 = 0x04;
@@ -48,6 +48,9 @@ pub struct SenderParams {
     pub handshake_rtt: Dur,
     /// Which of the flow's connections this is (stamped on every packet).
     pub conn: u16,
+    /// The device takes skbs of many segments (TSO/GSO); without, each skb is one
+    /// segment (`ethtool -K dev tso off gso off`).
+    pub gso: bool,
 }
 
 /// Which handler the retransmit timer runs (`icsk_pending`).
@@ -92,7 +95,12 @@ pub struct Sender {
     pub sb: Scoreboard,
     /// Segments the application has written (`write_seq` in segments).
     pub(super) total_segs: u64,
-    last_seg_len: u32,
+    /// The segments shorter than the MSS, by number, and their lengths (see `write.rs`).
+    pub(super) short_segs: BTreeMap<u64, u32>,
+    /// `tp->nonagle`: TCP_NODELAY, TCP_CORK and a pending push (`NAGLE_*` in `write.rs`).
+    pub(super) nonagle: u8,
+    /// `snd_sml`: the end (a segment number) of the last short segment sent.
+    pub(super) snd_sml: u64,
     /// Peer's advertised window in bytes (`snd_wnd`).
     pub(super) snd_wnd: u64,
     pub delivered: u64,
@@ -159,8 +167,9 @@ pub struct Sender {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TxRecord {
     pub time: Time,
-    /// First segment number and how many segments the skb holds.
+    /// First segment number, its stream offset, and how many segments the skb holds.
     pub seq: u64,
+    pub start: u64,
     pub segs: u32,
     pub bytes: u64,
     pub retrans: bool,
@@ -186,12 +195,12 @@ pub(super) struct AckScan {
 
 impl Sender {
     pub fn new(p: SenderParams, cc: Box<dyn CongestionControl>) -> Sender {
-        let (total_segs, last_seg_len) = match p.flow.size_bytes {
-            Some(b) => {
-                (b.div_ceil(p.tcp.mss as u64), (b - (b.div_ceil(p.tcp.mss as u64) - 1) * p.tcp.mss as u64) as u32)
-            }
-            None => (u64::MAX, p.tcp.mss),
-        };
+        let mss = p.tcp.mss as u64;
+        let total_segs = p.flow.size_bytes.map_or(u64::MAX, |b| b.div_ceil(mss));
+        let mut short_segs = BTreeMap::new();
+        if let Some(b) = p.flow.size_bytes.filter(|b| b % mss != 0) {
+            short_segs.insert(total_segs - 1, (b % mss) as u32);
+        }
         let mut rtt = RttEstimator::new(p.tcp.hz, Dur(p.tcp.rto_min_ns), Dur(p.tcp.rto_init_ns));
         let hs = p.handshake_rtt.us().max(1);
         rtt.update_min(0, hs, false);
@@ -202,7 +211,9 @@ impl Sender {
             w: Window::new(p.tcp.init_cwnd),
             sb: Scoreboard::default(),
             total_segs,
-            last_seg_len,
+            short_segs,
+            nonagle: 0,
+            snd_sml: 0,
             snd_wnd: 65535,
             delivered: 0,
             delivered_ce: 0,
@@ -287,15 +298,6 @@ impl Sender {
         self.snd_nxt() < self.total_segs
     }
 
-    /// Payload bytes of segment `seq`.
-    pub(super) fn seg_len(&self, seq: u64) -> u32 {
-        if seq + 1 == self.total_segs {
-            self.last_seg_len
-        } else {
-            self.p.tcp.mss
-        }
-    }
-
     pub fn all_acked(&self) -> bool {
         self.sb.snd_una >= self.total_segs
     }
@@ -348,34 +350,6 @@ impl Sender {
         self.push_pending_frames(now, q);
     }
 
-    /// The application writes `bytes` more at `now` (`tcp_sendmsg`): the data is queued
-    /// behind what was written before, then pushed. Only a write that follows whole
-    /// segments can be queued (the model counts MSS-sized segments).
-    pub fn app_write(&mut self, now: Time, bytes: u64, q: &mut impl Io) -> Result<(), String> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        if self.total_segs > 0 && self.last_seg_len != self.p.tcp.mss {
-            return Err(format!("a write after a partial segment of {} bytes", self.last_seg_len));
-        }
-        let mss = self.p.tcp.mss as u64;
-        let segs = bytes.div_ceil(mss);
-        self.check_app_limited(self.has_unsent());
-        if self.snd_nxt() == self.total_segs {
-            // The first unsent data (`tcp_add_write_queue_tail`).
-            self.chronos.start(now, Chrono::Busy);
-        }
-        self.total_segs += segs;
-        self.last_seg_len = (bytes - (segs - 1) * mss) as u32;
-        if !self.started {
-            self.started = true;
-            self.wstamp = now;
-        }
-        self.slow_start_after_idle_check(now);
-        self.push_pending_frames(now, q);
-        Ok(())
-    }
-
     /// Set the peer's advertised window (bytes), as the handshake leaves it.
     pub fn set_snd_wnd(&mut self, bytes: u64) {
         self.snd_wnd = bytes;
@@ -389,7 +363,7 @@ impl Sender {
     /// `tcp_slow_start_after_idle_check` (run as a write queues data, `tcp_skb_entail`,
     /// and as a window update finds data waiting, `tcp_ack_update_window`): after more
     /// than an RTO with nothing sent, `tcp_cwnd_restart`.
-    fn slow_start_after_idle_check(&mut self, now: Time) {
+    pub(super) fn slow_start_after_idle_check(&mut self, now: Time) {
         if !self.p.tcp.slow_start_after_idle || self.sb.packets_out() > 0 || self.cc.owns_cwnd() {
             return;
         }
@@ -675,7 +649,7 @@ impl Sender {
                 if self.sb.lost_out > self.sb.retrans_out && self.w.cwnd > self.inflight() {
                     self.xmit_retransmit_queue(now, q);
                 }
-                self.write_xmit(now, 0, q);
+                self.write_xmit(now, 0, self.nonagle, q);
             }
         }
     }

@@ -283,8 +283,7 @@ impl Sender {
             } else if flag & FLAG_SND_UNA_ADVANCED != 0 && !recovered {
                 self.high_seq = self.snd_nxt();
                 // Step 2.b: send new data if the window allows, else recover as usual.
-                let wnd_end = self.sb.snd_una * self.p.tcp.mss as u64 + self.snd_wnd;
-                if self.has_unsent() && wnd_end > self.snd_nxt() * self.p.tcp.mss as u64 {
+                if self.has_unsent() && self.wnd_end() > self.seg_start(self.snd_nxt()) {
                     return Rexmit::New;
                 }
                 self.undo.frto = false;

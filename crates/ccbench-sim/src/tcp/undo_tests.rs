@@ -21,6 +21,7 @@ fn sender(frto: u8) -> (Sender, Loopback) {
         flow: FlowConfig { pacing: Some(false), ..FlowConfig::bulk("reno") },
         handshake_rtt: Dur::from_ms(40),
         conn: 0,
+        gso: true,
     };
     let mut q = Loopback::default();
     let mut s = Sender::new(p, Box::new(Reno));

@@ -74,7 +74,10 @@ fn connection(s: &Scenario, i: usize, conn: u16) -> Result<(Sender, Receiver), C
     }
     let access = Dur(f.access_delay_ns);
     let base_rtt = Dur(link.rtt_ns) + access + access;
-    let sender = Sender::new(SenderParams { id, tcp: tcp.clone(), flow: f.clone(), handshake_rtt: base_rtt, conn }, cc);
+    let sender = Sender::new(
+        SenderParams { id, tcp: tcp.clone(), flow: f.clone(), handshake_rtt: base_rtt, conn, gso: true },
+        cc,
+    );
 
     let receiver = Receiver::new(ReceiverParams { id, tcp: tcp.clone(), flow: f.clone(), rtt: base_rtt, conn });
     Ok((sender, receiver))
