@@ -63,8 +63,14 @@ class ScriptedSender:
         """The last segment starting at or before stream offset ``byte`` (the end of what
         was written counts as one past the last segment), and its offset."""
     def receive(self, now_ns: int, ack: int, rwnd: int, sacks: list[tuple[int, int]] = ...,
-                ece: bool = False) -> None:
-        """An ACK from the peer: cumulative ACK and SACK blocks in segments, window in bytes."""
+                ece: bool = False, data: int = 0) -> None:
+        """An ACK from the peer: cumulative ACK and SACK blocks in segments, window in
+        bytes, and the bytes of data it carries (such an ACK is never a duplicate)."""
+    def set_qdisc_drops(self, drop: bool) -> None:
+        """From now on the local qdisc refuses every packet, or takes them again."""
+    def refused_packet(self, now_ns: int) -> None:
+        """The local qdisc refused an ACK, FIN or RST sent for the stack: a CWR reduction
+        starts, as for any refused segment."""
     def advance(self, until_ns: int) -> list[tuple[int, int, int, int, int, bool, bool, bool, bool]]:
         """Run the timers up to ``until_ns``; the skbs sent since the last call."""
     def sent(self) -> list[tuple[int, int, int, int, int, bool, bool, bool, bool]]: ...

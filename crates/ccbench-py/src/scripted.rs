@@ -73,6 +73,17 @@ impl ScriptedSender {
         crate::guarded(py, || self.h.write(Time(now_ns), bytes, more))
     }
 
+    /// From now on the local qdisc refuses every packet (`drop`), or takes them again.
+    fn set_qdisc_drops(&mut self, drop: bool) {
+        self.h.set_qdisc_drops(drop);
+    }
+
+    /// The local qdisc refused a segment sent for the stack (an ACK, FIN or RST) at
+    /// `now_ns`: a CWR reduction starts, as for any refused segment.
+    fn refused_packet(&mut self, py: Python<'_>, now_ns: u64) -> PyResult<()> {
+        crate::guarded(py, || self.h.refused_packet(Time(now_ns)))
+    }
+
     /// TCP_NODELAY (`option="nodelay"`) or TCP_CORK (`"cork"`) set on or off at `now_ns`.
     fn setsockopt(&mut self, py: Python<'_>, now_ns: u64, option: &str, on: bool) -> PyResult<()> {
         let nodelay = match option {
@@ -90,8 +101,9 @@ impl ScriptedSender {
     }
 
     /// An ACK from the peer at `now_ns`: cumulative ACK and SACK blocks in segments,
-    /// window in bytes.
-    #[pyo3(signature = (now_ns, ack, rwnd, sacks=Vec::new(), ece=false))]
+    /// window in bytes, and the bytes of data the segment carries.
+    #[pyo3(signature = (now_ns, ack, rwnd, sacks=Vec::new(), ece=false, data=0))]
+    #[allow(clippy::too_many_arguments)]
     fn receive(
         &mut self,
         py: Python<'_>,
@@ -100,8 +112,9 @@ impl ScriptedSender {
         rwnd: u64,
         sacks: Vec<(u64, u64)>,
         ece: bool,
+        data: u32,
     ) -> PyResult<()> {
-        let a = PeerAck { ack, rwnd, sacks, ece };
+        let a = PeerAck { ack, rwnd, sacks, ece, data };
         crate::guarded(py, || self.h.receive(Time(now_ns), &a))
     }
 

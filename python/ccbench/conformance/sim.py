@@ -79,6 +79,9 @@ IGNORED_SYSCTLS = {
     "net.ipv4.tcp_syncookies",
 }  # fmt: skip
 #: Shell lines with no effect on the simulated sender.
+#: The one qdisc change after the connection is up that the model has: a qdisc that
+#: refuses every packet.
+DROP_ALL_QDISC = "tc qdisc replace dev tun0 root pfifo limit 0"
 IGNORED_COMMANDS = ("ip tcp_metrics flush", "tc qdisc add dev tun0 root pfifo", "/tmp/sysctl_restore_")
 #: TCP_INFO fields the harness has no state for.
 NO_STATE = {
@@ -169,6 +172,8 @@ class _Run:
     nodelay: bool = False
     cork: bool = False
     gso: bool = True
+    # `tc qdisc replace dev tun0 root pfifo limit 0`: from then on nothing leaves.
+    qdisc_drops: bool = False
     user_mss: Optional[int] = None
     sndbuf: Optional[int] = None
     namespace: dict[str, Any] = field(default_factory=dict)
@@ -238,6 +243,11 @@ def _setup(run: _Run) -> None:
 def _apply_command(run: _Run, cmd: Any, initial: bool) -> None:
     effective = [line for line in cmd.other if not any(line.startswith(p) for p in IGNORED_COMMANDS)]
     if not initial and run.h is not None:
+        if effective == [DROP_ALL_QDISC] and not cmd.sysctls:
+            # A qdisc with no room: every packet is refused (`NET_XMIT_DROP`).
+            run.qdisc_drops = True
+            run.h.set_qdisc_drops(True)
+            return
         if effective or cmd.sysctls:
             raise Unsupported("a shell command after the connection is established")
         return
@@ -360,6 +370,16 @@ def _collect(run: _Run, sent: list[tuple[int, int, int, int, int, bool, bool, bo
         run.fifo.append(Skb(time_ns / 1000, offset + 1, nbytes, retrans, ect, cwr, ack=run.ack))
 
 
+def _emit(run: _Run, skb: Skb) -> None:
+    """A segment the driver sends for the stack (an ACK, FIN or RST). A local qdisc that
+    refuses everything drops it, and the refusal starts a CWR reduction as for any
+    segment (`__tcp_transmit_skb` -> `tcp_enter_cwr`)."""
+    if run.qdisc_drops:
+        run.h.refused_packet(int(skb.time_us * 1000))
+        return
+    run.fifo.append(skb)
+
+
 # --- the handshake ---------------------------------------------------------------------
 
 
@@ -399,7 +419,7 @@ def _inbound(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
     sacks = [blk for blk in (_sack_to_segs(run, ev, a, b) for a, b in p.sack_blocks()) if blk[0] < blk[1]]
     rwnd = (p.win or 0) << (c.peer_wscale if c.wscale_ok else 0)
     ece = "E" in p.flags
-    run.h.receive(t_us * 1000, ack, rwnd, sacks, ece)
+    run.h.receive(t_us * 1000, ack, rwnd, sacks, ece, p.length if not run.closed else 0)
     _collect(run, run.h.sent())
 
 
@@ -410,22 +430,19 @@ def _inbound_data(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
     carries then goes to the sender as any other (below). Data after our own is
     modelled while none came before it: a reply sent within the ACK timeout of the
     peer's data turns delayed ACKs on (pingpong mode, `tcp_event_data_sent`), which
-    cannot happen while no data has come (`icsk_ack.ato` is still 0); and only while
-    its ACK cannot be a duplicate (nothing in flight, or the ACK advances), since Linux
-    never counts an ACK that carries data as one (`FLAG_DATA`), and the sender would."""
+    cannot happen while no data has come (`icsk_ack.ato` is still 0). The ACK field of
+    a segment with data is never a duplicate ACK (`FLAG_DATA`)."""
     if p.start != 1 + run.received:
         raise Unsupported(f"line {ev.line}: inbound data out of order (the receive queue is not modelled)")
     if run.written and run.received:
         raise Unsupported(f"line {ev.line}: inbound data after an exchange (delayed ACKs in pingpong mode are not "
                           "modelled)")
-    if run.written and run.h.tcp_info()["tcpi_unacked"] and (p.ack is None or p.ack <= _snd_una_byte(run)):
-        raise Unsupported(f"line {ev.line}: inbound data whose ACK would count as a duplicate")
     if run.quickacks == 0:
         raise Unsupported(f"line {ev.line}: inbound data after the quick ACKs (delayed ACKs are not modelled)")
     run.received += p.length
     run.lrcvtime_us = t_us
     run.quickacks -= 1  # `tcp_dec_quickack_mode` as the ACK leaves
-    run.fifo.append(Skb(t_us, run.written + 1, 0, False, False, False, ack=run.ack))
+    _emit(run, Skb(t_us, _snd_nxt_byte(run), 0, False, False, False, ack=run.ack))
 
 
 def _snd_nxt_byte(run: _Run) -> int:
@@ -440,7 +457,7 @@ def _challenge_ack(run: _Run, t_us: int) -> None:
     if run.last_oow_ack_us is not None and t_us - run.last_oow_ack_us < INVALID_RATELIMIT_US:
         return
     run.last_oow_ack_us = t_us
-    run.fifo.append(Skb(t_us, _snd_nxt_byte(run), 0, False, False, False, ack=run.ack))
+    _emit(run, Skb(t_us, _snd_nxt_byte(run), 0, False, False, False, ack=run.ack))
 
 
 def _snd_una_byte(run: _Run) -> int:
@@ -704,9 +721,9 @@ def _close(run: _Run, ev: Event, t_us: int) -> None:
     if run.received > run.consumed:
         # `tcp_close`: data the application never read aborts the connection with a RST
         # (`tcp_send_active_reset`) instead of a FIN.
-        run.fifo.append(Skb(t_us, run.written + 1, 0, False, False, False, ack=run.ack, rst=True))
+        _emit(run, Skb(t_us, run.written + 1, 0, False, False, False, ack=run.ack, rst=True))
         return
-    run.fifo.append(Skb(t_us, run.written + 1, 0, False, False, False, fin=True, ack=run.ack))
+    _emit(run, Skb(t_us, run.written + 1, 0, False, False, False, fin=True, ack=run.ack))
 
 
 def _inbound_after_close(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
@@ -718,7 +735,7 @@ def _inbound_after_close(run: _Run, ev: Event, p: Packet, t_us: int) -> None:
         if p.ack != fin_acked or run.peer_fin:
             raise Unsupported(f"line {ev.line}: a FIN from the peer that does not acknowledge ours")
         run.peer_fin = True
-        run.fifo.append(Skb(t_us, fin_acked, 0, False, False, False, ack=run.ack))
+        _emit(run, Skb(t_us, fin_acked, 0, False, False, False, ack=run.ack))
 
 
 def _write_args(ev: Event, sc: Syscall) -> tuple[int, bool]:

@@ -237,7 +237,9 @@ impl Sender {
                 break;
             }
             let prior_packets_out = self.sb.packets_out();
-            self.send_skb(now, seq..seq + nsegs as u64, TxKind::New, q);
+            if !self.send_skb(now, seq..seq + nsegs as u64, TxKind::New, q) {
+                break;
+            }
             self.minshall_update(seq + nsegs as u64);
             if prior_packets_out == 0 || (self.xmit_timer.is_armed() && self.xmit_kind == XmitTimer::LossProbe) {
                 self.rearm_rto(now, q);
@@ -291,7 +293,9 @@ impl Sender {
             if self.tsq_throttled(now, run as u32, 1, q) {
                 break;
             }
-            self.send_skb(now, first..first + run, TxKind::Retrans, q);
+            if !self.send_skb(now, first..first + run, TxKind::Retrans, q) {
+                break;
+            }
             self.note_retransmit(run as u32, self.sb.get(first).tx_time);
             if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
                 self.prr_out += run as u32;
@@ -307,23 +311,33 @@ impl Sender {
         }
     }
 
-    /// RTO: retransmit the first segment regardless of cwnd.
-    pub(super) fn retransmit_head(&mut self, now: Time, q: &mut impl Io) {
+    /// RTO: retransmit the first segment regardless of cwnd. False if the local qdisc
+    /// refused it.
+    pub(super) fn retransmit_head(&mut self, now: Time, q: &mut impl Io) -> bool {
         let head = self.sb.snd_una;
         if self.sb.to_retransmit.contains(&head) {
-            self.send_skb(now, head..head + 1, TxKind::Retrans, q);
+            if !self.send_skb(now, head..head + 1, TxKind::Retrans, q) {
+                return false;
+            }
             self.note_retransmit(1, self.sb.get(head).tx_time);
         }
+        true
     }
 
-    /// TLP with no new data: resend the last segment.
-    pub(super) fn retransmit_tail_probe(&mut self, now: Time, seq: u64, q: &mut impl Io) {
-        self.send_skb(now, seq..seq + 1, TxKind::Probe, q);
+    /// TLP with no new data: resend the last segment. False if the local qdisc refused it.
+    pub(super) fn retransmit_tail_probe(&mut self, now: Time, seq: u64, q: &mut impl Io) -> bool {
+        self.send_skb(now, seq..seq + 1, TxKind::Probe, q)
     }
 
     /// Hand one skb (a TSO burst of consecutive segments) to the NIC:
-    /// `__tcp_transmit_skb` + `tcp_rate_skb_sent` + `tcp_update_skb_after_send`.
-    pub(super) fn send_skb(&mut self, now: Time, segs: Range<u64>, kind: TxKind, q: &mut impl Io) {
+    /// `__tcp_transmit_skb` + `tcp_rate_skb_sent` + `tcp_update_skb_after_send`. A local
+    /// qdisc that refuses it (`NET_XMIT_DROP`) leaves it unsent and starts a CWR
+    /// reduction (`__tcp_transmit_skb` -> `tcp_enter_cwr`); returns whether it left.
+    pub(super) fn send_skb(&mut self, now: Time, segs: Range<u64>, kind: TxKind, q: &mut impl Io) -> bool {
+        if q.drops_all() {
+            self.enter_cwr(now);
+            return false;
+        }
         let retrans = kind != TxKind::New;
         let n = (segs.end - segs.start) as u32;
         let first_seq = segs.start;
@@ -407,6 +421,7 @@ impl Sender {
             len_ns -= (len_ns / 2).min(credit);
             self.wstamp += Dur(len_ns);
         }
+        true
     }
 
     /// Bytes whose airtime the EDT clock advances by after a burst of `payload`. With a

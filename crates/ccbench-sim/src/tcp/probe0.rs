@@ -69,8 +69,9 @@ impl Sender {
     fn write_wakeup(&mut self, now: Time, q: &mut impl Io) {
         let seq = self.snd_nxt();
         if self.rwnd_allows(seq) {
-            self.send_skb(now, seq..seq + 1, TxKind::New, q);
-            self.rearm_rto(now, q); // tcp_event_new_data_sent with nothing in flight before
+            if self.send_skb(now, seq..seq + 1, TxKind::New, q) {
+                self.rearm_rto(now, q); // tcp_event_new_data_sent with nothing in flight before
+            }
             return;
         }
         self.xmit_probe_skb(now, q);
@@ -82,6 +83,10 @@ impl Sender {
     /// not charged to the socket's memory (a pure ACK's destructor is `__sock_wfree`).
     /// `seq` carries `snd_una`; a packet without payload means the byte before it.
     fn xmit_probe_skb(&mut self, now: Time, q: &mut impl Io) {
+        if q.drops_all() {
+            self.enter_cwr(now);
+            return;
+        }
         let snd_una = self.sb.snd_una;
         let pkt = Packet {
             flow: self.p.id,
@@ -122,7 +127,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn ack(ack: u64, rwnd: u64) -> PeerAck {
-        PeerAck { ack, rwnd, sacks: vec![], ece: false }
+        PeerAck { ack, rwnd, ..Default::default() }
     }
 
     /// slow-start-after-win-update.pkt's story: the peer shuts its window as it ACKs

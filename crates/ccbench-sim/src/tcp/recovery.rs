@@ -10,6 +10,9 @@ use crate::time::{Dur, Time, NS_PER_SEC};
 
 /// `TCP_TIMEOUT_MIN_US`: slack added to the RACK reordering timer and the TLP timeout.
 const TIMEOUT_MIN: Dur = Dur::from_ms(2);
+/// `TCP_RESOURCE_PROBE_INTERVAL`: the retry of an RTO retransmission the local qdisc
+/// refused (`tcp_retransmit_timer`).
+const TCP_RESOURCE_PROBE_INTERVAL: Dur = Dur::from_ms(500);
 /// `sysctl_tcp_reordering`: the initial reordering degree (the duplicate-ACK threshold).
 pub(super) const REORDERING: u32 = 3;
 /// `sysctl_tcp_max_reordering`: the most reordering a connection will assume.
@@ -108,9 +111,8 @@ impl Sender {
             let last = self.snd_nxt() - 1;
             if self.sb.get(last).flags & (super::scoreboard::SACKED | super::scoreboard::RETRANS) == 0 {
                 self.tlp_orig_data_app_limited = self.sb.get(last).tx.app_limited;
-                self.retransmit_tail_probe(now, last, q);
-                self.tlp_retrans = true;
-                sent = true;
+                sent = self.retransmit_tail_probe(now, last, q);
+                self.tlp_retrans = sent;
             }
         }
         if sent {
@@ -186,15 +188,21 @@ impl Sender {
     fn try_to_open(&mut self, now: Time, flag: u32) {
         self.retrans_stamp_cleanup();
         if flag & FLAG_ECE != 0 {
-            self.undo.prior_ssthresh = 0;
-            if self.ca_state < CaState::Cwr {
-                self.undo.marker = None;
-                self.init_cwnd_reduction(now);
-                self.set_ca_state(now, CaState::Cwr);
-            }
+            self.enter_cwr(now);
         }
         if self.ca_state != CaState::Cwr {
             self.try_keep_open(now);
+        }
+    }
+
+    /// `tcp_enter_cwr`: a CWR reduction, unless one is under way (an ECN echo, or a
+    /// packet the local qdisc refused).
+    pub(super) fn enter_cwr(&mut self, now: Time) {
+        self.undo.prior_ssthresh = 0;
+        if self.ca_state < CaState::Cwr {
+            self.undo.marker = None;
+            self.init_cwnd_reduction(now);
+            self.set_ca_state(now, CaState::Cwr);
         }
     }
 
@@ -488,8 +496,13 @@ impl Sender {
         // F-RTO (RFC 5682 3.1 step 1) unless recovery was already under way, except for a
         // repeated timeout of the same snd_una (3.2).
         self.undo.frto = self.p.tcp.frto != 0 && (new_recovery || self.rto_retransmits > 0);
-        self.retransmit_head(now, q);
+        let sent = self.retransmit_head(now, q);
         self.rto_retransmits += 1;
+        if !sent {
+            // Local congestion: try again soon, without backing off.
+            self.reset_xmit_timer(now, XmitTimer::Rto, TCP_RESOURCE_PROBE_INTERVAL, q);
+            return;
+        }
         self.rtt.on_timeout();
         let rto = self.rtt.rto;
         self.reset_xmit_timer(now, XmitTimer::Rto, rto, q);

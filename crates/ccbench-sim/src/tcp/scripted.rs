@@ -68,6 +68,8 @@ pub struct PeerAck {
     /// SACK blocks `[start, end)` in segments, as the option lists them.
     pub sacks: Vec<SackBlock>,
     pub ece: bool,
+    /// Bytes of data the segment carries (an ACK with data is never a duplicate).
+    pub data: u32,
 }
 
 pub struct ScriptedSender {
@@ -133,6 +135,19 @@ impl ScriptedSender {
         self.drain_nic();
     }
 
+    /// From now on the local qdisc refuses every packet (`drop`), or takes them again.
+    pub fn set_qdisc_drops(&mut self, drop: bool) {
+        self.q.drop_all = drop;
+    }
+
+    /// The local qdisc refused a segment the driver sent for the stack (a pure ACK, FIN
+    /// or RST) at `now`: `__tcp_transmit_skb` -> `tcp_enter_cwr`.
+    pub fn refused_packet(&mut self, now: Time) {
+        self.advance(now);
+        let now = self.now;
+        self.sender.enter_cwr(now);
+    }
+
     /// TCP_NODELAY (`nodelay`) or TCP_CORK set on or off at `now`.
     pub fn setsockopt(&mut self, now: Time, nodelay: bool, on: bool) {
         self.advance(now);
@@ -149,7 +164,7 @@ impl ScriptedSender {
     pub fn receive(&mut self, now: Time, a: &PeerAck) {
         self.advance(now);
         let now = self.now;
-        let mut pkt = Packet { ack: a.ack, rwnd: a.rwnd, ece: a.ece, ..Default::default() };
+        let mut pkt = Packet { ack: a.ack, rwnd: a.rwnd, ece: a.ece, payload: a.data, ..Default::default() };
         for (i, b) in a.sacks.iter().take(pkt.sacks.len()).enumerate() {
             pkt.sacks[i] = *b;
             pkt.n_sacks = i as u8 + 1;
@@ -226,7 +241,7 @@ mod tests {
     use super::*;
 
     fn ack(ack: u64, sacks: &[SackBlock]) -> PeerAck {
-        PeerAck { ack, rwnd: 1 << 20, sacks: sacks.to_vec(), ece: false }
+        PeerAck { ack, rwnd: 1 << 20, sacks: sacks.to_vec(), ..Default::default() }
     }
 
     #[test]
@@ -260,7 +275,7 @@ mod tests {
         h.receive(Time(300_000_000), &ack(3, &[]));
         h.write(Time(300_000_000), 5_000, false);
         h.take_sent();
-        h.receive(Time(400_000_000), &PeerAck { ack: 8, rwnd: 1_000, sacks: vec![], ece: false });
+        h.receive(Time(400_000_000), &PeerAck { ack: 8, rwnd: 1_000, ..Default::default() });
         h.write(Time(400_000_000), 3_000, false);
         let sent = h.take_sent();
         assert_eq!(sent.iter().map(|r| (r.seq, r.segs, r.psh)).collect::<Vec<_>>(), vec![(8, 1, false)]);
@@ -331,6 +346,62 @@ mod tests {
         }
         let info = h.tcp_info();
         assert_eq!((info["tcpi_sacked"], info["tcpi_reordering"], info["tcpi_reord_seen"]), (3, 4, 1));
+    }
+
+    /// `tcp_may_raise_cwnd`: once reordering beyond the initial degree has been seen, a
+    /// SACK of new data grows cwnd too (in order only, before).
+    #[test]
+    fn after_reordering_is_seen_sacked_delivery_grows_cwnd() {
+        let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
+        h.write(Time(200_000_000), 10_000, false);
+        h.receive(Time(300_000_000), &ack(0, &[(9, 10)]));
+        assert_eq!(h.tcp_info()["tcpi_snd_cwnd"], 10, "reordering 3: a SACK alone grows nothing");
+        // Segment 3 SACKed below the highest SACK, never retransmitted: the path
+        // reorders by 7 segments (`tcp_check_sack_reordering`), and this SACK counts.
+        h.receive(Time(300_000_000), &ack(0, &[(3, 4), (9, 10)]));
+        let info = h.tcp_info();
+        assert_eq!((info["tcpi_reordering"], info["tcpi_snd_cwnd"]), (7, 11));
+    }
+
+    /// An ACK that comes with data is never a duplicate ACK (`FLAG_DATA`).
+    #[test]
+    fn an_ack_carrying_data_is_not_a_duplicate() {
+        let mut p = ScriptedParams { snd_wnd: 1 << 20, ..Default::default() };
+        p.tcp.sack = false;
+        let mut h = ScriptedSender::new(&p).unwrap();
+        h.write(Time(200_000_000), 4_000, false);
+        for k in 0..3 {
+            h.receive(
+                Time(310_000_000 + k * 1_000_000),
+                &PeerAck { ack: 0, rwnd: 1 << 20, data: 100, ..Default::default() },
+            );
+        }
+        assert_eq!((h.tcp_info()["tcpi_sacked"], h.sender.stats.dupacks), (0, 0));
+    }
+
+    /// A local qdisc that refuses every packet (`NET_XMIT_DROP`): nothing counts as sent,
+    /// a CWR reduction starts (`__tcp_transmit_skb` -> `tcp_enter_cwr`), and an RTO whose
+    /// retransmission is refused tries again 500 ms later without backing off
+    /// (`TCP_RESOURCE_PROBE_INTERVAL`).
+    #[test]
+    fn a_qdisc_that_refuses_everything_leaves_data_unsent_and_enters_cwr() {
+        let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
+        h.write(Time(200_000_000), 2_000, false);
+        h.take_sent();
+        h.set_qdisc_drops(true);
+        h.write(Time(210_000_000), 3_000, false);
+        let info = h.tcp_info();
+        assert_eq!((info["tcpi_ca_state"], info["tcpi_notsent_bytes"], info["tcpi_unacked"]), (2, 3_000, 2));
+        // The tail loss probe and the RTO are refused too; the RTO keeps its value.
+        h.advance(Time(2_000_000_000));
+        let info = h.tcp_info();
+        assert!(h.take_sent().is_empty());
+        assert_eq!((info["tcpi_total_retrans"], info["tcpi_backoff"]), (0, 0));
+        assert!(info["tcpi_retransmits"] >= 2, "{info:?}");
+        h.set_qdisc_drops(false);
+        h.advance(Time(3_000_000_000));
+        let sent = h.take_sent();
+        assert!(sent[0].retrans && sent[0].seq == 0, "{sent:?}");
     }
 
     #[test]

@@ -19,6 +19,8 @@ use crate::time::{Dur, Time};
 use std::collections::{BTreeMap, VecDeque};
 
 // `tcp_ack` flags (tcp_input.c), the subset the model uses.
+/// The ACK came with data (a scripted peer's; simulated receivers send none).
+pub(super) const FLAG_DATA: u32 = 0x01;
 pub(super) const FLAG_DATA_ACKED: u32 = 0x04;
 pub(super) const FLAG_WIN_UPDATE: u32 = 0x02;
 pub(super) const FLAG_RETRANS_DATA_ACKED: u32 = 0x08;
@@ -31,7 +33,7 @@ pub(super) const FLAG_ORIG_SACK_ACKED: u32 = 0x200;
 pub(super) const FLAG_DSACK_TLP: u32 = 0x20000;
 pub(super) const FLAG_SET_XMIT_TIMER: u32 = 0x1000;
 pub(super) const FLAG_ACK_MAYBE_DELAYED: u32 = 0x10000;
-pub(super) const FLAG_NOT_DUP: u32 = FLAG_DATA_ACKED | FLAG_WIN_UPDATE;
+pub(super) const FLAG_NOT_DUP: u32 = FLAG_DATA | FLAG_DATA_ACKED | FLAG_WIN_UPDATE;
 pub(super) const FLAG_CA_ALERT: u32 = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK;
 
 /// Everything a sender needs to know about its flow and host.
@@ -426,7 +428,7 @@ impl Sender {
         let prior_delivered = self.delivered;
         let prior_lost = self.lost;
         let prior_sacked = self.sb.sacked_out;
-        let mut flag = 0;
+        let mut flag = if ack.payload > 0 { FLAG_DATA } else { 0 };
         if ack.ack > prior_snd_una {
             flag |= FLAG_SND_UNA_ADVANCED;
             self.rto_retransmits = 0;
@@ -610,10 +612,20 @@ impl Sender {
         }
         if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
             self.cwnd_reduction(rs.acked_sacked, rs.losses, flag);
-        } else if flag & FLAG_DATA_ACKED != 0 {
+        } else if self.may_raise_cwnd(flag) {
             self.cc.cong_avoid(&info, &mut self.w, rs.acked_sacked);
         }
         self.update_pacing_rate();
+    }
+
+    /// `tcp_may_raise_cwnd`: on a path seen to reorder more than the initial degree, any
+    /// delivery grows cwnd, SACKed included (`FLAG_FORWARD_PROGRESS`); otherwise only
+    /// in-order delivery does (RFC 5681).
+    fn may_raise_cwnd(&self, flag: u32) -> bool {
+        if self.reordering > super::recovery::REORDERING {
+            return flag & (FLAG_DATA_ACKED | FLAG_DATA_SACKED) != 0;
+        }
+        flag & FLAG_DATA_ACKED != 0
     }
 
     /// Whether the heap entry of timer `which` popped at `now` means it expired (a

@@ -191,7 +191,7 @@ mod tests {
     }
 
     fn ack(h: &mut ScriptedSender, at_ms: u64, seg: u64) {
-        h.receive(Time(at_ms * MS), &PeerAck { ack: seg, rwnd: 1 << 20, sacks: vec![], ece: false });
+        h.receive(Time(at_ms * MS), &PeerAck { ack: seg, rwnd: 1 << 20, ..Default::default() });
     }
 
     /// (stream offset, bytes) of each skb sent since the last call.
