@@ -1,0 +1,198 @@
+"""The application's side of a script on the simulator: system calls (writes with their
+flags, reads, socket options) and the teardown the driver plays for the stack."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from .script import Event, Packet, Syscall
+from .sim_state import (
+    NO_OP_CALLS,
+    NO_OP_IP_OPTIONS,
+    SOCK_MIN_SNDBUF,
+    TCP_MSS_DEFAULT,
+    WMEM_MAX,
+    Failed,
+    Run,
+    Skb,
+    Unsupported,
+    cca_name,
+    collect,
+    emit,
+)
+from .verdict import Mismatch
+
+def syscall(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
+    name = sc.name
+    if name in NO_OP_CALLS:
+        return
+    if name == "connect":
+        run.conn.active = True
+        run.conn.syn_time_us = t_us
+        return
+    if name == "setsockopt":
+        _setsockopt(run, ev, sc, t_us)
+        return
+    if name == "getsockopt":
+        opt = sc.args[2] if len(sc.args) > 2 else ""
+        if opt == "SO_ERROR":
+            return
+        if opt == "SO_SNDBUF":
+            if run.sndbuf is None:
+                raise Unsupported(f"line {ev.line}: getsockopt SO_SNDBUF without a SO_SNDBUF set (the send "
+                                  "buffer's autotuning is not modelled)")
+            if sc.int_arg(3) != run.sndbuf:
+                raise Failed(Mismatch(ev.line, ev.text, f"SO_SNDBUF = {run.sndbuf}", t_us))
+            return
+        if opt == "TCP_MAXSEG":
+            # `do_tcp_getsockopt`: `tp->mss_cache`, or before the connection the user's
+            # MSS (TCP_MSS_DEFAULT, 536, if none was set).
+            have = run.conn.mss if run.h is not None else (run.user_mss or TCP_MSS_DEFAULT)
+            if sc.int_arg(3) != have:
+                raise Failed(Mismatch(ev.line, ev.text, f"TCP_MAXSEG = {have}", t_us))
+            return
+        raise Unsupported(f"line {ev.line}: getsockopt {opt}")
+    if name in ("write", "send", "sendmsg"):
+        n, more = _write_args(ev, sc)
+        if sc.result != str(n) or sc.errno:
+            raise Unsupported(f"line {ev.line}: {name}() returning {sc.result} of {n} bytes (a short or failed "
+                              "write is not modelled)")
+        _write(run, ev, n, more, t_us)
+        return
+    if name == "read":
+        _read(run, ev, sc, t_us)
+        return
+    if name == "close":
+        _close(run, ev, t_us)
+        return
+    raise Unsupported(f"line {ev.line}: system call {name}()")
+
+
+# --- teardown --------------------------------------------------------------------------
+# The simulator's connections end with the run; like the handshake, the FIN exchange of
+# an idle connection is played here. close() with everything written acknowledged sends
+# the FIN at once (`tcp_send_fin`: nothing queued ahead of it, and `tcp_cwnd_test` lets a
+# lone FIN past cwnd); the peer's FIN is acknowledged at once (`tcp_fin` in FIN_WAIT2
+# calls `tcp_send_ack`). A FIN behind unsent or unacknowledged data would share the
+# sender's queue and retransmission timer, which is not modelled: such scripts are
+# unsupported.
+
+
+def _close(run: Run, ev: Event, t_us: int) -> None:
+    if run.h is None:
+        raise Unsupported(f"line {ev.line}: close() before the connection is established")
+    if run.closed:
+        raise Unsupported(f"line {ev.line}: close() twice")
+    if run.h.tcp_info()["tcpi_bytes_acked"] != run.written:
+        raise Unsupported(f"line {ev.line}: close() with data not yet acknowledged (a FIN queued behind data "
+                          "is not modelled)")
+    run.closed = True
+    if run.received > run.consumed:
+        # `tcp_close`: data the application never read aborts the connection with a RST
+        # (`tcp_send_active_reset`) instead of a FIN.
+        emit(run, Skb(t_us, run.written + 1, 0, False, False, False, ack=run.ack, rst=True))
+        return
+    emit(run, Skb(t_us, run.written + 1, 0, False, False, False, fin=True, ack=run.ack))
+
+
+def inbound_after_close(run: Run, ev: Event, p: Packet, t_us: int) -> None:
+    """The peer's ACK of our FIN and its own FIN, which we acknowledge."""
+    fin_acked = run.written + 2
+    if run.received or "R" in p.flags or p.length > 0 or p.ack is None or p.ack not in (run.written + 1, fin_acked):
+        raise Unsupported(f"line {ev.line}: after close(), only the peer's ACK of our FIN and its FIN are modelled")
+    if "F" in p.flags:
+        if p.ack != fin_acked or run.peer_fin:
+            raise Unsupported(f"line {ev.line}: a FIN from the peer that does not acknowledge ours")
+        run.peer_fin = True
+        emit(run, Skb(t_us, fin_acked, 0, False, False, False, ack=run.ack))
+
+
+def _write_args(ev: Event, sc: Syscall) -> tuple[int, bool]:
+    """Bytes and MSG_MORE of a write(), send() or sendmsg() (its iovecs' lengths)."""
+    if sc.name == "sendmsg":
+        msg = sc.args[1] if len(sc.args) > 1 else ""
+        lengths = re.findall(r"\{\.\.\.,\s*(\d+)\}", msg)
+        if not lengths:
+            raise Unsupported(f"line {ev.line}: sendmsg() without iovec lengths")
+        n: Optional[int] = sum(int(x) for x in lengths)
+        flags = sc.args[2] if len(sc.args) > 2 else "0"
+    else:
+        n = sc.int_arg(2)
+        flags = sc.args[3] if sc.name == "send" and len(sc.args) > 3 else "0"
+    if n is None:
+        raise Unsupported(f"line {ev.line}: {sc.name} of unknown length")
+    known = {"0", "MSG_MORE"}
+    if not set(f.strip() for f in flags.split("|")) <= known:
+        raise Unsupported(f"line {ev.line}: {sc.name} flags {flags}")
+    return n, "MSG_MORE" in flags
+
+
+def _read(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
+    """The application reads what the peer sent, up to the length asked for. Reading
+    leaves the receive window as it was (the model keeps no receive buffer, and a
+    window that grows by less than it can be advertised sends no update,
+    `tcp_cleanup_rbuf`)."""
+    n = sc.int_arg(2)
+    if n is None:
+        raise Unsupported(f"line {ev.line}: read of unknown length")
+    got = min(n, run.received - run.consumed)
+    if got == 0:
+        raise Unsupported(f"line {ev.line}: a read with no data waiting (EAGAIN) is not modelled")
+    if sc.result != str(got):
+        raise Failed(Mismatch(ev.line, ev.text, f"read() = {got}", t_us))
+    run.consumed += got
+
+
+def _setsockopt(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
+    opt = sc.args[2] if len(sc.args) > 2 else ""
+    val = sc.args[3] if len(sc.args) > 3 else ""
+    if opt == "SO_REUSEADDR":
+        return
+    if opt in ("TCP_NODELAY", "TCP_CORK"):
+        on = sc.int_arg(3) not in (None, 0)
+        option = "nodelay" if opt == "TCP_NODELAY" else "cork"
+        if run.h is None:
+            setattr(run, option, on)
+        else:
+            run.h.setsockopt(t_us * 1000, option, on)
+            collect(run, run.h.sent())
+        return
+    if opt == "SO_SNDBUF":
+        v = sc.int_arg(3)
+        if v is None:
+            raise Unsupported(f"line {ev.line}: SO_SNDBUF {val}")
+        # `sk_setsockopt`: the value as a u32, at most wmem_max, doubled for overhead.
+        run.sndbuf = max(min(v % 2**32, WMEM_MAX) * 2, SOCK_MIN_SNDBUF)
+        return
+    if opt in NO_OP_IP_OPTIONS and sc.args[1] == "SOL_IP":
+        return
+    if opt == "TCP_MAXSEG":
+        if run.h is not None or run.conn.syn_seen:
+            raise Unsupported(f"line {ev.line}: TCP_MAXSEG once the connection is open")
+        v = sc.int_arg(3)
+        if v is None or not 88 <= v <= 65535 - 40:
+            raise Unsupported(f"line {ev.line}: TCP_MAXSEG {sc.args[3]}")
+        run.user_mss = v  # `tp->rx_opt.user_mss`
+        return
+    if opt == "TCP_CONGESTION":
+        if run.h is not None:
+            raise Unsupported(f"line {ev.line}: TCP_CONGESTION on an established connection")
+        run.cca = cca_name(val)
+        return
+    raise Unsupported(f"line {ev.line}: setsockopt {opt}")
+
+
+def _write(run: Run, ev: Event, n: int, more: bool, t_us: int) -> None:
+    if run.h is None:
+        raise Unsupported(f"line {ev.line}: a write before the connection is established")
+    queued = run.written - run.h.tcp_info()["tcpi_bytes_acked"]
+    if run.sndbuf is not None and queued + n > run.sndbuf:
+        raise Unsupported(f"line {ev.line}: {queued + n} bytes queued beyond SO_SNDBUF {run.sndbuf} (a write that "
+                          "blocks on the send buffer is not modelled)")
+    try:
+        run.h.write(t_us * 1000, n, more)
+    except OverflowError as e:
+        raise Unsupported(f"line {ev.line}: write of {n} bytes: {e}") from None
+    run.written += n
+    collect(run, run.h.sent())
