@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from .. import _core
 from ..errors import ScenarioError
 from ..units import format_duration
-from .fields import MAX_FLOWS_PER_ENTRY, MIN_INTERVAL_NS, Duration, _int_range, _Table, core_default
+from .fields import MAX_FLOWS_PER_ENTRY, MIN_INTERVAL_NS, Duration, _int_range, _Table, core_default, positive
 from .flow import BBR_FAMILY, Flow, Tcp, algorithms
 from .host import Host, HostCost
 from .link import AQMS, AqmParams, GilbertElliott, Link, RateStep, RttStep
@@ -92,7 +92,7 @@ class Scenario(_Table):
 
     seed: Annotated[int, _int_range(0, 2**64 - 1)] = Field(
         1, description="same scenario + seed = identical results", examples=[7])
-    duration_ns: Duration = Field(alias="duration", description="simulated time", examples=["30s"])
+    duration_ns: Annotated[Duration, positive("30s")] = Field(alias="duration", description="simulated time", examples=["30s"])
     interval_ns: Duration = Field(core_default("", "sample_interval_ns"), alias="interval", description="time-series interval, at least 1ms",
                                   examples=["100ms"])
     link: Link
@@ -100,13 +100,6 @@ class Scenario(_Table):
     host: Optional[Host] = None
     flows: list[Flow]
     capture: Optional[Capture] = None
-
-    @field_validator("duration_ns")
-    @classmethod
-    def _positive_duration(cls, v: int) -> int:
-        if v <= 0:
-            raise ValueError("must be positive, e.g. '30s'")
-        return v
 
     @field_validator("interval_ns")
     @classmethod

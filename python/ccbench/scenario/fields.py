@@ -35,6 +35,17 @@ BufferLimit = Annotated[Buffer, *_unit(parse_buffer, format_buffer)]
 TraceFile = Annotated[Trace, *_unit(load_trace, lambda t: t.path)]
 
 
+def positive(example: str, hint: str = "") -> AfterValidator:
+    """A quantity that must be above zero; the message shows ``example`` and ``hint``."""
+
+    def check(v: Any) -> Any:
+        if v <= 0:
+            raise ValueError(f"must be positive, e.g. '{example}'{hint}")
+        return v
+
+    return AfterValidator(check)
+
+
 def _int_range(lo: int, hi: int) -> AfterValidator:
     def check(v: int) -> int:
         if not lo <= v <= hi:

@@ -11,7 +11,7 @@ from pydantic import Field, field_validator
 
 from .. import _core
 
-from .fields import MAX_FLOWS_PER_ENTRY, Duration, Rate, Size, _int_range, _Table, core_default, core_range
+from .fields import MAX_FLOWS_PER_ENTRY, Duration, Rate, Size, _int_range, _Table, core_default, core_range, positive
 
 
 BBR_FAMILY = ("bbr", "bbr2", "bbr3")
@@ -45,9 +45,9 @@ class Tcp(_Table):
     init_cwnd: Annotated[int, core_range("tcp.init_cwnd")] = Field(_tcp("init_cwnd"), description="segments",
                                                                    examples=[10])
     hz: int = Field(_tcp("hz"), description="kernel tick rate; must divide 1000000", examples=[1000])
-    rto_min_ns: Duration = Field(_tcp("rto_min_ns"), alias="rto_min", description="minimum RTO (TCP_RTO_MIN)",
+    rto_min_ns: Annotated[Duration, positive("200ms")] = Field(_tcp("rto_min_ns"), alias="rto_min", description="minimum RTO (TCP_RTO_MIN)",
                                  examples=["200ms"])
-    rto_init_ns: Duration = Field(_tcp("rto_init_ns"), alias="rto_init", description="initial RTO (TCP_TIMEOUT_INIT)",
+    rto_init_ns: Annotated[Duration, positive("200ms")] = Field(_tcp("rto_init_ns"), alias="rto_init", description="initial RTO (TCP_TIMEOUT_INIT)",
                                   examples=["1s"])
     tsq_limit_bytes: Size = Field(_tcp("tsq_limit_bytes"), alias="tsq_limit",
                                   description="TCP Small Queues cap (tcp_limit_output_bytes)", examples=["4MiB"],
@@ -102,13 +102,6 @@ class Tcp(_Table):
                              "e.g. 100, 250, 1000")
         return v
 
-    @field_validator("rto_min_ns", "rto_init_ns")
-    @classmethod
-    def _positive_timer(cls, v: int) -> int:
-        if v <= 0:
-            raise ValueError("must be positive, e.g. '200ms'")
-        return v
-
 
 class Flow(_Table):
     """One ``[[flows]]`` entry: ``count`` identical flows."""
@@ -124,7 +117,7 @@ class Flow(_Table):
     start_ns: Duration = Field(_flow("start_ns"), alias="start", description="before the end of the run", examples=["0s"])
     access_delay_ns: Duration = Field(_flow("access_delay_ns"), alias="access_delay", description="extra one-way delay each way for this flow",
                                       examples=["0ms"])
-    size_bytes: Optional[Size] = Field(None, alias="size", description="bytes to transfer; omit for a bulk flow",
+    size_bytes: Optional[Annotated[Size, positive("20MB", " (omit size for a bulk flow)")]] = Field(None, alias="size", description="bytes to transfer; omit for a bulk flow",
                                        examples=["20MB"])
     pacing: Optional[bool] = Field(None, description="omit to follow the algorithm (Reno and Cubic do not pace)",
                                    examples=[True])
@@ -158,13 +151,6 @@ class Flow(_Table):
         if name not in allowed:
             raise ValueError(f"unknown algorithm {v!r}; allowed: {', '.join(allowed)}")
         return name
-
-    @field_validator("size_bytes")
-    @classmethod
-    def _positive_size(cls, v: Optional[int]) -> Optional[int]:
-        if v is not None and v <= 0:
-            raise ValueError("must be positive, e.g. '20MB' (omit size for a bulk flow)")
-        return v
 
     @field_validator("params")
     @classmethod

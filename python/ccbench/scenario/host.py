@@ -21,7 +21,7 @@ from pydantic import Field, field_validator, model_validator
 from .. import _core
 from ..errors import ScenarioError
 from ..units import _split, parse_duration
-from .fields import Duration, _int_range, _Table, _unit
+from .fields import Duration, _int_range, _Table, _unit, positive
 
 DEFAULT_SLICE_NS = 10_000_000
 # The host's scheduler tick: CONFIG_HZ=250, Debian's default.
@@ -138,7 +138,7 @@ class Host(_Table):
                      examples=["phone-lowend"])
     cpu_share: Share = Field(
         1.0, description="SCHED_DEADLINE runtime as a share of every cpu_slice", examples=["25%"])
-    cpu_slice_ns: Duration = Field(DEFAULT_SLICE_NS, alias="cpu_slice", description="the reservation's period",
+    cpu_slice_ns: Annotated[Duration, positive("10ms")] = Field(DEFAULT_SLICE_NS, alias="cpu_slice", description="the reservation's period",
                                    examples=["10ms"])
     # "runtime": deadline = runtime, as 2BRobust set it (a busy vCPU gets one window at
     # the start of each slice); "slice": deadline = period (the budget may be spent at
@@ -164,13 +164,6 @@ class Host(_Table):
     def _known_preset(cls, v: str) -> str:
         if v not in presets():
             raise ValueError(f"unknown CPU preset {v!r}; allowed: {', '.join(presets())}")
-        return v
-
-    @field_validator("cpu_slice_ns")
-    @classmethod
-    def _positive_slice(cls, v: int) -> int:
-        if v <= 0:
-            raise ValueError("must be positive, e.g. '10ms'")
         return v
 
     @model_validator(mode="after")

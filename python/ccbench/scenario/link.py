@@ -13,7 +13,8 @@ from pydantic import (BeforeValidator, Field, SerializationInfo, SerializerFunct
 from ..errors import ScenarioError
 from ..units import Buffer, parse_size
 
-from .fields import BufferLimit, Duration, Loss, Probability, Rate, Size, TraceFile, _int_range, _Table, core_default
+from .fields import (BufferLimit, Duration, Loss, Probability, Rate, Size, TraceFile, _int_range, _Table, core_default,
+                     positive)
 
 
 class RateStep(_Table):
@@ -27,14 +28,7 @@ class RttStep(_Table):
     """``link.rtt_schedule`` entry: from ``at`` on, the path's base RTT is ``rtt``."""
 
     at_ns: Duration = Field(alias="at")
-    rtt_ns: Duration = Field(alias="rtt")
-
-    @field_validator("rtt_ns")
-    @classmethod
-    def _positive_rtt(cls, v: int) -> int:
-        if v <= 0:
-            raise ValueError("must be positive, e.g. '80ms'")
-        return v
+    rtt_ns: Annotated[Duration, positive("80ms")] = Field(alias="rtt")
 
 
 class GilbertElliott(_Table):
@@ -88,8 +82,8 @@ _FQ_ONLY = frozenset({"quantum_bytes", "flows", "memory_limit_bytes", "drop_batc
 class AqmParams(_Table):
     """``link.aqm_params``: CoDel / FQ-CoDel parameters, every one filled in."""
 
-    target_ns: Duration = Field(alias="target")
-    interval_ns: Duration = Field(alias="interval")
+    target_ns: Annotated[Duration, positive("5ms")] = Field(alias="target")
+    interval_ns: Annotated[Duration, positive("5ms")] = Field(alias="interval")
     limit_packets: Annotated[int, _int_range(1, 2**32 - 1)] = Field(alias="limit")
     ecn: bool
     ce_threshold_ns: Optional[Duration] = Field(None, alias="ce_threshold")
@@ -98,13 +92,6 @@ class AqmParams(_Table):
     flows: Optional[Annotated[int, _int_range(1, 65536)]] = None
     memory_limit_bytes: Optional[Size] = Field(None, alias="memory_limit")
     drop_batch: Optional[Annotated[int, _int_range(1, 2**32 - 1)]] = None
-
-    @field_validator("target_ns", "interval_ns")
-    @classmethod
-    def _positive_time(cls, v: int) -> int:
-        if v <= 0:
-            raise ValueError("must be positive, e.g. '5ms'")
-        return v
 
     @model_serializer(mode="wrap")
     def _toml_form(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
@@ -122,7 +109,7 @@ class Link(_Table):
     rate_bps: Optional[Rate] = Field(None, alias="rate", description="the bottleneck's rate (or trace: see "
                                      "[Cellular links](cellular.md))", examples=["100Mbit"])
     trace: Optional[TraceFile] = None
-    rtt_ns: Duration = Field(alias="rtt", description="base RTT of the bottleneck path (half each way)",
+    rtt_ns: Annotated[Duration, positive("40ms")] = Field(alias="rtt", description="base RTT of the bottleneck path (half each way)",
                              examples=["40ms"])
     buffer: BufferLimit = Field(Buffer("bdp", 1.0), description="drop-tail limit", examples=["1bdp"])
     aqm: Literal["droptail", "codel", "fq_codel"] = Field(
@@ -172,13 +159,6 @@ class Link(_Table):
                                     f"{', '.join(_AQM_KEYS[aqm])}")
         data["aqm_params"] = {**AQM_DEFAULTS[aqm], **params}
         return data
-
-    @field_validator("rtt_ns")
-    @classmethod
-    def _positive_rtt(cls, v: int) -> int:
-        if v <= 0:
-            raise ValueError("must be positive, e.g. '40ms'")
-        return v
 
     @property
     def reference_rate_bps(self) -> int:
