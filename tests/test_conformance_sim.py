@@ -273,6 +273,8 @@ def test_a_silent_sender_fails_after_packetdrills_wait(tmp_path):
     ("   +0 write(4, ..., 1500) = 1000\n", "line 8: write() returning 1000 of 1500 bytes"),
     ("   +0 send(4, ..., 100, MSG_DONTWAIT) = 100\n", "line 8: send flags MSG_DONTWAIT"),
     ("   +0 read(4, ..., 1000) = 1000\n", "line 8: a read with no data waiting"),
+    ("   +0 read(4, ..., -5) = 0\n", "line 8: read of length -5"),
+    ("   +0 write(4, ..., 4294967296) = 4294967296\n", "line 8: write of 4294967296 bytes: Linux copies at most"),
 ])  # fmt: skip
 def test_what_the_simulator_cannot_do_is_unsupported_with_the_reason(tmp_path, body, reason):
     v = verdict(tmp_path, body)

@@ -8,6 +8,7 @@ from typing import Optional
 
 from .script import Event, Packet, Syscall
 from .sim_state import (
+    MAX_RW_COUNT,
     NO_OP_CALLS,
     NO_OP_IP_OPTIONS,
     SOCK_MIN_SNDBUF,
@@ -120,8 +121,11 @@ def _write_args(ev: Event, sc: Syscall) -> tuple[int, bool]:
     else:
         n = sc.int_arg(2)
         flags = sc.args[3] if sc.name == "send" and len(sc.args) > 3 else "0"
-    if n is None:
+    if n is None or n < 0:
         raise Unsupported(f"line {ev.line}: {sc.name} of unknown length")
+    if n > MAX_RW_COUNT:
+        raise Unsupported(f"line {ev.line}: {sc.name} of {n} bytes: Linux copies at most MAX_RW_COUNT "
+                          f"({MAX_RW_COUNT}) bytes a call")
     known = {"0", "MSG_MORE"}
     if not set(f.strip() for f in flags.split("|")) <= known:
         raise Unsupported(f"line {ev.line}: {sc.name} flags {flags}")
@@ -134,8 +138,8 @@ def _read(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
     window that grows by less than it can be advertised sends no update,
     `tcp_cleanup_rbuf`)."""
     n = sc.int_arg(2)
-    if n is None:
-        raise Unsupported(f"line {ev.line}: read of unknown length")
+    if n is None or n <= 0:
+        raise Unsupported(f"line {ev.line}: read of length {sc.args[2] if len(sc.args) > 2 else '?'}")
     got = min(n, run.received - run.consumed)
     if got == 0:
         raise Unsupported(f"line {ev.line}: a read with no data waiting (EAGAIN) is not modelled")

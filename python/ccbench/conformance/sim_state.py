@@ -25,6 +25,9 @@ TUN_ADVMSS = 1460
 TCP_MSS_DEFAULT = 536
 #: TCP timestamp option bytes taken from the MSS when timestamps are negotiated.
 TS_OPTION_BYTES = 12
+#: `MAX_RW_COUNT` (include/linux/fs.h, INT_MAX rounded down to a 4 KB page): the most
+#: one write() or sendmsg() copies.
+MAX_RW_COUNT = 2_147_479_552
 #: `net.core.wmem_max`'s default: the most SO_SNDBUF takes (`sk_setsockopt`).
 WMEM_MAX = 212_992
 #: `SOCK_MIN_SNDBUF` (include/net/sock.h) on a 64-bit kernel: the least `sk_sndbuf`.
