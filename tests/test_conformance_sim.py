@@ -447,7 +447,7 @@ def test_a_script_given_alone_is_named_as_in_its_directory_and_packetdrill_needs
 @pytest.mark.parametrize("body, outcome, says", [
     ("   +0 %{ assert tcpi_snd_cwnd == 1 / 0 }%\n", "fail", "division by zero"),
     ("   +0 %{ assert 1 << 10000000000 == 0 }%\n", "fail", "shift count"),
-    ("   +0 write(4, ..., 99999999999999999999999) = 1\n", "unsupported", "returning 1 of"),
+    ("   +0 write(4, ..., 99999999999999999999999) = 1\n", "unsupported", "copies at most"),
     ("   +0 write(4, ..., 99999999999999999999999) = 99999999999999999999999\n", "unsupported", "write of"),
 ])
 def test_a_script_that_asks_the_impossible_gets_a_verdict_not_a_crash(tmp_path, body, outcome, says):
