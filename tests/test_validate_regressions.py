@@ -34,6 +34,13 @@ CELLS = ("bbr loss 10%", "cubic loss 1%", "cubic fq_codel 20Mbit 40ms", "cubic 1
          "cubic TMobile-LTE-short down")
 
 
+#: Cells whose kernel runs are bimodal (docs/validation.md, "Why the failing cells fail":
+#: the 1 MB Cubic download's slow start overshoots into the full buffer in about one
+#: run in eight), so that two such runs of three, about one time in twenty, move
+#: the median: these get a second set of three runs before they fail.
+BIMODAL = ("cubic 1MB 20Mbit 40ms",)
+
+
 @pytest.mark.parametrize("name", CELLS)
 def test_quick_grid_cell_agrees_with_the_kernel(name: str) -> None:
     cell = _quick(name)
@@ -42,5 +49,7 @@ def test_quick_grid_cell_agrees_with_the_kernel(name: str) -> None:
     # Three runs on each engine, judged on their medians as the grid is: one disturbed
     # kernel run (8 retransmissions where five reruns gave 3) must not decide the cell.
     res = run_cell(cell, "5s", 3, progress=lambda _: None)
+    if res.verdict != "pass" and name in BIMODAL:
+        res = run_cell(cell, "5s", 3, progress=lambda _: None)
     assert res.sim.available and res.kernel.available, (res.sim.reason, res.kernel.reason)
     assert res.verdict == "pass", "; ".join(f"{c.label} {check_text(c)}" for c in res.checks)
