@@ -73,6 +73,10 @@ def test_cubic_and_bbr_run_in_the_guest_through_the_emulator() -> None:
     assert {"reno", "cubic", "bbr", "vegas"} <= set(s["available_congestion_control"])
     assert any("QEMU guest" in n for n in s["notes"])
     assert set(r.flows["flow"]) == {0, 1} and len(r.link) > 10
+    # With a CPU to spare the vCPU has one of its own, so it hardly waits for it.
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert s["vm"]["placement"].startswith("vCPU 0 on CPU 0;")
+        assert 0 <= s["vm"]["vcpu_run_delay_s"] < 0.1 * s["vm"]["run_wall_s"], s["vm"]
 
 
 def test_repeated_downloads_each_on_a_new_connection_in_the_guest() -> None:
@@ -113,6 +117,8 @@ def test_the_share_read_back_is_the_share_asked_for_and_used(deadline: str, poli
     assert vm["cpu_policy"] == [policy]
     assert vm["host_tick_ns"] in (None, 1_000_000, 3_333_333, 4_000_000, 10_000_000)
     assert vm["cpu_share_applied"] == [0.25]
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert vm["placement"].startswith("the vCPUs (SCHED_DEADLINE) on any CPU;")
     [use] = vm["vcpu_cpu_use"]
     if deadline == "slice":
         assert abs(use - 0.25) <= 0.03, use
@@ -187,6 +193,8 @@ def test_validate_cpu_compares_the_engines_cell_by_cell(tmp_path: Path) -> None:
     kept = tmp_path / "cpu-cells.jsonl"
     rows = vc.run(cells, "3s", None, engines.get("vm"), progress=lambda line: None, kept=kept)
     assert [r.cell.cca for r in rows] == ["bbr", "cubic"]
+    assert all(len(r.vm_testbed) == 1 and r.vm_testbed[0].startswith(("TCG, ", "KVM, ")) for r in rows)
+    assert vc.markdown(rows, [], {"guest": "debian:6.1"}).startswith(f"Simulator vs VM (debian:6.1; {rows[0].vm_testbed[0]})")
     # Run again: the VM results are kept, only the simulator runs (deterministic).
     booted = []
     again = vc.run(cells, "3s", None, type("NoVm", (), {"guest_kernel": "debian:6.1", "run": booted.append})(),

@@ -203,3 +203,14 @@ def test_a_cpu_cell_shows_how_each_engine_sent() -> None:
     row = CpuRow(cell, 100.0, 59.0, [31.6], 0.13, TxShape(11.7, 4.37), vm)
     assert "| 11.7 (4.4) / 5.5 (6.0) |" in markdown([row], [], {})
     assert "| - / - |" in markdown([CpuRow(cell, 100.0, 59.0, [31.6], 0.13)], [], {})
+
+
+def test_the_cpu_table_names_the_testbed_its_vm_runs_had() -> None:
+    from ccbench.vm.validate import CpuCell, CpuRow, _testbed, markdown
+
+    cell = CpuCell(0.15, "10ms", "cubic", "100Mbit", "20ms")
+    placed = _testbed({"accelerator": "tcg", "placement": "the vCPUs (SCHED_DEADLINE) on any CPU; the rest on CPU(s) 1"})
+    assert placed == "TCG, the vCPUs (SCHED_DEADLINE) on any CPU; the rest on CPU(s) 1"
+    assert _testbed({}) == "?, the host's threads not placed"  # a run recorded before either was kept
+    row = CpuRow(cell, 100.0, 59.0, [31.6], 0.13, vm_testbed=(placed,))
+    assert markdown([row], [], {"guest": "debian:6.1"}).startswith(f"Simulator vs VM (debian:6.1; {placed}); ")

@@ -397,7 +397,7 @@ def _validate_cpu(quick: bool, duration: Optional[str], cca: Optional[str], cpu_
         rows = vc.run(cells, params["duration"], costs, vm, progress=lambda line: click.echo(line, err=True), kept=kept,
                       reps=reps)
     limits = vc.thresholds(rows)
-    click.echo(vc.markdown(rows, limits, {"guest": guest_kernel, "accelerator": "see each run's notes"}), nl=False)
+    click.echo(vc.markdown(rows, limits, {"guest": guest_kernel}), nl=False)
     if out is not None:
         meta = {"command": "ccbench validate --cpu", "guest": guest_kernel, "duration": params["duration"],
                 "reps": reps, "costs": costs, "version": _core.version()}

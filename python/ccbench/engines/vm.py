@@ -118,6 +118,8 @@ class VmEngine(Engine):
             "vcpu_cpu_s": round(sender.vcpu_cpu_s(), 6),
             "vcpu_sleeps": sender.vcpu_sleeps(),
             "vcpu_preemptions": sender.vcpu_preemptions(),
+            "vcpu_run_delay_s": round(sender.vcpu_run_delay_s(), 6),
+            "placement": sender.placement.describe() if sender.placement else None,
             "run_wall_s": round(sender.wall_s, 6),
             "work": {**_work(raw.sender.get("final", [])), "skbs": sender.skbs},
             "guest_available_congestion_control": sender.info.get("available_congestion_control"),

@@ -92,6 +92,12 @@ def cpu_time_ns(pid: int, tid: int) -> int:
     return int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
 
 
+def run_delay_ns(pid: int, tid: int) -> int:
+    """Time a thread has spent runnable on a run queue waiting for its CPU (the second
+    field of its schedstat): for a vCPU, host work that kept the guest from running."""
+    return int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[1])
+
+
 def context_switches(pid: int, tid: int) -> tuple[int, int]:
     """(voluntary, involuntary) context switches of a thread, from
     ``/proc/<pid>/task/<tid>/status``. For a vCPU thread the first counts the guest going

@@ -28,7 +28,7 @@ from typing import Any, Optional
 
 from ..kernel.host import KernelRunError
 from ..kernel.session import RunContext, attach_device, run_ip, setup_namespace
-from . import deadline
+from . import deadline, placement
 from .guest import GuestKernel
 from .qemu import Vm, VmError
 
@@ -79,6 +79,11 @@ class GuestSender:
         # CPU time of each vCPU thread and the wall time, at go and at the end of the run.
         self.cpu_at_go: list[int] = []
         self.cpu_at_end: list[int] = []
+        self.delay_at_go: list[int] = []
+        self.delay_at_end: list[int] = []
+        # The run's other processes (emulator, receivers), and where its threads ran.
+        self.others: list[int] = []
+        self.placement: Optional[placement.Placement] = None
         self.tap_where: Optional[tuple[str, str]] = None
         self.skbs_at_go = self.skbs = 0
         self.switches_at_go: list[tuple[int, int]] = []
@@ -130,6 +135,7 @@ class GuestSender:
             self._ask({"cmd": "route", **r}, "ok")
         if self.trace_tx:
             config = {**config, "trace_tx": GUEST_NIC}
+        self.others = [p.pid for p in run.st.processes if p.role in ("emulator", "receiver")]
         self._ask({"cmd": "send", "config": config}, "ready")
 
     def go(self, t0_ns: int) -> None:
@@ -138,6 +144,10 @@ class GuestSender:
         # Held while connecting (15% of 10 ms, TCG), the guest's flows began with an SRTT
         # of about 140 ms on a 20 ms path, so a low pacing rate, small skbs and a tight
         # TCP Small Queues limit for their whole slow start; at full CPU, 28-39 ms.
+        assert self.vm is not None
+        self.placement = placement.plan(os.sched_getaffinity(0), len(self.threads), deadline=self.share is not None)
+        if self.placement is not None:
+            placement.apply(self.placement, self.threads, self.vm.pid, self.others)
         if self.share is not None:
             self.policies = [deadline.set_deadline(t, self.share, self.period_ns, self.deadline) for t in self.threads]
         self.skbs_at_go = self._tap_packets()
@@ -145,6 +155,7 @@ class GuestSender:
         time.sleep(max(0.0, (t0_ns - time.monotonic_ns()) / 1e9))
         self.switches_at_go = self._switches()
         self.cpu_at_go, self.wall_s = self._cpu_times(), time.monotonic()
+        self.delay_at_go = self._run_delays()
         self._send({"cmd": "go"})
 
     def finish(self, timeout_s: float) -> dict[str, Any]:
@@ -153,6 +164,7 @@ class GuestSender:
         finally:
             self._stop_relay()
         self.cpu_at_end, self.wall_s = self._cpu_times(), time.monotonic() - self.wall_s
+        self.delay_at_end = self._run_delays()
         self.switches_at_end = self._switches()
         self.skbs = self._tap_packets() - self.skbs_at_go
         self._send({"cmd": "quit"})
@@ -203,6 +215,10 @@ class GuestSender:
         """CPU time all vCPU threads used during the run, in seconds."""
         return sum(b - a for a, b in zip(self.cpu_at_go, self.cpu_at_end)) / 1e9
 
+    def vcpu_run_delay_s(self) -> float:
+        """Time the vCPU threads waited, runnable, for a host CPU during the run, seconds."""
+        return sum(b - a for a, b in zip(self.delay_at_go, self.delay_at_end)) / 1e9
+
     def vcpu_sleeps(self) -> int:
         """Times the vCPU threads went to sleep during the run (the guest going idle)."""
         return sum(b[0] - a[0] for a, b in zip(self.switches_at_go, self.switches_at_end))
@@ -218,6 +234,10 @@ class GuestSender:
     def _cpu_times(self) -> list[int]:
         assert self.vm is not None
         return [deadline.cpu_time_ns(self.vm.pid, t) for t in self.threads]
+
+    def _run_delays(self) -> list[int]:
+        assert self.vm is not None
+        return [deadline.run_delay_ns(self.vm.pid, t) for t in self.threads]
 
     def _handshake(self) -> dict[str, Any]:
         """``info`` until the agent answers: it may still be starting, and it discards what

@@ -16,10 +16,13 @@ from __future__ import annotations
 import csv
 import itertools
 import json
+import os
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
+
+from . import placement
 
 GOODPUT_TOLERANCE = 0.15
 LINK_FLOOR = 0.05
@@ -93,6 +96,8 @@ class CpuRow:
     # repetitions), where a held sender's two engines part (docs/vm-engine.md).
     sim_tx: Optional["TxShape"] = None
     vm_tx: Optional["TxShape"] = None
+    # The accelerator and the placement of the host's threads of its VM runs.
+    vm_testbed: tuple[str, ...] = ()
 
     @property
     def vm_mbps(self) -> float:
@@ -166,7 +171,9 @@ def run(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]]
     from .deadline import host_tick_ns
 
     sim = get("sim")
-    done = _read_kept(kept, duration, vm_engine.guest_kernel)
+    # Runs on a testbed arranged otherwise (see ccbench.vm.placement) are not reused.
+    where = placement.plan(os.sched_getaffinity(0), getattr(vm_engine, "vcpus", 1), deadline=True)
+    done = _read_kept(kept, duration, vm_engine.guest_kernel, where.describe() if where else None)
     rows = []
     for cell in cells:
         runs = []
@@ -181,7 +188,9 @@ def run(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]]
                       "host_tick_ns": summary["vm"].get("host_tick_ns", host_tick_ns()),
                       # For later analysis: what the guest did and how its vCPU ran.
                       "work": summary["vm"]["work"], "vcpu_sleeps": summary["vm"].get("vcpu_sleeps"),
-                      "vcpu_preemptions": summary["vm"].get("vcpu_preemptions")}
+                      "vcpu_preemptions": summary["vm"].get("vcpu_preemptions"),
+                      "vcpu_run_delay_s": summary["vm"].get("vcpu_run_delay_s"),
+                      "accelerator": summary["vm"].get("accelerator"), "placement": summary["vm"].get("placement")}
                 if kept is not None:
                     with open(kept, "a") as f:
                         f.write(json.dumps(vm) + "\n")
@@ -195,7 +204,7 @@ def run(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]]
         row = CpuRow(cell, parse_rate(cell.rate) / 1e6, _goodput(sim_summary), [r["vm_mbps"] for r in runs],
                      statistics.median(r["vm_cpu_use"] for r in runs),
                      TxShape.of(sim_work["bursts"], sim_work["packets"], duration, cell.slice),
-                     TxShape.median(vm_tx) if vm_tx else None)
+                     TxShape.median(vm_tx) if vm_tx else None, tuple(sorted({_testbed(r) for r in runs})))
         rows.append(row)
         ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
         progress(f"  {cell.name}: sim {row.sim_mbps:.1f}, VM {row.vm_shown} Mbit/s (ratio {ratio}, "
@@ -203,10 +212,17 @@ def run(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]]
     return rows
 
 
-def _read_kept(kept: Optional[Path], duration: str, guest: str) -> dict[tuple[str, int], dict[str, Any]]:
-    """VM results of earlier runs of this grid: {(cell name, repetition): result} (a
-    result without a repetition number is the first); a torn last line (a run stopped
-    while writing) is ignored."""
+def _testbed(vm: dict[str, Any]) -> str:
+    placed = vm.get("placement") or "the host's threads not placed"
+    return f"{str(vm.get('accelerator') or '?').upper()}, {placed}"
+
+
+def _read_kept(kept: Optional[Path], duration: str, guest: str,
+               where: Optional[str]) -> dict[tuple[str, int], dict[str, Any]]:
+    """VM results of earlier runs of this grid with the same duration, guest and
+    placement of the testbed's threads: {(cell name, repetition): result} (a result
+    without a repetition number is the first); a torn last line (a run stopped while
+    writing) is ignored."""
     if kept is None or not kept.is_file():
         return {}
     out: dict[tuple[str, int], dict[str, Any]] = {}
@@ -215,7 +231,7 @@ def _read_kept(kept: Optional[Path], duration: str, guest: str) -> dict[tuple[st
             r = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if r.get("duration") == duration and r.get("guest") == guest:
+        if r.get("duration") == duration and r.get("guest") == guest and r.get("placement") == where:
             out[(r["cell"], r.get("rep", 0))] = r
     return out
 
@@ -260,8 +276,8 @@ def write(out: Path, rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: 
 
 
 def markdown(rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: dict[str, Any]) -> str:
-    lines = [f"Simulator vs VM ({meta.get('guest', '?')}, {meta.get('accelerator', '?')}); goodput Mbit/s, "
-             "ratio = sim / VM", "",
+    testbeds = "; ".join(sorted({t for r in rows for t in r.vm_testbed})) or "?"
+    lines = [f"Simulator vs VM ({meta.get('guest', '?')}; {testbeds}); goodput Mbit/s, ratio = sim / VM", "",
              "| cell | sim | VM (median [range]) | ratio | VM vCPU use | skbs per slice (segments per skb) sim / VM "
              "| verdict |", "|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (r.passed, r.cell.slice, r.cell.rate, r.cell.rtt, r.cell.cca, r.cell.share)):
