@@ -87,15 +87,17 @@ def get_policy(tid: int) -> Policy:
     return Policy(attr.sched_policy, attr.sched_runtime, attr.sched_deadline, attr.sched_period)
 
 
+def schedstat(pid: int, tid: int) -> tuple[int, int]:
+    """(CPU time run, time spent runnable waiting for a CPU) of a thread, ns, from
+    ``/proc/<pid>/task/<tid>/schedstat``. For a vCPU the second is host work that kept
+    the guest from running (and, under SCHED_DEADLINE, its throttled time)."""
+    run, delay = Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[:2]
+    return int(run), int(delay)
+
+
 def cpu_time_ns(pid: int, tid: int) -> int:
-    """CPU time a thread has run, from ``/proc/<pid>/task/<tid>/schedstat``."""
-    return int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
-
-
-def run_delay_ns(pid: int, tid: int) -> int:
-    """Time a thread has spent runnable on a run queue waiting for its CPU (the second
-    field of its schedstat): for a vCPU, host work that kept the guest from running."""
-    return int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[1])
+    """CPU time a thread has run."""
+    return schedstat(pid, tid)[0]
 
 
 def context_switches(pid: int, tid: int) -> tuple[int, int]:

@@ -61,16 +61,6 @@ def threads(pid: int) -> list[int]:
         return []
 
 
-def last_cpu(tid: int) -> Optional[int]:
-    """The CPU thread ``tid`` last ran on (field 39 of its stat; the name may hold spaces)."""
-    try:
-        with open(f"/proc/{tid}/stat") as f:
-            text = f.read()
-    except OSError:
-        return None
-    return int(text.rsplit(")", 1)[1].split()[36])
-
-
 def _set(tid: int, cpus: Iterable[int]) -> None:
     try:
         os.sched_setaffinity(tid, set(cpus))

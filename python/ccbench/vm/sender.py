@@ -154,8 +154,8 @@ class GuestSender:
         # The guest's epoch is when it reads this line: send it at the host's epoch.
         time.sleep(max(0.0, (t0_ns - time.monotonic_ns()) / 1e9))
         self.switches_at_go = self._switches()
-        self.cpu_at_go, self.wall_s = self._cpu_times(), time.monotonic()
-        self.delay_at_go = self._run_delays()
+        self.cpu_at_go, self.delay_at_go = self._schedstats()
+        self.wall_s = time.monotonic()
         self._send({"cmd": "go"})
 
     def finish(self, timeout_s: float) -> dict[str, Any]:
@@ -163,8 +163,8 @@ class GuestSender:
             result: dict[str, Any] = self._reply("result", timeout_s)
         finally:
             self._stop_relay()
-        self.cpu_at_end, self.wall_s = self._cpu_times(), time.monotonic() - self.wall_s
-        self.delay_at_end = self._run_delays()
+        self.cpu_at_end, self.delay_at_end = self._schedstats()
+        self.wall_s = time.monotonic() - self.wall_s
         self.switches_at_end = self._switches()
         self.skbs = self._tap_packets() - self.skbs_at_go
         self._send({"cmd": "quit"})
@@ -231,13 +231,11 @@ class GuestSender:
         assert self.vm is not None
         return [deadline.context_switches(self.vm.pid, t) for t in self.threads]
 
-    def _cpu_times(self) -> list[int]:
+    def _schedstats(self) -> tuple[list[int], list[int]]:
+        """Each vCPU thread's CPU time and run delay so far."""
         assert self.vm is not None
-        return [deadline.cpu_time_ns(self.vm.pid, t) for t in self.threads]
-
-    def _run_delays(self) -> list[int]:
-        assert self.vm is not None
-        return [deadline.run_delay_ns(self.vm.pid, t) for t in self.threads]
+        stats = [deadline.schedstat(self.vm.pid, t) for t in self.threads]
+        return [s[0] for s in stats], [s[1] for s in stats]
 
     def _handshake(self) -> dict[str, Any]:
         """``info`` until the agent answers: it may still be starting, and it discards what
