@@ -6,7 +6,8 @@ vCPU's CPU: the emulator's thread is SCHED_FIFO (and its writes to the receiver'
 device run the receiver's TCP stack in its context), so it preempts a vCPU under
 SCHED_OTHER, and a vCPU under SCHED_DEADLINE preempts it and delays the bottleneck. With
 an unlimited TCG guest on two CPUs (Cubic, 100 Mbit/s, 10 ms), the vCPU was runnable but
-waiting for its CPU a third of the run while the other CPU was idle half the time.
+waiting for its CPU a third of the run, and during the guest's pauses the other CPU was
+idle 57% of the time.
 
 So when the host has a CPU to spare, each vCPU gets a CPU of its own and everything else
 of the run (QEMU's other threads, the emulator, the receivers) the remaining ones; the
