@@ -39,7 +39,7 @@
 //! | `{"cmd": "sysctl", "set": {"net.ipv4.tcp_wmem": "4096 16384 4194304"}}` | `{"ok": true}` |
 //! | `{"cmd": "route", "dst": "10.0.0.3", "initcwnd": 20, "rto_min_ms": 50, "ecn": true}` | `{"ok": true}` once `dst/32` is routed via the default gateway with those metrics (`ecn`: `features ecn`) |
 //! | `{"cmd": "send", "config": {…}}` | `{"ready": true}` once every flow is connected |
-//! | `{"cmd": "go"}` (only right after `ready`) | `{"result": {"samples": …, "final": …, "done_ns": …, "end_ns": …, "tcp_ext": …, "downloads": …}}` when the run ends |
+//! | `{"cmd": "go"}` (only right after `ready`) | `{"result": {"samples": …, "final": …, "done_ns": …, "end_ns": …, "tcp_ext": …, "downloads": …, "cpu_counters": …}}` when the run ends |
 //! | `{"cmd": "done", "flow": 0, "download": 2, "at_ns": 5100000000}` (during a run) | nothing: flow 0's download 2 is complete at the receiver, and the flow's next download starts its `pause_ns` later |
 //! | `{"cmd": "quit"}` | `{"ok": true}`, then the agent exits (status 0) |
 //!
@@ -47,7 +47,9 @@
 //! `duration_ns`, `interval_ns`, `flows` (each `addr`, `cca`, `start_ns`, `size` or null,
 //! `force_pacing`, and for repeated downloads `repeat` and `pause_ns`) and optionally
 //! `sysctls` and `trace_tx` (a device whose skbs' TX completion delays the result then
-//! reports as `tx_completions`, see `txtrace`). A flow that repeats downloads opens one connection per download (the next
+//! reports as `tx_completions`, see `txtrace`). `cpu_counters` is the kernel's own account of its
+//! CPUs from t0 to the end (`cpucount`), and `kernel_profile` its tick profile over the
+//! same time when it was booted with `profile=` (`kprofile`). A flow that repeats downloads opens one connection per download (the next
 //! one connected ahead) and starts download k+1 when the host relays the receiver's
 //! notice that download k is complete (`done`). The agent's epoch t0 is its own
 //! `CLOCK_MONOTONIC` when it reads `go` (the guest's clock is not the host's); every
@@ -59,7 +61,9 @@
 pub mod clock;
 pub mod config;
 pub mod control;
+pub mod cpucount;
 pub mod hostinfo;
+pub mod kprofile;
 pub mod protocol;
 pub mod route;
 pub mod sender;

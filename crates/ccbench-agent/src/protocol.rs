@@ -153,6 +153,8 @@ mod tests {
             tcp_ext: Default::default(),
             downloads: vec![vec![], vec![]],
             tx_completions: None,
+            cpu_counters: None,
+            kernel_profile: None,
         };
         assert_eq!(
             Reply::Result(Box::new(result)).to_line(),

@@ -16,6 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{monotonic_ns, Schedule};
 use crate::config::{FlowConfig, SendConfig};
+use crate::cpucount::CpuCounters;
+use crate::kprofile::{self, KernelProfile};
 use crate::socket::{FlowSocket, PACING_ANY_RATE};
 use crate::sysctl;
 use crate::tcpinfo::FlowSample;
@@ -53,6 +55,12 @@ pub struct SenderResult {
     /// With `trace_tx`: how long the device held each skb sent during the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tx_completions: Option<TxCompletions>,
+    /// The kernel's account of its CPUs from t0 to the run's end (`cpucount`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_counters: Option<CpuCounters>,
+    /// The kernel's tick profile from t0 to the run's end, when it keeps one (`kprofile`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_profile: Option<KernelProfile>,
 }
 
 /// `TcpExt` counters read from /proc/net/netstat (pairs of header and value lines).
@@ -281,6 +289,8 @@ impl Prepared {
     }
 
     fn run_inner(mut self, t0: i64, notices: &mut dyn Notices) -> io::Result<SenderResult> {
+        let counters_at_t0 = CpuCounters::read();
+        let profiling = kprofile::reset();
         let n = self.flows.len();
         let mut dl: Vec<Downloads> = self
             .flows
@@ -390,6 +400,8 @@ impl Prepared {
             }
         }
 
+        let cpu_counters = CpuCounters::read().since(&counters_at_t0);
+        let kernel_profile = if profiling { kprofile::read() } else { None };
         let final_samples = self.sample_all(&dl)?;
         let end_ns = monotonic_ns() - t0;
         let closing = if all_sized && done.iter().all(Option::is_some) {
@@ -401,7 +413,17 @@ impl Prepared {
         let downloads = self.downloads(&dl)?;
         drop(self); // resets every connection
         let tcp_ext = tcp_ext(&std::fs::read_to_string("/proc/net/netstat").unwrap_or_default());
-        Ok(SenderResult { samples, final_samples, done_ns: done, end_ns, tcp_ext, downloads, tx_completions: None })
+        Ok(SenderResult {
+            samples,
+            final_samples,
+            done_ns: done,
+            end_ns,
+            tcp_ext,
+            downloads,
+            tx_completions: None,
+            cpu_counters: Some(cpu_counters),
+            kernel_profile,
+        })
     }
 
     /// Each begun download's connection as it ended, for the flows that repeat them.
