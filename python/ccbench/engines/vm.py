@@ -40,19 +40,29 @@ class VmEngine(Engine):
     load = KernelEngine.load
     from_flags = KernelEngine.from_flags
 
-    def __init__(self, guest_kernel: str = "debian:6.1", vcpus: int = 1, trace_tx: bool = False) -> None:
-        self.guest_kernel, self.vcpus, self.trace_tx = guest_kernel, vcpus, trace_tx
+    def __init__(self, guest_kernel: str = "debian:6.1", vcpus: int = 1, trace_tx: bool = False,
+                 profile_guest: bool = False, trace_vcpu: bool = False) -> None:
+        self.guest_kernel, self.vcpus = guest_kernel, vcpus
+        self.trace_tx, self.profile_guest, self.trace_vcpu = trace_tx, profile_guest, trace_vcpu
 
     def configure(self, *, guest_kernel: Optional[str] = None, vcpus: Optional[int] = None,
-                  trace_tx: Optional[bool] = None, **others: Any) -> "VmEngine":
-        """``guest_kernel`` (see ``ccbench.vm.guest``), ``vcpus`` (1 to MAX_VCPUS) and
-        ``trace_tx``: record how long the guest's NIC holds each skb it sends (from the
-        guest kernel's trace events; ``vm.tx_completion`` in the summary)."""
+                  trace_tx: Optional[bool] = None, profile_guest: Optional[bool] = None,
+                  trace_vcpu: Optional[bool] = None, **others: Any) -> "VmEngine":
+        """``guest_kernel`` (see ``ccbench.vm.guest``), ``vcpus`` (1 to MAX_VCPUS), and
+        what to measure besides: ``trace_tx``, how long the guest's NIC holds each skb
+        it sends (the guest kernel's trace events; ``vm.tx_completion``);
+        ``profile_guest``, the guest kernel's tick profile by function
+        (``vm.guest_profile``, ``ccbench.vm.kprofile``); ``trace_vcpu``, when and why the
+        vCPU threads were off their CPUs (the host's context-switch records;
+        ``vm.vcpu_absences``, ``ccbench.vm.switches``)."""
         super().configure(**others)
         if vcpus is not None and not (isinstance(vcpus, int) and 1 <= vcpus <= MAX_VCPUS):
             raise ScenarioError("--vcpus", f"must be an integer from 1 to {MAX_VCPUS}, got {vcpus!r}")
-        return VmEngine(guest_kernel or self.guest_kernel, vcpus or self.vcpus,
-                        self.trace_tx if trace_tx is None else trace_tx)
+
+        def pick(given: Optional[bool], current: bool) -> bool:
+            return current if given is None else given
+        return VmEngine(guest_kernel or self.guest_kernel, vcpus or self.vcpus, pick(trace_tx, self.trace_tx),
+                        pick(profile_guest, self.profile_guest), pick(trace_vcpu, self.trace_vcpu))
 
     def check(self, scenario: "Scenario") -> "Scenario":
         from ..kernel import host
@@ -76,10 +86,10 @@ class VmEngine(Engine):
         from ..kernel.plan import make_plan
         from ..kernel.results import assemble
         from ..kernel.session import run_plan
-        from ..vm import deadline, guest
+        from ..vm import deadline, guest, kprofile
         from ..vm.image import agent_binary, guest_image
         from ..vm.qemu import accelerator, qemu_version, require_qemu
-        from ..vm.sender import GuestSender
+        from ..vm.sender import GuestSender, Instruments
 
         sc = self.load(scenario)
         super().check(sc)
@@ -95,7 +105,8 @@ class VmEngine(Engine):
         share = sc.host.cpu_share if sc.host is not None and sc.host.cpu_share < 1 else None
         period = sc.host.cpu_slice_ns if sc.host is not None else 10_000_000
         kind = sc.host.cpu_deadline if sc.host is not None else "runtime"
-        sender = GuestSender(kernel, initrd, accel, self.vcpus, share, period, kind, self.trace_tx)
+        sender = GuestSender(kernel, initrd, accel, self.vcpus, share, period, kind,
+                             Instruments(self.trace_tx, self.profile_guest, self.trace_vcpu))
         where = capture_dir(sc, capture_to)
         capture = None if where is None or sc.capture is None else sc.capture.to_core(os.path.abspath(where))
         booked = deadline.booked_bandwidth()
@@ -124,6 +135,13 @@ class VmEngine(Engine):
             "work": {**_work(raw.sender.get("final", [])), "skbs": sender.skbs},
             "guest_available_congestion_control": sender.info.get("available_congestion_control"),
         }
+        if "cpu_counters" in raw.sender:
+            # The guest's own account of its CPU over the run, beside the host's above.
+            summary["vm"]["guest_cpu"] = raw.sender["cpu_counters"]
+        if sender.absences is not None:
+            summary["vm"]["vcpu_absences"] = sender.absences.as_dict()
+        if "kernel_profile" in raw.sender:
+            summary["vm"]["guest_profile"] = kprofile.by_function(raw.sender["kernel_profile"])
         if "tx_completions" in raw.sender:
             summary["vm"]["tx_completion"] = tx_completion(raw.sender["tx_completions"])
         summary["available_congestion_control"] = sender.info.get("available_congestion_control",

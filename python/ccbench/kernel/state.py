@@ -5,8 +5,9 @@ created and updated as namespaces, devices and processes appear. A run is *stale
 its owner process is gone (its pid no longer exists, or now belongs to a process that
 started at a different time). :func:`cleanup_stale` removes what stale runs recorded,
 and only that: processes by pid (after checking their start time, so a reused pid is
-never signalled), network namespaces and devices whose names carry the ``ccb-`` prefix
-and appear in the record, and the run's working directory under the state directory.
+never signalled), network namespaces, devices and tracing instances whose names carry
+the ``ccb-`` prefix and appear in the record, a tracefs mount the run made, and the
+run's working directory under the state directory.
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ class RunState:
     namespaces: list[str] = field(default_factory=list)
     devices: list[str] = field(default_factory=list)
     processes: list[Proc] = field(default_factory=list)
+    # Tracing instances (tracefs directories named with PREFIX) and the tracefs mount
+    # made for them when the host had none.
+    traces: list[str] = field(default_factory=list)
+    mounts: list[str] = field(default_factory=list)
 
     @property
     def path(self) -> Path:
@@ -121,6 +126,14 @@ class RunState:
 
     def add_process(self, pid: int, role: str) -> None:
         self.processes.append(Proc(pid, process_start_time(pid), role))
+        self.save()
+
+    def add_trace(self, path: str) -> None:
+        self.traces.append(path)
+        self.save()
+
+    def add_mount(self, path: str) -> None:
+        self.mounts.append(path)
         self.save()
 
     @classmethod
@@ -204,6 +217,24 @@ def delete_device(name: str) -> bool:
     return True
 
 
+def delete_trace(path: str) -> bool:
+    """A recorded tracing instance (a tracefs directory whose name has the prefix)."""
+    if not Path(path).name.startswith(PREFIX) or not Path(path).is_dir():
+        return False
+    try:
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True
+
+
+def unmount(path: str) -> bool:
+    """A recorded mount, if it is still mounted (and not busy)."""
+    mounted = any(len(line.split()) > 1 and line.split()[1] == path
+                  for line in Path("/proc/mounts").read_text().splitlines())
+    return mounted and subprocess.run(["umount", path], capture_output=True).returncode == 0
+
+
 def remove_run(st: RunState) -> list[str]:
     """Remove everything ``st`` recorded; returns a line per thing removed."""
     removed: list[str] = []
@@ -216,6 +247,12 @@ def remove_run(st: RunState) -> list[str]:
     for dev in st.devices:
         if delete_device(dev):
             removed.append(f"device {dev}")
+    for path in st.traces:
+        if delete_trace(path):
+            removed.append(f"tracing instance {path}")
+    for path in st.mounts:
+        if unmount(path):
+            removed.append(f"mount {path}")
     if st.workdir.is_dir():
         shutil.rmtree(st.workdir, ignore_errors=True)
     for path in (st.path, st.path.with_suffix(".tmp")):

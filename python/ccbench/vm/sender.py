@@ -24,11 +24,12 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..kernel.host import KernelRunError
 from ..kernel.session import RunContext, attach_device, run_ip, setup_namespace
-from . import deadline, placement
+from . import deadline, kprofile, placement, switches
 from .guest import GuestKernel
 from .qemu import Vm, VmError
 
@@ -60,16 +61,30 @@ def guest_addresses(addr_sender: str) -> tuple[str, str]:
     return f"{a}.{b}.{c}.5", f"{a}.{b}.{c}.6"
 
 
+@dataclass(frozen=True)
+class Instruments:
+    """What a run measures beyond its results, each at some cost to the guest or host."""
+
+    # How long the guest's NIC holds each skb (the guest's tracefs).
+    trace_tx: bool = False
+    # The guest kernel's tick profile (boots it with ``profile=``, see ``kprofile``).
+    profile_guest: bool = False
+    # When and why the vCPU threads were off their CPUs (the host's context-switch
+    # records and wake-up events, ``switches``).
+    trace_vcpu: bool = False
+
+
 class GuestSender:
     """Senders in a guest; implements ``ccbench.kernel.session.SenderSide``."""
 
     def __init__(self, kernel: GuestKernel, initrd: Path, accel: str, vcpus: int = 1,
                  share: Optional[float] = None, period_ns: int = 10_000_000, deadline: str = "slice",
-                 trace_tx: bool = False) -> None:
+                 instruments: Instruments = Instruments()) -> None:
         self.kernel, self.initrd, self.accel, self.vcpus = kernel, initrd, accel, vcpus
         self.share, self.period_ns, self.deadline = share, period_ns, deadline
-        # Have the agent record how long the guest's NIC holds each skb (tracefs).
-        self.trace_tx = trace_tx
+        self.instruments = instruments
+        self.switch_trace: Optional[switches.SwitchTrace] = None
+        self.absences: Optional[switches.Absences] = None
         self.vm: Optional[Vm] = None
         self.channel: Optional[socket.socket] = None
         self.reader: Any = None
@@ -133,9 +148,11 @@ class GuestSender:
                                  f"{self.info.get('protocol', 1)}); rebuild the guest image")
         for r in routes:
             self._ask({"cmd": "route", **r}, "ok")
-        if self.trace_tx:
+        if self.instruments.trace_tx:
             config = {**config, "trace_tx": GUEST_NIC}
         self.others = [p.pid for p in run.st.processes if p.role in ("emulator", "receiver")]
+        if self.instruments.trace_vcpu:
+            self.switch_trace = switches.SwitchTrace(run.st, self.threads)
         self._ask({"cmd": "send", "config": config}, "ready")
 
     def go(self, t0_ns: int) -> None:
@@ -155,6 +172,8 @@ class GuestSender:
         time.sleep(max(0.0, (t0_ns - time.monotonic_ns()) / 1e9))
         self.switches_at_go = self._switches()
         self.cpu_at_go, self.delay_at_go = self._schedstats()
+        if self.switch_trace is not None:
+            self.switch_trace.start()
         self.wall_s = time.monotonic()
         self._send({"cmd": "go"})
 
@@ -165,6 +184,9 @@ class GuestSender:
             self._stop_relay()
         self.cpu_at_end, self.delay_at_end = self._schedstats()
         self.wall_s = time.monotonic() - self.wall_s
+        if self.switch_trace is not None:
+            self.absences = self.switch_trace.stop()
+            self.switch_trace = None
         self.switches_at_end = self._switches()
         self.skbs = self._tap_packets() - self.skbs_at_go
         self._send({"cmd": "quit"})
@@ -192,7 +214,8 @@ class GuestSender:
         vm = Vm(self.kernel, self.initrd, run.work / "vm", vcpus=self.vcpus, accel=self.accel,
                 # The guest's NIC has the run's MTU (mss + headers), as the kernel
                 # engine's devices do, so its segments are the scenario's MSS.
-                append=f"ccbench.mode=agent ccbench.ip={guest_addr}/30 ccbench.gw={gateway} ccbench.mtu={run.plan.mtu}",
+                append=f"ccbench.mode=agent ccbench.ip={guest_addr}/30 ccbench.gw={gateway} ccbench.mtu={run.plan.mtu}"
+                + (f" profile={kprofile.SHIFT}" if self.instruments.profile_guest else ""),
                 netns=run.ns_sender, on_spawn=lambda pid: run.st.add_process(pid, "qemu"),
                 extra_args=["-netdev", f"tap,id=n0,ifname={tap},script=no,downscript=no",
                             "-device", f"virtio-net-pci,netdev=n0,mac={MAC}"])
@@ -254,6 +277,8 @@ class GuestSender:
 
     def stop(self) -> None:
         self._stop_relay()
+        if self.switch_trace is not None:
+            self.switch_trace.close()
         if self.vm is not None:
             self.vm.stop()
 
