@@ -127,11 +127,40 @@ def test_the_cost_fit_recovers_known_costs() -> None:
                for wall, a, s, k, z in points]
     got = fit(samples)
     want = (idle, 3000, 1200, 20_000, 90_000)
-    assert all(abs(g - w) < 1e-2 * max(1e-6, w) for g, w in zip(got, want)), got
+    have = (got.idle, got.ack_ns, got.packet_ns, got.burst_ns, got.idle_exit_ns)
+    assert all(abs(g - w) < 1e-2 * max(1e-6, w) for g, w in zip(have, want)), got
+    # Untraced samples fit no refills.
+    assert got.idle_refill_ns == got.resume_ns == got.cache_decay_ns == 0 and got.r_squared > 0.999999
     # With the idle guest's CPU measured, only the per-unit costs are fitted.
     given = fit(samples, idle)
-    assert given[0] == idle and all(abs(g - w) < 1e-2 * w for g, w in zip(given[1:5], want[1:])), given
-    assert got[-1] > 0.999999
+    assert given.idle == idle and abs(given.ack_ns - 3000) < 30 and abs(given.idle_exit_ns - 90_000) < 900, given
+
+
+def test_the_cost_fit_finds_what_coming_back_costs_and_how_fast_caches_cool() -> None:
+    import math
+
+    from ccbench.vm.calibrate import Sample, fit
+    from ccbench.vm.switches import bin_centre_ns
+
+    # Absences of 0.1, 1 and 10 ms (histogram bins 10, 20 and 30), and a cache decay of
+    # 2 ms: a sleep's refill 400 us, a hold's 700 us, on top of 50 us per ACK and 60 us
+    # per wake.
+    decay, refill, resume = 2e6, 400e-6, 700e-6
+    cold = {b: 1 - math.exp(-bin_centre_ns(b) / decay) for b in (10, 20, 30)}
+    mixes = ((3000, {10: 2000, 20: 500}, {}), (1500, {20: 1500}, {30: 50}), (800, {30: 300}, {30: 100}),
+             (4000, {10: 4000}, {20: 200}), (2500, {20: 900, 30: 100}, {10: 300}), (1200, {10: 100}, {30: 90}))
+    samples = []
+    for acks, slept, held in mixes:
+        sleeps = sum(slept.values())
+        cpu = 50e-6 * acks + 60e-6 * sleeps + sum(n * cold[b] for b, n in slept.items()) * refill \
+            + sum(n * cold[b] for b, n in held.items()) * resume
+        absences = {"bins_per_decade": 10, "slept": [[b, n] for b, n in slept.items()],
+                    "held": [[b, n] for b, n in held.items()], "slept_only": [[b, n] for b, n in slept.items()]}
+        samples.append(Sample("x", 1, 5.0, cpu, acks, 0, 0.0, sleeps, 0, 0, absences))
+    got = fit(samples, 0.0)
+    assert got.cache_decay_ns == decay and got.r_squared > 0.999999, got
+    assert abs(got.ack_ns - 50_000) < 500 and abs(got.idle_exit_ns - 60_000) < 600
+    assert abs(got.idle_refill_ns - 400_000) < 4000 and abs(got.resume_ns - 700_000) < 7000, got
 
 
 def test_without_root_or_qemu_the_vm_engine_refuses_in_one_line(monkeypatch: pytest.MonkeyPatch,

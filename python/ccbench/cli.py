@@ -716,7 +716,7 @@ def vm_probe(guest_kernel: str, vcpus: int, cpu_share: Optional[str], cpu_slice:
 
 
 @cli.command("calibrate-host")
-@click.option("--quick", is_flag=True, help="Six runs instead of twelve (each with the idle and traced runs).")
+@click.option("--quick", is_flag=True, help="Nine runs instead of nineteen (each with the idle and traced runs).")
 @click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC", help="The guest's kernel.")
 @click.option("--vcpus", type=click.IntRange(1, 16), default=1, show_default=True, metavar="N", help="Guest vCPUs.")
 @click.option("--duration", default="5s", show_default=True, metavar="TIME", help="Length of each run.")
@@ -725,9 +725,10 @@ def vm_probe(guest_kernel: str, vcpus: int, cpu_share: Optional[str], cpu_slice:
 @click.option("--json", "as_json", is_flag=True, help="Print the runs and the fit as JSON.")
 def calibrate_host(quick: bool, guest_kernel: str, vcpus: int, duration: str, out: str, as_json: bool) -> None:
     """Measure the VM guest's CPU time per ACK, segment, skb and wake-up (above an idle
-    guest's) and how long its NIC holds a sent skb, and write them as host.tx_completion
-    and a [host.cost] table for the simulator (--cpu-costs FILE). Root; run it on a quiet
-    machine, since other work disturbs the vCPU's times."""
+    guest's), what coming back after an absence costs it, and how long its NIC holds a
+    sent skb, and write them as host.tx_completion and a [host.cost] table for the
+    simulator (--cpu-costs FILE). Root; run it on a quiet machine, since other work
+    disturbs the vCPU's times."""
     import json as jsonlib
 
     from .kernel import host

@@ -106,7 +106,8 @@ def read_cpu_trace(path: Union[str, os.PathLike[str]]) -> list[int]:
     return intervals
 
 
-COST_FIELDS = ("ack", "burst", "packet", "byte", "wakeup", "timer", "resume", "idle_exit")
+COST_FIELDS = ("ack", "burst", "packet", "byte", "wakeup", "timer", "resume", "idle_exit", "idle_refill",
+               "cache_decay")
 
 
 class HostCost(_Table):
@@ -122,13 +123,20 @@ class HostCost(_Table):
     timer: Optional[Duration] = Field(
         None, description="per hrtimer expiry (pacing, retransmission timers)", examples=["60us"])
     resume: Optional[Duration] = Field(
-        None, description="per task that waited for the CPU to be given back", examples=["0s"])
+        None, description="per return of the CPU to work that waited for it (in full after a long absence)",
+        examples=["0s"])
     idle_exit: Optional[Duration] = Field(
         None, description="per task that woke the CPU from idle (interrupt, HLT exit)", examples=["0s"])
+    idle_refill: Optional[Duration] = Field(
+        None, description="per wake from idle, refilling caches gone cold (in full after a long idle)",
+        examples=["0s"])
+    cache_decay: Optional[Duration] = Field(
+        None, description="how fast caches go cold: an absence d costs resume or idle_refill x (1 - exp(-d/this)); "
+                          "0: in full however short", examples=["3ms"])
 
 
 def _core_key(name: str) -> str:
-    return "per_byte_ps" if name == "byte" else f"per_{name}_ns"
+    return {"byte": "per_byte_ps", "cache_decay": "cache_decay_ns"}.get(name, f"per_{name}_ns")
 
 
 class Host(_Table):

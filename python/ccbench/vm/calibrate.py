@@ -1,27 +1,37 @@
 """``ccbench calibrate-host``: the guest's CPU cost per unit of sender work, measured.
 
 Measures the vCPU time of an idle guest (its timers and housekeeping), then runs bulk
-flows from the guest at several rates and flow counts, unpaced (Cubic) and
-paced (BBR), most with no CPU limit and two with the vCPU held to a share (so that the
-work varies independently of time), records each run's vCPU CPU time, how often the vCPU
-thread went to sleep and was taken off the CPU, the skbs it sent, and its sockets' work (ACKs in, segments
-out, from their last TCP_INFO), and fits
+flows from the guest at several rates, RTTs and flow counts, unpaced (Cubic) and paced
+(BBR), most with no CPU limit and some with the vCPU held to a share of 1, 10 or 20 ms
+slices (so that the work varies independently of time), records each run's vCPU CPU
+time, the skbs it sent, its sockets' work (ACKs in, segments out, from their last
+TCP_INFO), and every time the vCPU thread was off its CPU, how long and why (the host's
+context-switch records, ``switches``), and fits
 
     vCPU time = idle x wall time + ack x ACKs + packet x segments + burst x skbs
                 + idle_exit x sleeps
+                + idle_refill x sum over sleeps of (1 - exp(-away / cache_decay))
+                + resume x sum over holds of (1 - exp(-away / cache_decay))
 
-by non-negative least squares, with the idle term fixed at the idle guest's (fitted
-freely, it took up activity the per-unit terms should carry: about 0.1 CPU where an idle
-guest uses about 0.01). Skbs are the packets the guest's TAP received: with TSO
-a whole GSO skb is one. Sleeps are the vCPU thread's ``voluntary_ctxt_switches`` (the
-guest idle, until an interrupt wakes it). Its ``nonvoluntary_ctxt_switches`` are
-recorded but not fitted: an unlimited vCPU thread is preempted by QEMU's other threads
-tens of thousands of times a run, which tracks the load, not a cost of the guest's.
-``ack``, ``packet``, ``burst`` and ``idle_exit`` are the simulator's ``[host.cost]``
-entries of the same names; the idle term is the guest's timer ticks and housekeeping,
-which the simulator does not charge. The result is a ``[host.cost]`` table (with
-``host.tx_completion``, below) that ``--cpu-costs FILE`` or a scenario's ``[host]``
-takes, so that the simulator's host model and the VM run on the same costs.
+by non-negative least squares for each ``cache_decay`` of ``DECAYS_NS``, keeping the one
+that fits best. The idle term is fixed at the idle guest's (fitted freely, it took up
+activity the per-unit terms should carry: about 0.1 CPU where an idle guest uses about
+0.01). Skbs are the packets the guest's TAP received: with TSO a whole GSO skb is one.
+Sleeps are the vCPU thread's ``voluntary_ctxt_switches`` (the guest idle, until an
+interrupt wakes it); holds are its absences that began while it had work (throttled by
+its budget). The two refill terms are what coming back costs after an absence ``away``: a
+CPU's caches go cold while it is away, so the first work after a long absence runs
+slower (on this project's test host a plain process walking 8 MB took 94 us after no
+sleep and 297 us after 10 ms of sleep; docs/vm-engine.md, "What coming back costs").
+Without them the costs fitted on unlimited runs predicted 40 to 70% of a held guest's
+CPU time and of an unlimited guest's at low rates.
+
+``ack``, ``packet``, ``burst``, ``idle_exit``, ``idle_refill``, ``resume`` and
+``cache_decay`` are the simulator's ``[host.cost]`` entries of the same names; the idle
+term is the guest's timer ticks and housekeeping, which the simulator does not charge.
+The result is a ``[host.cost]`` table (with ``host.tx_completion``, below) that
+``--cpu-costs FILE`` or a scenario's ``[host]`` takes, so that the simulator's host model
+and the VM run on the same costs.
 
 It also measures how long the guest's virtual NIC holds a sent skb: from the driver's
 ``ndo_start_xmit`` to the free that returns the skb's bytes to its socket (and so the
@@ -43,6 +53,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from .qemu import VmError
+from .switches import Absences
 
 
 @dataclass(frozen=True)
@@ -55,22 +66,30 @@ class Point:
     cca: str = "cubic"
     share: Optional[float] = None
     cpu_slice: str = "10ms"
+    rtt: str = "2ms"
 
     @property
     def name(self) -> str:
         limit = f", {self.share:.0%} of {self.cpu_slice}" if self.share is not None else ""
-        return f"{self.cca} {self.rate} x {self.flows} flow(s){limit}"
+        return f"{self.cca} {self.rate} x {self.flows} flow(s), {self.rtt}{limit}"
 
 
 # Rates from light to beyond what an unlimited TCG guest sends, 1 and 4 flows, so that
-# ACKs per segment and work per second both vary; paced BBR, whose timers wake the guest
-# without an ACK; and vCPUs held to a share, whose windows batch the work.
-THROTTLED = (Point("20Mbit", cca="bbr", share=0.15, cpu_slice="1ms"), Point("100Mbit", share=0.25))
+# ACKs per segment and work per second both vary; light flows on a 10 ms path, which
+# leave the vCPU asleep for milliseconds between ACKs; paced BBR, whose timers wake the
+# guest without an ACK; and vCPUs held to shares of 1, 10 and 20 ms slices, which batch
+# the work and take the vCPU away for milliseconds in the middle of it.
+THROTTLED = (Point("20Mbit", cca="bbr", share=0.15, cpu_slice="1ms"), Point("100Mbit", share=0.25),
+             Point("100Mbit", cca="bbr", share=0.1, rtt="10ms"),
+             Point("100Mbit", share=0.1, cpu_slice="20ms", rtt="40ms"))
+SPARSE = (Point("2Mbit", rtt="10ms"), Point("6Mbit", rtt="10ms"), Point("5Mbit", cca="bbr", rtt="10ms"))
 DEFAULT_POINTS: tuple[Point, ...] = (
     *(Point(r, n) for n in (1, 4) for r in ("20Mbit", "100Mbit", "400Mbit", "2Gbit")),
-    Point("20Mbit", cca="bbr"), Point("100Mbit", cca="bbr"), *THROTTLED)
+    Point("20Mbit", cca="bbr"), Point("100Mbit", cca="bbr"), *SPARSE, *THROTTLED)
 QUICK_POINTS: tuple[Point, ...] = (Point("20Mbit"), Point("400Mbit"), Point("100Mbit", 4), Point("2Gbit", 4),
-                                   *THROTTLED)
+                                   *SPARSE[:2], *THROTTLED[:3])
+# Cache decay times tried by the fit.
+DECAYS_NS = (250_000, 500_000, 1_000_000, 2_000_000, 3_000_000, 5_000_000, 8_000_000)
 # The run whose skbs are traced for the NIC's completion delay.
 TX_COMPLETION_POINT = Point("20Mbit")
 
@@ -87,6 +106,17 @@ class Sample:
     sleeps: int = 0
     preemptions: int = 0
     skbs: int = 0
+    # The vCPU's absences (``switches.Absences.as_dict``); None if not traced.
+    absences: Optional[dict[str, Any]] = None
+
+    @property
+    def holds(self) -> int:
+        """Absences in which the vCPU was kept off while ready (0 if not traced)."""
+        return 0 if self.absences is None else Absences.from_dict(self.absences).count("held")
+
+    def cold(self, kind: str, decay_ns: float) -> float:
+        """Refills the absences of ``kind`` cost at ``decay_ns`` (see ``Absences.cold``)."""
+        return 0.0 if self.absences is None else Absences.from_dict(self.absences).cold(kind, decay_ns)
 
 
 @dataclass
@@ -101,6 +131,9 @@ class Calibration:
     packet_ns: float
     burst_ns: float
     idle_exit_ns: float
+    idle_refill_ns: float
+    resume_ns: float
+    cache_decay_ns: float
     r_squared: float
     samples: list[Sample]
     # ndo_start_xmit to free, per skb, in microseconds: quantiles over every skb ("all"),
@@ -121,8 +154,9 @@ class Calibration:
             f"{self.vcpus} vCPU(s)",
             f"# fit: vCPU time = {self.idle_cpu_per_s:.4f} x wall (an idle guest's) + {self.ack_ns:.0f} ns x ACKs + "
             f"{self.packet_ns:.0f} ns x segments + {self.burst_ns:.0f} ns x skbs + "
-            f"{self.idle_exit_ns:.0f} ns x vCPU sleeps "
-            f"(R^2 = {self.r_squared:.3f}, {len(self.samples)} runs)",
+            f"{self.idle_exit_ns:.0f} ns x vCPU sleeps + {self.idle_refill_ns:.0f} ns x sleeps' refills + "
+            f"{self.resume_ns:.0f} ns x holds' refills, a refill after d away being 1 - exp(-d / "
+            f"{self.cache_decay_ns / 1e6:g} ms) (R^2 = {self.r_squared:.3f}, {len(self.samples)} runs)",
             f"# tx_completion: median of {every['skbs']} skbs, ndo_start_xmit to free, {TX_COMPLETION_POINT.name}: "
             f"p10 {every['p10']:.0f} us, p90 {every['p90']:.0f} us; {idle.get('p50', 0):.0f} us median when the "
             f"free woke the idle vCPU ({idle['skbs']} skbs), {busy.get('p50', 0):.0f} us when it was busy ({busy['skbs']})",
@@ -133,6 +167,9 @@ class Calibration:
             f'packet = "{round(self.packet_ns)}ns"',
             f'burst = "{round(self.burst_ns)}ns"',
             f'idle_exit = "{round(self.idle_exit_ns)}ns"',
+            f'idle_refill = "{round(self.idle_refill_ns)}ns"',
+            f'resume = "{round(self.resume_ns)}ns"',
+            f'cache_decay = "{round(self.cache_decay_ns)}ns"',
         ]
         return "\n".join(lines) + "\n"
 
@@ -140,13 +177,41 @@ class Calibration:
         return asdict(self)
 
 
-def fit(samples: Sequence[Sample], idle: Optional[float] = None) -> tuple[float, float, float, float, float, float]:
-    """(idle CPU per second, ns per ACK, ns per segment, ns per skb, ns per vCPU sleep,
-    R^2) by non-negative least squares over the samples; with ``idle`` given (measured
-    on an idle guest), only the per-unit costs are fitted, to what is left above it."""
+@dataclass(frozen=True)
+class Fit:
+    """Costs in ns (idle in CPU seconds per second) and how well they fit."""
+
+    idle: float
+    ack_ns: float
+    packet_ns: float
+    burst_ns: float
+    idle_exit_ns: float
+    idle_refill_ns: float = 0.0
+    resume_ns: float = 0.0
+    cache_decay_ns: float = 0.0
+    r_squared: float = 1.0
+
+
+def fit(samples: Sequence[Sample], idle: Optional[float] = None) -> Fit:
+    """The costs that fit the samples best, by non-negative least squares at each cache
+    decay time of ``DECAYS_NS`` (the refill terms only if the samples have traced
+    absences); with ``idle`` given (measured on an idle guest), only the per-unit costs
+    are fitted, to what is left above it."""
+    traced = any(s.absences is not None for s in samples)
+    best: Optional[Fit] = None
+    for decay in DECAYS_NS if traced else (0,):
+        got = _fit_at(samples, idle, decay)
+        if best is None or got.r_squared > best.r_squared:
+            best = got
+    assert best is not None
+    return best
+
+
+def _fit_at(samples: Sequence[Sample], idle: Optional[float], decay_ns: float) -> Fit:
     from scipy.optimize import nnls
 
-    a = np.array([[s.wall_s, s.acks, s.segments, s.skbs, s.sleeps] for s in samples], dtype=float)
+    a = np.array([[s.wall_s, s.acks, s.segments, s.skbs, s.sleeps, s.cold("slept", decay_ns),
+                   s.cold("held", decay_ns)] for s in samples], dtype=float)
     y = np.array([s.vcpu_cpu_s for s in samples], dtype=float)
     if idle is not None:
         a, y = a[:, 1:], y - idle * a[:, 0]
@@ -160,8 +225,10 @@ def fit(samples: Sequence[Sample], idle: Optional[float] = None) -> tuple[float,
     if idle is not None:
         coef = np.concatenate(([idle], coef))
     idle_fit, *per_unit = (float(c) for c in coef)
-    ack, packet, burst, idle_exit = (c * 1e9 for c in per_unit)
-    return idle_fit, ack, packet, burst, idle_exit, r2
+    ack, packet, burst, idle_exit, idle_refill, resume = (c * 1e9 for c in per_unit)
+    if idle_refill == resume == 0:
+        decay_ns = 0
+    return Fit(idle_fit, ack, packet, burst, idle_exit, idle_refill, resume, float(decay_ns), r2)
 
 
 def calibrate(guest_kernel: str = "debian:6.1", vcpus: int = 1,
@@ -170,7 +237,7 @@ def calibrate(guest_kernel: str = "debian:6.1", vcpus: int = 1,
     """Run every point on the VM engine and fit the costs."""
     from ..engines import get
 
-    engine = get("vm", guest_kernel=guest_kernel, vcpus=vcpus)
+    engine = get("vm", guest_kernel=guest_kernel, vcpus=vcpus, trace_vcpu=True)
     # The guest with nothing to send (one 1 KB flow at the very end): what its vCPU uses
     # for timers and housekeeping, which the per-unit costs are fitted above.
     quiet = engine.run(_idle_scenario(duration)).summary["vm"]
@@ -185,13 +252,13 @@ def calibrate(guest_kernel: str = "debian:6.1", vcpus: int = 1,
         vm = summary["vm"]
         sample = Sample(p.name, p.flows, vm["run_wall_s"], vm["vcpu_cpu_s"], vm["work"]["segs_in"],
                         vm["work"]["segs_out"], sum(f["goodput_bps"] for f in summary["flows"]) / 1e6,
-                        vm["vcpu_sleeps"], vm["vcpu_preemptions"], vm["work"]["skbs"])
+                        vm["vcpu_sleeps"], vm["vcpu_preemptions"], vm["work"]["skbs"], vm.get("vcpu_absences"))
         samples.append(sample)
         if progress is not None:
             progress(f"  {p.name}: {sample.goodput_mbps:.1f} Mbit/s, vCPU {sample.vcpu_cpu_s:.2f} s "
                      f"of {sample.wall_s:.2f} s, {sample.acks} ACKs, {sample.segments} segments, {sample.skbs} skbs, "
-                     f"{sample.sleeps} sleeps, {sample.preemptions} preemptions")
-    idle, ack, packet, burst, idle_exit, r2 = fit(samples, idle_measured)
+                     f"{sample.sleeps} sleeps, {sample.holds} holds")
+    costs = fit(samples, idle_measured)
     traced = get("vm", guest_kernel=guest_kernel, vcpus=vcpus, trace_tx=True)
     tx = traced.run(_scenario(TX_COMPLETION_POINT, duration)).summary["vm"]["tx_completion"]
     if not tx["all_us"]["skbs"]:
@@ -200,8 +267,11 @@ def calibrate(guest_kernel: str = "debian:6.1", vcpus: int = 1,
         progress(f"  {TX_COMPLETION_POINT.name}, traced: ndo_start_xmit to free {tx['all_us']['p50']:.0f} us "
                  f"(median of {tx['all_us']['skbs']} skbs; p10 {tx['all_us']['p10']:.0f}, p90 {tx['all_us']['p90']:.0f})")
     return Calibration(guest_kernel=vm["guest_kernel"], release=vm["release"], accelerator=vm["accelerator"],
-                       qemu=vm["qemu"], vcpus=vcpus, idle_cpu_per_s=idle, ack_ns=ack, packet_ns=packet, burst_ns=burst,
-                       idle_exit_ns=idle_exit, r_squared=r2, samples=samples, tx_completion=tx)
+                       qemu=vm["qemu"], vcpus=vcpus, idle_cpu_per_s=costs.idle, ack_ns=costs.ack_ns,
+                       packet_ns=costs.packet_ns, burst_ns=costs.burst_ns, idle_exit_ns=costs.idle_exit_ns,
+                       idle_refill_ns=costs.idle_refill_ns, resume_ns=costs.resume_ns,
+                       cache_decay_ns=costs.cache_decay_ns, r_squared=costs.r_squared, samples=samples,
+                       tx_completion=tx)
 
 
 def _idle_scenario(duration: str) -> dict[str, Any]:
@@ -213,7 +283,7 @@ def _idle_scenario(duration: str) -> dict[str, Any]:
 
 
 def _scenario(p: Point, duration: str) -> dict[str, Any]:
-    doc: dict[str, Any] = {"duration": duration, "link": {"rate": p.rate, "rtt": "2ms", "buffer": "2bdp"},
+    doc: dict[str, Any] = {"duration": duration, "link": {"rate": p.rate, "rtt": p.rtt, "buffer": "2bdp"},
                            "flows": [{"cca": p.cca, "count": p.flows}]}
     if p.share is not None:
         doc["host"] = {"cpu_share": p.share, "cpu_slice": p.cpu_slice}

@@ -133,6 +133,8 @@ impl Scenario {
                 ("per_timer", c.per_timer_ns),
                 ("per_resume", c.per_resume_ns),
                 ("per_idle_exit", c.per_idle_exit_ns),
+                ("per_idle_refill", c.per_idle_refill_ns),
+                ("cache_decay", c.cache_decay_ns),
             ] {
                 if v > MAX_CPU_COST_NS {
                     return Err(err(

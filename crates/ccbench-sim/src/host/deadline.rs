@@ -17,6 +17,7 @@
 //! `runtime` at the start of every period; with deadline = period it may spend its
 //! budget at any time of the period.
 
+use super::cpu::{Pending, Returns};
 use crate::time::Time;
 
 /// `DL_SCALE`: `dl_entity_overflow` compares products of values shifted by 10 bits.
@@ -146,23 +147,28 @@ impl DeadlineServer {
     }
 
     /// The thread, running from `start`, does `work` ns of CPU time: when it is done.
-    /// Throttles at the ticks that find the budget exhausted stretch it.
-    pub fn run(&mut self, start: Time, work: u64) -> Time {
-        let (mut t, mut left) = (start.ns(), work);
+    /// Throttles at the ticks that find the budget exhausted stretch it, and each return
+    /// after a throttle of `d` adds `refill(d)` of work.
+    pub fn run(&mut self, start: Time, work: u64, refill: impl Fn(u64) -> u64) -> (Time, Returns) {
+        let (mut t, mut left) = (start.ns(), Pending::new(work));
+        let mut returns = Returns::default();
         loop {
             // The first tick after `t` at which the budget is used up.
             let spent_at = t + self.budget.max(1) as u64;
             let tick = spent_at.div_ceil(self.tick) * self.tick;
-            if t + left <= tick {
-                self.budget -= left as i64;
-                return Time(t + left);
+            if t + left.total() <= tick {
+                self.budget -= left.total() as i64;
+                return (Time(t + left.total()), returns);
             }
             let ran = tick - t;
             self.budget -= ran as i64;
-            left -= ran;
+            left.run(ran);
             t = self.throttle(tick);
             if self.throttled_until.take().is_some() {
                 self.replenish(t);
+            }
+            if t > tick {
+                returns.add(left.come_back(refill(t - tick)));
             }
         }
     }
@@ -175,14 +181,28 @@ mod tests {
     const MS: u64 = 1_000_000;
     const US: u64 = 1_000;
 
+    fn free(_: u64) -> u64 {
+        0
+    }
+
     #[test]
     fn a_busy_thread_with_deadline_equal_to_runtime_gets_a_window_each_period() {
         // 2 ms of 10 ms, tick 0.5 ms (tick-aligned budget: no overrun).
         let mut s = DeadlineServer::new(2 * MS, 2 * MS, 10 * MS, MS / 2);
         // 5 ms of work from 0: 2 + 2 + 1 ms in three periods.
-        assert_eq!(s.run(Time(0), 5 * MS), Time(21 * MS));
+        assert_eq!(s.run(Time(0), 5 * MS, free).0, Time(21 * MS));
         assert_eq!(s.throttles, 2);
         assert!((s.share() - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn each_return_from_a_throttle_adds_the_refill_of_its_absence() {
+        // 2 ms of 10 ms, 5 ms of work, and each return costs an eighth of the time away:
+        // 0-2, 10-12 (+1 ms after 8 ms away), 20-22 (+1), 30-32 (+1).
+        let mut s = DeadlineServer::new(2 * MS, 2 * MS, 10 * MS, MS / 2);
+        let (end, returns) = s.run(Time(0), 5 * MS, |off| off / 8);
+        assert_eq!(end, Time(32 * MS));
+        assert_eq!(returns, Returns { count: 3, refill_ns: 3 * MS });
     }
 
     #[test]
@@ -192,7 +212,7 @@ mod tests {
         // with 50 us, to the next tick (debt 3.95 ms, deadline 26.15 ms). Then it waits
         // for its next period, 27 ms, and runs the last 1 ms of its 9 ms of work.
         let mut s = DeadlineServer::new(150 * US, 150 * US, MS, 4 * MS);
-        assert_eq!(s.run(Time(0), 9 * MS), Time(28 * MS));
+        assert_eq!(s.run(Time(0), 9 * MS, free).0, Time(28 * MS));
         assert_eq!(s.throttles, 1);
     }
 
@@ -201,11 +221,11 @@ mod tests {
         // deadline = runtime = 2 ms of 10 ms: waking at 5 ms, between the deadline and
         // the next period, throttles it to 10 ms (`dl_check_constrained_dl`).
         let mut s = DeadlineServer::new(2 * MS, 2 * MS, 10 * MS, MS / 4);
-        assert_eq!(s.run(Time(0), MS / 4), Time(MS / 4));
+        assert_eq!(s.run(Time(0), MS / 4, free).0, Time(MS / 4));
         s.sleep(Time(MS / 4));
         assert_eq!(s.wake(Time(5 * MS)), Time(10 * MS));
         // It then has a full window: 2 ms of work ends at 12 ms.
-        assert_eq!(s.run(Time(10 * MS), 2 * MS), Time(12 * MS));
+        assert_eq!(s.run(Time(10 * MS), 2 * MS, free).0, Time(12 * MS));
     }
 
     #[test]
@@ -213,21 +233,21 @@ mod tests {
         // Woken at 1.5 ms with 1.75 ms of budget left and 0.5 ms to the deadline: the
         // revised wake-up leaves 0.5 ms (density 1).
         let mut s = DeadlineServer::new(2 * MS, 2 * MS, 10 * MS, MS / 4);
-        s.run(Time(0), MS / 4);
+        s.run(Time(0), MS / 4, free);
         s.sleep(Time(MS / 4));
         assert_eq!(s.wake(Time(3 * MS / 2)), Time(3 * MS / 2));
-        assert_eq!(s.run(Time(3 * MS / 2), MS), Time(10 * MS + MS / 2));
+        assert_eq!(s.run(Time(3 * MS / 2), MS, free).0, Time(10 * MS + MS / 2));
     }
 
     #[test]
     fn with_deadline_equal_to_period_a_sleeping_thread_spends_its_budget_anywhere() {
         // 2 ms of 10 ms, implicit deadline: 1 ms at 0 and 1 ms at 5 ms, each at once.
         let mut s = DeadlineServer::new(2 * MS, 10 * MS, 10 * MS, MS / 4);
-        assert_eq!(s.run(Time(0), MS), Time(MS));
+        assert_eq!(s.run(Time(0), MS, free).0, Time(MS));
         s.sleep(Time(MS));
         // 1 ms left for the 5 ms to the deadline is exactly the bandwidth: no overflow.
         assert_eq!(s.wake(Time(5 * MS)), Time(5 * MS));
-        assert_eq!(s.run(Time(5 * MS), MS), Time(6 * MS));
+        assert_eq!(s.run(Time(5 * MS), MS, free).0, Time(6 * MS));
         // The budget is gone: sleeping throttles it to the deadline, 10 ms.
         s.sleep(Time(6 * MS));
         assert_eq!(s.wake(Time(9 * MS)), Time(10 * MS));
@@ -238,9 +258,9 @@ mod tests {
         // 2 ms of 10 ms, implicit: 0.5 ms used, woken at 9 ms with 1.5 ms left and 1 ms
         // to the deadline: overflow, so a new period from 9 ms with the full 2 ms.
         let mut s = DeadlineServer::new(2 * MS, 10 * MS, 10 * MS, MS / 4);
-        s.run(Time(0), MS / 2);
+        s.run(Time(0), MS / 2, free);
         s.sleep(Time(MS / 2));
         assert_eq!(s.wake(Time(9 * MS)), Time(9 * MS));
-        assert_eq!(s.run(Time(9 * MS), 2 * MS), Time(11 * MS));
+        assert_eq!(s.run(Time(9 * MS), 2 * MS, free).0, Time(11 * MS));
     }
 }

@@ -52,7 +52,8 @@ impl Task {
 /// What a task did, which sets its cost.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct Work {
-    /// Tasks that ran after the CPU had been off (descheduled or throttled).
+    /// Times the CPU came back to waiting work after being off (descheduled or
+    /// throttled), at a task's start or in its middle.
     pub resumes: u64,
     /// Tasks that found the CPU idle and woke it.
     pub idle_exits: u64,
@@ -62,6 +63,9 @@ pub struct Work {
     pub bursts: u64,
     pub packets: u64,
     pub bytes: u64,
+    /// CPU time spent getting going again after absences (`per_resume_ns`,
+    /// `per_idle_refill_ns`, scaled by `cache_decay_ns`).
+    pub refill_ns: u64,
 }
 
 impl Work {
@@ -74,10 +78,12 @@ impl Work {
         self.bursts += o.bursts;
         self.packets += o.packets;
         self.bytes += o.bytes;
+        self.refill_ns += o.refill_ns;
     }
 
+    /// The CPU time of the work counted, and of the refills already charged.
     pub fn cost(&self, c: &CpuCost) -> Dur {
-        Dur(self.resumes * c.per_resume_ns
+        Dur(self.refill_ns
             + self.idle_exits * c.per_idle_exit_ns
             + self.acks * c.per_ack_ns
             + self.timers * c.per_timer_ns
@@ -104,6 +110,8 @@ pub struct Host {
     cost: CpuCost,
     queue: VecDeque<(Time, u32, Task)>,
     busy_until: Time,
+    /// When the CPU last finished a task: how long it has been away when the next starts.
+    worked_until: Time,
     /// The next task woke the CPU from idle; it waited for the CPU to be given back.
     idle_exit: bool,
     resume: bool,
@@ -139,6 +147,7 @@ impl Host {
             cost: cfg.cost.clone(),
             queue: VecDeque::new(),
             busy_until: Time::ZERO,
+            worked_until: Time::ZERO,
             idle_exit: false,
             resume: false,
             run_queued: false,
@@ -212,20 +221,36 @@ impl Host {
                 *slice_end = now_end;
             }
         }
-        let cost = work.cost(&self.cost);
-        self.busy = self.busy + cost;
+        // The caches went cold for as long as the CPU was away: since it went idle
+        // (however long it then waited to be given back), or since it was taken from
+        // work that waited for it.
+        let away = now.ns().saturating_sub(self.worked_until.ns());
+        let cost = &self.cost;
+        work.refill_ns = if work.idle_exits > 0 {
+            cost.cold(cost.per_idle_refill_ns, away)
+        } else if work.resumes > 0 {
+            cost.cold(cost.per_resume_ns, away)
+        } else {
+            0
+        };
+        let planned = work.cost(cost);
+        // Taken away in the middle of the task, the CPU pays for each return.
+        let refill = |off: u64| cost.cold(cost.per_resume_ns, off);
+        let (end, returns) = match &mut self.cpu {
+            Cpu::Intervals { avail, slice_end } => {
+                let (end, returns) = avail.finish(now, planned, refill);
+                *slice_end = avail.on_until(end).or(*slice_end);
+                (end, returns)
+            }
+            Cpu::Deadline(server) => server.run(now, planned.ns(), refill),
+        };
+        work.resumes += returns.count;
+        work.refill_ns += returns.refill_ns;
+        self.busy = self.busy + planned + Dur(returns.refill_ns);
         self.tasks += 1;
         self.work.add(&work);
-        self.busy_until = match &mut self.cpu {
-            Cpu::Intervals { avail, slice_end } => {
-                let end = avail.finish(now, cost);
-                // Work that spilled into later slices paid no resume for them; charge
-                // from the slice it ended in.
-                *slice_end = avail.on_until(end).or(*slice_end);
-                end
-            }
-            Cpu::Deadline(server) => server.run(now, cost.ns()),
-        };
+        self.busy_until = end;
+        self.worked_until = end;
         if !self.queue.is_empty() && !self.run_queued {
             self.run_queued = true;
             q.push(self.busy_until, CpuRun);
@@ -256,9 +281,61 @@ mod tests {
             per_timer_ns: 60,
             per_resume_ns: 100,
             per_idle_exit_ns: 30,
+            per_idle_refill_ns: 50,
+            cache_decay_ns: 0,
         };
-        let w = Work { resumes: 1, idle_exits: 1, acks: 2, timers: 1, wakeups: 1, bursts: 3, packets: 5, bytes: 1000 };
+        let w = Work {
+            resumes: 1,
+            idle_exits: 1,
+            acks: 2,
+            timers: 1,
+            wakeups: 1,
+            bursts: 3,
+            packets: 5,
+            bytes: 1000,
+            refill_ns: 100,
+        };
         assert_eq!(w.cost(&c), Dur(100 + 30 + 2 * 4 + 60 + 20 + 3 * 2 + 5 * 21 + 7300));
+    }
+
+    #[test]
+    fn an_absence_costs_what_the_caches_lost() {
+        let c = CpuCost { per_resume_ns: 1000, cache_decay_ns: 1000, ..CpuCost::default() };
+        assert_eq!(c.cold(1000, 0), 0);
+        assert_eq!(c.cold(1000, 1000), 632); // 1 - 1/e
+        assert_eq!(c.cold(1000, 1_000_000), 1000);
+        assert_eq!(c.cold(0, 1_000_000), 0);
+        // No decay: every return costs the whole refill.
+        assert_eq!(CpuCost::default().cold(700, 1), 700);
+    }
+
+    #[test]
+    fn a_task_after_idle_pays_the_refill_of_its_idle_time() {
+        let cfg = HostConfig {
+            cost: CpuCost {
+                per_ack_ns: 1000,
+                per_idle_exit_ns: 100,
+                per_idle_refill_ns: 2000,
+                cache_decay_ns: 1000,
+                ..CpuCost::default()
+            },
+            ..HostConfig::default()
+        };
+        let mut h = Host::new(&cfg).unwrap();
+        let mut q = crate::event::EventQueue::<CpuRun>::default();
+        // Idle since 0, an ACK at 1 us: 1000 + 100 + 2000 x (1 - 1/e) = 2364 ns.
+        h.submit(Time(1000), 0, Task::Ack(Packet::default()), &mut q);
+        assert_eq!(q.pop(), Some((Time(1000), CpuRun)));
+        assert!(h.next_task(Time(1000), &mut q).is_some());
+        h.finished(Time(1000), Work { acks: 1, ..Work::default() }, &mut q);
+        assert_eq!(h.busy, Dur(2364));
+        assert_eq!((h.work.idle_exits, h.work.refill_ns), (1, 1264));
+        // Another queued right behind it finds the CPU busy: no refill.
+        h.submit(Time(1500), 0, Task::Ack(Packet::default()), &mut q);
+        assert_eq!(q.pop(), Some((Time(3364), CpuRun)));
+        assert!(h.next_task(Time(3364), &mut q).is_some());
+        h.finished(Time(3364), Work { acks: 1, ..Work::default() }, &mut q);
+        assert_eq!(h.busy, Dur(3364));
     }
 
     #[test]

@@ -30,6 +30,8 @@ const PHONE_LOWEND: CpuCost = CpuCost {
     per_timer_ns: 60_000,
     per_resume_ns: 0,
     per_idle_exit_ns: 0,
+    per_idle_refill_ns: 0,
+    cache_decay_ns: 0,
 };
 
 /// `base` on a core `to_mhz / from_mhz` times faster.
@@ -44,5 +46,8 @@ fn scaled(base: &CpuCost, from_mhz: u64, to_mhz: u64) -> CpuCost {
         per_timer_ns: s(base.per_timer_ns),
         per_resume_ns: s(base.per_resume_ns),
         per_idle_exit_ns: s(base.per_idle_exit_ns),
+        per_idle_refill_ns: s(base.per_idle_refill_ns),
+        // How fast caches go cold is the memory system's, not the core clock's.
+        cache_decay_ns: base.cache_decay_ns,
     }
 }
