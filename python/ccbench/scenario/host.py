@@ -123,12 +123,12 @@ class HostCost(_Table):
     timer: Optional[Duration] = Field(
         None, description="per hrtimer expiry (pacing, retransmission timers)", examples=["60us"])
     resume: Optional[Duration] = Field(
-        None, description="per return of the CPU to work that waited for it (in full after a long absence)",
+        None, description="per return of the CPU to work it was taken from (in full after a long absence)",
         examples=["0s"])
     idle_exit: Optional[Duration] = Field(
         None, description="per task that woke the CPU from idle (interrupt, HLT exit)", examples=["0s"])
     idle_refill: Optional[Duration] = Field(
-        None, description="per wake from idle, refilling caches gone cold (in full after a long idle)",
+        None, description="per wake from idle, refilling caches gone cold (in full after a long absence)",
         examples=["0s"])
     cache_decay: Optional[Duration] = Field(
         None, description="how fast caches go cold: an absence d costs resume or idle_refill x (1 - exp(-d/this)); "

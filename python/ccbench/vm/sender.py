@@ -23,8 +23,8 @@ import socket
 import subprocess
 import threading
 import time
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Optional
 
 from ..kernel.host import KernelRunError

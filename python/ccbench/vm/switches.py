@@ -51,12 +51,12 @@ _DISABLED, _SAMPLE_ID_ALL, _USE_CLOCKID, _CONTEXT_SWITCH = 1 << 0, 1 << 18, 1 <<
 _CLOCK_MONOTONIC = 1
 _PERF_FLAG_FD_CLOEXEC = 1 << 3
 _PERF_EVENT_IOC_ENABLE, _PERF_EVENT_IOC_DISABLE = 0x2400, 0x2401
-_PERF_RECORD_SWITCH = 14
+_PERF_RECORD_LOST, _PERF_RECORD_SWITCH = 2, 14
 _MISC_SWITCH_OUT, _MISC_SWITCH_OUT_PREEMPT = 1 << 13, 1 << 14
 # struct perf_event_mmap_page: data_head, data_tail, data_offset, data_size.
 _HEAD, _TAIL = 1024, 1032
-# Pages of records per thread: at 16 KB a millisecond of switches fits many times over;
-# the reader drains them every READ_EVERY_S.
+# Pages of records per thread (1 MB: four seconds of 10,000 24-byte records a second); the
+# reader drains them every READ_EVERY_S.
 _DATA_PAGES = 256
 READ_EVERY_S = 0.05
 
@@ -117,11 +117,12 @@ def absences(switches: list[tuple[int, bool, bool]], wakeups: list[int]) -> Abse
             left = (t, preempted)
         elif left is not None:
             since, preempted = left
-            if not preempted:
-                # Ready from its first wake-up after it left (if none was seen, at once).
-                i = bisect.bisect_right(wakeups, since)
-                ready = wakeups[i] if i < len(wakeups) and wakeups[i] <= t else t
-            out.add(t - since, preempted or t - ready > HELD_NS)
+            # Ready since it left if it was preempted, else from its first wake-up after
+            # it left (at once if none was seen).
+            i = bisect.bisect_right(wakeups, since)
+            woken = wakeups[i] if i < len(wakeups) and wakeups[i] <= t else t
+            ready = since if preempted else woken
+            out.add(t - since, t - ready > HELD_NS)
             left = None
     return out
 
@@ -171,7 +172,7 @@ class _ThreadSwitches:
                 # sample_id: pid, tid (u32 each), time (u64).
                 _, _, t = struct.unpack_from("<IIQ", self._read(at + 8, 16))
                 self.switches.append((t, bool(misc & _MISC_SWITCH_OUT), bool(misc & _MISC_SWITCH_OUT_PREEMPT)))
-            elif kind == 2:  # PERF_RECORD_LOST
+            elif kind == _PERF_RECORD_LOST:
                 self.lost = True
             tail += size
         struct.pack_into("<Q", self.ring, _TAIL, tail)
