@@ -77,6 +77,24 @@ def test_cubic_and_bbr_run_in_the_guest_through_the_emulator() -> None:
     if len(os.sched_getaffinity(0)) >= 2:
         assert s["vm"]["placement"].startswith("vCPU 0 on CPU 0;")
         assert 0 <= s["vm"]["vcpu_run_delay_s"] < 0.1 * s["vm"]["run_wall_s"], s["vm"]
+    # The guest's own account: its NIC's interrupts and softirqs, its task switches.
+    guest = s["vm"]["guest_cpu"]
+    assert guest["context_switches"] > 0 and guest["softirqs"]["NET_RX"] > 0, guest
+    assert any(k.startswith("virtio") and n > 0 for k, n in guest["interrupts"].items()), guest["interrupts"]
+    assert "guest_profile" not in s["vm"] and "vcpu_absences" not in s["vm"]
+
+
+def test_the_guest_profile_and_the_vcpus_absences_when_asked_for() -> None:
+    doc = scenario(["cubic"], cpu_share="25%", cpu_slice="10ms")
+    doc["link"]["rate"] = "100Mbit"  # more than a quarter of the vCPU sends: it is throttled
+    vm = ccbench.run(doc, engine="vm", profile_guest=True, trace_vcpu=True).summary["vm"]
+    profile = vm["guest_profile"]
+    assert profile["ticks"] > 10 and profile["functions"][0]["ticks"] > 0, profile
+    assert any(not f["function"].startswith("_stext+") for f in profile["functions"]), profile
+    # Every sleep of the vCPU thread is an absence; a throttled vCPU is held.
+    absences = vm["vcpu_absences"]
+    slept, held = (sum(n for _, n in absences[k]) for k in ("slept", "held"))
+    assert held > 10 and slept + held >= vm["vcpu_sleeps"] * 0.9, (absences, vm["vcpu_sleeps"])
 
 
 def test_repeated_downloads_each_on_a_new_connection_in_the_guest() -> None:

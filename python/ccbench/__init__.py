@@ -28,7 +28,8 @@ def run(scenario: Union["Scenario", Mapping[str, Any], str, "os.PathLike[str]"],
         **engine_options: Any) -> "Result":
     """Run a scenario (a Scenario, a TOML-shaped mapping or a path to a TOML file) on
     ``engine`` (``ccbench.engines.names()``; default the simulator), configured with
-    ``engine_options`` (the VM engine's ``guest_kernel`` and ``vcpus``), and return its
+    ``engine_options`` (the VM engine's ``guest_kernel``, ``vcpus``, ``trace_tx``,
+    ``profile_guest`` and ``trace_vcpu``: ``VmEngine.configure``), and return its
     Result. With a ``[capture]`` table, pcap files go to its ``dir`` or else to
     ``capture_to``."""
     from .engines import get
