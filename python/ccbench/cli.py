@@ -716,7 +716,7 @@ def vm_probe(guest_kernel: str, vcpus: int, cpu_share: Optional[str], cpu_slice:
 
 
 @cli.command("calibrate-host")
-@click.option("--quick", is_flag=True, help="Nine runs instead of nineteen (each with the idle and traced runs).")
+@click.option("--quick", is_flag=True, help="Nine runs instead of seventeen (each with the idle and traced runs).")
 @click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC", help="The guest's kernel.")
 @click.option("--vcpus", type=click.IntRange(1, 16), default=1, show_default=True, metavar="N", help="Guest vCPUs.")
 @click.option("--duration", default="5s", show_default=True, metavar="TIME", help="Length of each run.")

@@ -18,13 +18,13 @@ that fits best. The idle term is fixed at the idle guest's (fitted freely, it to
 activity the per-unit terms should carry: about 0.1 CPU where an idle guest uses about
 0.01). Skbs are the packets the guest's TAP received: with TSO a whole GSO skb is one.
 Sleeps are the vCPU thread's ``voluntary_ctxt_switches`` (the guest idle, until an
-interrupt wakes it); holds are its absences that began while it had work (throttled by
-its budget). The two refill terms are what coming back costs after an absence ``away``: a
+interrupt wakes it); holds are its absences in which it was kept off for more than 50 us
+while ready to run (throttled by its budget). The two refill terms are what coming back costs after an absence ``away``: a
 CPU's caches go cold while it is away, so the first work after a long absence runs
 slower (on this project's test host a plain process walking 8 MB took 94 us after no
 sleep and 297 us after 10 ms of sleep; docs/vm-engine.md, "What coming back costs").
-Without them the costs fitted on unlimited runs predicted 40 to 70% of a held guest's
-CPU time and of an unlimited guest's at low rates.
+Without them the costs fitted on unlimited runs predicted 38 to 66% of a held guest's
+CPU time, and 43 to 63% of an unlimited guest's at low rates.
 
 ``ack``, ``packet``, ``burst``, ``idle_exit``, ``idle_refill``, ``resume`` and
 ``cache_decay`` are the simulator's ``[host.cost]`` entries of the same names; the idle
