@@ -34,7 +34,7 @@ impl Pending {
 
     /// The CPU comes back, owing `refill` more; gives back what was added.
     pub fn come_back(&mut self, refill: u64) -> u64 {
-        let room = ((MAX_COLD_SLOWDOWN - 1) * self.work).saturating_sub(self.owed);
+        let room = (MAX_COLD_SLOWDOWN - 1).saturating_mul(self.work).saturating_sub(self.owed);
         let added = refill.min(room);
         self.owed += added;
         added
