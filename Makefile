@@ -20,7 +20,10 @@ CAPTURE_TEST_PACKAGES := tshark iperf3
 # switch offloads off with ethtool.
 CONFORMANCE_TEST_PACKAGES := bison flex ethtool
 # The VM guest's tests boot a Debian kernel (downloaded on first use) in QEMU from an
-# initramfs built around static busybox: qemu-system-x86 and busybox-static.
+# initramfs built around static busybox: qemu-system-x86 and busybox-static. The patched
+# BBR module is built against the guest kernel's Debian headers (downloaded with it):
+# gcc-12 (the guest kernel's compiler), make, patch and binutils.
+VM_BUILD_PACKAGES := gcc-12 make patch binutils
 
 .PHONY: example test style agent kernel-test-deps report-test-deps capture-test-deps vm-test-deps \
 	conformance-test-deps
@@ -78,6 +81,8 @@ capture-test-deps:
 vm-test-deps:
 	@missing=""; command -v qemu-system-x86_64 >/dev/null 2>&1 || missing="$$missing qemu-system-x86"; \
 	dpkg-query -W -f='$${Status}' busybox-static 2>/dev/null | grep -q "ok installed" || missing="$$missing busybox-static"; \
+	for pkg in $(VM_BUILD_PACKAGES); do dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q "ok installed" \
+		|| missing="$$missing $$pkg"; done; \
 	if [ "$$(id -u)" = 0 ] && [ -n "$$missing" ] && command -v apt-get >/dev/null 2>&1; then \
 		echo "installing$$missing for the VM guest's tests"; \
 		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \

@@ -73,7 +73,8 @@ class VmEngine(Engine):
         _refuse_another_tick(scenario)
         host.require_root("VM")
         require_qemu()
-        return make_plan(scenario, self._facts(scenario)).scenario
+        scenario, kernel, _ = self._guest_for(scenario)
+        return make_plan(scenario, self._facts(scenario, kernel)).scenario
 
     def run(self, scenario: ScenarioLike, capture_to: Optional[PathLike] = None) -> Result:
         """Run a scenario with its senders in the guest. Raises ScenarioError for what
@@ -86,7 +87,7 @@ class VmEngine(Engine):
         from ..kernel.plan import make_plan
         from ..kernel.results import assemble
         from ..kernel.session import run_plan
-        from ..vm import deadline, guest, kprofile
+        from ..vm import deadline, kprofile
         from ..vm.image import agent_binary, guest_image
         from ..vm.qemu import accelerator, qemu_version, require_qemu
         from ..vm.sender import GuestSender, Instruments
@@ -96,7 +97,7 @@ class VmEngine(Engine):
         _refuse_another_tick(sc)
         host.require_root("VM")
         require_qemu()
-        kernel = guest.resolve(self.guest_kernel)
+        sc, kernel, patch_notes = self._guest_for(sc)
         facts = self._facts(sc, kernel)
         plan = make_plan(sc, facts)
         initrd = guest_image(kernel, agent_binary())
@@ -147,7 +148,7 @@ class VmEngine(Engine):
         summary["available_congestion_control"] = sender.info.get("available_congestion_control",
                                                                    facts.available_congestion_control)
         summary["kernel"] = summary["vm"]["release"]
-        summary["notes"] = summary["notes"] + [
+        summary["notes"] = summary["notes"] + patch_notes + [
             f"the senders ran in a QEMU guest ({kernel.source}) under {accel.upper()}"
             + ("; TCG translates every guest instruction, so guest CPU work costs several times what it costs "
                "under KVM or on bare metal" if accel == "tcg" else ""),
@@ -175,6 +176,15 @@ class VmEngine(Engine):
         from ..vm import guest
 
         return tuple(guest.resolve(self.guest_kernel).congestion_control())
+
+    def _guest_for(self, scenario: "Scenario") -> "tuple[Scenario, Any, list[str]]":
+        """The scenario as the guest runs it (a flow that asks for a patch runs the
+        guest's patched algorithm: ``ccbench.vm.patched``), the guest kernel with the
+        modules it needs, and a note for each flow changed."""
+        from ..vm import guest, patched
+
+        scenario, patches, notes = patched.substitute(scenario)
+        return scenario, patched.with_patches(guest.resolve(self.guest_kernel), patches), notes
 
     def _facts(self, scenario: "Scenario", kernel: Any = None) -> "HostFacts":
         from ..kernel.host import HostFacts

@@ -45,10 +45,19 @@ class GuestKernel:
     image: Path
     modules: Path          # .../lib/modules/<release>
     source: str            # how it was named: "debian:linux-image-...=6.1.192-2", or a path
+    # Modules built for it by the project (ccbench.vm.patched), beside its own.
+    extra: tuple[Path, ...] = ()
 
     @property
     def release(self) -> str:
         return self.modules.name
+
+    def with_modules(self, paths: "list[Path]") -> "GuestKernel":
+        """This kernel with the module files ``paths`` added to its own."""
+        extra = tuple(sorted({*self.extra, *paths}))
+        names = "+".join(p.name.split(".ko")[0] for p in extra)
+        base = self.source.split(" + ")[0]
+        return GuestKernel(self.image, self.modules, f"{base} + {names}" if extra else base, extra)
 
     def module_path(self, name: str) -> Path:
         """The file of module ``name`` (``virtio_net``, ``tcp_bbr``); ScenarioError if the
@@ -101,6 +110,8 @@ class GuestKernel:
         index: dict[str, Path] = {}
         for p in sorted(self.modules.rglob("*.ko*")):
             index.setdefault(p.name.split(".ko")[0].replace("-", "_"), p)
+        for p in self.extra:
+            index[p.name.split(".ko")[0].replace("-", "_")] = p
         return index
 
 
@@ -223,24 +234,36 @@ def _fetch(url: str) -> bytes:
         raise ScenarioError("--guest-kernel", f"cannot download {url}: {e}") from None
 
 
-def _download(package: str, version: str, where: Path) -> None:
-    """``apt-get download`` the package and extract it with ``dpkg-deb -x`` (nothing is
-    installed on the host)."""
+def apt_download(packages: list[str], into: Path) -> list[Path]:
+    """``apt-get download`` each ``PACKAGE=VERSION`` into ``into``; the .deb files, in
+    the order asked (nothing is installed on the host)."""
     for tool in ("apt-get", "dpkg-deb"):
         if shutil.which(tool) is None:
-            raise ScenarioError("--guest-kernel", f"downloading a Debian kernel needs {tool}; give a kernel of your "
-                                "own instead (a directory or BZIMAGE:MODULES_DIR)")
+            raise ScenarioError("--guest-kernel", f"downloading Debian packages needs {tool}")
+    debs = []
+    for spec in packages:
+        before = set(into.glob("*.deb"))
+        # Run as the invoking user; apt only warns that it cannot sandbox the download.
+        got = subprocess.run(["apt-get", "download", "-q", spec], cwd=into, capture_output=True, text=True,
+                             timeout=DOWNLOAD_TIMEOUT_S)
+        new = sorted(set(into.glob("*.deb")) - before)
+        if got.returncode != 0 or len(new) != 1:
+            reason = (got.stderr.strip().splitlines() or ["no package file"])[-1]
+            raise ScenarioError("--guest-kernel", f"cannot download {spec}: {reason}")
+        debs.append(new[0])
+    return debs
+
+
+def _download(package: str, version: str, where: Path) -> None:
+    """Download the package and extract it with ``dpkg-deb -x``."""
+    if shutil.which("apt-get") is None:
+        raise ScenarioError("--guest-kernel", "downloading a Debian kernel needs apt-get; give a kernel of your "
+                            "own instead (a directory or BZIMAGE:MODULES_DIR)")
     where.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=where.parent) as tmp:
-        # Run as the invoking user; apt only warns that it cannot sandbox the download.
-        got = subprocess.run(["apt-get", "download", "-q", f"{package}={version}"], cwd=tmp, capture_output=True,
-                             text=True, timeout=DOWNLOAD_TIMEOUT_S)
-        debs = list(Path(tmp).glob("*.deb"))
-        if got.returncode != 0 or len(debs) != 1:
-            reason = (got.stderr.strip().splitlines() or ["no package file"])[-1]
-            raise ScenarioError("--guest-kernel", f"cannot download {package}={version}: {reason}")
+        deb, = apt_download([f"{package}={version}"], Path(tmp))
         tree = Path(tmp) / "tree"
-        subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(tree)], check=True, timeout=DOWNLOAD_TIMEOUT_S)
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(tree)], check=True, timeout=DOWNLOAD_TIMEOUT_S)
         (tree / ".complete").write_text(f"{package}={version}\n")
         if where.exists():
             shutil.rmtree(where)

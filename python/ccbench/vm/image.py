@@ -19,6 +19,8 @@ def guest_image(kernel: GuestKernel, agent: Optional[Path] = None) -> Path:
     h = hashlib.sha256()
     h.update(kernel.source.encode())
     h.update(str(kernel.modules).encode())
+    for module in kernel.extra:
+        h.update(module.read_bytes())
     h.update(initramfs.INIT.encode())
     h.update(Path(initramfs.__file__).read_bytes())
     h.update(initramfs.BUSYBOX.read_bytes() if initramfs.BUSYBOX.is_file() else b"")

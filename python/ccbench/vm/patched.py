@@ -1,0 +1,165 @@
+"""Congestion controls a guest gets from the project's patches to its own kernel's code.
+
+The simulator turns the 2BRobust patch on with ``params.inflight_deficit = 1`` on a BBR
+flow. The VM engine runs such a flow with ``bbr_2brobust``: a module built from the
+guest kernel's own ``net/ipv4/tcp_bbr.c`` (Debian's ``linux-source`` package of the
+guest's version) with ``patches/tcp_bbr-2brobust.patch`` applied, against Debian's
+headers of the same kernel, and put into the guest beside its own modules. A kernel of
+one's own gets it by building the patched file into ``tcp_bbr_2brobust.ko`` in its
+modules directory. The build takes a few seconds once per kernel; the module is kept in
+the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import ScenarioError
+from . import guest
+from .initramfs import _modinfo
+
+if TYPE_CHECKING:
+    from ..scenario import Scenario
+
+PATCHES_DIR = Path(__file__).with_name("patches")
+BUILD_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class Patch:
+    algorithm: str     # the guest's name for the patched algorithm
+    base: str          # the flow's cca in a scenario
+    param: str         # the flow parameter that asks for it (= 1)
+    source: str        # the patched file in the kernel's tree
+    patch: str         # in PATCHES_DIR
+
+    @property
+    def module(self) -> str:
+        return f"tcp_{self.algorithm}"
+
+
+PATCHES = (Patch("bbr_2brobust", "bbr", "inflight_deficit", "net/ipv4/tcp_bbr.c", "tcp_bbr-2brobust.patch"),)
+
+
+def substitute(sc: "Scenario") -> "tuple[Scenario, list[Patch], list[str]]":
+    """``sc`` with every flow that asks for a patch (``params.<param> = 1`` on its base
+    algorithm, and no other parameter) running the patched algorithm instead, and the
+    parameter dropped where it is 0 (mainline); the patches needed (also by flows that
+    name a patched algorithm) and a note for each flow changed. ScenarioError for the
+    patch asked of an algorithm without one."""
+    flows, needed, notes = [], [], []
+    for i, f in enumerate(sc.flows):
+        params = dict(f.params or {})
+        mine = [p for p in PATCHES if p.param in params and p.base == f.cca]
+        others = [p for p in PATCHES if params.get(p.param) and p.base != f.cca]
+        if others:
+            bases = ", ".join(sorted({p.base for p in others}))
+            raise ScenarioError(f"flows[{i}].params.{others[0].param}", f"the VM engine has this patch for {bases} "
+                                f"only (a module built from the guest kernel's own code), not for {f.cca}")
+        if not mine:
+            flows.append(f)
+            # Named directly (or by a scenario this function already changed).
+            needed += [p for p in PATCHES if p.algorithm == f.cca]
+            continue
+        patch = mine[0]
+        wanted = bool(params.pop(patch.param))  # 0 is mainline
+        if params or not wanted:
+            flows.append(f.model_copy(update={"params": params}))  # make_plan refuses the rest
+            continue
+        flows.append(f.model_copy(update={"cca": patch.algorithm, "params": {}}))
+        needed.append(patch)
+        notes.append(f"flows[{i}]: {f.cca} with params.{patch.param} = 1 ran as the guest's {patch.algorithm} "
+                     f"({patch.source} of the guest kernel with python/ccbench/vm/patches/{patch.patch})")
+    return sc.model_copy(update={"flows": flows}), list(dict.fromkeys(needed)), notes
+
+
+def with_patches(kernel: guest.GuestKernel, patches: "list[Patch]") -> guest.GuestKernel:
+    """``kernel`` with the modules of ``patches`` it lacks, built (or found in the cache)."""
+    missing = [p for p in patches if not kernel.has_module(p.module)]
+    return kernel.with_modules([build(kernel, p) for p in missing]) if missing else kernel
+
+
+def build(kernel: guest.GuestKernel, patch: Patch) -> Path:
+    """The module of ``patch`` for a Debian guest kernel, built on first use."""
+    found = re.fullmatch(r"debian:(linux-image-(\S+))=(\S+)", kernel.source.split(" + ")[0])
+    if found is None:
+        raise ScenarioError("--guest-kernel", f"{patch.algorithm} is built only for Debian's packaged kernels; for "
+                            f"{kernel.source}, build {patch.source} with python/ccbench/vm/patches/{patch.patch} "
+                            f"applied into {patch.module}.ko in its modules directory")
+    image, flavour, version = found.groups()
+    digest = hashlib.sha256((PATCHES_DIR / patch.patch).read_bytes()).hexdigest()[:16]
+    out = guest.cache_dir() / "vm" / "modules" / f"{image}_{version}" / digest / f"{patch.module}.ko"
+    if not out.is_file():
+        _build(kernel, patch, flavour, version, out)
+    return out
+
+
+def _build(kernel: guest.GuestKernel, patch: Patch, flavour: str, version: str, out: Path) -> None:
+    for tool in ("make", "patch", "gcc-12", "strip"):
+        if shutil.which(tool) is None:
+            raise ScenarioError("--guest-kernel", f"building {patch.module} needs {tool} (Debian: apt-get install "
+                                f"{'binutils' if tool == 'strip' else tool})")
+    series = ".".join(kernel.release.split(".")[:2])          # 6.1.0-56-cloud-amd64 -> 6.1
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        work = Path(tmp)
+        headers, = guest.apt_download([f"linux-headers-{flavour}={version}"], work)
+        depends = subprocess.run(["dpkg-deb", "-f", str(headers), "Depends"], capture_output=True, text=True,
+                                 check=True, timeout=60).stdout
+        common = [d.split()[0] for d in depends.split(",") if d.strip().startswith(("linux-headers-", "linux-kbuild-"))]
+        debs = [headers, *guest.apt_download([f"{name}={version}" for name in common]
+                                             + [f"linux-source-{series}={version}"], work)]
+        tree = work / "tree"
+        for deb in debs:
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(tree)], check=True, timeout=BUILD_TIMEOUT_S)
+            deb.unlink()
+        build_dir = tree / "usr" / "src" / f"linux-headers-{flavour}"
+        # Debian's flavour Makefile includes the common headers by absolute path.
+        makefile = build_dir / "Makefile"
+        makefile.write_text(makefile.read_text().replace("include /usr/src/", f"include {tree}/usr/src/"))
+        src = work / "src"
+        _extract(tree / "usr" / "src" / f"linux-source-{series}.tar.xz", f"linux-source-{series}/{patch.source}",
+                 src / patch.source)
+        applied = subprocess.run(["patch", "-d", str(src), "-p1", "--batch", "--forward", "--no-backup-if-mismatch",
+                                  "-i", str(PATCHES_DIR / patch.patch)], capture_output=True, text=True,
+                                 timeout=60)
+        if applied.returncode != 0:
+            raise ScenarioError("--guest-kernel", f"{patch.patch} does not apply to {kernel.source}'s "
+                                f"{patch.source}: {applied.stdout.strip().splitlines()[-1:]}")
+        module = work / "module"
+        module.mkdir()
+        shutil.copy(src / patch.source, module / f"{patch.module}.c")
+        (module / "Kbuild").write_text(f"obj-m := {patch.module}.o\n")
+        made = subprocess.run(["make", "-C", str(build_dir), f"M={module}", "modules"], capture_output=True,
+                              text=True, timeout=BUILD_TIMEOUT_S)
+        built = module / f"{patch.module}.ko"
+        if made.returncode != 0 or not built.is_file():
+            last = (made.stderr.strip() or made.stdout.strip()).splitlines()[-1:]
+            raise ScenarioError("--guest-kernel", f"building {patch.module} for {kernel.source} failed: {last}")
+        subprocess.run(["strip", "--strip-debug", str(built)], check=True, timeout=60)
+        magic = [f for f in _modinfo(built.read_bytes()) if f.startswith(b"vermagic=")]
+        if not magic or not magic[0][len(b"vermagic="):].decode().startswith(kernel.release + " "):
+            raise ScenarioError("--guest-kernel", f"{patch.module} was built for another kernel than "
+                                f"{kernel.release}: {magic}")
+        built.replace(out)  # the work directory is beside it: one rename, whole or not at all
+
+
+def _extract(archive: Path, member: str, to: Path) -> None:
+    """One file of a .tar.xz, read as a stream (Debian's source tarball is 140 MB)."""
+    with tarfile.open(archive, mode="r|xz") as tar:
+        for entry in tar:
+            if entry.name == member:
+                data = tar.extractfile(entry)
+                assert data is not None
+                to.parent.mkdir(parents=True, exist_ok=True)
+                to.write_bytes(data.read())
+                return
+    raise ScenarioError("--guest-kernel", f"{archive.name} has no {member}")
