@@ -97,6 +97,25 @@ def test_the_guest_profile_and_the_vcpus_absences_when_asked_for() -> None:
     assert held > 10 and slept + held >= vm["vcpu_sleeps"] * 0.9, (absences, vm["vcpu_sleeps"])
 
 
+def test_the_2brobust_patch_runs_in_the_guest_as_its_own_bbr_patched() -> None:
+    # A quarter of 10 ms slices cannot send 100 Mbit/s: BBR runs short of a BDP in flight.
+    doc = scenario(["bbr"], cpu_share="25%", cpu_slice="10ms")
+    doc["link"]["rate"], doc["interval"] = "100Mbit", "50ms"
+    gains = {}
+    for patch in (1, 0):
+        doc["flows"][0]["params"] = {"inflight_deficit": patch}
+        r = ccbench.run(doc, engine="vm")
+        s = r.summary
+        assert [f["cca"] for f in s["flows"]] == ["bbr_2brobust" if patch else "bbr"]
+        # The guest gets the patched module only when a flow needs it.
+        assert ("bbr_2brobust" in s["available_congestion_control"]) == bool(patch)
+        assert any("ran as the guest's bbr_2brobust" in n for n in s["notes"]) == bool(patch)
+        gains[patch] = r.flows[r.flows["time_s"] > 1.0]["cc_pacing_gain"]
+    # In deficit the patched module paces at the high gain (2.89); mainline BBR stays in
+    # PROBE_BW, whose gains are at most 1.25.
+    assert (gains[1] > 2.8).mean() > 0.5 and (gains[0] <= 1.25).all(), gains
+
+
 def test_repeated_downloads_each_on_a_new_connection_in_the_guest() -> None:
     # The receiver's notice crosses the guest's control channel: a little more slack.
     assert_three_downloads_one_after_another(ccbench.run(THREE_DOWNLOADS, engine="vm").summary, max_gap_s=0.55)
@@ -234,7 +253,7 @@ def test_validate_cpu_compares_the_engines_cell_by_cell(tmp_path: Path) -> None:
     assert len(booted) == 2 and all(len(r.vm_runs) == 2 and 1.0 in r.vm_runs for r in twice)
     assert [r.vm_mbps for r in twice] == [(r.vm_mbps + 1.0) / 2 for r in rows]
     [limit] = vc.thresholds(rows)
-    assert (limit.slice, limit.rate, limit.rtt) == ("10ms", "20Mbit", "10ms")
+    assert (limit.cca, limit.slice, limit.rate, limit.rtt) == ("bbr", "10ms", "20Mbit", "10ms")
     paths = vc.write(tmp_path, rows, [limit], {"guest": "debian:6.1"})
     assert all(p.is_file() for p in paths) and "| bbr 50% of 10ms" in paths[2].read_text()
 
@@ -249,17 +268,19 @@ def test_replicate_elmenhorst2026_on_the_vm_puts_the_vm_beside_the_simulator(tmp
     from ccbench.store import open_store
 
     grid = elmenhorst2026.Grid(duration="3s", repetitions=1, shares=("25%", "100%"), slices=("10ms",),
-                               rtts=("10ms",), rates=("100Mbit",), patched=())
+                               rtts=("10ms",), rates=("100Mbit",), patched=("bbr", "bbr3"))
     console = Console(file=io.StringIO(), width=200)
     elmenhorst2026.run_vm(True, tmp_path / "out", 1, open_store(tmp_path / "store"), console, grid=grid)
     rows = {r["point"]: r for r in csv.DictReader((tmp_path / "out" / "comparison.csv").open())}
-    # Debian's 6.1 has BBRv1 only: no BBRv2 or patch findings, the bandwidth finding is v1's.
+    # Debian's 6.1 has BBRv1 only: no BBRv2 or BBRv3 findings, the bandwidth finding and
+    # the patch's are v1's (the patched module built from the guest's own tcp_bbr.c).
     assert "BBRv1, 10 ms slices, shares up to 35%, 10-1000 Mbit/s" in rows
-    assert not any("BBRv2" in p or "patch," in p for p in rows)
+    assert not any("BBRv2" in p or "BBRv3" in p for p in rows)
+    assert "2BRobust patch, BBRv1: recovery share with 1 ms / 10 ms slices" in rows
     assert all(r["study"] and r["ccbench"] and r["vm"] for r in rows.values())
     assert rows["1 ms slices: share where BBRv1 approaches the link rate"]["vm"] == "n/a (no 1ms slices in this grid)"
-    assert "BBRv1: below 1 BDP in" in rows["Inflight at 25% share, 10 ms slices"]["vm"]
+    assert "with the patch" in rows["Inflight at 25% share, 10 ms slices"]["vm"]
     printed = console.file.getvalue()
     assert "the VM's and the simulator's" in printed and "TCG" in printed
     page = (tmp_path / "out" / "index.html").read_text()
-    assert "<th>VM</th>" in page and page.count("data:image/svg+xml;base64,") == 4
+    assert "<th>VM</th>" in page and page.count("data:image/svg+xml;base64,") == 5

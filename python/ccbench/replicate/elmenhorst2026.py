@@ -15,6 +15,7 @@ the results store:
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,8 +47,9 @@ VM_NOTE = (
     "The VM column ran the sender in a QEMU guest ({guest}) with its vCPU under SCHED_DEADLINE (deadline = "
     "runtime, as the study set it), the bottleneck in ccbench's emulator; the simulator column ran the same grid "
     "with free sender work (the server preset). Of BBR, the guest's kernel has {versions}: findings about other "
-    "versions and the 2BRobust patch (in no released kernel) are the simulator's alone (ccbench replicate "
-    "elmenhorst2026). Under TCG, which runs here when KVM cannot, every guest instruction is translated, so guest "
+    "versions are the simulator's alone (ccbench replicate elmenhorst2026). The 2BRobust patch (in no released "
+    "kernel) runs in the guest as bbr_2brobust: the guest kernel's own tcp_bbr.c with ccbench's patch, built "
+    "against its headers (ccbench.vm.patched). Under TCG, which runs here when KVM cannot, every guest instruction is translated, so guest "
     "work costs several times what it does under the study's KVM, and the guest does not reach 1 Gbit/s even "
     "unlimited (a few hundred Mbit/s): 1 Gbit/s cells are held by QEMU, not by the share. ccbench validate --cpu "
     "compares the engines cell by cell with the guest's measured costs."
@@ -75,10 +77,11 @@ FULL = Grid(duration="20s", repetitions=5,
 QUICK = Grid(duration="20s", repetitions=1,
              shares=("10%", "25%", "35%", "45%", "55%", "70%", "85%", "100%"), slices=("1ms", "10ms"),
              rtts=("10ms",), rates=("10Mbit", "100Mbit", "1Gbit"), patched=("bbr3",))
-# On the VM engine: no kernel carries the patch, and a VM run costs its wall time (plus a
-# boot), so the quick grid's runs are 10 s: about 60 runs, a quarter of an hour.
-QUICK_VM = replace(QUICK, duration="10s", patched=())
-FULL_VM = replace(FULL, patched=())
+# On the VM engine the patch runs on the guest's BBRv1 (its kernels have no BBRv3), and a
+# VM run costs its wall time (plus a boot), so the quick grid's runs are 10 s: about 90
+# runs, twenty minutes.
+QUICK_VM = replace(QUICK, duration="10s", patched=("bbr",))
+FULL_VM = replace(FULL, patched=("bbr",))
 
 
 def _plan(grid: Grid, name: str, link: dict[str, Any], host: dict[str, Any], flow: dict[str, Any]) -> dict[str, Any]:
@@ -128,6 +131,7 @@ def run_vm(quick: bool, out: Path, workers: Optional[int], store: Any, console: 
     grid on the simulator: three figures per finding, the study's, the VM's and the
     simulator's. The guest's kernel decides which BBR versions run."""
     from ..store import open_store
+    from ..vm.patched import PATCHES
 
     grid = grid or (QUICK_VM if quick else FULL_VM)
     mode = "quick" if quick else "full"
@@ -138,13 +142,14 @@ def run_vm(quick: bool, out: Path, workers: Optional[int], store: Any, console: 
     offered = vm.congestion_control()
     versions = tuple(c for c in ("bbr", "bbr2", "bbr3") if c in offered)
     bandwidth_cca = "bbr3" if "bbr3" in offered else "bbr"
+    grid = replace(grid, patched=tuple(v for v in grid.patched if v in versions and v in {p.base for p in PATCHES}))
     docs = plans(grid, f"elmenhorst2026-vm-{mode}", (*versions, "cubic"), bandwidth_cca)
     spiral = tuple(v for v in ("bbr", "bbr3") if v in versions)
     frames, series, found = {}, {}, {}
     for label, engine in (("VM", "vm"), ("simulator", engines.DEFAULT)):
         records = execute_plans(docs, store, workers, console, f"{STUDY} on the {label}", engine=engine)
         frames[label] = {part: _with_share(runs(recs)) for part, recs in records.items()}
-        series[label] = spiral_runs(grid.duration, engine, spiral, patched=False)
+        series[label] = spiral_runs(grid.duration, engine, spiral, patched=bool(grid.patched))
         found[label] = {o.key: o for o in analyse(frames[label], series[label], bandwidth_cca)}
     note = VM_NOTE.format(guest=vm.guest_kernel, versions=", ".join(CCAS[v] for v in versions))
     findings = [Finding(o.point, o.study, found["simulator"][key].figure, o.note, vm=o.figure)
@@ -263,13 +268,14 @@ def analyse(frames: dict[str, pd.DataFrame], series: dict[str, pd.DataFrame],
         "the spread across rates shows how little the bottleneck matters"))
     if "patch" in frames:
         patch = means(frames["patch"], ["flows[0].cca", "host.cpu_slice", "patch", "share"])
-        pr = {(sl, p): _recovery(patch, **{"flows[0].cca": "bbr3", "host.cpu_slice": sl, "patch": p})
-              for sl in ("1ms", "10ms") for p in (0, 1)}
-        out.append(Observation(
-            "patch", "2BRobust patch, BBRv3: recovery share with 1 ms / 10 ms slices",
-            "25% / 40% (unpatched 45% / 70%)",
-            f"{_share(pr[('1ms', 1)])} / {_share(pr[('10ms', 1)])} (unpatched {_share(pr[('1ms', 0)])} / "
-            f"{_share(pr[('10ms', 0)])})", f"first share above {RECOVERED:g} Mbit/s"))
+        for cca in (v for v in ("bbr3", "bbr") if v in set(patch["flows[0].cca"])):
+            pr = {(sl, p): _recovery(patch, **{"flows[0].cca": cca, "host.cpu_slice": sl, "patch": p})
+                  for sl in ("1ms", "10ms") for p in (0, 1)}
+            out.append(Observation(
+                f"patch-{cca}", f"2BRobust patch, {CCAS[cca]}: recovery share with 1 ms / 10 ms slices",
+                PATCH_FINDINGS[cca],
+                f"{_share(pr[('1ms', 1)])} / {_share(pr[('10ms', 1)])} (unpatched {_share(pr[('1ms', 0)])} / "
+                f"{_share(pr[('10ms', 0)])})", f"first share above {RECOVERED:g} Mbit/s"))
     below = {k: float((inflight_in_bdp(_settled(v)) < 1).mean()) for k, v in series.items()}
     shown = [v for v in ("bbr3", "bbr") if f"{v} 25%" in below]
     if shown:
@@ -284,6 +290,9 @@ def analyse(frames: dict[str, pd.DataFrame], series: dict[str, pd.DataFrame],
     return out
 
 
+# The study gives BBRv3's figures in its text; BBRv1's are in a figure only (Fig. 15).
+PATCH_FINDINGS = {"bbr3": "25% / 40% (unpatched 45% / 70%)",
+                  "bbr": "as BBRv3's, with slight offsets (Fig. 15; no figures in the text)"}
 SETTLE_S = 5.0
 
 
@@ -317,7 +326,7 @@ def write_report(frames: dict[str, dict[str, pd.DataFrame]], series: dict[str, d
                         "10 ms slices, 10 ms RTT; log scale."),
         ]
         if all("patch" in f for f in frames.values()):
-            images.append(save_figure(patch_figure(frames[""]["patch"]), out, "patch",
+            images.append(save_figure(patch_figure({e: f["patch"] for e, f in frames.items()}), out, "patch",
                                       "The inflight-deficit patch (the study's Fig. 10 and 15)",
                                       "10 ms RTT, 100 Mbit/s."))
         images += [
@@ -396,18 +405,21 @@ def _rate_bps(text: str) -> float:
     return float(parse_rate(text))
 
 
-def patch_figure(frame: pd.DataFrame) -> Figure:
-    table = means(frame, ["flows[0].cca", "host.cpu_slice", "patch", "share"])
-    slices = _by_duration(table["host.cpu_slice"])
-    ccas = sorted(set(table["flows[0].cca"]))
+def patch_figure(frames: dict[str, pd.DataFrame]) -> Figure:
+    tables = {e: means(f, ["flows[0].cca", "host.cpu_slice", "patch", "share"]) for e, f in frames.items()}
+    both = pd.concat(list(tables.values()))
+    slices = _by_duration(both["host.cpu_slice"])
+    ccas = sorted(set(both["flows[0].cca"]))
     fig = Figure(figsize=(3.6 * len(slices), 2.9 * len(ccas)))
     axes = fig.subplots(len(ccas), len(slices), sharey=True, squeeze=False)
     for i, cca in enumerate(ccas):
         for j, sl in enumerate(slices):
             ax = axes[i][j]
-            for patch, color, label in ((0, style.GREY, "original"), (1, COLORS[cca], "patched")):
+            for (engine, table), (patch, color, label) in itertools.product(
+                    tables.items(), ((0, style.GREY, "original"), (1, COLORS[cca], "patched"))):
                 t = table[(table["flows[0].cca"] == cca) & (table["host.cpu_slice"] == sl) & (table["patch"] == patch)]
-                line(ax, t, "share", label, color, marker=".")
+                if len(t):
+                    line(ax, t, "share", _label(label, engine), color, marker=".", ls=DASHES[engine])
             ax.set_title(f"{CCAS[cca]}, {sl} slices")
             ax.set_ylim(0, 105)
             ax.set_xlabel("CPU share")

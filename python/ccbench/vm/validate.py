@@ -6,9 +6,13 @@ calibrate-host``).
 Each cell runs once on the simulator (deterministic: no loss, so no seed matters) and
 ``reps`` times on the VM, whose goodput in a held cell varies several-fold from run to
 run. Tolerances: goodput within 15% of the VM's median, or inside the range its
-repetitions spanned, or both below 5% of the link; and, per slice length, rate and RTT,
-the highest share at which BBR gets less than half of Cubic's goodput (VM medians)
-within 10 percentage points of the VM's.
+repetitions spanned, or both below 5% of the link; and, per BBR variant, slice length,
+rate and RTT, the highest share at which BBR gets less than half of Cubic's goodput (VM
+medians) within 10 percentage points of the VM's.
+
+An algorithm of the grid is a name either engine knows, or ``bbr_2brobust``: BBR with
+the 2BRobust patch (``params.inflight_deficit = 1``, which the VM runs as its patched
+module: ``ccbench.vm.patched``).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from . import placement
+from . import patched, placement
 
 GOODPUT_TOLERANCE = 0.15
 LINK_FLOOR = 0.05
@@ -58,10 +62,19 @@ class CpuCell:
         if tick_ns is not None:
             host["cpu_tick"] = f"{tick_ns}ns"
         doc: dict[str, Any] = {"duration": duration, "link": {"rate": self.rate, "rtt": self.rtt, "buffer": "1bdp"},
-                               "host": host, "flows": [{"cca": self.cca}]}
+                               "host": host, "flows": [flow(self.cca)]}
         if hz is not None:
             doc["tcp"] = {"hz": hz}
         return doc
+
+
+def flow(cca: str) -> dict[str, Any]:
+    """The grid's algorithm ``cca`` as a scenario flow: a patched algorithm's name is its
+    base algorithm with the patch's parameter set."""
+    for p in patched.PATCHES:
+        if cca == p.algorithm:
+            return {"cca": p.base, "params": {p.param: 1}}
+    return {"cca": cca}
 
 
 @dataclass(frozen=True)
@@ -127,8 +140,10 @@ class CpuRow:
 
 @dataclass
 class Threshold:
-    """Per slice, rate and RTT: the highest share at which BBR gets under half of Cubic."""
+    """Per BBR variant, slice, rate and RTT: the highest share at which it gets under
+    half of Cubic."""
 
+    cca: str
     slice: str
     rate: str
     rtt: str
@@ -238,18 +253,20 @@ def _read_kept(kept: Optional[Path], duration: str, guest: str,
 
 def thresholds(rows: Sequence[CpuRow]) -> list[Threshold]:
     out = []
+    bbrs = sorted({r.cell.cca for r in rows if r.cell.cca.startswith("bbr")})
     keys = sorted({(r.cell.slice, r.cell.rate, r.cell.rtt) for r in rows})
-    for slice_, rate, rtt in keys:
+    for cca, (slice_, rate, rtt) in itertools.product(bbrs, keys):
         by = {(r.cell.cca, r.cell.share): r for r in rows if (r.cell.slice, r.cell.rate, r.cell.rtt) ==
               (slice_, rate, rtt)}
-        shares = sorted({s for (_, s) in by})
+        shares = sorted({s for (c, s) in by if c == cca})
+        if not shares:
+            continue
 
         def collapse(pick: Callable[[CpuRow], float]) -> Optional[float]:
-            below = [s for s in shares if ("bbr", s) in by and ("cubic", s) in by
-                     and pick(by[("bbr", s)]) < 0.5 * pick(by[("cubic", s)])]
+            below = [s for s in shares if ("cubic", s) in by and pick(by[(cca, s)]) < 0.5 * pick(by[("cubic", s)])]
             return max(below) if below else None
 
-        out.append(Threshold(slice_, rate, rtt, collapse(lambda r: r.sim_mbps), collapse(lambda r: r.vm_mbps)))
+        out.append(Threshold(cca, slice_, rate, rtt, collapse(lambda r: r.sim_mbps), collapse(lambda r: r.vm_mbps)))
     return out
 
 
@@ -285,10 +302,11 @@ def markdown(rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: dict[str
         tx = f"{r.sim_tx or '-'} / {r.vm_tx or '-'}"
         lines.append(f"| {r.cell.name} | {r.sim_mbps:.1f} | {r.vm_shown} | {ratio} | {r.vm_cpu_use:.0%} | {tx} | "
                      f"{'ok' if r.passed else 'differs'} |")
-    lines += ["", "| slice, rate, RTT | BBR under half of Cubic up to (sim) | (VM) | verdict |", "|---|---|---|---|"]
+    lines += ["", "| algorithm | slice, rate, RTT | under half of Cubic up to (sim) | (VM) | verdict |",
+              "|---|---|---|---|---|"]
     for t in limits:
         show = lambda x: "never" if x is None else f"{x:.0%}"  # noqa: E731
-        lines.append(f"| {t.slice}, {t.rate}, {t.rtt} | {show(t.sim_share)} | {show(t.vm_share)} | "
+        lines.append(f"| {t.cca} | {t.slice}, {t.rate}, {t.rtt} | {show(t.sim_share)} | {show(t.vm_share)} | "
                      f"{'ok' if t.passed else 'differs'} |")
     return "\n".join(lines) + "\n"
 
