@@ -49,8 +49,9 @@ VM_NOTE = (
     "with free sender work (the server preset). Of BBR, the guest's kernel has {versions}: findings about other "
     "versions are the simulator's alone (ccbench replicate elmenhorst2026). The 2BRobust patch (in no released "
     "kernel) runs in the guest as bbr_2brobust: the guest kernel's own tcp_bbr.c with ccbench's patch, built "
-    "against its headers (ccbench.vm.patched). Under TCG, which runs here when KVM cannot, every guest instruction is translated, so guest "
-    "work costs several times what it does under the study's KVM, and the guest does not reach 1 Gbit/s even "
+    "against its headers (ccbench.vm.patched). Under TCG, which runs here when KVM cannot, every guest "
+    "instruction is translated, so guest work costs several times what it does under the study's KVM, and the "
+    "guest does not reach 1 Gbit/s even "
     "unlimited (a few hundred Mbit/s): 1 Gbit/s cells are held by QEMU, not by the share. ccbench validate --cpu "
     "compares the engines cell by cell with the guest's measured costs."
 )
