@@ -66,6 +66,12 @@ def module_dependencies(path: Path) -> list[str]:
     return []
 
 
+def module_vermagic(path: Path) -> str:
+    """The ``vermagic=`` of a kernel module: the release and options it was built for."""
+    data = _module_bytes(path)
+    return next((f[len(b"vermagic="):].decode() for f in _modinfo(data) if f.startswith(b"vermagic=")), "")
+
+
 def load_order(kernel: GuestKernel, wanted: Iterable[str]) -> list[str]:
     """``wanted`` modules and their dependencies, each after what it depends on; modules
     built into the kernel are left out."""

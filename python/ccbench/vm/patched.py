@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ScenarioError
 from . import guest
-from .initramfs import _modinfo
+from .initramfs import module_vermagic
 
 if TYPE_CHECKING:
     from ..scenario import Scenario
@@ -133,7 +133,7 @@ def _build(kernel: guest.GuestKernel, patch: Patch, flavour: str, version: str, 
                                  timeout=60)
         if applied.returncode != 0:
             raise ScenarioError("--guest-kernel", f"{patch.patch} does not apply to {kernel.source}'s "
-                                f"{patch.source}: {applied.stdout.strip().splitlines()[-1:]}")
+                                f"{patch.source}: {' '.join(applied.stdout.strip().splitlines()[-1:])}")
         module = work / "module"
         module.mkdir()
         shutil.copy(src / patch.source, module / f"{patch.module}.c")
@@ -142,13 +142,13 @@ def _build(kernel: guest.GuestKernel, patch: Patch, flavour: str, version: str, 
                               text=True, timeout=BUILD_TIMEOUT_S)
         built = module / f"{patch.module}.ko"
         if made.returncode != 0 or not built.is_file():
-            last = (made.stderr.strip() or made.stdout.strip()).splitlines()[-1:]
+            last = " ".join((made.stderr.strip() or made.stdout.strip()).splitlines()[-1:])
             raise ScenarioError("--guest-kernel", f"building {patch.module} for {kernel.source} failed: {last}")
         subprocess.run(["strip", "--strip-debug", str(built)], check=True, timeout=60)
-        magic = [f for f in _modinfo(built.read_bytes()) if f.startswith(b"vermagic=")]
-        if not magic or not magic[0][len(b"vermagic="):].decode().startswith(kernel.release + " "):
+        magic = module_vermagic(built)
+        if not magic.startswith(kernel.release + " "):
             raise ScenarioError("--guest-kernel", f"{patch.module} was built for another kernel than "
-                                f"{kernel.release}: {magic}")
+                                f"{kernel.release}: {magic!r}")
         built.replace(out)  # the work directory is beside it: one rename, whole or not at all
 
 
