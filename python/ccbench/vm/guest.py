@@ -52,12 +52,17 @@ class GuestKernel:
     def release(self) -> str:
         return self.modules.name
 
+    @property
+    def base_source(self) -> str:
+        """How the kernel itself was named, without the modules added to it."""
+        return self.source.split(" + ")[0]
+
     def with_modules(self, paths: "list[Path]") -> "GuestKernel":
         """This kernel with the module files ``paths`` added to its own."""
         extra = tuple(sorted({*self.extra, *paths}))
         names = "+".join(p.name.split(".ko")[0] for p in extra)
-        base = self.source.split(" + ")[0]
-        return GuestKernel(self.image, self.modules, f"{base} + {names}" if extra else base, extra)
+        return GuestKernel(self.image, self.modules, f"{self.base_source} + {names}" if extra else self.base_source,
+                           extra)
 
     def module_path(self, name: str) -> Path:
         """The file of module ``name`` (``virtio_net``, ``tcp_bbr``); ScenarioError if the

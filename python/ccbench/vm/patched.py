@@ -89,7 +89,7 @@ def with_patches(kernel: guest.GuestKernel, patches: "list[Patch]") -> guest.Gue
 
 def build(kernel: guest.GuestKernel, patch: Patch) -> Path:
     """The module of ``patch`` for a Debian guest kernel, built on first use."""
-    found = re.fullmatch(r"debian:(linux-image-(\S+))=(\S+)", kernel.source.split(" + ")[0])
+    found = re.fullmatch(r"debian:(linux-image-(\S+))=(\S+)", kernel.base_source)
     if found is None:
         raise ScenarioError("--guest-kernel", f"{patch.algorithm} is built only for Debian's packaged kernels; for "
                             f"{kernel.source}, build {patch.source} with python/ccbench/vm/patches/{patch.patch} "

@@ -255,19 +255,24 @@ def thresholds(rows: Sequence[CpuRow]) -> list[Threshold]:
     out = []
     bbrs = sorted({r.cell.cca for r in rows if r.cell.cca.startswith("bbr")})
     keys = sorted({(r.cell.slice, r.cell.rate, r.cell.rtt) for r in rows})
-    for cca, (slice_, rate, rtt) in itertools.product(bbrs, keys):
-        by = {(r.cell.cca, r.cell.share): r for r in rows if (r.cell.slice, r.cell.rate, r.cell.rtt) ==
-              (slice_, rate, rtt)}
-        shares = sorted({s for (c, s) in by if c == cca})
-        if not shares:
-            continue
-
-        def collapse(pick: Callable[[CpuRow], float]) -> Optional[float]:
-            below = [s for s in shares if ("cubic", s) in by and pick(by[(cca, s)]) < 0.5 * pick(by[("cubic", s)])]
-            return max(below) if below else None
-
-        out.append(Threshold(cca, slice_, rate, rtt, collapse(lambda r: r.sim_mbps), collapse(lambda r: r.vm_mbps)))
+    cells: dict[tuple[str, str, str], dict[tuple[str, float], CpuRow]] = {key: {} for key in keys}
+    for r in rows:
+        cells[(r.cell.slice, r.cell.rate, r.cell.rtt)][(r.cell.cca, r.cell.share)] = r
+    for cca in bbrs:
+        for slice_, rate, rtt in keys:
+            by = cells[(slice_, rate, rtt)]
+            shares = sorted(s for (c, s) in by if c == cca)
+            if shares:
+                out.append(Threshold(cca, slice_, rate, rtt, _collapse(by, cca, shares, lambda r: r.sim_mbps),
+                                     _collapse(by, cca, shares, lambda r: r.vm_mbps)))
     return out
+
+
+def _collapse(by: dict[tuple[str, float], CpuRow], cca: str, shares: Sequence[float],
+              pick: Callable[[CpuRow], float]) -> Optional[float]:
+    """The highest share at which ``cca`` gets under half of Cubic's goodput."""
+    below = [s for s in shares if ("cubic", s) in by and pick(by[(cca, s)]) < 0.5 * pick(by[("cubic", s)])]
+    return max(below) if below else None
 
 
 def write(out: Path, rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: dict[str, Any]) -> list[Path]:
