@@ -22,8 +22,10 @@ CONFORMANCE_TEST_PACKAGES := bison flex ethtool
 # The VM guest's tests boot a Debian kernel (downloaded on first use) in QEMU from an
 # initramfs built around static busybox: qemu-system-x86 and busybox-static. The patched
 # BBR module is built against the guest kernel's Debian headers (downloaded with it):
-# gcc-12 (the guest kernel's compiler), make, patch and binutils.
-VM_BUILD_PACKAGES := gcc-12 make patch binutils
+# gcc-12 (the guest kernel's compiler), make, patch and binutils. Configuring a guest
+# kernel of one's own (ccbench vm build-kernel) also needs flex, bison, bc, libelf-dev
+# and libssl-dev.
+VM_BUILD_PACKAGES := gcc-12 make patch binutils flex bison bc libelf-dev libssl-dev
 
 .PHONY: example test style agent kernel-test-deps report-test-deps capture-test-deps vm-test-deps \
 	conformance-test-deps

@@ -18,6 +18,7 @@ from .engines.base import capture_dir
 from .errors import InternalError, ScenarioError
 from .kernel.host import KernelRunError
 from .lifecycle import signals_interrupt
+from .vm.guest import PINNED as GUEST_SERIES
 from .vm.qemu import VmError
 
 EXIT_INTERNAL = 1
@@ -713,6 +714,28 @@ def vm_probe(guest_kernel: str, vcpus: int, cpu_share: Optional[str], cpu_slice:
     for key, value in report.as_dict().items():
         shown = ", ".join(map(str, value)) if isinstance(value, list) else value
         click.echo(f"{key:>26}: {shown}")
+
+
+@vm.command("build-kernel")
+@click.option("--series", type=click.Choice(sorted(GUEST_SERIES)), default="6.12", show_default=True,
+              help="Which pinned Debian kernel's source and configuration to start from.")
+@click.option("--patch", "patches", multiple=True, metavar="FILE",
+              help="A patch to apply (patch -p1), in the order given; e.g. BBRv3's for this series.")
+@click.option("--out", required=True, metavar="DIR", help="Where to put the kernel (a new or empty directory).")
+@click.option("--jobs", type=click.IntRange(0, 256), default=0, metavar="N", help="Parallel make jobs (0: one per "
+              "core).")
+def vm_build_kernel(series: str, patches: tuple[str, ...], out: str, jobs: int) -> None:
+    """Build a guest kernel of one's own from Debian's source of a pinned guest kernel,
+    with patches, for --guest-kernel DIR. A BBRv3 tcp_bbr.c is offered as bbr3, with
+    its 2BRobust twin bbr3_2brobust. Needs gcc-12, make, flex, bison, bc, libelf-dev
+    and libssl-dev; takes about half an hour on two cores."""
+    from .vm.kernel_build import build
+
+    with signals_interrupt():
+        kernel = build(series, [Path(p) for p in patches], Path(out), jobs,
+                       say=lambda line: click.echo(line, err=True))
+    click.echo(f"{kernel.release}: {', '.join(kernel.congestion_control())}")
+    click.echo(f"use it with --guest-kernel {out}")
 
 
 @cli.command("calibrate-host")

@@ -47,7 +47,7 @@ records the accelerator.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -92,6 +92,15 @@ QUICK_POINTS: tuple[Point, ...] = (Point("20Mbit"), Point("400Mbit"), Point("100
 DECAYS_NS = (250_000, 500_000, 1_000_000, 2_000_000, 3_000_000, 5_000_000, 8_000_000)
 # The run whose skbs are traced for the NIC's completion delay.
 TX_COMPLETION_POINT = Point("20Mbit")
+
+
+def with_paced_bbr(points: Sequence[Point], offered: Sequence[str]) -> list[Point]:
+    """``points`` with their paced BBR as the guest kernel offers it: ``bbr`` (v1), or
+    ``bbr3`` in a kernel built with BBRv3 in its place (``ccbench vm build-kernel``)."""
+    bbr = next((cc for cc in ("bbr", "bbr3", "bbr2") if cc in offered), None)
+    if bbr is None:
+        raise VmError("calibrate-host: the guest kernel offers no BBR, whose pacing timers the fit needs")
+    return [replace(p, cca=bbr) if p.cca == "bbr" else p for p in points]
 
 
 @dataclass
@@ -238,6 +247,7 @@ def calibrate(guest_kernel: str = "debian:6.1", vcpus: int = 1,
     from ..engines import get
 
     engine = get("vm", guest_kernel=guest_kernel, vcpus=vcpus, trace_vcpu=True)
+    points = with_paced_bbr(points, engine.congestion_control())
     # The guest with nothing to send (one 1 KB flow at the very end): what its vCPU uses
     # for timers and housekeeping, which the per-unit costs are fitted above.
     quiet = engine.run(_idle_scenario(duration)).summary["vm"]
