@@ -116,6 +116,24 @@ def test_the_2brobust_patch_runs_in_the_guest_as_its_own_bbr_patched() -> None:
     assert (gains[1] > 2.8).mean() > 0.5 and (gains[0] <= 1.25).all(), gains
 
 
+BBR3_KERNEL = os.environ.get("CCBENCH_BBR3_KERNEL")
+
+
+@pytest.mark.skipif(not BBR3_KERNEL, reason="no guest kernel with BBRv3: build one with `ccbench vm build-kernel "
+                    "--patch BBRV3.patch --out DIR` and set CCBENCH_BBR3_KERNEL=DIR")
+def test_bbrv3s_2brobust_twin_runs_in_a_kernel_built_with_bbrv3() -> None:
+    doc = scenario(["bbr3"], cpu_share="25%", cpu_slice="10ms")
+    doc["link"]["rate"], doc["interval"] = "100Mbit", "50ms"
+    gains = {}
+    for patch in (1, 0):
+        doc["flows"][0]["params"] = {"inflight_deficit": patch}
+        r = ccbench.run(doc, engine="vm", guest_kernel=BBR3_KERNEL)
+        assert [f["cca"] for f in r.summary["flows"]] == ["bbr3_2brobust" if patch else "bbr3"]
+        gains[patch] = r.flows[r.flows["time_s"] > 1.0]["cc_pacing_gain"]
+    # BBRv3's startup gain is 2.77; unpatched, PROBE_BW's gains are at most 1.25.
+    assert (gains[1] > 2.7).mean() > 0.5 and (gains[0] <= 1.25).all(), gains
+
+
 def test_repeated_downloads_each_on_a_new_connection_in_the_guest() -> None:
     # The receiver's notice crosses the guest's control channel: a little more slack.
     assert_three_downloads_one_after_another(ccbench.run(THREE_DOWNLOADS, engine="vm").summary, max_gap_s=0.55)

@@ -243,3 +243,43 @@ def test_the_cpu_table_names_the_testbed_its_vm_runs_had() -> None:
     assert _testbed({}) == "?, the host's threads not placed"  # a run recorded before either was kept
     row = CpuRow(cell, 100.0, 59.0, [31.6], 0.13, vm_testbed=(placed,))
     assert markdown([row], [], {"guest": "debian:6.1"}).startswith(f"Simulator vs VM (debian:6.1; {placed}); ")
+
+
+def _own_kernel(root: Path, image: bytes = b"bzImage") -> Path:
+    (root / "boot").mkdir(parents=True)
+    (root / "boot" / "vmlinuz-6.12.0-own").write_bytes(image)
+    (root / "lib" / "modules" / "6.12.0-own").mkdir(parents=True)
+    return root
+
+
+def test_sweeps_and_replications_take_a_guest_kernel_for_every_run(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from ccbench import ScenarioError, engines
+    from ccbench.engines.vm import GUEST_KERNEL_ENV, use_guest_kernel
+
+    monkeypatch.delenv(GUEST_KERNEL_ENV, raising=False)
+    own = _own_kernel(tmp_path / "k")
+    with pytest.raises(ScenarioError, match="is for --engine vm, not sim"):
+        use_guest_kernel("sim", str(own))
+    assert engines.get("vm").guest_kernel == "debian:6.1"
+    use_guest_kernel("vm", str(own))
+    # The default of every VM run of this process, and of the workers it starts.
+    assert os.environ[GUEST_KERNEL_ENV] == str(own) and engines.get("vm").guest_kernel == str(own)
+    assert engines.get("vm", guest_kernel="debian:6.12").guest_kernel == "debian:6.12"
+    # Results of a rebuilt kernel at the same path are not those of the old one.
+    from ccbench.vm import guest
+
+    first = guest.resolve(str(own)).identity
+    (own / "boot" / "vmlinuz-6.12.0-own").write_bytes(b"rebuilt")
+    assert first.startswith(f"{own}@") and guest.resolve(str(own)).identity != first
+
+
+def test_calibration_paces_with_the_bbr_the_guest_kernel_has() -> None:
+    from ccbench.vm.calibrate import DEFAULT_POINTS, with_paced_bbr
+    from ccbench.vm.qemu import VmError
+
+    assert with_paced_bbr(DEFAULT_POINTS, ["reno", "cubic", "bbr"]) == list(DEFAULT_POINTS)
+    v3 = with_paced_bbr(DEFAULT_POINTS, ["reno", "cubic", "bbr3", "bbr3_2brobust"])
+    assert {p.cca for p in v3} == {"cubic", "bbr3"} and len(v3) == len(DEFAULT_POINTS)
+    with pytest.raises(VmError, match="offers no BBR"):
+        with_paced_bbr(DEFAULT_POINTS, ["reno", "cubic"])

@@ -272,7 +272,9 @@ MAX_VALIDATE_REPS = 100
 @click.option("--reps", type=int, metavar="N", help="Repetitions per cell on the kernel (default 3; 1 with --quick), or "
               "with --cpu on the VM (default 3).")
 @click.option("--duration", metavar="TIME", help="Length of each run (default 20s; 5s with --quick).")
-@click.option("--cca", metavar="NAME[,NAME...]", help="Only cells whose flows all use these algorithms.")
+@click.option("--cca", metavar="NAME[,NAME...]", help="Only cells whose flows all use these algorithms; with --cpu, "
+              "the grid's algorithms (default: every BBR version the guest kernel has, and cubic; bbr_2brobust and "
+              "bbr3_2brobust are BBR with the 2BRobust patch).")
 @click.option("--no-bench", is_flag=True, help="Skip the emulator's capacity benchmark (20, 50, 100 Mbit/s).")
 @click.option("--out", metavar="DIR", help="Write validate.csv, validate.json and validate.md here, every run's "
               "files under DIR/runs, and each finished cell to DIR/cells.jsonl: run again with the same DIR to "
@@ -380,12 +382,15 @@ def _validate_cpu(quick: bool, duration: Optional[str], cca: Optional[str], cpu_
     if duration is not None:
         _duration_flag(duration, "--duration")
         params["duration"] = duration
-    if cca is not None:
-        params["ccas"] = tuple(c.strip().lower() for c in cca.split(",") if c.strip())
     costs = None if cpu_costs is None else _read_host_costs(cpu_costs)
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")
     vm = engines.get("vm", guest_kernel=guest_kernel)
+    if cca is not None:
+        params["ccas"] = tuple(c.strip().lower() for c in cca.split(",") if c.strip())
+    else:  # every BBR version the guest kernel has (Debian's: v1), and Cubic
+        offered = vm.congestion_control()
+        params["ccas"] = (*(v for v in ("bbr", "bbr2", "bbr3") if v in offered), "cubic")
     cells = vc.grid(params["shares"], params["slices"], params["ccas"], params["rates"], params["rtts"])
     vc.check(cells, params["duration"], costs, vm)  # every cell runnable on both engines, before the first run
     click.echo(f"validating the sender-CPU model: {len(cells)} cell(s) of {params['duration']} on the simulator "
@@ -652,12 +657,16 @@ def conformance(paths: tuple[str, ...], on_kernel: bool, on_vm: bool, guest_kern
 @click.option("--engine", type=click.Choice(engines.names()), default=engines.DEFAULT, show_default=True,
               help="Where the study's runs go; a study lists the engines it can run on (elmenhorst2026: vm, "
               "side by side with the simulator).")
+@click.option("--guest-kernel", metavar="SPEC", help="--engine vm: the guest's kernel (default debian:6.1); one "
+              "with BBRv3 (ccbench vm build-kernel) runs the study's BBRv3 findings.")
 def replicate(name: Optional[str], quick: bool, out: Optional[str], workers: Optional[int],
-              store: Optional[str], engine: str) -> None:
+              store: Optional[str], engine: str, guest_kernel: Optional[str]) -> None:
     """Replicate a published study and compare its findings with ccbench's; without
     NAME, list the studies."""
+    from .engines.vm import use_guest_kernel
     from .replicate.command import replicate_command
 
+    use_guest_kernel(engine, guest_kernel)
     replicate_command(name, quick, out, workers, store, engine)
 
 
@@ -728,7 +737,7 @@ def vm_build_kernel(series: str, patches: tuple[str, ...], out: str, jobs: int) 
     """Build a guest kernel of one's own from Debian's source of a pinned guest kernel,
     with patches, for --guest-kernel DIR. A BBRv3 tcp_bbr.c is offered as bbr3, with
     its 2BRobust twin bbr3_2brobust. Needs gcc-12, make, flex, bison, bc, libelf-dev
-    and libssl-dev; takes about half an hour on two cores."""
+    and libssl-dev; takes about a quarter of an hour on two cores."""
     from .vm.kernel_build import build
 
     with signals_interrupt():

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from ..kernel.host import HostFacts
     from ..scenario import Scenario
 
+# The guest kernel of runs that name none (sweeps, replications): what `--guest-kernel`
+# of `ccbench sweep` and `ccbench replicate` sets, and worker processes inherit.
+GUEST_KERNEL_ENV = "CCBENCH_GUEST_KERNEL"
+DEFAULT_GUEST_KERNEL = "debian:6.1"
 NO_VM_MEANING = "has no meaning for a VM; the VM engine's sender CPU is the guest's vCPUs, given a share with " \
                 "host.cpu_share and host.cpu_slice"
 MAX_VCPUS = 16
@@ -40,10 +44,15 @@ class VmEngine(Engine):
     load = KernelEngine.load
     from_flags = KernelEngine.from_flags
 
-    def __init__(self, guest_kernel: str = "debian:6.1", vcpus: int = 1, trace_tx: bool = False,
+    def __init__(self, guest_kernel: Optional[str] = None, vcpus: int = 1, trace_tx: bool = False,
                  profile_guest: bool = False, trace_vcpu: bool = False) -> None:
-        self.guest_kernel, self.vcpus = guest_kernel, vcpus
+        self._guest_kernel, self.vcpus = guest_kernel, vcpus
         self.trace_tx, self.profile_guest, self.trace_vcpu = trace_tx, profile_guest, trace_vcpu
+
+    @property
+    def guest_kernel(self) -> str:
+        """The one configured, else ``$CCBENCH_GUEST_KERNEL``, else Debian's 6.1."""
+        return self._guest_kernel or os.environ.get(GUEST_KERNEL_ENV) or DEFAULT_GUEST_KERNEL
 
     def configure(self, *, guest_kernel: Optional[str] = None, vcpus: Optional[int] = None,
                   trace_tx: Optional[bool] = None, profile_guest: Optional[bool] = None,
@@ -61,7 +70,7 @@ class VmEngine(Engine):
 
         def pick(given: Optional[bool], current: bool) -> bool:
             return current if given is None else given
-        return VmEngine(guest_kernel or self.guest_kernel, vcpus or self.vcpus, pick(trace_tx, self.trace_tx),
+        return VmEngine(guest_kernel or self._guest_kernel, vcpus or self.vcpus, pick(trace_tx, self.trace_tx),
                         pick(profile_guest, self.profile_guest), pick(trace_vcpu, self.trace_vcpu))
 
     def check(self, scenario: "Scenario") -> "Scenario":
@@ -164,12 +173,13 @@ class VmEngine(Engine):
         import re
 
         from ..store.version import core_version, package_digest
+        from ..vm import guest
         from ..vm.qemu import qemu_version
 
         found = re.search(r"version (\S+)", qemu_version())
         qemu = found.group(1) if found else "unknown"
         return (f"{core_version()}/py-{package_digest('kernel')}-{package_digest('vm')}/linux-{platform.release()}"
-                f"/qemu-{qemu}/{self.guest_kernel}/vcpus-{self.vcpus}")
+                f"/qemu-{qemu}/{guest.resolve(self.guest_kernel).identity}/vcpus-{self.vcpus}")
 
     def congestion_control(self) -> tuple[str, ...]:
         """The congestion controls the guest kernel offers (read from its modules)."""
@@ -209,6 +219,7 @@ def _work(final: list[dict[str, Any]]) -> dict[str, int]:
 
 
 ENGINE = VmEngine()
+
 run = ENGINE.run
 check = ENGINE.check
 
@@ -243,3 +254,18 @@ def tx_completion(traced: dict[str, Any]) -> dict[str, Any]:
     idle, busy = traced.get("idle_us", []), traced.get("busy_us", [])
     return {"all_us": quantiles(idle + busy), "idle_us": quantiles(idle), "busy_us": quantiles(busy),
             "unpaired": traced.get("unpaired", 0), "lost_events": traced.get("lost_events", 0)}
+
+
+def use_guest_kernel(engine: str, spec: Optional[str]) -> None:
+    """``--guest-kernel`` of a command that runs many scenarios: checked (and
+    downloaded) once, then the default of every VM run of this process and of the
+    workers it starts. ScenarioError on another engine or for a kernel that is not
+    there."""
+    if spec is None:
+        return
+    if engine != "vm":
+        raise ScenarioError("--guest-kernel", f"is for --engine vm, not {engine}")
+    from ..vm import guest
+
+    guest.resolve(spec)
+    os.environ[GUEST_KERNEL_ENV] = spec

@@ -48,7 +48,8 @@ def parse_share(value: object) -> float:
 
 
 def format_share(share: float) -> str:
-    return f"{Decimal(repr(share * 100)).normalize():f}%"
+    # Scaled as a decimal: 0.55 * 100 is 55.00000000000001 in binary floating point.
+    return f"{(Decimal(repr(share)) * 100).normalize():f}%"
 
 
 def parse_byte_cost(value: object) -> int:

@@ -25,6 +25,8 @@ def _duration(seconds: float) -> str:
 @click.argument("plan_path", required=False, metavar="PLAN.toml")
 @click.option("--engine", type=click.Choice(engines.names()), default=engines.DEFAULT, show_default=True,
               help=engines.help_text())
+@click.option("--guest-kernel", metavar="SPEC", help="--engine vm: every run's guest kernel (default "
+              "$CCBENCH_GUEST_KERNEL, else debian:6.1; see ccbench run --help).")
 @click.option("--workers", type=int, metavar="N", help="Local worker processes (default: one per core).")
 @click.option("--cluster", metavar="tcp://HOST:PORT", help="Run on this Dask scheduler's workers instead.")
 @click.option("--store", "store_dir", metavar="DIR", help="Results store (default ./ccbench-results).")
@@ -32,8 +34,9 @@ def _duration(seconds: float) -> str:
 @click.option("--no-series", is_flag=True, help="Store summaries only, no per-run files (faster, smaller).")
 @click.option("--dry-run", is_flag=True, help="List the runs and whether the store has them; run nothing.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def sweep(plan_path: Optional[str], engine: str, workers: Optional[int], cluster: Optional[str],
-          store_dir: Optional[str], name: Optional[str], no_series: bool, dry_run: bool, quiet: bool) -> None:
+def sweep(plan_path: Optional[str], engine: str, guest_kernel: Optional[str], workers: Optional[int],
+          cluster: Optional[str], store_dir: Optional[str], name: Optional[str], no_series: bool, dry_run: bool,
+          quiet: bool) -> None:
     """Run every point of a sweep plan that the results store does not have yet.
 
     A plan is a scenario whose values may be lists or ranges; it expands to their cross
@@ -41,6 +44,7 @@ def sweep(plan_path: Optional[str], engine: str, workers: Optional[int], cluster
     is validated before the first run. Stopped and started again, a sweep runs only
     what is missing.
     """
+    from ..engines.vm import use_guest_kernel
     from ..store import open_store
     from .runner import run_sweep
     from .plan import load_plan
@@ -55,6 +59,7 @@ def sweep(plan_path: Optional[str], engine: str, workers: Optional[int], cluster
         if not _ADDRESS.match(cluster):
             raise ScenarioError("--cluster", "expected a scheduler address such as tcp://10.0.0.5:8786, "
                                 f"got {cluster!r}")
+    use_guest_kernel(engine, guest_kernel)
     plan = load_plan(plan_path, engine=engine, name=name)
     store = open_store(store_dir)
     if dry_run:

@@ -57,6 +57,17 @@ class GuestKernel:
         """How the kernel itself was named, without the modules added to it."""
         return self.source.split(" + ")[0]
 
+    @property
+    def identity(self) -> str:
+        """What results should be keyed by: a Debian package's name and version, or for
+        a kernel of one's own its path and its image's digest (a rebuild is another
+        kernel)."""
+        if self.source.startswith("debian:"):
+            return self.base_source
+        import hashlib
+
+        return f"{self.base_source}@{hashlib.sha256(self.image.read_bytes()).hexdigest()[:12]}"
+
     def with_modules(self, paths: "list[Path]") -> "GuestKernel":
         """This kernel with the module files ``paths`` added to its own."""
         extra = tuple(sorted({*self.extra, *paths}))
