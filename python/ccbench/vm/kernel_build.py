@@ -109,7 +109,7 @@ def prepare(tree: Path, patches: Sequence[Path]) -> Tree:
     """Apply ``patches``; a BBRv3 ``tcp_bbr.c`` becomes ``bbr3`` (``tcp_bbr3.c``) with
     its 2BRobust twin beside it."""
     for p in patches:
-        _patch(tree, p.resolve(), f"{p.name} does not apply to {tree.name}")
+        patched.apply_patch(tree, p.resolve(), "--patch", f"{p.name} does not apply to {tree.name}")
     bbr = tree / BBR
     if not re.search(r"#define\s+BBR_VERSION\s+3\b", bbr.read_text()):
         return Tree(tree, bbr3=False)
@@ -117,7 +117,8 @@ def prepare(tree: Path, patches: Sequence[Path]) -> Tree:
     shadow = tree.parent / "bbr3-2brobust"
     (shadow / BBR).parent.mkdir(parents=True)
     shutil.copy(bbr, shadow / BBR)
-    _patch(shadow, patched.PATCHES_DIR / twin.patch, f"{twin.patch} does not apply to this BBRv3's {BBR}")
+    patched.apply_patch(shadow, patched.PATCHES_DIR / twin.patch, "--patch",
+                        f"{twin.patch} does not apply to this BBRv3's {BBR}")
     ipv4 = bbr.parent
     (shadow / BBR).rename(ipv4 / f"{twin.module}.c")
     text, renamed = re.subn(r'(\.name\s*=\s*)"bbr",', r'\1"bbr3",', bbr.read_text())
@@ -171,14 +172,6 @@ def install(tree: Path, staged: Path) -> None:
     boot.mkdir()
     shutil.copy(tree / "arch" / "x86" / "boot" / "bzImage", boot / f"vmlinuz-{release}")
     shutil.copy(tree / ".config", boot / f"config-{release}")
-
-
-def _patch(tree: Path, patch: Path, failure: str) -> None:
-    applied = subprocess.run(["patch", "-d", str(tree), "-p1", "--batch", "--forward", "--no-backup-if-mismatch",
-                              "-i", str(patch)], capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
-    if applied.returncode != 0:
-        last = " ".join(applied.stdout.strip().splitlines()[-1:])
-        raise ScenarioError("--patch", f"{failure}: {last}")
 
 
 def _make(tree: Path, args: Sequence[str], jobs: int, timeout: int) -> None:

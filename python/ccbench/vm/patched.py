@@ -138,12 +138,8 @@ def _build(kernel: guest.GuestKernel, patch: Patch, flavour: str, version: str, 
         src = work / "src"
         _extract(tree / "usr" / "src" / f"linux-source-{series}.tar.xz", f"linux-source-{series}/{patch.source}",
                  src / patch.source)
-        applied = subprocess.run(["patch", "-d", str(src), "-p1", "--batch", "--forward", "--no-backup-if-mismatch",
-                                  "-i", str(PATCHES_DIR / patch.patch)], capture_output=True, text=True,
-                                 timeout=60)
-        if applied.returncode != 0:
-            raise ScenarioError("--guest-kernel", f"{patch.patch} does not apply to {kernel.source}'s "
-                                f"{patch.source}: {' '.join(applied.stdout.strip().splitlines()[-1:])}")
+        apply_patch(src, PATCHES_DIR / patch.patch, "--guest-kernel",
+                    f"{patch.patch} does not apply to {kernel.source}'s {patch.source}")
         module = work / "module"
         module.mkdir()
         shutil.copy(src / patch.source, module / f"{patch.module}.c")
@@ -160,6 +156,15 @@ def _build(kernel: guest.GuestKernel, patch: Patch, flavour: str, version: str, 
             raise ScenarioError("--guest-kernel", f"{patch.module} was built for another kernel than "
                                 f"{kernel.release}: {magic!r}")
         built.replace(out)  # the work directory is beside it: one rename, whole or not at all
+
+
+def apply_patch(tree: Path, patch: Path, field: str, failure: str) -> None:
+    """``patch -p1`` in ``tree``; ScenarioError(``field``, ``failure``: patch's last line)
+    if it does not apply."""
+    applied = subprocess.run(["patch", "-d", str(tree), "-p1", "--batch", "--forward", "--no-backup-if-mismatch",
+                              "-i", str(patch)], capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+    if applied.returncode != 0:
+        raise ScenarioError(field, f"{failure}: {' '.join(applied.stdout.strip().splitlines()[-1:])}")
 
 
 def _extract(archive: Path, member: str, to: Path) -> None:
