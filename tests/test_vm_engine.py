@@ -97,20 +97,32 @@ def test_the_guest_profile_and_the_vcpus_absences_when_asked_for() -> None:
     assert held > 10 and slept + held >= vm["vcpu_sleeps"] * 0.9, (absences, vm["vcpu_sleeps"])
 
 
-def test_the_2brobust_patch_runs_in_the_guest_as_its_own_bbr_patched() -> None:
-    # A quarter of 10 ms slices cannot send 100 Mbit/s: BBR runs short of a BDP in flight.
-    doc = scenario(["bbr"], cpu_share="25%", cpu_slice="10ms")
+def _with_and_without_the_patch(cca: str, **engine: Any) -> dict[int, Any]:
+    """``cca`` at 25% of 10 ms slices, 100 Mbit/s (short of a BDP in flight), with the
+    patch (1) and without (0): each run's result."""
+    doc = scenario([cca], cpu_share="25%", cpu_slice="10ms")
     doc["link"]["rate"], doc["interval"] = "100Mbit", "50ms"
-    gains = {}
+    runs = {}
     for patch in (1, 0):
         doc["flows"][0]["params"] = {"inflight_deficit": patch}
-        r = ccbench.run(doc, engine="vm")
+        runs[patch] = ccbench.run(doc, engine="vm", **engine)
+    return runs
+
+
+def _settled_gains(r: Any) -> Any:
+    return r.flows[r.flows["time_s"] > 1.0]["cc_pacing_gain"]
+
+
+def test_the_2brobust_patch_runs_in_the_guest_as_its_own_bbr_patched() -> None:
+    # A quarter of 10 ms slices cannot send 100 Mbit/s: BBR runs short of a BDP in flight.
+    runs = _with_and_without_the_patch("bbr")
+    for patch, r in runs.items():
         s = r.summary
         assert [f["cca"] for f in s["flows"]] == ["bbr_2brobust" if patch else "bbr"]
         # The guest gets the patched module only when a flow needs it.
         assert ("bbr_2brobust" in s["available_congestion_control"]) == bool(patch)
         assert any("ran as the guest's bbr_2brobust" in n for n in s["notes"]) == bool(patch)
-        gains[patch] = r.flows[r.flows["time_s"] > 1.0]["cc_pacing_gain"]
+    gains = {patch: _settled_gains(r) for patch, r in runs.items()}
     # In deficit the patched module paces at the high gain (2.89); mainline BBR stays in
     # PROBE_BW, whose gains are at most 1.25.
     assert (gains[1] > 2.8).mean() > 0.5 and (gains[0] <= 1.25).all(), gains
@@ -122,14 +134,10 @@ BBR3_KERNEL = os.environ.get("CCBENCH_BBR3_KERNEL")
 @pytest.mark.skipif(not BBR3_KERNEL, reason="no guest kernel with BBRv3: build one with `ccbench vm build-kernel "
                     "--patch BBRV3.patch --out DIR` and set CCBENCH_BBR3_KERNEL=DIR")
 def test_bbrv3s_2brobust_twin_runs_in_a_kernel_built_with_bbrv3() -> None:
-    doc = scenario(["bbr3"], cpu_share="25%", cpu_slice="10ms")
-    doc["link"]["rate"], doc["interval"] = "100Mbit", "50ms"
-    gains = {}
-    for patch in (1, 0):
-        doc["flows"][0]["params"] = {"inflight_deficit": patch}
-        r = ccbench.run(doc, engine="vm", guest_kernel=BBR3_KERNEL)
+    runs = _with_and_without_the_patch("bbr3", guest_kernel=BBR3_KERNEL)
+    for patch, r in runs.items():
         assert [f["cca"] for f in r.summary["flows"]] == ["bbr3_2brobust" if patch else "bbr3"]
-        gains[patch] = r.flows[r.flows["time_s"] > 1.0]["cc_pacing_gain"]
+    gains = {patch: _settled_gains(r) for patch, r in runs.items()}
     # BBRv3's startup gain is 2.77; unpatched, PROBE_BW's gains are at most 1.25.
     assert (gains[1] > 2.7).mean() > 0.5 and (gains[0] <= 1.25).all(), gains
 
