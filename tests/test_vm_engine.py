@@ -128,6 +128,22 @@ def test_the_2brobust_patch_runs_in_the_guest_as_its_own_bbr_patched() -> None:
     assert (gains[1] > 2.8).mean() > 0.5 and (gains[0] <= 1.25).all(), gains
 
 
+def test_bbr_without_pacing_runs_in_the_guest_as_its_own_bbr_unpaced() -> None:
+    # In a deep buffer paced BBR keeps the queue short; unpaced, it sends on ACKs up to
+    # its cwnd of twice the BDP and keeps about a BDP queued (the simulator: RTT p50 47
+    # and 127 ms on this 40 ms path).
+    doc = {"duration": "6s", "link": {"rate": "10Mbit", "rtt": "40ms", "buffer": "10bdp"}, "flows": [{"cca": "bbr"}]}
+    rtts = {}
+    for pacing in (True, False):
+        doc["flows"][0]["pacing"] = pacing
+        s = ccbench.run(doc, engine="vm").summary
+        flow, = s["flows"]
+        assert (flow["cca"], flow["paced"]) == ("bbr" if pacing else "bbr_unpaced", pacing)
+        assert any("ran as the guest's bbr_unpaced" in n for n in s["notes"]) != pacing
+        rtts[pacing] = flow["rtt_ms"]["p50"]
+    assert rtts[True] < 1.4 * 40 < 1.8 * 40 < rtts[False], rtts
+
+
 BBR3_KERNEL = os.environ.get("CCBENCH_BBR3_KERNEL")
 
 
@@ -282,6 +298,22 @@ def test_validate_cpu_compares_the_engines_cell_by_cell(tmp_path: Path) -> None:
     assert (limit.cca, limit.slice, limit.rate, limit.rtt) == ("bbr", "10ms", "20Mbit", "10ms")
     paths = vc.write(tmp_path, rows, [limit], {"guest": "debian:6.1"})
     assert all(p.is_file() for p in paths) and "| bbr 50% of 10ms" in paths[2].read_text()
+
+
+def test_the_pacing_grid_judges_goodput_and_rtt_and_resumes(tmp_path: Path) -> None:
+    from ccbench import engines
+    from ccbench.vm import validate as vc
+
+    # Two unpaced BBR flows, the vCPU unreserved (its threads pinned, unlike a held vCPU's).
+    cells = vc.pacing_grid((1.0,), ("1ms",), (2,), ("bbr_unpaced",), ("20Mbit",), ("1ms",))
+    kept = tmp_path / "cpu-cells.jsonl"
+    row, = vc.run(cells, "3s", None, engines.get("vm"), progress=lambda line: None, kept=kept)
+    assert row.cell.name == "2 x bbr_unpaced, 20Mbit, 1ms" and row.vm_mbps > 10 and row.sim_mbps > 10
+    assert row.sim_rtt_ms is not None and len(row.vm_rtts_ms) == 1 and row.vm_rtts_ms[0] >= 1.0
+    again, = vc.run(cells, "3s", None, type("NoVm", (), {"guest_kernel": "debian:6.1", "run": None})(),
+                    progress=lambda line: None, kept=kept)
+    assert again.vm_rtts_ms == row.vm_rtts_ms and again.sim_rtt_ms == row.sim_rtt_ms
+    assert "RTT ms sim / VM" in vc.markdown([row], [], {})
 
 
 def test_replicate_elmenhorst2026_on_the_vm_puts_the_vm_beside_the_simulator(tmp_path: Path) -> None:

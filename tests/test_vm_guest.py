@@ -207,6 +207,8 @@ def test_validate_cpu_picks_rates_and_rtts_only_from_its_grid(args: list[str], l
 def test_rate_and_rtt_filters_are_only_for_the_cpu_grid() -> None:
     res = run_cli("validate", "--rate", "10Mbit")
     assert res.returncode == 2 and res.stderr.startswith("error: "), res.stderr
+    res = run_cli("validate", "--pacing")
+    assert res.returncode == 2 and res.stderr.startswith("error: --pacing: only with --cpu"), res.stderr
 
 
 def test_a_cpu_cell_passes_inside_the_vms_range_or_near_its_median() -> None:

@@ -286,6 +286,9 @@ MAX_VALIDATE_REPS = 100
 @click.option("--cpu", is_flag=True, help="Instead: the sender-CPU model against the VM engine on the 2BRobust "
               "grid (share x slice x algorithm x rate x RTT); with --out, VM results kept in DIR/cpu-cells.jsonl are "
               "not run again (resume, or the simulator alone after a change to it).")
+@click.option("--pacing", is_flag=True, help="With --cpu: the phone study's grid instead (1, 5 and 20 flows of Cubic "
+              "and BBR, each paced and not, at 200 Mbit/s and 1 Gbit/s, 1 ms, the vCPU unreserved or held to 25% of "
+              "1 ms slices); the RTT is judged too.")
 @click.option("--cpu-costs", metavar="FILE", help="With --cpu: the simulator's sender host costs ([host.cost] and "
               "host.tx_completion, from 'ccbench calibrate-host').")
 @click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC",
@@ -294,8 +297,8 @@ MAX_VALIDATE_REPS = 100
 @click.option("--rtt", "rtts", metavar="TIME[,TIME...]", help="With --cpu: only these RTTs of the grid.")
 def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps: Optional[int],
              duration: Optional[str], cca: Optional[str],
-             no_bench: bool, out: Optional[str], rerun_sim: bool, html: bool, cpu: bool, cpu_costs: Optional[str],
-             guest_kernel: str, rates: Optional[str], rtts: Optional[str]) -> None:
+             no_bench: bool, out: Optional[str], rerun_sim: bool, html: bool, cpu: bool, pacing: bool,
+             cpu_costs: Optional[str], guest_kernel: str, rates: Optional[str], rtts: Optional[str]) -> None:
     """Run a grid of scenarios on the simulator and on the kernel and compare them.
 
     The full grid (about 100 cells, 20 s, 3 repetitions): one flow at 10, 100 and 500
@@ -304,7 +307,8 @@ def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps
     staggered starts; LTE traces; CoDel and FQ-CoDel; ECN; receive windows; sized and
     repeated downloads.
     Needs root (the kernel engine). With --cpu, the 2BRobust grid on the simulator and
-    the VM engine instead (--quick: 6 cells).
+    the VM engine instead (--quick: 6 cells); with --cpu --pacing, the phone study's
+    (--quick: 6 cells).
     """
     from . import validate as v
     from .kernel import host
@@ -317,9 +321,9 @@ def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps
                             ("--rerun-sim", rerun_sim or None)):
             if value is not None:
                 raise ScenarioError(name, "not with --cpu")
-        _validate_cpu(quick, duration, cca, cpu_costs, guest_kernel, out, rates, rtts, _reps(reps, 3))
+        _validate_cpu(quick, pacing, duration, cca, cpu_costs, guest_kernel, out, rates, rtts, _reps(reps, 3))
         return
-    for name, value in (("--cpu-costs", cpu_costs), ("--rate", rates), ("--rtt", rtts)):
+    for name, value in (("--pacing", pacing or None), ("--cpu-costs", cpu_costs), ("--rate", rates), ("--rtt", rtts)):
         if value is not None:
             raise ScenarioError(name, "only with --cpu")
     if html and out is None:
@@ -365,12 +369,15 @@ def _reps(reps: Optional[int], default: int) -> int:
     return reps
 
 
-def _validate_cpu(quick: bool, duration: Optional[str], cca: Optional[str], cpu_costs: Optional[str],
+def _validate_cpu(quick: bool, pacing: bool, duration: Optional[str], cca: Optional[str], cpu_costs: Optional[str],
                   guest_kernel: str, out: Optional[str], rates: Optional[str], rtts: Optional[str],
                   reps: int) -> None:
     from .vm import validate as vc
 
-    params: dict[str, Any] = dict(vc.QUICK if quick else vc.FULL)
+    if pacing:
+        params: dict[str, Any] = dict(vc.PACING_QUICK if quick else vc.PACING_FULL)
+    else:
+        params = dict(vc.QUICK if quick else vc.FULL)
     for flag, key, given in (("--rate", "rates", rates), ("--rtt", "rtts", rtts)):
         if given is not None:
             chosen = tuple(v.strip() for v in given.split(",") if v.strip())
@@ -388,12 +395,17 @@ def _validate_cpu(quick: bool, duration: Optional[str], cca: Optional[str], cpu_
     vm = engines.get("vm", guest_kernel=guest_kernel)
     if cca is not None:
         params["ccas"] = tuple(c.strip().lower() for c in cca.split(",") if c.strip())
-    else:  # every BBR version the guest kernel has (Debian's: v1), and Cubic
+    elif not pacing:  # every BBR version the guest kernel has (Debian's: v1), and Cubic
         offered = vm.congestion_control()
         params["ccas"] = (*(v for v in ("bbr", "bbr2", "bbr3") if v in offered), "cubic")
-    cells = vc.grid(params["shares"], params["slices"], params["ccas"], params["rates"], params["rtts"])
+    if pacing:
+        cells = vc.pacing_grid(params["shares"], params["slices"], params["flows"], params["ccas"], params["rates"],
+                               params["rtts"])
+    else:
+        cells = vc.grid(params["shares"], params["slices"], params["ccas"], params["rates"], params["rtts"])
     vc.check(cells, params["duration"], costs, vm)  # every cell runnable on both engines, before the first run
-    click.echo(f"validating the sender-CPU model: {len(cells)} cell(s) of {params['duration']} on the simulator "
+    click.echo(f"validating the sender-CPU model{' (pacing)' if pacing else ''}: {len(cells)} cell(s) of "
+               f"{params['duration']} on the simulator "
                f"and {reps} time(s) on the VM ({guest_kernel})", err=True)
     kept = None
     if out is not None:
@@ -405,7 +417,8 @@ def _validate_cpu(quick: bool, duration: Optional[str], cca: Optional[str], cpu_
     limits = vc.thresholds(rows)
     click.echo(vc.markdown(rows, limits, {"guest": guest_kernel}), nl=False)
     if out is not None:
-        meta = {"command": "ccbench validate --cpu", "guest": guest_kernel, "duration": params["duration"],
+        meta = {"command": "ccbench validate --cpu" + (" --pacing" if pacing else ""), "guest": guest_kernel,
+                "duration": params["duration"],
                 "reps": reps, "costs": costs, "version": _core.version()}
         paths = vc.write(Path(out), rows, limits, meta)
         click.echo(f"wrote {', '.join(str(p) for p in paths)}")

@@ -52,8 +52,10 @@ from .host import HostFacts, KernelEngineError, ensure_congestion_control
 HEADER_BYTES = 52
 MAX_FLOWS = 200
 BASE_PORT = 20000
-# Algorithms that always pace in the kernel (they set SK_PACING_NEEDED themselves).
+# Algorithms that always pace in the kernel (they set SK_PACING_NEEDED themselves), but
+# for the VM engine's BBR built without it (``bbr_unpaced``: ccbench.vm.patched).
 SELF_PACED_PREFIX = "bbr"
+UNPACED_SUFFIX = "_unpaced"
 SEND_BUFFER_MAX = 64 * 2**20
 MS = 1_000_000
 # SCHED_FIFO priority of the emulator's thread: on a two-CPU machine it cuts the 99th
@@ -143,9 +145,10 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
                                     "(kernel module parameters are global); remove params")
         if f.cca not in host.available_congestion_control:
             ensure_congestion_control(f.cca, f"{where}.cca")
-        self_paced = f.cca.startswith(SELF_PACED_PREFIX)
+        self_paced = f.cca.startswith(SELF_PACED_PREFIX) and not f.cca.endswith(UNPACED_SUFFIX)
         if self_paced and f.pacing is False:
-            raise KernelEngineError(f"{where}.pacing", f"{f.cca} always paces in the kernel; remove pacing = false")
+            raise KernelEngineError(f"{where}.pacing", f"{f.cca} always paces in the kernel; remove pacing = false "
+                                    "(the VM engine has BBRv1 without pacing, bbr_unpaced, a module it builds)")
         ecn = getattr(f, "ecn", "off")
         if ecn not in ("off", "classic"):
             raise KernelEngineError(f"{where}.ecn", f"'{ecn}' needs a kernel with an ECN-low route feature, which "

@@ -143,7 +143,8 @@ def run_vm(quick: bool, out: Path, workers: Optional[int], store: Any, console: 
     offered = vm.congestion_control()
     versions = tuple(c for c in ("bbr", "bbr2", "bbr3") if c in offered)
     bandwidth_cca = "bbr3" if "bbr3" in offered else "bbr"
-    grid = replace(grid, patched=tuple(v for v in grid.patched if v in versions and v in {p.base for p in PATCHES}))
+    deficit = {p.base for p in PATCHES if p.switch == "inflight_deficit"}
+    grid = replace(grid, patched=tuple(v for v in grid.patched if v in versions and v in deficit))
     docs = plans(grid, f"elmenhorst2026-vm-{mode}", (*versions, "cubic"), bandwidth_cca)
     spiral = tuple(v for v in ("bbr", "bbr3") if v in versions)
     frames, series, found = {}, {}, {}

@@ -9,6 +9,10 @@ one's own gets it by building the patched file into ``tcp_bbr_2brobust.ko`` in i
 modules directory. The build takes a few seconds once per kernel; the module is kept in
 the cache.
 
+A BBR flow with ``pacing = false`` (the phone study's "pacing off") runs the same way
+with ``bbr_unpaced``, from ``patches/tcp_bbr-unpaced.patch``: BBR that never asks for
+the stack's internal pacing.
+
 A ``bbr3`` flow runs with ``bbr3_2brobust``, which no Debian kernel has (nor BBRv3):
 ``ccbench vm build-kernel`` builds it, from ``patches/tcp_bbr3-2brobust.patch``, into
 the kernel it builds from a BBRv3 patch (``ccbench.vm.kernel_build``).
@@ -24,24 +28,26 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import ScenarioError
+from ..kernel.plan import UNPACED_SUFFIX
 from . import guest
 from .initramfs import module_vermagic
 
 if TYPE_CHECKING:
-    from ..scenario import Scenario
+    from ..scenario import Flow, Scenario
 
 PATCHES_DIR = Path(__file__).with_name("patches")
 BUILD_TIMEOUT_S = 300
+PACING = "pacing"
 
 
 @dataclass(frozen=True)
 class Patch:
     algorithm: str     # the guest's name for the patched algorithm
     base: str          # the flow's cca in a scenario
-    param: str         # the flow parameter that asks for it (= 1)
+    switch: str        # the flow setting that asks for it: ``pacing`` (= false) or a parameter (= 1)
     source: str        # the patched file in the kernel's tree
     patch: str         # in PATCHES_DIR
 
@@ -49,40 +55,77 @@ class Patch:
     def module(self) -> str:
         return f"tcp_{self.algorithm}"
 
+    @property
+    def field(self) -> str:
+        return self.switch if self.switch == PACING else f"params.{self.switch}"
+
+    @property
+    def asking(self) -> str:
+        """The setting that asks for the patch, as a scenario writes it."""
+        return f"{self.field} = {'false' if self.switch == PACING else 1}"
+
+    def asked(self, f: "Flow") -> Optional[bool]:
+        """Whether flow ``f`` asks for the patch (True), for mainline (False), or says
+        nothing of it (None)."""
+        if self.switch == PACING:
+            return None if f.pacing is None else not f.pacing
+        params = f.params or {}
+        return bool(params[self.switch]) if self.switch in params else None
+
+    def cleared(self, f: "Flow") -> "Flow":
+        """``f`` without the setting."""
+        if self.switch == PACING:
+            return f.model_copy(update={"pacing": None})
+        return f.model_copy(update={"params": {k: v for k, v in (f.params or {}).items() if k != self.switch}})
+
+    def flow(self) -> dict[str, Any]:
+        """A scenario flow that asks for it."""
+        if self.switch == PACING:
+            return {"cca": self.base, "pacing": False}
+        return {"cca": self.base, "params": {self.switch: 1}}
+
 
 PATCHES = (Patch("bbr_2brobust", "bbr", "inflight_deficit", "net/ipv4/tcp_bbr.c", "tcp_bbr-2brobust.patch"),
            # BBRv3's tcp_bbr.c; built with the kernel that has it (ccbench.vm.kernel_build).
-           Patch("bbr3_2brobust", "bbr3", "inflight_deficit", "net/ipv4/tcp_bbr.c", "tcp_bbr3-2brobust.patch"))
+           Patch("bbr3_2brobust", "bbr3", "inflight_deficit", "net/ipv4/tcp_bbr.c", "tcp_bbr3-2brobust.patch"),
+           Patch(f"bbr{UNPACED_SUFFIX}", "bbr", PACING, "net/ipv4/tcp_bbr.c", "tcp_bbr-unpaced.patch"))
 
 
 def substitute(sc: "Scenario") -> "tuple[Scenario, list[Patch], list[str]]":
-    """``sc`` with every flow that asks for a patch (``params.<param> = 1`` on its base
-    algorithm, and no other parameter) running the patched algorithm instead, and the
-    parameter dropped where it is 0 (mainline); the patches needed (also by flows that
-    name a patched algorithm) and a note for each flow changed. ScenarioError for the
-    patch asked of an algorithm without one."""
+    """``sc`` with every flow that asks for a patch (``params.<name> = 1`` or ``pacing =
+    false`` on its base algorithm, and no other parameter) running the patched algorithm
+    instead, and the setting dropped where it asks for mainline; the patches needed
+    (also by flows that name a patched algorithm) and a note for each flow changed.
+    ScenarioError for a parameter's patch asked of an algorithm without one, or for two
+    patches asked of one flow."""
     flows, needed, notes = [], [], []
     for i, f in enumerate(sc.flows):
-        params = dict(f.params or {})
-        mine = [p for p in PATCHES if p.param in params and p.base == f.cca]
-        asked = [p for p in PATCHES if params.get(p.param)]
-        if asked and not mine:
-            bases = ", ".join(sorted({p.base for p in PATCHES if p.param == asked[0].param}))
-            raise ScenarioError(f"flows[{i}].params.{asked[0].param}", f"the VM engine has this patch for {bases} "
+        mine = [p for p in PATCHES if p.base == f.cca and p.asked(f) is not None]
+        asked = [p for p in PATCHES if p.switch != PACING and p.asked(f)]
+        if asked and not any(p.switch == asked[0].switch for p in mine):
+            bases = ", ".join(sorted({p.base for p in PATCHES if p.switch == asked[0].switch}))
+            raise ScenarioError(f"flows[{i}].{asked[0].field}", f"the VM engine has this patch for {bases} "
                                 f"only (a module built from the guest kernel's own code), not for {f.cca}")
         if not mine:
             flows.append(f)
             # Named directly (or by a scenario this function already changed).
             needed += [p for p in PATCHES if p.algorithm == f.cca]
             continue
-        patch = mine[0]
-        wanted = bool(params.pop(patch.param))  # 0 is mainline
-        if params or not wanted:
-            flows.append(f.model_copy(update={"params": params}))  # make_plan refuses the rest
+        for p in mine:
+            if not p.asked(f):
+                f = p.cleared(f)  # mainline
+        wanted = [p for p in mine if p.asked(f)]
+        if len(wanted) > 1:
+            raise ScenarioError(f"flows[{i}]", f"asks for {' and '.join(p.asking for p in wanted)}; the VM engine "
+                                f"has a patched {f.cca} for each ({', '.join(p.algorithm for p in wanted)}), "
+                                f"not for both")
+        if not wanted or wanted[0].cleared(f).params:
+            flows.append(wanted[0].cleared(f) if wanted else f)  # make_plan refuses the other parameters
             continue
-        flows.append(f.model_copy(update={"cca": patch.algorithm, "params": {}}))
+        patch = wanted[0]
+        flows.append(patch.cleared(f).model_copy(update={"cca": patch.algorithm}))
         needed.append(patch)
-        notes.append(f"flows[{i}]: {f.cca} with params.{patch.param} = 1 ran as the guest's {patch.algorithm} "
+        notes.append(f"flows[{i}]: {f.cca} with {patch.asking} ran as the guest's {patch.algorithm} "
                      f"({patch.source} of the guest kernel with python/ccbench/vm/patches/{patch.patch})")
     return sc.model_copy(update={"flows": flows}), list(dict.fromkeys(needed)), notes
 

@@ -1,7 +1,9 @@
 """``ccbench validate --cpu``: the simulator's sender-CPU model against the VM engine on
 the 2BRobust grid (CPU share x slice length x algorithm x rate x RTT), with the same
 sender costs on both (``[host.cost]`` and ``host.tx_completion`` from ``ccbench
-calibrate-host``).
+calibrate-host``). ``--pacing``: the phone study's grid instead (vCPU unreserved or held
+x rate x flows x paced or not, on its 1 ms, 1,000-packet network), where the RTT is
+judged too, since not pacing is paid for in queueing delay.
 
 Each cell runs once on the simulator (deterministic: no loss, so no seed matters) and
 ``reps`` times on the VM, whose goodput in a held cell varies several-fold from run to
@@ -12,7 +14,10 @@ medians) within 10 percentage points of the VM's.
 
 An algorithm of the grid is a name either engine knows, or ``bbr_2brobust``: BBR with
 the 2BRobust patch (``params.inflight_deficit = 1``, which the VM runs as its patched
-module: ``ccbench.vm.patched``).
+module: ``ccbench.vm.patched``), ``bbr_unpaced`` (BBR with ``pacing = false``, another
+patched module) or ``<cca>_paced`` (``pacing = true``: the stack's internal pacing).
+The pacing grid's RTT (median of the flows' median RTTs) is within 30% or 2 ms of the
+VM's median, or inside the range of its repetitions.
 """
 
 from __future__ import annotations
@@ -22,58 +27,91 @@ import itertools
 import json
 import os
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from ..kernel.plan import UNPACED_SUFFIX
 from . import patched, placement
 
 GOODPUT_TOLERANCE = 0.15
 LINK_FLOOR = 0.05
 THRESHOLD_POINTS = 10
+RTT_TOLERANCE = 0.30
+RTT_FLOOR_MS = 2.0
+PACED_SUFFIX = "_paced"
 
 FULL = {"shares": (0.10, 0.15, 0.25, 0.35, 0.45, 0.55, 0.70), "slices": ("1ms", "10ms", "20ms"),
         "ccas": ("bbr", "cubic"), "rates": ("10Mbit", "100Mbit", "1Gbit"), "rtts": ("10ms", "40ms"),
         "duration": "10s"}
 QUICK = {"shares": (0.15, 0.35, 0.70), "slices": ("10ms",), "ccas": ("bbr", "cubic"), "rates": ("100Mbit",),
          "rtts": ("20ms",), "duration": "5s"}
+# The phone study's network (Vargas et al.): 1 ms, a 1,000-packet buffer, and no short-RTT
+# TSO bonus (its kernels predate tcp_tso_rtt_log). The vCPU unreserved, or held to a
+# quarter of 1 ms slices, which a TCG guest's work fills at 200 Mbit/s, as the low-end
+# phone's CPU was filled. 200 Mbit/s is below what a TCG testbed's virtual NIC carries;
+# 1 Gbit/s is the study's rate. (Its RTT, 1 ms, is in no cell of the 2BRobust grid, so
+# the two grids' cells never share a name.)
+PACING_FULL = {"shares": (1.0, 0.25), "slices": ("1ms",), "flows": (1, 5, 20),
+               "ccas": ("cubic", "cubic_paced", "bbr", "bbr_unpaced"), "rates": ("200Mbit", "1Gbit"),
+               "rtts": ("1ms",), "duration": "10s"}
+PACING_QUICK = {"shares": (0.25,), "slices": ("1ms",), "flows": (1, 20), "ccas": ("cubic", "bbr", "bbr_unpaced"),
+                "rates": ("200Mbit",), "rtts": ("1ms",), "duration": "5s"}
+PACING_BUFFER = "1000pkt"
 
 
 @dataclass(frozen=True)
 class CpuCell:
-    share: float
+    share: float       # 1: no reservation
     slice: str
     cca: str
     rate: str
     rtt: str
+    flows: int = 1
+    pacing: bool = False  # a cell of the pacing grid: the phone study's network, its RTT judged
+
+    @property
+    def reserved(self) -> bool:
+        return self.share < 1
 
     @property
     def name(self) -> str:
-        return f"{self.cca} {self.share:.0%} of {self.slice}, {self.rate}, {self.rtt}"
+        who = self.cca if self.flows == 1 else f"{self.flows} x {self.cca}"
+        cpu = f" {self.share:.0%} of {self.slice}" if self.reserved else ""
+        return f"{who}{cpu}, {self.rate}, {self.rtt}"
 
     def scenario(self, duration: str, costs: Optional[dict[str, Any]], tick_ns: Optional[int] = None,
                  hz: Optional[int] = None) -> dict[str, Any]:
         """The cell; for the simulator with ``costs`` (host entries: ``cost``,
         ``tx_completion``), the scheduler tick of the host the VM ran on and the guest
         kernel's CONFIG_HZ (the sender's jiffy)."""
-        host: dict[str, Any] = {"cpu_share": self.share, "cpu_slice": self.slice}
+        host: dict[str, Any] = {"cpu_share": self.share, "cpu_slice": self.slice} if self.reserved else {}
         if costs:
             host.update(costs)
-        if tick_ns is not None:
+        if tick_ns is not None and self.reserved:
             host["cpu_tick"] = f"{tick_ns}ns"
-        doc: dict[str, Any] = {"duration": duration, "link": {"rate": self.rate, "rtt": self.rtt, "buffer": "1bdp"},
-                               "host": host, "flows": [flow(self.cca)]}
+        link = {"rate": self.rate, "rtt": self.rtt, "buffer": PACING_BUFFER if self.pacing else "1bdp"}
+        doc: dict[str, Any] = {"duration": duration, "link": link,
+                               "flows": [dict(flow(self.cca), **({"count": self.flows} if self.flows > 1 else {}))]}
+        if host:
+            doc["host"] = host
+        tcp: dict[str, Any] = {"tso_rtt_log": 0} if self.pacing else {}
         if hz is not None:
-            doc["tcp"] = {"hz": hz}
+            tcp["hz"] = hz
+        if tcp:
+            doc["tcp"] = tcp
         return doc
 
 
 def flow(cca: str) -> dict[str, Any]:
     """The grid's algorithm ``cca`` as a scenario flow: a patched algorithm's name is its
-    base algorithm with the patch's parameter set."""
+    base algorithm with what asks for the patch; ``<cca>_paced`` is ``cca`` with
+    ``pacing = true``."""
     for p in patched.PATCHES:
         if cca == p.algorithm:
-            return {"cca": p.base, "params": {p.param: 1}}
+            return p.flow()
+    if cca.endswith(PACED_SUFFIX):
+        return {"cca": cca.removesuffix(PACED_SUFFIX), "pacing": True}
     return {"cca": cca}
 
 
@@ -111,6 +149,10 @@ class CpuRow:
     vm_tx: Optional["TxShape"] = None
     # The accelerator and the placement of the host's threads of its VM runs.
     vm_testbed: tuple[str, ...] = ()
+    # The median of the flows' median RTTs, judged on the pacing grid: the simulator's and
+    # every repetition's on the VM.
+    sim_rtt_ms: Optional[float] = None
+    vm_rtts_ms: list[float] = field(default_factory=list)
 
     @property
     def vm_mbps(self) -> float:
@@ -122,13 +164,31 @@ class CpuRow:
         return self.sim_mbps / self.vm_mbps if self.vm_mbps > 0 else None
 
     @property
+    def vm_rtt_ms(self) -> Optional[float]:
+        return statistics.median(self.vm_rtts_ms) if self.vm_rtts_ms else None
+
+    @property
     def passed(self) -> bool:
+        return self.goodput_passed and self.rtt_passed
+
+    @property
+    def goodput_passed(self) -> bool:
         floor = LINK_FLOOR * self.link_mbps
         if self.sim_mbps < floor and self.vm_mbps < floor:
             return True
         if len(self.vm_runs) > 1 and min(self.vm_runs) <= self.sim_mbps <= max(self.vm_runs):
             return True
         return self.ratio is not None and abs(self.ratio - 1) <= GOODPUT_TOLERANCE
+
+    @property
+    def rtt_passed(self) -> bool:
+        """Judged on the pacing grid only (the 2BRobust grid's 1-BDP buffer bounds it)."""
+        sim, vm = self.sim_rtt_ms, self.vm_rtt_ms
+        if not self.cell.pacing or sim is None or vm is None:
+            return True
+        if len(self.vm_rtts_ms) > 1 and min(self.vm_rtts_ms) <= sim <= max(self.vm_rtts_ms):
+            return True
+        return abs(sim - vm) <= max(RTT_TOLERANCE * vm, RTT_FLOOR_MS)
 
     @property
     def vm_shown(self) -> str:
@@ -161,6 +221,12 @@ def grid(shares: Sequence[float], slices: Sequence[str], ccas: Sequence[str], ra
     return [CpuCell(*c) for c in itertools.product(shares, slices, ccas, rates, rtts)]
 
 
+def pacing_grid(shares: Sequence[float], slices: Sequence[str], flows: Sequence[int], ccas: Sequence[str],
+                rates: Sequence[str], rtts: Sequence[str]) -> list[CpuCell]:
+    return [CpuCell(share, slice_, cca, rate, rtt, n, pacing=True)
+            for share, slice_, rate, rtt, n, cca in itertools.product(shares, slices, rates, rtts, flows, ccas)]
+
+
 def check(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]], vm_engine: Any) -> None:
     """ScenarioError, naming the cell, for the first cell either engine cannot run."""
     from ..engines import get
@@ -186,20 +252,24 @@ def run(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]]
     from .deadline import host_tick_ns
 
     sim = get("sim")
-    # Runs on a testbed arranged otherwise (see ccbench.vm.placement) are not reused.
-    where = placement.plan(os.sched_getaffinity(0), getattr(vm_engine, "vcpus", 1), deadline=True)
-    done = _read_kept(kept, duration, vm_engine.guest_kernel, where.describe() if where else None)
+    # Runs on a testbed arranged otherwise (see ccbench.vm.placement; a reserved vCPU is
+    # not pinned) are not reused.
+    done = {}
+    for reserved in (True, False):
+        where = placement.plan(os.sched_getaffinity(0), getattr(vm_engine, "vcpus", 1), deadline=reserved)
+        done[reserved] = _read_kept(kept, duration, vm_engine.guest_kernel, where.describe() if where else None)
     rows = []
     for cell in cells:
         runs = []
         for rep in range(reps):
-            vm = done.get((cell.name, rep))
+            vm = done[cell.reserved].get((cell.name, rep))
             if vm is None:
                 result = vm_engine.run(cell.scenario(duration, None))  # the VM's costs are its own
                 summary = result.summary
                 vm = {"cell": cell.name, "rep": rep, "duration": duration, "guest": vm_engine.guest_kernel,
                       "guest_hz": result.scenario.tcp.hz,
-                      "vm_mbps": _goodput(summary), "vm_cpu_use": (summary["vm"]["vcpu_cpu_use"] or [0.0])[0],
+                      "vm_mbps": _goodput(summary), "vm_rtt_ms": _rtt(summary),
+                      "vm_cpu_use": (summary["vm"]["vcpu_cpu_use"] or [0.0])[0],
                       "host_tick_ns": summary["vm"].get("host_tick_ns", host_tick_ns()),
                       # For later analysis: what the guest did and how its vCPU ran.
                       "work": summary["vm"]["work"], "vcpu_sleeps": summary["vm"].get("vcpu_sleeps"),
@@ -213,17 +283,19 @@ def run(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]]
         # The simulator with the same costs, the tick of the host the VM ran on and the
         # guest's jiffy.
         sim_summary = sim.run(cell.scenario(duration, costs, runs[0]["host_tick_ns"], runs[0].get("guest_hz"))).summary
-        sim_work = sim_summary["host"]["work"]
+        sim_work = (sim_summary.get("host") or {}).get("work")  # none without a host: no costs, no reservation
         vm_tx = [TxShape.of(r["work"]["skbs"], r["work"]["segs_out"], duration, cell.slice) for r in runs
                  if r.get("work")]
         row = CpuRow(cell, parse_rate(cell.rate) / 1e6, _goodput(sim_summary), [r["vm_mbps"] for r in runs],
                      statistics.median(r["vm_cpu_use"] for r in runs),
-                     TxShape.of(sim_work["bursts"], sim_work["packets"], duration, cell.slice),
-                     TxShape.median(vm_tx) if vm_tx else None, tuple(sorted({_testbed(r) for r in runs})))
+                     TxShape.of(sim_work["bursts"], sim_work["packets"], duration, cell.slice) if sim_work else None,
+                     TxShape.median(vm_tx) if vm_tx else None, tuple(sorted({_testbed(r) for r in runs})),
+                     _rtt(sim_summary), [r["vm_rtt_ms"] for r in runs if r.get("vm_rtt_ms") is not None])
         rows.append(row)
         ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
+        rtt = f", RTT sim {_ms(row.sim_rtt_ms)} VM {_ms(row.vm_rtt_ms)} ms" if cell.pacing else ""
         progress(f"  {cell.name}: sim {row.sim_mbps:.1f}, VM {row.vm_shown} Mbit/s (ratio {ratio}, "
-                 f"vCPU {row.vm_cpu_use:.0%}) {'ok' if row.passed else 'DIFFERS'}")
+                 f"vCPU {row.vm_cpu_use:.0%}{rtt}) {'ok' if row.passed else 'DIFFERS'}")
     return rows
 
 
@@ -253,6 +325,7 @@ def _read_kept(kept: Optional[Path], duration: str, guest: str,
 
 def thresholds(rows: Sequence[CpuRow]) -> list[Threshold]:
     out = []
+    rows = [r for r in rows if not r.cell.pacing]
     bbrs = sorted({r.cell.cca for r in rows if r.cell.cca.startswith("bbr")})
     keys = sorted({(r.cell.slice, r.cell.rate, r.cell.rtt) for r in rows})
     cells: dict[tuple[str, str, str], dict[tuple[str, float], CpuRow]] = {key: {} for key in keys}
@@ -278,20 +351,21 @@ def _collapse(by: dict[tuple[str, float], CpuRow], cca: str, shares: Sequence[fl
 def write(out: Path, rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: dict[str, Any]) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "validate-cpu.csv", out / "validate-cpu.json", out / "validate-cpu.md"]
+    show = lambda x, digits=3: "" if x is None else f"{x:.{digits}f}"  # noqa: E731
     with open(paths[0], "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["cca", "share", "slice", "rate", "rtt", "sim_mbps", "vm_mbps", "vm_min_mbps", "vm_max_mbps",
                     "vm_reps", "ratio", "vm_cpu_use", "sim_skbs_per_slice", "vm_skbs_per_slice", "sim_segs_per_skb",
-                    "vm_segs_per_skb", "passed"])
+                    "vm_segs_per_skb", "passed", "flows", "sim_rtt_ms", "vm_rtt_ms"])
         for r in rows:
             c = r.cell
-            tx = [f"{getattr(t, field):.2f}" if t else "" for field in ("skbs_per_slice", "segs_per_skb")
+            tx = [f"{getattr(t, name):.2f}" if t else "" for name in ("skbs_per_slice", "segs_per_skb")
                   for t in (r.sim_tx, r.vm_tx)]
             w.writerow([c.cca, c.share, c.slice, c.rate, c.rtt, f"{r.sim_mbps:.3f}", f"{r.vm_mbps:.3f}",
-                        f"{min(r.vm_runs):.3f}", f"{max(r.vm_runs):.3f}", len(r.vm_runs),
-                        "" if r.ratio is None else f"{r.ratio:.3f}", f"{r.vm_cpu_use:.3f}", *tx, r.passed])
-    paths[1].write_text(json.dumps({"meta": meta, "rows": [dict(asdict(r), vm_mbps=r.vm_mbps, ratio=r.ratio, passed=r.passed)
-                                                          for r in rows],
+                        f"{min(r.vm_runs):.3f}", f"{max(r.vm_runs):.3f}", len(r.vm_runs), show(r.ratio),
+                        f"{r.vm_cpu_use:.3f}", *tx, r.passed, c.flows, show(r.sim_rtt_ms), show(r.vm_rtt_ms)])
+    paths[1].write_text(json.dumps({"meta": meta, "rows": [dict(asdict(r), vm_mbps=r.vm_mbps, vm_rtt_ms=r.vm_rtt_ms,
+                                                                ratio=r.ratio, passed=r.passed) for r in rows],
                                     "thresholds": [dict(asdict(t), passed=t.passed) for t in limits]}, indent=1))
     paths[2].write_text(markdown(rows, limits, meta))
     return paths
@@ -299,22 +373,76 @@ def write(out: Path, rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: 
 
 def markdown(rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: dict[str, Any]) -> str:
     testbeds = "; ".join(sorted({t for r in rows for t in r.vm_testbed})) or "?"
+    paced = any(r.cell.pacing for r in rows)
+    rtt_head = " RTT ms sim / VM |" if paced else ""
     lines = [f"Simulator vs VM ({meta.get('guest', '?')}; {testbeds}); goodput Mbit/s, ratio = sim / VM", "",
-             "| cell | sim | VM (median [range]) | ratio | VM vCPU use | skbs per slice (segments per skb) sim / VM "
-             "| verdict |", "|---|---|---|---|---|---|---|"]
-    for r in sorted(rows, key=lambda r: (r.passed, r.cell.slice, r.cell.rate, r.cell.rtt, r.cell.cca, r.cell.share)):
+             f"| cell | sim | VM (median [range]) | ratio | VM vCPU use | skbs per slice (segments per skb) sim / VM "
+             f"|{rtt_head} verdict |", "|---|---|---|---|---|---|" + ("---|" if paced else "") + "---|"]
+    for r in sorted(rows, key=lambda r: (r.passed, r.cell.slice, r.cell.rate, r.cell.rtt, r.cell.cca, r.cell.share,
+                                         r.cell.flows)):
         ratio = "-" if r.ratio is None else f"{r.ratio:.2f}"
         tx = f"{r.sim_tx or '-'} / {r.vm_tx or '-'}"
-        lines.append(f"| {r.cell.name} | {r.sim_mbps:.1f} | {r.vm_shown} | {ratio} | {r.vm_cpu_use:.0%} | {tx} | "
+        rtt = f" {_ms(r.sim_rtt_ms)} / {_ms(r.vm_rtt_ms)} |" if paced else ""
+        lines.append(f"| {r.cell.name} | {r.sim_mbps:.1f} | {r.vm_shown} | {ratio} | {r.vm_cpu_use:.0%} | {tx} |{rtt} "
                      f"{'ok' if r.passed else 'differs'} |")
-    lines += ["", "| algorithm | slice, rate, RTT | under half of Cubic up to (sim) | (VM) | verdict |",
-              "|---|---|---|---|---|"]
+    if limits:
+        lines += ["", "| algorithm | slice, rate, RTT | under half of Cubic up to (sim) | (VM) | verdict |",
+                  "|---|---|---|---|---|"]
     for t in limits:
         show = lambda x: "never" if x is None else f"{x:.0%}"  # noqa: E731
         lines.append(f"| {t.cca} | {t.slice}, {t.rate}, {t.rtt} | {show(t.sim_share)} | {show(t.vm_share)} | "
                      f"{'ok' if t.passed else 'differs'} |")
+    costs = pacing_costs(rows)
+    if costs:
+        lines += ["", "What pacing costs: goodput paced / unpaced (RTT paced / unpaced)", "",
+                  "| algorithm | flows, rate, vCPU | sim | VM |", "|---|---|---|---|"]
+        lines += [f"| {c.cca} | {c.where} | {c.sim} | {c.vm} |" for c in costs]
     return "\n".join(lines) + "\n"
+
+
+@dataclass
+class PacingCost:
+    cca: str
+    cell: CpuCell   # the paced one
+    sim: str
+    vm: str
+
+    @property
+    def where(self) -> str:
+        cpu = f"{self.cell.share:.0%} of {self.cell.slice}" if self.cell.reserved else "unreserved"
+        return f"{self.cell.flows}, {self.cell.rate}, {cpu}"
+
+
+def pacing_costs(rows: Sequence[CpuRow]) -> list[PacingCost]:
+    """Per algorithm run both ways on the pacing grid, flow count and rate: the paced
+    runs' goodput and RTT over the unpaced ones', on each engine."""
+    by = {(r.cell.cca, r.cell.share, r.cell.slice, r.cell.rate, r.cell.flows): r for r in rows if r.cell.pacing}
+    out = []
+    for (cca, *where), p in by.items():  # in the grid's order
+        # cubic_paced against cubic; bbr against bbr_unpaced
+        base = cca.removesuffix(PACED_SUFFIX)
+        u = by.get((base if base != cca else f"{cca}{UNPACED_SUFFIX}", *where))
+        if u is not None:
+            out.append(PacingCost(base, p.cell, _ratios(p.sim_mbps, u.sim_mbps, p.sim_rtt_ms, u.sim_rtt_ms),
+                                  _ratios(p.vm_mbps, u.vm_mbps, p.vm_rtt_ms, u.vm_rtt_ms)))
+    return out
+
+
+def _ratios(paced: float, unpaced: float, paced_rtt: Optional[float], unpaced_rtt: Optional[float]) -> str:
+    goodput = f"{paced / unpaced:.2f}" if unpaced > 0 else "-"
+    rtt = f"{paced_rtt / unpaced_rtt:.2f}" if paced_rtt and unpaced_rtt else "-"
+    return f"{goodput} ({rtt})"
+
+
+def _ms(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def _goodput(summary: dict[str, Any]) -> float:
     return sum(f["goodput_bps"] for f in summary["flows"]) / 1e6
+
+
+def _rtt(summary: dict[str, Any]) -> Optional[float]:
+    """The median of the flows' median RTTs, in ms."""
+    rtts = [f["rtt_ms"]["p50"] for f in summary["flows"] if (f.get("rtt_ms") or {}).get("p50") is not None]
+    return statistics.median(rtts) if rtts else None
