@@ -255,6 +255,10 @@ def test_calibration_writes_costs_the_simulator_takes(tmp_path: Path) -> None:
     tx = result.tx_completion
     assert tx["all_us"]["skbs"] > 100 and 1 <= tx["all_us"]["p50"] <= 10_000, tx
     assert tx["idle_us"]["skbs"] + tx["busy_us"]["skbs"] == tx["all_us"]["skbs"]
+    # And under load, recorded beside it (the simulator keeps the light median).
+    loaded = result.tx_completion_loaded["all_us"]
+    assert loaded["skbs"] > 100 and f"# under load, cubic 200Mbit x 1 flow(s), 2ms: median {loaded['p50']:.0f} us" \
+        in result.toml()
     assert 0 < result.idle_cpu_per_s < 0.2
     costs = tmp_path / "costs.toml"
     costs.write_text(result.toml())
