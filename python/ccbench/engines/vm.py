@@ -219,7 +219,6 @@ def _work(final: list[dict[str, Any]]) -> dict[str, int]:
 
 
 ENGINE = VmEngine()
-
 run = ENGINE.run
 check = ENGINE.check
 

@@ -290,10 +290,10 @@ def calibrate(guest_kernel: str = "debian:6.1", vcpus: int = 1,
                   for p in (TX_COMPLETION_POINT, TX_COMPLETION_LOADED))
     if not tx["all_us"]["skbs"]:
         raise VmError("calibrate-host: the guest's trace events showed no skb sent and freed")
-    for p, held in ((TX_COMPLETION_POINT, tx), (TX_COMPLETION_LOADED, loaded)):
-        if progress is not None and held["all_us"]["skbs"]:
-            progress(f"  {p.name}, traced: ndo_start_xmit to free {held['all_us']['p50']:.0f} us (median of "
-                     f"{held['all_us']['skbs']} skbs; p10 {held['all_us']['p10']:.0f}, p90 {held['all_us']['p90']:.0f})")
+    for p, q in ((TX_COMPLETION_POINT, tx["all_us"]), (TX_COMPLETION_LOADED, loaded["all_us"])):
+        if progress is not None and q["skbs"]:
+            progress(f"  {p.name}, traced: ndo_start_xmit to free {q['p50']:.0f} us (median of {q['skbs']} skbs; "
+                     f"p10 {q['p10']:.0f}, p90 {q['p90']:.0f})")
     return Calibration(guest_kernel=vm["guest_kernel"], release=vm["release"], accelerator=vm["accelerator"],
                        qemu=vm["qemu"], vcpus=vcpus, idle_cpu_per_s=costs.idle, ack_ns=costs.ack_ns,
                        packet_ns=costs.packet_ns, burst_ns=costs.burst_ns, idle_exit_ns=costs.idle_exit_ns,
