@@ -209,6 +209,8 @@ def test_rate_and_rtt_filters_are_only_for_the_cpu_grid() -> None:
     assert res.returncode == 2 and res.stderr.startswith("error: "), res.stderr
     res = run_cli("validate", "--pacing")
     assert res.returncode == 2 and res.stderr.startswith("error: --pacing: only with --cpu"), res.stderr
+    res = run_cli("validate", "--cpu", "--pacing", "--cca", ",")
+    assert res.returncode == 2 and res.stderr.startswith("error: --cca: ',' names no algorithm"), res.stderr
 
 
 def test_a_cpu_cell_passes_inside_the_vms_range_or_near_its_median() -> None:

@@ -395,6 +395,8 @@ def _validate_cpu(quick: bool, pacing: bool, duration: Optional[str], cca: Optio
     vm = engines.get("vm", guest_kernel=guest_kernel)
     if cca is not None:
         params["ccas"] = tuple(c.strip().lower() for c in cca.split(",") if c.strip())
+        if not params["ccas"]:
+            raise ScenarioError("--cca", f"{cca!r} names no algorithm; give NAME[,NAME...]")
     elif not pacing:  # every BBR version the guest kernel has (Debian's: v1), and Cubic
         offered = vm.congestion_control()
         params["ccas"] = (*(v for v in ("bbr", "bbr2", "bbr3") if v in offered), "cubic")
