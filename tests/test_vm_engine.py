@@ -77,6 +77,9 @@ def test_cubic_and_bbr_run_in_the_guest_through_the_emulator() -> None:
     if len(os.sched_getaffinity(0)) >= 2:
         assert s["vm"]["placement"].startswith("vCPU 0 on CPU 0;")
         assert 0 <= s["vm"]["vcpu_run_delay_s"] < 0.1 * s["vm"]["run_wall_s"], s["vm"]
+    # QEMU's main thread carried its packets; at 20 Mbit/s it hardly waits for a CPU.
+    io = s["vm"]["io_thread"]
+    assert io["cpu_s"] > 0 and 0 <= io["waiting"] < 0.5 and not any("waited for a host CPU" in n for n in s["notes"]), io
     # The guest's own account: its NIC's interrupts and softirqs, its task switches.
     guest = s["vm"]["guest_cpu"]
     assert guest["context_switches"] > 0 and guest["softirqs"]["NET_RX"] > 0, guest
@@ -291,13 +294,16 @@ def test_validate_cpu_compares_the_engines_cell_by_cell(tmp_path: Path) -> None:
         def run(self, doc: dict) -> object:
             booted.append(doc)
             vm = {"vcpu_cpu_use": [0.2], "host_tick_ns": 4_000_000, "work": {}, "vcpu_sleeps": 0,
-                  "vcpu_preemptions": 0}
+                  "vcpu_preemptions": 0, "io_thread": {"cpu_s": 0.1, "run_delay_s": 2.4, "waiting": 0.8}}
             scenario = type("S", (), {"tcp": type("T", (), {"hz": 250})()})()
             return type("R", (), {"summary": {"flows": [{"goodput_bps": 1e6}], "vm": vm}, "scenario": scenario})()
 
     twice = vc.run(cells, "3s", None, Stand(), progress=lambda line: None, kept=kept, reps=2)
     assert len(booted) == 2 and all(len(r.vm_runs) == 2 and 1.0 in r.vm_runs for r in twice)
     assert [r.vm_mbps for r in twice] == [(r.vm_mbps + 1.0) / 2 for r in rows]
+    # How long QEMU's main thread waited for a CPU is kept with each run; the row has the median.
+    assert all(r.vm_io_waiting is not None and r.vm_io_waiting < 0.5 for r in rows)
+    assert [r.vm_io_waiting for r in twice] == [(r.vm_io_waiting + 0.8) / 2 for r in rows]
     [limit] = vc.thresholds(rows)
     assert (limit.cca, limit.slice, limit.rate, limit.rtt) == ("bbr", "10ms", "20Mbit", "10ms")
     paths = vc.write(tmp_path, rows, [limit], {"guest": "debian:6.1"})

@@ -238,6 +238,35 @@ def test_a_cpu_cell_shows_how_each_engine_sent() -> None:
     assert "| - / - |" in markdown([CpuRow(cell, 100.0, 59.0, [31.6], 0.13)], [], {})
 
 
+def test_a_cell_the_testbeds_io_path_held_is_told_apart() -> None:
+    from ccbench.vm.validate import CpuCell, CpuRow, agreement, markdown
+
+    cell = CpuCell(1.0, "1ms", "cubic", "1Gbit", "1ms", 5, pacing=True)
+    row = lambda sim, io: CpuRow(cell, 1000.0, sim, [440.0], 0.9, vm_io_waiting=io)  # noqa: E731
+    assert row(450.0, 0.8).verdict == "ok"                    # agreeing cells stay ok, however held
+    assert row(950.0, 0.8).verdict == "testbed"               # QEMU's main thread waited 80% of the run
+    assert row(950.0, 0.3).verdict == "differs"
+    assert row(950.0, None).verdict == "differs"              # a run kept from before it was measured
+    rows = [row(450.0, 0.8), row(950.0, 0.8), row(950.0, 0.3)]
+    assert agreement(rows).startswith("1 of 3 cells agree; 1 more differ where QEMU's main thread")
+    assert agreement(rows[:1]) == "1 of 1 cells agree."
+    table = markdown(rows, [], {})
+    assert "| 80% |" in table and "| 30% |" in table and table.index("| differs |") < table.index("| testbed |")
+
+
+def test_a_threshold_over_cells_the_testbed_held_is_told_apart() -> None:
+    from ccbench.vm.validate import CpuCell, CpuRow, thresholds
+
+    def rows(io: float) -> list[CpuRow]:
+        # BBR under half of Cubic at 10% on the simulator, at 10% and 50% on the VM.
+        return [CpuRow(CpuCell(share, "10ms", cca, "1Gbit", "10ms"), 1000.0, sim, [vm], 0.1, vm_io_waiting=io)
+                for share, cca, sim, vm in ((0.1, "bbr", 10.0, 10.0), (0.1, "cubic", 400.0, 300.0),
+                                            (0.5, "bbr", 390.0, 100.0), (0.5, "cubic", 400.0, 300.0))]
+    [held] = thresholds(rows(0.8))
+    assert (held.sim_share, held.vm_share, held.verdict) == (0.1, 0.5, "testbed")
+    assert [t.verdict for t in thresholds(rows(0.2))] == ["differs"]
+
+
 def test_the_cpu_table_names_the_testbed_its_vm_runs_had() -> None:
     from ccbench.vm.validate import CpuCell, CpuRow, _testbed, markdown
 
@@ -261,7 +290,10 @@ def test_sweeps_and_replications_take_a_guest_kernel_for_every_run(tmp_path: Pat
     from ccbench import ScenarioError, engines
     from ccbench.engines.vm import GUEST_KERNEL_ENV, use_guest_kernel
 
-    monkeypatch.delenv(GUEST_KERNEL_ENV, raising=False)
+    # use_guest_kernel sets the variable itself: set it here first, so that the test's end
+    # restores it (monkeypatch restores only what it saw set or deleted).
+    monkeypatch.setenv(GUEST_KERNEL_ENV, "debian:6.1")
+    monkeypatch.delenv(GUEST_KERNEL_ENV)
     own = _own_kernel(tmp_path / "k")
     with pytest.raises(ScenarioError, match="is for --engine vm, not sim"):
         use_guest_kernel("sim", str(own))

@@ -99,7 +99,7 @@ class VmEngine(Engine):
         from ..vm import deadline, kprofile
         from ..vm.image import agent_binary, guest_image
         from ..vm.qemu import accelerator, qemu_version, require_qemu
-        from ..vm.sender import GuestSender, Instruments
+        from ..vm.sender import IO_WAIT_BOUND, GuestSender, Instruments
 
         sc = self.load(scenario)
         super().check(sc)
@@ -140,6 +140,7 @@ class VmEngine(Engine):
             "vcpu_sleeps": sender.vcpu_sleeps(),
             "vcpu_preemptions": sender.vcpu_preemptions(),
             "vcpu_run_delay_s": round(sender.vcpu_run_delay_s(), 6),
+            "io_thread": sender.io_thread(),
             "placement": sender.placement.describe() if sender.placement else None,
             "run_wall_s": round(sender.wall_s, 6),
             "work": {**_work(raw.sender.get("final", [])), "skbs": sender.skbs},
@@ -164,6 +165,12 @@ class VmEngine(Engine):
             "deadline bandwidth booked before the run: " + ("unknown (debugfs not mounted)" if booked is None
                                                               else f"{booked:.2f} CPUs"),
         ]
+        waiting = summary["vm"]["io_thread"]["waiting"]
+        if waiting > IO_WAIT_BOUND:
+            summary["notes"].append(
+                f"QEMU's main thread, which carries the guest's packets to and from its TAP, waited for a host CPU "
+                f"{waiting:.0%} of the run: the testbed held the guest's skbs and ACKs, so this run's rate, RTT and "
+                "TX completions are partly the host's, not the guest's (give the host more CPUs, or use KVM)")
         return Result(summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=plan.scenario)
 
     def code_version(self) -> str:
