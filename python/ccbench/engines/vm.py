@@ -170,7 +170,7 @@ class VmEngine(Engine):
             summary["notes"].append(
                 f"QEMU's main thread, which carries the guest's packets to and from its TAP, waited for a host CPU "
                 f"{waiting:.0%} of the run: the testbed held the guest's skbs and ACKs, so this run's rate, RTT and "
-                "TX completions are partly the host's, not the guest's (give the host more CPUs, or use KVM)")
+                "TX completions are partly the host's, not the guest's (a host with CPUs to spare avoids it)")
         return Result(summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=plan.scenario)
 
     def code_version(self) -> str:

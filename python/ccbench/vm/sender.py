@@ -44,9 +44,10 @@ GUEST_NIC = "eth0"
 # QEMU's main thread moves every packet between the guest and its TAP. Waiting for a host
 # CPU more than this share of a run, it held the guest's skbs (and so their TX
 # completions) and its ACKs for longer than the guest's own work did: the testbed, not
-# the sender, shaped the run. Measured here (two CPUs, TCG, placed): it waits 6% of an
-# unlimited run at 20 Mbit/s, 18-42% at 100, 61-75% at 200 (its TX completions two to
-# four times the 20 Mbit/s ones), and 70-88% where the guest no longer reaches the link.
+# the sender, shaped the run. Measured here (two CPUs, TCG, placed): it waits 5-6% of
+# an unlimited run at 20 Mbit/s, 17-46% at 100, 58-78% at 200 (its TX completions three
+# to four times the 20 Mbit/s ones), and 67-89% where the guest no longer reaches the
+# link (docs/vm-engine.md, "When the testbed is the bottleneck").
 IO_WAIT_BOUND = 0.5
 
 
@@ -104,7 +105,7 @@ class GuestSender:
         self.delay_at_go: list[int] = []
         self.delay_at_end: list[int] = []
         # The same of QEMU's main thread, which moves the guest's packets to and from its
-        # TAP (TCG has no vhost): how long the guest's virtual NIC keeps it waiting.
+        # TAP (a tap netdev without vhost): how long the virtual NIC's backend waited.
         self.io_at_go: tuple[int, int] = (0, 0)
         self.io_at_end: tuple[int, int] = (0, 0)
         # The run's other processes (emulator, receivers), and where its threads ran.
