@@ -119,11 +119,12 @@ def substitute(sc: "Scenario") -> "tuple[Scenario, list[Patch], list[str]]":
             raise ScenarioError(f"flows[{i}]", f"asks for {' and '.join(p.asking for p in wanted)}; the VM engine "
                                 f"has a patched {f.cca} for each ({', '.join(p.algorithm for p in wanted)}), "
                                 f"not for both")
-        if not wanted or wanted[0].cleared(f).params:
-            flows.append(wanted[0].cleared(f) if wanted else f)  # make_plan refuses the other parameters
+        patch = wanted[0] if wanted else None
+        rest = patch.cleared(f) if patch else f
+        if patch is None or rest.params:
+            flows.append(rest)  # make_plan refuses the other parameters
             continue
-        patch = wanted[0]
-        flows.append(patch.cleared(f).model_copy(update={"cca": patch.algorithm}))
+        flows.append(rest.model_copy(update={"cca": patch.algorithm}))
         needed.append(patch)
         notes.append(f"flows[{i}]: {f.cca} with {patch.asking} ran as the guest's {patch.algorithm} "
                      f"({patch.source} of the guest kernel with python/ccbench/vm/patches/{patch.patch})")

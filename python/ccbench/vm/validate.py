@@ -173,7 +173,7 @@ class CpuRow:
 
     @property
     def vm_rtt_ms(self) -> Optional[float]:
-        return statistics.median(self.vm_rtts_ms) if self.vm_rtts_ms else None
+        return _median(self.vm_rtts_ms)
 
     @property
     def passed(self) -> bool:
@@ -206,9 +206,7 @@ class CpuRow:
 
     @property
     def verdict(self) -> str:
-        """ok; testbed (differs, but the VM's I/O path, not its guest, was short of CPU);
-        or differs."""
-        return "ok" if self.passed else "testbed" if self.testbed_bound else "differs"
+        return _verdict(self.passed, self.testbed_bound)
 
     @property
     def vm_shown(self) -> str:
@@ -239,7 +237,7 @@ class Threshold:
 
     @property
     def verdict(self) -> str:
-        return "ok" if self.passed else "testbed" if self.testbed else "differs"
+        return _verdict(self.passed, self.testbed)
 
 
 def grid(shares: Sequence[float], slices: Sequence[str], ccas: Sequence[str], rates: Sequence[str],
@@ -479,6 +477,12 @@ def _ratios(paced: float, unpaced: float, paced_rtt: Optional[float], unpaced_rt
     goodput = f"{paced / unpaced:.2f}" if unpaced > 0 else "-"
     rtt = f"{paced_rtt / unpaced_rtt:.2f}" if paced_rtt and unpaced_rtt else "-"
     return f"{goodput} ({rtt})"
+
+
+def _verdict(passed: bool, testbed_bound: bool) -> str:
+    """ok; testbed (differs, but the VM's I/O path, not its guest, was short of CPU); or
+    differs."""
+    return "ok" if passed else "testbed" if testbed_bound else "differs"
 
 
 def _median(values: Sequence[float]) -> Optional[float]:
