@@ -10,6 +10,7 @@ use crate::protocol::{Command, Reply};
 use crate::route::{self, RouteMetrics};
 use crate::sender::{self, Prepared};
 use crate::sysctl;
+use crate::warm;
 
 /// Answers commands until `quit` or the end of input. The agent speaks only when
 /// spoken to, so a host may repeat `info` until the first answer without ever meeting a
@@ -32,7 +33,11 @@ pub fn serve(chan: &mut Channel) -> io::Result<()> {
                 return Ok(());
             }
             Ok(Command::Send { config }) => {
-                match SendConfig::from_value(config).and_then(|cfg| sender::prepare(&cfg)) {
+                // The guest is warmed first: see `warm`.
+                match SendConfig::from_value(config).and_then(|cfg| {
+                    warm::up(&cfg);
+                    sender::prepare(&cfg)
+                }) {
                     Err(what) => Reply::Error(what),
                     Ok(prepared) => {
                         chan.write_line(&Reply::Ready.to_line())?;
