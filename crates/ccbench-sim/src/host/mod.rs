@@ -20,6 +20,10 @@ use cpu::Availability;
 use deadline::DeadlineServer;
 use std::collections::VecDeque;
 
+/// `NAPI_POLL_WEIGHT`: a NAPI poll takes at most this many packets; the softirq then
+/// polls again.
+const NAPI_WEIGHT: u32 = 64;
+
 /// The host's wake-up: its CPU may take its next task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CpuRun;
@@ -128,6 +132,11 @@ pub struct Host {
     pub rx_dropped: u64,
     /// How long tasks waited for the CPU, ns.
     pub wait_ns: Histogram,
+    /// The NAPI poll the CPU is in, taking ACKs from the receive ring one after another:
+    /// when it began and how many it has taken. The driver reaps TX completions when a
+    /// poll begins (`virtnet_poll_cleantx`), so one that arrives during it reaches TCP
+    /// Small Queues only at the next poll, the TX poll, or a transmit (`Io::reaped`).
+    poll: Option<(Time, u32)>,
 }
 
 impl Host {
@@ -158,6 +167,7 @@ impl Host {
             work: Work::default(),
             rx_dropped: 0,
             wait_ns: Histogram::default(),
+            poll: None,
         })
     }
 
@@ -206,6 +216,14 @@ impl Host {
         if let Task::Ack(_) = task {
             self.pending_acks -= 1;
         }
+        // An ACK continues the poll unless the CPU went idle before it (the ring was empty
+        // and the driver re-enabled its interrupt) or the poll took its weight; any other
+        // task ends it.
+        self.poll = match (task, self.poll) {
+            (Task::Ack(_), Some((began, n))) if !self.idle_exit && n < NAPI_WEIGHT => Some((began, n + 1)),
+            (Task::Ack(_), _) => Some((now, 1)),
+            _ => None,
+        };
         self.wait_ns.record(now.since(due).ns());
         Some((flow, task))
     }
@@ -255,6 +273,12 @@ impl Host {
             self.run_queued = true;
             q.push(self.busy_until, CpuRun);
         }
+    }
+
+    /// Up to when the task running at `now` sees TX completions: the start of the NAPI
+    /// poll it is part of, or `now` for a task outside one.
+    pub fn reaped(&self, now: Time) -> Time {
+        self.poll.map_or(now, |(began, _)| began)
     }
 
     /// Long-run fraction of time the CPU is available.
@@ -336,6 +360,52 @@ mod tests {
         assert!(h.next_task(Time(3364), &mut q).is_some());
         h.finished(Time(3364), Work { acks: 1, ..Work::default() }, &mut q);
         assert_eq!(h.busy, Dur(3364));
+    }
+
+    /// Runs every task that becomes due, each costing `work`; the start of each with
+    /// what it has reaped up to.
+    fn drain(h: &mut Host, q: &mut crate::event::EventQueue<CpuRun>, work: Work) -> Vec<(u64, u64)> {
+        let mut seen = Vec::new();
+        while let Some((t, CpuRun)) = q.pop() {
+            if h.next_task(t, q).is_some() {
+                seen.push((t.ns(), h.reaped(t).ns()));
+                h.finished(t, work, q);
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn acks_taken_back_to_back_are_one_poll_that_reaps_when_it_begins() {
+        let cfg = HostConfig { cost: CpuCost { per_ack_ns: 1000, ..CpuCost::default() }, ..HostConfig::default() };
+        let mut h = Host::new(&cfg).unwrap();
+        let mut q = crate::event::EventQueue::<CpuRun>::default();
+        let ack = Work { acks: 1, ..Work::default() };
+        for _ in 0..3 {
+            h.submit(Time(10_000), 0, Task::Ack(Packet::default()), &mut q);
+        }
+        assert_eq!(drain(&mut h, &mut q, ack), [(10_000, 10_000), (11_000, 10_000), (12_000, 10_000)]);
+        // The CPU went idle: the next ACK is a poll of its own.
+        h.submit(Time(20_000), 0, Task::Ack(Packet::default()), &mut q);
+        assert_eq!(drain(&mut h, &mut q, ack), [(20_000, 20_000)]);
+        // A timer (the TX poll, a pacing timer) is in no poll, and ends the one before it.
+        h.submit(Time(30_000), 0, Task::Ack(Packet::default()), &mut q);
+        h.submit(Time(30_000), 0, Task::Timer(SenderTimer::TxCompletion), &mut q);
+        h.submit(Time(30_000), 0, Task::Ack(Packet::default()), &mut q);
+        assert_eq!(drain(&mut h, &mut q, ack), [(30_000, 30_000), (31_000, 31_000), (32_000, 32_000)]);
+    }
+
+    #[test]
+    fn a_poll_takes_napi_weight_acks_then_another_begins() {
+        let cfg = HostConfig { cost: CpuCost { per_ack_ns: 1000, ..CpuCost::default() }, ..HostConfig::default() };
+        let mut h = Host::new(&cfg).unwrap();
+        let mut q = crate::event::EventQueue::<CpuRun>::default();
+        for _ in 0..NAPI_WEIGHT + 1 {
+            h.submit(Time(0), 0, Task::Ack(Packet::default()), &mut q);
+        }
+        let seen = drain(&mut h, &mut q, Work { acks: 1, ..Work::default() });
+        assert!(seen[..NAPI_WEIGHT as usize].iter().all(|&(_, reaped)| reaped == 0));
+        assert_eq!(seen[NAPI_WEIGHT as usize], (64_000, 64_000));
     }
 
     #[test]

@@ -12,6 +12,12 @@ pub trait Io: Schedule<Wake> {
     /// NIC's TX completion for it reaches the host (serialized, and reported so), when
     /// TCP Small Queues frees its budget (`tcp_wfree`).
     fn transmit(&mut self, now: Time, flow: u32, pkt: Packet) -> Time;
+    /// Up to when the host's driver has reaped TX completions, at `now`: freed skbs
+    /// return their memory to the socket only then (`tcp_wfree`). An ideal host reaps
+    /// each the instant it completes.
+    fn reaped(&self, now: Time) -> Time {
+        now
+    }
     /// The host's qdisc refuses every packet (`NET_XMIT_DROP`: a `tc` qdisc with no room,
     /// such as `pfifo limit 0`). Never, on a simulated host.
     fn drops_all(&self) -> bool {

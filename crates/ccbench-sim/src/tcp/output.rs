@@ -107,10 +107,11 @@ impl Sender {
         true
     }
 
-    /// Bytes of this socket still in the qdisc/NIC (`sk_wmem_alloc`).
-    fn wmem_at(&mut self, now: Time) -> u64 {
+    /// Bytes of this socket still in the qdisc/NIC (`sk_wmem_alloc`), its skbs whose
+    /// completions were reaped by `reaped` freed.
+    fn wmem_at(&mut self, reaped: Time) -> u64 {
         while let Some(&(done, bytes)) = self.nic_skbs.front() {
-            if done > now {
+            if done > reaped {
                 break;
             }
             self.wmem -= bytes;
@@ -128,7 +129,7 @@ impl Sender {
             limit = limit.min(self.p.tcp.tsq_limit_bytes);
         }
         limit <<= factor;
-        if self.wmem_at(now) <= limit {
+        if self.wmem_at(q.reaped(now)) <= limit {
             return false;
         }
         // Always send if the retransmit queue holds at most one skb.
@@ -136,7 +137,9 @@ impl Sender {
             return false;
         }
         if let Some(&(done, _)) = self.nic_skbs.front() {
-            q.arm(&mut self.txc_timer, done, Wake::Sender(self.p.id, SenderTimer::TxCompletion));
+            // Completed but not yet reaped: the TX poll comes after the work queued.
+            let at = done.max(now);
+            q.arm(&mut self.txc_timer, at, Wake::Sender(self.p.id, SenderTimer::TxCompletion));
         }
         true
     }

@@ -94,6 +94,9 @@ pub struct World {
     host: Option<Host>,
     /// From the NIC's having sent an skb to the host's hearing of it.
     tx_completion: Dur,
+    /// The host's last transmit, at which virtio_net's `start_xmit` reaps the device's
+    /// TX completions (`free_old_xmit_skbs`).
+    last_xmit: Time,
     /// What one endpoint handler sent, kept for the capture (reused).
     sent: Vec<(Time, Packet)>,
     end: Time,
@@ -162,6 +165,7 @@ impl World {
             path,
             host: s.host.as_ref().and_then(Host::new),
             tx_completion: Dur(s.host.as_ref().map_or(0, |h| h.tx_completion_ns)),
+            last_xmit: Time::ZERO,
             sent: Vec::new(),
             end,
             interval,
@@ -185,10 +189,13 @@ impl World {
     }
 
     /// Run a sender handler, then hand the segments it sent to the capture.
-    fn at_sender(&mut self, i: u32, f: impl FnOnce(&mut Sender, &mut Ports)) {
+    fn at_sender(&mut self, now: Time, i: u32, f: impl FnOnce(&mut Sender, &mut Ports)) {
         let keep = self.taps.is_on().then_some(&mut self.sent);
         let completion = self.tx_completion;
-        f(&mut self.senders[i as usize], &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion });
+        let reaped = self.host.as_ref().map_or(now, |h| h.reaped(now));
+        let last_xmit = &mut self.last_xmit;
+        let io = &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped, last_xmit };
+        f(&mut self.senders[i as usize], io);
         self.taps.tap(|c| c.sent(i, self.sent.drain(..)));
     }
 
@@ -196,7 +203,10 @@ impl World {
     fn at_receiver(&mut self, now: Time, i: u32, f: impl FnOnce(&mut Receiver, &mut Ports)) {
         let keep = self.taps.is_on().then_some(&mut self.sent);
         let completion = Dur::ZERO; // the receiver's ACKs are not the sender host's
-        f(&mut self.receivers[i as usize], &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion });
+        let mut unused = Time::ZERO; // nor its transmits
+        let last_xmit = &mut unused;
+        let io = &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped: now, last_xmit };
+        f(&mut self.receivers[i as usize], io);
         self.taps.tap(|c| c.acks_sent(now, i, self.sent.drain(..).map(|(_, p)| p)));
     }
 
@@ -211,9 +221,9 @@ impl World {
 
     fn run_task(&mut self, now: Time, i: u32, task: Task) {
         match task {
-            Task::Start => self.at_sender(i, |s, io| s.start(now, io)),
-            Task::Ack(pkt) => self.at_sender(i, |s, io| s.on_ack(now, &pkt, io)),
-            Task::Timer(which) => self.at_sender(i, |s, io| s.on_timer_expired(now, which, io)),
+            Task::Start => self.at_sender(now, i, |s, io| s.start(now, io)),
+            Task::Ack(pkt) => self.at_sender(now, i, |s, io| s.on_ack(now, &pkt, io)),
+            Task::Timer(which) => self.at_sender(now, i, |s, io| s.on_timer_expired(now, which, io)),
         }
     }
 
@@ -467,6 +477,9 @@ struct Ports<'a> {
     keep: Option<&'a mut Vec<(Time, Packet)>>,
     /// The host's TX completion delay.
     completion: Dur,
+    /// The start of the host's NAPI poll under way, or now (`Host::reaped`).
+    reaped: Time,
+    last_xmit: &'a mut Time,
 }
 
 impl Schedule<Wake> for Ports<'_> {
@@ -479,11 +492,16 @@ impl Schedule<Wake> for Ports<'_> {
 impl Io for Ports<'_> {
     #[inline(always)]
     fn transmit(&mut self, now: Time, flow: u32, pkt: Packet) -> Time {
+        *self.last_xmit = now;
         let sent = self.path.send(now, flow, pkt, self.q);
         if let Some(k) = self.keep.as_mut() {
             k.push((sent, pkt));
         }
         sent + self.completion
+    }
+    #[inline(always)]
+    fn reaped(&self, now: Time) -> Time {
+        self.reaped.max(*self.last_xmit).min(now)
     }
     #[inline(always)]
     fn reply(&mut self, now: Time, flow: u32, pkt: Packet) {
