@@ -225,6 +225,21 @@ def test_a_cpu_cell_passes_inside_the_vms_range_or_near_its_median() -> None:
     assert row(40.0, [10.0, 12.0, 51.0]).vm_shown == "12.0 [10.0–51.0]"
 
 
+def test_the_simulator_standing_in_for_the_vm_holds_as_many_acks_as_its_receive_path() -> None:
+    from ccbench.scenario import Scenario
+    from ccbench.vm.sender import RECEIVE_PATH_PACKETS, TAP_QUEUE, VIRTIO_RX_QUEUE
+    from ccbench.vm.validate import CpuCell
+
+    assert RECEIVE_PATH_PACKETS == VIRTIO_RX_QUEUE + TAP_QUEUE == 1256
+    held = CpuCell(0.15, "10ms", "cubic", "100Mbit", "20ms").scenario("5s", None, 4_000_000, 250, 1256)
+    assert held["host"]["rx_ring"] == 1256
+    Scenario.from_dict(held)  # a valid scenario
+    # A cell without a host stays without one: the ring is the host model's.
+    assert "host" not in CpuCell(1.0, "1ms", "cubic", "100Mbit", "20ms").scenario("5s", None, None, 250, 1256)
+    # The VM's own scenario carries no ring (the VM engine refuses one).
+    assert "rx_ring" not in CpuCell(0.15, "10ms", "cubic", "100Mbit", "20ms").scenario("5s", None)["host"]
+
+
 def test_a_cpu_cell_shows_how_each_engine_sent() -> None:
     from ccbench.vm.validate import CpuCell, CpuRow, TxShape, markdown
 

@@ -37,7 +37,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..kernel.plan import UNPACED_SUFFIX
 from . import patched, placement
-from .sender import IO_WAIT_BOUND
+from .sender import IO_WAIT_BOUND, RECEIVE_PATH_PACKETS
 
 GOODPUT_TOLERANCE = 0.15
 LINK_FLOOR = 0.05
@@ -86,15 +86,18 @@ class CpuCell:
         return f"{who}{cpu}, {self.rate}, {self.rtt}"
 
     def scenario(self, duration: str, costs: Optional[dict[str, Any]], tick_ns: Optional[int] = None,
-                 hz: Optional[int] = None) -> dict[str, Any]:
+                 hz: Optional[int] = None, rx_ring: Optional[int] = None) -> dict[str, Any]:
         """The cell; for the simulator with ``costs`` (host entries: ``cost``,
-        ``tx_completion``), the scheduler tick of the host the VM ran on and the guest
-        kernel's CONFIG_HZ (the sender's jiffy)."""
+        ``tx_completion``), the scheduler tick of the host the VM ran on, the guest
+        kernel's CONFIG_HZ (the sender's jiffy) and the ACKs the VM's receive path holds
+        (``rx_ring``, for a cell with a host)."""
         host: dict[str, Any] = {"cpu_share": self.share, "cpu_slice": self.slice} if self.reserved else {}
         if costs:
             host.update(costs)
         if tick_ns is not None and self.reserved:
             host["cpu_tick"] = f"{tick_ns}ns"
+        if rx_ring is not None and host:
+            host["rx_ring"] = rx_ring
         link = {"rate": self.rate, "rtt": self.rtt, "buffer": PACING_BUFFER if self.pacing else "1bdp"}
         doc: dict[str, Any] = {"duration": duration, "link": link,
                                "flows": [dict(flow(self.cca), **({"count": self.flows} if self.flows > 1 else {}))]}
@@ -305,9 +308,10 @@ def run(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]]
                     with open(kept, "a") as f:
                         f.write(json.dumps(vm) + "\n")
             runs.append(vm)
-        # The simulator with the same costs, the tick of the host the VM ran on and the
-        # guest's jiffy.
-        sim_summary = sim.run(cell.scenario(duration, costs, runs[0]["host_tick_ns"], runs[0].get("guest_hz"))).summary
+        # The simulator with the same costs, the tick of the host the VM ran on, the
+        # guest's jiffy and the VM's receive path.
+        sim_summary = sim.run(cell.scenario(duration, costs, runs[0]["host_tick_ns"], runs[0].get("guest_hz"),
+                                            RECEIVE_PATH_PACKETS)).summary
         sim_work = (sim_summary.get("host") or {}).get("work")  # none without a host: no costs, no reservation
         vm_tx = [TxShape.of(r["work"]["skbs"], r["work"]["segs_out"], duration, cell.slice) for r in runs
                  if r.get("work")]
