@@ -290,7 +290,9 @@ def test_the_cpu_table_names_the_testbed_its_vm_runs_had() -> None:
     assert placed == "TCG, the vCPUs (SCHED_DEADLINE) on any CPU; the rest on CPU(s) 1"
     assert _testbed({}) == "?, the host's threads not placed"  # a run recorded before either was kept
     row = CpuRow(cell, 100.0, 59.0, [31.6], 0.13, vm_testbed=(placed,))
-    assert markdown([row], [], {"guest": "debian:6.1"}).startswith(f"Simulator vs VM (debian:6.1; {placed}); ")
+    head = markdown([row], [], {"guest": "debian:6.1"}).splitlines()[0]
+    assert head.startswith(f"Simulator vs VM (debian:6.1; {placed}); ")
+    assert head.endswith("the simulator's receive ring is the VM's receive path, 1256 packets")
 
 
 def _own_kernel(root: Path, image: bytes = b"bzImage") -> Path:

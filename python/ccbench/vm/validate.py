@@ -410,7 +410,8 @@ def markdown(rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: dict[str
     testbeds = "; ".join(sorted({t for r in rows for t in r.vm_testbed})) or "?"
     paced = any(r.cell.pacing for r in rows)
     rtt_head = " RTT ms sim / VM |" if paced else ""
-    lines = [f"Simulator vs VM ({meta.get('guest', '?')}; {testbeds}); goodput Mbit/s, ratio = sim / VM", "",
+    lines = [f"Simulator vs VM ({meta.get('guest', '?')}; {testbeds}); goodput Mbit/s, ratio = sim / VM; the "
+             f"simulator's receive ring is the VM's receive path, {RECEIVE_PATH_PACKETS} packets", "",
              f"| cell | sim | VM (median [range]) | ratio | VM vCPU use | VM I/O waits | skbs per slice (segments per "
              f"skb) sim / VM |{rtt_head} verdict |", "|---|---|---|---|---|---|---|" + ("---|" if paced else "") + "---|"]
     order = {"differs": 0, "testbed": 1, "ok": 2}
