@@ -219,7 +219,7 @@ pub fn prepare(cfg: &SendConfig) -> Result<Prepared, String> {
     })
 }
 
-fn sample_flow(sock: &FlowSocket, flow: &FlowConfig) -> io::Result<FlowSample> {
+pub(crate) fn sample_flow(sock: &FlowSocket, flow: &FlowConfig) -> io::Result<FlowSample> {
     let info = sock.tcp_info()?;
     let bbr = flow.is_bbr().then(|| sock.bbr_info());
     Ok(FlowSample { info, bbr })

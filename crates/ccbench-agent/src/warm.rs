@@ -15,9 +15,10 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::os::fd::AsRawFd;
 
 use crate::clock::monotonic_ns;
-use crate::config::SendConfig;
+use crate::config::{FlowConfig, SendConfig};
 use crate::cpucount::CpuCounters;
 use crate::route;
+use crate::sender::sample_flow;
 use crate::socket::{FlowSocket, PACING_ANY_RATE};
 
 /// Bytes sent over loopback per congestion control: through slow start and many ACKs.
@@ -33,12 +34,11 @@ const TIMEOUT_MS: i32 = 1_000;
 /// Runs the paths the flows will take; every failure is ignored (the flows' own
 /// connections report theirs).
 pub fn up(cfg: &SendConfig) {
-    let mut seen: Vec<(&str, bool)> = Vec::new();
+    let mut warmed: Vec<&FlowConfig> = Vec::new();
     for flow in &cfg.flows {
-        let key = (flow.cca.as_str(), flow.paced());
-        if !seen.contains(&key) {
-            seen.push(key);
-            let _ = loopback(key.0, key.1, flow.is_bbr());
+        if !warmed.iter().any(|w| w.cca == flow.cca && w.paced() == flow.paced()) {
+            warmed.push(flow);
+            let _ = loopback(flow);
         }
     }
     knock_on_gateway();
@@ -46,13 +46,13 @@ pub fn up(cfg: &SendConfig) {
 }
 
 /// One transfer of `LOOPBACK_BYTES` to this agent's own listener, with the flow's
-/// congestion control and pacing, sampled as a flow is.
-fn loopback(cca: &str, paced: bool, bbr: bool) -> io::Result<()> {
+/// congestion control and pacing, sampled as the flow is.
+fn loopback(flow: &FlowConfig) -> io::Result<()> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
     let port = listener.local_addr()?.port();
     let sock = FlowSocket::new()?;
-    sock.set_congestion(cca)?;
-    if paced {
+    sock.set_congestion(&flow.cca)?;
+    if flow.paced() {
         sock.set_max_pacing_rate(PACING_ANY_RATE)?;
     }
     sock.connect(Ipv4Addr::LOCALHOST, port, TIMEOUT_MS)?;
@@ -77,11 +77,7 @@ fn loopback(cca: &str, paced: bool, bbr: bool) -> io::Result<()> {
         unsafe { libc::poll(fds.as_mut_ptr(), 2, TIMEOUT_MS) };
         while matches!(peer.read(&mut sink), Ok(n) if n > 0) {}
     }
-    sock.tcp_info()?;
-    if bbr {
-        sock.bbr_info();
-    }
-    Ok(())
+    sample_flow(&sock, flow).map(drop)
 }
 
 /// A connection attempt to the default gateway's closed port: the guest resolves the
@@ -105,15 +101,20 @@ fn knock_on_gateway() {
 mod tests {
     use super::*;
 
+    fn flow(cca: &str, paced: bool) -> FlowConfig {
+        let text = format!(r#"{{"addr": "127.0.0.1", "cca": "{cca}", "force_pacing": {paced}}}"#);
+        serde_json::from_str(&text).unwrap()
+    }
+
     #[test]
     fn a_loopback_transfer_goes_through_paced_or_not() {
-        loopback("reno", false, false).unwrap();
-        loopback("cubic", true, false).unwrap();
+        loopback(&flow("reno", false)).unwrap();
+        loopback(&flow("cubic", true)).unwrap();
     }
 
     #[test]
     fn an_algorithm_the_kernel_lacks_fails_at_once() {
-        let err = loopback("nosuchcc", false, false).unwrap_err();
+        let err = loopback(&flow("nosuchcc", false)).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
     }
 }

@@ -94,9 +94,9 @@ pub struct World {
     host: Option<Host>,
     /// From the NIC's having sent an skb to the host's hearing of it.
     tx_completion: Dur,
-    /// The host's last transmit, at which virtio_net's `start_xmit` reaps the device's
-    /// TX completions (`free_old_xmit_skbs`).
-    last_xmit: Time,
+    /// Up to when the host has reaped TX completions: its last transmit (virtio_net's
+    /// `start_xmit` reaps the device's, `free_old_xmit_skbs`) or NAPI poll (`Host::reaped`).
+    reaped: Time,
     /// What one endpoint handler sent, kept for the capture (reused).
     sent: Vec<(Time, Packet)>,
     end: Time,
@@ -165,7 +165,7 @@ impl World {
             path,
             host: s.host.as_ref().and_then(Host::new),
             tx_completion: Dur(s.host.as_ref().map_or(0, |h| h.tx_completion_ns)),
-            last_xmit: Time::ZERO,
+            reaped: Time::ZERO,
             sent: Vec::new(),
             end,
             interval,
@@ -192,10 +192,10 @@ impl World {
     fn at_sender(&mut self, now: Time, i: u32, f: impl FnOnce(&mut Sender, &mut Ports)) {
         let keep = self.taps.is_on().then_some(&mut self.sent);
         let completion = self.tx_completion;
-        let reaped = self.host.as_ref().map_or(now, |h| h.reaped(now));
-        let last_xmit = &mut self.last_xmit;
-        let io = &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped, last_xmit };
-        f(&mut self.senders[i as usize], io);
+        let reaped = self.host.as_ref().map_or(now, |h| h.reaped(now)).max(self.reaped);
+        let mut io = Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped };
+        f(&mut self.senders[i as usize], &mut io);
+        self.reaped = io.reaped;
         self.taps.tap(|c| c.sent(i, self.sent.drain(..)));
     }
 
@@ -203,9 +203,7 @@ impl World {
     fn at_receiver(&mut self, now: Time, i: u32, f: impl FnOnce(&mut Receiver, &mut Ports)) {
         let keep = self.taps.is_on().then_some(&mut self.sent);
         let completion = Dur::ZERO; // the receiver's ACKs are not the sender host's
-        let mut unused = Time::ZERO; // nor its transmits
-        let last_xmit = &mut unused;
-        let io = &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped: now, last_xmit };
+        let io = &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped: now };
         f(&mut self.receivers[i as usize], io);
         self.taps.tap(|c| c.acks_sent(now, i, self.sent.drain(..).map(|(_, p)| p)));
     }
@@ -477,9 +475,8 @@ struct Ports<'a> {
     keep: Option<&'a mut Vec<(Time, Packet)>>,
     /// The host's TX completion delay.
     completion: Dur,
-    /// The start of the host's NAPI poll under way, or now (`Host::reaped`).
+    /// Up to when the host's TX completions are reaped; a transmit reaps them up to now.
     reaped: Time,
-    last_xmit: &'a mut Time,
 }
 
 impl Schedule<Wake> for Ports<'_> {
@@ -492,7 +489,7 @@ impl Schedule<Wake> for Ports<'_> {
 impl Io for Ports<'_> {
     #[inline(always)]
     fn transmit(&mut self, now: Time, flow: u32, pkt: Packet) -> Time {
-        *self.last_xmit = now;
+        self.reaped = now;
         let sent = self.path.send(now, flow, pkt, self.q);
         if let Some(k) = self.keep.as_mut() {
             k.push((sent, pkt));
@@ -500,8 +497,8 @@ impl Io for Ports<'_> {
         sent + self.completion
     }
     #[inline(always)]
-    fn reaped(&self, now: Time) -> Time {
-        self.reaped.max(*self.last_xmit).min(now)
+    fn reaped(&self, _now: Time) -> Time {
+        self.reaped
     }
     #[inline(always)]
     fn reply(&mut self, now: Time, flow: u32, pkt: Packet) {
