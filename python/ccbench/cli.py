@@ -287,8 +287,8 @@ MAX_VALIDATE_REPS = 100
               "grid (share x slice x algorithm x rate x RTT); with --out, VM results kept in DIR/cpu-cells.jsonl are "
               "not run again (resume, or the simulator alone after a change to it).")
 @click.option("--pacing", is_flag=True, help="With --cpu: the phone study's grid instead (1, 5 and 20 flows of Cubic "
-              "and BBR, each paced and not, at 200 Mbit/s and 1 Gbit/s, 1 ms, the vCPU unreserved or held to 25% of "
-              "1 ms slices); the RTT is judged too.")
+              "and BBR, each paced and not, at 100 Mbit/s, 200 Mbit/s and 1 Gbit/s, 1 ms, the vCPU unreserved or held "
+              "to 25% or 15% of 1 ms slices); the RTT is judged too.")
 @click.option("--cpu-costs", metavar="FILE", help="With --cpu: the simulator's sender host costs ([host.cost] and "
               "host.tx_completion, from 'ccbench calibrate-host').")
 @click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC",
