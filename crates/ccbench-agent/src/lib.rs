@@ -48,7 +48,7 @@
 //! `force_pacing`, and for repeated downloads `repeat` and `pause_ns`) and optionally
 //! `sysctls` and `trace_tx` (a device whose skbs' TX completion delays the result then
 //! reports as `tx_completions`, see `txtrace`). `cpu_counters` is the kernel's own account of its
-//! CPUs from the flows' first sends (just after t0) to the end (`cpucount`), and `kernel_profile` its tick profile over the
+//! CPUs from `ready` to the end (`cpucount`), and `kernel_profile` its tick profile over the
 //! same time when it was booted with `profile=` (`kprofile`). A flow that repeats downloads opens one connection per download (the next
 //! one connected ahead) and starts download k+1 when the host relays the receiver's
 //! notice that download k is complete (`done`). The agent's epoch t0 is its own

@@ -55,8 +55,8 @@ pub struct SenderResult {
     /// With `trace_tx`: how long the device held each skb sent during the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tx_completions: Option<TxCompletions>,
-    /// The kernel's account of its CPUs from the flows' first sends (just after t0) to
-    /// the run's end (`cpucount`).
+    /// The kernel's account of its CPUs from `ready` (the flows connected) to the run's
+    /// end (`cpucount`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_counters: Option<CpuCounters>,
     /// The kernel's tick profile from t0 to the run's end, when it keeps one (`kprofile`).
@@ -167,6 +167,10 @@ pub struct Prepared {
     interval_ns: i64,
     duration_ns: i64,
     trace_tx: Option<String>,
+    /// The CPU counters when the flows were ready: read before the run, not in it, since
+    /// reading /proc takes a TCG guest about 2 ms, which a vCPU held to a few ms per
+    /// period would spend out of its first periods instead of starting its flows.
+    counters_at_ready: CpuCounters,
 }
 
 fn cca_error(i: usize, cca: &str, err: &io::Error) -> String {
@@ -216,6 +220,7 @@ pub fn prepare(cfg: &SendConfig) -> Result<Prepared, String> {
         interval_ns: cfg.interval_ns,
         duration_ns: cfg.duration_ns,
         trace_tx: cfg.trace_tx.clone(),
+        counters_at_ready: CpuCounters::read(),
     })
 }
 
@@ -290,9 +295,6 @@ impl Prepared {
     }
 
     fn run_inner(mut self, t0: i64, notices: &mut dyn Notices) -> io::Result<SenderResult> {
-        // Read after the loop's first pass, which starts the flows that start at t0:
-        // reading /proc takes a TCG guest about 2 ms, which the flows would start late by.
-        let mut counters_at_t0: Option<CpuCounters> = None;
         let profiling = kprofile::reset();
         let n = self.flows.len();
         let mut dl: Vec<Downloads> = self
@@ -401,13 +403,9 @@ impl Prepared {
                     Err(_) => phase[i] = Phase::Idle,
                 }
             }
-            if counters_at_t0.is_none() {
-                counters_at_t0 = Some(CpuCounters::read());
-            }
         }
 
-        let counters_at_t0 = counters_at_t0.unwrap_or_else(CpuCounters::read);
-        let cpu_counters = CpuCounters::read().since(&counters_at_t0);
+        let cpu_counters = CpuCounters::read().since(&self.counters_at_ready);
         let kernel_profile = if profiling { kprofile::read() } else { None };
         let final_samples = self.sample_all(&dl)?;
         let end_ns = monotonic_ns() - t0;
