@@ -117,6 +117,20 @@ fn a_late_tx_completion_holds_a_sender_back_through_tsq() {
     assert!(goodput(20 * MS) < 0.2 * prompt, "{} vs {prompt}", goodput(20 * MS));
 }
 
+/// `sk_wmem_alloc` starts at one (the socket's own reference), so TCP Small Queues
+/// holds a socket whose limit is two of its skbs to two skbs below it, not three: with
+/// completions that take longer than the run, the initial window leaves as two 2-segment
+/// skbs (its pacing rate, 2 x 10 segments per 20 ms, makes `tcp_tso_autosize` take
+/// `tcp_min_tso_segs`, and a millisecond of it is under twice an skb's truesize).
+#[test]
+fn tsq_counts_the_sockets_own_reference_and_holds_two_skbs() {
+    let mut s = common::dumbbell(100 * MBIT, 20 * MS, BufferLimit::Bdp(1.0), vec![common::flow("cubic")]);
+    s.duration_ns = 5 * MS;
+    s.host = Some(HostConfig { tx_completion_ns: 10 * MS, ..HostConfig::default() });
+    let out = run(&s);
+    assert_eq!(out.flows[0].sent_bytes, Some(4 * 1448));
+}
+
 /// A NAPI poll reaps TX completions when it begins (virtio_net also at each transmit), so
 /// one that arrives while the CPU works through the ACKs that waited for it reaches TCP
 /// Small Queues only after them. BBR without pacing in DRAIN, whose pacing rate of a third

@@ -20,6 +20,9 @@ const TSO_MAX_DEFERRED_SEGS: u64 = 3;
 const GSO_MAX_SIZE: u64 = 65536;
 /// Socket-buffer overhead charged per skb on top of its payload (approximate `truesize`).
 const SKB_OVERHEAD: u64 = 768;
+/// `sk_wmem_alloc` starts at one, the socket's own reference (`sk_alloc`), so two skbs of
+/// the size about to be sent already exceed TCP Small Queues' limit of twice its truesize.
+const WMEM_SELF_REF: u64 = 1;
 
 /// `tcp_tso_should_defer`'s answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,7 +132,7 @@ impl Sender {
             limit = limit.min(self.p.tcp.tsq_limit_bytes);
         }
         limit <<= factor;
-        if self.wmem_at(q.reaped(now)) <= limit {
+        if self.wmem_at(q.reaped(now)) + WMEM_SELF_REF <= limit {
             return false;
         }
         // Always send if the retransmit queue holds at most one skb.
