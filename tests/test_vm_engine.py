@@ -134,7 +134,8 @@ def test_the_2brobust_patch_runs_in_the_guest_as_its_own_bbr_patched() -> None:
 def test_bbr_without_pacing_runs_in_the_guest_as_its_own_bbr_unpaced() -> None:
     # In a deep buffer paced BBR keeps the queue short; unpaced, it sends on ACKs up to
     # its cwnd of twice the BDP and keeps about a BDP queued (the simulator: RTT p50 47
-    # and 127 ms on this 40 ms path).
+    # and 127 ms on this 40 ms path; the guest, paced, 49 to 53 ms in ten runs and 57 once,
+    # unpaced 132).
     doc = {"duration": "6s", "link": {"rate": "10Mbit", "rtt": "40ms", "buffer": "10bdp"}, "flows": [{"cca": "bbr"}]}
     rtts = {}
     for pacing in (True, False):
@@ -144,7 +145,7 @@ def test_bbr_without_pacing_runs_in_the_guest_as_its_own_bbr_unpaced() -> None:
         assert (flow["cca"], flow["paced"]) == ("bbr" if pacing else "bbr_unpaced", pacing)
         assert any("ran as the guest's bbr_unpaced" in n for n in s["notes"]) != pacing
         rtts[pacing] = flow["rtt_ms"]["p50"]
-    assert rtts[True] < 1.4 * 40 < 1.8 * 40 < rtts[False], rtts
+    assert rtts[True] < 1.5 * 40 < 1.8 * 40 < rtts[False], rtts
 
 
 BBR3_KERNEL = os.environ.get("CCBENCH_BBR3_KERNEL")
