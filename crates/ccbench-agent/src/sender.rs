@@ -59,7 +59,8 @@ pub struct SenderResult {
     /// end (`cpucount`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_counters: Option<CpuCounters>,
-    /// The kernel's tick profile from t0 to the run's end, when it keeps one (`kprofile`).
+    /// The kernel's tick profile from `ready` to the run's end, when it keeps one
+    /// (`kprofile`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel_profile: Option<KernelProfile>,
 }
@@ -167,10 +168,12 @@ pub struct Prepared {
     interval_ns: i64,
     duration_ns: i64,
     trace_tx: Option<String>,
-    /// The CPU counters when the flows were ready: read before the run, not in it, since
-    /// reading /proc takes a TCG guest about 2 ms, which a vCPU held to a few ms per
-    /// period would spend out of its first periods instead of starting its flows.
+    /// The CPU counters when the flows were ready, and whether the kernel's tick profile
+    /// was cleared then: both before the run, not in it, since a TCG guest takes about
+    /// 2 ms for the /proc reads, which a vCPU held to a few ms per period would spend out
+    /// of its first periods instead of starting its flows.
     counters_at_ready: CpuCounters,
+    profiling: bool,
 }
 
 fn cca_error(i: usize, cca: &str, err: &io::Error) -> String {
@@ -221,6 +224,7 @@ pub fn prepare(cfg: &SendConfig) -> Result<Prepared, String> {
         duration_ns: cfg.duration_ns,
         trace_tx: cfg.trace_tx.clone(),
         counters_at_ready: CpuCounters::read(),
+        profiling: kprofile::reset(),
     })
 }
 
@@ -295,7 +299,6 @@ impl Prepared {
     }
 
     fn run_inner(mut self, t0: i64, notices: &mut dyn Notices) -> io::Result<SenderResult> {
-        let profiling = kprofile::reset();
         let n = self.flows.len();
         let mut dl: Vec<Downloads> = self
             .flows
@@ -406,7 +409,7 @@ impl Prepared {
         }
 
         let cpu_counters = CpuCounters::read().since(&self.counters_at_ready);
-        let kernel_profile = if profiling { kprofile::read() } else { None };
+        let kernel_profile = if self.profiling { kprofile::read() } else { None };
         let final_samples = self.sample_all(&dl)?;
         let end_ns = monotonic_ns() - t0;
         let closing = if all_sized && done.iter().all(Option::is_some) {
