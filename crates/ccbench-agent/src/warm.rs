@@ -4,11 +4,12 @@
 //! through a kernel path costs milliseconds that no later pass does. Unwarmed, a fresh
 //! guest's first flow took 9.7 ms for its handshake on a 1 ms path (the flows connected
 //! after it 1.3 ms), and the run's loop began 10.6 ms after `go` (reading `/proc` for the
-//! CPU counters). The handshake's RTT is the connection's first `min_rtt` (the SYN-ACK's
-//! sample, taken before `tcp_init_transfer` calls `bbr_init`, which copies `tcp_min_rtt`),
-//! which a flow that always keeps a queue never undercuts. So before the flows connect, the agent sends over loopback with
-//! each flow's congestion control, knocks on the gateway (ARP, the NIC's transmit and
-//! receive, a reset), and reads what it will sample. Nothing of it reaches the emulator.
+//! CPU counters, now read before `ready`). The handshake's RTT is the connection's first
+//! `min_rtt` (the SYN-ACK's sample, taken before `tcp_init_transfer` calls `bbr_init`,
+//! which copies `tcp_min_rtt`), which a flow that always keeps a queue never undercuts. So
+//! before the flows connect, the agent sends over loopback with each flow's congestion
+//! control, knocks on the gateway (ARP, the NIC's transmit and receive, a reset), and
+//! reads what it will sample. Nothing of it reaches the emulator.
 
 use std::io::{self, Read};
 use std::net::{Ipv4Addr, TcpListener};

@@ -20,7 +20,8 @@ pub fn preset(name: &str) -> Option<HostConfig> {
 
 /// Pixel 4 with its LITTLE cores fixed at 576 MHz (Vargas et al., IMC'22, Table 1),
 /// calibrated so that one Cubic and one BBR upload match the study's single-connection
-/// goodput (364 and 325 Mbit/s, §4.1): 362 and 319 in 60 s runs.
+/// goodput (364 and 325 Mbit/s, §4.1): 361 and 319 in 60 s runs (`ccbench replicate
+/// vargas2022 --full`).
 const PHONE_LOWEND: CpuCost = CpuCost {
     per_ack_ns: 4_000,
     per_burst_ns: 2_000,
