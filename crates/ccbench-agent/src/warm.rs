@@ -8,8 +8,9 @@
 //! `min_rtt` (the SYN-ACK's sample, taken before `tcp_init_transfer` calls `bbr_init`,
 //! which copies `tcp_min_rtt`), which a flow that always keeps a queue never undercuts. So
 //! before the flows connect, the agent sends over loopback with each flow's congestion
-//! control, knocks on the gateway (ARP, the NIC's transmit and receive, a reset), and
-//! reads what it will sample. Nothing of it reaches the emulator.
+//! control, sampled as the flow will be, and knocks on the gateway (ARP, the NIC's
+//! transmit and receive, a reset); the CPU counters are first read by `prepare`, also
+//! before `ready`. Nothing of it reaches the emulator.
 
 use std::io::{self, Read};
 use std::net::{Ipv4Addr, TcpListener};
@@ -17,7 +18,6 @@ use std::os::fd::AsRawFd;
 
 use crate::clock::monotonic_ns;
 use crate::config::{FlowConfig, SendConfig};
-use crate::cpucount::CpuCounters;
 use crate::route;
 use crate::sender::sample_flow;
 use crate::socket::{FlowSocket, PACING_ANY_RATE};
@@ -43,7 +43,6 @@ pub fn up(cfg: &SendConfig) {
         }
     }
     knock_on_gateway();
-    let _ = CpuCounters::read();
 }
 
 /// One transfer of `LOOPBACK_BYTES` to this agent's own listener, with the flow's
