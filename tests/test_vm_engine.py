@@ -125,6 +125,10 @@ def test_the_2brobust_patch_runs_in_the_guest_as_its_own_bbr_patched() -> None:
         # The guest gets the patched module only when a flow needs it.
         assert ("bbr_2brobust" in s["available_congestion_control"]) == bool(patch)
         assert any("ran as the guest's bbr_2brobust" in n for n in s["notes"]) == bool(patch)
+        # The packages the series resolved to, and those the module was built from.
+        packages = s["vm"]["guest_packages"]
+        assert packages[0].startswith("linux-image-6.1.0-") and s["vm"]["guest_kernel"].startswith(f"debian:{packages[0]}")
+        assert any(p.startswith("linux-kbuild-6.1=") for p in packages) == bool(patch), packages
     gains = {patch: _settled_gains(r) for patch, r in runs.items()}
     # In deficit the patched module paces at the high gain (2.89); mainline BBR stays in
     # PROBE_BW, whose gains are at most 1.25.

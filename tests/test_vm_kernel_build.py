@@ -95,8 +95,7 @@ def _config_reason() -> str | None:
 @pytest.mark.skipif(_config_reason() is not None, reason=str(_config_reason()))
 def test_the_configuration_is_debians_without_unused_modules_or_debug_information(tmp_path: Path) -> None:
     debian = guest.resolve("debian:6.12")
-    package, version = guest.PINNED["6.12"]
-    tree = kernel_build.unpack_source("6.12", version, tmp_path)
+    tree = kernel_build.unpack_source(kernel_build.source_package("6.12", debian), tmp_path)
     prepared = kernel_build.prepare(tree, [])
     config_path = debian.modules.parent.parent.parent / "boot" / f"config-{debian.release}"
     kernel_build.configure(tree, config_path, kernel_build.guest_modules(debian, prepared))

@@ -18,7 +18,7 @@ from .engines.base import capture_dir
 from .errors import InternalError, ScenarioError
 from .kernel.host import KernelRunError
 from .lifecycle import signals_interrupt
-from .vm.guest import PINNED as GUEST_SERIES
+from .vm.guest import SERIES as GUEST_SERIES
 from .vm.qemu import VmError
 
 EXIT_INTERNAL = 1

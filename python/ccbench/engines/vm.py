@@ -128,6 +128,8 @@ class VmEngine(Engine):
         summary["engine"] = self.name
         summary["vm"] = {
             "guest_kernel": kernel.source, "release": sender.info.get("kernel", kernel.release),
+            # The Debian packages (name=version) the guest's kernel and built modules came from.
+            "guest_packages": list(kernel.packages),
             "accelerator": accel, "qemu": qemu_version(), "vcpus": self.vcpus,
             "boot_s": round(sender.vm.boot_s, 3) if sender.vm else None,
             "cpu_policy": [p.describe() for p in sender.policies],
@@ -158,7 +160,7 @@ class VmEngine(Engine):
         summary["available_congestion_control"] = sender.info.get("available_congestion_control",
                                                                    facts.available_congestion_control)
         summary["kernel"] = summary["vm"]["release"]
-        summary["notes"] = summary["notes"] + patch_notes + [
+        summary["notes"] = summary["notes"] + patch_notes + list(kernel.notes) + [
             f"the senders ran in a QEMU guest ({kernel.source}) under {accel.upper()}"
             + ("; TCG translates every guest instruction, so guest CPU work costs several times what it costs "
                "under KVM or on bare metal" if accel == "tcg" else ""),
@@ -175,7 +177,8 @@ class VmEngine(Engine):
 
     def code_version(self) -> str:
         """The emulator and the engines' Python side, the host kernel, QEMU and the guest
-        kernel all shape a VM run's results."""
+        kernel (for Debian's, the package and version the series resolved to) all shape
+        a VM run's results."""
         import platform
         import re
 

@@ -3,34 +3,50 @@
 
 ``--guest-kernel`` takes:
 
-* ``debian:6.1`` (the default) or ``debian:6.12``: the pinned Debian cloud kernels below;
-* ``debian:PACKAGE=VERSION``: any Debian kernel package apt can download here;
+* ``debian:6.1`` (the default) or ``debian:6.12``: the newest Debian cloud kernel of that
+  series the archive serves (``SERIES``; results name the package and version used);
+* ``debian:PACKAGE=VERSION``: exactly that Debian kernel package;
 * ``debian:sid``: Debian unstable's current cloud kernel, fetched from the Debian
-  archive (checked against the archive's SHA-256 sums; not pinned, since unstable moves:
-  results and verdicts name its release);
+  archive (checked against the archive's SHA-256 sums);
 * a directory holding ``boot/vmlinuz-*`` and ``lib/modules/<release>/`` (what a Debian
   package or ``make install modules_install INSTALL_MOD_PATH=DIR`` lays out), or
   ``usr/lib/modules/<release>/vmlinuz`` as Debian's newer packages do;
 * ``BZIMAGE:MODULES_DIR``: a kernel image and its ``lib/modules/<release>`` directory.
+
+A series is resolved from apt's index, which needs no network; a kernel once downloaded
+stays in the cache, and is used when the archive's newer one cannot be downloaded.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from ..errors import ScenarioError
+from . import debian
+from .debian import Package
 
-# Debian's cloud flavour: virtio drivers and every TCP congestion control as modules,
-# and small (27 MB). Pinned so that results name the kernel they ran on.
-PINNED = {
-    "6.1": ("linux-image-6.1.0-56-cloud-amd64", "6.1.192-2"),
-    "6.12": ("linux-image-6.12.107+deb12-cloud-amd64", "6.12.107-1~deb12u1"),
+
+@dataclass(frozen=True)
+class Series:
+    """Debian's cloud flavour of one kernel series: virtio drivers and every TCP
+    congestion control as modules, and small (27 MB)."""
+
+    prefix: str        # what every image name of the series starts with
+    pattern: str       # an image's whole name
+    shown: str         # the pattern as an error names it
+
+
+SERIES = {
+    "6.1": Series("linux-image-6.1.0-", r"linux-image-6\.1\.0-\d+-cloud-amd64", "linux-image-6.1.0-*-cloud-amd64"),
+    "6.12": Series("linux-image-6.12.", r"linux-image-6\.12\.\d+\+deb12-cloud-amd64",
+                   "linux-image-6.12.*+deb12-cloud-amd64"),
 }
 DEFAULT = "debian:6.1"
 SID = "debian:sid"
@@ -47,6 +63,10 @@ class GuestKernel:
     source: str            # how it was named: "debian:linux-image-...=6.1.192-2", or a path
     # Modules built for it by the project (ccbench.vm.patched), beside its own.
     extra: tuple[Path, ...] = ()
+    # The Debian packages (``name=version``) it and its extra modules were made from.
+    packages: tuple[str, ...] = ()
+    # What a run on it should say of how it was chosen (a cached kernel used offline).
+    notes: tuple[str, ...] = ()
 
     @property
     def release(self) -> str:
@@ -68,12 +88,13 @@ class GuestKernel:
 
         return f"{self.base_source}@{hashlib.sha256(self.image.read_bytes()).hexdigest()[:12]}"
 
-    def with_modules(self, paths: "list[Path]") -> "GuestKernel":
-        """This kernel with the module files ``paths`` added to its own."""
+    def with_modules(self, paths: "list[Path]", packages: "list[str]" = ()) -> "GuestKernel":
+        """This kernel with the module files ``paths`` added to its own, built from the
+        Debian ``packages``."""
         extra = tuple(sorted({*self.extra, *paths}))
         names = "+".join(p.name.split(".ko")[0] for p in extra)
         return GuestKernel(self.image, self.modules, f"{self.base_source} + {names}" if extra else self.base_source,
-                           extra)
+                           extra, tuple(dict.fromkeys([*self.packages, *packages])), self.notes)
 
     def module_path(self, name: str) -> Path:
         """The file of module ``name`` (``virtio_net``, ``tcp_bbr``); ScenarioError if the
@@ -142,7 +163,13 @@ def cache_dir() -> Path:
 
 
 def resolve(spec: str = DEFAULT) -> GuestKernel:
-    """The guest kernel ``spec`` names, downloading a Debian package on first use."""
+    """The guest kernel ``spec`` names, downloading a Debian package on first use (once
+    per process, cache and archive)."""
+    return _resolve(spec, cache_dir(), os.environ.get("APT_CONFIG"))
+
+
+@functools.lru_cache(maxsize=None)
+def _resolve(spec: str, cache: Path, apt_config: Optional[str]) -> GuestKernel:
     if spec == SID:
         return _sid()
     if spec.startswith("debian:"):
@@ -162,8 +189,8 @@ def resolve(spec: str = DEFAULT) -> GuestKernel:
             raise ScenarioError("--guest-kernel", f"{spec}: expected one boot/vmlinuz-* and one lib/modules/<release>, "
                                 f"found {len(images)} and {len(trees)}")
         return _own(images[0], trees[0], spec)
-    raise ScenarioError("--guest-kernel", f"{spec!r}: allowed: debian:6.1, debian:6.12, debian:sid, "
-                        "debian:PACKAGE=VERSION, "
+    raise ScenarioError("--guest-kernel", f"{spec!r}: allowed: {', '.join('debian:' + s for s in SERIES)}, "
+                        "debian:sid, debian:PACKAGE=VERSION, "
                         "a directory with boot/vmlinuz-* and lib/modules/<release> (or usr/lib/modules/<release>/"
                         "vmlinuz), or BZIMAGE:MODULES_DIR")
 
@@ -177,21 +204,71 @@ def _own(image: Path, modules: Path, spec: str) -> GuestKernel:
 
 
 def _debian(rest: str, spec: str) -> GuestKernel:
-    if rest in PINNED:
-        package, version = PINNED[rest]
-    elif "=" in rest:
-        package, _, version = rest.partition("=")
-    else:
-        raise ScenarioError("--guest-kernel", f"{spec!r}: allowed: debian:{', debian:'.join(PINNED)} or "
+    if rest in SERIES:
+        return _newest(rest)
+    if "=" not in rest:
+        raise ScenarioError("--guest-kernel", f"{spec!r}: allowed: {', '.join('debian:' + s for s in SERIES)} or "
                             "debian:PACKAGE=VERSION")
-    where = cache_dir() / "vm" / "kernels" / f"{package}_{version}"
+    name, _, version = rest.partition("=")
+    return _unpacked(Package(name, version))
+
+
+def _newest(series: str) -> GuestKernel:
+    """The newest cloud kernel of ``series`` the archive serves; the newest one in the
+    cache if the archive cannot be asked or its newest cannot be downloaded."""
+    s = SERIES[series]
+    cached = _cached(s)
+    unavailable = debian.available()
+    found = None if unavailable else debian.newest(s.pattern, s.prefix)
+    if found is None:
+        if cached:
+            return _unpacked(cached[0], (f"debian:{series}: {unavailable or 'the archive serves no ' + s.shown}; "
+                                         f"used {cached[0]}, the newest in the cache",))
+        offered = "" if unavailable else f"; it serves cloud kernels of {_cloud_images()}"
+        raise ScenarioError("--guest-kernel", f"debian:{series}: looked for the newest {s.shown}: "
+                            f"{unavailable or 'the archive serves none'}{offered}; the cache ({_kernels_dir()}) "
+                            "has none")
+    try:
+        return _unpacked(found)
+    except ScenarioError as e:
+        if not cached or found in cached:
+            raise
+        return _unpacked(cached[0], (f"debian:{series}: the archive's {found} could not be downloaded "
+                                     f"({e.message}); used {cached[0]}, the newest in the cache",))
+
+
+def _cloud_images() -> str:
+    """The cloud kernels the archive serves, by series, for an error message."""
+    images = [n for n in debian.names("linux-image-") if re.fullmatch(r"linux-image-[\d.]+\S*-cloud-amd64", n)]
+    series = sorted({".".join(re.findall(r"\d+", n)[:2]) for n in images}, key=debian.version_key)
+    return ", ".join(f"{s}.*" for s in series) or "no cloud kernel"
+
+
+def _kernels_dir() -> Path:
+    return cache_dir() / "vm" / "kernels"
+
+
+def _cached(series: Series) -> list[Package]:
+    """The kernels of ``series`` complete in the cache, newest first."""
+    found = []
+    for d in _kernels_dir().glob(f"{series.prefix}*_*"):
+        name, _, version = d.name.partition("_")
+        if (d / ".complete").is_file() and re.fullmatch(series.pattern, name):
+            found.append(Package(name, version))
+    return sorted(found, key=lambda p: debian.version_key(p.version), reverse=True)
+
+
+def _unpacked(package: Package, notes: tuple[str, ...] = ()) -> GuestKernel:
+    """``package`` extracted in the cache (downloaded on first use)."""
+    where = _kernels_dir() / f"{package.name}_{package.version}"
     if not (where / ".complete").is_file():
-        _download(package, version, where)
+        _download(package, where)
     images = sorted((where / "boot").glob("vmlinuz-*"))
     trees = sorted(p for p in (where / "lib" / "modules").glob("*") if p.is_dir())
     if len(images) != 1 or len(trees) != 1:
-        raise ScenarioError("--guest-kernel", f"{package}={version} has no single kernel image and modules tree")
-    return GuestKernel(image=images[0], modules=trees[0], source=f"debian:{package}={version}")
+        raise ScenarioError("--guest-kernel", f"{package} has no single kernel image and modules tree")
+    return GuestKernel(image=images[0], modules=trees[0], source=f"debian:{package}", packages=(str(package),),
+                       notes=notes)
 
 
 def _sid() -> GuestKernel:
@@ -202,7 +279,7 @@ def _sid() -> GuestKernel:
     import hashlib
     import lzma
 
-    kernels = cache_dir() / "vm" / "kernels"
+    kernels = _kernels_dir()
     index_path = kernels / f"sid-Packages-{datetime.date.today():%Y%m%d}"
     if not index_path.is_file():
         kernels.mkdir(parents=True, exist_ok=True)
@@ -230,14 +307,14 @@ def _sid() -> GuestKernel:
                 if hashlib.sha256(deb).hexdigest() != stanzas[package]["SHA256"]:
                     raise ScenarioError("--guest-kernel", f"debian:sid: {package} does not match the archive's sum")
                 (Path(tmp) / "p.deb").write_bytes(deb)
-                subprocess.run(["dpkg-deb", "-x", str(Path(tmp) / "p.deb"), str(tree)], check=True,
-                               timeout=DOWNLOAD_TIMEOUT_S)
+                debian.extract(Path(tmp) / "p.deb", tree)
             (tree / ".complete").write_text(" ".join(parts) + "\n")
             if where.exists():
                 shutil.rmtree(where)
             tree.rename(where)
     kernel = resolve(str(where))
-    return GuestKernel(kernel.image, kernel.modules, f"{SID} ({image}={stanzas[image]['Version']})")
+    return GuestKernel(kernel.image, kernel.modules, f"{SID} ({image}={stanzas[image]['Version']})",
+                       packages=tuple(f"{p}={stanzas[p]['Version']}" for p in parts))
 
 
 def _fetch(url: str) -> bytes:
@@ -250,37 +327,17 @@ def _fetch(url: str) -> bytes:
         raise ScenarioError("--guest-kernel", f"cannot download {url}: {e}") from None
 
 
-def apt_download(packages: list[str], into: Path) -> list[Path]:
-    """``apt-get download`` each ``PACKAGE=VERSION`` into ``into``; the .deb files, in
-    the order asked (nothing is installed on the host)."""
-    for tool in ("apt-get", "dpkg-deb"):
-        if shutil.which(tool) is None:
-            raise ScenarioError("--guest-kernel", f"downloading Debian packages needs {tool}")
-    debs = []
-    for spec in packages:
-        before = set(into.glob("*.deb"))
-        # Run as the invoking user; apt only warns that it cannot sandbox the download.
-        got = subprocess.run(["apt-get", "download", "-q", spec], cwd=into, capture_output=True, text=True,
-                             timeout=DOWNLOAD_TIMEOUT_S)
-        new = sorted(set(into.glob("*.deb")) - before)
-        if got.returncode != 0 or len(new) != 1:
-            reason = (got.stderr.strip().splitlines() or ["no package file"])[-1]
-            raise ScenarioError("--guest-kernel", f"cannot download {spec}: {reason}")
-        debs.append(new[0])
-    return debs
-
-
-def _download(package: str, version: str, where: Path) -> None:
+def _download(package: Package, where: Path) -> None:
     """Download the package and extract it with ``dpkg-deb -x``."""
-    if shutil.which("apt-get") is None:
-        raise ScenarioError("--guest-kernel", "downloading a Debian kernel needs apt-get; give a kernel of your "
-                            "own instead (a directory or BZIMAGE:MODULES_DIR)")
+    if debian.available() is not None:
+        raise ScenarioError("--guest-kernel", f"{debian.available()}; give a kernel of your own instead (a directory "
+                            "or BZIMAGE:MODULES_DIR)")
     where.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=where.parent) as tmp:
-        deb, = apt_download([f"{package}={version}"], Path(tmp))
+        deb, = debian.download([package], Path(tmp))
         tree = Path(tmp) / "tree"
-        subprocess.run(["dpkg-deb", "-x", str(deb), str(tree)], check=True, timeout=DOWNLOAD_TIMEOUT_S)
-        (tree / ".complete").write_text(f"{package}={version}\n")
+        debian.extract(deb, tree)
+        (tree / ".complete").write_text(f"{package}\n")
         if where.exists():
             shutil.rmtree(where)
         tree.rename(where)

@@ -1,4 +1,4 @@
-"""A guest kernel of one's own: Debian's source of a pinned guest kernel, the user's
+"""A guest kernel of one's own: Debian's source of a series' guest kernel, the user's
 patches (BBRv3's, say, which no Debian kernel carries), Debian's own configuration of
 that kernel cut down to what a guest loads, built into a directory that
 ``--guest-kernel DIR`` takes.
@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import ScenarioError
-from . import guest, patched
+from . import debian, guest, patched
+from .debian import Package
 from .initramfs import NETWORK_MODULES
 
 BUILD_TIMEOUT_S = 4 * 3600
@@ -56,33 +57,34 @@ def build(series: str, patches: Sequence[Path], out: Path, jobs: int = 0,
     """Build Debian's ``series`` (``6.1``, ``6.12``) with ``patches`` into ``out``
     (``boot/vmlinuz-<release>``, ``boot/config-<release>``, ``lib/modules/<release>``
     and a manifest naming the source and the patches' SHA-256)."""
-    if series not in guest.PINNED:
-        raise ScenarioError("--series", f"{series!r}: allowed: {', '.join(guest.PINNED)}")
+    if series not in guest.SERIES:
+        raise ScenarioError("--series", f"{series!r}: allowed: {', '.join(guest.SERIES)}")
     for p in patches:
         if not p.is_file():
             raise ScenarioError("--patch", f"{p}: no such file")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ScenarioError("--out", f"{out} exists and is not an empty directory")
     _check_tools()
-    package, version = guest.PINNED[series]
-    debian = guest.resolve(f"debian:{series}")
-    config = debian.modules.parent.parent.parent / "boot" / f"config-{debian.release}"
+    stock = guest.resolve(f"debian:{series}")
+    image = stock.packages[0]
+    source = source_package(series, stock)
+    config = stock.modules.parent.parent.parent / "boot" / f"config-{stock.release}"
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".ccbench-kernel-", dir=out.parent) as tmp:
         work = Path(tmp)
-        say(f"downloading linux-source-{series}={version}")
-        tree = unpack_source(series, version, work)
+        say(f"downloading {source}")
+        tree = unpack_source(source, work)
         say(f"applying {len(patches)} patch(es)")
         prepared = prepare(tree, patches)
         say("configuring (Debian's configuration, cut down to a guest's modules)")
-        configure(prepared.path, config, guest_modules(debian, prepared))
+        configure(prepared.path, config, guest_modules(stock, prepared))
         say(f"building with {jobs or os.cpu_count()} jobs (about a quarter of an hour on two cores)")
         _make(prepared.path, ["bzImage", "modules"], jobs, BUILD_TIMEOUT_S)
         staged = work / "out"
         install(prepared.path, staged)
         release = next((staged / "lib" / "modules").iterdir()).name
-        manifest = {"release": release, "source": f"linux-source-{series}={version}",
-                    "config": f"{package}={version}, cut down (ccbench.vm.kernel_build)",
+        manifest = {"release": release, "source": str(source),
+                    "config": f"{image}, cut down (ccbench.vm.kernel_build)",
                     "patches": [{"file": p.name, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
                                 for p in patches],
                     "bbr3": prepared.bbr3}
@@ -93,9 +95,17 @@ def build(series: str, patches: Sequence[Path], out: Path, jobs: int = 0,
     return guest.resolve(str(out))
 
 
-def unpack_source(series: str, version: str, work: Path) -> Path:
-    """Debian's ``linux-source-<series>`` of ``version``, unpacked under ``work``."""
-    deb, = guest.apt_download([f"linux-source-{series}={version}"], work)
+def source_package(series: str, kernel: guest.GuestKernel) -> Package:
+    """Debian's ``linux-source-<series>`` of the Debian ``kernel``'s upstream version."""
+    image = Package(*kernel.packages[0].split("=", 1))
+    return debian.matching(f"linux-source-{series}", image.version, why=f" for {image}")
+
+
+def unpack_source(source: Package, work: Path) -> Path:
+    """Debian's kernel source package ``source`` (``linux-source-<series>``), unpacked
+    under ``work``."""
+    series = source.name[len("linux-source-"):]
+    deb, = debian.download([source], work)
     pkg = work / "pkg"
     subprocess.run(["dpkg-deb", "-x", str(deb), str(pkg)], check=True, timeout=STEP_TIMEOUT_S)
     deb.unlink()
@@ -135,10 +145,10 @@ def prepare(tree: Path, patches: Sequence[Path]) -> Tree:
     return Tree(tree, bbr3=True)
 
 
-def guest_modules(debian: guest.GuestKernel, tree: Tree) -> list[str]:
+def guest_modules(stock: guest.GuestKernel, tree: Tree) -> list[str]:
     """What the guest loads (``ccbench.vm.initramfs``), every congestion control
     Debian ships as a module, and a few qdiscs."""
-    ccas = [f"tcp_{cc}" for cc in debian.congestion_modules()]
+    ccas = [f"tcp_{cc}" for cc in stock.congestion_modules()]
     if tree.bbr3:
         ccas = [("tcp_bbr3" if m == "tcp_bbr" else m) for m in ccas]
     return [*NETWORK_MODULES, *ccas, *QDISCS]

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import ScenarioError
 from ..kernel.plan import UNPACED_SUFFIX
-from . import guest
+from . import debian, guest
+from .debian import Package
 from .initramfs import module_vermagic
 
 if TYPE_CHECKING:
@@ -134,10 +135,19 @@ def substitute(sc: "Scenario") -> "tuple[Scenario, list[Patch], list[str]]":
 def with_patches(kernel: guest.GuestKernel, patches: "list[Patch]") -> guest.GuestKernel:
     """``kernel`` with the modules of ``patches`` it lacks, built (or found in the cache)."""
     missing = [p for p in patches if not kernel.has_module(p.module)]
-    return kernel.with_modules([build(kernel, p) for p in missing]) if missing else kernel
+    if not missing:
+        return kernel
+    built = [build(kernel, p) for p in missing]
+    return kernel.with_modules([b.module for b in built], [str(pkg) for b in built for pkg in b.packages])
 
 
-def build(kernel: guest.GuestKernel, patch: Patch) -> Path:
+@dataclass(frozen=True)
+class Built:
+    module: Path
+    packages: tuple[Package, ...]  # the Debian packages it was built from
+
+
+def build(kernel: guest.GuestKernel, patch: Patch) -> Built:
     """The module of ``patch`` for a Debian guest kernel, built on first use."""
     if patch.base not in kernel.congestion_control():
         raise ScenarioError("--guest-kernel", f"{kernel.source} has no {patch.base}, so no {patch.algorithm}: "
@@ -151,29 +161,42 @@ def build(kernel: guest.GuestKernel, patch: Patch) -> Path:
     image, flavour, version = found.groups()
     digest = hashlib.sha256((PATCHES_DIR / patch.patch).read_bytes()).hexdigest()[:16]
     out = guest.cache_dir() / "vm" / "modules" / f"{image}_{version}" / digest / f"{patch.module}.ko"
-    if not out.is_file():
-        _build(kernel, patch, flavour, version, out)
-    return out
+    manifest = out.with_suffix(".packages")
+    if not (out.is_file() and manifest.is_file()):
+        packages = build_packages(kernel, flavour, version)
+        _build(kernel, patch, flavour, packages, out)
+        manifest.write_text("".join(f"{p}\n" for p in packages))
+    return Built(out, tuple(Package(*line.split("=", 1)) for line in manifest.read_text().split()))
 
 
-def _build(kernel: guest.GuestKernel, patch: Patch, flavour: str, version: str, out: Path) -> None:
+def build_packages(kernel: guest.GuestKernel, flavour: str, version: str) -> list[Package]:
+    """What a module for Debian's ``linux-image-<flavour>`` ``version`` is built from: its
+    headers, the headers and kbuild tools they depend on, and the kernel's source. Each
+    is of the kernel's upstream version, its own revision where the archive still serves
+    it, else the newest one it serves."""
+    why = f" for {kernel.base_source[len('debian:'):]}"
+    headers = debian.matching(f"linux-headers-{flavour}", version, why=why)
+    needed = [headers]
+    for alternatives in debian.depends(headers):
+        first = alternatives[0]
+        if first["name"].startswith(("linux-headers-", "linux-kbuild-")):
+            needed.append(debian.matching(first["name"], version, first["version"], why=f" (needed by {headers})"))
+    series = ".".join(kernel.release.split(".")[:2])          # 6.1.0-56-cloud-amd64 -> 6.1
+    return [*needed, debian.matching(f"linux-source-{series}", version, why=why)]
+
+
+def _build(kernel: guest.GuestKernel, patch: Patch, flavour: str, packages: list[Package], out: Path) -> None:
     for tool in ("make", "patch", "gcc-12", "strip"):
         if shutil.which(tool) is None:
             raise ScenarioError("--guest-kernel", f"building {patch.module} needs {tool} (Debian: apt-get install "
                                 f"{'binutils' if tool == 'strip' else tool})")
-    series = ".".join(kernel.release.split(".")[:2])          # 6.1.0-56-cloud-amd64 -> 6.1
+    series = ".".join(kernel.release.split(".")[:2])
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         work = Path(tmp)
-        headers, = guest.apt_download([f"linux-headers-{flavour}={version}"], work)
-        depends = subprocess.run(["dpkg-deb", "-f", str(headers), "Depends"], capture_output=True, text=True,
-                                 check=True, timeout=60).stdout
-        common = [d.split()[0] for d in depends.split(",") if d.strip().startswith(("linux-headers-", "linux-kbuild-"))]
-        debs = [headers, *guest.apt_download([f"{name}={version}" for name in common]
-                                             + [f"linux-source-{series}={version}"], work)]
         tree = work / "tree"
-        for deb in debs:
-            subprocess.run(["dpkg-deb", "-x", str(deb), str(tree)], check=True, timeout=BUILD_TIMEOUT_S)
+        for deb in debian.download(packages, work):
+            debian.extract(deb, tree, BUILD_TIMEOUT_S)
             deb.unlink()
         build_dir = tree / "usr" / "src" / f"linux-headers-{flavour}"
         # Debian's flavour Makefile includes the common headers by absolute path.
