@@ -390,3 +390,32 @@ def test_a_sweep_point_beyond_the_machine_is_refused(tmp_path: Path, monkeypatch
     assert status == 2 and stdout == "" and not store.exists()
     assert stderr.startswith("error: scenario: too large to run here: ") and "CCBENCH_ALLOW_LARGE=1" in stderr
     assert "(point 2 of 2: link.rate=100Gbit)" in stderr
+
+
+@pytest.mark.parametrize("value", ["[" * 1000 + "1" + "]" * 1000, "[" * 100 + "1" + "]" * 100,
+                                   "{a = " * 1000 + "1" + "}" * 1000, "[" * 100_000])
+def test_toml_nested_to_any_depth_is_one_line(tmp_path: Path, value: str) -> None:
+    out = tmp_path / "out"
+    path = tmp_path / "deep.toml"
+    path.write_text(f'duration = "1s"\n[link]\nrtt = "10ms"\ntrace = {value}\n[[flows]]\ncca = "cubic"\n')
+    for args in (["run", str(path)], ["sweep", str(path), "--dry-run", "--quiet", "--store", str(out)],
+                 ["run", "--set", f"link.rtt={value}"]):
+        status, stdout, stderr = ccbench(*args, "--out", str(out)) if args[0] == "run" else ccbench(*args)
+        assert refused_or_ran(status, stdout, stderr, out) is None
+        assert "invalid TOML" in stderr, stderr
+
+
+def test_a_50_mb_scenario_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "big.toml"
+    with path.open("w") as f:
+        f.write('duration = "1s"\n[link]\nrate = "10Mbit"\nrtt = "10ms"\n')
+        f.write("x = [" + "1, " * (50_000_000 // 3))   # never closed
+    status, stdout, stderr = ccbench("run", str(path), "--out", str(tmp_path / "out"))
+    assert refused_or_ran(status, stdout, stderr, tmp_path / "out") is None
+    size = path.stat().st_size
+    assert size > 50_000_000
+    assert stderr == f"error: {path}: is {size:,} bytes; a scenario or sweep plan is at most 16 MiB of TOML\n"
+    # Under the limit, a malformed file is TOML's error (the parser reads it whole).
+    path.write_text('duration = "1s"\n' + "x = [" + "1, " * (4_000_000 // 3))
+    status, stdout, stderr = ccbench("run", str(path))
+    assert refused_or_ran(status, stdout, stderr, None) is None and "invalid TOML" in stderr, stderr

@@ -50,10 +50,13 @@ def _front_end_rows() -> list[tuple[str, str, str]]:
 def _file_rows() -> list[tuple[str, str, str]]:
     from .capture import MAX_SERIES_ROWS, MIN_INTERVAL_S
     from .capture.reader import LINK_NAMES
+    from .toml_input import MAX_BYTES, MAX_DEPTH
     from .traces import MAX_TIMESTAMP_MS
 
     links = ", ".join(sorted(set(LINK_NAMES.values())))
     return [
+        ("scenario / sweep plan", "ccbench run, ccbench sweep, --set",
+         f"UTF-8 TOML, at most {MAX_BYTES // 2**20} MiB, arrays and tables nested at most {MAX_DEPTH} deep"),
         ("Mahimahi trace", "--trace, --ack-trace, link.trace",
          f"one integer per line, milliseconds, never decreasing; the last from 1 to {MAX_TIMESTAMP_MS}"),
         ("CPU trace", "--cpu-trace, host.cpu_trace",

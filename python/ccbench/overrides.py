@@ -22,8 +22,10 @@ def parse_value(text: str) -> Any:
     """``text`` as a TOML value, or as a plain string if it is not one."""
     import tomllib
 
+    from . import toml_input
+
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        return toml_input.parse(f"v = {text}", "--set")["v"]
     except tomllib.TOMLDecodeError:
         return text
 

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import re
-import tomllib
 
 import tomli_w
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Annotated, Any, Literal, Mapping, Optional, Sequence, Union
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from .. import _core
+from .. import _core, toml_input
 from ..errors import ScenarioError
 from ..units import format_duration
 from .fields import MAX_FLOWS_PER_ENTRY, MIN_INTERVAL_NS, Duration, _int_range, _Table, core_default, positive
@@ -371,6 +370,8 @@ def read_toml(path: Union[str, os.PathLike[str]]) -> dict[str, Any]:
     """Read a TOML file; a missing file or bad syntax is a ScenarioError naming the file."""
     name = os.fspath(path)
     try:
+        if (size := Path(path).stat().st_size) > toml_input.MAX_BYTES:
+            raise ScenarioError(name, toml_input.too_large(size))
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ScenarioError(name, "no such scenario file") from None
@@ -395,10 +396,7 @@ def _resolve_paths(doc: dict[str, Any], base: Path) -> dict[str, Any]:
 
 
 def _parse_toml(text: str, source: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(source, f"invalid TOML: {e}") from None
+    return toml_input.loads(text, source)
 
 
 # Mapping pydantic's errors to ScenarioError
