@@ -1,7 +1,7 @@
 # ccbench: two targets.
 #   make example   build and install ccbench, then run scenarios/example.toml
 #   make test      install ccbench in editable mode with test extras, run cargo and pytest
-#   make agent     the VM guest's statically linked traffic agent (make test builds it)
+#   make agent     the VM guest's statically linked traffic agent (every install builds it)
 #   make style     the format and lint checks (make test runs them)
 # Both are idempotent; Cargo's build cache in target/ keeps repeat runs fast.
 
@@ -38,7 +38,6 @@ test: kernel-test-deps report-test-deps capture-test-deps vm-test-deps conforman
 	$(PIP) -e '.[test]'
 	$(MAKE) style
 	cargo test --workspace --release
-	$(MAKE) agent
 	$(PYTHON) -m pytest -q
 
 # One style: rustfmt.toml for the crates, [tool.ruff] in pyproject.toml for Python.
@@ -47,11 +46,9 @@ style:
 	else echo "rustfmt is not installed (rustup component add rustfmt); the format check is skipped"; fi
 	$(PYTHON) -m ruff check python tests benches
 
-# The guest has no dynamic loader: glibc's static C runtime, built for an explicit target
-# so that the flag reaches neither build scripts nor the workspace's ordinary build.
-AGENT_TARGET := x86_64-unknown-linux-gnu
+# What pip's install runs (install/build_backend.py), for a rebuild after changing the agent.
 agent:
-	RUSTFLAGS="-C target-feature=+crt-static" cargo build --release -p ccbench-agent --target $(AGENT_TARGET)
+	$(PYTHON) install/static_agent.py
 
 kernel-test-deps:
 	@if [ "$$(id -u)" = 0 ] && ! command -v ip >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then \
