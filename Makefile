@@ -38,7 +38,7 @@ test: kernel-test-deps report-test-deps capture-test-deps vm-test-deps conforman
 	$(PIP) -e '.[test]'
 	$(MAKE) style
 	cargo test --workspace --release
-	$(PYTHON) -m pytest -q
+	$(PYTHON) tests/suite.py
 
 # One style: rustfmt.toml for the crates, [tool.ruff] in pyproject.toml for Python.
 style:

@@ -59,6 +59,43 @@ def short_scenario(tmp_path: Path) -> Path:
     return path
 
 
+# How much of a CPU other processes may use before a test of the host's timing skips.
+QUIET_CPUS = 0.3
+LOAD_SAMPLE_S = 0.5
+
+
+def other_cpu_load(seconds: float = LOAD_SAMPLE_S) -> float:
+    """The CPUs' worth of work this host did over ``seconds`` while this process slept:
+    about 0 on a quiet host, about 1 beside one busy loop. Time of niced processes
+    (/proc/stat's ``nice``, such as the rest of the suite that tests/suite.py runs at
+    nice 19 beside the host tests) is left out: the scheduler gives it way."""
+
+    def busy() -> int:
+        user, _nice, system, _idle, _iowait, irq, softirq, steal = map(int, Path("/proc/stat").read_text().split()[1:9])
+        return user + system + irq + softirq + steal
+
+    before = busy()
+    time.sleep(seconds)
+    return (busy() - before) / os.sysconf("SC_CLK_TCK") / seconds
+
+
+def require_quiet_host(what: str) -> None:
+    """Skip, with the figure, when other processes keep the host busy: ``what`` depends on
+    the host's timing (a vCPU's waits, the emulator's capacity, a kernel run's RTT)."""
+    load = other_cpu_load()
+    if load > QUIET_CPUS:
+        pytest.skip(f"{what} needs a quiet host, and other processes kept {load:.2f} CPUs busy over "
+                    f"{LOAD_SAMPLE_S} s (at most {QUIET_CPUS})")
+
+
+def timing_check(ok: bool, what: str, detail: object = "") -> None:
+    """Assert ``ok``, a check of ``what`` that depends on the host's timing; when it fails
+    on a host that other processes keep busy, skip with their load instead."""
+    if not ok:
+        require_quiet_host(what)
+    assert ok, f"{what}: {detail}"
+
+
 # Command-line marks of the processes a kernel or VM run starts (agents, the emulator, QEMU).
 RUN_PROCESS_MARKS = ("ccbench/kernel/agent.py", "ccbench.kernel.emu", "ccbench.mode=agent")
 

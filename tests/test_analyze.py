@@ -158,6 +158,7 @@ def test_link_layers_and_formats_give_the_same_answer(tmp_path: Path) -> None:
     assert analyze_file(v6).summary["flows"][0]["src"].startswith("fd00::")
 
 
+@pytest.mark.host
 @pytest.mark.skipif(KERNEL is not None, reason=f"kernel engine unavailable: {KERNEL}")
 def test_analyze_agrees_with_a_kernel_run(tmp_path: Path) -> None:
     """The emulator captures the real packets at the sender's side; analysing them gives

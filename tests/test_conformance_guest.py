@@ -17,6 +17,7 @@ PACKETDRILL_DIR = Path(os.environ.get("CCBENCH_PACKETDRILL_DIR", "/work/shared/p
 TCP = PACKETDRILL_DIR / "tcp"
 FQ_SCRIPTS = ("cubic/cubic-bulk-166k.pkt", "cubic/cubic-bulk-166k-idle-restart.pkt",
               "slow_start/slow-start-fq-ack-per-2pkt.pkt")
+pytestmark = pytest.mark.host
 
 
 def test_the_console_is_read_per_script_whatever_the_kernel_prints_between() -> None:

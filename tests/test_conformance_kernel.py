@@ -320,6 +320,7 @@ def _restore_scripts() -> set[str]:
 
 
 @pytest.mark.skipif(not TCP.is_dir(), reason=f"packetdrill's TCP scripts are not in {TCP} (set CCBENCH_PACKETDRILL_DIR)")
+@pytest.mark.host
 def test_real_run_of_packetdrill_scripts_leaves_nothing_behind(packetdrill_binary: Path) -> None:
     allowed_before = kernel.ALLOWED_CC.read_text()
     restore_before = _restore_scripts()
@@ -341,6 +342,7 @@ def test_real_run_of_packetdrill_scripts_leaves_nothing_behind(packetdrill_binar
     assert_nothing_left_behind(within_s=2)
 
 
+@pytest.mark.host
 def test_real_run_of_our_own_scripts(packetdrill_binary: Path) -> None:
     verdicts = kernel.run_kernel([OWN / "handshake.pkt", OWN / "write-on-listener.pkt", OWN / "tso-defer-ack-due.pkt",
                                   OWN / "sack-edge-inside-segment.pkt"], packetdrill_binary, None, lambda v: None)
@@ -359,6 +361,7 @@ def test_real_run_of_our_own_scripts(packetdrill_binary: Path) -> None:
     assert _our_processes(packetdrill_binary) == []
 
 
+@pytest.mark.host
 def test_a_script_over_its_time_is_stopped_with_everything_it_started(packetdrill_binary: Path) -> None:
     started = time.monotonic()
     [verdict] = kernel.run_kernel([OWN / "long-wait.pkt"], packetdrill_binary, None, lambda v: None, timeout_s=1.5)
@@ -367,6 +370,7 @@ def test_a_script_over_its_time_is_stopped_with_everything_it_started(packetdril
     assert _our_processes(packetdrill_binary) == []
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
 def test_a_stopped_run_leaves_no_packetdrill_behind(packetdrill_binary: Path, sig: str, tmp_path: Path) -> None:
     """SIGTERM unwinds like Ctrl-C (the process group is killed); after SIGKILL packetdrill

@@ -138,6 +138,7 @@ def kernel_unavailable() -> Optional[str]:
     return host.tun_usable()
 
 
+@pytest.mark.host
 @pytest.mark.skipif(kernel_unavailable() is not None, reason="kernel engine unavailable (needs root and /dev/net/tun)")
 def test_a_kernel_run_exports_and_reads_back(tmp_path: Path) -> None:
     done = run_cli("run", "--engine", "kernel", "--cca", "cubic", "--rate", "20Mbit", "--duration", "2s", "--out",

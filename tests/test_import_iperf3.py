@@ -62,6 +62,7 @@ def client(port: int, out: Path, *args: str) -> Path:
     return out
 
 
+@pytest.mark.host  # a real transfer on loopback
 @needs_iperf3
 def test_a_sending_client(tmp_path: Path, server: int) -> None:
     report = client(server, tmp_path / "iperf3.json")
@@ -88,6 +89,7 @@ def test_a_sending_client(tmp_path: Path, server: int) -> None:
     assert {"flow0.png", "link.png"} <= {p.name for p in (out / "plots").iterdir()}
 
 
+@pytest.mark.host  # a real transfer on loopback
 @needs_iperf3
 def test_reverse_with_two_streams(tmp_path: Path, server: int) -> None:
     report = client(server, tmp_path / "iperf3.json", "-R", "-P", "2")

@@ -14,7 +14,7 @@ from ccbench.store import open_store
 from conftest import run_cli
 
 REASON = host.tun_usable()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"kernel engine unavailable: {REASON}")
+pytestmark = [pytest.mark.host, pytest.mark.skipif(REASON is not None, reason=f"kernel engine unavailable: {REASON}")]
 
 PLAN = """\
 duration = "2s"

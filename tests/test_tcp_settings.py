@@ -14,8 +14,8 @@ from ccbench.kernel import host
 from conftest import assert_nothing_left_behind
 
 NO_KERNEL = host.tun_usable()
-ENGINES = ["sim", pytest.param("kernel", marks=pytest.mark.skipif(NO_KERNEL is not None,
-                                                                    reason=f"kernel engine unavailable: {NO_KERNEL}"))]
+ENGINES = ["sim", pytest.param("kernel", marks=[pytest.mark.host, pytest.mark.skipif(
+    NO_KERNEL is not None, reason=f"kernel engine unavailable: {NO_KERNEL}")])]
 
 
 def paced_cubic(**tcp: Any) -> dict[str, Any]:

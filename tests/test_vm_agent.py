@@ -27,6 +27,8 @@ from typing import Any, Iterator, Optional
 
 import pytest
 
+pytestmark = pytest.mark.host
+
 ROOT = Path(__file__).resolve().parent.parent
 PY_AGENT = ROOT / "python" / "ccbench" / "kernel" / "agent.py"
 BUILD_TIMEOUT_S = 900

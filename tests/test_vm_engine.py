@@ -23,7 +23,8 @@ from ccbench import ScenarioError
 from ccbench.kernel import host, state
 from ccbench.vm import initramfs
 
-from conftest import THREE_DOWNLOADS, assert_nothing_left_behind, assert_three_downloads_one_after_another, run_cli
+from conftest import (THREE_DOWNLOADS, assert_nothing_left_behind, assert_three_downloads_one_after_another, run_cli,
+                      timing_check)
 
 
 def _reason() -> str | None:
@@ -45,7 +46,7 @@ def _reason() -> str | None:
 
 
 REASON = _reason()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"VM engine unavailable: {REASON}")
+pytestmark = [pytest.mark.host, pytest.mark.skipif(REASON is not None, reason=f"VM engine unavailable: {REASON}")]
 
 
 @pytest.fixture(autouse=True)
@@ -76,10 +77,13 @@ def test_cubic_and_bbr_run_in_the_guest_through_the_emulator() -> None:
     # With a CPU to spare the vCPU has one of its own, so it hardly waits for it.
     if len(os.sched_getaffinity(0)) >= 2:
         assert s["vm"]["placement"].startswith("vCPU 0 on CPU 0;")
-        assert 0 <= s["vm"]["vcpu_run_delay_s"] < 0.1 * s["vm"]["run_wall_s"], s["vm"]
+        timing_check(0 <= s["vm"]["vcpu_run_delay_s"] < 0.1 * s["vm"]["run_wall_s"], "the vCPU's wait for a CPU",
+                     s["vm"])
     # QEMU's main thread carried its packets; at 20 Mbit/s it hardly waits for a CPU.
     io = s["vm"]["io_thread"]
-    assert io["cpu_s"] > 0 and 0 <= io["waiting"] < 0.5 and not any("waited for a host CPU" in n for n in s["notes"]), io
+    assert io["cpu_s"] > 0, io
+    timing_check(0 <= io["waiting"] < 0.5 and not any("waited for a host CPU" in n for n in s["notes"]),
+                 "QEMU's main thread's wait for a CPU", io)
     # The guest's own account: its NIC's interrupts and softirqs, its task switches.
     guest = s["vm"]["guest_cpu"]
     assert guest["context_switches"] > 0 and guest["softirqs"]["NET_RX"] > 0, guest
@@ -149,7 +153,9 @@ def test_bbr_without_pacing_runs_in_the_guest_as_its_own_bbr_unpaced() -> None:
         assert (flow["cca"], flow["paced"]) == ("bbr" if pacing else "bbr_unpaced", pacing)
         assert any("ran as the guest's bbr_unpaced" in n for n in s["notes"]) != pacing
         rtts[pacing] = flow["rtt_ms"]["p50"]
-    assert rtts[True] < 1.5 * 40 < 1.8 * 40 < rtts[False], rtts
+    assert 1.8 * 40 < rtts[False], rtts
+    # Paced, the guest's timers must fire on time: a vCPU kept waiting sends late, in bursts.
+    timing_check(rtts[True] < 1.5 * 40, "paced BBR's RTT in the guest", rtts)
 
 
 BBR3_KERNEL = os.environ.get("CCBENCH_BBR3_KERNEL")
@@ -212,10 +218,10 @@ def test_the_share_read_back_is_the_share_asked_for_and_used(deadline: str, poli
         assert vm["placement"].startswith("the vCPUs (SCHED_DEADLINE) on any CPU;")
     [use] = vm["vcpu_cpu_use"]
     if deadline == "slice":
-        assert abs(use - 0.25) <= 0.03, use
+        timing_check(abs(use - 0.25) <= 0.03, "the vCPU's use of its share", use)
     else:
         # A vCPU that goes idle inside its window loses the rest of it (measured: 19%).
-        assert 0.05 <= use <= 0.28, use
+        timing_check(0.05 <= use <= 0.28, "the vCPU's use of its share", use)
 
 
 @pytest.mark.parametrize("args, line", [

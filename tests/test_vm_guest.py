@@ -29,6 +29,7 @@ elif shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
     REASON = "no apt-get/dpkg-deb to fetch the guest kernel"
 needs_vm = pytest.mark.skipif(REASON is not None, reason=f"VM guest unavailable: {REASON}")
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_DEADLINE needs root")
+pytestmark = pytest.mark.host
 
 
 def test_newc_archives_list_back_with_busybox_cpio(tmp_path: Path) -> None:

@@ -16,6 +16,8 @@ import pytest
 from ccbench.vm import placement
 from ccbench.vm.placement import Placement
 
+pytestmark = pytest.mark.host
+
 
 def test_the_vcpus_take_the_first_cpus_and_the_rest_of_the_run_the_others() -> None:
     assert placement.plan([0, 1], 1) == Placement((0,), (1,))

@@ -13,6 +13,7 @@ from ccbench.vm import kprofile
 from ccbench.vm.switches import Absences, SwitchTrace, absences, bin_centre_ns
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (perf_event_open on a thread)")
+pytestmark = pytest.mark.host
 
 MS = 1_000_000
 # A thread sleeps at 1 ms, is woken at 4.99 ms and back at 5 ms; it is throttled (still
