@@ -1,6 +1,6 @@
 # ccbench: two targets.
 #   make example   build and install ccbench, then run scenarios/example.toml
-#   make test      install ccbench in editable mode with test extras, run cargo and pytest
+#   make test      install ccbench in editable mode with test extras, run cargo test and pytest (tests/suite.py)
 #   make agent     the VM guest's statically linked traffic agent (every install builds it)
 #   make style     the format and lint checks (make test runs them)
 # Both are idempotent; Cargo's build cache in target/ keeps repeat runs fast.
@@ -37,7 +37,6 @@ example:
 test: kernel-test-deps report-test-deps capture-test-deps vm-test-deps conformance-test-deps
 	$(PIP) -e '.[test]'
 	$(MAKE) style
-	cargo test --workspace --release
 	$(PYTHON) tests/suite.py
 
 # One style: rustfmt.toml for the crates, [tool.ruff] in pyproject.toml for Python.

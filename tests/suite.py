@@ -1,10 +1,12 @@
-"""The whole pytest suite, in two processes at once (what ``make test`` runs).
+"""The whole test suite, Rust's and Python's, in two lanes at once (what ``make test``
+runs after installing).
 
-The tests marked ``host`` run in real time on this host (the kernel and VM engines,
-packetdrill, real iperf3): they run in the foreground, one at a time. The rest need only
-a CPU, and run beside them at nice 19, where the scheduler gives the host tests way:
-such a neighbour is what the host tests are checked to tolerate (docs/benchmarks.md,
-"The test suite"). Arguments go to both pytest processes; the exit status is the worse.
+The pytest tests marked ``host`` run in real time on this host (the kernel and VM
+engines, packetdrill, real iperf3): they run in the foreground, one at a time. The rest
+need only a CPU, and run beside them at nice 19, where the scheduler gives the host
+tests way: ``cargo test`` of the workspace, then the other pytest tests. Such a
+neighbour is what the host tests are checked to tolerate (docs/benchmarks.md, "The test
+suite"). Arguments go to both pytest processes; the exit status is the worst.
 
     python tests/suite.py [PYTEST ARGS]
 """
@@ -15,29 +17,36 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
+from typing import IO
 
-NO_TESTS = 5  # pytest's status when a process selects none (no host tests here, say)
+ROOT = Path(__file__).resolve().parent.parent
+NO_TESTS = 5  # pytest's status when a lane selects none (no host tests here, say)
 
 
 def main(args: list[str]) -> int:
-    root = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory(prefix="ccbench-suite-") as tmp, open(Path(tmp) / "rest.log", "w+") as log:
-        rest = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-m", "not host", "-p", "no:cacheprovider",
-                                 "--basetemp", str(Path(tmp) / "rest"), *args],
-                                cwd=root, stdout=log, stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(19))
-        try:
-            print("host tests (the rest run beside them at nice 19; their report follows):", flush=True)
-            host = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "host", *args], cwd=root).returncode
-        except BaseException:
-            rest.kill()
-            rest.wait()
-            raise
-        code = rest.wait()
+        commands = [["cargo", "test", "--workspace", "--release", "--quiet"],
+                    [sys.executable, "-m", "pytest", "-q", "-m", "not host", "-p", "no:cacheprovider",
+                     "--basetemp", str(Path(tmp) / "rest"), *args]]
+        codes: list[int] = []
+        rest = threading.Thread(target=_niced, args=(commands, log, codes))
+        rest.start()
+        print("host tests (cargo test and the rest run beside them at nice 19; their report follows):", flush=True)
+        host = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "host", *args], cwd=ROOT).returncode
+        rest.join()
         log.seek(0)
-        print("\nthe rest:", flush=True)
+        print("\ncargo test and the rest:", flush=True)
         sys.stdout.write(log.read())
-    return max((0 if c == NO_TESTS else c) for c in (host, code))
+    return max((0 if c == NO_TESTS else c) for c in (host, *codes))
+
+
+def _niced(commands: list[list[str]], log: IO[str], codes: list[int]) -> None:
+    """Run each command at nice 19, its output into ``log``, its status into ``codes``."""
+    for command in commands:
+        codes.append(subprocess.run(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                    preexec_fn=lambda: os.nice(19)).returncode)
 
 
 if __name__ == "__main__":
