@@ -65,18 +65,32 @@ LOAD_SAMPLE_S = 0.5
 
 
 def other_cpu_load(seconds: float = LOAD_SAMPLE_S) -> float:
-    """The CPUs' worth of work this host did over ``seconds`` while this process slept:
-    about 0 on a quiet host, about 1 beside one busy loop. Time of niced processes
-    (/proc/stat's ``nice``, such as the rest of the suite that tests/suite.py runs at
-    nice 19 beside the host tests) is left out: the scheduler gives it way."""
+    """The CPUs' worth of work other processes did over ``seconds`` while this one slept:
+    about 0 on a quiet host, about 1 beside one busy loop (niced or not: a niced task
+    still delays a vCPU that wakes beside it). Tasks under SCHED_IDLE are left out, such
+    as the rest of the suite that tests/suite.py runs beside the host tests: they give
+    way at once."""
 
-    def busy() -> int:
-        user, _nice, system, _idle, _iowait, irq, softirq, steal = map(int, Path("/proc/stat").read_text().split()[1:9])
-        return user + system + irq + softirq + steal
+    def cpu_ticks() -> dict[str, int]:
+        ticks = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            # stat(5): utime and stime are fields 14 and 15, policy field 41 (3 fields
+            # precede the remainder read here).
+            if int(fields[38]) != os.SCHED_IDLE:
+                ticks[entry.name] = int(fields[11]) + int(fields[12])
+        return ticks
 
-    before = busy()
+    before = cpu_ticks()
     time.sleep(seconds)
-    return (busy() - before) / os.sysconf("SC_CLK_TCK") / seconds
+    after = cpu_ticks()
+    used = sum(t - before.get(pid, t) for pid, t in after.items())
+    return used / os.sysconf("SC_CLK_TCK") / seconds
 
 
 def require_quiet_host(what: str) -> None:
