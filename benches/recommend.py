@@ -17,8 +17,22 @@ import subprocess
 import sys
 import time
 
-COMMAND = ("recommend", "--rate", "50Mbit", "--rtt", "30ms", "--buffer", "64KB", "--loss", "0.1%",
-           "--duration", "4s", "--seeds", "3", "--reno")
+COMMAND = (
+    "recommend",
+    "--rate",
+    "50Mbit",
+    "--rtt",
+    "30ms",
+    "--buffer",
+    "64KB",
+    "--loss",
+    "0.1%",
+    "--duration",
+    "4s",
+    "--seeds",
+    "3",
+    "--reno",
+)
 
 
 def main() -> int:

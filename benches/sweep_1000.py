@@ -41,8 +41,10 @@ def compare(n: int, workers: int) -> None:
     from ccbench.sweep import load_plan
     from ccbench.sweep.worker import Task, init_local_worker, run_task
 
-    tasks = [Task(run_id=str(i), scenario=p.scenario, engine="sim", keep_series=True)
-             for i, p in enumerate(load_plan(PLAN).points()[:: max(1, 1000 // n)][:n])]
+    tasks = [
+        Task(run_id=str(i), scenario=p.scenario, engine="sim", keep_series=True)
+        for i, p in enumerate(load_plan(PLAN).points()[:: max(1, 1000 // n)][:n])
+    ]
     pools: list[tuple[str, Executor]] = [
         ("threads", ThreadPoolExecutor(workers)),
         ("processes", ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=init_local_worker)),
@@ -76,8 +78,7 @@ def main() -> int:
     load_before = os.getloadavg()
     cpu_before = cpu_seconds()
     try:
-        report = run_sweep(plan, store, workers=workers, keep_series=not args.no_series,
-                           progress=sys.stderr.isatty())
+        report = run_sweep(plan, store, workers=workers, keep_series=not args.no_series, progress=sys.stderr.isatty())
         cpu_self, cpu_kids = (a - b for a, b in zip(cpu_seconds(), cpu_before))
         load_after = os.getloadavg()
         size = sum(f.stat().st_size for f in store.rglob("*") if f.is_file())
@@ -85,15 +86,21 @@ def main() -> int:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     wall = report.elapsed_s
-    print(f"ccbench sweep benchmark, simulator {_core.version()}, {os.cpu_count()} cores, {workers} worker processes"
-          f"{', no time series' if args.no_series else ''}")
+    print(
+        f"ccbench sweep benchmark, simulator {_core.version()}, {os.cpu_count()} cores, {workers} worker processes"
+        f"{', no time series' if args.no_series else ''}"
+    )
     print(f"plan: {plan.point_count} points x {plan.repetitions} repetition(s) of 30 s, 10-100 Mbit/s")
     print(f"runs: {report.ran} run, {report.reused} already stored, {len(report.failures)} failed")
     print(f"wall: {wall:.1f} s ({report.ran / wall:.1f} runs/s)")
-    print(f"cpu:  {cpu_self + cpu_kids:.1f} s ({cpu_kids:.1f} s in workers, {cpu_self:.1f} s here) = "
-          f"{(cpu_self + cpu_kids) / wall:.2f} cores busy on average")
-    print(f"in workers: {report.run_s:.1f} s running and making files ({1000 * report.run_s / max(report.ran, 1):.1f} "
-          f"ms a run); here: {report.store_s:.1f} s writing files and rows")
+    print(
+        f"cpu:  {cpu_self + cpu_kids:.1f} s ({cpu_kids:.1f} s in workers, {cpu_self:.1f} s here) = "
+        f"{(cpu_self + cpu_kids) / wall:.2f} cores busy on average"
+    )
+    print(
+        f"in workers: {report.run_s:.1f} s running and making files ({1000 * report.run_s / max(report.ran, 1):.1f} "
+        f"ms a run); here: {report.store_s:.1f} s writing files and rows"
+    )
     print(f"store: {size / 1e6:.1f} MB")
     print(f"load average (1 min) before {load_before[0]:.2f}, after {load_after[0]:.2f}")
     return 1 if report.failures else 0

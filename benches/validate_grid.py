@@ -62,11 +62,15 @@ def main() -> int:
             except Exception as e:  # a cell the kernel engine refuses
                 line += f", kernel refused: {e}"
         print(line, flush=True)
-    print(f"simulator: {total_sim:.1f} s wall for {simulated:.0f} simulated s "
-          f"({simulated / max(total_sim, 1e-9):.0f}x real time)")
+    print(
+        f"simulator: {total_sim:.1f} s wall for {simulated:.0f} simulated s "
+        f"({simulated / max(total_sim, 1e-9):.0f}x real time)"
+    )
     if kernel:
-        print(f"kernel: {total_kernel:.1f} s wall; grid total {total_sim + total_kernel:.1f} s; "
-              f"simulator share {total_sim / (total_sim + total_kernel):.1%}")
+        print(
+            f"kernel: {total_kernel:.1f} s wall; grid total {total_sim + total_kernel:.1f} s; "
+            f"simulator share {total_sim / (total_sim + total_kernel):.1%}"
+        )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

@@ -40,16 +40,21 @@ def main() -> None:
     print(f"boot time: median {statistics.median(boots):.2f} s of {len(boots)}")
 
     for flows in (1, 4):
-        doc = {"duration": args.duration, "link": {"rate": args.rate, "rtt": "1ms", "buffer": "2bdp"},
-               "flows": [{"cca": "cubic", "count": flows}]}
+        doc = {
+            "duration": args.duration,
+            "link": {"rate": args.rate, "rtt": "1ms", "buffer": "2bdp"},
+            "flows": [{"cca": "cubic", "count": flows}],
+        }
         figures = {}
         for engine, options in (("vm", {"guest_kernel": args.guest_kernel}), ("kernel", {})):
             start = time.monotonic()
             s = ccbench.run(doc, engine=engine, **options).summary
             goodput = sum(f["goodput_bps"] for f in s["flows"]) / 1e6
             figures[engine] = goodput
-            print(f"{flows} flow(s), {engine:>6}: {goodput:8.1f} Mbit/s "
-                  f"({time.monotonic() - start:.1f} s wall, utilisation {s['link']['utilization']:.1%})")
+            print(
+                f"{flows} flow(s), {engine:>6}: {goodput:8.1f} Mbit/s "
+                f"({time.monotonic() - start:.1f} s wall, utilisation {s['link']['utilization']:.1%})"
+            )
         print(f"{flows} flow(s): VM / kernel engine = {figures['vm'] / figures['kernel']:.2f}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

@@ -29,8 +29,9 @@ import static_agent  # beside this file: pyproject.toml's backend-path
 IN_WHEEL = "ccbench/vm/bin/ccbench-agent"
 
 
-def build_wheel(wheel_directory: str, config_settings: Optional[Mapping[str, Any]] = None,
-                metadata_directory: Optional[str] = None) -> str:
+def build_wheel(
+    wheel_directory: str, config_settings: Optional[Mapping[str, Any]] = None, metadata_directory: Optional[str] = None
+) -> str:
     name = maturin.build_wheel(wheel_directory, config_settings, metadata_directory)
     built = static_agent.build()
     if built is not None:
@@ -38,8 +39,9 @@ def build_wheel(wheel_directory: str, config_settings: Optional[Mapping[str, Any
     return name
 
 
-def build_editable(wheel_directory: str, config_settings: Optional[Mapping[str, Any]] = None,
-                   metadata_directory: Optional[str] = None) -> str:
+def build_editable(
+    wheel_directory: str, config_settings: Optional[Mapping[str, Any]] = None, metadata_directory: Optional[str] = None
+) -> str:
     static_agent.build()
     return maturin.build_editable(wheel_directory, config_settings, metadata_directory)
 

@@ -33,8 +33,9 @@ def build() -> Optional[Path]:
         why = f"{ROOT} has no crates/ccbench-agent"
     if why is None:
         env = dict(os.environ, RUSTFLAGS="-C target-feature=+crt-static")
-        got = subprocess.run(["cargo", "build", "--release", "-p", "ccbench-agent", "--target", TARGET], cwd=ROOT,
-                             env=env)
+        got = subprocess.run(
+            ["cargo", "build", "--release", "-p", "ccbench-agent", "--target", TARGET], cwd=ROOT, env=env
+        )
         if got.returncode == 0 and BUILT.is_file():
             return BUILT
         why = f"cargo build failed (exit {got.returncode}; a static build needs glibc's libc.a: Debian's libc6-dev)"

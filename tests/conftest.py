@@ -98,8 +98,10 @@ def require_quiet_host(what: str) -> None:
     the host's timing (a vCPU's waits, the emulator's capacity, a kernel run's RTT)."""
     load = other_cpu_load()
     if load > QUIET_CPUS:
-        pytest.skip(f"{what} needs a quiet host, and other processes kept {load:.2f} CPUs busy over "
-                    f"{LOAD_SAMPLE_S} s (at most {QUIET_CPUS})")
+        pytest.skip(
+            f"{what} needs a quiet host, and other processes kept {load:.2f} CPUs busy over "
+            f"{LOAD_SAMPLE_S} s (at most {QUIET_CPUS})"
+        )
 
 
 def timing_check(ok: bool, what: str, detail: object = "") -> None:
@@ -151,8 +153,11 @@ def assert_nothing_left_behind(within_s: float) -> None:
 
 # Three 300 KB Cubic downloads, 0.5 s apart, at 20 Mbit/s and 20 ms: the kernel and VM
 # engines' repeated-download tests run this.
-THREE_DOWNLOADS = {"duration": "20s", "link": {"rate": "20Mbit", "rtt": "20ms", "buffer": "1bdp"},
-                   "flows": [{"cca": "cubic", "size": "300KB", "repeat": 3, "pause": "0.5s"}]}
+THREE_DOWNLOADS = {
+    "duration": "20s",
+    "link": {"rate": "20Mbit", "rtt": "20ms", "buffer": "1bdp"},
+    "flows": [{"cca": "cubic", "size": "300KB", "repeat": 3, "pause": "0.5s"}],
+}
 
 
 def assert_three_downloads_one_after_another(summary: dict, max_gap_s: float) -> list[dict]:

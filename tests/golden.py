@@ -51,16 +51,20 @@ FLAG_CASES: dict[str, dict[str, Any]] = {
     "lte-trace": {"cca": "bbr", "trace": "traces/TMobile-LTE-short.down", **SHORT},
     "cpu-phone": {"cca": "bbr,cubic", "flows": 3, "cpu": "phone-lowend", "rate": "1Gbit", "rtt": "1ms", **SHORT},
     "cpu-slices": {"cca": "bbr", "cpu_share": "25%", "cpu_slice": "10ms", **SHORT},
-    "cpu-slices-deficit": {"cca": "bbr3", "cpu_share": "50%", "cpu_slice": "10ms", "bbr_inflight_deficit": True,
-                           **SHORT},
+    "cpu-slices-deficit": {
+        "cca": "bbr3",
+        "cpu_share": "50%",
+        "cpu_slice": "10ms",
+        "bbr_inflight_deficit": True,
+        **SHORT,
+    },
     "stride": {"cca": "bbr", "cpu": "phone-lowend", "pacing_stride": 10, "rate": "500Mbit", "rtt": "2ms", **SHORT},
     "fixed-cwnd": {"cca": "cubic", "fixed_cwnd": 40, **SHORT},
     "fixed-pacing": {"cca": "cubic", "fixed_pacing_rate": "20Mbit", **SHORT},
     "freeze-cc": {"cca": "bbr", "freeze_cc": True, **SHORT},
     "tso-rtt-log-0": {"cca": "bbr", "tso_rtt_log": 0, "rate": "1Gbit", "rtt": "5ms", **SHORT},
     "seed-7": {"cca": "cubic", "loss": "0.5%", "seed": 7, **SHORT},
-    "capture": {"cca": "cubic,bbr", "size": "1MB", "pcap": "sender,bottleneck-in,bottleneck-out,receiver",
-                **SHORT},
+    "capture": {"cca": "cubic,bbr", "size": "1MB", "pcap": "sender,bottleneck-in,bottleneck-out,receiver", **SHORT},
 }
 
 

@@ -32,12 +32,29 @@ NO_TESTS = 5  # pytest's status when a lane selects none (no host tests here, sa
 
 def main(args: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="ccbench-suite-") as tmp, open(Path(tmp) / "rest.log", "w+") as log:
-        rest = IdleLane([["cargo", "test", "--workspace", "--release", "--quiet"],
-                         [sys.executable, "-m", "pytest", "-q", "-m", "not host", "-p", "no:cacheprovider",
-                          "--basetemp", str(Path(tmp) / "rest"), *args]], log)
+        rest = IdleLane(
+            [
+                ["cargo", "test", "--workspace", "--release", "--quiet"],
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-m",
+                    "not host",
+                    "-p",
+                    "no:cacheprovider",
+                    "--basetemp",
+                    str(Path(tmp) / "rest"),
+                    *args,
+                ],
+            ],
+            log,
+        )
         rest.start()
-        print("host tests (cargo test and the rest run beside them under SCHED_IDLE; their report follows):",
-              flush=True)
+        print(
+            "host tests (cargo test and the rest run beside them under SCHED_IDLE; their report follows):", flush=True
+        )
         host = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "host", *args], cwd=ROOT).returncode
         rest.release()
         rest.join()
@@ -61,8 +78,13 @@ class IdleLane(threading.Thread):
     def run(self) -> None:
         for command in self.commands:
             with self.lock:
-                self.running = subprocess.Popen(command, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
-                                                preexec_fn=None if self.released else _idle)
+                self.running = subprocess.Popen(
+                    command,
+                    cwd=ROOT,
+                    stdout=self.log,
+                    stderr=subprocess.STDOUT,
+                    preexec_fn=None if self.released else _idle,
+                )
             self.codes.append(self.running.wait())
 
     def release(self) -> None:

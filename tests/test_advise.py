@@ -18,8 +18,11 @@ from conftest import run_cli
 
 def _points() -> pd.DataFrame:
     """BBR wins below 1 BDP, Cubic above, whatever the RTT."""
-    rows = [{"buffer_bdp": b, "rtt_ms": r, "rate_mbps": 20.0, "winner": "bbr" if b < 1 else "cubic"}
-            for b in (0.1, 0.25, 0.5, 2.0, 4.0, 8.0) for r in (10.0, 40.0, 80.0)]
+    rows = [
+        {"buffer_bdp": b, "rtt_ms": r, "rate_mbps": 20.0, "winner": "bbr" if b < 1 else "cubic"}
+        for b in (0.1, 0.25, 0.5, 2.0, 4.0, 8.0)
+        for r in (10.0, 40.0, 80.0)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -30,7 +33,9 @@ def test_tree_finds_the_buffer_split_and_says_it_in_words():
     assert result.baseline == 0.5
     rules = result.rules()
     assert [(r.conditions, r.winner, r.points, r.agree) for r in rules] == [
-        (["buffer ≤ 1.25 BDP"], "bbr", 9, 9), (["buffer > 1.25 BDP"], "cubic", 9, 9)]
+        (["buffer ≤ 1.25 BDP"], "bbr", 9, 9),
+        (["buffer > 1.25 BDP"], "cubic", 9, 9),
+    ]
     text = result.text()
     assert "buffer ≤ 1.25 BDP" in text and "→ cubic (9 of 9 points)" in text
     lines = describe(result)
@@ -85,8 +90,7 @@ def test_objectives_pick_different_winners_on_real_runs(records, tmp_path: Path)
     results = advise(records, "score", Weights(1, 1, 1))
     assert [r.objective for r in results] == ["goodput", "score"]
     paths = draw(results, tmp_path)
-    assert sorted(p.name for p in paths) == ["tree_goodput.png", "tree_goodput.svg", "tree_score.png",
-                                             "tree_score.svg"]
+    assert sorted(p.name for p in paths) == ["tree_goodput.png", "tree_goodput.svg", "tree_score.png", "tree_score.svg"]
     assert all(p.stat().st_size > 1000 for p in paths)
 
 
@@ -96,16 +100,39 @@ def test_advise_command_on_a_stored_sweep(records, tmp_path: Path):
     version = store_api.code_version("sim")
     for r in records:
         run_id = store_api.run_id_for(r.scenario_hash, r.seed, r.engine, version)
-        store.add(store_api.RunRecord(run_id=run_id, scenario_hash=r.scenario_hash, seed=r.seed, engine=r.engine,
-                                      code_version=version, sweep="adv", point=r.point, repetition=r.repetition,
-                                      scenario=r.scenario, summary=r.summary, series_dir=None), None)
-    done = run_cli("advise", "--sweep", "adv", "--store", str(tmp_path / "store"), "--objective", "delay",
-                   "--out", str(tmp_path / "trees"))
+        store.add(
+            store_api.RunRecord(
+                run_id=run_id,
+                scenario_hash=r.scenario_hash,
+                seed=r.seed,
+                engine=r.engine,
+                code_version=version,
+                sweep="adv",
+                point=r.point,
+                repetition=r.repetition,
+                scenario=r.scenario,
+                summary=r.summary,
+                series_dir=None,
+            ),
+            None,
+        )
+    done = run_cli(
+        "advise",
+        "--sweep",
+        "adv",
+        "--store",
+        str(tmp_path / "store"),
+        "--objective",
+        "delay",
+        "--out",
+        str(tmp_path / "trees"),
+    )
     assert done.returncode == 0, done.stderr
     assert "Which algorithm has the highest goodput: 8 points" in done.stdout
     assert "Which algorithm has the lowest mean RTT" in done.stdout
     assert "cross-validated accuracy" in done.stdout and "In words:" in done.stdout
     assert (tmp_path / "trees" / "tree_delay.svg").exists()
-    bad = run_cli("advise", "--sweep", "adv", "--store", str(tmp_path / "store"), "--weights", "x=1",
-                  "--objective", "score")
+    bad = run_cli(
+        "advise", "--sweep", "adv", "--store", str(tmp_path / "store"), "--weights", "x=1", "--objective", "score"
+    )
     assert bad.returncode == 2 and bad.stderr.startswith("error: --weights: unknown term 'x'")

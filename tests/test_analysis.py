@@ -9,21 +9,36 @@ import pytest
 from scipy import stats
 
 import ccbench
-from ccbench.analysis import (aggregate, algorithm_table, cca_mix, cpu_share, dimensions, flows_frame,
-                              goodput_ratio, mean_ci, record_from_result, runs_frame)
+from ccbench.analysis import (
+    aggregate,
+    algorithm_table,
+    cca_mix,
+    cpu_share,
+    dimensions,
+    flows_frame,
+    goodput_ratio,
+    mean_ci,
+    record_from_result,
+    runs_frame,
+)
 
 
 def _record(cca: str, buffer: str, seed: int = 1, loss: str = "0", flows: int = 1, sweep: str = "t"):
-    sc = ccbench.Scenario.from_flags(cca=cca, rate="20Mbit", rtt="20ms", buffer=buffer, loss=loss,
-                                     duration="2s", seed=seed, flows=flows)
+    sc = ccbench.Scenario.from_flags(
+        cca=cca, rate="20Mbit", rtt="20ms", buffer=buffer, loss=loss, duration="2s", seed=seed, flows=flows
+    )
     point = {"link.buffer": buffer, "flows[0].cca": cca}
     return record_from_result(ccbench.run(sc), point=point, repetition=seed - 1, sweep=sweep)
 
 
 @pytest.fixture(scope="module")
 def records():
-    recs = [_record(cca, buf, seed, loss="0.5%") for cca in ("bbr", "cubic") for buf in ("0.25bdp", "4bdp")
-            for seed in (1, 2, 3)]
+    recs = [
+        _record(cca, buf, seed, loss="0.5%")
+        for cca in ("bbr", "cubic")
+        for buf in ("0.25bdp", "4bdp")
+        for seed in (1, 2, 3)
+    ]
     recs.append(_record("bbr,cubic", "1bdp", loss="0.5%"))
     return recs
 

@@ -22,9 +22,13 @@ KERNEL = host.tun_usable()
 
 
 def scenario(tmp: Path, points: list[str], **flow: Any) -> dict[str, Any]:
-    return {"seed": 2, "duration": "10s",
-            "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp", "loss": "0.5%"},
-            "flows": [{"cca": "cubic", **flow}], "capture": {"points": points, "dir": str(tmp)}}
+    return {
+        "seed": 2,
+        "duration": "10s",
+        "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp", "loss": "0.5%"},
+        "flows": [{"cca": "cubic", **flow}],
+        "capture": {"points": points, "dir": str(tmp)},
+    }
 
 
 def close(a: float, b: float, rel: float) -> bool:
@@ -46,8 +50,19 @@ def test_sender_side_capture_reproduces_the_run(tmp_path: Path) -> None:
     assert g["dupacks"] > 0 and g["ecn"] == "off" and g["handshake_captured"]
     # The time series: same columns as a run where they exist, plus the capture's own.
     flows = got.flows
-    for col in ("time_s", "flow", "goodput_bps", "throughput_bps", "inflight", "inflight_bytes", "srtt_ms",
-                "min_rtt_ms", "retransmits", "rwnd_bytes", "dupacks"):
+    for col in (
+        "time_s",
+        "flow",
+        "goodput_bps",
+        "throughput_bps",
+        "inflight",
+        "inflight_bytes",
+        "srtt_ms",
+        "min_rtt_ms",
+        "retransmits",
+        "rwnd_bytes",
+        "dupacks",
+    ):
         assert col in flows.columns, col
     assert set(flows.columns) - {"rwnd_bytes", "dupacks"} <= set(res.flows.columns)
     assert (flows["rwnd_bytes"].dropna() == 6 * 2**20).all()
@@ -93,7 +108,12 @@ def test_analyze_cli_writes_a_plottable_run(tmp_path: Path) -> None:
     # ccbench plot works on it as on any run.
     r = run_cli("plot", str(out), "--flow", "1", "--out", str(tmp_path / "figs"), "--format", "png")
     assert r.returncode == 0, r.stderr
-    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["flow1.png", "link.png", "retrans1.png", "seq1.png"]
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == [
+        "flow1.png",
+        "link.png",
+        "retrans1.png",
+        "seq1.png",
+    ]
     # Selecting one connection, by index or by port.
     one = json.loads(run_cli("analyze", str(tmp_path / "capture-sender.pcap"), "--flow", "1", "--json").stdout)
     assert [f["dst"] for f in one["flows"]] == ["10.2.0.2:20001"]
@@ -163,8 +183,12 @@ def test_link_layers_and_formats_give_the_same_answer(tmp_path: Path) -> None:
 def test_analyze_agrees_with_a_kernel_run(tmp_path: Path) -> None:
     """The emulator captures the real packets at the sender's side; analysing them gives
     the run's own goodput (receiving application) and RTT (the emulator's samples)."""
-    doc = {"duration": "8s", "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
-           "flows": [{"cca": "cubic"}], "capture": {"points": ["sender", "receiver"], "dir": str(tmp_path)}}
+    doc = {
+        "duration": "8s",
+        "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
+        "flows": [{"cca": "cubic"}],
+        "capture": {"points": ["sender", "receiver"], "dir": str(tmp_path)},
+    }
     from ccbench.engines import kernel as kernel_engine
 
     res = kernel_engine.run(doc)

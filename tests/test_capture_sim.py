@@ -52,8 +52,13 @@ def lossy(tmp: Path, size: str | None = "2MB", ecn: bool = False, flows: int = 1
     if ecn:
         flow["ecn"] = "classic"
         link["ecn_threshold"] = "10pkt"
-    return {"seed": 1, "duration": "8s", "link": link, "flows": [flow],
-            "capture": {"points": list(CAPTURE_POINTS), "dir": str(tmp)}}
+    return {
+        "seed": 1,
+        "duration": "8s",
+        "link": link,
+        "flows": [flow],
+        "capture": {"points": list(CAPTURE_POINTS), "dir": str(tmp)},
+    }
 
 
 UNITS = {"bytes": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9}
@@ -69,9 +74,16 @@ def conversations(path: Path) -> list[dict[str, Any]]:
         m = re.match(r"^(\S+)\s+<->\s+(\S+)\s+" + num + r"\s+" + num + r"\s+" + num, line.strip())
         if m:
             g = m.groups()
-            rows.append({"a": g[0], "b": g[1],
-                         "back_frames": int(g[2]), "back_bytes": float(g[3]) * UNITS[g[4]],
-                         "fwd_frames": int(g[5]), "fwd_bytes": float(g[6]) * UNITS[g[7]]})
+            rows.append(
+                {
+                    "a": g[0],
+                    "b": g[1],
+                    "back_frames": int(g[2]),
+                    "back_bytes": float(g[3]) * UNITS[g[4]],
+                    "fwd_frames": int(g[5]),
+                    "fwd_bytes": float(g[6]) * UNITS[g[7]],
+                }
+            )
     return rows
 
 
@@ -98,8 +110,12 @@ def test_tshark_reads_every_point_cleanly(tmp_path: Path) -> None:
     res = ccbench.run(lossy(tmp_path, ecn=True))
     for p in CAPTURE_POINTS:
         path = tmp_path / f"capture-{p}.pcap"
-        bad = fields(path, "frame.number", display="_ws.malformed || ip.checksum.status == 0 || "
-                     "tcp.checksum.status == 0 || _ws.expert.severity == error")
+        bad = fields(
+            path,
+            "frame.number",
+            display="_ws.malformed || ip.checksum.status == 0 || "
+            "tcp.checksum.status == 0 || _ws.expert.severity == error",
+        )
         assert bad == [], (p, bad[:5])
         # Pure ACKs and the handshake are whole packets: their checksums verify. Data
         # segments carry no payload bytes, so tshark leaves theirs unverified.
@@ -139,8 +155,13 @@ def test_tshark_counts_the_runs_retransmissions(tmp_path: Path) -> None:
         d = tmp_path / str(size)
         res = ccbench.run(lossy(d, size=size))
         f = res.summary["flows"][0]
-        rows = fields(d / "capture-sender.pcap", "tcp.len", "tcp.analysis.retransmission",
-                      "tcp.analysis.fast_retransmission", "tcp.analysis.out_of_order")
+        rows = fields(
+            d / "capture-sender.pcap",
+            "tcp.len",
+            "tcp.analysis.retransmission",
+            "tcp.analysis.fast_retransmission",
+            "tcp.analysis.out_of_order",
+        )
         data = [r for r in rows if int(r[0]) > 0]
         retrans = sum(1 for r in data if r[1] or r[3])
         assert f["retransmits"] > 5
@@ -153,8 +174,15 @@ def test_tshark_counts_the_runs_retransmissions(tmp_path: Path) -> None:
 def test_sack_window_and_ecn_fields(tmp_path: Path) -> None:
     res = ccbench.run(lossy(tmp_path, ecn=True))
     path = tmp_path / "capture-sender.pcap"
-    acks = fields(path, "tcp.window_size", "tcp.options.sack_le", "tcp.options.sack_re", "tcp.ack",
-                  "tcp.flags.ece", display="tcp.srcport == 20000 && tcp.flags.syn == 0")
+    acks = fields(
+        path,
+        "tcp.window_size",
+        "tcp.options.sack_le",
+        "tcp.options.sack_re",
+        "tcp.ack",
+        "tcp.flags.ece",
+        display="tcp.srcport == 20000 && tcp.flags.syn == 0",
+    )
     # The receive window as scaled by the handshake's window scale (6 MiB, scale 7).
     assert {w for w, *_ in acks} == {str(6 * 2**20)}
     sacked = [a for a in acks if a[1]]
@@ -181,11 +209,18 @@ def test_handshake_fin_and_addresses(tmp_path: Path) -> None:
     doc["capture"]["flows"] = [1]
     ccbench.run(doc)
     path = tmp_path / "capture-receiver.pcap"
-    streams = {tuple(r) for r in fields(path, "ip.src", "tcp.srcport", "ip.dst", "tcp.dstport",
-                                        display="tcp.srcport == 40001")}
+    streams = {
+        tuple(r) for r in fields(path, "ip.src", "tcp.srcport", "ip.dst", "tcp.dstport", display="tcp.srcport == 40001")
+    }
     assert streams == {("10.1.0.2", "40001", "10.2.0.2", "20001")}
-    syn = fields(path, "tcp.options.mss_val", "tcp.options.wscale.shift", "tcp.options.sack_perm",
-                 "tcp.options.timestamp.tsval", display="tcp.flags.syn == 1")
+    syn = fields(
+        path,
+        "tcp.options.mss_val",
+        "tcp.options.wscale.shift",
+        "tcp.options.sack_perm",
+        "tcp.options.timestamp.tsval",
+        display="tcp.flags.syn == 1",
+    )
     assert [r[0] for r in syn] == ["1460", "1460"] and [r[1] for r in syn] == ["7", "7"]
     fin = fields(path, "tcp.len", display="tcp.flags.fin == 1")
     assert fin and all(int(n) > 0 for (n,) in fin)

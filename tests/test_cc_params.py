@@ -59,7 +59,9 @@ def assert_one_line_error(result, line: str) -> None:
         ("reno", "beta = 0.5", "error: flows[0].params.beta: reno takes no parameters"),
     ],
 )
-def test_cli_reports_one_error_line_for_a_bad_parameter(tmp_path: Path, cca: str, params: str, line: str | None) -> None:
+def test_cli_reports_one_error_line_for_a_bad_parameter(
+    tmp_path: Path, cca: str, params: str, line: str | None
+) -> None:
     out = tmp_path / "out"
     result = run_cli("run", str(write(tmp_path, cca, params)), "--out", str(out))
     if line is None:
@@ -129,7 +131,9 @@ def render() -> str:
         out.append("|---|---|---|---|---|---|")
         for r in rows:
             rng = f"[{_number(r['min'])}, {_number(r['max'])}]"
-            out.append(f"| `{r['name']}` | {r['kind']} | {_number(r['default'])} | {rng} | `{r['kernel']}` | {r['meaning']} |")
+            out.append(
+                f"| `{r['name']}` | {r['kind']} | {_number(r['default'])} | {rng} | `{r['kernel']}` | {r['meaning']} |"
+            )
     return "\n".join(out) + "\n"
 
 

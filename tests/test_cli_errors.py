@@ -66,7 +66,11 @@ FILE_CASES = {
     "rtt": (SHORT_TOML.replace('"20ms"', '"0s"'), "link.rtt", "must be positive"),
     "buffer": (SHORT_TOML.replace('"1bdp"', '"-1bdp"'), "link.buffer", "must not be negative"),
     "duration": (SHORT_TOML.replace('"2s"', '"10 parsecs"'), "duration", "unknown duration unit"),
-    "params": (SHORT_TOML + "params = { beta = 0.5 }\n", "flows[0].params.beta", "must be a whole number in [1, 1023], got 0.5"),
+    "params": (
+        SHORT_TOML + "params = { beta = 0.5 }\n",
+        "flows[0].params.beta",
+        "must be a whole number in [1, 1023], got 0.5",
+    ),
 }
 
 
@@ -121,6 +125,19 @@ def test_version() -> None:
 def test_help() -> None:
     result = run_cli("run", "--help")
     assert result.returncode == 0
-    for flag in ("--cca", "--rate", "--rtt", "--buffer", "--loss", "--duration", "--flows", "--seed",
-                 "--interval", "--size", "--pacing", "--out", "--json"):
+    for flag in (
+        "--cca",
+        "--rate",
+        "--rtt",
+        "--buffer",
+        "--loss",
+        "--duration",
+        "--flows",
+        "--seed",
+        "--interval",
+        "--size",
+        "--pacing",
+        "--out",
+        "--json",
+    ):
         assert flag in result.stdout

@@ -15,19 +15,33 @@ from ccbench.vm import initramfs
 
 PACKETDRILL_DIR = Path(os.environ.get("CCBENCH_PACKETDRILL_DIR", "/work/shared/packetdrill"))
 TCP = PACKETDRILL_DIR / "tcp"
-FQ_SCRIPTS = ("cubic/cubic-bulk-166k.pkt", "cubic/cubic-bulk-166k-idle-restart.pkt",
-              "slow_start/slow-start-fq-ack-per-2pkt.pkt")
+FQ_SCRIPTS = (
+    "cubic/cubic-bulk-166k.pkt",
+    "cubic/cubic-bulk-166k-idle-restart.pkt",
+    "slow_start/slow-start-fq-ack-per-2pkt.pkt",
+)
 pytestmark = pytest.mark.host
 
 
 def test_the_console_is_read_per_script_whatever_the_kernel_prints_between() -> None:
-    console = "\r\n".join([
-        "CCBENCH READY uptime=1.2", "CCBENCH SCRIPT a/x.pkt", "[    3.1] tun: Universal TUN/TAP device driver",
-        "CCBENCH STATUS 0", "CCBENCH STDERR", "CCBENCH END",
-        "CCBENCH SCRIPT b/y.pkt", "CCBENCH STATUS 1", "CCBENCH STDERR",
-        "y.pkt:27: error handling packet: timing error: expected outbound packet at 0.240 sec but happened at "
-        "0.231 sec; tolerance 0.004 sec", "CCBENCH END",
-        "CCBENCH SCRIPT c/z.pkt", "CCBENCH STATUS 0"])  # the guest stopped before z ended
+    console = "\r\n".join(
+        [
+            "CCBENCH READY uptime=1.2",
+            "CCBENCH SCRIPT a/x.pkt",
+            "[    3.1] tun: Universal TUN/TAP device driver",
+            "CCBENCH STATUS 0",
+            "CCBENCH STDERR",
+            "CCBENCH END",
+            "CCBENCH SCRIPT b/y.pkt",
+            "CCBENCH STATUS 1",
+            "CCBENCH STDERR",
+            "y.pkt:27: error handling packet: timing error: expected outbound packet at 0.240 sec but happened at "
+            "0.231 sec; tolerance 0.004 sec",
+            "CCBENCH END",
+            "CCBENCH SCRIPT c/z.pkt",
+            "CCBENCH STATUS 0",
+        ]
+    )  # the guest stopped before z ended
     found = guest.parse_console(console)
     assert set(found) == {"a/x.pkt", "b/y.pkt"}
     assert found["a/x.pkt"] == (0, "\n")
@@ -36,9 +50,15 @@ def test_the_console_is_read_per_script_whatever_the_kernel_prints_between() -> 
 
 
 needs_guest = pytest.mark.skipif(
-    not (TCP.is_dir() and shutil.which("qemu-system-x86_64") and initramfs.BUSYBOX.is_file()
-         and shutil.which("tc") and shutil.which("bash")),
-    reason="needs packetdrill's scripts, QEMU, static busybox, bash and tc")
+    not (
+        TCP.is_dir()
+        and shutil.which("qemu-system-x86_64")
+        and initramfs.BUSYBOX.is_file()
+        and shutil.which("tc")
+        and shutil.which("bash")
+    ),
+    reason="needs packetdrill's scripts, QEMU, static busybox, bash and tc",
+)
 
 
 @needs_guest
@@ -47,16 +67,25 @@ def test_the_image_holds_the_scripts_what_they_run_and_the_programs(tmp_path: Pa
     from ccbench.vm.guest import resolve
 
     scripts = [(name, TCP / name) for name in FQ_SCRIPTS[:1]]
-    out = guest.guest_image(resolve("debian:6.1"), binary(None, [s for _, s in scripts]), scripts, None,
-                            tmp_path / "initrd.gz")
+    out = guest.guest_image(
+        resolve("debian:6.1"), binary(None, [s for _, s in scripts]), scripts, None, tmp_path / "initrd.gz"
+    )
     import gzip
 
     data = gzip.decompress(out.read_bytes())
     # The script and the file its shell line runs (../../common/defaults.sh) keep their
     # relative places; the programs and Python's library are there.
-    for path in (b"scripts/tcp/cubic/cubic-bulk-166k.pkt", b"scripts/common/defaults.sh", b"bin/packetdrill",
-                 b"bin/bash", b"bin/sh", b"sbin/tc", b"usr/bin/python3", b"usr/lib/python3.11/traceback.py",
-                 b"run.sh"):
+    for path in (
+        b"scripts/tcp/cubic/cubic-bulk-166k.pkt",
+        b"scripts/common/defaults.sh",
+        b"bin/packetdrill",
+        b"bin/bash",
+        b"bin/sh",
+        b"sbin/tc",
+        b"usr/bin/python3",
+        b"usr/lib/python3.11/traceback.py",
+        b"run.sh",
+    ):
         assert path + b"\0" in data, path
     assert b"cd /scripts/tcp/cubic" in data and b"sysctl -q net.ipv4.tcp_rmem" in data
 

@@ -36,31 +36,110 @@ def _script_text(rel: str) -> Optional[str]:
 # (capture, script, packetdrill's status, outcome, line, expected, actual, time_us, timing_only)
 # or, for unsupported, the reason's start in the place of ``expected``.
 FAILURES = [
-    ("assert-one-line", "cwnd_moderation/cwnd-moderation-ecn-enter-cwr-no-moderation-700.pkt", "fail", 32,
-     "tcpi_snd_cwnd == 4", "tcpi_snd_cwnd = 5", 305_000, False),
-    ("assert-block", "tcp_info/tcp-info-sndbuf-limited.pkt", "fail", 29,
-     "49000 <= tcpi_busy_time <= 52000", "tcpi_busy_time = 48000", None, False),
-    ("timing", "sack/sack-shift-sacked-7-3-4-8-9-fack.pkt", "fail", 24,
-     "> . 1:1001(1000) ack 1 at 0.227751 s", ". 1:1001(1000) ack 1 win 1050", 231_773, True),
-    ("packet-field", "ts_recent/invalid_ack.pkt", "fail", 24,
-     "> . 1:1(0) ack 1001 <nop,nop,TS val 200 ecr 201>", ". 1:1(0) ack 1 win 65535 <nop,nop,TS val 200 ecr 200>",
-     200_348, False),
-    ("own-getsockopt-maxseg", "getsockopt-maxseg.pkt", "fail", 11,
-     "getsockopt(4, SOL_TCP, TCP_MAXSEG, [1234], [4]) = 0", "optval 1000", 100_000, False),
-    ("own-write-on-listener", "write-on-listener.pkt", "fail", 5,
-     "write(3, ..., 100) = 100", "returned -1 (errno 32: Broken pipe)", 0, False),
+    (
+        "assert-one-line",
+        "cwnd_moderation/cwnd-moderation-ecn-enter-cwr-no-moderation-700.pkt",
+        "fail",
+        32,
+        "tcpi_snd_cwnd == 4",
+        "tcpi_snd_cwnd = 5",
+        305_000,
+        False,
+    ),
+    (
+        "assert-block",
+        "tcp_info/tcp-info-sndbuf-limited.pkt",
+        "fail",
+        29,
+        "49000 <= tcpi_busy_time <= 52000",
+        "tcpi_busy_time = 48000",
+        None,
+        False,
+    ),
+    (
+        "timing",
+        "sack/sack-shift-sacked-7-3-4-8-9-fack.pkt",
+        "fail",
+        24,
+        "> . 1:1001(1000) ack 1 at 0.227751 s",
+        ". 1:1001(1000) ack 1 win 1050",
+        231_773,
+        True,
+    ),
+    (
+        "packet-field",
+        "ts_recent/invalid_ack.pkt",
+        "fail",
+        24,
+        "> . 1:1(0) ack 1001 <nop,nop,TS val 200 ecr 201>",
+        ". 1:1(0) ack 1 win 65535 <nop,nop,TS val 200 ecr 200>",
+        200_348,
+        False,
+    ),
+    (
+        "own-getsockopt-maxseg",
+        "getsockopt-maxseg.pkt",
+        "fail",
+        11,
+        "getsockopt(4, SOL_TCP, TCP_MAXSEG, [1234], [4]) = 0",
+        "optval 1000",
+        100_000,
+        False,
+    ),
+    (
+        "own-write-on-listener",
+        "write-on-listener.pkt",
+        "fail",
+        5,
+        "write(3, ..., 100) = 100",
+        "returned -1 (errno 32: Broken pipe)",
+        0,
+        False,
+    ),
     ("own-no-data", "no-data.pkt", "fail", 11, "> P. 1:1001(1000) ack 1", "no packet", 200_000, False),
     ("no-fq", "cubic/cubic-bulk-166k.pkt", "unsupported", None, "this kernel has no fq qdisc", None, None, False),
-    ("setup-missing-tool", "nagle/https_client.pkt", "unsupported", None,
-     "needs ethtool, which is not installed", None, None, False),
-    ("setup-route", "mtu_probe/basic-v6.pkt", "unsupported", None,
-     "a set-up command of the script failed: RTNETLINK answers: No route to host", None, None, False),
-    ("setup-tun-route", "mtu_probe/basic-v6.pkt", "unsupported", None,
-     "packetdrill could not route to its tun device: ip -6 route del", None, None, False),
+    (
+        "setup-missing-tool",
+        "nagle/https_client.pkt",
+        "unsupported",
+        None,
+        "needs ethtool, which is not installed",
+        None,
+        None,
+        False,
+    ),
+    (
+        "setup-route",
+        "mtu_probe/basic-v6.pkt",
+        "unsupported",
+        None,
+        "a set-up command of the script failed: RTNETLINK answers: No route to host",
+        None,
+        None,
+        False,
+    ),
+    (
+        "setup-tun-route",
+        "mtu_probe/basic-v6.pkt",
+        "unsupported",
+        None,
+        "packetdrill could not route to its tun device: ip -6 route del",
+        None,
+        None,
+        False,
+    ),
     # The host's default is BBR and cubic is not in tcp_allowed_congestion_control: the
     # script's sysctl fails and it would test BBR; never a verdict on the script.
-    ("bbr-assert", "slow_start/slow-start-app-limited-9-packets-out.pkt", "unsupported", None,
-     "could not set net.ipv4.tcp_congestion_control: Operation not permitted", None, None, False),
+    (
+        "bbr-assert",
+        "slow_start/slow-start-app-limited-9-packets-out.pkt",
+        "unsupported",
+        None,
+        "could not set net.ipv4.tcp_congestion_control: Operation not permitted",
+        None,
+        None,
+        False,
+    ),
 ]
 
 
@@ -83,17 +162,24 @@ def test_reads_captured_packetdrill_output(case: tuple) -> None:
     assert (m.line, m.expected) == (line, expected)
 
 
-@pytest.mark.parametrize("capture, line, actual", [
-    ("bbr-payload", 25, "2000 bytes of payload"),
-    ("bbr-psh", 24, ". 1:10001(10000) ack 1 win 1050"),
-    ("bbr-assert", 37, "tcpi_snd_cwnd = 19"),
-])
+@pytest.mark.parametrize(
+    "capture, line, actual",
+    [
+        ("bbr-payload", 25, "2000 bytes of payload"),
+        ("bbr-psh", 24, ". 1:10001(10000) ack 1 win 1050"),
+        ("bbr-assert", 37, "tcpi_snd_cwnd = 19"),
+    ],
+)
 def test_reads_packet_and_assert_messages_behind_a_failed_sysctl(capture: str, line: int, actual: str) -> None:
     """The same captures without the sysctl's complaint: what packetdrill said about TCP."""
-    stderr = "".join(ln for ln in (OUTPUT / f"{capture}.txt").read_text().splitlines(True)
-                     if not ln.startswith("sysctl:"))
-    name = {"bbr-payload": "limited-transmit-sack.pkt", "bbr-psh": "cubic-hystart-delay-rtt-jumps-upward.pkt",
-            "bbr-assert": "slow-start-app-limited-9-packets-out.pkt"}[capture]
+    stderr = "".join(
+        ln for ln in (OUTPUT / f"{capture}.txt").read_text().splitlines(True) if not ln.startswith("sysctl:")
+    )
+    name = {
+        "bbr-payload": "limited-transmit-sack.pkt",
+        "bbr-psh": "cubic-hystart-delay-rtt-jumps-upward.pkt",
+        "bbr-assert": "slow-start-app-limited-9-packets-out.pkt",
+    }[capture]
     reading = read_output(name, "", 1, "", stderr)
     assert reading.outcome == "fail" and reading.mismatch is not None
     assert reading.mismatch.actual == actual
@@ -104,25 +190,46 @@ def test_reads_packet_and_assert_messages_behind_a_failed_sysctl(capture: str, l
 def test_pass_and_unknown_failures() -> None:
     assert read_output("x.pkt", "", 0, "20\n30\n", "").outcome == "pass"
     odd = read_output("x.pkt", "", 1, "", "something else went wrong\n")
-    assert odd.outcome == "unsupported" and odd.reason == "packetdrill stopped without a verdict (status 1): " \
-        "something else went wrong"
+    assert (
+        odd.outcome == "unsupported"
+        and odd.reason == "packetdrill stopped without a verdict (status 1): something else went wrong"
+    )
     # a failure in a block that is not an assertion, and a field packetdrill does not give
     script = "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 %{ assert tcpi_foo == 1, tcpi_foo }%\n"
-    missing = read_output("x.pkt", script, 1, "", "x.pkt:2: error in Python code\nTraceback (most recent call last):\n"
-                          '  File "/tmp/code_x", line 9, in <module>\n    assert tcpi_foo == 1, tcpi_foo\n'
-                          "NameError: name 'tcpi_foo' is not defined\n")
+    missing = read_output(
+        "x.pkt",
+        script,
+        1,
+        "",
+        "x.pkt:2: error in Python code\nTraceback (most recent call last):\n"
+        '  File "/tmp/code_x", line 9, in <module>\n    assert tcpi_foo == 1, tcpi_foo\n'
+        "NameError: name 'tcpi_foo' is not defined\n",
+    )
     assert missing.outcome == "unsupported" and "tcpi_foo" in (missing.reason or "")
 
 
 def test_assertion_messages_name_the_field() -> None:
-    script = ("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n"
-              "+0.5 %{ assert tcpi_snd_cwnd == 12, 'cwnd=%d' % tcpi_snd_cwnd }%\n"
-              "+0 %{\nassert tcpi_ca_state == TCP_CA_Open\n}%\n")
-    formatted = read_output("x.pkt", script, 1, "", "x.pkt:2: error in Python code\nTraceback:\n"
-                            "    assert tcpi_snd_cwnd == 12, 'cwnd=%d' % tcpi_snd_cwnd\nAssertionError: cwnd=13\n")
+    script = (
+        "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n"
+        "+0.5 %{ assert tcpi_snd_cwnd == 12, 'cwnd=%d' % tcpi_snd_cwnd }%\n"
+        "+0 %{\nassert tcpi_ca_state == TCP_CA_Open\n}%\n"
+    )
+    formatted = read_output(
+        "x.pkt",
+        script,
+        1,
+        "",
+        "x.pkt:2: error in Python code\nTraceback:\n"
+        "    assert tcpi_snd_cwnd == 12, 'cwnd=%d' % tcpi_snd_cwnd\nAssertionError: cwnd=13\n",
+    )
     assert formatted.mismatch == Mismatch(2, "tcpi_snd_cwnd == 12", "tcpi_snd_cwnd = 13", 500_000)
-    bare = read_output("x.pkt", script, 1, "", "x.pkt:3: error in Python code\nTraceback:\n"
-                       "    assert tcpi_ca_state == TCP_CA_Open\nAssertionError\n")
+    bare = read_output(
+        "x.pkt",
+        script,
+        1,
+        "",
+        "x.pkt:3: error in Python code\nTraceback:\n    assert tcpi_ca_state == TCP_CA_Open\nAssertionError\n",
+    )
     assert bare.mismatch == Mismatch(4, "tcpi_ca_state == TCP_CA_Open", "not (tcpi_ca_state == TCP_CA_Open)", 500_000)
 
 
@@ -142,11 +249,20 @@ assert 1 == 1
 +0...0.5 read(4, ..., 10) = 10
   +.1~+.2 < . 1:1(0) ack 11 win 257
 """
-    assert event_times(script) == {5: 0, 6: 100_000, 7: 100_000, 10: 350_000, 11: 350_000, 12: 1_000_000,
-                                   13: 1_000_000, 14: 1_100_000}
+    assert event_times(script) == {
+        5: 0,
+        6: 100_000,
+        7: 100_000,
+        10: 350_000,
+        11: 350_000,
+        12: 1_000_000,
+        13: 1_000_000,
+        14: 1_100_000,
+    }
 
 
 # -- which scripts, named how -------------------------------------------------------------
+
 
 def test_scripts_are_named_relative_to_the_directory_given(tmp_path: Path) -> None:
     (tmp_path / "tcp" / "b").mkdir(parents=True)
@@ -156,8 +272,10 @@ def test_scripts_are_named_relative_to_the_directory_given(tmp_path: Path) -> No
     names = [n for n, _ in kernel.collect([tmp_path / "tcp"])]
     assert names == ["a/x.pkt", "b/y.pkt"]
     # a file is named relative to its parent's parent, so both kinds of argument join
-    assert [n for n, _ in kernel.collect([tmp_path / "tcp" / "b" / "y.pkt", tmp_path / "tcp"])] == \
-        ["a/x.pkt", "b/y.pkt"]
+    assert [n for n, _ in kernel.collect([tmp_path / "tcp" / "b" / "y.pkt", tmp_path / "tcp"])] == [
+        "a/x.pkt",
+        "b/y.pkt",
+    ]
     assert [n for n, _ in kernel.collect([tmp_path / "tcp" / "a"])] == ["x.pkt"]
     with pytest.raises(ScenarioError) as e:
         kernel.collect([tmp_path / "missing"])
@@ -212,8 +330,10 @@ def test_the_ip_version_is_the_scripts_else_the_names() -> None:
 
 
 def test_verdicts_round_trip_through_the_record(tmp_path: Path) -> None:
-    verdicts = [Verdict("b.pkt", "linux 6.18.0", "fail", Mismatch(3, "x == 1", "x = 2", 10, False), attempts=2),
-                Verdict("a.pkt", "linux 6.18.0", "unsupported", reason="no fq", attempts=0)]
+    verdicts = [
+        Verdict("b.pkt", "linux 6.18.0", "fail", Mismatch(3, "x == 1", "x = 2", 10, False), attempts=2),
+        Verdict("a.pkt", "linux 6.18.0", "unsupported", reason="no fq", attempts=0),
+    ]
     path = tmp_path / "v.json"
     kernel.record(verdicts, path)
     doc = json.loads(path.read_text())
@@ -229,6 +349,7 @@ def test_the_recorded_linux_verdicts_load() -> None:
 
 
 # -- the packetdrill binary and what the run needs ---------------------------------------------
+
 
 def test_a_given_packetdrill_must_be_an_executable(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError) as e:
@@ -288,6 +409,7 @@ def test_the_tolerance_is_checked() -> None:
 
 # -- real runs (root, packetdrill's source and the build tools) ---------------------------------
 
+
 @pytest.fixture(scope="module")
 def packetdrill_binary() -> Path:
     if os.geteuid() != 0:
@@ -319,18 +441,31 @@ def _restore_scripts() -> set[str]:
     return {p.name for p in Path("/tmp").glob("sysctl_restore_*.sh")}
 
 
-@pytest.mark.skipif(not TCP.is_dir(), reason=f"packetdrill's TCP scripts are not in {TCP} (set CCBENCH_PACKETDRILL_DIR)")
+@pytest.mark.skipif(
+    not TCP.is_dir(), reason=f"packetdrill's TCP scripts are not in {TCP} (set CCBENCH_PACKETDRILL_DIR)"
+)
 @pytest.mark.host
 def test_real_run_of_packetdrill_scripts_leaves_nothing_behind(packetdrill_binary: Path) -> None:
     allowed_before = kernel.ALLOWED_CC.read_text()
     restore_before = _restore_scripts()
     seen: list[Verdict] = []
-    verdicts = kernel.run_kernel([TCP / "slow_start" / "slow-start-app-limited.pkt", TCP / "ts_recent" / "invalid_ack.pkt",
-                                  TCP / "nagle" / "https_client.pkt"], packetdrill_binary, None, seen.append)
+    verdicts = kernel.run_kernel(
+        [
+            TCP / "slow_start" / "slow-start-app-limited.pkt",
+            TCP / "ts_recent" / "invalid_ack.pkt",
+            TCP / "nagle" / "https_client.pkt",
+        ],
+        packetdrill_binary,
+        None,
+        seen.append,
+    )
     assert seen == verdicts
     by_name = {v.script: v for v in verdicts}
-    assert list(by_name) == ["nagle/https_client.pkt", "slow_start/slow-start-app-limited.pkt",
-                             "ts_recent/invalid_ack.pkt"]
+    assert list(by_name) == [
+        "nagle/https_client.pkt",
+        "slow_start/slow-start-app-limited.pkt",
+        "ts_recent/invalid_ack.pkt",
+    ]
     assert by_name["slow_start/slow-start-app-limited.pkt"].outcome == "pass"
     assert by_name["nagle/https_client.pkt"].outcome in ("pass", "unsupported")  # unsupported without ethtool
     m = by_name["ts_recent/invalid_ack.pkt"].mismatch
@@ -344,8 +479,17 @@ def test_real_run_of_packetdrill_scripts_leaves_nothing_behind(packetdrill_binar
 
 @pytest.mark.host
 def test_real_run_of_our_own_scripts(packetdrill_binary: Path) -> None:
-    verdicts = kernel.run_kernel([OWN / "handshake.pkt", OWN / "write-on-listener.pkt", OWN / "tso-defer-ack-due.pkt",
-                                  OWN / "sack-edge-inside-segment.pkt"], packetdrill_binary, None, lambda v: None)
+    verdicts = kernel.run_kernel(
+        [
+            OWN / "handshake.pkt",
+            OWN / "write-on-listener.pkt",
+            OWN / "tso-defer-ack-due.pkt",
+            OWN / "sack-edge-inside-segment.pkt",
+        ],
+        packetdrill_binary,
+        None,
+        lambda v: None,
+    )
     # tso-defer-ack-due puts an ACK exactly at the edge of the kernel's deferral rule (due
     # within min(srtt/2, 1 ms)); on a busy machine the kernel's decision can flip with a
     # late wake-up, which is not a timing-only mismatch, so it gets two more runs here.
@@ -353,10 +497,12 @@ def test_real_run_of_our_own_scripts(packetdrill_binary: Path) -> None:
         if verdicts[2].outcome == "pass":
             break
         [verdicts[2]] = kernel.run_kernel([OWN / "tso-defer-ack-due.pkt"], packetdrill_binary, None, lambda v: None)
-    assert [(v.script, v.outcome) for v in verdicts] == [("scripts/handshake.pkt", "pass"),
-                                                         ("scripts/sack-edge-inside-segment.pkt", "pass"),
-                                                         ("scripts/tso-defer-ack-due.pkt", "pass"),
-                                                         ("scripts/write-on-listener.pkt", "fail")]
+    assert [(v.script, v.outcome) for v in verdicts] == [
+        ("scripts/handshake.pkt", "pass"),
+        ("scripts/sack-edge-inside-segment.pkt", "pass"),
+        ("scripts/tso-defer-ack-due.pkt", "pass"),
+        ("scripts/write-on-listener.pkt", "fail"),
+    ]
     assert verdicts[3].mismatch == Mismatch(5, "write(3, ..., 100) = 100", "returned -1 (errno 32: Broken pipe)", 0)
     assert _our_processes(packetdrill_binary) == []
 
@@ -380,21 +526,27 @@ def test_a_stopped_run_leaves_no_packetdrill_behind(packetdrill_binary: Path, si
     import sys
 
     # If the run has not started packetdrill after 20 s, it writes where it is waiting.
-    code = ("import faulthandler, sys; from pathlib import Path; faulthandler.dump_traceback_later(20); "
-            "from ccbench.conformance import kernel; "
-            "kernel.run_kernel([Path(sys.argv[1])], Path(sys.argv[2]), None, lambda v: None)")
+    code = (
+        "import faulthandler, sys; from pathlib import Path; faulthandler.dump_traceback_later(20); "
+        "from ccbench.conformance import kernel; "
+        "kernel.run_kernel([Path(sys.argv[1])], Path(sys.argv[2]), None, lambda v: None)"
+    )
     err = tmp_path / "stderr"
     with err.open("wb") as sink:
-        proc = subprocess.Popen([sys.executable, "-c", code, str(OWN / "long-wait.pkt"), str(packetdrill_binary)],
-                                stdout=subprocess.DEVNULL, stderr=sink)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, str(OWN / "long-wait.pkt"), str(packetdrill_binary)],
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+        )
     deadline = time.monotonic() + 30
     while not _our_processes(packetdrill_binary) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     if not _our_processes(packetdrill_binary):
         proc.kill()  # packetdrill, if it starts after all, dies with it (PR_SET_PDEATHSIG)
         proc.wait(timeout=10)
-        pytest.fail(f"packetdrill did not start (run exit status {proc.returncode}): "
-                    f"{err.read_text(errors='replace')[-3000:]}")
+        pytest.fail(
+            f"packetdrill did not start (run exit status {proc.returncode}): {err.read_text(errors='replace')[-3000:]}"
+        )
     proc.send_signal(getattr(signal, sig))
     proc.wait(timeout=10)
     deadline = time.monotonic() + 5
@@ -405,11 +557,24 @@ def test_a_stopped_run_leaves_no_packetdrill_behind(packetdrill_binary: Path, si
 
 def test_timing_errors_of_events_and_ranges_are_timing_only() -> None:
     script = "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0.1 write(3, ..., 10) = 10\n+0.1~+0.2 > P. 1:11(10) ack 1\n"
-    call = read_output("x.pkt", script, 1, "", "x.pkt:2: timing error: expected system call start at 0.100000 sec "
-                       "but happened at 0.112000 sec; tolerance 0.004000 sec\n")
+    call = read_output(
+        "x.pkt",
+        script,
+        1,
+        "",
+        "x.pkt:2: timing error: expected system call start at 0.100000 sec "
+        "but happened at 0.112000 sec; tolerance 0.004000 sec\n",
+    )
     assert call.mismatch == Mismatch(2, "write(3, ..., 10) = 10 at 0.100000 s", "at 0.112000 s", 100_000, True)
-    ranged = read_output("x.pkt", script, 1, "", "x.pkt:3: error handling packet: timing error: expected outbound "
-                         "packet in relative time range +0.100000~+0.200000 sec but happened at +0.250000 sec\n"
-                         "script packet:  0.200000 P. 1:11(10) ack 1 \nactual packet:  0.350000 P. 1:11(10) ack 1 win 1 \n")
-    assert ranged.mismatch == Mismatch(3, "> P. 1:11(10) ack 1 in relative time range +0.100000~+0.200000 s",
-                                       "P. 1:11(10) ack 1 win 1", 350_000, True)
+    ranged = read_output(
+        "x.pkt",
+        script,
+        1,
+        "",
+        "x.pkt:3: error handling packet: timing error: expected outbound "
+        "packet in relative time range +0.100000~+0.200000 sec but happened at +0.250000 sec\n"
+        "script packet:  0.200000 P. 1:11(10) ack 1 \nactual packet:  0.350000 P. 1:11(10) ack 1 win 1 \n",
+    )
+    assert ranged.mismatch == Mismatch(
+        3, "> P. 1:11(10) ack 1 in relative time range +0.100000~+0.200000 s", "P. 1:11(10) ack 1 win 1", 350_000, True
+    )

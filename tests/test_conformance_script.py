@@ -93,8 +93,16 @@ def test_the_evaluator_computes_comparisons_and_arithmetic():
     assert evaluate("tcpi_snd_cwnd >> 1 | 1", names) == 9
 
 
-@pytest.mark.parametrize("expr", ["__import__('os').system('true')", "tcpi_snd_cwnd.bit_length()",
-                                  "[x for x in ()]", "(lambda: 1)()", "tcpi_snd_cwnd if 1 else 2"])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "__import__('os').system('true')",
+        "tcpi_snd_cwnd.bit_length()",
+        "[x for x in ()]",
+        "(lambda: 1)()",
+        "tcpi_snd_cwnd if 1 else 2",
+    ],
+)
 def test_the_evaluator_rejects_anything_but_its_whitelist(expr):
     with pytest.raises(EvalError):
         evaluate(expr, {"tcpi_snd_cwnd": 1})
@@ -110,7 +118,9 @@ def test_the_defaults_include_is_read_relative_to_the_script(tmp_path):
     (tmp_path / "common" / "defaults.sh").write_text("sysctl -q net.ipv4.tcp_sack=1\nsysctl -q net.ipv4.tcp_ecn=0\n")
     (tmp_path / "x").mkdir()
     script = tmp_path / "x" / "s.pkt"
-    script.write_text("`../common/defaults.sh\nsysctl -q net.ipv4.tcp_ecn=2`\n0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n")
+    script.write_text(
+        "`../common/defaults.sh\nsysctl -q net.ipv4.tcp_ecn=2`\n0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n"
+    )
     s = parse_file(script)
     assert s.init.sysctls == {"net.ipv4.tcp_sack": "1", "net.ipv4.tcp_ecn": "2"}
 
@@ -133,8 +143,12 @@ def test_spot_checks_on_the_suite():
     assert (sacks[0].line, sacks[0].body.sack_blocks()) == (26, ((1001, 2001),))
     assert sacks[0].time.start_us == 110_000
     code = next(e for e in prr.events if e.kind == "code")
-    assert code.line == 31 and code.body.statements[0][1].line == 32 and [a.expr for _, a in code.body.statements] == [
-        "tcpi_ca_state == TCP_CA_Recovery", "tcpi_snd_cwnd == 7", "tcpi_snd_ssthresh == 7"]
+    assert (
+        code.line == 31
+        and code.body.statements[0][1].line == 32
+        and [a.expr for _, a in code.body.statements]
+        == ["tcpi_ca_state == TCP_CA_Recovery", "tcpi_snd_cwnd == 7", "tcpi_snd_ssthresh == 7"]
+    )
     bulk = parse_file(SUITE / "cubic/cubic-bulk-166k.pkt")
     assert bulk.tolerance_us == 20000
     assert "tc qdisc replace dev tun0 root fq" in bulk.init.other

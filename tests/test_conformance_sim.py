@@ -39,25 +39,35 @@ def verdict(tmp_path: Path, body: str, **kw) -> Verdict:
 
 
 def test_an_initial_window_aggregates_to_the_expected_segment_and_slow_start_grows_cwnd(tmp_path):
-    v = verdict(tmp_path, """\
+    v = verdict(
+        tmp_path,
+        """\
    +0 write(4, ..., 12000) = 12000
    +0 > P. 1:10001(10000) ack 1
    +0 %{ assert tcpi_snd_cwnd == 10 and tcpi_unacked == 10, tcpi_snd_cwnd }%
   +.1 < . 1:1(0) ack 3001 win 500
    +0 > . 10001:12001(2000) ack 1
    +0 %{ assert tcpi_snd_cwnd == 13, tcpi_snd_cwnd }%
-""")
+""",
+    )
     assert v.outcome == "pass", v
 
 
 def test_a_wrong_cwnd_assertion_fails_with_its_line_and_the_value(tmp_path):
-    v = verdict(tmp_path, """\
+    v = verdict(
+        tmp_path,
+        """\
    +0 write(4, ..., 10000) = 10000
   +.1 < . 1:1(0) ack 2001 win 500
    +0 %{ assert tcpi_snd_cwnd == 11, tcpi_snd_cwnd }%
-""")
+""",
+    )
     assert v.outcome == "fail"
-    assert (v.mismatch.line, v.mismatch.expected, v.mismatch.actual) == (10, "tcpi_snd_cwnd == 11", "tcpi_snd_cwnd = 12")
+    assert (v.mismatch.line, v.mismatch.expected, v.mismatch.actual) == (
+        10,
+        "tcpi_snd_cwnd == 11",
+        "tcpi_snd_cwnd = 12",
+    )
     assert v.mismatch.time_us == 300_000 and not v.mismatch.timing_only
 
 
@@ -90,7 +100,9 @@ def test_close_on_an_idle_connection_sends_the_fin_and_acknowledges_the_peers(tm
 
 def test_without_sack_three_duplicate_acks_retransmit_the_head(tmp_path):
     f = tmp_path / "t.pkt"
-    f.write_text(OPEN.replace("sackOK,", "") + """\
+    f.write_text(
+        OPEN.replace("sackOK,", "")
+        + """\
    +0 write(4, ..., 4000) = 4000
    +0 > P. 1:4001(4000) ack 1
   +.1 < . 1:1(0) ack 1 win 500
@@ -98,14 +110,17 @@ def test_without_sack_three_duplicate_acks_retransmit_the_head(tmp_path):
    +0 < . 1:1(0) ack 1 win 500
    +0 > . 1:1001(1000) ack 1
    +0 %{ assert tcpi_ca_state == 3 and tcpi_sacked == 3 and tcpi_snd_ssthresh == 7, tcpi_ca_state }%
-""")
+"""
+    )
     assert run_script(f, "t.pkt").outcome == "pass", run_script(f, "t.pkt")
 
 
 def test_busy_and_window_limited_time_as_the_kernels_chronographs_count_them(tmp_path):
     # Busy from the first write until everything is acknowledged (0.1 s), then again
     # from the second write, which a zero window holds back (0.1 s, both counted).
-    v = verdict(tmp_path, """\
+    v = verdict(
+        tmp_path,
+        """\
    +0 write(4, ..., 1000) = 1000
    +0 > P. 1:1001(1000) ack 1
   +.1 < . 1:1(0) ack 1001 win 0
@@ -116,7 +131,8 @@ def test_busy_and_window_limited_time_as_the_kernels_chronographs_count_them(tmp
    +0 > P. 1001:2001(1000) ack 1
   +.1 < . 1:1(0) ack 2001 win 500
    +0 %{ assert 98000 <= tcpi_rwnd_limited <= 102000 and 298000 <= tcpi_busy_time <= 302000, tcpi_busy_time }%
-""")
+""",
+    )
     assert v.outcome == "pass", v
 
 
@@ -128,7 +144,9 @@ def test_the_scripts_own_tolerance_and_the_override(tmp_path):
 
 
 def test_three_sacks_start_fast_recovery_with_prr(tmp_path):
-    v = verdict(tmp_path, """\
+    v = verdict(
+        tmp_path,
+        """\
    +0 write(4, ..., 10000) = 10000
    +0 > P. 1:10001(10000) ack 1
   +.1 < . 1:1(0) ack 1 win 500 <sack 1001:2001,nop,nop>
@@ -140,7 +158,8 @@ assert tcpi_ca_state == TCP_CA_Recovery, tcpi_ca_state
 assert tcpi_snd_cwnd == 7 and tcpi_snd_ssthresh == 7, tcpi_snd_cwnd
 assert tcpi_sacked == 3 and tcpi_lost == 1 and tcpi_retrans == 1, tcpi_sacked
 }%
-""")
+""",
+    )
     assert v.outcome == "pass", v
 
 
@@ -167,7 +186,9 @@ def test_the_peers_data_is_acknowledged_at_once_and_unread_data_makes_close_rese
 
 def test_small_writes_follow_nagle_cork_and_msg_more_as_linux_does(tmp_path):
     # `tcp_nagle_test` with Minshall's check, `tcp_mss_split_point`, TCP_CORK and MSG_MORE.
-    v = verdict(tmp_path, """\
+    v = verdict(
+        tmp_path,
+        """\
    +0 write(4, ..., 1500) = 1500
    +0 > P. 1:1501(1500) ack 1
    +0 write(4, ..., 300) = 300
@@ -185,21 +206,27 @@ def test_small_writes_follow_nagle_cork_and_msg_more_as_linux_does(tmp_path):
    +0 sendmsg(4, {msg_name(...)=..., msg_iov(2)=[{..., 30}, {..., 20}], msg_flags=0}, MSG_MORE) = 50
  +.01 send(4, ..., 50, 0) = 50
    +0 > P. 4101:4201(100) ack 1
-""")
+""",
+    )
     assert v.outcome == "pass", v
     # Nagle off from the start: the 300-byte write would have gone at once.
-    v = verdict(tmp_path, """\
+    v = verdict(
+        tmp_path,
+        """\
    +0 write(4, ..., 1500) = 1500
    +0 > P. 1:1501(1500) ack 1
    +0 write(4, ..., 300) = 300
    +0 > P. 1501:1801(300) ack 1
-""")
+""",
+    )
     assert v.outcome == "fail" and v.mismatch.line == 11, v
 
 
 def test_data_after_our_own_is_acknowledged_at_once_and_read(tmp_path):
     # No data had come when ours left, so no pingpong mode: the quick ACK still goes.
-    v = verdict(tmp_path, """\
+    v = verdict(
+        tmp_path,
+        """\
    +0 write(4, ..., 500) = 500
    +0 > P. 1:501(500) ack 1
  +.1 < . 1:1(0) ack 501 win 500
@@ -208,7 +235,8 @@ def test_data_after_our_own_is_acknowledged_at_once_and_read(tmp_path):
    +0 read(4, ..., 1000) = 100
    +0 close(4) = 0
    +0 > F. 501:501(0) ack 101
-""")
+""",
+    )
     assert v.outcome == "pass", v
 
 
@@ -216,7 +244,9 @@ def test_a_qdisc_that_refuses_everything_keeps_the_retransmission_from_counting(
     # `tc qdisc replace dev tun0 root pfifo limit 0` after the connection is up: RACK's
     # retransmission is refused (`tcp_transmit_skb` fails), and the ACK of the peer's
     # data too; an ACK with data is not a duplicate.
-    v = verdict(tmp_path, """\
+    v = verdict(
+        tmp_path,
+        """\
    +0 write(4, ..., 4000) = 4000
    +0 > P. 1:4001(4000) ack 1
    +0 `tc qdisc replace dev tun0 root pfifo limit 0`
@@ -224,25 +254,32 @@ def test_a_qdisc_that_refuses_everything_keeps_the_retransmission_from_counting(
  +.05 %{ assert tcpi_ca_state == TCP_CA_Recovery and tcpi_lost == 3 and tcpi_retrans == 0, tcpi_retrans }%
  +.01 < . 1:101(100) ack 1 win 500 <sack 3001:4001,nop,nop>
    +0 %{ assert tcpi_total_retrans == 0 and tcpi_sacked == 1, tcpi_sacked }%
-""")
+""",
+    )
     assert v.outcome == "pass", v
 
 
 def test_without_gso_each_segment_leaves_alone(tmp_path):
     f = tmp_path / "t.pkt"
-    f.write_text("`ethtool -K tun0 tso off gso off`\n" + OPEN + """\
+    f.write_text(
+        "`ethtool -K tun0 tso off gso off`\n"
+        + OPEN
+        + """\
    +0 write(4, ..., 2500) = 2500
    +0 > . 1:1001(1000) ack 1
    +0 > . 1001:2001(1000) ack 1
    +0 > P. 2001:2501(500) ack 1
-""")
+"""
+    )
     v = run_script(f, "t.pkt", tolerance_us=None)
     assert v.outcome == "pass", v
 
 
 def test_an_ack_of_unsent_data_is_dropped_and_challenged_at_most_twice_a_second(tmp_path):
     # `tcp_ack` -> `tcp_send_challenge_ack`, limited by `tcp_invalid_ratelimit` (500 ms).
-    v = verdict(tmp_path, """\
+    v = verdict(
+        tmp_path,
+        """\
    +0 < F. 1:1(0) ack 9999 win 500
    +0 > . 1:1(0) ack 1
  +.1 < . 1:1(0) ack 9999 win 500
@@ -250,7 +287,8 @@ def test_an_ack_of_unsent_data_is_dropped_and_challenged_at_most_twice_a_second(
    +0 > . 1:1(0) ack 1
    +0 < P. 1:1001(1000) ack 1 win 500
    +0 > . 1:1(0) ack 1001
-""")
+""",
+    )
     assert v.outcome == "pass", v
 
 
@@ -284,7 +322,9 @@ def test_what_the_simulator_cannot_do_is_unsupported_with_the_reason(tmp_path, b
 def test_a_shut_window_is_probed_below_snd_una_with_backoff_until_it_opens(tmp_path):
     # SRTT 100 ms, so RTO and the first probe interval 300 ms; the timer wheel at HZ 250
     # runs a timer up to 8 jiffies (32 ms) after its expiry.
-    v = verdict(tmp_path, """\
+    v = verdict(
+        tmp_path,
+        """\
    +0 write(4, ..., 10000) = 10000
    +0 > P. 1:10001(10000) ack 1
   +.1 < . 1:1(0) ack 10001 win 0
@@ -295,29 +335,36 @@ def test_a_shut_window_is_probed_below_snd_una_with_backoff_until_it_opens(tmp_p
   +.1 < . 1:1(0) ack 10001 win 500
    +0 > P. 10001:15001(5000) ack 1
    +0 %{ assert tcpi_probes == 0 and tcpi_backoff == 0, tcpi_backoff }%
-""")
+""",
+    )
     assert v.outcome == "pass", v
 
 
 def test_so_sndbuf_is_doubled_and_capped_as_linux_sets_it(tmp_path):
     for asked, reads in [(10000, 20000), (10**9, 425984), (100, 4608)]:
-        body = (f"   +0 setsockopt(4, SOL_SOCKET, SO_SNDBUF, [{asked}], 4) = 0\n"
-                f"   +0 getsockopt(4, SOL_SOCKET, SO_SNDBUF, [{reads}], [4]) = 0\n")
+        body = (
+            f"   +0 setsockopt(4, SOL_SOCKET, SO_SNDBUF, [{asked}], 4) = 0\n"
+            f"   +0 getsockopt(4, SOL_SOCKET, SO_SNDBUF, [{reads}], [4]) = 0\n"
+        )
         assert verdict(tmp_path, body).outcome == "pass", (asked, reads)
-    v = verdict(tmp_path, "   +0 setsockopt(4, SOL_SOCKET, SO_SNDBUF, [10000], 4) = 0\n"
-                          "   +0 write(4, ..., 30000) = 30000\n")
+    v = verdict(
+        tmp_path, "   +0 setsockopt(4, SOL_SOCKET, SO_SNDBUF, [10000], 4) = 0\n   +0 write(4, ..., 30000) = 30000\n"
+    )
     assert v.outcome == "unsupported" and "30000 bytes queued beyond SO_SNDBUF 20000" in v.reason, v
     v = verdict(tmp_path, "   +0 getsockopt(4, SOL_SOCKET, SO_SNDBUF, [16384], [4]) = 0\n")
     assert v.outcome == "unsupported" and "autotuning" in v.reason, v
 
 
 def test_ip_tos_and_path_mtu_discovery_change_nothing_the_model_has(tmp_path):
-    v = verdict(tmp_path, """\
+    v = verdict(
+        tmp_path,
+        """\
    +0 setsockopt(4, SOL_IP, IP_MTU_DISCOVER, [IP_PMTUDISC_DONT], 1) = 0
    +0 setsockopt(4, SOL_IP, IP_TOS, [4], 1) = 0
    +0 write(4, ..., 2000) = 2000
    +0 > P. 1:2001(2000) ack 1
-""")
+""",
+    )
     assert v.outcome == "pass", v
 
 
@@ -329,15 +376,21 @@ def test_getsockopt_tcp_maxseg_reads_the_negotiated_mss(tmp_path):
 
 def test_tcp_maxseg_set_before_the_handshake_clamps_the_mss(tmp_path):
     f = tmp_path / "t.pkt"
-    f.write_text(OPEN.replace("   +0 listen(3, 1) = 0\n", """\
+    f.write_text(
+        OPEN.replace(
+            "   +0 listen(3, 1) = 0\n",
+            """\
    +0 listen(3, 1) = 0
    +0 setsockopt(3, SOL_TCP, TCP_MAXSEG, [800], 4) = 0
    +0 getsockopt(3, SOL_TCP, TCP_MAXSEG, [800], [4]) = 0
-""") + """\
+""",
+        )
+        + """\
    +0 %{ assert tcpi_snd_mss == 800 and tcpi_advmss == 800, tcpi_snd_mss }%
    +0 write(4, ..., 4000) = 4000
    +0 > P. 1:4001(4000) ack 1
-""")
+"""
+    )
     assert run_script(f, "t.pkt").outcome == "pass"
 
 
@@ -362,8 +415,15 @@ def test_the_command_prints_a_line_per_script_and_a_count(tmp_path, capsys):
     assert data["stack"] == "simulator" and Verdict.from_dict(data["scripts"][0]).outcome == "pass"
 
 
-@pytest.mark.parametrize(("args", "field"), [([], "PATH"), (["/nonexistent/x.pkt"], "PATH"), (["EMPTY"], "PATH"),
-                                             (["--tolerance-usecs", "-1", "X"], "--tolerance-usecs")])
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        ([], "PATH"),
+        (["/nonexistent/x.pkt"], "PATH"),
+        (["EMPTY"], "PATH"),
+        (["--tolerance-usecs", "-1", "X"], "--tolerance-usecs"),
+    ],
+)
 def test_bad_input_is_one_error_line_and_status_2(tmp_path, capsys, args, field):
     (tmp_path / "empty").mkdir()
     args = [str(tmp_path / "empty") if a == "EMPTY" else a for a in args]
@@ -400,8 +460,10 @@ def test_the_fq_scripts_on_the_simulator_reproduce_the_vm_guests_verdicts():
     recorded = command.load_expected(str(GUEST_RECORDED))
     got = command.run_simulator(command.collect([str(SUITE / name) for name in recorded]), None, lambda v: None)
     assert {v.script: v.outcome for v in got} == {
-        "cubic/cubic-bulk-166k-idle-restart.pkt": "fail", "cubic/cubic-bulk-166k.pkt": "fail",
-        "slow_start/slow-start-fq-ack-per-2pkt.pkt": "pass"}
+        "cubic/cubic-bulk-166k-idle-restart.pkt": "fail",
+        "cubic/cubic-bulk-166k.pkt": "fail",
+        "slow_start/slow-start-fq-ack-per-2pkt.pkt": "pass",
+    }
     assert not [(v.script, d) for v in got if (d := command.disagreement(v, recorded[v.script]))]
 
 
@@ -444,12 +506,15 @@ def test_a_script_given_alone_is_named_as_in_its_directory_and_packetdrill_needs
     assert res.returncode == 2 and res.stderr.strip() == "error: --packetdrill: only with --kernel or --vm"
 
 
-@pytest.mark.parametrize("body, outcome, says", [
-    ("   +0 %{ assert tcpi_snd_cwnd == 1 / 0 }%\n", "fail", "division by zero"),
-    ("   +0 %{ assert 1 << 10000000000 == 0 }%\n", "fail", "shift count"),
-    ("   +0 write(4, ..., 99999999999999999999999) = 1\n", "unsupported", "copies at most"),
-    ("   +0 write(4, ..., 99999999999999999999999) = 99999999999999999999999\n", "unsupported", "write of"),
-])
+@pytest.mark.parametrize(
+    "body, outcome, says",
+    [
+        ("   +0 %{ assert tcpi_snd_cwnd == 1 / 0 }%\n", "fail", "division by zero"),
+        ("   +0 %{ assert 1 << 10000000000 == 0 }%\n", "fail", "shift count"),
+        ("   +0 write(4, ..., 99999999999999999999999) = 1\n", "unsupported", "copies at most"),
+        ("   +0 write(4, ..., 99999999999999999999999) = 99999999999999999999999\n", "unsupported", "write of"),
+    ],
+)
 def test_a_script_that_asks_the_impossible_gets_a_verdict_not_a_crash(tmp_path, body, outcome, says):
     v = verdict(tmp_path, body)
     assert v.outcome == outcome and says in (v.reason or v.mismatch.actual), v

@@ -80,8 +80,9 @@ def run_dirs(store: Path) -> int:
 
 
 def comparable(records: list[Any]) -> list[tuple[Any, ...]]:
-    return [(r.run_id, r.seed, r.repetition, json.dumps(r.point), json.dumps(r.summary, sort_keys=True))
-            for r in records]
+    return [
+        (r.run_id, r.seed, r.repetition, json.dumps(r.point), json.dumps(r.summary, sort_keys=True)) for r in records
+    ]
 
 
 def test_sweep_on_a_dask_cluster_with_a_lost_worker(tmp_path: Path) -> None:
@@ -92,18 +93,53 @@ def test_sweep_on_a_dask_cluster_with_a_lost_worker(tmp_path: Path) -> None:
     procs: list[subprocess.Popen[bytes]] = []
     with open(tmp_path / "dask.log", "wb") as log:
         try:
-            procs.append(start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                "--no-dashboard"], log))
+            procs.append(
+                start(
+                    ["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                    log,
+                )
+            )
             for i in range(2):
-                procs.append(start(["distributed.cli.dask_worker", address, "--host", "127.0.0.1", "--name",
-                                    f"w{i}", "--nthreads", "1", "--no-nanny", "--no-dashboard",
-                                    "--death-timeout", str(START_TIMEOUT_S)], log))
+                procs.append(
+                    start(
+                        [
+                            "distributed.cli.dask_worker",
+                            address,
+                            "--host",
+                            "127.0.0.1",
+                            "--name",
+                            f"w{i}",
+                            "--nthreads",
+                            "1",
+                            "--no-nanny",
+                            "--no-dashboard",
+                            "--death-timeout",
+                            str(START_TIMEOUT_S),
+                        ],
+                        log,
+                    )
+                )
             wait_for_workers(address, 2)
 
             store = tmp_path / "cluster"
-            sweep = subprocess.Popen([sys.executable, "-m", "ccbench", "sweep", str(plan), "--cluster", address,
-                                      "--store", str(store), "--quiet"], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, env=env())
+            sweep = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "ccbench",
+                    "sweep",
+                    str(plan),
+                    "--cluster",
+                    address,
+                    "--store",
+                    str(store),
+                    "--quiet",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env(),
+            )
             procs.append(sweep)  # type: ignore[arg-type]
             deadline = time.monotonic() + SWEEP_TIMEOUT_S
             while run_dirs(store) < 3 and sweep.poll() is None and time.monotonic() < deadline:
@@ -118,14 +154,30 @@ def test_sweep_on_a_dask_cluster_with_a_lost_worker(tmp_path: Path) -> None:
 
     cluster_records = open_store(tmp_path / "cluster").records("on-dask")
     assert len(cluster_records) == len(open_store(tmp_path / "cluster").records()) == RUNS
-    local = subprocess.run([sys.executable, "-m", "ccbench", "sweep", str(plan), "--store", str(tmp_path / "local"),
-                            "--workers", "1", "--quiet"], capture_output=True, text=True, env=env(),
-                           timeout=SWEEP_TIMEOUT_S)
+    local = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ccbench",
+            "sweep",
+            str(plan),
+            "--store",
+            str(tmp_path / "local"),
+            "--workers",
+            "1",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=SWEEP_TIMEOUT_S,
+    )
     assert local.returncode == 0, local.stderr
     local_records = open_store(tmp_path / "local").records("on-dask")
     assert comparable(cluster_records) == comparable(local_records)
     # The files came back from the workers intact.
     for c, loc in zip(cluster_records, local_records):
         assert c.series_dir is not None and loc.series_dir is not None
-        assert (Path(c.series_dir) / "flows.parquet").read_bytes() == \
-            (Path(loc.series_dir) / "flows.parquet").read_bytes()
+        assert (Path(c.series_dir) / "flows.parquet").read_bytes() == (
+            Path(loc.series_dir) / "flows.parquet"
+        ).read_bytes()

@@ -54,7 +54,7 @@ def blocks(page: Path) -> Iterator[Block]:
                 j += 1
             before = next((lines[k] for k in range(start - 1, -1, -1) if lines[k].strip()), "")
             mark = NOT_RUN.search(before)
-            yield Block(page, start + 1, lang, lines[start + 1:j], mark.group(1) if mark else None)
+            yield Block(page, start + 1, lang, lines[start + 1 : j], mark.group(1) if mark else None)
             i = j + 1
         else:
             i += 1
@@ -165,8 +165,12 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
     for name in ("scenarios", "traces"):
         (d / name).symlink_to(ROOT / name)
     # The ccbench (and flent) installed next to this Python come first.
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-               COLUMNS="200", NO_COLOR="1")
+    env = dict(
+        os.environ,
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        COLUMNS="200",
+        NO_COLOR="1",
+    )
     return Sandbox(d, env)
 
 
@@ -181,8 +185,9 @@ def run_page(page: Path, box: Sandbox) -> list[str]:
         argv = shlex.split(cmd.text, comments=True)
         if not argv or argv[0] == "sudo" or shutil.which(argv[0], path=box.env["PATH"]) is None:
             continue
-        done = subprocess.run(["bash", "-c", cmd.text], cwd=box.dir, env=box.env, capture_output=True, text=True,
-                              timeout=600)
+        done = subprocess.run(
+            ["bash", "-c", cmd.text], cwd=box.dir, env=box.env, capture_output=True, text=True, timeout=600
+        )
         where = f"{rel(page)}:{cmd.line}: {cmd.text}"
         if cmd.expected is not None:
             got = "".join(line.rstrip() + "\n" for line in (done.stdout + done.stderr).splitlines())

@@ -22,8 +22,27 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_repeated_downloads_are_listed_one_by_one(tmp_path):
-    p = cli("run", "--cca", "cubic", "--rate", "20Mbit", "--rtt", "20ms", "--size", "500KB", "--repeat", "4",
-            "--pause", "1s", "--duration", "30s", "--out", str(tmp_path / "run"), "--plot", "--json")
+    p = cli(
+        "run",
+        "--cca",
+        "cubic",
+        "--rate",
+        "20Mbit",
+        "--rtt",
+        "20ms",
+        "--size",
+        "500KB",
+        "--repeat",
+        "4",
+        "--pause",
+        "1s",
+        "--duration",
+        "30s",
+        "--out",
+        str(tmp_path / "run"),
+        "--plot",
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     summary = json.loads(p.stdout)
     f = summary["flows"][0]

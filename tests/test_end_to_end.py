@@ -17,14 +17,53 @@ from ccbench.scenario import read_toml
 from conftest import SCENARIOS, SHORT_TOML, run_cli
 
 # The keys documented in docs/output.md, "Summary schema".
-TOP_KEYS = {"engine", "version", "seed", "duration_s", "header_bytes", "flows", "link", "jain_index",
-            "events", "scenario_hash"}
-FLOW_KEYS = {"id", "cca", "paced", "start_s", "base_rtt_ms", "goodput_bps", "throughput_bps",
-             "delivered_bytes", "sent_bytes", "retransmits", "lost", "dropped", "rto_count", "rtt_ms",
-             "self_inflicted_delay_ms", "size_bytes", "completion_s", "final_cwnd"}
-LINK_KEYS = {"rate_bps", "rtt_ms", "buffer_bytes", "buffer_packets", "bdp_bytes", "utilization", "drops",
-             "drops_overflow", "drops_random", "queue_delay_ms", "queue_bytes", "queue_packets",
-             "packets_forwarded"}
+TOP_KEYS = {
+    "engine",
+    "version",
+    "seed",
+    "duration_s",
+    "header_bytes",
+    "flows",
+    "link",
+    "jain_index",
+    "events",
+    "scenario_hash",
+}
+FLOW_KEYS = {
+    "id",
+    "cca",
+    "paced",
+    "start_s",
+    "base_rtt_ms",
+    "goodput_bps",
+    "throughput_bps",
+    "delivered_bytes",
+    "sent_bytes",
+    "retransmits",
+    "lost",
+    "dropped",
+    "rto_count",
+    "rtt_ms",
+    "self_inflicted_delay_ms",
+    "size_bytes",
+    "completion_s",
+    "final_cwnd",
+}
+LINK_KEYS = {
+    "rate_bps",
+    "rtt_ms",
+    "buffer_bytes",
+    "buffer_packets",
+    "bdp_bytes",
+    "utilization",
+    "drops",
+    "drops_overflow",
+    "drops_random",
+    "queue_delay_ms",
+    "queue_bytes",
+    "queue_packets",
+    "packets_forwarded",
+}
 STATS_KEYS = {"min", "mean", "p50", "p95", "p99", "max"}
 
 
@@ -58,8 +97,7 @@ def test_cli_out_writes_four_files(short_scenario: Path, tmp_path: Path) -> None
     out = tmp_path / "results" / "run1"
     result = run_cli("run", str(short_scenario), "--out", str(out))
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["flows.parquet", "link.parquet", "scenario.toml",
-                                                      "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["flows.parquet", "link.parquet", "scenario.toml", "summary.json"]
     assert "flows.parquet columns:" in result.stdout
 
     summary = json.loads((out / "summary.json").read_text())
@@ -87,8 +125,21 @@ def test_table_output(short_scenario: Path) -> None:
 
 
 def test_same_seed_gives_identical_bytes(tmp_path: Path) -> None:
-    args = ["run", "--rate", "10Mbit", "--rtt", "20ms", "--loss", "1%", "--duration", "2s", "--seed", "5",
-            "--flows", "2"]
+    args = [
+        "run",
+        "--rate",
+        "10Mbit",
+        "--rtt",
+        "20ms",
+        "--loss",
+        "1%",
+        "--duration",
+        "2s",
+        "--seed",
+        "5",
+        "--flows",
+        "2",
+    ]
     a, b = tmp_path / "a", tmp_path / "b"
     assert run_cli(*args, "--out", str(a)).returncode == 0
     assert run_cli(*args, "--out", str(b)).returncode == 0
@@ -109,8 +160,9 @@ def test_different_seed_with_loss_differs(tmp_path: Path) -> None:
 
 
 def test_flags_two_algorithms(tmp_path: Path) -> None:
-    result = run_cli("run", "--cca", "cubic,reno", "--flows", "2", "--rate", "10Mbit", "--rtt", "20ms",
-                     "--duration", "1s", "--json")
+    result = run_cli(
+        "run", "--cca", "cubic,reno", "--flows", "2", "--rate", "10Mbit", "--rtt", "20ms", "--duration", "1s", "--json"
+    )
     assert result.returncode == 0, result.stderr
     assert [f["cca"] for f in json.loads(result.stdout)["flows"]] == ["cubic", "cubic", "reno", "reno"]
 

@@ -28,14 +28,16 @@ def test_an_unknown_engine_is_refused_with_the_names() -> None:
     assert e.value.field == "--engine" and "allowed: sim, kernel, vm" in e.value.message
 
 
-@pytest.mark.parametrize("flags, field", [
-    ({"cpu_share": "25%"}, "host.cpu_share"),
-    ({"cpu": "phone-lowend"}, "host.cpu"),
-    ({"pacing_stride": 4}, "flows[0].pacing_stride"),
-    ({"fixed_pacing_rate": "20Mbit"}, "flows[0].fixed_pacing_rate"),
-])
-def test_the_kernel_engine_refuses_simulator_options_before_needing_root(flags: dict[str, object],
-                                                                           field: str) -> None:
+@pytest.mark.parametrize(
+    "flags, field",
+    [
+        ({"cpu_share": "25%"}, "host.cpu_share"),
+        ({"cpu": "phone-lowend"}, "host.cpu"),
+        ({"pacing_stride": 4}, "flows[0].pacing_stride"),
+        ({"fixed_pacing_rate": "20Mbit"}, "flows[0].fixed_pacing_rate"),
+    ],
+)
+def test_the_kernel_engine_refuses_simulator_options_before_needing_root(flags: dict[str, object], field: str) -> None:
     kernel = engines.get("kernel")
     with pytest.raises(ScenarioError) as e:
         kernel.check(kernel.from_flags(**flags))
@@ -44,8 +46,14 @@ def test_the_kernel_engine_refuses_simulator_options_before_needing_root(flags: 
 
 def test_a_host_table_with_only_defaults_is_no_option() -> None:
     kernel = engines.get("kernel")
-    sc = Scenario.from_dict({"duration": "1s", "link": {"rate": "10Mbit", "rtt": "20ms"},
-                             "host": {"cpu": "server"}, "flows": [{"cca": "cubic"}]})
+    sc = Scenario.from_dict(
+        {
+            "duration": "1s",
+            "link": {"rate": "10Mbit", "rtt": "20ms"},
+            "host": {"cpu": "server"},
+            "flows": [{"cca": "cubic"}],
+        }
+    )
     from ccbench.engines.base import refuse_unsupported
 
     refuse_unsupported(kernel, sc)  # nothing to refuse
@@ -53,8 +61,9 @@ def test_a_host_table_with_only_defaults_is_no_option() -> None:
 
 def test_a_scenario_file_with_a_host_table_is_refused_on_the_kernel(tmp_path: Path) -> None:
     path = tmp_path / "vm.toml"
-    path.write_text('duration = "1s"\n[link]\nrate = "10Mbit"\nrtt = "20ms"\n[host]\ncpu_share = "25%"\n'
-                    '[[flows]]\ncca = "bbr"\n')
+    path.write_text(
+        'duration = "1s"\n[link]\nrate = "10Mbit"\nrtt = "20ms"\n[host]\ncpu_share = "25%"\n[[flows]]\ncca = "bbr"\n'
+    )
     res = run_cli("run", "--engine", "kernel", str(path))
     assert res.returncode == 2 and res.stderr.startswith("error: host.cpu_share: is a simulator option")
     assert res.stderr.count("\n") == 1
@@ -62,13 +71,21 @@ def test_a_scenario_file_with_a_host_table_is_refused_on_the_kernel(tmp_path: Pa
 
 def test_a_third_engine_runs_through_run_sweeps_and_the_store(replay: str, tmp_path: Path) -> None:
     plain = ccbench.run({"duration": "1s", "link": {"rate": "10Mbit", "rtt": "20ms"}, "flows": [{"cca": "cubic"}]})
-    replayed = ccbench.run({"duration": "1s", "link": {"rate": "10Mbit", "rtt": "20ms"}, "flows": [{"cca": "cubic"}]},
-                           engine=replay)
+    replayed = ccbench.run(
+        {"duration": "1s", "link": {"rate": "10Mbit", "rtt": "20ms"}, "flows": [{"cca": "cubic"}]}, engine=replay
+    )
     assert replayed.summary["engine"] == "replay"
     assert {**replayed.summary, "engine": None} == {**plain.summary, "engine": None}
 
-    plan = plan_from_dict({"duration": "1s", "link": {"rate": ["10Mbit", "20Mbit"], "rtt": "20ms"},
-                           "flows": [{"cca": "cubic"}], "sweep": {"name": "r"}}, engine=replay)
+    plan = plan_from_dict(
+        {
+            "duration": "1s",
+            "link": {"rate": ["10Mbit", "20Mbit"], "rtt": "20ms"},
+            "flows": [{"cca": "cubic"}],
+            "sweep": {"name": "r"},
+        },
+        engine=replay,
+    )
     report = run_sweep(plan, tmp_path / "store", engine=replay, workers=1, progress=False)
     assert (report.ran, report.failures) == (2, [])
     records = open_store(tmp_path / "store").records("r")
@@ -76,9 +93,15 @@ def test_a_third_engine_runs_through_run_sweeps_and_the_store(replay: str, tmp_p
     assert {r.code_version for r in records} == {engines.get(replay).code_version()}
 
     with pytest.raises(ScenarioError) as e:
-        plan_with_host = plan_from_dict({"duration": "1s", "link": {"rate": "10Mbit", "rtt": "20ms"},
-                                         "host": {"cpu_share": ["25%", "50%"]}, "flows": [{"cca": "cubic"}]},
-                                        engine=replay)
+        plan_with_host = plan_from_dict(
+            {
+                "duration": "1s",
+                "link": {"rate": "10Mbit", "rtt": "20ms"},
+                "host": {"cpu_share": ["25%", "50%"]},
+                "flows": [{"cca": "cubic"}],
+            },
+            engine=replay,
+        )
         run_sweep(plan_with_host, tmp_path / "store", engine=replay, workers=1, progress=False)
     assert e.value.field == "host.cpu_share" and e.value.message == "has no CPU model"
 

@@ -66,8 +66,13 @@ def test_flent_plots_the_file(exported: Path, tmp_path: Path) -> None:
     assert flent is not None
     for plot in ("totals", "tcp_delivery_with_rtt"):
         png = tmp_path / f"{plot}.png"
-        done = subprocess.run([flent, "-i", str(exported / "run.flent.gz"), "-p", plot, "-o", str(png)],
-                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        done = subprocess.run(
+            [flent, "-i", str(exported / "run.flent.gz"), "-p", plot, "-o", str(png)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
         assert done.returncode == 0, done.stderr
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
@@ -84,21 +89,47 @@ def test_import_iperf3_reads_the_report_back_equal(exported: Path) -> None:
     imported, run = import_file(exported / "iperf3.json"), load_run(exported)
     a = imported.flows.reset_index(drop=True)
     b = run.flows.reset_index(drop=True)
-    for mine, theirs in (("time_s", "time_s"), ("flow", "flow"), ("throughput_bps", "throughput_bps"),
-                         ("cwnd", "cwnd"), ("srtt_ms", "srtt_ms"), ("retransmits", "retransmits"),
-                         ("snd_wnd_bytes", "rwnd_bytes")):
+    for mine, theirs in (
+        ("time_s", "time_s"),
+        ("flow", "flow"),
+        ("throughput_bps", "throughput_bps"),
+        ("cwnd", "cwnd"),
+        ("srtt_ms", "srtt_ms"),
+        ("retransmits", "retransmits"),
+        ("snd_wnd_bytes", "rwnd_bytes"),
+    ):
         np.testing.assert_array_equal(a[mine].to_numpy(), b[theirs].to_numpy(), err_msg=mine)
     assert imported.summary["duration_s"] == run.summary["duration_s"]
     assert imported.summary["jain_index"] == pytest.approx(run.summary["jain_index"])
     for got, want in zip(imported.summary["flows"], run.summary["flows"], strict=True):
-        for key in ("cca", "goodput_bps", "throughput_bps", "delivered_bytes", "sent_bytes", "retransmits",
-                    "final_cwnd"):
+        for key in (
+            "cca",
+            "goodput_bps",
+            "throughput_bps",
+            "delivered_bytes",
+            "sent_bytes",
+            "retransmits",
+            "final_cwnd",
+        ):
             assert got[key] == want[key], key
 
 
 def test_a_sized_transfer_keeps_its_size_and_completion_time(tmp_path: Path) -> None:
-    done = run_cli("run", "--cca", "cubic", "--rate", "20Mbit", "--size", "1MB", "--duration", "5s", "--out",
-                   str(tmp_path), "--format", "iperf3")
+    done = run_cli(
+        "run",
+        "--cca",
+        "cubic",
+        "--rate",
+        "20Mbit",
+        "--size",
+        "1MB",
+        "--duration",
+        "5s",
+        "--out",
+        str(tmp_path),
+        "--format",
+        "iperf3",
+    )
     assert done.returncode == 0, done.stderr
     (got,), (want,) = import_file(tmp_path / "iperf3.json").summary["flows"], load_run(tmp_path).summary["flows"]
     assert got["size_bytes"] == want["size_bytes"] == 1_000_000
@@ -128,7 +159,9 @@ def test_format_needs_out_and_a_known_name(tmp_path: Path) -> None:
     bad = run_cli("run", "--duration", "1s", "--format", "flent")
     assert bad.returncode == 2 and bad.stderr.startswith("error: --format: needs --out DIR")
     bad = run_cli("run", "--duration", "1s", "--format", "csv", "--out", str(tmp_path / "x"))
-    assert bad.returncode == 2 and bad.stderr == "error: --format: expected flent or iperf3 (comma-separated), got 'csv'\n"
+    assert (
+        bad.returncode == 2 and bad.stderr == "error: --format: expected flent or iperf3 (comma-separated), got 'csv'\n"
+    )
     assert not (tmp_path / "x").exists()
 
 
@@ -141,8 +174,21 @@ def kernel_unavailable() -> Optional[str]:
 @pytest.mark.host
 @pytest.mark.skipif(kernel_unavailable() is not None, reason="kernel engine unavailable (needs root and /dev/net/tun)")
 def test_a_kernel_run_exports_and_reads_back(tmp_path: Path) -> None:
-    done = run_cli("run", "--engine", "kernel", "--cca", "cubic", "--rate", "20Mbit", "--duration", "2s", "--out",
-                   str(tmp_path), "--format", "iperf3,flent")
+    done = run_cli(
+        "run",
+        "--engine",
+        "kernel",
+        "--cca",
+        "cubic",
+        "--rate",
+        "20Mbit",
+        "--duration",
+        "2s",
+        "--out",
+        str(tmp_path),
+        "--format",
+        "iperf3,flent",
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "iperf3.json").read_text())
     assert report["start"]["system_info"].startswith("ccbench ") and " on the Linux " in report["start"]["system_info"]

@@ -40,8 +40,9 @@ def test_share_and_slice_become_a_deadline_reservation():
     s = scenario('[host]\ncpu_share = "25%"\ncpu_slice = "10ms"\n')
     core = s.to_core()["host"]
     # The 2BRobust set-up by default: deadline = runtime; the host tick of CONFIG_HZ=250.
-    assert core["cpu"] == {"deadline": {"runtime_ns": 2_500_000, "deadline_ns": 2_500_000,
-                                        "period_ns": 10_000_000, "tick_ns": 4_000_000}}
+    assert core["cpu"] == {
+        "deadline": {"runtime_ns": 2_500_000, "deadline_ns": 2_500_000, "period_ns": 10_000_000, "tick_ns": 4_000_000}
+    }
     slice_ = scenario('[host]\ncpu_share = "25%"\ncpu_deadline = "slice"\ncpu_tick = "1ms"\n').to_core()["host"]
     assert slice_["cpu"]["deadline"]["deadline_ns"] == 10_000_000 and slice_["cpu"]["deadline"]["tick_ns"] == 1_000_000
     assert core["cost"] == presets()["server"] and core["rx_ring"] == 256
@@ -65,7 +66,7 @@ def test_scenarios_without_the_new_keys_keep_their_hash():
     assert "tso_rtt_log" not in plain.to_core()["tcp"]
     assert all(k not in plain.to_core()["flows"][0] for k in ("pacing_stride", "fixed_cwnd", "freeze_cc"))
     # Writing the defaults out changes nothing either.
-    same = scenario('pacing_stride = 1\nfreeze_cc = false\n[tcp]\ntso_rtt_log = 9\n')
+    same = scenario("pacing_stride = 1\nfreeze_cc = false\n[tcp]\ntso_rtt_log = 9\n")
     assert same.scenario_hash == plain.scenario_hash
 
 
@@ -91,6 +92,7 @@ def test_a_late_tx_completion_holds_back_a_tsq_bound_sender():
     skbs) below it; the NIC's TX completion returns that budget. Completions as late as
     the RTT keep Cubic far below the link (with so little in flight its window does not
     grow); 10 us late change next to nothing."""
+
     def goodput(delay: str) -> float:
         doc = BASE.replace('"bbr"', '"cubic"').replace('"2s"', '"3s"').replace('"10ms"', '"20ms"')
         s = Scenario.from_toml(doc + f'[host]\ntx_completion = "{delay}"\n')
@@ -114,12 +116,15 @@ def test_cpu_trace_file(tmp_path):
     assert s.to_core()["host"]["cpu"] == {"trace": {"intervals_ns": [2_500_000, 7_500_000, 1_000_000, 9_000_000]}}
 
 
-@pytest.mark.parametrize("content, message", [
-    ("2.5ms\n", "vcpu.txt:1: expected '<on> <off>'"),
-    ("1ms 2ms\nfast 2ms\n", "vcpu.txt:2:"),
-    ("# nothing\n", "no '<on> <off>' lines"),
-    ("0ms 5ms\n", "the CPU is never on"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("2.5ms\n", "vcpu.txt:1: expected '<on> <off>'"),
+        ("1ms 2ms\nfast 2ms\n", "vcpu.txt:2:"),
+        ("# nothing\n", "no '<on> <off>' lines"),
+        ("0ms 5ms\n", "the CPU is never on"),
+    ],
+)
 def test_malformed_cpu_trace_names_file_and_line(tmp_path, content, message):
     (tmp_path / "vcpu.txt").write_text(content)
     with pytest.raises(ScenarioError) as e:
@@ -127,29 +132,35 @@ def test_malformed_cpu_trace_names_file_and_line(tmp_path, content, message):
     assert e.value.field == "host.cpu_trace" and message in e.value.message
 
 
-@pytest.mark.parametrize("extra, field, message", [
-    ('[host]\ncpu = "pentium"\n', "host.cpu", "unknown CPU preset 'pentium'; allowed:"),
-    ('[host]\ncpu_share = "0%"\n', "host.cpu_share", "above 0%"),
-    ('[host]\ncpu_share = "120%"\n', "host.cpu_share", "at most 100%"),
-    ('[host]\ncpu_slice = "0ms"\n', "host.cpu_slice", "must be positive"),
-    ('[host]\ncores = 4\n', "host.cores", "unknown key; allowed keys: cpu, cpu_share"),
-    ('[host.cost]\nack = "fast"\n', "host.cost.ack", "not a duration"),
-    ('[host.cost]\nflops = "1ns"\n', "host.cost.flops", "unknown key; allowed keys: ack, burst"),
-    ('[host]\ncpu_share = "50%"\ncpu_trace = "x"\n', "host.cpu_trace", "not both"),
-    ('[host]\ntx_completion = "soon"\n', "host.tx_completion", "not a duration"),
-])
+@pytest.mark.parametrize(
+    "extra, field, message",
+    [
+        ('[host]\ncpu = "pentium"\n', "host.cpu", "unknown CPU preset 'pentium'; allowed:"),
+        ('[host]\ncpu_share = "0%"\n', "host.cpu_share", "above 0%"),
+        ('[host]\ncpu_share = "120%"\n', "host.cpu_share", "at most 100%"),
+        ('[host]\ncpu_slice = "0ms"\n', "host.cpu_slice", "must be positive"),
+        ("[host]\ncores = 4\n", "host.cores", "unknown key; allowed keys: cpu, cpu_share"),
+        ('[host.cost]\nack = "fast"\n', "host.cost.ack", "not a duration"),
+        ('[host.cost]\nflops = "1ns"\n', "host.cost.flops", "unknown key; allowed keys: ack, burst"),
+        ('[host]\ncpu_share = "50%"\ncpu_trace = "x"\n', "host.cpu_trace", "not both"),
+        ('[host]\ntx_completion = "soon"\n', "host.tx_completion", "not a duration"),
+    ],
+)
 def test_bad_host_values_name_the_field(extra, field, message):
     with pytest.raises(ScenarioError) as e:
         scenario(extra)
     assert e.value.field == field and message in e.value.message
 
 
-@pytest.mark.parametrize("flow, field", [
-    ("pacing_stride = 0", "flows[0].pacing_stride"),
-    ("fixed_cwnd = 0", "flows[0].fixed_cwnd"),
-    ('fixed_pacing_rate = "fast"', "flows[0].fixed_pacing_rate"),
-    ('freeze_cc = "yes"', "flows[0].freeze_cc"),
-])
+@pytest.mark.parametrize(
+    "flow, field",
+    [
+        ("pacing_stride = 0", "flows[0].pacing_stride"),
+        ("fixed_cwnd = 0", "flows[0].fixed_cwnd"),
+        ('fixed_pacing_rate = "fast"', "flows[0].fixed_pacing_rate"),
+        ('freeze_cc = "yes"', "flows[0].freeze_cc"),
+    ],
+)
 def test_bad_flow_knobs_name_the_field(flow, field):
     with pytest.raises(ScenarioError) as e:
         Scenario.from_toml(BASE + flow + "\n")
@@ -157,9 +168,18 @@ def test_bad_flow_knobs_name_the_field(flow, field):
 
 
 def test_flags_build_the_host_and_the_knobs():
-    s = Scenario.from_flags(cca="bbr,cubic", cpu="phone-lowend", cpu_share="25%", cpu_slice="1ms",
-                            pacing_stride=5, fixed_cwnd=70, fixed_pacing_rate="140Mbit", freeze_cc=True,
-                            bbr_inflight_deficit=True, tso_rtt_log=0)
+    s = Scenario.from_flags(
+        cca="bbr,cubic",
+        cpu="phone-lowend",
+        cpu_share="25%",
+        cpu_slice="1ms",
+        pacing_stride=5,
+        fixed_cwnd=70,
+        fixed_pacing_rate="140Mbit",
+        freeze_cc=True,
+        bbr_inflight_deficit=True,
+        tso_rtt_log=0,
+    )
     core = s.to_core()
     assert core["host"]["cpu"]["deadline"]["period_ns"] == 1_000_000
     assert core["tcp"]["tso_rtt_log"] == 0
@@ -173,13 +193,16 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "ccbench", *args], capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("args, line", [
-    (["run", "--cpu", "pentium"], "error: host.cpu: unknown CPU preset 'pentium'; allowed: "),
-    (["run", "--cpu-share", "150%"], "error: host.cpu_share: "),
-    (["run", "--cca", "cubic", "--bbr-inflight-deficit"], "error: bbr_inflight_deficit: needs a BBR flow"),
-    (["run", "--pacing-stride", "0"], "error: flows[0].pacing_stride: must be an integer from 1 to 1000"),
-    (["run", "--engine", "kernel", "--cpu-share", "25%"], "error: host.cpu_share: is a simulator option"),
-])
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["run", "--cpu", "pentium"], "error: host.cpu: unknown CPU preset 'pentium'; allowed: "),
+        (["run", "--cpu-share", "150%"], "error: host.cpu_share: "),
+        (["run", "--cca", "cubic", "--bbr-inflight-deficit"], "error: bbr_inflight_deficit: needs a BBR flow"),
+        (["run", "--pacing-stride", "0"], "error: flows[0].pacing_stride: must be an integer from 1 to 1000"),
+        (["run", "--engine", "kernel", "--cpu-share", "25%"], "error: host.cpu_share: is a simulator option"),
+    ],
+)
 def test_cli_errors_are_one_line(args, line):
     p = cli(*args)
     assert p.returncode == 2 and p.stdout == ""
@@ -187,8 +210,24 @@ def test_cli_errors_are_one_line(args, line):
 
 
 def test_cli_runs_a_phone():
-    p = cli("run", "--cca", "bbr", "--flows", "5", "--rate", "1Gbit", "--rtt", "1ms", "--duration", "2s",
-            "--cpu", "phone-lowend", "--tso-rtt-log", "0", "--json")
+    p = cli(
+        "run",
+        "--cca",
+        "bbr",
+        "--flows",
+        "5",
+        "--rate",
+        "1Gbit",
+        "--rtt",
+        "1ms",
+        "--duration",
+        "2s",
+        "--cpu",
+        "phone-lowend",
+        "--tso-rtt-log",
+        "0",
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     summary = json.loads(p.stdout)
     assert summary["host"]["busy_fraction"] > 0.9
@@ -198,6 +237,14 @@ def test_cli_runs_a_phone():
 def test_recommend_weighs_the_host():
     from ccbench.advise.recommend import recommend
 
-    rec = recommend("100Mbit", "10ms", "1bdp", duration="5s", seeds=1, ccas=["cubic", "bbr"], neighbours=False,
-                    host={"cpu_share": "25%", "cpu_slice": "10ms"})
+    rec = recommend(
+        "100Mbit",
+        "10ms",
+        "1bdp",
+        duration="5s",
+        seeds=1,
+        ccas=["cubic", "bbr"],
+        neighbours=False,
+        host={"cpu_share": "25%", "cpu_slice": "10ms"},
+    )
     assert rec.choice == "cubic" and rec.point["cpu_share"] == "25%"

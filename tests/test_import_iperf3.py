@@ -38,8 +38,9 @@ def server() -> Iterator[int]:
     """An iperf3 server for one test on a free loopback port."""
     assert IPERF3 is not None
     port = free_port()
-    proc = subprocess.Popen([IPERF3, "-s", "-1", "-B", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [IPERF3, "-s", "-1", "-B", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         yield port
     finally:
@@ -51,8 +52,12 @@ def server() -> Iterator[int]:
 def client(port: int, out: Path, *args: str) -> Path:
     assert IPERF3 is not None
     for _ in range(50):  # until the server listens (it says nothing we could wait for)
-        proc = subprocess.run([IPERF3, "-c", "127.0.0.1", "-p", str(port), "-t", "2", "-i", "0.5", "-b", RATE, "-J",
-                               *args], capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(
+            [IPERF3, "-c", "127.0.0.1", "-p", str(port), "-t", "2", "-i", "0.5", "-b", RATE, "-J", *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         # With -J a refused connection may still exit 0, with an "error" in the report.
         if "unable to connect" not in proc.stdout:
             break
@@ -113,8 +118,11 @@ def test_reverse_with_two_streams(tmp_path: Path, server: int) -> None:
 
 
 def _report(**start: Any) -> dict[str, Any]:
-    return {"start": {"test_start": {"protocol": "TCP", "num_streams": 1, "reverse": 0}, **start},
-            "intervals": [], "end": {}}
+    return {
+        "start": {"test_start": {"protocol": "TCP", "num_streams": 1, "reverse": 0}, **start},
+        "intervals": [],
+        "end": {},
+    }
 
 
 def test_import_errors(tmp_path: Path) -> None:

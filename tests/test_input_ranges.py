@@ -12,7 +12,8 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "input-ranges.md"
 def test_the_committed_table_is_the_generated_one() -> None:
     assert DOC.read_text() == render(), (
         "docs/input-ranges.md is stale; regenerate it with "
-        "'python -m ccbench.input_ranges --write docs/input-ranges.md'")
+        "'python -m ccbench.input_ranges --write docs/input-ranges.md'"
+    )
 
 
 def test_every_core_field_is_in_the_table() -> None:

@@ -37,10 +37,25 @@ def test_a_file_added_to_a_wheel_is_recorded_and_the_record_stays_last(tmp_path:
 
 @pytest.mark.skipif(shutil.which("cargo") is None, reason="building a wheel needs cargo")
 def test_the_wheel_carries_the_static_guest_agent(tmp_path: Path) -> None:
-    got = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q",
-                          str(ROOT), "-w", str(tmp_path)], capture_output=True, text=True, timeout=1200)
+    got = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "-q",
+            str(ROOT),
+            "-w",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert got.returncode == 0, got.stderr[-2000:]
-    wheel, = tmp_path.glob("ccbench-*.whl")
+    (wheel,) = tmp_path.glob("ccbench-*.whl")
     with zipfile.ZipFile(wheel) as z:
         agent = z.read(build_backend.IN_WHEEL)
         assert z.getinfo(build_backend.IN_WHEEL).external_attr >> 16 == 0o100755

@@ -14,8 +14,9 @@ def _panicking_run(*_args: object, **_kwargs: object) -> None:
     raise InternalError("simulator", "attempt to divide by zero at crates/ccbench-sim/src/tcp/rtt.rs:67")
 
 
-def test_a_simulator_panic_is_one_line_and_exit_1(monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_simulator_panic_is_one_line_and_exit_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(_core, "run", _panicking_run)
     with pytest.raises(SystemExit) as e:
         main(["run", "--duration", "1s"])
@@ -35,8 +36,9 @@ def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
         _core.set_debug(False)
 
 
-def test_any_other_fault_is_one_line_and_exit_1(monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_any_other_fault_is_one_line_and_exit_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     def broken(*_args: object, **_kwargs: object) -> None:
         raise ZeroDivisionError("division by zero")
 
@@ -45,8 +47,10 @@ def test_any_other_fault_is_one_line_and_exit_1(monkeypatch: pytest.MonkeyPatch,
         main(["run", "--duration", "1s"])
     assert e.value.code == 1
     err = capsys.readouterr().err
-    assert err == "error: internal: ZeroDivisionError: division by zero; please report it " \
-                  "(ccbench --debug ... shows the traceback)\n"
+    assert (
+        err == "error: internal: ZeroDivisionError: division by zero; please report it "
+        "(ccbench --debug ... shows the traceback)\n"
+    )
 
 
 def test_the_binding_raises_internal_error_not_a_panic() -> None:

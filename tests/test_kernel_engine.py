@@ -26,8 +26,13 @@ from ccbench.kernel import host, state
 from ccbench.validate import run_cell
 from ccbench.validate.cells import base
 
-from conftest import (THREE_DOWNLOADS, assert_nothing_left_behind, assert_three_downloads_one_after_another, run_cli,
-                      timing_check)
+from conftest import (
+    THREE_DOWNLOADS,
+    assert_nothing_left_behind,
+    assert_three_downloads_one_after_another,
+    run_cli,
+    timing_check,
+)
 
 REASON = host.tun_usable()
 pytestmark = [pytest.mark.host, pytest.mark.skipif(REASON is not None, reason=f"kernel engine unavailable: {REASON}")]
@@ -51,8 +56,22 @@ def link(rate: str, rtt: str = "20ms", buffer: str = "1bdp") -> dict[str, str]:
 
 def test_cubic_through_the_emulator_matches_the_configured_link(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    res = run_cli("run", "--engine", "kernel", "--cca", "cubic", "--rate", "20Mbit", "--rtt", "20ms",
-                  "--duration", "5s", "--out", str(out), "--json")
+    res = run_cli(
+        "run",
+        "--engine",
+        "kernel",
+        "--cca",
+        "cubic",
+        "--rate",
+        "20Mbit",
+        "--rtt",
+        "20ms",
+        "--duration",
+        "5s",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert res.returncode == 0, res.stderr
     s = json.loads(res.stdout)
     assert sorted(p.name for p in out.iterdir()) == ["flows.parquet", "link.parquet", "scenario.toml", "summary.json"]
@@ -87,15 +106,22 @@ TRACES = Path(__file__).resolve().parent.parent / "traces"
 def test_a_trace_link_delivers_the_traces_capacity(capsys: pytest.CaptureFixture[str]) -> None:
     # The T-Mobile uplink trace, restarted at the run's epoch: what its first 5 s offer.
     trace = TRACES / "TMobile-LTE-short.up"
-    r = run({"duration": "5s", "link": {"trace": str(trace), "rtt": "20ms", "buffer": "300pkt"},
-             "flows": [{"cca": "cubic"}]})
+    r = run(
+        {
+            "duration": "5s",
+            "link": {"trace": str(trace), "rtt": "20ms", "buffer": "300pkt"},
+            "flows": [{"cca": "cubic"}],
+        }
+    )
     link, check = r.summary["link"], r.summary["emulator"]
     ms = [int(x) for x in trace.read_text().split()]
     offered = sum(1 for m in ms if m < 5000) * 1500 * 8 / 5.0
     with capsys.disabled():
-        print(f"\n[benchmark] emulator on {trace.name}: offered {offered / 1e6:.2f} Mbit/s in the first 5 s, "
-              f"reported {link['rate_bps'] / 1e6:.2f}, used {100 * link['utilization']:.1f}%, delivered "
-              f"{100 * check['delivered_rate_ratio']:.2f}% of the capacity while busy")
+        print(
+            f"\n[benchmark] emulator on {trace.name}: offered {offered / 1e6:.2f} Mbit/s in the first 5 s, "
+            f"reported {link['rate_bps'] / 1e6:.2f}, used {100 * link['utilization']:.1f}%, delivered "
+            f"{100 * check['delivered_rate_ratio']:.2f}% of the capacity while busy"
+        )
     assert abs(link["rate_bps"] / offered - 1) < 0.01
     assert link["trace_mean_bps"] == len(ms) * 12000 * 1000 // ms[-1]
     assert link["utilization"] > 0.85
@@ -104,8 +130,9 @@ def test_a_trace_link_delivers_the_traces_capacity(capsys: pytest.CaptureFixture
 
 
 def test_fq_codel_in_the_emulator_keeps_the_queue_short() -> None:
-    r = run({"duration": "6s", "link": {"rate": "10Mbit", "rtt": "20ms", "aqm": "fq_codel"},
-             "flows": [{"cca": "cubic"}]})
+    r = run(
+        {"duration": "6s", "link": {"rate": "10Mbit", "rtt": "20ms", "aqm": "fq_codel"}, "flows": [{"cca": "cubic"}]}
+    )
     link = r.summary["link"]
     assert link["aqm"]["name"] == "fq_codel" and link["buffer_packets"] == 10240
     assert link["queue_delay_ms"]["p50"] < 30.0, link["queue_delay_ms"]
@@ -118,9 +145,11 @@ def test_emulator_delivers_the_configured_capacity(rate: str, capsys: pytest.Cap
     r = run({"duration": "3s", "link": link(rate, buffer="2bdp"), "flows": [{"cca": "cubic"}]})
     check = r.summary["emulator"]
     with capsys.disabled():
-        print(f"\n[benchmark] emulator at {rate}: delivered {100 * check['delivered_rate_ratio']:.2f}% of the "
-              f"configured rate over {check['busy_s']:.2f} s busy; lateness p50 "
-              f"{check['lateness_forward_us']['p50']:.0f} µs, p99 {check['lateness_forward_us']['p99']:.0f} µs")
+        print(
+            f"\n[benchmark] emulator at {rate}: delivered {100 * check['delivered_rate_ratio']:.2f}% of the "
+            f"configured rate over {check['busy_s']:.2f} s busy; lateness p50 "
+            f"{check['lateness_forward_us']['p50']:.0f} µs, p99 {check['lateness_forward_us']['p99']:.0f} µs"
+        )
     timing_check(check["delivered_rate_ratio"] >= 0.97, "the emulator's capacity", check)
     assert check["busy_s"] > 1.0 and check["write_errors"] == 0
 
@@ -137,8 +166,13 @@ def test_bbr_runs_and_reports_its_model() -> None:
 
 
 def test_sized_flows_and_start_times() -> None:
-    r = run({"duration": "10s", "link": link("20Mbit"),
-             "flows": [{"cca": "cubic", "size": "2MB"}, {"cca": "cubic", "size": "1MB", "start": "0.5s"}]})
+    r = run(
+        {
+            "duration": "10s",
+            "link": link("20Mbit"),
+            "flows": [{"cca": "cubic", "size": "2MB"}, {"cca": "cubic", "size": "1MB", "start": "0.5s"}],
+        }
+    )
     s = r.summary
     a, b = s["flows"]
     assert a["delivered_bytes"] == 2_000_000 and b["delivered_bytes"] == 1_000_000
@@ -175,9 +209,24 @@ def test_repeated_downloads_each_on_a_new_connection() -> None:
 
 def test_a_killed_run_leaves_state_that_cleanup_removes(tmp_path: Path) -> None:
     env = dict(os.environ, NO_COLOR="1")
-    proc = subprocess.Popen([sys.executable, "-m", "ccbench", "run", "--engine", "kernel", "--rate", "10Mbit",
-                             "--duration", "20s", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ccbench",
+            "run",
+            "--engine",
+            "kernel",
+            "--rate",
+            "10Mbit",
+            "--duration",
+            "20s",
+            "--json",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     deadline = time.monotonic() + 30
     st = None
     while time.monotonic() < deadline and proc.poll() is None:
@@ -231,10 +280,22 @@ def test_the_next_run_removes_stale_leftovers_and_nothing_else() -> None:
 
 def test_two_runs_at_once_do_not_collide(tmp_path: Path) -> None:
     env = dict(os.environ, NO_COLOR="1")
-    argv = [sys.executable, "-m", "ccbench", "run", "--engine", "kernel", "--rate", "10Mbit", "--duration", "3s",
-            "--json"]
-    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for _ in range(2)]
+    argv = [
+        sys.executable,
+        "-m",
+        "ccbench",
+        "run",
+        "--engine",
+        "kernel",
+        "--rate",
+        "10Mbit",
+        "--duration",
+        "3s",
+        "--json",
+    ]
+    procs = [
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)
+    ]
     outs = [p.communicate(timeout=60) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err
@@ -243,10 +304,13 @@ def test_two_runs_at_once_do_not_collide(tmp_path: Path) -> None:
         assert abs(g - 10e6 * PAYLOAD_SHARE) / (10e6 * PAYLOAD_SHARE) < 0.15, g
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--cca", "vegas"], "error: flows[0].cca: 'vegas' is not available in this kernel"),
-    (["--cca", "bbr", "--pacing", "off"], "error: flows[0].pacing: bbr always paces in the kernel"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--cca", "vegas"], "error: flows[0].cca: 'vegas' is not available in this kernel"),
+        (["--cca", "bbr", "--pacing", "off"], "error: flows[0].pacing: bbr always paces in the kernel"),
+    ],
+)
 def test_refusals_are_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     res = run_cli("run", "--engine", "kernel", *args, "--out", str(out))
@@ -261,8 +325,9 @@ def test_refuses_a_tick_rate_the_kernel_does_not_have(tmp_path: Path) -> None:
         pytest.skip("the kernel's CONFIG_HZ is unknown")
     other = 100 if hz != 100 else 300
     path = tmp_path / "s.toml"
-    path.write_text(f'duration = "1s"\n[link]\nrate = "10Mbit"\nrtt = "10ms"\n[tcp]\nhz = {other}\n'
-                    '[[flows]]\ncca = "cubic"\n')
+    path.write_text(
+        f'duration = "1s"\n[link]\nrate = "10Mbit"\nrtt = "10ms"\n[tcp]\nhz = {other}\n[[flows]]\ncca = "cubic"\n'
+    )
     res = run_cli("run", "--engine", "kernel", str(path))
     assert res.returncode == 2 and res.stderr.startswith("error: tcp.hz:")
 
@@ -274,8 +339,20 @@ def test_validate_compares_the_engines_for_cubic(tmp_path: Path) -> None:
     assert goodput.ok, goodput
     assert res.emulator_ratio is not None and res.emulator_ratio >= 0.97
     out = tmp_path / "v"
-    cli = run_cli("validate", "--quick", "--family", "base", "--cca", "cubic", "--duration", "2s",
-                  "--no-bench", "--out", str(out), "--report")
+    cli = run_cli(
+        "validate",
+        "--quick",
+        "--family",
+        "base",
+        "--cca",
+        "cubic",
+        "--duration",
+        "2s",
+        "--no-bench",
+        "--out",
+        str(out),
+        "--report",
+    )
     assert cli.returncode == 0, cli.stderr
     assert "cubic 20Mbit 20ms 0.5bdp" in cli.stdout
     rows = (out / "validate.csv").read_text().splitlines()
@@ -293,8 +370,28 @@ def test_rtt_tells_one_story_emulator_tcp_info_and_capture(tmp_path: Path) -> No
     import pandas as pd
 
     out = tmp_path / "run"
-    res = run_cli("run", "--engine", "kernel", "--cca", "bbr", "--rate", "20Mbit", "--rtt", "20ms", "--buffer",
-                  "2bdp", "--loss", "1%", "--duration", "3s", "--out", str(out), "--pcap", "sender", "--json")
+    res = run_cli(
+        "run",
+        "--engine",
+        "kernel",
+        "--cca",
+        "bbr",
+        "--rate",
+        "20Mbit",
+        "--rtt",
+        "20ms",
+        "--buffer",
+        "2bdp",
+        "--loss",
+        "1%",
+        "--duration",
+        "3s",
+        "--out",
+        str(out),
+        "--pcap",
+        "sender",
+        "--json",
+    )
     assert res.returncode == 0, res.stderr
     emulator = json.loads(res.stdout)["flows"][0]["rtt_ms"]["mean"]
     srtt = float(pd.read_parquet(out / "flows.parquet")["srtt_ms"].mean())

@@ -23,8 +23,7 @@ HOST = HostFacts(kernel="6.x-test", kernel_hz=250, available_congestion_control=
 
 
 def scenario(**over: object) -> dict[str, object]:
-    doc: dict[str, object] = {"duration": "5s", "link": {"rate": "20Mbit", "rtt": "20ms"},
-                              "flows": [{"cca": "cubic"}]}
+    doc: dict[str, object] = {"duration": "5s", "link": {"rate": "20Mbit", "rtt": "20ms"}, "flows": [{"cca": "cubic"}]}
     doc.update(over)
     return doc
 
@@ -34,7 +33,9 @@ class TestKernelOnlyAlgorithms:
         sc = from_dict(scenario(flows=[{"cca": "htcp", "count": 2}, {"cca": "cubic"}]))
         assert [f.cca for f in sc.flows] == ["htcp", "cubic"]
         assert '"cca":"htcp"' in sc.to_json()
-        assert sc.scenario_hash != from_dict(scenario(flows=[{"cca": "reno", "count": 2}, {"cca": "cubic"}])).scenario_hash
+        assert (
+            sc.scenario_hash != from_dict(scenario(flows=[{"cca": "reno", "count": 2}, {"cca": "cubic"}])).scenario_hash
+        )
 
     def test_flags_keep_the_kernel_names_in_order(self) -> None:
         sc = from_flags(cca="htcp,cubic", rate="10Mbit", duration="3s")
@@ -60,10 +61,20 @@ class TestPlan:
         assert plan.sender_sysctls["net.ipv4.tcp_limit_output_bytes"] == str(4 * 2**20)
         # Every [tcp] sysctl is set, at Linux's defaults, in both namespaces.
         for sysctls in (plan.sender_sysctls, plan.receiver_sysctls):
-            assert {k: sysctls[k] for k in ("net.ipv4.tcp_frto", "net.ipv4.tcp_sack", "net.ipv4.tcp_tso_rtt_log",
-                                            "net.ipv4.tcp_slow_start_after_idle")} == {
-                "net.ipv4.tcp_frto": "2", "net.ipv4.tcp_sack": "1", "net.ipv4.tcp_tso_rtt_log": "9",
-                "net.ipv4.tcp_slow_start_after_idle": "1"}
+            assert {
+                k: sysctls[k]
+                for k in (
+                    "net.ipv4.tcp_frto",
+                    "net.ipv4.tcp_sack",
+                    "net.ipv4.tcp_tso_rtt_log",
+                    "net.ipv4.tcp_slow_start_after_idle",
+                )
+            } == {
+                "net.ipv4.tcp_frto": "2",
+                "net.ipv4.tcp_sack": "1",
+                "net.ipv4.tcp_tso_rtt_log": "9",
+                "net.ipv4.tcp_slow_start_after_idle": "1",
+            }
         f = plan.flows[0]
         assert (f.cca, f.paced, f.force_pacing) == ("cubic", False, False)
 
@@ -82,9 +93,21 @@ class TestPlan:
         assert [plan.sender_sysctls[f"net.ipv4.tcp_{k}"] for k in knobs] == ["0", "0", "4", "0"]
 
     def test_a_sysctl_the_kernel_lacks_must_keep_its_default(self) -> None:
-        old = HostFacts(kernel="5.10-test", kernel_hz=250, available_congestion_control=["cubic"],
-                        ipv4_sysctls=frozenset({"tcp_limit_output_bytes", "tcp_frto", "tcp_sack", "tcp_tso_win_divisor",
-                                                "tcp_min_tso_segs", "tcp_slow_start_after_idle"}))
+        old = HostFacts(
+            kernel="5.10-test",
+            kernel_hz=250,
+            available_congestion_control=["cubic"],
+            ipv4_sysctls=frozenset(
+                {
+                    "tcp_limit_output_bytes",
+                    "tcp_frto",
+                    "tcp_sack",
+                    "tcp_tso_win_divisor",
+                    "tcp_min_tso_segs",
+                    "tcp_slow_start_after_idle",
+                }
+            ),
+        )
         plan = make_plan(from_dict(scenario()), old)
         assert "net.ipv4.tcp_tso_rtt_log" not in plan.sender_sysctls
         with pytest.raises(KernelEngineError) as e:
@@ -95,18 +118,24 @@ class TestPlan:
         sc = from_dict(scenario(flows=[{"cca": "cubic", "pacing": True, "count": 2}, {"cca": "bbr", "start": "1s"}]))
         flows = make_plan(sc, HOST).flows
         assert [(f.index, f.entry, f.paced, f.force_pacing) for f in flows] == [
-            (0, 0, True, True), (1, 0, True, True), (2, 1, True, False)]
+            (0, 0, True, True),
+            (1, 0, True, True),
+            (2, 1, True, False),
+        ]
         assert flows[2].start_ns == 1_000_000_000
 
-    @pytest.mark.parametrize("over, field", [
-        ({"tcp": {"hz": 100}}, "tcp.hz"),
-        ({"tcp": {"rto_init": "3s"}}, "tcp.rto_init"),
-        ({"tcp": {"delack_min": "10ms"}}, "tcp.delack_min"),
-        ({"tcp": {"pacing_shift": 8}}, "tcp.pacing_shift"),
-        ({"tcp": {"rto_min": "10500us"}}, "tcp.rto_min"),
-        ({"flows": [{"cca": "cubic", "params": {"beta": 800}}]}, "flows[0].params"),
-        ({"flows": [{"cca": "cubic"}, {"cca": "bbr", "pacing": False}]}, "flows[1].pacing"),
-    ])
+    @pytest.mark.parametrize(
+        "over, field",
+        [
+            ({"tcp": {"hz": 100}}, "tcp.hz"),
+            ({"tcp": {"rto_init": "3s"}}, "tcp.rto_init"),
+            ({"tcp": {"delack_min": "10ms"}}, "tcp.delack_min"),
+            ({"tcp": {"pacing_shift": 8}}, "tcp.pacing_shift"),
+            ({"tcp": {"rto_min": "10500us"}}, "tcp.rto_min"),
+            ({"flows": [{"cca": "cubic", "params": {"beta": 800}}]}, "flows[0].params"),
+            ({"flows": [{"cca": "cubic"}, {"cca": "bbr", "pacing": False}]}, "flows[1].pacing"),
+        ],
+    )
     def test_refuses_what_the_kernel_cannot_express(self, over: dict[str, object], field: str) -> None:
         with pytest.raises(KernelEngineError) as e:
             make_plan(from_dict(scenario(**over)), HOST)
@@ -189,8 +218,9 @@ class TestState:
         assert not state.kill_process(me, (state.process_start_time(me) or 0) + 1)
 
 
-def test_without_root_the_kernel_engine_refuses_in_one_line(monkeypatch: pytest.MonkeyPatch,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_root_the_kernel_engine_refuses_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from ccbench.cli import main
 
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
@@ -210,9 +240,15 @@ def test_an_outage_in_the_emulators_series_reads_as_nan() -> None:
     from ccbench.kernel.results import _link_table
     from ccbench.kernel.session import RawRun
 
-    series = {"time_s": [0.1, 0.2, 0.3], "queue_bytes": [0, 0, 0], "queue_packets": [0, 0, 0],
-              "utilization": [0.5, None, 0.9], "throughput_bps": [1e6, 0, 2e6], "drops": [0, 0, 0],
-              "capacity_bps": [2e6, 0, 2.2e6]}
+    series = {
+        "time_s": [0.1, 0.2, 0.3],
+        "queue_bytes": [0, 0, 0],
+        "queue_packets": [0, 0, 0],
+        "utilization": [0.5, None, 0.9],
+        "throughput_bps": [1e6, 0, 2e6],
+        "drops": [0, 0, 0],
+        "capacity_bps": [2e6, 0, 2.2e6],
+    }
     raw = RawRun(run_id="t", t0_ns=0, emulator={"series": series}, receiver={}, sender={}, notes=[])
     table = _link_table(raw, 0.3)
     assert math.isnan(table["utilization"][1]) and table["utilization"][2] == 0.9
@@ -225,23 +261,48 @@ def test_a_kernel_runs_summary_is_built_by_the_simulators_code() -> None:
     from ccbench.kernel.results import assemble
     from ccbench.kernel.session import RawRun
 
-    sc = from_dict(scenario(duration="4s", flows=[{"cca": "cubic"}, {"cca": "cubic", "start": "1s", "size": "1MB",
-                                                                      "access_delay": "5ms"}]))
+    sc = from_dict(
+        scenario(
+            duration="4s",
+            flows=[{"cca": "cubic"}, {"cca": "cubic", "start": "1s", "size": "1MB", "access_delay": "5ms"}],
+        )
+    )
     plan = make_plan(sc, HOST)
     rtt = {"min": 30.0, "mean": 30.0, "p50": 30.0, "p95": 30.0, "p99": 30.0, "max": 30.0}
     queue = {k: 1.0 for k in rtt}
-    info = {"total_retrans": 2, "bytes_sent": 3_100_000, "total_rto": 0, "snd_cwnd": 40, "rwnd_limited": 5_000,
-            "sndbuf_limited": 7_000}
+    info = {
+        "total_retrans": 2,
+        "bytes_sent": 3_100_000,
+        "total_rto": 0,
+        "snd_cwnd": 40,
+        "rwnd_limited": 5_000,
+        "sndbuf_limited": 7_000,
+    }
     raw = RawRun(
-        run_id="t", t0_ns=0, notes=[],
-        emulator={"flows": [{"payload_out_bytes": 3_001_000, "dropped": 1, "rtt_ms": rtt, "rtt_samples": 10},
-                            {"payload_out_bytes": 1_000_000, "dropped": 0, "rtt_ms": rtt, "rtt_samples": 0}],
-                  "link": {"wire_bytes_out": 4_200_000, "drops_overflow": 1, "drops_random": 0, "ecn_marks": 0,
-                           "queue_delay_ms": queue, "queue_bytes": queue, "queue_packets": queue,
-                           "packets_forwarded": 2_800},
-                  "check": {"ok": True}, "series": {"time_s": []}},
+        run_id="t",
+        t0_ns=0,
+        notes=[],
+        emulator={
+            "flows": [
+                {"payload_out_bytes": 3_001_000, "dropped": 1, "rtt_ms": rtt, "rtt_samples": 10},
+                {"payload_out_bytes": 1_000_000, "dropped": 0, "rtt_ms": rtt, "rtt_samples": 0},
+            ],
+            "link": {
+                "wire_bytes_out": 4_200_000,
+                "drops_overflow": 1,
+                "drops_random": 0,
+                "ecn_marks": 0,
+                "queue_delay_ms": queue,
+                "queue_bytes": queue,
+                "queue_packets": queue,
+                "packets_forwarded": 2_800,
+            },
+            "check": {"ok": True},
+            "series": {"time_s": []},
+        },
         receiver={"bytes": [3_000_000, 1_000_000], "completed_ns": [None, 3_000_000_000], "samples": []},
-        sender={"final": [info, info], "samples": []})
+        sender={"final": [info, info], "samples": []},
+    )
     summary, _, _ = assemble(plan, raw, HOST)
     a, b = summary["flows"]
     assert a["goodput_bps"] == 3e6 * 8 / 4 and b["goodput_bps"] == 1e6 * 8 / 2

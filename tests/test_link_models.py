@@ -106,22 +106,34 @@ def test_trace_paths_in_a_file_are_relative_to_the_file(tmp_path: Path) -> None:
 
 def test_link_models_round_trip_through_the_effective_toml(tmp_path: Path) -> None:
     (tmp_path / "t.trace").write_text("0\n0\n5\n")
-    text = scenario_on("t.trace", """\
+    text = scenario_on(
+        "t.trace",
+        """\
 ack_trace = "t.trace"
 aqm = "fq_codel"
 aqm_params = { target = "10ms", ce_threshold = "2ms" }
 loss_model = { type = "gilbert-elliott", p = "1%", r = 0.3, h = "10%", k = "99.5%" }
 rtt_schedule = [{ at = "2s", rtt = "80ms" }, { at = "4s", rtt = "20ms" }]
-""")
+""",
+    )
     (tmp_path / "s.toml").write_text(text)
     s = Scenario.from_file(tmp_path / "s.toml")
     doc = tomllib.loads(s.effective_toml())
     link = doc["link"]
     assert "rate" not in link and "buffer" not in link
     assert link["trace"] == link["ack_trace"] == str(tmp_path / "t.trace")
-    assert link["aqm_params"] == {"target": "10ms", "interval": "100ms", "limit": 10240, "ecn": True,
-                                  "ce_threshold": "2ms", "mtu": 1514, "quantum": 1514, "flows": 1024,
-                                  "memory_limit": "32MiB", "drop_batch": 64}
+    assert link["aqm_params"] == {
+        "target": "10ms",
+        "interval": "100ms",
+        "limit": 10240,
+        "ecn": True,
+        "ce_threshold": "2ms",
+        "mtu": 1514,
+        "quantum": 1514,
+        "flows": 1024,
+        "memory_limit": "32MiB",
+        "drop_batch": 64,
+    }
     assert link["loss_model"] == {"type": "gilbert-elliott", "p": "1%", "r": "30%", "h": "10%", "k": "99.5%"}
     assert link["rtt_schedule"] == [{"at": "2s", "rtt": "80ms"}, {"at": "4s", "rtt": "20ms"}]
     again = Scenario.from_toml(s.effective_toml())
@@ -134,8 +146,10 @@ rtt_schedule = [{ at = "2s", rtt = "80ms" }, { at = "4s", rtt = "20ms" }]
 
 def test_defaults_made_explicit_do_not_change_the_hash() -> None:
     base = SHORT_TOML.replace('buffer = "1bdp"\n', 'aqm = "codel"\n')
-    explicit = base.replace('aqm = "codel"\n', 'aqm = "codel"\naqm_params = { target = "5ms", limit = 1000, '
-                            'ecn = false, mtu = 1514, interval = "100ms" }\n')
+    explicit = base.replace(
+        'aqm = "codel"\n',
+        'aqm = "codel"\naqm_params = { target = "5ms", limit = 1000, ecn = false, mtu = 1514, interval = "100ms" }\n',
+    )
     assert Scenario.from_toml(base).scenario_hash == Scenario.from_toml(explicit).scenario_hash
     # Without any of the new options the canonical JSON has none of their keys.
     plain = json.loads(Scenario.from_toml(SHORT_TOML).to_json())["link"]
@@ -156,30 +170,70 @@ SCHEMA_ERRORS = [
     (SHORT_TOML.replace("[link]", '[link]\naqm = "red"'), "link.aqm", "droptail"),
     (SHORT_TOML.replace("[link]", '[link]\naqm_params = { target = "5ms" }'), "link.aqm_params", "only with aqm"),
     (SHORT_TOML.replace("[link]", '[link]\naqm = "codel"'), "link.buffer", "drop-tail's limit"),
-    (SHORT_TOML.replace('buffer = "1bdp"', 'aqm = "codel"\naqm_params = { quantum = 300 }'),
-     "link.aqm_params.quantum", "not a parameter of codel"),
-    (SHORT_TOML.replace('buffer = "1bdp"', 'aqm = "fq_codel"\naqm_params = { quantum = 100 }'),
-     "link.aqm_params.quantum", "from 256"),
-    (SHORT_TOML.replace('buffer = "1bdp"', 'aqm = "fq_codel"\naqm_params = { target = "0ms" }'),
-     "link.aqm_params.target", "must be positive"),
-    (SHORT_TOML.replace("[link]", '[link]\nloss_model = { type = "gilbert-elliott", p = 0, r = "20%" }'),
-     "link.loss_model.p", "above 0"),
-    (SHORT_TOML.replace("[link]", '[link]\nloss_model = { type = "gilbert-elliott", p = "1%", r = "120%" }'),
-     "link.loss_model.r", "out of range"),
-    (SHORT_TOML.replace("[link]", '[link]\nloss_model = { type = "markov", p = "1%", r = "20%" }'),
-     "link.loss_model.type", "gilbert-elliott"),
-    (SHORT_TOML.replace("[link]", '[link]\nloss_model = { type = "gilbert-elliott", p = "1%" }'),
-     "link.loss_model.r", "is required"),
-    (SHORT_TOML.replace("[link]", '[link]\nloss = "1%"\nloss_model = { type = "gilbert-elliott", p = "1%", '
-                                  'r = "20%" }'), "link.loss_model", "cannot be combined with link.loss"),
-    (SHORT_TOML.replace("[link]", '[link]\nrate_schedule = [{ at = "2s", rate = "5Mbit" }, '
-                                  '{ at = "1s", rate = "5Mbit" }]'), "link.rate_schedule[1].at", "increasing"),
-    (SHORT_TOML.replace("[link]", '[link]\nrate_schedule = [{ at = "1s", rate = "5Mbit", speed = 1 }]'),
-     "link.rate_schedule[0].speed", "unknown key; allowed keys: at, rate"),
-    (SHORT_TOML.replace("[link]", '[link]\nrtt_schedule = { at = "1s", rtt = "5ms" }'),
-     "link.rtt_schedule", "an array of tables"),
-    (SHORT_TOML.replace("[link]", '[link]\nrtt_schedule = [{ at = "1s", rtt = "0ms" }]'),
-     "link.rtt_schedule[0].rtt", "must be positive"),
+    (
+        SHORT_TOML.replace('buffer = "1bdp"', 'aqm = "codel"\naqm_params = { quantum = 300 }'),
+        "link.aqm_params.quantum",
+        "not a parameter of codel",
+    ),
+    (
+        SHORT_TOML.replace('buffer = "1bdp"', 'aqm = "fq_codel"\naqm_params = { quantum = 100 }'),
+        "link.aqm_params.quantum",
+        "from 256",
+    ),
+    (
+        SHORT_TOML.replace('buffer = "1bdp"', 'aqm = "fq_codel"\naqm_params = { target = "0ms" }'),
+        "link.aqm_params.target",
+        "must be positive",
+    ),
+    (
+        SHORT_TOML.replace("[link]", '[link]\nloss_model = { type = "gilbert-elliott", p = 0, r = "20%" }'),
+        "link.loss_model.p",
+        "above 0",
+    ),
+    (
+        SHORT_TOML.replace("[link]", '[link]\nloss_model = { type = "gilbert-elliott", p = "1%", r = "120%" }'),
+        "link.loss_model.r",
+        "out of range",
+    ),
+    (
+        SHORT_TOML.replace("[link]", '[link]\nloss_model = { type = "markov", p = "1%", r = "20%" }'),
+        "link.loss_model.type",
+        "gilbert-elliott",
+    ),
+    (
+        SHORT_TOML.replace("[link]", '[link]\nloss_model = { type = "gilbert-elliott", p = "1%" }'),
+        "link.loss_model.r",
+        "is required",
+    ),
+    (
+        SHORT_TOML.replace(
+            "[link]", '[link]\nloss = "1%"\nloss_model = { type = "gilbert-elliott", p = "1%", r = "20%" }'
+        ),
+        "link.loss_model",
+        "cannot be combined with link.loss",
+    ),
+    (
+        SHORT_TOML.replace(
+            "[link]", '[link]\nrate_schedule = [{ at = "2s", rate = "5Mbit" }, { at = "1s", rate = "5Mbit" }]'
+        ),
+        "link.rate_schedule[1].at",
+        "increasing",
+    ),
+    (
+        SHORT_TOML.replace("[link]", '[link]\nrate_schedule = [{ at = "1s", rate = "5Mbit", speed = 1 }]'),
+        "link.rate_schedule[0].speed",
+        "unknown key; allowed keys: at, rate",
+    ),
+    (
+        SHORT_TOML.replace("[link]", '[link]\nrtt_schedule = { at = "1s", rtt = "5ms" }'),
+        "link.rtt_schedule",
+        "an array of tables",
+    ),
+    (
+        SHORT_TOML.replace("[link]", '[link]\nrtt_schedule = [{ at = "1s", rtt = "0ms" }]'),
+        "link.rtt_schedule[0].rtt",
+        "must be positive",
+    ),
 ]
 
 
@@ -204,8 +258,21 @@ def test_trace_and_rate_steps_do_not_mix(tmp_path: Path) -> None:
 
 def test_trace_aqm_and_ack_trace_flags(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    result = run_cli("run", "--trace", "traces/TMobile-LTE-short.up", "--ack-trace", "traces/TMobile-LTE-short.down",
-                     "--aqm", "fq_codel", "--duration", "3s", "--json", "--out", str(out), cwd=ROOT)
+    result = run_cli(
+        "run",
+        "--trace",
+        "traces/TMobile-LTE-short.up",
+        "--ack-trace",
+        "traces/TMobile-LTE-short.down",
+        "--aqm",
+        "fq_codel",
+        "--duration",
+        "3s",
+        "--json",
+        "--out",
+        str(out),
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr
     link = json.loads(result.stdout)["link"]
     assert link["trace_mean_bps"] == read_trace(TRACES / "TMobile-LTE-short.up").mean_bps
@@ -275,8 +342,9 @@ def test_fq_codel_example_cures_the_uplinks_bufferbloat() -> None:
     fq = ccbench.run(Scenario.from_flags(base=base))
     codel = ccbench.run(Scenario.from_flags(base=base, aqm="codel"))
     dt = ccbench.run(Scenario.from_flags(base=base, aqm="droptail", buffer="1MB"))
-    delays = {name: r.summary["link"]["queue_delay_ms"] for name, r in
-              (("fq_codel", fq), ("codel", codel), ("droptail", dt))}
+    delays = {
+        name: r.summary["link"]["queue_delay_ms"] for name, r in (("fq_codel", fq), ("codel", codel), ("droptail", dt))
+    }
     print({k: (round(v["mean"], 1), round(v["p95"], 1)) for k, v in delays.items()})
     assert delays["droptail"]["mean"] > 1000
     for name in ("fq_codel", "codel"):
@@ -305,8 +373,7 @@ def test_rate_steps_example_follows_its_steps() -> None:
 def test_a_trace_run_plots(tmp_path: Path) -> None:
     from ccbench.plots import plot_run
 
-    s = Scenario.from_flags(trace=str(TRACES / "TMobile-LTE-short.up"), aqm="fq_codel", duration="3s",
-                            cca="cubic,bbr")
+    s = Scenario.from_flags(trace=str(TRACES / "TMobile-LTE-short.up"), aqm="fq_codel", duration="3s", cca="cubic,bbr")
     ccbench.run(s).save(tmp_path / "run")
     paths = plot_run(tmp_path / "run", flows=None, formats="png")
     assert sorted(p.name for p in paths) == ["flow0.png", "flow1.png", "link.png"]

@@ -23,8 +23,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIGURES = ("flow0.png", "flow0.svg", "link.png", "link.svg")
 
 
-def simulate(directory: Path, cca: str, duration: str = "3s", rate: str = "50Mbit", interval: str = "10ms",
-             **extra: object) -> Path:
+def simulate(
+    directory: Path, cca: str, duration: str = "3s", rate: str = "50Mbit", interval: str = "10ms", **extra: object
+) -> Path:
     scenario = {
         "seed": 1,
         "duration": duration,
@@ -46,8 +47,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def bbr3_long(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """bbr3 for 30 s at 100 Mbit/s: long enough for two PROBE_RTTs."""
-    return simulate(tmp_path_factory.mktemp("bbr3_long"), "bbr3", duration="30s", rate="100Mbit",
-                    interval="100ms")
+    return simulate(tmp_path_factory.mktemp("bbr3_long"), "bbr3", duration="30s", rate="100Mbit", interval="100ms")
 
 
 def call(*args: str) -> tuple[int, str, str]:
@@ -161,10 +161,15 @@ def test_segments_merge_and_cover_each_interval() -> None:
 
 
 def test_late_and_sized_flows_are_masked(tmp_path: Path) -> None:
-    run_dir = simulate(tmp_path / "run", "", duration="4s", flows=[
-        {"cca": "bbr3"},
-        {"cca": "cubic", "start": "1s", "size": "1MB"},
-    ])
+    run_dir = simulate(
+        tmp_path / "run",
+        "",
+        duration="4s",
+        flows=[
+            {"cca": "bbr3"},
+            {"cca": "cubic", "start": "1s", "size": "1MB"},
+        ],
+    )
     run = load_run(run_dir)
     f = run.flow_frame(1)
     info = run.summary["flows"][1]
@@ -181,8 +186,7 @@ def test_late_and_sized_flows_are_masked(tmp_path: Path) -> None:
 
 def test_run_with_plot_flag(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    result = run_cli("run", "--cca", "bbr2,reno", "--duration", "2s", "--rate", "20Mbit", "--out", str(out),
-                     "--plot")
+    result = run_cli("run", "--cca", "bbr2,reno", "--duration", "2s", "--rate", "20Mbit", "--out", str(out), "--plot")
     assert result.returncode == 0, result.stderr
     plots = out / "plots"
     names = ["flow0.png", "flow0.svg", "flow1.png", "flow1.svg", "link.png", "link.svg"]
@@ -233,8 +237,12 @@ def test_damaged_parquet(runs: dict[str, Path], tmp_path: Path) -> None:
 @pytest.mark.parametrize("flow", ["1", "-1", "7"])
 def test_flow_out_of_range(flow: str, runs: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "figs"
-    line = assert_one_line(*call("plot", str(runs["bbr"]), "--flow", flow, "--out", str(out)),
-                           "error: --flow: ", f"flow {flow} out of range", "1 flow: 0")
+    line = assert_one_line(
+        *call("plot", str(runs["bbr"]), "--flow", flow, "--out", str(out)),
+        "error: --flow: ",
+        f"flow {flow} out of range",
+        "1 flow: 0",
+    )
     assert line.endswith("0")
     assert not out.exists()
 
@@ -244,11 +252,14 @@ def test_flow_out_of_range_names_the_range(tmp_path: Path) -> None:
     assert_one_line(*call("plot", str(run_dir), "--flow", "3"), "error: --flow: ", "3 flows: 0..2")
 
 
-@pytest.mark.parametrize("args, start, words", [
-    (["--format", "gif"], "error: --format: ", ["unknown format 'gif'", "allowed: png, svg"]),
-    (["--format", ","], "error: --format: ", ["no format"]),
-    (["--flow", "x"], "error: --flow: ", ["not a valid integer"]),
-])
+@pytest.mark.parametrize(
+    "args, start, words",
+    [
+        (["--format", "gif"], "error: --format: ", ["unknown format 'gif'", "allowed: png, svg"]),
+        (["--format", ","], "error: --format: ", ["no format"]),
+        (["--flow", "x"], "error: --flow: ", ["not a valid integer"]),
+    ],
+)
 def test_bad_options(args: list[str], start: str, words: list[str], runs: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "figs"
     assert_one_line(*call("plot", str(runs["cubic"]), "--out", str(out), *args), start, *words)

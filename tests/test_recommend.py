@@ -28,9 +28,15 @@ def test_shallow_lossy_point_recommends_bbr_with_reasons():
 
 
 def test_goodput_ties_go_to_the_lower_rtt():
-    here = pd.DataFrame({"goodput_mbps_mean": [10.0, 9.9], "goodput_mbps_hi": [10.1, 10.0],
-                         "rtt_mean_ms_mean": [50.0, 20.0], "retrans_rate_mean": [0.0, 0.0]},
-                        index=["cubic", "bbr"])
+    here = pd.DataFrame(
+        {
+            "goodput_mbps_mean": [10.0, 9.9],
+            "goodput_mbps_hi": [10.1, 10.0],
+            "rtt_mean_ms_mean": [50.0, 20.0],
+            "retrans_rate_mean": [0.0, 0.0],
+        },
+        index=["cubic", "bbr"],
+    )
     assert choose(here, "goodput") == "bbr"
     assert choose(here.assign(goodput_mbps_mean=[10.0, 8.0], goodput_mbps_hi=[10.1, 8.1]), "goodput") == "cubic"
     assert choose(here, "delay") == "bbr"
@@ -38,8 +44,22 @@ def test_goodput_ties_go_to_the_lower_rtt():
 
 def test_recommend_command_prints_table_and_choice():
     # benches/recommend.py times this command.
-    done = run_cli("recommend", "--rate", "50Mbit", "--rtt", "30ms", "--buffer", "64KB", "--loss", "0.1%",
-                   "--duration", "4s", "--seeds", "3", "--reno")
+    done = run_cli(
+        "recommend",
+        "--rate",
+        "50Mbit",
+        "--rtt",
+        "30ms",
+        "--buffer",
+        "64KB",
+        "--loss",
+        "0.1%",
+        "--duration",
+        "4s",
+        "--seeds",
+        "3",
+        "--reno",
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "buffer 64KB (0.34 BDP)" in out

@@ -65,8 +65,7 @@ def test_comparison_rows_come_from_the_runs(replication):
 def test_figures_and_report_are_written(replication):
     root, _, _ = replication
     out = root / "out"
-    for stem in ("gpr_heatmap", "retransmissions", "loss_goodput", "loss_retransmissions", "sharing",
-                 "tree_goodput"):
+    for stem in ("gpr_heatmap", "retransmissions", "loss_goodput", "loss_retransmissions", "sharing", "tree_goodput"):
         assert (out / f"{stem}.png").stat().st_size > 1000, stem
         assert (out / f"{stem}.svg").exists()
     html = (out / "index.html").read_text()

@@ -14,8 +14,15 @@ from ccbench.store import open_store
 from ccbench.sweep import plan_from_dict
 
 PHONE = vargas2022.Grid(duration="3s", repetitions=1, connections=(1, 20), strides=(1, 10, 50))
-VM = elmenhorst2026.Grid(duration="8s", repetitions=1, shares=("25%", "100%"), slices=("1ms", "10ms"),
-                         rtts=("10ms",), rates=("10Mbit", "100Mbit"), patched=("bbr3",))
+VM = elmenhorst2026.Grid(
+    duration="8s",
+    repetitions=1,
+    shares=("25%", "100%"),
+    slices=("1ms", "10ms"),
+    rtts=("10ms",),
+    rates=("10Mbit", "100Mbit"),
+    patched=("bbr3",),
+)
 
 
 def test_both_studies_are_registered_and_quick_modes_stay_small():

@@ -55,8 +55,7 @@ def test_replicate_without_a_name_lists_the_studies():
 
 
 def test_comparison_is_printed_and_saved_as_csv_and_markdown(tmp_path: Path):
-    rows = [Finding("a point", "the study's figure", "ccbench's | figure", "a note"),
-            Finding("another", "x", "y")]
+    rows = [Finding("a point", "the study's figure", "ccbench's | figure", "a note"), Finding("another", "x", "y")]
     buffer = io.StringIO()
     print_comparison(rows, Console(file=buffer, width=160), "Title")
     text = buffer.getvalue()
@@ -64,8 +63,12 @@ def test_comparison_is_printed_and_saved_as_csv_and_markdown(tmp_path: Path):
     paths = save_comparison(rows, tmp_path)
     assert [p.name for p in paths] == ["comparison.csv", "comparison.md"]
     read = list(csv.DictReader(io.StringIO(paths[0].read_text())))
-    assert read[0] == {"point": "a point", "study": "the study's figure", "ccbench": "ccbench's | figure",
-                       "note": "a note"}
+    assert read[0] == {
+        "point": "a point",
+        "study": "the study's figure",
+        "ccbench": "ccbench's | figure",
+        "note": "a note",
+    }
     md = paths[1].read_text().splitlines()
     assert md[0] == "| point / finding | study | ccbench | note |"
     assert md[2] == "| a point | the study's figure | ccbench's \\| figure | a note |"

@@ -26,14 +26,16 @@ def _sweep_records(sweep: str = "tiny") -> list[tuple[object, ccbench.Result]]:
         for buffer in ("0.25bdp", "4bdp"):
             for cca in ("bbr", "cubic"):
                 for seed in (1, 2):
-                    sc = ccbench.Scenario.from_flags(cca=cca, rate=rate, rtt="20ms", buffer=buffer, loss="0.2%",
-                                                     duration="2s", seed=seed)
+                    sc = ccbench.Scenario.from_flags(
+                        cca=cca, rate=rate, rtt="20ms", buffer=buffer, loss="0.2%", duration="2s", seed=seed
+                    )
                     result = ccbench.run(sc)
                     point = {"link.rate": rate, "link.buffer": buffer, "flows[0].cca": cca}
                     out.append((record_from_result(result, point, seed - 1, sweep), result))
     for buffer in ("0.25bdp", "4bdp"):
-        sc = ccbench.Scenario.from_flags(cca="bbr,cubic", rate="20Mbit", rtt="20ms", buffer=buffer, loss="0.2%",
-                                         duration="2s")
+        sc = ccbench.Scenario.from_flags(
+            cca="bbr,cubic", rate="20Mbit", rtt="20ms", buffer=buffer, loss="0.2%", duration="2s"
+        )
         result = ccbench.run(sc)
         out.append((record_from_result(result, {"link.buffer": buffer}, 0, sweep), result))
     return out
@@ -52,8 +54,15 @@ def sweep_page(records, tmp_path_factory) -> Path:
 def test_sweep_page_embeds_every_figure_and_writes_files_beside_it(sweep_page: Path):
     html = sweep_page.read_text()
     out = sweep_page.parent
-    for stem in ("ratio_bbr_cubic", "heatmap_goodput_mbps_bbr", "heatmap_goodput_mbps_cubic", "cdfs",
-                 "goodput_delay", "retransmissions", "sharing"):
+    for stem in (
+        "ratio_bbr_cubic",
+        "heatmap_goodput_mbps_bbr",
+        "heatmap_goodput_mbps_cubic",
+        "cdfs",
+        "goodput_delay",
+        "retransmissions",
+        "sharing",
+    ):
         for fmt in ("png", "svg"):
             assert (out / f"{stem}.{fmt}").stat().st_size > 1000, stem
         assert f'href="{stem}.svg"' in html
@@ -85,27 +94,52 @@ def test_report_of_a_stored_sweep_from_the_command_line(tmp_path: Path):
     version = store_api.code_version("sim")
     for local, result in _sweep_records("cli-sweep")[:8]:
         run_id = store_api.run_id_for(local.scenario_hash, local.seed, local.engine, version)
-        store.add(store_api.RunRecord(run_id=run_id, scenario_hash=local.scenario_hash, seed=local.seed, engine=local.engine,
-                            code_version=version, sweep=local.sweep, point=local.point, repetition=local.repetition,
-                            scenario=local.scenario, summary=local.summary, series_dir=None), result)
+        store.add(
+            store_api.RunRecord(
+                run_id=run_id,
+                scenario_hash=local.scenario_hash,
+                seed=local.seed,
+                engine=local.engine,
+                code_version=version,
+                sweep=local.sweep,
+                point=local.point,
+                repetition=local.repetition,
+                scenario=local.scenario,
+                summary=local.summary,
+                series_dir=None,
+            ),
+            result,
+        )
     out = tmp_path / "report"
-    done = run_cli("report", "--sweep", "cli-sweep", "--store", str(tmp_path / "store"), "--out", str(out),
-                   "--format", "svg")
+    done = run_cli(
+        "report", "--sweep", "cli-sweep", "--store", str(tmp_path / "store"), "--out", str(out), "--format", "svg"
+    )
     assert done.returncode == 0, done.stderr
     assert (out / "index.html").exists() and (out / "cdfs.svg").exists() and not (out / "cdfs.png").exists()
     bad = run_cli("report", "--sweep", "nope", "--store", str(tmp_path / "store"))
     assert bad.returncode == 2
     assert bad.stderr.strip() == "error: --sweep: no runs of sweep 'nope'; stored sweeps: cli-sweep"
-    bad = run_cli("report", "--sweep", "cli-sweep", "--store", str(tmp_path / "store"), "--x", "loss_pct",
-                  "--out", str(tmp_path / "bad"))
+    bad = run_cli(
+        "report",
+        "--sweep",
+        "cli-sweep",
+        "--store",
+        str(tmp_path / "store"),
+        "--x",
+        "loss_pct",
+        "--out",
+        str(tmp_path / "bad"),
+    )
     assert bad.returncode == 2 and bad.stderr.startswith("error: --x: 'loss_pct' does not vary")
     assert not (tmp_path / "bad").exists(), "bad input writes nothing"
 
 
 def test_report_of_a_run_directory(tmp_path: Path):
     run_dir = tmp_path / "run"
-    assert run_cli("run", "--cca", "bbr,cubic", "--rate", "10Mbit", "--duration", "2s", "--out",
-                   str(run_dir)).returncode == 0
+    assert (
+        run_cli("run", "--cca", "bbr,cubic", "--rate", "10Mbit", "--duration", "2s", "--out", str(run_dir)).returncode
+        == 0
+    )
     done = run_cli("report", str(run_dir))
     assert done.returncode == 0, done.stderr
     page = run_dir / "report" / "index.html"
@@ -130,8 +164,14 @@ def _browser():
 
     options = webdriver.ChromeOptions()
     options.binary_location = binary
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1300,900", "--allow-file-access-from-files"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1300,900",
+        "--allow-file-access-from-files",
+    ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
@@ -144,7 +184,8 @@ def _check_in_browser(page: Path, figures: int) -> None:
         driver.get(page.resolve().as_uri())
         images = driver.execute_script(
             "return Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.naturalHeight,"
-            " i.getBoundingClientRect().width]);")
+            " i.getBoundingClientRect().width]);"
+        )
         assert len(images) == figures
         for complete, width, height, shown in images:
             assert complete and width > 100 and height > 100 and shown > 100

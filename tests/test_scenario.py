@@ -138,7 +138,18 @@ def test_effective_toml_is_complete() -> None:
     assert set(doc["tcp"]) == {field.alias or name for name, field in Tcp.model_fields.items()}
     assert {"mss", "rto_min", "tsq_limit", "sack", "slow_start_after_idle"} <= set(doc["tcp"])
     assert set(doc["flows"][0]) == {
-        "cca", "count", "start", "access_delay", "rwnd", "params", "ecn", "pacing_stride", "freeze_cc", "repeat", "pause", "rwnd_autotune",
+        "cca",
+        "count",
+        "start",
+        "access_delay",
+        "rwnd",
+        "params",
+        "ecn",
+        "pacing_stride",
+        "freeze_cc",
+        "repeat",
+        "pause",
+        "rwnd_autotune",
     }
     assert s.scenario_hash in s.effective_toml()
 
@@ -165,12 +176,11 @@ EXPECTED_SHORT_HASH = "d2e670e7139f901de22f3f1fad452fc2f74df965d18d5abc24cd4350c
 def test_hash_ignores_spelling_but_not_values() -> None:
     a = Scenario.from_toml(MINIMAL)
     b = Scenario.from_toml(
-        MINIMAL.replace('"100Mbit"', '"0.1Gbit"').replace('"40ms"', '"40000us"')
-        + 'count = 1\nrwnd = "6MiB"\n'
+        MINIMAL.replace('"100Mbit"', '"0.1Gbit"').replace('"40ms"', '"40000us"') + 'count = 1\nrwnd = "6MiB"\n'
     )
     assert a.scenario_hash == b.scenario_hash
     assert a.scenario_hash != Scenario.from_toml("seed = 2\n" + MINIMAL).scenario_hash
-    two = Scenario.from_toml(MINIMAL + 'count = 2\n')
+    two = Scenario.from_toml(MINIMAL + "count = 2\n")
     split = Scenario.from_toml(MINIMAL + '[[flows]]\ncca = "cubic"\n')
     assert two.scenario_hash == split.scenario_hash
 
@@ -185,8 +195,17 @@ def test_from_flags_defaults() -> None:
 
 def test_from_flags_everything() -> None:
     s = Scenario.from_flags(
-        cca="cubic,reno", flows=2, rate="1Gbit", rtt="20ms", buffer="2bdp", loss="1%",
-        duration="5s", seed=9, interval="10ms", size="10MB", pacing=True,
+        cca="cubic,reno",
+        flows=2,
+        rate="1Gbit",
+        rtt="20ms",
+        buffer="2bdp",
+        loss="1%",
+        duration="5s",
+        seed=9,
+        interval="10ms",
+        size="10MB",
+        pacing=True,
     )
     assert [(f.cca, f.count, f.size_bytes, f.pacing) for f in s.flows] == [
         ("cubic", 2, 10**7, True),
@@ -252,8 +271,11 @@ BASE = MINIMAL
         (BASE + "count = 0\n", "flows[0].count", "from 1 to"),
         (BASE + 'rwnd = "1KB"\n', "flows[0].rwnd", "at least one MSS"),
         (BASE + "params = { bogus = 1.0 }\n", "flows[0].params.bogus", "not a parameter of cubic; allowed: beta,"),
-        (BASE + '[[flows]]\ncca = "reno"\ncount = 3\n[[flows]]\ncca = "reno"\nparams = { x = 1 }\n',
-         "flows[2].params.x", "reno takes no parameters"),
+        (
+            BASE + '[[flows]]\ncca = "reno"\ncount = 3\n[[flows]]\ncca = "reno"\nparams = { x = 1 }\n',
+            "flows[2].params.x",
+            "reno takes no parameters",
+        ),
         (BASE + 'pacing = "yes"\n', "flows[0].pacing", "must be true or false"),
         ("seed = -1\n" + BASE, "seed", "from 0 to"),
         ("seed = true\n" + BASE, "seed", "must be an integer"),

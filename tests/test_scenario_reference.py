@@ -12,7 +12,8 @@ def test_the_committed_doc_is_the_generated_one():
     doc = DOC.read_text()
     assert reference.splice(doc, reference.render()) == doc, (
         "docs/scenarios.md is stale; regenerate it with "
-        "'python -m ccbench.scenario.reference --write docs/scenarios.md'")
+        "'python -m ccbench.scenario.reference --write docs/scenarios.md'"
+    )
 
 
 def test_every_key_of_every_table_is_documented():
@@ -21,12 +22,26 @@ def test_every_key_of_every_table_is_documented():
     from ccbench.scenario.host import Host, HostCost
     from ccbench.scenario import Capture, Flow, Link, Tcp
 
-    left_out = {(m.__name__, f.alias or name) for m in (Scenario, Link, Tcp, Host, HostCost, Flow, Capture)
-                for name, f in m.model_fields.items() if not f.examples}
-    assert left_out == {("Scenario", "link"), ("Scenario", "tcp"), ("Scenario", "host"), ("Scenario", "flows"),
-                        ("Scenario", "capture"), ("Host", "cost"), ("Link", "trace"), ("Link", "ack_trace"),
-                        ("Link", "rate_schedule"), ("Link", "rtt_schedule"), ("Link", "loss_model"),
-                        ("Link", "aqm_params")}
+    left_out = {
+        (m.__name__, f.alias or name)
+        for m in (Scenario, Link, Tcp, Host, HostCost, Flow, Capture)
+        for name, f in m.model_fields.items()
+        if not f.examples
+    }
+    assert left_out == {
+        ("Scenario", "link"),
+        ("Scenario", "tcp"),
+        ("Scenario", "host"),
+        ("Scenario", "flows"),
+        ("Scenario", "capture"),
+        ("Host", "cost"),
+        ("Link", "trace"),
+        ("Link", "ack_trace"),
+        ("Link", "rate_schedule"),
+        ("Link", "rtt_schedule"),
+        ("Link", "loss_model"),
+        ("Link", "aqm_params"),
+    }
 
 
 def test_the_examples_are_values_the_schema_accepts():

@@ -23,15 +23,20 @@ def test_values_are_read_as_toml_values_and_otherwise_as_strings() -> None:
 
 
 def test_a_set_value_equals_the_named_flag() -> None:
-    assert Scenario.from_flags(set_values=["link.rate=50Mbit"]).scenario_hash == \
-        Scenario.from_flags(rate="50Mbit").scenario_hash
-    assert Scenario.from_flags(set_values=["flows.rwnd=1MB"]).scenario_hash == \
-        Scenario.from_flags(rwnd="1MB").scenario_hash
+    assert (
+        Scenario.from_flags(set_values=["link.rate=50Mbit"]).scenario_hash
+        == Scenario.from_flags(rate="50Mbit").scenario_hash
+    )
+    assert (
+        Scenario.from_flags(set_values=["flows.rwnd=1MB"]).scenario_hash
+        == Scenario.from_flags(rwnd="1MB").scenario_hash
+    )
 
 
 def test_one_flow_every_flow_and_a_nested_table() -> None:
-    sc = Scenario.from_flags(cca="bbr,cubic", set_values=["flows[1].rwnd=1MB", "flows.size=2MB", "tcp.mss=1400",
-                                                          "host.cpu_share=30%"])
+    sc = Scenario.from_flags(
+        cca="bbr,cubic", set_values=["flows[1].rwnd=1MB", "flows.size=2MB", "tcp.mss=1400", "host.cpu_share=30%"]
+    )
     assert [f.rwnd_bytes for f in sc.flows] == [6 * 2**20, 1_000_000]
     assert [f.size_bytes for f in sc.flows] == [2_000_000, 2_000_000]
     assert sc.tcp.mss == 1400
@@ -43,14 +48,17 @@ def test_later_assignments_win_and_set_comes_after_the_flags() -> None:
     assert sc.link.rate_bps == 40_000_000
 
 
-@pytest.mark.parametrize("assignment, field, words", [
-    ("link.rat=1", "link.rat", "allowed keys: rate, trace, rtt"),
-    ("flows[3].cca=bbr", "flows[3]", "flows has 1 entry, indices 0 to 0"),
-    ("link.rate=fast", "link.rate", "is not a rate"),
-    ("tcp.mss", "--set", "expected PATH=VALUE"),
-    ("link.rate.x=1", "link.rate", "is not a table"),
-    ("link..rate=1", "--set", "is not a key"),
-])
+@pytest.mark.parametrize(
+    "assignment, field, words",
+    [
+        ("link.rat=1", "link.rat", "allowed keys: rate, trace, rtt"),
+        ("flows[3].cca=bbr", "flows[3]", "flows has 1 entry, indices 0 to 0"),
+        ("link.rate=fast", "link.rate", "is not a rate"),
+        ("tcp.mss", "--set", "expected PATH=VALUE"),
+        ("link.rate.x=1", "link.rate", "is not a table"),
+        ("link..rate=1", "--set", "is not a key"),
+    ],
+)
 def test_bad_assignments_name_the_field(assignment: str, field: str, words: str) -> None:
     with pytest.raises(ScenarioError) as e:
         Scenario.from_flags(set_values=[assignment])

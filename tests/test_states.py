@@ -13,8 +13,13 @@ from ccbench.plots.states import Segment, moved_segments
 
 
 def scenario(cca: str, interval: str = "100ms", duration: str = "2s") -> dict[str, object]:
-    return {"seed": 1, "duration": duration, "interval": interval,
-            "link": {"rate": "50Mbit", "rtt": "40ms", "buffer": "1bdp"}, "flows": [{"cca": cca}]}
+    return {
+        "seed": 1,
+        "duration": duration,
+        "interval": interval,
+        "link": {"rate": "50Mbit", "rtt": "40ms", "buffer": "1bdp"},
+        "flows": [{"cca": cca}],
+    }
 
 
 def test_bbr_moves_are_named_and_timed(tmp_path: Path) -> None:
@@ -52,14 +57,31 @@ def test_timeline_shows_a_drain_shorter_than_the_interval(tmp_path: Path) -> Non
 
 
 def test_moved_segments_hold_each_state_until_the_next_move() -> None:
-    moves = pd.DataFrame({
-        "time_s": [0.0, 0.5, 0.55, 0.55, 0.55, 1.0, 2.0, 2.2, 2.2, 2.2],
-        "machine": ["mode", "mode", "mode", "phase", "phase", "phase", "mode", "mode", "phase", "phase"],
-        "state": ["STARTUP", "DRAIN", "PROBE_BW", "DOWN", "CRUISE", "REFILL", "PROBE_RTT", "PROBE_BW", "DOWN",
-                  "CRUISE"],
-    })
+    moves = pd.DataFrame(
+        {
+            "time_s": [0.0, 0.5, 0.55, 0.55, 0.55, 1.0, 2.0, 2.2, 2.2, 2.2],
+            "machine": ["mode", "mode", "mode", "phase", "phase", "phase", "mode", "mode", "phase", "phase"],
+            "state": [
+                "STARTUP",
+                "DRAIN",
+                "PROBE_BW",
+                "DOWN",
+                "CRUISE",
+                "REFILL",
+                "PROBE_RTT",
+                "PROBE_BW",
+                "DOWN",
+                "CRUISE",
+            ],
+        }
+    )
     modes, phases = moved_segments(moves, 3.0)
-    assert modes == (Segment(0.0, 0.5, "STARTUP"), Segment(0.5, 0.55, "DRAIN"), Segment(0.55, 2.0, "PROBE_BW"),
-                     Segment(2.0, 2.2, "PROBE_RTT"), Segment(2.2, 3.0, "PROBE_BW"))
+    assert modes == (
+        Segment(0.0, 0.5, "STARTUP"),
+        Segment(0.5, 0.55, "DRAIN"),
+        Segment(0.55, 2.0, "PROBE_BW"),
+        Segment(2.0, 2.2, "PROBE_RTT"),
+        Segment(2.2, 3.0, "PROBE_BW"),
+    )
     # DOWN held for no time is left out; no phase while in PROBE_RTT.
     assert phases == (Segment(0.55, 1.0, "CRUISE"), Segment(1.0, 2.0, "REFILL"), Segment(2.2, 3.0, "CRUISE"))

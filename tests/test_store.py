@@ -26,13 +26,24 @@ PLAN = {
 }
 
 
-def record_for(result: ccbench.Result, sweep: str | None = None, point: dict | None = None,
-               repetition: int = 0) -> RunRecord:
+def record_for(
+    result: ccbench.Result, sweep: str | None = None, point: dict | None = None, repetition: int = 0
+) -> RunRecord:
     sc = result.scenario
     version = code_version("sim")
-    return RunRecord(run_id=run_id_for(sc.scenario_hash, sc.seed, "sim", version), scenario_hash=sc.scenario_hash,
-                     seed=sc.seed, engine="sim", code_version=version, sweep=sweep, point=point or {},
-                     repetition=repetition, scenario=sc.to_dict(), summary=result.summary, series_dir=None)
+    return RunRecord(
+        run_id=run_id_for(sc.scenario_hash, sc.seed, "sim", version),
+        scenario_hash=sc.scenario_hash,
+        seed=sc.seed,
+        engine="sim",
+        code_version=version,
+        sweep=sweep,
+        point=point or {},
+        repetition=repetition,
+        scenario=sc.to_dict(),
+        summary=result.summary,
+        series_dir=None,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +93,8 @@ def test_runs_shared_by_two_sweeps(tmp_path: Path, result: ccbench.Result) -> No
     store.add(record_for(result, sweep="a", point={"link.rate": "10Mbit"}), result)
     store.add(record_for(result, sweep="b", point={"link.rate": "10000kbit"}, repetition=0), None)
     assert store.sweeps() == ["a", "b"]
-    assert len(store.records()) == 1                      # one row per run
-    assert store.records()[0].sweep == "a"                # with the sweep that produced it
+    assert len(store.records()) == 1  # one row per run
+    assert store.records()[0].sweep == "a"  # with the sweep that produced it
     assert store.records("b")[0].point == {"link.rate": "10000kbit"}
     assert store.records("a")[0].run_id == store.records("b")[0].run_id
 
@@ -91,8 +102,9 @@ def test_runs_shared_by_two_sweeps(tmp_path: Path, result: ccbench.Result) -> No
 def test_code_version_filter(tmp_path: Path, result: ccbench.Result) -> None:
     store = open_store(tmp_path / "store")
     rec = record_for(result)
-    other = dataclasses.replace(rec, code_version="0.0.1+old", run_id=run_id_for(rec.scenario_hash, rec.seed, "sim",
-                                                                                "0.0.1+old"))
+    other = dataclasses.replace(
+        rec, code_version="0.0.1+old", run_id=run_id_for(rec.scenario_hash, rec.seed, "sim", "0.0.1+old")
+    )
     store.add(rec, None)
     store.add(other, None)
     assert len(store.records()) == 2
@@ -174,18 +186,40 @@ def test_results_csv_one_row_per_flow(filled: Path) -> None:
     rows = _csv(filled, "--sweep", "small")
     assert len(rows) == 8 * 2
     row = rows[0]
-    for col in ("run_id", "sweep", "repetition", "seed", "engine", "code_version", "link.rate", "flows[0].cca",
-                "link.rtt", "link.buffer", "flow", "cca", "goodput_bps", "retransmits", "rtt_mean_ms",
-                "link_utilization", "jain_index", "series_dir"):
+    for col in (
+        "run_id",
+        "sweep",
+        "repetition",
+        "seed",
+        "engine",
+        "code_version",
+        "link.rate",
+        "flows[0].cca",
+        "link.rtt",
+        "link.buffer",
+        "flow",
+        "cca",
+        "goodput_bps",
+        "retransmits",
+        "rtt_mean_ms",
+        "link_utilization",
+        "jain_index",
+        "series_dir",
+    ):
         assert col in row, col
-    assert (row["link.rate"], row["flows[0].cca"], row["flow"], row["cca"], row["link.rtt"]) == \
-        ("10Mbit", "bbr", "0", "bbr", "20ms")
+    assert (row["link.rate"], row["flows[0].cca"], row["flow"], row["cca"], row["link.rtt"]) == (
+        "10Mbit",
+        "bbr",
+        "0",
+        "bbr",
+        "20ms",
+    )
     assert rows[1]["cca"] == "reno" and rows[1]["run_id"] == row["run_id"]
     assert float(row["goodput_bps"]) > 0
 
 
 def test_results_filters(filled: Path) -> None:
-    by_rate = _csv(filled, "--where", "link.rate=50000kbit")   # compared in bit/s
+    by_rate = _csv(filled, "--where", "link.rate=50000kbit")  # compared in bit/s
     assert {r["link.rate"] for r in by_rate} == {"50Mbit"} and len(by_rate) == 8
     by_both = _csv(filled, "--where", "link.rate=50Mbit", "--where", "flows[0].cca=BBR")
     assert len(by_both) == 4 and {r["flows[0].cca"] for r in by_both} == {"bbr"}

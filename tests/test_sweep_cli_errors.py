@@ -33,26 +33,52 @@ def assert_one_line_error(result: Completed, field: str, message: str) -> None:
 
 PLANS = {
     "unknown-key": (BASE + "[sweep]\ncolour = 1\n", "sweep.colour", "unknown key; allowed keys: name"),
-    "scenario-key-below-sweep": ("[sweep]\nname = 'x'\n" + BASE.replace("[link]", "[link]", 1),
-                                 "sweep.duration", "write it before [sweep]"),
+    "scenario-key-below-sweep": (
+        "[sweep]\nname = 'x'\n" + BASE.replace("[link]", "[link]", 1),
+        "sweep.duration",
+        "write it before [sweep]",
+    ),
     "unknown-scenario-key": (BASE.replace("[link]", "[link]\nmtu = [1500, 9000]"), "link.mtu", "unknown key"),
     "empty-list": (BASE.replace('rate = "10Mbit"', "rate = []"), "link.rate", "empty list"),
-    "step-zero": (BASE.replace('rate = "10Mbit"', 'rate = { from = 10, to = 100, step = 0, unit = "Mbit" }'),
-                  "link.rate", "step must not be 0"),
-    "wrong-direction": (BASE.replace('rate = "10Mbit"', 'rate = { from = 100, to = 10, step = 10, unit = "Mbit" }'),
-                        "link.rate", "goes away from to = 10"),
-    "swept-twice": (BASE.replace('rate = "10Mbit"', 'rate = ["10Mbit", "20Mbit"]')
-                    + '[sweep.vary]\n"link.rate" = ["30Mbit"]\n', "link.rate", "swept twice"),
-    "list-for-table": ('duration = "1s"\nlink = ["10Mbit"]\n[[flows]]\ncca = "cubic"\n', "link",
-                       "cannot be swept as a whole"),
+    "step-zero": (
+        BASE.replace('rate = "10Mbit"', 'rate = { from = 10, to = 100, step = 0, unit = "Mbit" }'),
+        "link.rate",
+        "step must not be 0",
+    ),
+    "wrong-direction": (
+        BASE.replace('rate = "10Mbit"', 'rate = { from = 100, to = 10, step = 10, unit = "Mbit" }'),
+        "link.rate",
+        "goes away from to = 10",
+    ),
+    "swept-twice": (
+        BASE.replace('rate = "10Mbit"', 'rate = ["10Mbit", "20Mbit"]') + '[sweep.vary]\n"link.rate" = ["30Mbit"]\n',
+        "link.rate",
+        "swept twice",
+    ),
+    "list-for-table": (
+        'duration = "1s"\nlink = ["10Mbit"]\n[[flows]]\ncca = "cubic"\n',
+        "link",
+        "cannot be swept as a whole",
+    ),
     "params-list": (BASE + "params = [1, 2]\n", "flows[0].params", "cannot be swept as a whole"),
-    "invalid-point": (BASE.replace('cca = "cubic"', 'cca = ["cubic", "vegas"]'), "flows[0].cca",
-                      "unknown algorithm 'vegas'; allowed: reno, cubic, bbr, bbr2, bbr3 (point 2 of 2"),
-    "invalid-late-point": (BASE.replace('rtt = "20ms"', 'rtt = { from = 20, to = -20, step = -10, unit = "ms" }'),
-                           "link.rtt", "must be positive, e.g. '40ms' (point 3 of 5: link.rtt=0ms)"),
-    "zip-lengths": (BASE.replace('rate = "10Mbit"', 'rate = ["10Mbit", "20Mbit"]')
-                    .replace('rtt = "20ms"', 'rtt = ["10ms", "20ms", "40ms"]')
-                    + '[sweep]\nzip = [["link.rate", "link.rtt"]]\n', "sweep.zip", "as many values each"),
+    "invalid-point": (
+        BASE.replace('cca = "cubic"', 'cca = ["cubic", "vegas"]'),
+        "flows[0].cca",
+        "unknown algorithm 'vegas'; allowed: reno, cubic, bbr, bbr2, bbr3 (point 2 of 2",
+    ),
+    "invalid-late-point": (
+        BASE.replace('rtt = "20ms"', 'rtt = { from = 20, to = -20, step = -10, unit = "ms" }'),
+        "link.rtt",
+        "must be positive, e.g. '40ms' (point 3 of 5: link.rtt=0ms)",
+    ),
+    "zip-lengths": (
+        BASE.replace('rate = "10Mbit"', 'rate = ["10Mbit", "20Mbit"]').replace(
+            'rtt = "20ms"', 'rtt = ["10ms", "20ms", "40ms"]'
+        )
+        + '[sweep]\nzip = [["link.rate", "link.rtt"]]\n',
+        "sweep.zip",
+        "as many values each",
+    ),
     "toml-syntax": (BASE + "[[flows]\n", "plan.toml", "invalid TOML"),
 }
 
@@ -73,8 +99,11 @@ FLAGS = {
     "no-plan": ([], "PLAN.toml", "missing"),
     "missing-plan": (["nope.toml"], "nope.toml", "no such scenario file"),
     "workers-zero": (["plan.toml", "--workers", "0"], "--workers", "at least 1"),
-    "workers-and-cluster": (["plan.toml", "--workers", "2", "--cluster", "tcp://127.0.0.1:1"], "--workers",
-                            "not used with --cluster"),
+    "workers-and-cluster": (
+        ["plan.toml", "--workers", "2", "--cluster", "tcp://127.0.0.1:1"],
+        "--workers",
+        "not used with --cluster",
+    ),
     "cluster-address": (["plan.toml", "--cluster", "localhost"], "--cluster", "tcp://"),
     "engine": (["plan.toml", "--engine", "ns3"], "--engine", "'sim', 'kernel'"),
     "store-is-a-file": (["plan.toml", "--store", "plan.toml"], "plan.toml", "not a directory"),

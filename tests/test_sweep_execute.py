@@ -18,16 +18,16 @@ from conftest import run_cli
 
 PLAN: dict[str, Any] = {
     "duration": "2s",
-    "link": {"rate": {"from": 10, "to": 30, "step": 10, "unit": "Mbit"}, "rtt": "20ms",
-             "loss": ["0%", "1%"]},
+    "link": {"rate": {"from": 10, "to": 30, "step": 10, "unit": "Mbit"}, "rtt": "20ms", "loss": ["0%", "1%"]},
     "flows": [{"cca": ["bbr", "cubic"]}],
     "sweep": {"name": "grid", "repetitions": 2},
 }
 
 
 def key(records: list[Any]) -> list[tuple[Any, ...]]:
-    return [(r.run_id, r.seed, r.repetition, tuple(r.point.items()), json.dumps(r.summary, sort_keys=True))
-            for r in records]
+    return [
+        (r.run_id, r.seed, r.repetition, tuple(r.point.items()), json.dumps(r.summary, sort_keys=True)) for r in records
+    ]
 
 
 def without_seed(summary: dict[str, Any]) -> dict[str, Any]:
@@ -63,8 +63,14 @@ def test_extending_a_plan_runs_only_the_new_points(tmp_path: Path) -> None:
 
 
 def test_identical_points_share_one_run(tmp_path: Path) -> None:
-    plan = plan_from_dict({**PLAN, "link": {"rate": "10Mbit", "rtt": "20ms", "buffer": ["1bdp", "1.0bdp"]},
-                           "flows": [{"cca": "cubic"}], "sweep": {"name": "same"}})
+    plan = plan_from_dict(
+        {
+            **PLAN,
+            "link": {"rate": "10Mbit", "rtt": "20ms", "buffer": ["1bdp", "1.0bdp"]},
+            "flows": [{"cca": "cubic"}],
+            "sweep": {"name": "same"},
+        }
+    )
     report = run_sweep(plan, tmp_path / "s", workers=2, progress=False)
     assert report.ran == 1 and len(report.records) == 2
     assert report.records[0].run_id == report.records[1].run_id
@@ -102,12 +108,15 @@ def test_failed_runs_are_reported_and_retried(tmp_path: Path, monkeypatch: pytes
 
 def test_sweep_command(tmp_path: Path) -> None:
     plan = tmp_path / "plan.toml"
-    plan.write_text('duration = "1s"\n[link]\nrate = ["10Mbit", "20Mbit"]\nrtt = "10ms"\n'
-                    '[[flows]]\ncca = "reno"\n[sweep]\nrepetitions = 2\n')
+    plan.write_text(
+        'duration = "1s"\n[link]\nrate = ["10Mbit", "20Mbit"]\nrtt = "10ms"\n'
+        '[[flows]]\ncca = "reno"\n[sweep]\nrepetitions = 2\n'
+    )
     first = run_cli("sweep", "plan.toml", "--workers", "2", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    assert first.stdout.startswith("sweep plan: 4 run(s) of 2 point(s) x 2 repetition(s): 4 run now, 0 already in "
-                                   "the store;")
+    assert first.stdout.startswith(
+        "sweep plan: 4 run(s) of 2 point(s) x 2 repetition(s): 4 run now, 0 already in the store;"
+    )
     assert (tmp_path / "ccbench-results" / "ccbench.duckdb").exists()
     dry = run_cli("sweep", "plan.toml", "--dry-run", cwd=tmp_path)
     assert dry.returncode == 0

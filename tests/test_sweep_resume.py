@@ -46,8 +46,22 @@ def test_kill_9_halfway_then_resume(tmp_path: Path) -> None:
     plan_path = tmp_path / "plan.toml"
     plan_path.write_text(PLAN)
     store_dir = tmp_path / "store"
-    proc = subprocess.Popen([sys.executable, "-m", "ccbench", "sweep", str(plan_path), "--store", str(store_dir),
-                             "--workers", "2", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ccbench",
+            "sweep",
+            str(plan_path),
+            "--store",
+            str(store_dir),
+            "--workers",
+            "2",
+            "--quiet",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     children: list[psutil.Process] = []
     try:
         deadline = time.monotonic() + TIMEOUT_S
@@ -84,8 +98,9 @@ def test_kill_9_halfway_then_resume(tmp_path: Path) -> None:
     plan = load_plan(plan_path)
     assert len(records) == len(store.records()) == RUNS
     assert len({r.run_id for r in records}) == RUNS
-    assert sorted((point_key(r.point), r.repetition) for r in records) == \
-        sorted((point_key(p.values), p.repetition) for p in plan.points())
+    assert sorted((point_key(r.point), r.repetition) for r in records) == sorted(
+        (point_key(p.values), p.repetition) for p in plan.points()
+    )
     dirs = sorted(p.name for p in (store_dir / "runs").iterdir())
     assert dirs == sorted(r.run_id for r in records)  # no leftover or temporary directory
     for r in records:
@@ -97,9 +112,24 @@ def test_ctrl_c_stores_what_finished_then_resume(tmp_path: Path) -> None:
     plan_path.write_text(PLAN)
     store_dir = tmp_path / "store"
     # As from a terminal: SIGINT at its default (a shell's background job would ignore it).
-    proc = subprocess.Popen([sys.executable, "-m", "ccbench", "sweep", str(plan_path), "--store", str(store_dir),
-                             "--workers", "2", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ccbench",
+            "sweep",
+            str(plan_path),
+            "--store",
+            str(store_dir),
+            "--workers",
+            "2",
+            "--quiet",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     children: list[psutil.Process] = []
     try:
         deadline = time.monotonic() + TIMEOUT_S

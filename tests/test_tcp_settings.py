@@ -14,13 +14,26 @@ from ccbench.kernel import host
 from conftest import assert_nothing_left_behind
 
 NO_KERNEL = host.tun_usable()
-ENGINES = ["sim", pytest.param("kernel", marks=[pytest.mark.host, pytest.mark.skipif(
-    NO_KERNEL is not None, reason=f"kernel engine unavailable: {NO_KERNEL}")])]
+ENGINES = [
+    "sim",
+    pytest.param(
+        "kernel",
+        marks=[
+            pytest.mark.host,
+            pytest.mark.skipif(NO_KERNEL is not None, reason=f"kernel engine unavailable: {NO_KERNEL}"),
+        ],
+    ),
+]
 
 
 def paced_cubic(**tcp: Any) -> dict[str, Any]:
-    return {"duration": "3s", "interval": "100ms", "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
-            "tcp": tcp, "flows": [{"cca": "cubic", "pacing": True}]}
+    return {
+        "duration": "3s",
+        "interval": "100ms",
+        "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
+        "tcp": tcp,
+        "flows": [{"cca": "cubic", "pacing": True}],
+    }
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -14,13 +14,33 @@ from ccbench.validate.report import build
 from ccbench.validate.tables import markdown, ordered, table_rows, to_json, write
 
 
-def _run(goodputs: list[float], rtts: list[float], retx: int, frac: float = 0.0, capacity: float = 20e6,
-         completion: list[float] | None = None) -> dict:
-    flows = [{"goodput_bps": g, "rtt_mean_ms": r, "rtt_p95_ms": r * 1.2,
-              "completion_s": None if completion is None else completion[i], "retransmits": retx}
-             for i, (g, r) in enumerate(zip(goodputs, rtts))]
-    return {"flows": flows, "capacity_bps": capacity, "retransmits": retx, "retransmit_fraction": frac,
-            "emulator_ratio": 0.999, "emulator_flag_short": False, "notes": []}
+def _run(
+    goodputs: list[float],
+    rtts: list[float],
+    retx: int,
+    frac: float = 0.0,
+    capacity: float = 20e6,
+    completion: list[float] | None = None,
+) -> dict:
+    flows = [
+        {
+            "goodput_bps": g,
+            "rtt_mean_ms": r,
+            "rtt_p95_ms": r * 1.2,
+            "completion_s": None if completion is None else completion[i],
+            "retransmits": retx,
+        }
+        for i, (g, r) in enumerate(zip(goodputs, rtts))
+    ]
+    return {
+        "flows": flows,
+        "capacity_bps": capacity,
+        "retransmits": retx,
+        "retransmit_fraction": frac,
+        "emulator_ratio": 0.999,
+        "emulator_flag_short": False,
+        "notes": [],
+    }
 
 
 def _engine(*runs: dict) -> EngineFigures:
@@ -84,11 +104,13 @@ def test_the_kernel_spread_counts_as_agreement() -> None:
 
 def test_completion_times_within_15_percent() -> None:
     cell = grid.sized(("1MB",), ("cubic",))[0]
-    res = compare(cell, _engine(_run([15e6], [50.0], 0, completion=[0.56])),
-                  _engine(_run([15e6], [50.0], 0, completion=[0.5])))
+    res = compare(
+        cell, _engine(_run([15e6], [50.0], 0, completion=[0.56])), _engine(_run([15e6], [50.0], 0, completion=[0.5]))
+    )
     assert next(c for c in res.checks if c.figure == "completion").ok
-    res = compare(cell, _engine(_run([15e6], [50.0], 0, completion=[0.6])),
-                  _engine(_run([15e6], [50.0], 0, completion=[0.5])))
+    res = compare(
+        cell, _engine(_run([15e6], [50.0], 0, completion=[0.6])), _engine(_run([15e6], [50.0], 0, completion=[0.5]))
+    )
     assert res.verdict == "FAIL"
 
 
@@ -114,8 +136,11 @@ def test_receive_window_limited_time_within_10_points_of_the_run_where_either_en
 def _results():
     good = compare(ONE, _engine(_run([19e6], [26.0], 3)), _engine(_run([19e6], [26.0], 3)))
     bad = compare(MIX, _engine(_run([7e6, 13e6], [50.0, 50.0], 10)), _engine(_run([3.5e6, 16.5e6], [50, 50], 10)))
-    missing = compare(grid.repeated(("cubic",))[0], _engine(_run([10e6], [50.0], 0)),
-                      EngineFigures(False, "not available in the kernel engine: flows[0].repeat"))
+    missing = compare(
+        grid.repeated(("cubic",))[0],
+        _engine(_run([10e6], [50.0], 0)),
+        EngineFigures(False, "not available in the kernel engine: flows[0].repeat"),
+    )
     return [good, bad, missing]
 
 
@@ -164,11 +189,13 @@ def test_validate_refuses_bad_options_in_one_line() -> None:
     import subprocess
     import sys
 
-    for argv, message in ((["--family", "nope"], "error: --family: unknown family nope"),
-                          (["--report"], "error: --report: needs --out DIR"),
-                          (["--cca", "reno", "--quick"], "error: --cca: no cell of the grid uses only reno"),
-                          (["--cell", "nope"], "error: --cell: no cell of the grid has 'nope' in its name"),
-                          (["--reps", "1000"], "error: --reps: must be from 1 to 100")):
+    for argv, message in (
+        (["--family", "nope"], "error: --family: unknown family nope"),
+        (["--report"], "error: --report: needs --out DIR"),
+        (["--cca", "reno", "--quick"], "error: --cca: no cell of the grid uses only reno"),
+        (["--cell", "nope"], "error: --cell: no cell of the grid has 'nope' in its name"),
+        (["--reps", "1000"], "error: --reps: must be from 1 to 100"),
+    ):
         res = subprocess.run([sys.executable, "-m", "ccbench", "validate", *argv], capture_output=True, text=True)
         if res.returncode == 2 and "root" in res.stderr:
             pytest.skip("needs root to reach the option checks")
@@ -200,16 +227,18 @@ def test_a_stopped_grid_resumes_from_its_journal(tmp_path: Path, monkeypatch: py
     assert calls[-1] == ONE.name
 
 
-def test_rerun_sim_keeps_the_kernel_runs_and_runs_the_simulator_again(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rerun_sim_keeps_the_kernel_runs_and_runs_the_simulator_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from ccbench.validate import runner
 
     seen: list[object] = []
 
     def fake_run_cell(cell, duration, reps, progress=None, keep=None, kernel=None):
         seen.append(kernel)
-        return compare(cell, _engine(_run([18e6 if kernel else 19e6], [26.0], 3)),
-                       kernel or _engine(_run([19e6], [26.0], 3)))
+        return compare(
+            cell, _engine(_run([18e6 if kernel else 19e6], [26.0], 3)), kernel or _engine(_run([19e6], [26.0], 3))
+        )
 
     monkeypatch.setattr(runner, "run_cell", fake_run_cell)
     runner.run_grid([ONE, MIX], "5s", 1, tmp_path, progress=lambda _: None)

@@ -30,8 +30,13 @@ def _quick(name: str) -> grid.Cell:
     return next(c for c in grid.quick_grid() if c.name == name)
 
 
-CELLS = ("bbr loss 10%", "cubic loss 1%", "cubic fq_codel 20Mbit 40ms", "cubic 1MB 20Mbit 40ms",
-         "cubic TMobile-LTE-short down")
+CELLS = (
+    "bbr loss 10%",
+    "cubic loss 1%",
+    "cubic fq_codel 20Mbit 40ms",
+    "cubic 1MB 20Mbit 40ms",
+    "cubic TMobile-LTE-short down",
+)
 
 
 #: Cells whose kernel runs are bimodal (docs/validation.md, "Why the failing cells fail":
@@ -52,5 +57,8 @@ def test_quick_grid_cell_agrees_with_the_kernel(name: str) -> None:
     if res.verdict != "pass" and name in BIMODAL:
         res = run_cell(cell, "5s", 3, progress=lambda _: None)
     assert res.sim.available and res.kernel.available, (res.sim.reason, res.kernel.reason)
-    timing_check(res.verdict == "pass", f"the kernel's side of {name}",
-                 "; ".join(f"{c.label} {check_text(c)}" for c in res.checks))
+    timing_check(
+        res.verdict == "pass",
+        f"the kernel's side of {name}",
+        "; ".join(f"{c.label} {check_text(c)}" for c in res.checks),
+    )

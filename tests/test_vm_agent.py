@@ -64,8 +64,14 @@ def agent_binary() -> Path:
             pytest.skip("cargo is missing and no ccbench-agent was built before")
         return built[0]
     env = dict(os.environ, RUSTFLAGS="-C target-feature=+crt-static")
-    res = subprocess.run(["cargo", "build", "--release", "-p", "ccbench-agent", "--target", triple],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+    res = subprocess.run(
+        ["cargo", "build", "--release", "-p", "ccbench-agent", "--target", triple],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     path = ROOT / "target" / triple / "release" / "ccbench-agent"
     assert path.is_file()
@@ -81,7 +87,7 @@ PT_DYNAMIC, PT_INTERP, DT_NEEDED = 2, 3, 1
 def elf_program_headers(data: bytes) -> list[tuple[int, int, int]]:
     """(type, file offset, file size) of each program header of a 64-bit little-endian ELF."""
     assert data[:4] == b"\x7fELF" and data[4] == 2 and data[5] == 1, "not a 64-bit little-endian ELF"
-    phoff, = struct.unpack_from("<Q", data, 0x20)
+    (phoff,) = struct.unpack_from("<Q", data, 0x20)
     phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
     out = []
     for i in range(phnum):
@@ -161,8 +167,12 @@ def handshake(term: Pty, timeout: float = 10.0) -> dict[str, Any]:
 
 def test_serve_speaks_the_line_protocol_over_a_raw_terminal(agent_binary: Path) -> None:
     term = Pty()
-    proc = subprocess.Popen([str(agent_binary), "serve", "--control", term.path], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [str(agent_binary), "serve", "--control", term.path],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         # The agent speaks only when spoken to; input that reaches the terminal before
         # the agent has made it raw is flushed, so the host repeats `info` until answered.
@@ -226,15 +236,34 @@ class Pair:
         for ns in (self.sender, self.receiver):
             sh("ip", "netns", "add", ns)
             sh("ip", "-n", ns, "link", "set", "lo", "up")
-        sh("ip", "link", "add", "vagent0", "netns", self.sender, "type", "veth", "peer", "name", "vagent1", "netns", self.receiver)
+        sh(
+            "ip",
+            "link",
+            "add",
+            "vagent0",
+            "netns",
+            self.sender,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "vagent1",
+            "netns",
+            self.receiver,
+        )
         for ns, dev, addr in ((self.sender, "vagent0", SENDER_ADDR), (self.receiver, "vagent1", RECEIVER_ADDR)):
             sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
             sh("ip", "-n", ns, "link", "set", dev, "up")
         sh("tc", "-n", self.sender, "qdisc", "add", "dev", "vagent0", "root", "tbf", *TBF)
 
     def start(self, ns: str, argv: list[str]) -> subprocess.Popen[str]:
-        proc = subprocess.Popen(["ip", "netns", "exec", ns, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", ns, *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.procs.append(proc)
         return proc
 
@@ -274,11 +303,22 @@ def tell(proc: subprocess.Popen[str], line: str) -> None:
     proc.stdin.flush()
 
 
-def start_receiver(pair: Pair, tmp: Path, common: dict[str, Any], flows: list[dict[str, Any]]) -> tuple[subprocess.Popen[str], Path]:
+def start_receiver(
+    pair: Pair, tmp: Path, common: dict[str, Any], flows: list[dict[str, Any]]
+) -> tuple[subprocess.Popen[str], Path]:
     out = tmp / "receiver.out.json"
     cfg = tmp / "receiver.json"
-    cfg.write_text(json.dumps(dict(common, out=str(out), flows=[
-        {"addr": RECEIVER_ADDR, "size": f.get("size"), "rwnd": RWND_BYTES, "autotune": False} for f in flows])))
+    cfg.write_text(
+        json.dumps(
+            dict(
+                common,
+                out=str(out),
+                flows=[
+                    {"addr": RECEIVER_ADDR, "size": f.get("size"), "rwnd": RWND_BYTES, "autotune": False} for f in flows
+                ],
+            )
+        )
+    )
     proc = pair.start(pair.receiver, [sys.executable, "-E", "-s", str(PY_AGENT), "receive", str(cfg)])
     assert read_line(proc) == "ready"
     return proc, out
@@ -287,8 +327,9 @@ def start_receiver(pair: Pair, tmp: Path, common: dict[str, Any], flows: list[di
 def congestion_by_port(ns: str) -> dict[int, str]:
     """Each established connection's algorithm by peer port, from `ss -tin`: a line per
     socket (local and peer address last), then an indented line of its TCP details."""
-    out = subprocess.run(["ip", "netns", "exec", ns, "ss", "-tinH", "state", "established"], capture_output=True,
-                         text=True, timeout=30).stdout
+    out = subprocess.run(
+        ["ip", "netns", "exec", ns, "ss", "-tinH", "state", "established"], capture_output=True, text=True, timeout=30
+    ).stdout
     found: dict[int, str] = {}
     port: Optional[int] = None
     for line in out.splitlines():
@@ -301,8 +342,9 @@ def congestion_by_port(ns: str) -> dict[int, str]:
     return found
 
 
-def run_sender(pair: Pair, tmp: Path, sender_argv: list[str], cfg: dict[str, Any],
-               watch_at_s: Optional[float] = None) -> tuple[dict[str, Any], dict[str, Any], dict[int, str]]:
+def run_sender(
+    pair: Pair, tmp: Path, sender_argv: list[str], cfg: dict[str, Any], watch_at_s: Optional[float] = None
+) -> tuple[dict[str, Any], dict[str, Any], dict[int, str]]:
     """One run: the Python receiver, the given sender in `send` mode; (sender out,
     receiver out, algorithms seen by `ss` at `watch_at_s` into the run)."""
     tmp.mkdir(parents=True, exist_ok=True)
@@ -354,7 +396,9 @@ def python_sender() -> list[str]:
 # Flow 0 bulk Cubic for the whole run; flow 1 sized BBR from 200 ms. The namespace's
 # default algorithm is reno, so both others can only come from TCP_CONGESTION.
 MIXED = {
-    "base_port": BASE_PORT, "duration_ns": 2_000_000_000, "interval_ns": 100_000_000,
+    "base_port": BASE_PORT,
+    "duration_ns": 2_000_000_000,
+    "interval_ns": 100_000_000,
     "sysctls": {"net.ipv4.tcp_congestion_control": "reno"},
     "flows": [
         {"addr": RECEIVER_ADDR, "cca": "cubic", "start_ns": 0, "size": None, "force_pacing": False},
@@ -394,13 +438,17 @@ def test_bulk_cubic_and_sized_bbr_match_the_python_sender(agent_binary: Path, pa
 
 
 SIZED_BBR = {
-    "base_port": BASE_PORT, "duration_ns": 5_000_000_000, "interval_ns": 50_000_000,
+    "base_port": BASE_PORT,
+    "duration_ns": 5_000_000_000,
+    "interval_ns": 50_000_000,
     "flows": [{"addr": RECEIVER_ADDR, "cca": "bbr", "start_ns": 0, "size": 3_000_000, "force_pacing": False}],
 }
 
 
 @needs_root
-def test_a_run_of_sized_flows_ends_when_the_last_is_acknowledged(agent_binary: Path, pair: Pair, tmp_path: Path) -> None:
+def test_a_run_of_sized_flows_ends_when_the_last_is_acknowledged(
+    agent_binary: Path, pair: Pair, tmp_path: Path
+) -> None:
     rust, rcv, _ = run_sender(pair, tmp_path / "rust", [str(agent_binary)], SIZED_BBR)
     py, _, _ = run_sender(pair, tmp_path / "python", python_sender(), SIZED_BBR)
     for out in (rust, py):
@@ -424,8 +472,12 @@ def test_serve_runs_a_flow_and_reports_over_its_channel(agent_binary: Path, pair
 
     assert "cubic" in ask({"cmd": "info"})["info"]["available_congestion_control"]
     assert ask({"cmd": "sysctl", "set": {"net.ipv4.tcp_notsent_lowat": 131072}}) == {"ok": True}
-    lowat = subprocess.run(["ip", "netns", "exec", pair.sender, "cat", "/proc/sys/net/ipv4/tcp_notsent_lowat"],
-                           capture_output=True, text=True, timeout=30).stdout
+    lowat = subprocess.run(
+        ["ip", "netns", "exec", pair.sender, "cat", "/proc/sys/net/ipv4/tcp_notsent_lowat"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
     assert lowat.strip() == "131072"
     cfg = json.loads(json.dumps(SIZED_BBR))
     cfg["flows"][0]["cca"] = "nosuchcc"

@@ -35,16 +35,22 @@ def _deb(repo: Path, name: str, version: str, depends: str = "", files: dict[str
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_bytes(data)
     deb = repo / f"{name}_{version}_amd64.deb"
-    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(root), str(deb)], check=True, capture_output=True,
-                   timeout=60)
+    subprocess.run(
+        ["dpkg-deb", "--root-owner-group", "-b", str(root), str(deb)], check=True, capture_output=True, timeout=60
+    )
     data = deb.read_bytes()
-    return (control.replace("Description: fake\n", "") + f"Filename: ./{deb.name}\nSize: {len(data)}\n"
-            f"SHA256: {hashlib.sha256(data).hexdigest()}\nDescription: fake\n")
+    return (
+        control.replace("Description: fake\n", "") + f"Filename: ./{deb.name}\nSize: {len(data)}\n"
+        f"SHA256: {hashlib.sha256(data).hexdigest()}\nDescription: fake\n"
+    )
 
 
 def _image(release: str) -> dict[str, bytes]:
-    return {f"boot/vmlinuz-{release}": b"kernel", f"boot/config-{release}": b"CONFIG_HZ=250\n",
-            f"lib/modules/{release}/kernel/net/ipv4/tcp_bbr.ko": b"module"}
+    return {
+        f"boot/vmlinuz-{release}": b"kernel",
+        f"boot/config-{release}": b"CONFIG_HZ=250\n",
+        f"lib/modules/{release}/kernel/net/ipv4/tcp_bbr.ko": b"module",
+    }
 
 
 class Archive:
@@ -66,13 +72,29 @@ class Archive:
             (w / d).mkdir(parents=True, exist_ok=True)
         (w / "etc/sources.list").write_text(f"deb [trusted=yes] file:{self.repo} ./\n")
         conf = w / f"apt-{len(list(w.glob('apt-*.conf')))}.conf"
-        conf.write_text("".join(f'{k} "{v}";\n' for k, v in {
-            "Dir::Etc::SourceList": w / "etc/sources.list", "Dir::Etc::SourceParts": w / "etc/sources.list.d",
-            "Dir::Etc::Preferences": w / "etc/preferences", "Dir::Etc::PreferencesParts": w / "etc/preferences.d",
-            "Dir::State": w / "state", "Dir::State::status": "/dev/null", "Dir::Cache": w / "cache",
-            "Debug::NoLocking": "true", "APT::Architecture": "amd64"}.items()))
-        got = subprocess.run(["apt-get", "update", "-q"], env=dict(os.environ, APT_CONFIG=str(conf)),
-                             capture_output=True, text=True, timeout=120)
+        conf.write_text(
+            "".join(
+                f'{k} "{v}";\n'
+                for k, v in {
+                    "Dir::Etc::SourceList": w / "etc/sources.list",
+                    "Dir::Etc::SourceParts": w / "etc/sources.list.d",
+                    "Dir::Etc::Preferences": w / "etc/preferences",
+                    "Dir::Etc::PreferencesParts": w / "etc/preferences.d",
+                    "Dir::State": w / "state",
+                    "Dir::State::status": "/dev/null",
+                    "Dir::Cache": w / "cache",
+                    "Debug::NoLocking": "true",
+                    "APT::Architecture": "amd64",
+                }.items()
+            )
+        )
+        got = subprocess.run(
+            ["apt-get", "update", "-q"],
+            env=dict(os.environ, APT_CONFIG=str(conf)),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert got.returncode == 0, got.stderr
         return str(conf)
 
@@ -84,9 +106,12 @@ def archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Archive
     a = Archive(tmp_path / "archive")
     a.add("linux-image-6.1.0-56-cloud-amd64", "6.1.192-2", files=_image("6.1.0-56-cloud-amd64"))
     a.add(f"linux-image-{RELEASE}", "6.1.200-1", files=_image(RELEASE))
-    a.add(f"linux-image-{RELEASE}-unsigned", "6.1.201-1")   # not the cloud image: never chosen
-    a.add(f"linux-headers-{RELEASE}", "6.1.200-1",
-          depends="linux-headers-6.1.0-57-common (= 6.1.200-1), linux-kbuild-6.1 (>= 6.1.200-1), linux-compiler-x")
+    a.add(f"linux-image-{RELEASE}-unsigned", "6.1.201-1")  # not the cloud image: never chosen
+    a.add(
+        f"linux-headers-{RELEASE}",
+        "6.1.200-1",
+        depends="linux-headers-6.1.0-57-common (= 6.1.200-1), linux-kbuild-6.1 (>= 6.1.200-1), linux-compiler-x",
+    )
     a.add("linux-headers-6.1.0-57-common", "6.1.200-1")
     a.add("linux-kbuild-6.1", "6.1.192-3")
     a.add("linux-kbuild-6.1", "6.1.200-2")
@@ -95,8 +120,9 @@ def archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Archive
     yield a
 
 
-def test_a_series_is_the_newest_cloud_image_the_archive_serves(archive: Archive,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_series_is_the_newest_cloud_image_the_archive_serves(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("APT_CONFIG", archive.publish())
     kernel = guest.resolve("debian:6.1")
     assert kernel.source == f"debian:linux-image-{RELEASE}=6.1.200-1" and kernel.release == RELEASE
@@ -108,18 +134,24 @@ def test_a_series_is_the_newest_cloud_image_the_archive_serves(archive: Archive,
 
 
 def test_headers_and_kbuild_match_the_images_upstream_version_when_its_revision_is_gone(
-        archive: Archive, monkeypatch: pytest.MonkeyPatch) -> None:
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("APT_CONFIG", archive.publish())
     kernel = guest.resolve("debian:6.1")
     packages = [str(p) for p in patched.build_packages(kernel, RELEASE, "6.1.200-1")]
     # The headers' own revision where served; kbuild 6.1.200-1 is gone, so the newest
     # 6.1.200 (not 6.1.192-3, another upstream version); the source likewise.
-    assert packages == [f"linux-headers-{RELEASE}=6.1.200-1", "linux-headers-6.1.0-57-common=6.1.200-1",
-                        "linux-kbuild-6.1=6.1.200-2", "linux-source-6.1=6.1.200-3"]
+    assert packages == [
+        f"linux-headers-{RELEASE}=6.1.200-1",
+        "linux-headers-6.1.0-57-common=6.1.200-1",
+        "linux-kbuild-6.1=6.1.200-2",
+        "linux-source-6.1=6.1.200-3",
+    ]
 
 
 def test_when_nothing_matches_the_error_says_what_was_looked_for_and_what_is_served(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     a = Archive(tmp_path / "archive")
     a.add(f"linux-image-{RELEASE}", "6.1.200-1", files=_image(RELEASE))
     a.add(f"linux-headers-{RELEASE}", "6.1.200-1", depends="linux-kbuild-6.1 (>= 6.1.200-1)")
@@ -132,7 +164,8 @@ def test_when_nothing_matches_the_error_says_what_was_looked_for_and_what_is_ser
         patched.build_packages(kernel, RELEASE, "6.1.200-1")
     assert e.value.field == "--guest-kernel" and e.value.message.startswith(
         f"no linux-kbuild-6.1 (>= 6.1.200-1) of upstream version 6.1.200 (needed by linux-headers-{RELEASE}=6.1.200-1)"
-        ": the archive serves 6.1.192-3")
+        ": the archive serves 6.1.192-3"
+    )
     # A series the archive serves no image of, with nothing cached: one line from the CLI.
     shutil.rmtree(tmp_path / "cache")
     b = Archive(tmp_path / "other")
@@ -140,13 +173,16 @@ def test_when_nothing_matches_the_error_says_what_was_looked_for_and_what_is_ser
     monkeypatch.setenv("APT_CONFIG", b.publish())
     got = run_cli("replicate", "elmenhorst2026", "--engine", "vm", "--guest-kernel", "debian:6.1")
     assert got.returncode == 2 and got.stderr.count("\n") == 1, got.stderr
-    assert got.stderr.startswith("error: --guest-kernel: debian:6.1: looked for the newest "
-                                 "linux-image-6.1.0-*-cloud-amd64: the archive serves none; it serves cloud kernels of "
-                                 "6.12.*; the cache ("), got.stderr
+    assert got.stderr.startswith(
+        "error: --guest-kernel: debian:6.1: looked for the newest "
+        "linux-image-6.1.0-*-cloud-amd64: the archive serves none; it serves cloud kernels of "
+        "6.12.*; the cache ("
+    ), got.stderr
 
 
-def test_a_filled_cache_serves_when_the_archive_cannot(archive: Archive, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_filled_cache_serves_when_the_archive_cannot(
+    archive: Archive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("APT_CONFIG", archive.publish())
     first = guest.resolve("debian:6.1")
     # The archive moves on, but its newer image cannot be downloaded (offline here).
@@ -157,7 +193,8 @@ def test_a_filled_cache_serves_when_the_archive_cannot(archive: Archive, tmp_pat
     assert cached.packages == first.packages and cached.image == first.image
     assert cached.notes and cached.notes[0].startswith(
         "debian:6.1: the archive's linux-image-6.1.0-58-cloud-amd64=6.1.210-1 could not be downloaded (cannot "
-        "download linux-image-6.1.0-58-cloud-amd64=6.1.210-1"), cached.notes
+        "download linux-image-6.1.0-58-cloud-amd64=6.1.210-1"
+    ), cached.notes
     assert cached.notes[0].endswith(f"used linux-image-{RELEASE}=6.1.200-1, the newest in the cache")
     # No apt index at all: the cache still answers.
     empty = Archive(tmp_path / "empty")

@@ -23,8 +23,13 @@ from ccbench import ScenarioError
 from ccbench.kernel import host, state
 from ccbench.vm import initramfs
 
-from conftest import (THREE_DOWNLOADS, assert_nothing_left_behind, assert_three_downloads_one_after_another, run_cli,
-                      timing_check)
+from conftest import (
+    THREE_DOWNLOADS,
+    assert_nothing_left_behind,
+    assert_three_downloads_one_after_another,
+    run_cli,
+    timing_check,
+)
 
 
 def _reason() -> str | None:
@@ -56,8 +61,11 @@ def nothing_left_behind() -> Iterator[None]:
 
 
 def scenario(cca: list[str], **host_table: Any) -> dict[str, Any]:
-    doc: dict[str, Any] = {"duration": "4s", "link": {"rate": "20Mbit", "rtt": "20ms", "buffer": "1bdp"},
-                           "flows": [{"cca": c} for c in cca]}
+    doc: dict[str, Any] = {
+        "duration": "4s",
+        "link": {"rate": "20Mbit", "rtt": "20ms", "buffer": "1bdp"},
+        "flows": [{"cca": c} for c in cca],
+    }
     if host_table:
         doc["host"] = host_table
     return doc
@@ -77,13 +85,17 @@ def test_cubic_and_bbr_run_in_the_guest_through_the_emulator() -> None:
     # With a CPU to spare the vCPU has one of its own, so it hardly waits for it.
     if len(os.sched_getaffinity(0)) >= 2:
         assert s["vm"]["placement"].startswith("vCPU 0 on CPU 0;")
-        timing_check(0 <= s["vm"]["vcpu_run_delay_s"] < 0.1 * s["vm"]["run_wall_s"], "the vCPU's wait for a CPU",
-                     s["vm"])
+        timing_check(
+            0 <= s["vm"]["vcpu_run_delay_s"] < 0.1 * s["vm"]["run_wall_s"], "the vCPU's wait for a CPU", s["vm"]
+        )
     # QEMU's main thread carried its packets; at 20 Mbit/s it hardly waits for a CPU.
     io = s["vm"]["io_thread"]
     assert io["cpu_s"] > 0, io
-    timing_check(0 <= io["waiting"] < 0.5 and not any("waited for a host CPU" in n for n in s["notes"]),
-                 "QEMU's main thread's wait for a CPU", io)
+    timing_check(
+        0 <= io["waiting"] < 0.5 and not any("waited for a host CPU" in n for n in s["notes"]),
+        "QEMU's main thread's wait for a CPU",
+        io,
+    )
     # The guest's own account: its NIC's interrupts and softirqs, its task switches.
     guest = s["vm"]["guest_cpu"]
     assert guest["context_switches"] > 0 and guest["softirqs"]["NET_RX"] > 0, guest
@@ -131,7 +143,9 @@ def test_the_2brobust_patch_runs_in_the_guest_as_its_own_bbr_patched() -> None:
         assert any("ran as the guest's bbr_2brobust" in n for n in s["notes"]) == bool(patch)
         # The packages the series resolved to, and those the module was built from.
         packages = s["vm"]["guest_packages"]
-        assert packages[0].startswith("linux-image-6.1.0-") and s["vm"]["guest_kernel"].startswith(f"debian:{packages[0]}")
+        assert packages[0].startswith("linux-image-6.1.0-") and s["vm"]["guest_kernel"].startswith(
+            f"debian:{packages[0]}"
+        )
         assert any(p.startswith("linux-kbuild-6.1=") for p in packages) == bool(patch), packages
     gains = {patch: _settled_gains(r) for patch, r in runs.items()}
     # In deficit the patched module paces at the high gain (2.89); mainline BBR stays in
@@ -149,7 +163,7 @@ def test_bbr_without_pacing_runs_in_the_guest_as_its_own_bbr_unpaced() -> None:
     def median_rtt(pacing: bool) -> float:
         doc["flows"][0]["pacing"] = pacing
         s = ccbench.run(doc, engine="vm").summary
-        flow, = s["flows"]
+        (flow,) = s["flows"]
         assert (flow["cca"], flow["paced"]) == ("bbr" if pacing else "bbr_unpaced", pacing)
         assert any("ran as the guest's bbr_unpaced" in n for n in s["notes"]) != pacing
         return float(flow["rtt_ms"]["p50"])
@@ -167,8 +181,11 @@ def test_bbr_without_pacing_runs_in_the_guest_as_its_own_bbr_unpaced() -> None:
 BBR3_KERNEL = os.environ.get("CCBENCH_BBR3_KERNEL")
 
 
-@pytest.mark.skipif(not BBR3_KERNEL, reason="no guest kernel with BBRv3: build one with `ccbench vm build-kernel "
-                    "--patch BBRV3.patch --out DIR` and set CCBENCH_BBR3_KERNEL=DIR")
+@pytest.mark.skipif(
+    not BBR3_KERNEL,
+    reason="no guest kernel with BBRv3: build one with `ccbench vm build-kernel "
+    "--patch BBRV3.patch --out DIR` and set CCBENCH_BBR3_KERNEL=DIR",
+)
 def test_bbrv3s_2brobust_twin_runs_in_a_kernel_built_with_bbrv3() -> None:
     runs = _with_and_without_the_patch("bbr3", guest_kernel=BBR3_KERNEL)
     for patch, r in runs.items():
@@ -184,8 +201,13 @@ def test_repeated_downloads_each_on_a_new_connection_in_the_guest() -> None:
 
 
 def test_the_guest_takes_the_scenarios_initial_window_minimum_rto_and_mss() -> None:
-    doc = {"duration": "1s", "interval": "10ms", "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
-           "tcp": {"init_cwnd": 20, "rto_min": "300ms", "mss": 4000}, "flows": [{"cca": "cubic"}]}
+    doc = {
+        "duration": "1s",
+        "interval": "10ms",
+        "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
+        "tcp": {"init_cwnd": 20, "rto_min": "300ms", "mss": 4000},
+        "flows": [{"cca": "cubic"}],
+    }
     r = ccbench.run(doc, engine="vm")
     # Before the first ACK (40 ms) cwnd is the route's initcwnd.
     first = r.flows[r.flows["time_s"] <= 0.03]["cwnd"]
@@ -199,14 +221,22 @@ def test_the_guest_takes_the_scenarios_initial_window_minimum_rto_and_mss() -> N
 def test_a_classic_ecn_flow_in_the_guest_negotiates_ecn_and_is_marked() -> None:
     # The guest's route to the ECN receiver address carries `features ecn`, as the
     # kernel engine's sender route does; without it the guest would not ask for ECN.
-    doc = {"duration": "3s", "link": {"rate": "20Mbit", "rtt": "20ms", "buffer": "2bdp", "ecn_threshold": "10pkt"},
-           "flows": [{"cca": "cubic", "ecn": "classic"}]}
+    doc = {
+        "duration": "3s",
+        "link": {"rate": "20Mbit", "rtt": "20ms", "buffer": "2bdp", "ecn_threshold": "10pkt"},
+        "flows": [{"cca": "cubic", "ecn": "classic"}],
+    }
     s = ccbench.run(doc, engine="vm").summary
     assert s["link"]["ecn_marks"] > 10 and s["link"]["drops"] == 0, s["link"]
 
 
-@pytest.mark.parametrize("deadline, policy", [("runtime", "SCHED_DEADLINE 2500000/2500000/10000000 ns"),
-                                              ("slice", "SCHED_DEADLINE 2500000/10000000/10000000 ns")])
+@pytest.mark.parametrize(
+    "deadline, policy",
+    [
+        ("runtime", "SCHED_DEADLINE 2500000/2500000/10000000 ns"),
+        ("slice", "SCHED_DEADLINE 2500000/10000000/10000000 ns"),
+    ],
+)
 def test_the_share_read_back_is_the_share_asked_for_and_used(deadline: str, policy: str) -> None:
     # Five flows at 100 Mbit/s: more than the guest can send on a quarter of a CPU, and
     # little enough for QEMU's main thread. One flow at 1 Gbit/s left it waiting for a CPU
@@ -230,28 +260,40 @@ def test_the_share_read_back_is_the_share_asked_for_and_used(deadline: str, poli
         timing_check(0.05 <= use <= 0.28, "the vCPU's use of its share", use)
 
 
-@pytest.mark.parametrize("args, line", [
-    (["--cpu", "phone-lowend"], "error: host.cpu: has no meaning for a VM"),
-    (["--cca", "bbr3"], "error: flows[0].cca: 'bbr3' is not available in the guest kernel"),
-    (["--pacing-stride", "4"], "error: flows[0].pacing_stride: is a simulator option"),
-    # No kernel has CONFIG_HZ = 1000/7.
-    (["--cpu-share", "25%", "--set", "host.cpu_tick=7ms"], "error: host.cpu_tick: is this host kernel's scheduler tick"),
-    (["--set", "host.tx_completion=100us"], "error: host.tx_completion: is the guest's own virtual NIC's"),
-])
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["--cpu", "phone-lowend"], "error: host.cpu: has no meaning for a VM"),
+        (["--cca", "bbr3"], "error: flows[0].cca: 'bbr3' is not available in the guest kernel"),
+        (["--pacing-stride", "4"], "error: flows[0].pacing_stride: is a simulator option"),
+        # No kernel has CONFIG_HZ = 1000/7.
+        (
+            ["--cpu-share", "25%", "--set", "host.cpu_tick=7ms"],
+            "error: host.cpu_tick: is this host kernel's scheduler tick",
+        ),
+        (["--set", "host.tx_completion=100us"], "error: host.tx_completion: is the guest's own virtual NIC's"),
+    ],
+)
 def test_refusals_are_one_line(args: list[str], line: str) -> None:
     res = run_cli("run", "--engine", "vm", "--duration", "2s", *args)
     assert res.returncode == 2 and res.stderr.startswith(line) and res.stderr.count("\n") == 1, res.stderr
 
 
 def test_a_killed_run_leaves_nothing_after_cleanup() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "ccbench", "run", "--engine", "vm", "--rate", "10Mbit",
-                             "--duration", "30s", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ccbench", "run", "--engine", "vm", "--rate", "10Mbit", "--duration", "30s", "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 90
     st = None
     while time.monotonic() < deadline and proc.poll() is None:
         runs = [r for r in state.live_runs() if r.owner_pid == proc.pid]
-        if runs and any(p.role == "sender" or p.role == "qemu" for p in runs[0].processes) and \
-                any(p.role == "receiver" for p in runs[0].processes):
+        if (
+            runs
+            and any(p.role == "sender" or p.role == "qemu" for p in runs[0].processes)
+            and any(p.role == "receiver" for p in runs[0].processes)
+        ):
             st = runs[0]
             break
         time.sleep(0.1)
@@ -269,8 +311,10 @@ def test_a_killed_run_leaves_nothing_after_cleanup() -> None:
 def test_calibration_writes_costs_the_simulator_takes(tmp_path: Path) -> None:
     from ccbench.vm.calibrate import Point, calibrate
 
-    result = calibrate(points=(Point("20Mbit"), Point("200Mbit", 2), Point("50Mbit", 4, cca="bbr"),
-                               Point("20Mbit", share=0.25)), duration="3s")
+    result = calibrate(
+        points=(Point("20Mbit"), Point("200Mbit", 2), Point("50Mbit", 4, cca="bbr"), Point("20Mbit", share=0.25)),
+        duration="3s",
+    )
     assert len(result.samples) == 4 and all(s.vcpu_cpu_s > 0 and s.acks > 0 and s.skbs > 0 for s in result.samples)
     # The throttled run was preempted (throttled), the others slept.
     assert result.samples[3].preemptions > 0 and all(s.sleeps > 0 for s in result.samples)
@@ -281,14 +325,15 @@ def test_calibration_writes_costs_the_simulator_takes(tmp_path: Path) -> None:
     assert tx["idle_us"]["skbs"] + tx["busy_us"]["skbs"] == tx["all_us"]["skbs"]
     # And under load, recorded beside it (the simulator keeps the light median).
     loaded = result.tx_completion_loaded["all_us"]
-    assert loaded["skbs"] > 100 and f"# under load, cubic 200Mbit x 1 flow(s), 2ms: median {loaded['p50']:.0f} us" \
-        in result.toml()
+    assert (
+        loaded["skbs"] > 100
+        and f"# under load, cubic 200Mbit x 1 flow(s), 2ms: median {loaded['p50']:.0f} us" in result.toml()
+    )
     assert 0 < result.idle_cpu_per_s < 0.2
     costs = tmp_path / "costs.toml"
     costs.write_text(result.toml())
     assert f'tx_completion = "{round(result.tx_completion_us)}us"' in result.toml()
-    res = run_cli("run", "--cca", "bbr", "--cpu-share", "50%", "--duration", "1s", "--cpu-costs", str(costs),
-                  "--json")
+    res = run_cli("run", "--cca", "bbr", "--cpu-share", "50%", "--duration", "1s", "--cpu-costs", str(costs), "--json")
     assert res.returncode == 0, res.stderr
 
 
@@ -301,21 +346,36 @@ def test_validate_cpu_compares_the_engines_cell_by_cell(tmp_path: Path) -> None:
     rows = vc.run(cells, "3s", None, engines.get("vm"), progress=lambda line: None, kept=kept)
     assert [r.cell.cca for r in rows] == ["bbr", "cubic"]
     assert all(len(r.vm_testbed) == 1 and r.vm_testbed[0].startswith(("TCG, ", "KVM, ")) for r in rows)
-    assert vc.markdown(rows, [], {"guest": "debian:6.1"}).startswith(f"Simulator vs VM (debian:6.1; {rows[0].vm_testbed[0]})")
+    assert vc.markdown(rows, [], {"guest": "debian:6.1"}).startswith(
+        f"Simulator vs VM (debian:6.1; {rows[0].vm_testbed[0]})"
+    )
     # Run again: the VM results are kept, only the simulator runs (deterministic).
     booted = []
-    again = vc.run(cells, "3s", None, type("NoVm", (), {"guest_kernel": "debian:6.1", "run": booted.append})(),
-                   progress=lambda line: None, kept=kept)
+    again = vc.run(
+        cells,
+        "3s",
+        None,
+        type("NoVm", (), {"guest_kernel": "debian:6.1", "run": booted.append})(),
+        progress=lambda line: None,
+        kept=kept,
+    )
     assert not booted and [(r.sim_mbps, r.vm_mbps) for r in again] == [(r.sim_mbps, r.vm_mbps) for r in rows]
     assert all(r.sim_mbps > 0 and r.vm_mbps > 0 and 0 < r.vm_cpu_use <= 0.55 for r in rows)
+
     # A second repetition: only it runs on the VM (a stand-in here), and the row is the median.
     class Stand:
         guest_kernel = "debian:6.1"
 
         def run(self, doc: dict) -> object:
             booted.append(doc)
-            vm = {"vcpu_cpu_use": [0.2], "host_tick_ns": 4_000_000, "work": {}, "vcpu_sleeps": 0,
-                  "vcpu_preemptions": 0, "io_thread": {"cpu_s": 0.1, "run_delay_s": 2.4, "waiting": 0.8}}
+            vm = {
+                "vcpu_cpu_use": [0.2],
+                "host_tick_ns": 4_000_000,
+                "work": {},
+                "vcpu_sleeps": 0,
+                "vcpu_preemptions": 0,
+                "io_thread": {"cpu_s": 0.1, "run_delay_s": 2.4, "waiting": 0.8},
+            }
             scenario = type("S", (), {"tcp": type("T", (), {"hz": 250})()})()
             return type("R", (), {"summary": {"flows": [{"goodput_bps": 1e6}], "vm": vm}, "scenario": scenario})()
 
@@ -338,11 +398,17 @@ def test_the_pacing_grid_judges_goodput_and_rtt_and_resumes(tmp_path: Path) -> N
     # Two unpaced BBR flows, the vCPU unreserved (its threads pinned, unlike a held vCPU's).
     cells = vc.pacing_grid((1.0,), ("1ms",), (2,), ("bbr_unpaced",), ("20Mbit",), ("1ms",))
     kept = tmp_path / "cpu-cells.jsonl"
-    row, = vc.run(cells, "3s", None, engines.get("vm"), progress=lambda line: None, kept=kept)
+    (row,) = vc.run(cells, "3s", None, engines.get("vm"), progress=lambda line: None, kept=kept)
     assert row.cell.name == "2 x bbr_unpaced, 20Mbit, 1ms" and row.vm_mbps > 10 and row.sim_mbps > 10
     assert row.sim_rtt_ms is not None and len(row.vm_rtts_ms) == 1 and row.vm_rtts_ms[0] >= 1.0
-    again, = vc.run(cells, "3s", None, type("NoVm", (), {"guest_kernel": "debian:6.1", "run": None})(),
-                    progress=lambda line: None, kept=kept)
+    (again,) = vc.run(
+        cells,
+        "3s",
+        None,
+        type("NoVm", (), {"guest_kernel": "debian:6.1", "run": None})(),
+        progress=lambda line: None,
+        kept=kept,
+    )
     assert again.vm_rtts_ms == row.vm_rtts_ms and again.sim_rtt_ms == row.sim_rtt_ms
     assert "RTT ms sim / VM" in vc.markdown([row], [], {})
 
@@ -356,8 +422,15 @@ def test_replicate_elmenhorst2026_on_the_vm_puts_the_vm_beside_the_simulator(tmp
     from ccbench.replicate import elmenhorst2026
     from ccbench.store import open_store
 
-    grid = elmenhorst2026.Grid(duration="3s", repetitions=1, shares=("25%", "100%"), slices=("10ms",),
-                               rtts=("10ms",), rates=("100Mbit",), patched=("bbr", "bbr3"))
+    grid = elmenhorst2026.Grid(
+        duration="3s",
+        repetitions=1,
+        shares=("25%", "100%"),
+        slices=("10ms",),
+        rtts=("10ms",),
+        rates=("100Mbit",),
+        patched=("bbr", "bbr3"),
+    )
     console = Console(file=io.StringIO(), width=200)
     elmenhorst2026.run_vm(True, tmp_path / "out", 1, open_store(tmp_path / "store"), console, grid=grid)
     rows = {r["point"]: r for r in csv.DictReader((tmp_path / "out" / "comparison.csv").open())}

@@ -35,8 +35,16 @@ pytestmark = pytest.mark.host
 def test_newc_archives_list_back_with_busybox_cpio(tmp_path: Path) -> None:
     if not initramfs.BUSYBOX.is_file():
         pytest.skip("no busybox")
-    archive = initramfs.newc(sorted([("bin", 0o040755, b""), ("bin/sh", 0o120777, b"busybox"),
-                                     ("init", 0o100755, b"#!/bin/sh\necho hi\n"), ("odd", 0o100644, b"x" * 5)]))
+    archive = initramfs.newc(
+        sorted(
+            [
+                ("bin", 0o040755, b""),
+                ("bin/sh", 0o120777, b"busybox"),
+                ("init", 0o100755, b"#!/bin/sh\necho hi\n"),
+                ("odd", 0o100644, b"x" * 5),
+            ]
+        )
+    )
     assert initramfs.newc([]) == initramfs.newc([])  # deterministic
     listed = subprocess.run([str(initramfs.BUSYBOX), "cpio", "-t"], input=archive, capture_output=True, timeout=10)
     assert listed.stdout.decode().split() == ["bin", "bin/sh", "init", "odd"]
@@ -81,8 +89,11 @@ def test_a_vcpu_under_a_deadline_share_gets_that_share() -> None:
 
 @needs_vm
 def test_killing_ccbench_leaves_no_qemu(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "ccbench", "vm", "probe", "--busy", "60s"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ccbench", "vm", "probe", "--busy", "60s"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     qemu = None
     deadline = time.monotonic() + 120
     while qemu is None and time.monotonic() < deadline and proc.poll() is None:
@@ -106,12 +117,15 @@ def test_killing_ccbench_leaves_no_qemu(tmp_path: Path) -> None:
         assert not runs[0].workdir.exists() and not runs[0].path.exists()
 
 
-@pytest.mark.parametrize("args, line", [
-    (["vm", "probe", "--cpu-share", "140%"], "error: --cpu-share: '140%' is out of range"),
-    (["vm", "probe", "--cpu-slice", "100us"], "error: --cpu-slice: must be from 1ms to 1s"),
-    (["vm", "probe", "--guest-kernel", "nope"], "error: --guest-kernel: 'nope': allowed: debian:6.1"),
-    (["vm", "probe", "--guest-kernel", "debian:7.0"], "error: --guest-kernel: 'debian:7.0': allowed: debian:6.1"),
-])
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["vm", "probe", "--cpu-share", "140%"], "error: --cpu-share: '140%' is out of range"),
+        (["vm", "probe", "--cpu-slice", "100us"], "error: --cpu-slice: must be from 1ms to 1s"),
+        (["vm", "probe", "--guest-kernel", "nope"], "error: --guest-kernel: 'nope': allowed: debian:6.1"),
+        (["vm", "probe", "--guest-kernel", "debian:7.0"], "error: --guest-kernel: 'debian:7.0': allowed: debian:6.1"),
+    ],
+)
 def test_refusals_are_one_line(args: list[str], line: str) -> None:
     res = run_cli(*args)
     assert res.returncode == 2 and res.stderr.startswith(line) and res.stderr.count("\n") == 1, res.stderr
@@ -121,11 +135,19 @@ def test_the_cost_fit_recovers_known_costs() -> None:
     from ccbench.vm.calibrate import Sample, fit
 
     idle, ack, seg, skb, wake = 0.05, 3000e-9, 1200e-9, 20e-6, 90e-6
-    points = ((4.0, 1000, 3000, 1500, 2000), (4.5, 8000, 9000, 800, 500), (5.0, 3000, 20000, 2000, 6000),
-              (4.2, 12000, 40000, 3000, 100), (4.8, 5000, 10000, 5000, 9000), (5.1, 2000, 4000, 1000, 300))
+    points = (
+        (4.0, 1000, 3000, 1500, 2000),
+        (4.5, 8000, 9000, 800, 500),
+        (5.0, 3000, 20000, 2000, 6000),
+        (4.2, 12000, 40000, 3000, 100),
+        (4.8, 5000, 10000, 5000, 9000),
+        (5.1, 2000, 4000, 1000, 300),
+    )
     # Preemptions (the 9999) are recorded but do not enter the fit.
-    samples = [Sample("x", 1, wall, idle * wall + ack * a + seg * s + skb * k + wake * z, a, s, 0.0, z, 9999, k)
-               for wall, a, s, k, z in points]
+    samples = [
+        Sample("x", 1, wall, idle * wall + ack * a + seg * s + skb * k + wake * z, a, s, 0.0, z, 9999, k)
+        for wall, a, s, k, z in points
+    ]
     got = fit(samples)
     want = (idle, 3000, 1200, 20_000, 90_000)
     have = (got.idle, got.ack_ns, got.packet_ns, got.burst_ns, got.idle_exit_ns)
@@ -148,15 +170,29 @@ def test_the_cost_fit_finds_what_coming_back_costs_and_how_fast_caches_cool() ->
     # per wake.
     decay, refill, resume = 2e6, 400e-6, 700e-6
     cold = {b: 1 - math.exp(-bin_centre_ns(b) / decay) for b in (10, 20, 30)}
-    mixes = ((3000, {10: 2000, 20: 500}, {}), (1500, {20: 1500}, {30: 50}), (800, {30: 300}, {30: 100}),
-             (4000, {10: 4000}, {20: 200}), (2500, {20: 900, 30: 100}, {10: 300}), (1200, {10: 100}, {30: 90}))
+    mixes = (
+        (3000, {10: 2000, 20: 500}, {}),
+        (1500, {20: 1500}, {30: 50}),
+        (800, {30: 300}, {30: 100}),
+        (4000, {10: 4000}, {20: 200}),
+        (2500, {20: 900, 30: 100}, {10: 300}),
+        (1200, {10: 100}, {30: 90}),
+    )
     samples = []
     for acks, slept, held in mixes:
         sleeps = sum(slept.values())
-        cpu = 50e-6 * acks + 60e-6 * sleeps + sum(n * cold[b] for b, n in slept.items()) * refill \
+        cpu = (
+            50e-6 * acks
+            + 60e-6 * sleeps
+            + sum(n * cold[b] for b, n in slept.items()) * refill
             + sum(n * cold[b] for b, n in held.items()) * resume
-        absences = {"bins_per_decade": 10, "slept": [[b, n] for b, n in slept.items()],
-                    "held": [[b, n] for b, n in held.items()], "slept_only": [[b, n] for b, n in slept.items()]}
+        )
+        absences = {
+            "bins_per_decade": 10,
+            "slept": [[b, n] for b, n in slept.items()],
+            "held": [[b, n] for b, n in held.items()],
+            "slept_only": [[b, n] for b, n in slept.items()],
+        }
         samples.append(Sample("x", 1, 5.0, cpu, acks, 0, 0.0, sleeps, 0, 0, absences))
     got = fit(samples, 0.0)
     assert got.cache_decay_ns == decay and got.r_squared > 0.999999, got
@@ -164,8 +200,9 @@ def test_the_cost_fit_finds_what_coming_back_costs_and_how_fast_caches_cool() ->
     assert abs(got.idle_refill_ns - 400_000) < 4000 and abs(got.resume_ns - 700_000) < 7000, got
 
 
-def test_without_root_or_qemu_the_vm_engine_refuses_in_one_line(monkeypatch: pytest.MonkeyPatch,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_root_or_qemu_the_vm_engine_refuses_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from ccbench.cli import main
     from ccbench.vm import qemu
 
@@ -196,10 +233,13 @@ def test_validate_cpu_refuses_a_bad_cell_before_running_any(tmp_path: Path) -> N
 
 
 @needs_root
-@pytest.mark.parametrize("args, line", [
-    (["--rate", "5Mbit"], "error: --rate: '5Mbit' is not in the grid; allowed: 10Mbit, 100Mbit, 1Gbit"),
-    (["--rtt", "10ms,7ms"], "error: --rtt: '7ms' is not in the grid; allowed: 10ms, 40ms"),
-])
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["--rate", "5Mbit"], "error: --rate: '5Mbit' is not in the grid; allowed: 10Mbit, 100Mbit, 1Gbit"),
+        (["--rtt", "10ms,7ms"], "error: --rtt: '7ms' is not in the grid; allowed: 10ms, 40ms"),
+    ],
+)
 def test_validate_cpu_picks_rates_and_rtts_only_from_its_grid(args: list[str], line: str) -> None:
     res = run_cli("validate", "--cpu", *args)
     assert res.returncode == 2 and res.stderr == line + "\n", res.stderr
@@ -219,10 +259,10 @@ def test_a_cpu_cell_passes_inside_the_vms_range_or_near_its_median() -> None:
 
     cell = CpuCell(0.15, "10ms", "cubic", "100Mbit", "20ms")
     row = lambda sim, runs: CpuRow(cell, 100.0, sim, runs, 0.13)  # noqa: E731
-    assert row(11.0, [10.0]).passed and not row(12.0, [10.0]).passed      # 15% of the one run
-    assert row(40.0, [10.0, 12.0, 51.0]).passed                              # inside the range
-    assert not row(60.0, [10.0, 12.0, 51.0]).passed                          # beyond it, and 5x the median
-    assert row(4.0, [1.0, 2.0, 3.0]).passed                                   # all under 5% of the link
+    assert row(11.0, [10.0]).passed and not row(12.0, [10.0]).passed  # 15% of the one run
+    assert row(40.0, [10.0, 12.0, 51.0]).passed  # inside the range
+    assert not row(60.0, [10.0, 12.0, 51.0]).passed  # beyond it, and 5x the median
+    assert row(4.0, [1.0, 2.0, 3.0]).passed  # all under 5% of the link
     assert row(40.0, [10.0, 12.0, 51.0]).vm_shown == "12.0 [10.0–51.0]"
 
 
@@ -259,10 +299,10 @@ def test_a_cell_the_testbeds_io_path_held_is_told_apart() -> None:
 
     cell = CpuCell(1.0, "1ms", "cubic", "1Gbit", "1ms", 5, pacing=True)
     row = lambda sim, io: CpuRow(cell, 1000.0, sim, [440.0], 0.9, vm_io_waiting=io)  # noqa: E731
-    assert row(450.0, 0.8).verdict == "ok"                    # agreeing cells stay ok, however held
-    assert row(950.0, 0.8).verdict == "testbed"               # QEMU's main thread waited 80% of the run
+    assert row(450.0, 0.8).verdict == "ok"  # agreeing cells stay ok, however held
+    assert row(950.0, 0.8).verdict == "testbed"  # QEMU's main thread waited 80% of the run
     assert row(950.0, 0.3).verdict == "differs"
-    assert row(950.0, None).verdict == "differs"              # a run kept from before it was measured
+    assert row(950.0, None).verdict == "differs"  # a run kept from before it was measured
     rows = [row(450.0, 0.8), row(950.0, 0.8), row(950.0, 0.3)]
     assert agreement(rows).startswith("1 of 3 cells agree; 1 more differ where QEMU's main thread")
     assert agreement(rows[:1]) == "1 of 1 cells agree."
@@ -275,9 +315,16 @@ def test_a_threshold_over_cells_the_testbed_held_is_told_apart() -> None:
 
     def rows(io: float) -> list[CpuRow]:
         # BBR under half of Cubic at 10% on the simulator, at 10% and 50% on the VM.
-        return [CpuRow(CpuCell(share, "10ms", cca, "1Gbit", "10ms"), 1000.0, sim, [vm], 0.1, vm_io_waiting=io)
-                for share, cca, sim, vm in ((0.1, "bbr", 10.0, 10.0), (0.1, "cubic", 400.0, 300.0),
-                                            (0.5, "bbr", 390.0, 100.0), (0.5, "cubic", 400.0, 300.0))]
+        return [
+            CpuRow(CpuCell(share, "10ms", cca, "1Gbit", "10ms"), 1000.0, sim, [vm], 0.1, vm_io_waiting=io)
+            for share, cca, sim, vm in (
+                (0.1, "bbr", 10.0, 10.0),
+                (0.1, "cubic", 400.0, 300.0),
+                (0.5, "bbr", 390.0, 100.0),
+                (0.5, "cubic", 400.0, 300.0),
+            )
+        ]
+
     [held] = thresholds(rows(0.8))
     assert (held.sim_share, held.vm_share, held.verdict) == (0.1, 0.5, "testbed")
     assert [t.verdict for t in thresholds(rows(0.2))] == ["differs"]
@@ -287,7 +334,9 @@ def test_the_cpu_table_names_the_testbed_its_vm_runs_had() -> None:
     from ccbench.vm.validate import CpuCell, CpuRow, _testbed, markdown
 
     cell = CpuCell(0.15, "10ms", "cubic", "100Mbit", "20ms")
-    placed = _testbed({"accelerator": "tcg", "placement": "the vCPUs (SCHED_DEADLINE) on any CPU; the rest on CPU(s) 1"})
+    placed = _testbed(
+        {"accelerator": "tcg", "placement": "the vCPUs (SCHED_DEADLINE) on any CPU; the rest on CPU(s) 1"}
+    )
     assert placed == "TCG, the vCPUs (SCHED_DEADLINE) on any CPU; the rest on CPU(s) 1"
     assert _testbed({}) == "?, the host's threads not placed"  # a run recorded before either was kept
     row = CpuRow(cell, 100.0, 59.0, [31.6], 0.13, vm_testbed=(placed,))
@@ -303,8 +352,9 @@ def _own_kernel(root: Path, image: bytes = b"bzImage") -> Path:
     return root
 
 
-def test_sweeps_and_replications_take_a_guest_kernel_for_every_run(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sweeps_and_replications_take_a_guest_kernel_for_every_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from ccbench import ScenarioError, engines
     from ccbench.engines.vm import GUEST_KERNEL_ENV, use_guest_kernel
 

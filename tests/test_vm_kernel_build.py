@@ -61,7 +61,7 @@ def test_the_users_patches_apply_first_and_one_that_does_not_is_one_line(tmp_pat
     assert not kernel_build.prepare(tree, [good]).bbr3
     assert (tree / kernel_build.BBR).read_text() == "int b;\n"
     with pytest.raises(ScenarioError) as e:
-        kernel_build.prepare(tree, [good])          # int a; is gone
+        kernel_build.prepare(tree, [good])  # int a; is gone
     assert e.value.field == "--patch" and e.value.message.startswith("good.patch does not apply to linux:")
 
 
@@ -72,7 +72,7 @@ def test_the_guest_keeps_its_network_modules_and_every_congestion_control(tmp_pa
         (modules / "kernel" / f"{name}.ko").write_bytes(b"")
     debian = guest.GuestKernel(tmp_path / "vmlinuz", modules, "debian:test")
     v3 = kernel_build.guest_modules(debian, kernel_build.Tree(tmp_path, bbr3=True))
-    assert v3[:len(NETWORK_MODULES)] == list(NETWORK_MODULES)
+    assert v3[: len(NETWORK_MODULES)] == list(NETWORK_MODULES)
     assert "tcp_bbr3" in v3 and "tcp_bbr" not in v3 and "tcp_vegas" in v3 and "sch_fq" in v3
     assert "tcp_bbr" in kernel_build.guest_modules(debian, kernel_build.Tree(tmp_path, bbr3=False))
 
@@ -83,7 +83,10 @@ def test_refusals_are_one_line(tmp_path: Path) -> None:
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("")
     got = run_cli("vm", "build-kernel", "--out", str(tmp_path / "full"))
-    assert got.returncode == 2 and got.stderr.strip() == f"error: --out: {tmp_path / 'full'} exists and is not an empty directory"
+    assert (
+        got.returncode == 2
+        and got.stderr.strip() == f"error: --out: {tmp_path / 'full'} exists and is not an empty directory"
+    )
 
 
 def _config_reason() -> str | None:
@@ -104,8 +107,15 @@ def test_the_configuration_is_debians_without_unused_modules_or_debug_informatio
         return dict(line.split("=", 1) for line in path.read_text().splitlines() if line.startswith("CONFIG_"))
 
     mine, theirs = read(tree / ".config"), read(config_path)
-    for key in ("CONFIG_HZ", "CONFIG_TCP_CONG_CUBIC", "CONFIG_DEFAULT_TCP_CONG", "CONFIG_NO_HZ_IDLE",
-                "CONFIG_HIGH_RES_TIMERS", "CONFIG_PREEMPT_VOLUNTARY", "CONFIG_NET_SCH_DEFAULT"):
+    for key in (
+        "CONFIG_HZ",
+        "CONFIG_TCP_CONG_CUBIC",
+        "CONFIG_DEFAULT_TCP_CONG",
+        "CONFIG_NO_HZ_IDLE",
+        "CONFIG_HIGH_RES_TIMERS",
+        "CONFIG_PREEMPT_VOLUNTARY",
+        "CONFIG_NET_SCH_DEFAULT",
+    ):
         assert mine.get(key) == theirs.get(key), key
     assert mine["CONFIG_TCP_CONG_BBR"] == mine["CONFIG_VIRTIO_NET"] == mine["CONFIG_TCP_CONG_VEGAS"] == "m"
     assert mine["CONFIG_DEBUG_INFO_NONE"] == "y" and "CONFIG_DEBUG_INFO_BTF" not in mine

@@ -19,13 +19,19 @@ def _scenario(*flows: dict) -> object:
 
 
 def test_a_bbr_flow_with_the_patch_parameter_runs_the_patched_module() -> None:
-    sc, needed, notes = patched.substitute(_scenario({"cca": "cubic"},
-                                                     {"cca": "bbr", "params": {"inflight_deficit": 1}},
-                                                     {"cca": "bbr", "params": {"inflight_deficit": 0}}))
+    sc, needed, notes = patched.substitute(
+        _scenario(
+            {"cca": "cubic"},
+            {"cca": "bbr", "params": {"inflight_deficit": 1}},
+            {"cca": "bbr", "params": {"inflight_deficit": 0}},
+        )
+    )
     assert [(f.cca, f.params) for f in sc.flows] == [("cubic", {}), ("bbr_2brobust", {}), ("bbr", {})]
     assert [p.module for p in needed] == ["tcp_bbr_2brobust"]
-    assert notes == ["flows[1]: bbr with params.inflight_deficit = 1 ran as the guest's bbr_2brobust "
-                     "(net/ipv4/tcp_bbr.c of the guest kernel with python/ccbench/vm/patches/tcp_bbr-2brobust.patch)"]
+    assert notes == [
+        "flows[1]: bbr with params.inflight_deficit = 1 ran as the guest's bbr_2brobust "
+        "(net/ipv4/tcp_bbr.c of the guest kernel with python/ccbench/vm/patches/tcp_bbr-2brobust.patch)"
+    ]
 
 
 def test_a_flow_may_name_the_patched_algorithm_and_a_changed_scenario_stays_as_it_is() -> None:
@@ -37,8 +43,9 @@ def test_a_flow_may_name_the_patched_algorithm_and_a_changed_scenario_stays_as_i
 
 
 def test_a_bbr3_flow_with_the_patch_parameter_runs_bbrv3s_patched_module() -> None:
-    sc, needed, notes = patched.substitute(_scenario({"cca": "bbr3", "params": {"inflight_deficit": 1}},
-                                                     {"cca": "bbr", "params": {"inflight_deficit": 1}}))
+    sc, needed, notes = patched.substitute(
+        _scenario({"cca": "bbr3", "params": {"inflight_deficit": 1}}, {"cca": "bbr", "params": {"inflight_deficit": 1}})
+    )
     assert [f.cca for f in sc.flows] == ["bbr3_2brobust", "bbr_2brobust"]
     assert [p.module for p in needed] == ["tcp_bbr3_2brobust", "tcp_bbr_2brobust"]
     assert "tcp_bbr3-2brobust.patch" in notes[0]
@@ -51,12 +58,15 @@ def test_the_patch_parameter_on_an_algorithm_without_a_patched_module_is_refused
 
 
 def test_a_bbr_flow_without_pacing_runs_the_unpaced_module() -> None:
-    sc, needed, notes = patched.substitute(_scenario({"cca": "bbr", "pacing": False}, {"cca": "bbr", "pacing": True},
-                                                     {"cca": "cubic", "pacing": False}))
+    sc, needed, notes = patched.substitute(
+        _scenario({"cca": "bbr", "pacing": False}, {"cca": "bbr", "pacing": True}, {"cca": "cubic", "pacing": False})
+    )
     assert [(f.cca, f.pacing) for f in sc.flows] == [("bbr_unpaced", None), ("bbr", None), ("cubic", False)]
     assert [p.module for p in needed] == ["tcp_bbr_unpaced"]
-    assert notes == ["flows[0]: bbr with pacing = false ran as the guest's bbr_unpaced "
-                     "(net/ipv4/tcp_bbr.c of the guest kernel with python/ccbench/vm/patches/tcp_bbr-unpaced.patch)"]
+    assert notes == [
+        "flows[0]: bbr with pacing = false ran as the guest's bbr_unpaced "
+        "(net/ipv4/tcp_bbr.c of the guest kernel with python/ccbench/vm/patches/tcp_bbr-unpaced.patch)"
+    ]
     # The plan knows that it does not pace, and still refuses pacing = false where no module is built.
     from ccbench.kernel.host import HostFacts, KernelEngineError
     from ccbench.kernel.plan import make_plan
@@ -128,7 +138,8 @@ def test_the_pacing_grid_is_the_phone_studys_network_and_judges_the_rtt() -> Non
     free = vc.CpuCell(1.0, "1ms", "cubic_paced", "1Gbit", "1ms", 5, pacing=True)
     assert free.name == "5 x cubic_paced, 1Gbit, 1ms"
     assert "host" not in free.scenario("5s", None, tick_ns=4_000_000) and free.scenario("5s", None)["flows"] == [
-        {"cca": "cubic", "pacing": True, "count": 5}]
+        {"cca": "cubic", "pacing": True, "count": 5}
+    ]
     # The 2BRobust grid's cells are as they were.
     old = vc.CpuCell(0.25, "10ms", "bbr", "100Mbit", "10ms")
     assert old.name == "bbr 25% of 10ms, 100Mbit, 10ms" and "tcp" not in old.scenario("5s", None)
@@ -137,16 +148,17 @@ def test_the_pacing_grid_is_the_phone_studys_network_and_judges_the_rtt() -> Non
     def row(cell: vc.CpuCell, sim: float, vm: float, sim_rtt: float, vm_rtts: list[float]) -> vc.CpuRow:
         return vc.CpuRow(cell, 200.0, sim, [vm] * len(vm_rtts), 0.25, sim_rtt_ms=sim_rtt, vm_rtts_ms=vm_rtts)
 
-    assert row(held, 190.0, 192.0, 9.0, [7.4]).passed                 # within 2 ms
-    assert not row(held, 190.0, 192.0, 60.9, [32.0]).passed           # goodput agrees, the RTT does not
-    assert row(held, 190.0, 192.0, 40.0, [30.0, 32.0, 45.0]).passed   # inside the VM's range
-    assert row(old, 50.0, 50.0, 60.9, [32.0]).passed                  # not judged on the 2BRobust grid
+    assert row(held, 190.0, 192.0, 9.0, [7.4]).passed  # within 2 ms
+    assert not row(held, 190.0, 192.0, 60.9, [32.0]).passed  # goodput agrees, the RTT does not
+    assert row(held, 190.0, 192.0, 40.0, [30.0, 32.0, 45.0]).passed  # inside the VM's range
+    assert row(old, 50.0, 50.0, 60.9, [32.0]).passed  # not judged on the 2BRobust grid
     # Paced against unpaced, on each engine; no threshold rows from this grid.
     bbr = vc.CpuCell(0.25, "1ms", "bbr", "200Mbit", "1ms", 20, pacing=True)
     rows = [row(bbr, 110.0, 145.0, 24.0, [2.3]), row(held, 118.0, 146.0, 65.0, [3.4])]
-    cost, = vc.pacing_costs(rows)
-    assert (cost.cca, cost.where, cost.sim, cost.vm) == ("bbr", "20, 200Mbit, 25% of 1ms", "0.93 (0.37)",
-                                                         "0.99 (0.68)")
+    (cost,) = vc.pacing_costs(rows)
+    assert (cost.cca, cost.where, cost.sim, cost.vm) == ("bbr", "20, 200Mbit, 25% of 1ms", "0.93 (0.37)", "0.99 (0.68)")
     assert vc.thresholds(rows) == []
     table = vc.markdown(rows, [], {"guest": "debian:6.1"})
-    assert "| 24.0 / 2.3 | differs |" in table and "| bbr | 20, 200Mbit, 25% of 1ms | 0.93 (0.37) | 0.99 (0.68) |" in table
+    assert (
+        "| 24.0 / 2.3 | differs |" in table and "| bbr | 20, 200Mbit, 25% of 1ms | 0.93 (0.37) | 0.99 (0.68) |" in table
+    )

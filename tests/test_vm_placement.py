@@ -82,7 +82,8 @@ def processes() -> Iterator[tuple[subprocess.Popen[bytes], subprocess.Popen[byte
 
 @pytest.mark.skipif(not TWO_CPUS, reason="needs two CPUs")
 def test_apply_moves_the_vcpu_to_its_cpu_and_everything_else_away(
-        processes: tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]) -> None:
+    processes: tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]],
+) -> None:
     qemu, emulator = processes
     where = placement.plan(os.sched_getaffinity(0), 1)
     assert where is not None
@@ -104,7 +105,8 @@ def test_apply_moves_the_vcpu_to_its_cpu_and_everything_else_away(
 
 @pytest.mark.skipif(not TWO_CPUS, reason="needs two CPUs")
 def test_a_vcpu_to_be_sched_deadline_stays_free_to_run_anywhere(
-        processes: tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]) -> None:
+    processes: tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]],
+) -> None:
     # sched_setattr(SCHED_DEADLINE) refuses a thread whose affinity is smaller than its
     # root domain.
     qemu, emulator = processes
@@ -133,9 +135,11 @@ def test_a_grid_resumes_only_from_runs_on_a_testbed_arranged_the_same_way(tmp_pa
 
     kept = tmp_path / "cpu-cells.jsonl"
     placed = Placement((0,), (1,)).describe()
-    rows = [{"cell": "a", "rep": 0, "duration": "10s", "guest": "debian:6.1", "vm_mbps": 1.0},  # before placement
-            {"cell": "a", "rep": 1, "duration": "10s", "guest": "debian:6.1", "vm_mbps": 2.0, "placement": placed},
-            {"cell": "b", "rep": 0, "duration": "10s", "guest": "debian:6.1", "vm_mbps": 3.0, "placement": None}]
+    rows = [
+        {"cell": "a", "rep": 0, "duration": "10s", "guest": "debian:6.1", "vm_mbps": 1.0},  # before placement
+        {"cell": "a", "rep": 1, "duration": "10s", "guest": "debian:6.1", "vm_mbps": 2.0, "placement": placed},
+        {"cell": "b", "rep": 0, "duration": "10s", "guest": "debian:6.1", "vm_mbps": 3.0, "placement": None},
+    ]
     kept.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert set(_read_kept(kept, "10s", "debian:6.1", placed)) == {("a", 1)}
     assert set(_read_kept(kept, "10s", "debian:6.1", None)) == {("a", 0), ("b", 0)}

@@ -20,9 +20,17 @@ MS = 1_000_000
 # runnable) at 5.5 ms and back at 10.5 ms; it sleeps at 11 ms, is woken at 11.1 ms but
 # kept off until 12 ms (throttled when it went to sleep); it sleeps at 13 ms and is back
 # at 14 ms, its wake-up unseen. Records before its first departure end no absence.
-SWITCHES = [(0, False, False), (1 * MS, True, False), (5 * MS, False, False), (11 * MS // 2, True, True),
-            (21 * MS // 2, False, False), (11 * MS, True, False), (12 * MS, False, False),
-            (13 * MS, True, False), (14 * MS, False, False)]
+SWITCHES = [
+    (0, False, False),
+    (1 * MS, True, False),
+    (5 * MS, False, False),
+    (11 * MS // 2, True, True),
+    (21 * MS // 2, False, False),
+    (11 * MS, True, False),
+    (12 * MS, False, False),
+    (13 * MS, True, False),
+    (14 * MS, False, False),
+]
 WAKEUPS = [4_990_000, 11_100_000]
 
 
@@ -44,11 +52,14 @@ def test_an_absence_costs_a_refill_that_grows_with_its_length() -> None:
 
 
 def test_the_profile_ranks_functions_by_ticks() -> None:
-    got = kprofile.by_function({"step": 16, "ticks": 10, "functions": {"tcp_ack": 3, "(modules)": 2,
-                                                                       "native_safe_halt": 5}}, top=2)
+    got = kprofile.by_function(
+        {"step": 16, "ticks": 10, "functions": {"tcp_ack": 3, "(modules)": 2, "native_safe_halt": 5}}, top=2
+    )
     assert got["ticks"] == 10
-    assert got["functions"] == [{"function": "native_safe_halt", "ticks": 5, "share": 0.5},
-                                {"function": "tcp_ack", "ticks": 3, "share": 0.3}]
+    assert got["functions"] == [
+        {"function": "native_safe_halt", "ticks": 5, "share": 0.5},
+        {"function": "tcp_ack", "ticks": 3, "share": 0.3},
+    ]
 
 
 @needs_root
@@ -95,7 +106,7 @@ def test_cleanup_removes_the_trace_of_a_run_that_died() -> None:
     trace.start()
     path = st.traces[0]
     # Its owner "died": the record names a process that cannot exist.
-    st.owner_pid, st.owner_start = 2 ** 22 + 1, None
+    st.owner_pid, st.owner_start = 2**22 + 1, None
     st.save()
     removed = state.cleanup_stale()
     assert f"run {st.id}: tracing instance {path}" in removed, removed

@@ -23,9 +23,13 @@ if TYPE_CHECKING:
 __all__ = ["Result", "Scenario", "ScenarioError", "run", "__version__"]
 
 
-def run(scenario: Union["Scenario", Mapping[str, Any], str, "os.PathLike[str]"],
-        capture_to: Union[str, "os.PathLike[str]", None] = None, *, engine: str = DEFAULT_ENGINE,
-        **engine_options: Any) -> "Result":
+def run(
+    scenario: Union["Scenario", Mapping[str, Any], str, "os.PathLike[str]"],
+    capture_to: Union[str, "os.PathLike[str]", None] = None,
+    *,
+    engine: str = DEFAULT_ENGINE,
+    **engine_options: Any,
+) -> "Result":
     """Run a scenario (a Scenario, a TOML-shaped mapping or a path to a TOML file) on
     ``engine`` (``ccbench.engines.names()``; default the simulator), configured with
     ``engine_options`` (the VM engine's ``guest_kernel``, ``vcpus``, ``trace_tx``,

@@ -4,8 +4,9 @@ from ccbench.errors import ScenarioError as ScenarioError
 
 Column = list[float] | list[int] | list[str]
 
-def run(scenario_json: str, capture_json: str | None = None) -> tuple[str, dict[str, Column], dict[str, Column],
-                                                                     dict[str, Column]]:
+def run(
+    scenario_json: str, capture_json: str | None = None
+) -> tuple[str, dict[str, Column], dict[str, Column], dict[str, Column]]:
     """Run a scenario given as the simulator's JSON; with ``capture_json``
     (``{"points": [...], "flows": [...] | null, "dir": "..."}``) also write
     ``dir/capture-<point>.pcap``.
@@ -49,9 +50,17 @@ class ScriptedSender:
     cwr, psh)``. Sequence numbers count segments (an MSS each, except a write's short
     end); segment 0 starts at stream offset 0, the first data byte."""
 
-    def __init__(self, cca: str = "cubic", cc_params: dict[str, float] = ...,
-                 handshake_rtt_ns: int = 100_000_000, snd_wnd: int = 65535, ecn: str = "off",
-                 paced: bool = False, gso: bool = True, tcp: str = "{}") -> None:
+    def __init__(
+        self,
+        cca: str = "cubic",
+        cc_params: dict[str, float] = ...,
+        handshake_rtt_ns: int = 100_000_000,
+        snd_wnd: int = 65535,
+        ecn: str = "off",
+        paced: bool = False,
+        gso: bool = True,
+        tcp: str = "{}",
+    ) -> None:
         """``gso``: the device takes multi-segment skbs; ``tcp``: JSON of stack settings
         (the simulator's ``TcpConfig`` fields) over packetdrill's defaults (a 1000-byte
         MSS, no slow start after idle)."""
@@ -62,8 +71,9 @@ class ScriptedSender:
     def seg_floor(self, byte: int) -> tuple[int, int]:
         """The last segment starting at or before stream offset ``byte`` (the end of what
         was written counts as one past the last segment), and its offset."""
-    def receive(self, now_ns: int, ack: int, rwnd: int, sacks: list[tuple[int, int]] = ...,
-                ece: bool = False, data: int = 0) -> None:
+    def receive(
+        self, now_ns: int, ack: int, rwnd: int, sacks: list[tuple[int, int]] = ..., ece: bool = False, data: int = 0
+    ) -> None:
         """An ACK from the peer: cumulative ACK and SACK blocks in segments, window in
         bytes, and the bytes of data it carries (such an ACK is never a duplicate)."""
     def set_qdisc_drops(self, drop: bool) -> None:

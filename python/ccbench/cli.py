@@ -40,10 +40,22 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-              help="Show the version and exit.")
-@click.option("--debug", is_flag=True, expose_value=False, is_eager=True, callback=lambda ctx, p, v: _set_debug(v),
-              help="On an internal fault, print the traceback (and the simulator's backtrace).")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
+@click.option(
+    "--debug",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, p, v: _set_debug(v),
+    help="On an internal fault, print the traceback (and the simulator's backtrace).",
+)
 def cli() -> None:
     """ccbench: a TCP congestion-control laboratory."""
 
@@ -72,8 +84,12 @@ def _set_debug(on: bool) -> None:
 @click.option("--pacing", type=click.Choice(["on", "off"]), help="Force pacing on or off (default: per algorithm).")
 @click.option("--repeat", type=int, metavar="N", help="With --size: N downloads per flow, each on a new connection.")
 @click.option("--pause", metavar="TIME", help="With --repeat: wait this long after each download (default 0s).")
-@click.option("--rwnd", metavar="SIZE|auto", help="Receive-window limit of every flow, e.g. 3MB (default 6MiB); "
-              "auto: autotune the receive buffer up to the limit, as Linux does.")
+@click.option(
+    "--rwnd",
+    metavar="SIZE|auto",
+    help="Receive-window limit of every flow, e.g. 3MB (default 6MiB); "
+    "auto: autotune the receive buffer up to the limit, as Linux does.",
+)
 @click.option("--cpu", metavar="PRESET", help="Sender host CPU: server, phone-lowend, phone-midend, phone-highend.")
 @click.option("--cpu-share", metavar="SHARE", help="CPU available in deadline-style slices, e.g. 25% (default 100%).")
 @click.option("--cpu-slice", metavar="TIME", help="Period of the CPU slices, e.g. 10ms (default 10ms).")
@@ -82,35 +98,75 @@ def _set_debug(on: bool) -> None:
 @click.option("--fixed-cwnd", type=int, metavar="SEGS", help="Hold every flow's cwnd at SEGS segments.")
 @click.option("--fixed-pacing-rate", metavar="RATE", help="Hold every flow's pacing rate, e.g. 20Mbit.")
 @click.option("--freeze-cc", is_flag=True, default=None, help="Skip the algorithms' per-ACK model updates.")
-@click.option("--bbr-inflight-deficit", is_flag=True, default=None,
-              help="2BRobust: BBR flows pace at high gain while less than a BDP is in flight.")
+@click.option(
+    "--bbr-inflight-deficit",
+    is_flag=True,
+    default=None,
+    help="2BRobust: BBR flows pace at high gain while less than a BDP is in flight.",
+)
 @click.option("--tso-rtt-log", type=int, metavar="N", help="net.ipv4.tcp_tso_rtt_log; 0 = older kernels (default 9).")
-@click.option("--trace", metavar="PATH", help="Bottleneck capacity from a Mahimahi delivery-opportunity trace "
-              "(replaces --rate).")
+@click.option(
+    "--trace", metavar="PATH", help="Bottleneck capacity from a Mahimahi delivery-opportunity trace (replaces --rate)."
+)
 @click.option("--ack-trace", "ack_trace", metavar="PATH", help="Delivery-opportunity trace for the ACK direction.")
-@click.option("--aqm", type=click.Choice(["droptail", "codel", "fq_codel"]),
-              help="Queueing discipline at the bottleneck (default droptail).")
-@click.option("--set", "set_values", multiple=True, metavar="PATH=VALUE", help="Set any scenario value, named "
-              "as in a scenario file, after the other flags: link.rate=50Mbit, tcp.mss=1400, flows[1].cca=bbr, "
-              "flows.rwnd=1MB (every flow). Repeatable.")
+@click.option(
+    "--aqm",
+    type=click.Choice(["droptail", "codel", "fq_codel"]),
+    help="Queueing discipline at the bottleneck (default droptail).",
+)
+@click.option(
+    "--set",
+    "set_values",
+    multiple=True,
+    metavar="PATH=VALUE",
+    help="Set any scenario value, named "
+    "as in a scenario file, after the other flags: link.rate=50Mbit, tcp.mss=1400, flows[1].cca=bbr, "
+    "flows.rwnd=1MB (every flow). Repeatable.",
+)
 @click.option("--out", metavar="DIR", help="Write summary.json, flows.parquet, link.parquet, scenario.toml here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary JSON instead of tables.")
 @click.option("--plot", "make_plots", is_flag=True, help="With --out: also write figures of every flow to DIR/plots.")
-@click.option("--format", "formats", metavar="FMT[,FMT]", help="With --out: also write the run as flent data "
-              "(DIR/run.flent.gz) and/or an iperf3 -J report (DIR/iperf3.json): flent, iperf3.")
-@click.option("--engine", type=click.Choice(engines.names()), default=engines.DEFAULT, show_default=True,
-              help=engines.help_text())
-@click.option("--cpu-costs", metavar="FILE", help="Sender host costs ([host.cost], and host.tx_completion if "
-              "given) from a file that 'ccbench calibrate-host' writes.")
-@click.option("--guest-kernel", metavar="SPEC", help="VM engine: the guest's kernel, debian:6.1 (default), "
-              "debian:6.12, debian:PACKAGE=VERSION, or a kernel of your own (see docs/vm-engine.md).")
+@click.option(
+    "--format",
+    "formats",
+    metavar="FMT[,FMT]",
+    help="With --out: also write the run as flent data "
+    "(DIR/run.flent.gz) and/or an iperf3 -J report (DIR/iperf3.json): flent, iperf3.",
+)
+@click.option(
+    "--engine", type=click.Choice(engines.names()), default=engines.DEFAULT, show_default=True, help=engines.help_text()
+)
+@click.option(
+    "--cpu-costs",
+    metavar="FILE",
+    help="Sender host costs ([host.cost], and host.tx_completion if "
+    "given) from a file that 'ccbench calibrate-host' writes.",
+)
+@click.option(
+    "--guest-kernel",
+    metavar="SPEC",
+    help="VM engine: the guest's kernel, debian:6.1 (default), "
+    "debian:6.12, debian:PACKAGE=VERSION, or a kernel of your own (see docs/vm-engine.md).",
+)
 @click.option("--vcpus", type=int, metavar="N", help="VM engine: the guest's vCPUs (default 1).")
 @click.option("--allow-large", is_flag=True, help="Run even if the estimated memory or time is beyond this machine.")
-@click.option("--pcap", metavar="POINT[,POINT]", help="Capture packets to DIR/capture-<point>.pcap at: sender, "
-              "bottleneck-in, bottleneck-out, receiver (needs --out DIR or [capture] dir).")
+@click.option(
+    "--pcap",
+    metavar="POINT[,POINT]",
+    help="Capture packets to DIR/capture-<point>.pcap at: sender, "
+    "bottleneck-in, bottleneck-out, receiver (needs --out DIR or [capture] dir).",
+)
 @click.option("--pcap-flows", metavar="N[,N]", help="Capture only these flows (0-based; default every flow).")
-def run(scenario: Optional[str], out: Optional[str], as_json: bool, engine: str, guest_kernel: Optional[str],
-        vcpus: Optional[int], cpu_costs: Optional[str], **flags: Any) -> None:
+def run(
+    scenario: Optional[str],
+    out: Optional[str],
+    as_json: bool,
+    engine: str,
+    guest_kernel: Optional[str],
+    vcpus: Optional[int],
+    cpu_costs: Optional[str],
+    **flags: Any,
+) -> None:
     """Run a scenario file, or a scenario built from flags.
 
     Flags given with a scenario file override its values; --cca then replaces its flows.
@@ -265,40 +321,96 @@ MAX_VALIDATE_REPS = 100
 
 @cli.command()
 @click.option("--quick", is_flag=True, help="The quick grid: a cell or two of every family, 5 s, one repetition.")
-@click.option("--family", metavar="NAME[,NAME...]", help="Only these families of cells: base, loss, mix, fairness, "
-              "rtt-unfairness, staggered, trace, aqm, ecn, rwnd, sized.")
-@click.option("--cell", "cell_names", metavar="TEXT[,TEXT...]", help="Only cells whose name contains one of "
-              "these, e.g. 'cubic 10Mbit 200ms'.")
-@click.option("--reps", type=int, metavar="N", help="Repetitions per cell on the kernel (default 3; 1 with --quick), or "
-              "with --cpu on the VM (default 3).")
+@click.option(
+    "--family",
+    metavar="NAME[,NAME...]",
+    help="Only these families of cells: base, loss, mix, fairness, "
+    "rtt-unfairness, staggered, trace, aqm, ecn, rwnd, sized.",
+)
+@click.option(
+    "--cell",
+    "cell_names",
+    metavar="TEXT[,TEXT...]",
+    help="Only cells whose name contains one of these, e.g. 'cubic 10Mbit 200ms'.",
+)
+@click.option(
+    "--reps",
+    type=int,
+    metavar="N",
+    help="Repetitions per cell on the kernel (default 3; 1 with --quick), or with --cpu on the VM (default 3).",
+)
 @click.option("--duration", metavar="TIME", help="Length of each run (default 20s; 5s with --quick).")
-@click.option("--cca", metavar="NAME[,NAME...]", help="Only cells whose flows all use these algorithms; with --cpu, "
-              "the grid's algorithms (default: every BBR version the guest kernel has, and cubic; bbr_2brobust and "
-              "bbr3_2brobust are BBR with the 2BRobust patch).")
+@click.option(
+    "--cca",
+    metavar="NAME[,NAME...]",
+    help="Only cells whose flows all use these algorithms; with --cpu, "
+    "the grid's algorithms (default: every BBR version the guest kernel has, and cubic; bbr_2brobust and "
+    "bbr3_2brobust are BBR with the 2BRobust patch).",
+)
 @click.option("--no-bench", is_flag=True, help="Skip the emulator's capacity benchmark (20, 50, 100 Mbit/s).")
-@click.option("--out", metavar="DIR", help="Write validate.csv, validate.json and validate.md here, every run's "
-              "files under DIR/runs, and each finished cell to DIR/cells.jsonl: run again with the same DIR to "
-              "resume a grid that was stopped.")
-@click.option("--rerun-sim", is_flag=True, help="With --out: cells already in DIR/cells.jsonl keep their kernel "
-              "runs and the simulator runs again (after a change to the simulator).")
-@click.option("--report", "html", is_flag=True, help="With --out: also the grid as an HTML page, DIR/report/index.html "
-              "('ccbench report DIR' renders it again from validate.json).")
-@click.option("--cpu", is_flag=True, help="Instead: the sender-CPU model against the VM engine on the 2BRobust "
-              "grid (share x slice x algorithm x rate x RTT); with --out, VM results kept in DIR/cpu-cells.jsonl are "
-              "not run again (resume, or the simulator alone after a change to it).")
-@click.option("--pacing", is_flag=True, help="With --cpu: the phone study's grid instead (1, 5 and 20 flows of Cubic "
-              "and BBR, each paced and not, at 100 Mbit/s, 200 Mbit/s and 1 Gbit/s, 1 ms, the vCPU unreserved or held "
-              "to 25% or 15% of 1 ms slices); the RTT is judged too.")
-@click.option("--cpu-costs", metavar="FILE", help="With --cpu: the simulator's sender host costs ([host.cost] and "
-              "host.tx_completion, from 'ccbench calibrate-host').")
-@click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC",
-              help="With --cpu: the VM's kernel.")
+@click.option(
+    "--out",
+    metavar="DIR",
+    help="Write validate.csv, validate.json and validate.md here, every run's "
+    "files under DIR/runs, and each finished cell to DIR/cells.jsonl: run again with the same DIR to "
+    "resume a grid that was stopped.",
+)
+@click.option(
+    "--rerun-sim",
+    is_flag=True,
+    help="With --out: cells already in DIR/cells.jsonl keep their kernel "
+    "runs and the simulator runs again (after a change to the simulator).",
+)
+@click.option(
+    "--report",
+    "html",
+    is_flag=True,
+    help="With --out: also the grid as an HTML page, DIR/report/index.html "
+    "('ccbench report DIR' renders it again from validate.json).",
+)
+@click.option(
+    "--cpu",
+    is_flag=True,
+    help="Instead: the sender-CPU model against the VM engine on the 2BRobust "
+    "grid (share x slice x algorithm x rate x RTT); with --out, VM results kept in DIR/cpu-cells.jsonl are "
+    "not run again (resume, or the simulator alone after a change to it).",
+)
+@click.option(
+    "--pacing",
+    is_flag=True,
+    help="With --cpu: the phone study's grid instead (1, 5 and 20 flows of Cubic "
+    "and BBR, each paced and not, at 100 Mbit/s, 200 Mbit/s and 1 Gbit/s, 1 ms, the vCPU unreserved or held "
+    "to 25% or 15% of 1 ms slices); the RTT is judged too.",
+)
+@click.option(
+    "--cpu-costs",
+    metavar="FILE",
+    help="With --cpu: the simulator's sender host costs ([host.cost] and "
+    "host.tx_completion, from 'ccbench calibrate-host').",
+)
+@click.option(
+    "--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC", help="With --cpu: the VM's kernel."
+)
 @click.option("--rate", "rates", metavar="RATE[,RATE...]", help="With --cpu: only these bottleneck rates of the grid.")
 @click.option("--rtt", "rtts", metavar="TIME[,TIME...]", help="With --cpu: only these RTTs of the grid.")
-def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps: Optional[int],
-             duration: Optional[str], cca: Optional[str],
-             no_bench: bool, out: Optional[str], rerun_sim: bool, html: bool, cpu: bool, pacing: bool,
-             cpu_costs: Optional[str], guest_kernel: str, rates: Optional[str], rtts: Optional[str]) -> None:
+def validate(
+    quick: bool,
+    family: Optional[str],
+    cell_names: Optional[str],
+    reps: Optional[int],
+    duration: Optional[str],
+    cca: Optional[str],
+    no_bench: bool,
+    out: Optional[str],
+    rerun_sim: bool,
+    html: bool,
+    cpu: bool,
+    pacing: bool,
+    cpu_costs: Optional[str],
+    guest_kernel: str,
+    rates: Optional[str],
+    rtts: Optional[str],
+) -> None:
     """Run a grid of scenarios on the simulator and on the kernel and compare them.
 
     The full grid (about 100 cells, 20 s, 3 repetitions): one flow at 10, 100 and 500
@@ -317,8 +429,12 @@ def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps
 
     host.require_root()
     if cpu:
-        for name, value in (("--family", family), ("--cell", cell_names), ("--report", html or None),
-                            ("--rerun-sim", rerun_sim or None)):
+        for name, value in (
+            ("--family", family),
+            ("--cell", cell_names),
+            ("--report", html or None),
+            ("--rerun-sim", rerun_sim or None),
+        ):
             if value is not None:
                 raise ScenarioError(name, "not with --cpu")
         _validate_cpu(quick, pacing, duration, cca, cpu_costs, guest_kernel, out, rates, rtts, _reps(reps, 3))
@@ -339,18 +455,26 @@ def validate(quick: bool, family: Optional[str], cell_names: Optional[str], reps
     cells = command.select(cells, family, cell_names, cca)
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")
-    click.echo(f"validating {len(cells)} scenario(s) x {params['reps']} repetition(s) of {params['duration']} "
-               f"on both engines", err=True)
+    click.echo(
+        f"validating {len(cells)} scenario(s) x {params['reps']} repetition(s) of {params['duration']} on both engines",
+        err=True,
+    )
     with signals_interrupt():
-        results = v.run_grid(cells, params["duration"], params["reps"], None if out is None else Path(out),
-                             rerun_sim=rerun_sim)
+        results = v.run_grid(
+            cells, params["duration"], params["reps"], None if out is None else Path(out), rerun_sim=rerun_sim
+        )
         bench = [] if no_bench else v.emulator_benchmark()
     command.print_results(results, bench)
     if out is not None:
         facts = host.facts()
-        meta = {"command": "ccbench validate" + (" --quick" if quick else ""), "kernel": facts.kernel,
-                "kernel_hz": facts.kernel_hz, "version": _core.version(), "duration": params["duration"],
-                "reps": params["reps"]}
+        meta = {
+            "command": "ccbench validate" + (" --quick" if quick else ""),
+            "kernel": facts.kernel,
+            "kernel_hz": facts.kernel_hz,
+            "version": _core.version(),
+            "duration": params["duration"],
+            "reps": params["reps"],
+        }
         paths = v.write(Path(out), results, bench, meta)
         if html:
             from .validate.report import build_from_file
@@ -364,14 +488,26 @@ def _reps(reps: Optional[int], default: int) -> int:
     if reps is None:
         return default
     if not 1 <= reps <= MAX_VALIDATE_REPS:
-        raise ScenarioError("--reps", f"must be from 1 to {MAX_VALIDATE_REPS} (each repetition runs every cell on "
-                            "the kernel or the VM in real time)")
+        raise ScenarioError(
+            "--reps",
+            f"must be from 1 to {MAX_VALIDATE_REPS} (each repetition runs every cell on "
+            "the kernel or the VM in real time)",
+        )
     return reps
 
 
-def _validate_cpu(quick: bool, pacing: bool, duration: Optional[str], cca: Optional[str], cpu_costs: Optional[str],
-                  guest_kernel: str, out: Optional[str], rates: Optional[str], rtts: Optional[str],
-                  reps: int) -> None:
+def _validate_cpu(
+    quick: bool,
+    pacing: bool,
+    duration: Optional[str],
+    cca: Optional[str],
+    cpu_costs: Optional[str],
+    guest_kernel: str,
+    out: Optional[str],
+    rates: Optional[str],
+    rtts: Optional[str],
+    reps: int,
+) -> None:
     from .vm import validate as vc
 
     if pacing:
@@ -383,8 +519,9 @@ def _validate_cpu(quick: bool, pacing: bool, duration: Optional[str], cca: Optio
             chosen = tuple(v.strip() for v in given.split(",") if v.strip())
             unknown = [v for v in chosen if v not in params[key]]
             if unknown or not chosen:
-                raise ScenarioError(flag, f"{', '.join(unknown) or given!r} is not in the grid; allowed: "
-                                    f"{', '.join(params[key])}")
+                raise ScenarioError(
+                    flag, f"{', '.join(unknown) or given!r} is not in the grid; allowed: {', '.join(params[key])}"
+                )
             params[key] = chosen
     if duration is not None:
         _duration_flag(duration, "--duration")
@@ -401,44 +538,69 @@ def _validate_cpu(quick: bool, pacing: bool, duration: Optional[str], cca: Optio
         offered = vm.congestion_control()
         params["ccas"] = (*(v for v in ("bbr", "bbr2", "bbr3") if v in offered), "cubic")
     if pacing:
-        cells = vc.pacing_grid(params["shares"], params["slices"], params["flows"], params["ccas"], params["rates"],
-                               params["rtts"])
+        cells = vc.pacing_grid(
+            params["shares"], params["slices"], params["flows"], params["ccas"], params["rates"], params["rtts"]
+        )
     else:
         cells = vc.grid(params["shares"], params["slices"], params["ccas"], params["rates"], params["rtts"])
     vc.check(cells, params["duration"], costs, vm)  # every cell runnable on both engines, before the first run
-    click.echo(f"validating the sender-CPU model{' (pacing)' if pacing else ''}: {len(cells)} cell(s) of "
-               f"{params['duration']} on the simulator "
-               f"and {reps} time(s) on the VM ({guest_kernel})", err=True)
+    click.echo(
+        f"validating the sender-CPU model{' (pacing)' if pacing else ''}: {len(cells)} cell(s) of "
+        f"{params['duration']} on the simulator "
+        f"and {reps} time(s) on the VM ({guest_kernel})",
+        err=True,
+    )
     kept = None
     if out is not None:
         Path(out).mkdir(parents=True, exist_ok=True)
         kept = Path(out) / "cpu-cells.jsonl"
     with signals_interrupt():
-        rows = vc.run(cells, params["duration"], costs, vm, progress=lambda line: click.echo(line, err=True), kept=kept,
-                      reps=reps)
+        rows = vc.run(
+            cells, params["duration"], costs, vm, progress=lambda line: click.echo(line, err=True), kept=kept, reps=reps
+        )
     limits = vc.thresholds(rows)
     click.echo(vc.markdown(rows, limits, {"guest": guest_kernel}), nl=False)
     if out is not None:
-        meta = {"command": "ccbench validate --cpu" + (" --pacing" if pacing else ""), "guest": guest_kernel,
-                "duration": params["duration"],
-                "reps": reps, "costs": costs, "version": _core.version()}
+        meta = {
+            "command": "ccbench validate --cpu" + (" --pacing" if pacing else ""),
+            "guest": guest_kernel,
+            "duration": params["duration"],
+            "reps": reps,
+            "costs": costs,
+            "version": _core.version(),
+        }
         paths = vc.write(Path(out), rows, limits, meta)
         click.echo(f"wrote {', '.join(str(p) for p in paths)}")
 
 
 @cli.command()
 @click.argument("capture", metavar="CAPTURE.pcap", required=False)
-@click.option("--flow", type=int, metavar="N", help="Only the N-th connection carrying data (0-based, in order of "
-              "its first packet).")
+@click.option(
+    "--flow",
+    type=int,
+    metavar="N",
+    help="Only the N-th connection carrying data (0-based, in order of its first packet).",
+)
 @click.option("--port", type=int, metavar="P", help="Only connections with port P at either end.")
-@click.option("--side", type=click.Choice(["sender", "receiver"]), help="Where the capture was taken (default: "
-              "detected from timing).")
+@click.option(
+    "--side",
+    type=click.Choice(["sender", "receiver"]),
+    help="Where the capture was taken (default: detected from timing).",
+)
 @click.option("--interval", default="100ms", show_default=True, metavar="TIME", help="Time-series interval.")
 @click.option("--out", metavar="DIR", help="Write summary.json, flows.parquet, link.parquet, packets.parquet here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary JSON instead of tables.")
 @click.option("--plot", "make_plots", is_flag=True, help="With --out: also write the figures to DIR/plots.")
-def analyze(capture: Optional[str], flow: Optional[int], port: Optional[int], side: Optional[str], interval: str,
-            out: Optional[str], as_json: bool, make_plots: bool) -> None:
+def analyze(
+    capture: Optional[str],
+    flow: Optional[int],
+    port: Optional[int],
+    side: Optional[str],
+    interval: str,
+    out: Optional[str],
+    as_json: bool,
+    make_plots: bool,
+) -> None:
     """Measure the TCP connections of a packet capture (pcap or pcapng) as a run:
     goodput, throughput, retransmissions, RTT, duplicate ACKs, bytes in flight and the
     receive window, written as a run directory that 'ccbench plot' draws."""
@@ -455,8 +617,9 @@ def analyze(capture: Optional[str], flow: Optional[int], port: Optional[int], si
         raise ScenarioError("--interval", str(e)) from None
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ScenarioError("--out", f"{out!r} exists and is not a directory")
-    _show_and_save(analyze_file(capture, flow=flow, port=port, side=side, interval=interval_s), out, as_json,
-                   make_plots)
+    _show_and_save(
+        analyze_file(capture, flow=flow, port=port, side=side, interval=interval_s), out, as_json, make_plots
+    )
 
 
 @cli.command("import-iperf3")
@@ -482,8 +645,9 @@ def import_iperf3(report: Optional[str], out: Optional[str], as_json: bool, make
 @click.argument("run_dir", metavar="RUN_DIR", required=False)
 @click.option("--flow", type=int, default=0, show_default=True, metavar="N", help="Index of the flow to plot.")
 @click.option("--out", metavar="DIR", help="Write the figures here (default RUN_DIR/plots).")
-@click.option("--format", "formats", default="png,svg", show_default=True, metavar="FMT[,FMT]",
-              help="File formats: png, svg.")
+@click.option(
+    "--format", "formats", default="png,svg", show_default=True, metavar="FMT[,FMT]", help="File formats: png, svg."
+)
 def plot(run_dir: Optional[str], flow: int, out: Optional[str], formats: str) -> None:
     """Plot a run directory written by 'ccbench run --out': flow<N> (throughput, RTT,
     cwnd, pacing and bandwidth estimate, state timeline) and link (queue, drops)."""
@@ -522,17 +686,40 @@ def _write_plots(run_dir: str, flows: Optional[list[int]], out: Optional[str], f
 @click.argument("run_dir", metavar="[RUN_DIR]", required=False)
 @click.option("--sweep", metavar="NAME", help="Report on a sweep in the results store instead of one run.")
 @click.option("--store", metavar="DIR", help="Results store to read (default ./ccbench-results).")
-@click.option("--out", metavar="DIR", help="Where to write index.html and its figures "
-              "(default RUN_DIR/report, or reports/NAME for a sweep).")
-@click.option("--metric", default="goodput_mbps", show_default=True, metavar="COLUMN",
-              help="Metric of the per-algorithm heatmaps (a column of the runs table).")
+@click.option(
+    "--out",
+    metavar="DIR",
+    help="Where to write index.html and its figures (default RUN_DIR/report, or reports/NAME for a sweep).",
+)
+@click.option(
+    "--metric",
+    default="goodput_mbps",
+    show_default=True,
+    metavar="COLUMN",
+    help="Metric of the per-algorithm heatmaps (a column of the runs table).",
+)
 @click.option("--x", metavar="COLUMN", help="Heatmap x axis among the swept conditions (default: buffer).")
 @click.option("--y", metavar="COLUMN", help="Heatmap y axis (default: RTT, else the next swept condition).")
 @click.option("--facet", metavar="COLUMN", help="One heatmap panel per value of this condition.")
-@click.option("--format", "formats", default="png,svg", show_default=True, metavar="FMT[,FMT]",
-              help="Figure files written beside the page: png, svg.")
-def report(run_dir: Optional[str], sweep: Optional[str], store: Optional[str], out: Optional[str], metric: str,
-           x: Optional[str], y: Optional[str], facet: Optional[str], formats: str) -> None:
+@click.option(
+    "--format",
+    "formats",
+    default="png,svg",
+    show_default=True,
+    metavar="FMT[,FMT]",
+    help="Figure files written beside the page: png, svg.",
+)
+def report(
+    run_dir: Optional[str],
+    sweep: Optional[str],
+    store: Optional[str],
+    out: Optional[str],
+    metric: str,
+    x: Optional[str],
+    y: Optional[str],
+    facet: Optional[str],
+    formats: str,
+) -> None:
     """Write a self-contained HTML report of a run directory, of a stored sweep, or of a
     validation grid (a directory written by 'ccbench validate --out DIR')."""
     from .report_html.command import report_command
@@ -543,17 +730,28 @@ def report(run_dir: Optional[str], sweep: Optional[str], store: Optional[str], o
 @cli.command()
 @click.option("--sweep", required=True, metavar="NAME", help="The stored sweep to learn from.")
 @click.option("--store", metavar="DIR", help="Results store to read (default ./ccbench-results).")
-@click.option("--objective", type=click.Choice(["goodput", "delay", "retrans", "score"]), default="goodput",
-              show_default=True, help="What winning means, besides goodput (always shown).")
-@click.option("--weights", metavar="goodput=W,delay=W,retrans=W",
-              help="Weights of --objective score (default 1 each).")
+@click.option(
+    "--objective",
+    type=click.Choice(["goodput", "delay", "retrans", "score"]),
+    default="goodput",
+    show_default=True,
+    help="What winning means, besides goodput (always shown).",
+)
+@click.option("--weights", metavar="goodput=W,delay=W,retrans=W", help="Weights of --objective score (default 1 each).")
 @click.option("--cca", metavar="NAME[,NAME...]", help="Only compare these algorithms (default: every one swept).")
 @click.option("--max-depth", type=int, default=3, show_default=True, metavar="N", help="Depth of the tree.")
 @click.option("--out", metavar="DIR", help="Where to draw the trees (default reports/NAME).")
-@click.option("--format", "formats", default="png,svg", show_default=True, metavar="FMT[,FMT]",
-              help="png, svg.")
-def advise(sweep: str, store: Optional[str], objective: str, weights: Optional[str], cca: Optional[str],
-           max_depth: int, out: Optional[str], formats: str) -> None:
+@click.option("--format", "formats", default="png,svg", show_default=True, metavar="FMT[,FMT]", help="png, svg.")
+def advise(
+    sweep: str,
+    store: Optional[str],
+    objective: str,
+    weights: Optional[str],
+    cca: Optional[str],
+    max_depth: int,
+    out: Optional[str],
+    formats: str,
+) -> None:
     """Learn from a stored sweep which algorithm wins where: a decision tree over
     buffer (BDP), loss, RTT, bandwidth, CPU share and flow count."""
     from .advise.command import advise_command
@@ -571,50 +769,108 @@ _register_sweep_commands(cli)
 @click.option("--rtt", required=True, metavar="TIME", help="Base RTT, e.g. 30ms.")
 @click.option("--buffer", required=True, metavar="SIZE", help="Bottleneck buffer: 64KB, 0.5bdp, 100pkt.")
 @click.option("--loss", default="0", show_default=True, metavar="LOSS", help="Random loss, e.g. 0.1%.")
-@click.option("--flows", type=int, default=1, show_default=True, metavar="N", help="Flows per run (all of one algorithm).")
+@click.option(
+    "--flows", type=int, default=1, show_default=True, metavar="N", help="Flows per run (all of one algorithm)."
+)
 @click.option("--duration", default="10s", show_default=True, metavar="TIME", help="Simulated time per run.")
 @click.option("--seeds", type=int, default=5, show_default=True, metavar="N", help="Runs per algorithm and buffer.")
-@click.option("--cca", default="cubic,bbr,bbr3", show_default=True, metavar="NAME[,NAME...]",
-              help="Candidate algorithms.")
+@click.option(
+    "--cca", default="cubic,bbr,bbr3", show_default=True, metavar="NAME[,NAME...]", help="Candidate algorithms."
+)
 @click.option("--reno", is_flag=True, help="Add Reno to the candidates.")
-@click.option("--neighbours/--no-neighbours", default=True, show_default=True,
-              help="Also simulate half and double the buffer, to show how sensitive the answer is.")
-@click.option("--objective", type=click.Choice(["goodput", "delay", "retrans", "score"]), default="goodput",
-              show_default=True, help="What to optimise; goodput ties (within 2%) go to the lower RTT.")
+@click.option(
+    "--neighbours/--no-neighbours",
+    default=True,
+    show_default=True,
+    help="Also simulate half and double the buffer, to show how sensitive the answer is.",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(["goodput", "delay", "retrans", "score"]),
+    default="goodput",
+    show_default=True,
+    help="What to optimise; goodput ties (within 2%) go to the lower RTT.",
+)
 @click.option("--weights", metavar="goodput=W,delay=W,retrans=W", help="Weights of --objective score.")
 @click.option("--workers", type=int, metavar="N", help="Parallel simulations (default: one per core).")
 @click.option("--cpu", metavar="PRESET", help="The sender's CPU: server, phone-lowend, phone-midend, phone-highend.")
 @click.option("--cpu-share", metavar="SHARE", help="CPU available in slices, e.g. 25% (a VM's vCPU).")
 @click.option("--cpu-slice", metavar="TIME", help="Period of the CPU slices (default 10ms).")
-def recommend(rate: str, rtt: str, buffer: str, loss: str, flows: int, duration: str, seeds: int, cca: str,
-              reno: bool, neighbours: bool, objective: str, weights: Optional[str], workers: Optional[int],
-              cpu: Optional[str], cpu_share: Optional[str], cpu_slice: Optional[str]) -> None:
+def recommend(
+    rate: str,
+    rtt: str,
+    buffer: str,
+    loss: str,
+    flows: int,
+    duration: str,
+    seeds: int,
+    cca: str,
+    reno: bool,
+    neighbours: bool,
+    objective: str,
+    weights: Optional[str],
+    workers: Optional[int],
+    cpu: Optional[str],
+    cpu_share: Optional[str],
+    cpu_slice: Optional[str],
+) -> None:
     """Simulate the candidate algorithms at one operating point and recommend one, with
     its predicted goodput, RTT and retransmissions and the reasons."""
     from .advise.recommend import recommend_command
 
     host = {k: v for k, v in (("cpu", cpu), ("cpu_share", cpu_share), ("cpu_slice", cpu_slice)) if v is not None}
-    recommend_command(rate, rtt, buffer, loss, flows, duration, seeds, cca, reno, neighbours, objective, weights,
-                      workers, host)
+    recommend_command(
+        rate, rtt, buffer, loss, flows, duration, seeds, cca, reno, neighbours, objective, weights, workers, host
+    )
 
 
 @cli.command()
 @click.argument("paths", nargs=-1, metavar="PATH...")
-@click.option("--kernel", "on_kernel", is_flag=True,
-              help="Run on this machine's kernel with packetdrill (as root, a network namespace per script).")
+@click.option(
+    "--kernel",
+    "on_kernel",
+    is_flag=True,
+    help="Run on this machine's kernel with packetdrill (as root, a network namespace per script).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
-@click.option("--expect", metavar="FILE", help="Compare with verdicts recorded by '--kernel --json' and say where "
-              "they differ.")
-@click.option("--tolerance-usecs", type=click.IntRange(min=0, max=10_000_000), metavar="N",
-              help="Timing tolerance for every script (default: the script's own, else 4000).")
-@click.option("--vm", "on_vm", is_flag=True, help="Run on the VM engine's guest kernel with packetdrill (one QEMU "
-              "boot; for what this kernel lacks, such as the fq qdisc).")
-@click.option("--guest-kernel", default="debian:sid", show_default=True, metavar="SPEC",
-              help="With --vm: the guest's kernel (as for --engine vm; packetdrill needs Linux 6.18 or later).")
-@click.option("--packetdrill", metavar="PATH", help="With --kernel or --vm: this packetdrill binary instead of one "
-              "built from source into the cache.")
-def conformance(paths: tuple[str, ...], on_kernel: bool, on_vm: bool, guest_kernel: str, as_json: bool,
-                expect: Optional[str], tolerance_usecs: Optional[int], packetdrill: Optional[str]) -> None:
+@click.option(
+    "--expect", metavar="FILE", help="Compare with verdicts recorded by '--kernel --json' and say where they differ."
+)
+@click.option(
+    "--tolerance-usecs",
+    type=click.IntRange(min=0, max=10_000_000),
+    metavar="N",
+    help="Timing tolerance for every script (default: the script's own, else 4000).",
+)
+@click.option(
+    "--vm",
+    "on_vm",
+    is_flag=True,
+    help="Run on the VM engine's guest kernel with packetdrill (one QEMU "
+    "boot; for what this kernel lacks, such as the fq qdisc).",
+)
+@click.option(
+    "--guest-kernel",
+    default="debian:sid",
+    show_default=True,
+    metavar="SPEC",
+    help="With --vm: the guest's kernel (as for --engine vm; packetdrill needs Linux 6.18 or later).",
+)
+@click.option(
+    "--packetdrill",
+    metavar="PATH",
+    help="With --kernel or --vm: this packetdrill binary instead of one built from source into the cache.",
+)
+def conformance(
+    paths: tuple[str, ...],
+    on_kernel: bool,
+    on_vm: bool,
+    guest_kernel: str,
+    as_json: bool,
+    expect: Optional[str],
+    tolerance_usecs: Optional[int],
+    packetdrill: Optional[str],
+) -> None:
     """Run packetdrill TCP scripts (files, or directories searched for *.pkt) against the
     simulator's TCP sender, with --kernel against this machine's kernel, or with --vm
     against the VM guest's kernel: one line per script (pass, fail with the first
@@ -633,14 +889,20 @@ def conformance(paths: tuple[str, ...], on_kernel: bool, on_vm: bool, guest_kern
     if on_vm:
         from .conformance.guest import run_guest
 
-        verdicts = run_guest([Path(p) for p in paths], None if packetdrill is None else Path(packetdrill),
-                             tolerance_usecs, echo, guest_kernel)
+        verdicts = run_guest(
+            [Path(p) for p in paths],
+            None if packetdrill is None else Path(packetdrill),
+            tolerance_usecs,
+            echo,
+            guest_kernel,
+        )
         stack = verdicts[0].stack if verdicts else "linux (VM guest)"
     elif on_kernel:
         from .conformance.kernel import run_kernel
 
-        verdicts = run_kernel([Path(p) for p in paths], None if packetdrill is None else Path(packetdrill),
-                              tolerance_usecs, echo)
+        verdicts = run_kernel(
+            [Path(p) for p in paths], None if packetdrill is None else Path(packetdrill), tolerance_usecs, echo
+        )
         stack = verdicts[0].stack if verdicts else "linux"
     else:
         verdicts = command.run_simulator(scripts, tolerance_usecs, echo)
@@ -663,19 +925,40 @@ def conformance(paths: tuple[str, ...], on_kernel: bool, on_vm: bool, guest_kern
 
 @cli.command()
 @click.argument("name", metavar="[NAME]", required=False)
-@click.option("--quick/--full", default=True, show_default=True,
-              help="A small grid (a minute or two on two cores), or the study's full grid.")
-@click.option("--out", metavar="DIR", help="Where to write the comparison, figures and report (default "
-              "replications/NAME).")
+@click.option(
+    "--quick/--full",
+    default=True,
+    show_default=True,
+    help="A small grid (a minute or two on two cores), or the study's full grid.",
+)
+@click.option(
+    "--out", metavar="DIR", help="Where to write the comparison, figures and report (default replications/NAME)."
+)
 @click.option("--workers", type=int, metavar="N", help="Parallel simulations (default: one per core).")
 @click.option("--store", metavar="DIR", help="Results store to run into (default ./ccbench-results).")
-@click.option("--engine", type=click.Choice(engines.names()), default=engines.DEFAULT, show_default=True,
-              help="Where the study's runs go; a study lists the engines it can run on (elmenhorst2026: vm, "
-              "side by side with the simulator).")
-@click.option("--guest-kernel", metavar="SPEC", help="--engine vm: the guest's kernel (default debian:6.1); one "
-              "with BBRv3 (ccbench vm build-kernel) runs the study's BBRv3 findings.")
-def replicate(name: Optional[str], quick: bool, out: Optional[str], workers: Optional[int],
-              store: Optional[str], engine: str, guest_kernel: Optional[str]) -> None:
+@click.option(
+    "--engine",
+    type=click.Choice(engines.names()),
+    default=engines.DEFAULT,
+    show_default=True,
+    help="Where the study's runs go; a study lists the engines it can run on (elmenhorst2026: vm, "
+    "side by side with the simulator).",
+)
+@click.option(
+    "--guest-kernel",
+    metavar="SPEC",
+    help="--engine vm: the guest's kernel (default debian:6.1); one "
+    "with BBRv3 (ccbench vm build-kernel) runs the study's BBRv3 findings.",
+)
+def replicate(
+    name: Optional[str],
+    quick: bool,
+    out: Optional[str],
+    workers: Optional[int],
+    store: Optional[str],
+    engine: str,
+    guest_kernel: Optional[str],
+) -> None:
     """Replicate a published study and compare its findings with ccbench's; without
     NAME, list the studies."""
     from .engines.vm import use_guest_kernel
@@ -691,19 +974,35 @@ def vm() -> None:
 
 
 @vm.command("probe")
-@click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC",
-              help="debian:6.1, debian:6.12, debian:PACKAGE=VERSION, a directory with boot/vmlinuz-* and "
-              "lib/modules/<release>, or BZIMAGE:MODULES_DIR.")
-@click.option("--vcpus", type=click.IntRange(1, 16), default=1, show_default=True, metavar="N",
-              help="Guest vCPUs (one host thread each).")
-@click.option("--cpu-share", metavar="SHARE", help="Give each vCPU thread this share under SCHED_DEADLINE, "
-              "e.g. 25% (root).")
+@click.option(
+    "--guest-kernel",
+    default="debian:6.1",
+    show_default=True,
+    metavar="SPEC",
+    help="debian:6.1, debian:6.12, debian:PACKAGE=VERSION, a directory with boot/vmlinuz-* and "
+    "lib/modules/<release>, or BZIMAGE:MODULES_DIR.",
+)
+@click.option(
+    "--vcpus",
+    type=click.IntRange(1, 16),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Guest vCPUs (one host thread each).",
+)
+@click.option(
+    "--cpu-share", metavar="SHARE", help="Give each vCPU thread this share under SCHED_DEADLINE, e.g. 25% (root)."
+)
 @click.option("--cpu-slice", default="10ms", show_default=True, metavar="TIME", help="The deadline period.")
-@click.option("--busy", default="0s", show_default=True, metavar="TIME",
-              help="Keep the guest busy this long and measure the CPU time each vCPU thread gets.")
+@click.option(
+    "--busy",
+    default="0s",
+    show_default=True,
+    metavar="TIME",
+    help="Keep the guest busy this long and measure the CPU time each vCPU thread gets.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def vm_probe(guest_kernel: str, vcpus: int, cpu_share: Optional[str], cpu_slice: str, busy: str,
-             as_json: bool) -> None:
+def vm_probe(guest_kernel: str, vcpus: int, cpu_share: Optional[str], cpu_slice: str, busy: str, as_json: bool) -> None:
     """Boot the guest once and report its kernel, the accelerator, the boot time, the
     congestion controls it offers and, with --cpu-share, the policy read back from the
     host kernel and the CPU the busy vCPUs got."""
@@ -741,13 +1040,24 @@ def vm_probe(guest_kernel: str, vcpus: int, cpu_share: Optional[str], cpu_slice:
 
 
 @vm.command("build-kernel")
-@click.option("--series", type=click.Choice(sorted(GUEST_SERIES)), default="6.12", show_default=True,
-              help="Which pinned Debian kernel's source and configuration to start from.")
-@click.option("--patch", "patches", multiple=True, metavar="FILE",
-              help="A patch to apply (patch -p1), in the order given; e.g. BBRv3's for this series.")
+@click.option(
+    "--series",
+    type=click.Choice(sorted(GUEST_SERIES)),
+    default="6.12",
+    show_default=True,
+    help="Which pinned Debian kernel's source and configuration to start from.",
+)
+@click.option(
+    "--patch",
+    "patches",
+    multiple=True,
+    metavar="FILE",
+    help="A patch to apply (patch -p1), in the order given; e.g. BBRv3's for this series.",
+)
 @click.option("--out", required=True, metavar="DIR", help="Where to put the kernel (a new or empty directory).")
-@click.option("--jobs", type=click.IntRange(0, 256), default=0, metavar="N", help="Parallel make jobs (0: one per "
-              "core).")
+@click.option(
+    "--jobs", type=click.IntRange(0, 256), default=0, metavar="N", help="Parallel make jobs (0: one per core)."
+)
 def vm_build_kernel(series: str, patches: tuple[str, ...], out: str, jobs: int) -> None:
     """Build a guest kernel of one's own from Debian's source of a pinned guest kernel,
     with patches, for --guest-kernel DIR. A BBRv3 tcp_bbr.c is offered as bbr3, with
@@ -756,8 +1066,7 @@ def vm_build_kernel(series: str, patches: tuple[str, ...], out: str, jobs: int) 
     from .vm.kernel_build import build
 
     with signals_interrupt():
-        kernel = build(series, [Path(p) for p in patches], Path(out), jobs,
-                       say=lambda line: click.echo(line, err=True))
+        kernel = build(series, [Path(p) for p in patches], Path(out), jobs, say=lambda line: click.echo(line, err=True))
     click.echo(f"{kernel.release}: {', '.join(kernel.congestion_control())}")
     click.echo(f"use it with --guest-kernel {out}")
 
@@ -767,8 +1076,13 @@ def vm_build_kernel(series: str, patches: tuple[str, ...], out: str, jobs: int) 
 @click.option("--guest-kernel", default="debian:6.1", show_default=True, metavar="SPEC", help="The guest's kernel.")
 @click.option("--vcpus", type=click.IntRange(1, 16), default=1, show_default=True, metavar="N", help="Guest vCPUs.")
 @click.option("--duration", default="5s", show_default=True, metavar="TIME", help="Length of each run.")
-@click.option("--out", default="host-costs.toml", show_default=True, metavar="FILE",
-              help="Where to write host.tx_completion and the [host.cost] table.")
+@click.option(
+    "--out",
+    default="host-costs.toml",
+    show_default=True,
+    metavar="FILE",
+    help="Where to write host.tx_completion and the [host.cost] table.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the runs and the fit as JSON.")
 def calibrate_host(quick: bool, guest_kernel: str, vcpus: int, duration: str, out: str, as_json: bool) -> None:
     """Measure the VM guest's CPU time per ACK, segment, skb and wake-up (above an idle
@@ -786,8 +1100,13 @@ def calibrate_host(quick: bool, guest_kernel: str, vcpus: int, duration: str, ou
         raise ScenarioError("--out", f"{out!r} is a directory; give a file name")
     host.require_root("VM")
     with signals_interrupt():
-        result = calibrate(guest_kernel, vcpus, QUICK_POINTS if quick else DEFAULT_POINTS, duration,
-                           progress=lambda line: click.echo(line, err=True))
+        result = calibrate(
+            guest_kernel,
+            vcpus,
+            QUICK_POINTS if quick else DEFAULT_POINTS,
+            duration,
+            progress=lambda line: click.echo(line, err=True),
+        )
     Path(out).write_text(result.toml())
     if as_json:
         click.echo(jsonlib.dumps(result.as_dict(), indent=1))
@@ -849,13 +1168,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except InternalError as e:
         if _debug:
             raise
-        _fail(e.where, f"internal fault: {e.message}; please report it (ccbench --debug ... shows the backtrace)",
-              EXIT_INTERNAL)
+        _fail(
+            e.where,
+            f"internal fault: {e.message}; please report it (ccbench --debug ... shows the backtrace)",
+            EXIT_INTERNAL,
+        )
     except Exception as e:  # an internal fault: one line unless debugging
         if _debug:
             raise
-        _fail("internal", f"{type(e).__name__}: {e}; please report it (ccbench --debug ... shows the traceback)",
-              EXIT_INTERNAL)
+        _fail(
+            "internal",
+            f"{type(e).__name__}: {e}; please report it (ccbench --debug ... shows the traceback)",
+            EXIT_INTERNAL,
+        )
     return rv if isinstance(rv, int) else 0
 
 

@@ -20,13 +20,25 @@ from . import _core
 
 # TOML key -> the ``ccbench run`` flag that sets it (for every flow where it is per flow).
 FLAGS = {
-    "seed": "--seed", "duration": "--duration", "interval": "--interval", "link.rate": "--rate",
-    "link.rtt": "--rtt", "link.buffer": "--buffer", "link.loss": "--loss", "link.trace, link.ack_trace":
-    "--trace, --ack-trace", "flows[i].cca": "--cca", "flows[i].size": "--size", "flows[i].rwnd": "--rwnd",
-    "flows[i].pacing_stride": "--pacing-stride", "flows[i].fixed_cwnd": "--fixed-cwnd",
-    "flows[i].fixed_pacing_rate": "--fixed-pacing-rate", "flows[i].repeat": "--repeat",
-    "tcp.tso_rtt_log": "--tso-rtt-log", "host.cpu_share": "--cpu-share",
-    "host.cpu_slice": "--cpu-slice", "host.cpu_trace": "--cpu-trace",
+    "seed": "--seed",
+    "duration": "--duration",
+    "interval": "--interval",
+    "link.rate": "--rate",
+    "link.rtt": "--rtt",
+    "link.buffer": "--buffer",
+    "link.loss": "--loss",
+    "link.trace, link.ack_trace": "--trace, --ack-trace",
+    "flows[i].cca": "--cca",
+    "flows[i].size": "--size",
+    "flows[i].rwnd": "--rwnd",
+    "flows[i].pacing_stride": "--pacing-stride",
+    "flows[i].fixed_cwnd": "--fixed-cwnd",
+    "flows[i].fixed_pacing_rate": "--fixed-pacing-rate",
+    "flows[i].repeat": "--repeat",
+    "tcp.tso_rtt_log": "--tso-rtt-log",
+    "host.cpu_share": "--cpu-share",
+    "host.cpu_slice": "--cpu-slice",
+    "host.cpu_trace": "--cpu-trace",
 }
 
 
@@ -55,16 +67,29 @@ def _file_rows() -> list[tuple[str, str, str]]:
 
     links = ", ".join(sorted(set(LINK_NAMES.values())))
     return [
-        ("scenario / sweep plan", "ccbench run, ccbench sweep, --set",
-         f"UTF-8 TOML, at most {MAX_BYTES // 2**20} MiB, arrays and tables nested at most {MAX_DEPTH} deep"),
-        ("Mahimahi trace", "--trace, --ack-trace, link.trace",
-         f"one integer per line, milliseconds, never decreasing; the last from 1 to {MAX_TIMESTAMP_MS}"),
-        ("CPU trace", "--cpu-trace, host.cpu_trace",
-         "one '<on> <off>' pair of durations per line ('#' comments); some on time; one pass from 1 us "
-         "to the longest duration"),
+        (
+            "scenario / sweep plan",
+            "ccbench run, ccbench sweep, --set",
+            f"UTF-8 TOML, at most {MAX_BYTES // 2**20} MiB, arrays and tables nested at most {MAX_DEPTH} deep",
+        ),
+        (
+            "Mahimahi trace",
+            "--trace, --ack-trace, link.trace",
+            f"one integer per line, milliseconds, never decreasing; the last from 1 to {MAX_TIMESTAMP_MS}",
+        ),
+        (
+            "CPU trace",
+            "--cpu-trace, host.cpu_trace",
+            "one '<on> <off>' pair of durations per line ('#' comments); some on time; one pass from 1 us "
+            "to the longest duration",
+        ),
         ("pcap / pcapng", "ccbench analyze", f"link types: {links}; TCP over IPv4 or IPv6"),
-        ("analyze --interval", "ccbench analyze", f"at least {MIN_INTERVAL_S * 1e3:g} ms, and at most "
-                                                  f"{MAX_SERIES_ROWS:.0e} time-series rows over the capture"),
+        (
+            "analyze --interval",
+            "ccbench analyze",
+            f"at least {MIN_INTERVAL_S * 1e3:g} ms, and at most "
+            f"{MAX_SERIES_ROWS:.0e} time-series rows over the capture",
+        ),
         ("iperf3 report", "ccbench import-iperf3", "the JSON of 'iperf3 -J' (also --reverse, -P N) of a TCP test"),
     ]
 

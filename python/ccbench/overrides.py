@@ -69,8 +69,9 @@ def _assign(doc: dict[str, Any], path: str, value: Any) -> None:
             elif isinstance(child, dict) and index is None:
                 following.append(child)
             else:
-                raise ScenarioError(name, f"is not a table{' of entries' if index is not None else ''}; "
-                                    f"--set cannot go below it")
+                raise ScenarioError(
+                    name, f"is not a table{' of entries' if index is not None else ''}; --set cannot go below it"
+                )
         if last:
             return
         targets = following

@@ -32,8 +32,16 @@ def _get(d: Mapping[str, Any], *path: str) -> Any:
 
 
 def _table(title: str) -> Table:
-    return Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
-                 header_style="bold", pad_edge=False, padding=(0, 0), show_edge=False)
+    return Table(
+        title=title,
+        title_justify="left",
+        title_style="bold",
+        box=box.SIMPLE_HEAD,
+        header_style="bold",
+        pad_edge=False,
+        padding=(0, 0),
+        show_edge=False,
+    )
 
 
 def flows_table(summary: Mapping[str, Any]) -> Table:
@@ -96,8 +104,17 @@ def link_table(summary: Mapping[str, Any]) -> Table:
 def downloads_table(summary: Mapping[str, Any]) -> Table:
     """Flows that repeat a download: how their downloads went, as medians over them."""
     t = _table("Downloads")
-    for heading in ("flow", "cca", "done", "completion\np50 s", "completion\np90 s", "throughput\np50 Mbit/s",
-                    "self-inflicted\ndelay p50 ms", "retrans", "dup\nACKs"):
+    for heading in (
+        "flow",
+        "cca",
+        "done",
+        "completion\np50 s",
+        "completion\np90 s",
+        "throughput\np50 Mbit/s",
+        "self-inflicted\ndelay p50 ms",
+        "retrans",
+        "dup\nACKs",
+    ):
         t.add_column(heading, justify="left" if heading == "cca" else "right", no_wrap=True)
     for f in summary.get("flows") or []:
         d = f.get("downloads")
@@ -105,11 +122,15 @@ def downloads_table(summary: Mapping[str, Any]) -> Table:
             continue
         done = [x["completion_s"] for x in d if x.get("completion_s") is not None]
         t.add_row(
-            str(f.get("id")), str(f.get("cca")), f"{len(done)}/{len(d)}",
-            _num(_quantile(done, 0.5), digits=3), _num(_quantile(done, 0.9), digits=3),
+            str(f.get("id")),
+            str(f.get("cca")),
+            f"{len(done)}/{len(d)}",
+            _num(_quantile(done, 0.5), digits=3),
+            _num(_quantile(done, 0.9), digits=3),
             _num(_quantile([x["throughput_bps"] for x in d], 0.5), 1e-6),
             _num(_quantile([x["self_inflicted_delay_ms"] for x in d], 0.5), digits=1),
-            _int(_total(x["retransmits"] for x in d)), _int(_total(x["dupacks"] for x in d)),
+            _int(_total(x["retransmits"] for x in d)),
+            _int(_total(x["dupacks"] for x in d)),
         )
     return t
 
@@ -130,15 +151,31 @@ def _quantile(values: list[float], q: float) -> Optional[float]:
 def host_table(summary: Mapping[str, Any]) -> Table:
     """The sender host's CPU: how much of it there was and where it went."""
     t = _table("Sender CPU")
-    for heading in ("share", "busy", "tasks", "ACKs", "timers", "wake-ups", "bursts", "ACKs\ndropped",
-                    "wait\nmean ms", "wait\np99 ms"):
+    for heading in (
+        "share",
+        "busy",
+        "tasks",
+        "ACKs",
+        "timers",
+        "wake-ups",
+        "bursts",
+        "ACKs\ndropped",
+        "wait\nmean ms",
+        "wait\np99 ms",
+    ):
         t.add_column(heading, justify="right")
     h = summary.get("host") or {}
     work = h.get("work") or {}
     t.add_row(
-        _num(h.get("cpu_share"), 100.0, 0) + " %", _num(h.get("busy_fraction"), 100.0, 1) + " %",
-        _int(h.get("tasks")), _int(work.get("acks")), _int(work.get("timers")), _int(work.get("wakeups")),
-        _int(work.get("bursts")), _int(h.get("rx_dropped")), _num(_get(h, "wait_ms", "mean")),
+        _num(h.get("cpu_share"), 100.0, 0) + " %",
+        _num(h.get("busy_fraction"), 100.0, 1) + " %",
+        _int(h.get("tasks")),
+        _int(work.get("acks")),
+        _int(work.get("timers")),
+        _int(work.get("wakeups")),
+        _int(work.get("bursts")),
+        _int(h.get("rx_dropped")),
+        _num(_get(h, "wait_ms", "mean")),
         _num(_get(h, "wait_ms", "p99")),
     )
     return t

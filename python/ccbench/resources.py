@@ -30,8 +30,10 @@ class Estimate:
     wall_seconds: float
 
     def describe(self) -> str:
-        return (f"about {self.packets:.3g} packets, {_bytes(self.memory_bytes)} of memory "
-                f"({self.series_rows:.3g} time-series rows) and {_duration(self.wall_seconds)} of simulation")
+        return (
+            f"about {self.packets:.3g} packets, {_bytes(self.memory_bytes)} of memory "
+            f"({self.series_rows:.3g} time-series rows) and {_duration(self.wall_seconds)} of simulation"
+        )
 
 
 def estimate(scenario: "object") -> Estimate:
@@ -59,9 +61,13 @@ def check(scenario: "object", allow_large: bool = False, flag: Optional[str] = "
     if est.wall_seconds > MAX_WALL_SECONDS:
         over.append(f"more than {_duration(MAX_WALL_SECONDS)}")
     if over:
-        raise ScenarioError("scenario", f"too large to run here: {est.describe()}; that is {' and '.join(over)}. "
-                            f"Shorten duration, lower the rate, raise interval, or "
-                            + (f"pass {flag} ({ALLOW_ENV}=1)" if flag else f"set {ALLOW_ENV}=1") + " to run it anyway")
+        raise ScenarioError(
+            "scenario",
+            f"too large to run here: {est.describe()}; that is {' and '.join(over)}. "
+            f"Shorten duration, lower the rate, raise interval, or "
+            + (f"pass {flag} ({ALLOW_ENV}=1)" if flag else f"set {ALLOW_ENV}=1")
+            + " to run it anyway",
+        )
     return est
 
 

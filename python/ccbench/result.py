@@ -62,8 +62,13 @@ def summary_bytes(summary: Mapping[str, Any]) -> bytes:
     return (text + "\n").encode("utf-8")
 
 
-def save_tables(directory: Union[str, os.PathLike[str]], summary: Mapping[str, Any], flows: "pd.DataFrame",
-                link: "pd.DataFrame", states: Optional["pd.DataFrame"] = None) -> list[Path]:
+def save_tables(
+    directory: Union[str, os.PathLike[str]],
+    summary: Mapping[str, Any],
+    flows: "pd.DataFrame",
+    link: "pd.DataFrame",
+    states: Optional["pd.DataFrame"] = None,
+) -> list[Path]:
     """Write summary.json, flows.parquet and link.parquet, the files every run directory
     holds, into ``directory`` (created if needed), and states.parquet when ``states``
     has rows. Returns the paths written."""
@@ -94,15 +99,21 @@ class Result:
 
     __slots__ = ("summary", "scenario", "_flows", "_link", "_states")
 
-    def __init__(self, summary: dict[str, Any], flows: Union["pd.DataFrame", ColumnTable],
-                 link: Union["pd.DataFrame", ColumnTable], scenario: "Scenario",
-                 states: Union["pd.DataFrame", ColumnTable, None] = None) -> None:
+    def __init__(
+        self,
+        summary: dict[str, Any],
+        flows: Union["pd.DataFrame", ColumnTable],
+        link: Union["pd.DataFrame", ColumnTable],
+        scenario: "Scenario",
+        states: Union["pd.DataFrame", ColumnTable, None] = None,
+    ) -> None:
         self.summary = summary
         self.scenario = scenario
         self._flows = flows
         self._link = link
-        self._states = states if states is not None else ColumnTable(
-            {"time_s": [], "flow": [], "machine": [], "state": []})
+        self._states = (
+            states if states is not None else ColumnTable({"time_s": [], "flow": [], "machine": [], "state": []})
+        )
 
     @property
     def flows(self) -> "pd.DataFrame":

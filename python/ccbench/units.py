@@ -25,9 +25,7 @@ from typing import Literal, Union
 
 Number = Union[int, float]
 
-_QUANTITY = re.compile(
-    r"^\s*(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>[^\s\d.+-][^\s]*)?\s*$"
-)
+_QUANTITY = re.compile(r"^\s*(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>[^\s\d.+-][^\s]*)?\s*$")
 
 NS_PER_UNIT: dict[str, int] = {
     "ns": 1,
@@ -133,9 +131,7 @@ def parse_rate(value: object) -> int:
     number, unit = _split(value, "a rate", "100Mbit")
     if unit:
         if "B" in unit:
-            raise ValueError(
-                f"byte rates such as {value!r} are not accepted; give bits per second, e.g. '100Mbit'"
-            )
+            raise ValueError(f"byte rates such as {value!r} are not accepted; give bits per second, e.g. '100Mbit'")
         prefix, base = _split_rate_unit(unit)
         if base is None:
             raise ValueError(f"unknown rate unit {unit!r} in {value!r}; allowed: {RATE_UNITS}")
@@ -237,8 +233,17 @@ def format_rate(bps: int) -> str:
     return f"{bps}bit"
 
 
-_SIZE_SPELLING = {"b": "B", "kb": "KB", "mb": "MB", "gb": "GB", "tb": "TB",
-                  "kib": "KiB", "mib": "MiB", "gib": "GiB", "tib": "TiB"}
+_SIZE_SPELLING = {
+    "b": "B",
+    "kb": "KB",
+    "mb": "MB",
+    "gb": "GB",
+    "tb": "TB",
+    "kib": "KiB",
+    "mib": "MiB",
+    "gib": "GiB",
+    "tib": "TiB",
+}
 
 
 def format_size(nbytes: int) -> str:

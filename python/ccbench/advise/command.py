@@ -16,8 +16,13 @@ from .tree import NAMES, TreeResult, fit_tree
 from .winners import OBJECTIVES, Weights, winners
 
 
-def advise(records: Sequence[Any], objective: str = "goodput", weights: Weights = Weights(),
-           ccas: Optional[Sequence[str]] = None, max_depth: int = 3) -> list[TreeResult]:
+def advise(
+    records: Sequence[Any],
+    objective: str = "goodput",
+    weights: Weights = Weights(),
+    ccas: Optional[Sequence[str]] = None,
+    max_depth: int = 3,
+) -> list[TreeResult]:
     """A tree for goodput, and one for ``objective`` when that is something else."""
     if objective not in OBJECTIVES:
         raise ScenarioError("--objective", f"unknown objective {objective!r}; allowed: {', '.join(OBJECTIVES)}")
@@ -31,24 +36,33 @@ def advise(records: Sequence[Any], objective: str = "goodput", weights: Weights 
 
 def describe(result: TreeResult, weights: Optional[Weights] = None) -> list[str]:
     """The tree in plain words, for the terminal."""
-    what = {"goodput": "the highest goodput", "delay": "the lowest mean RTT",
-            "retrans": "the lowest retransmission rate",
-            "score": f"the best score ({weights or Weights()}; each term 1 for the best algorithm at a point)"}
+    what = {
+        "goodput": "the highest goodput",
+        "delay": "the lowest mean RTT",
+        "retrans": "the lowest retransmission rate",
+        "score": f"the best score ({weights or Weights()}; each term 1 for the best algorithm at a point)",
+    }
     wins = ", ".join(f"{name} {n}" for name, n in sorted(result.wins.items(), key=lambda kv: -kv[1]))
-    lines = [f"Which algorithm has {what[result.objective]}: {result.points} points ({wins}); "
-             f"conditions: {', '.join(NAMES.get(f, f) for f in result.features)}"]
+    lines = [
+        f"Which algorithm has {what[result.objective]}: {result.points} points ({wins}); "
+        f"conditions: {', '.join(NAMES.get(f, f) for f in result.features)}"
+    ]
     if result.folds == 0 and len(result.wins) == 1:
         lines.append("  one algorithm wins at every point; the tree has a single leaf")
     elif math.isnan(result.accuracy):
         lines.append("  too few points to cross-validate")
     else:
-        lines.append(f"  cross-validated accuracy {100 * result.accuracy:.0f}% ± {100 * result.accuracy_sd:.0f}% "
-                     f"({result.folds}-fold); always answering the most frequent winner: {100 * result.baseline:.0f}%")
+        lines.append(
+            f"  cross-validated accuracy {100 * result.accuracy:.0f}% ± {100 * result.accuracy_sd:.0f}% "
+            f"({result.folds}-fold); always answering the most frequent winner: {100 * result.baseline:.0f}%"
+        )
     lines += ["  " + line for line in result.text().splitlines()]
     lines.append("  In words:")
     for i, rule in enumerate(result.rules(), 1):
         where = " and ".join(rule.conditions) if rule.conditions else "everywhere"
-        lines.append(f"  {i}. {where}: {rule.winner} ({rule.agree} of {rule.points} point{'s' if rule.points != 1 else ''})")
+        lines.append(
+            f"  {i}. {where}: {rule.winner} ({rule.agree} of {rule.points} point{'s' if rule.points != 1 else ''})"
+        )
     return lines
 
 
@@ -62,8 +76,16 @@ def draw(results: Sequence[TreeResult], out: Path, formats: str = "png,svg") -> 
     return paths
 
 
-def advise_command(sweep: str, store: Optional[str], objective: str, weights: Optional[str], cca: Optional[str],
-                   max_depth: int, out: Optional[str], formats: str) -> None:
+def advise_command(
+    sweep: str,
+    store: Optional[str],
+    objective: str,
+    weights: Optional[str],
+    cca: Optional[str],
+    max_depth: int,
+    out: Optional[str],
+    formats: str,
+) -> None:
     from ..analysis.records import sweep_records
 
     parsed = Weights.parse(weights)

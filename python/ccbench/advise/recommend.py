@@ -24,8 +24,16 @@ DEFAULT_SEEDS = 5
 DEFAULT_DURATION = "10s"
 # Goodputs this close (relative) count as a tie, decided on delay, then retransmissions.
 GOODPUT_TIE = 0.02
-METRICS = ("goodput_mbps", "rtt_mean_ms", "rtt_p95_ms", "self_inflicted_delay_ms", "retrans_rate", "retransmits",
-           "utilization", "jain_index")
+METRICS = (
+    "goodput_mbps",
+    "rtt_mean_ms",
+    "rtt_p95_ms",
+    "self_inflicted_delay_ms",
+    "retrans_rate",
+    "retransmits",
+    "utilization",
+    "jain_index",
+)
 
 
 @dataclass
@@ -59,9 +67,18 @@ def neighbour_buffers(buffer: str) -> list[str]:
     return list(dict.fromkeys(spelled))
 
 
-def scenarios(rate: str, rtt: str, buffer: str, loss: str = "0", flows: int = 1, duration: str = DEFAULT_DURATION,
-              seeds: int = DEFAULT_SEEDS, ccas: Sequence[str] = DEFAULT_CCAS,
-              neighbours: bool = True, host: Optional[Mapping[str, Any]] = None) -> list[tuple[dict[str, Any], Scenario]]:
+def scenarios(
+    rate: str,
+    rtt: str,
+    buffer: str,
+    loss: str = "0",
+    flows: int = 1,
+    duration: str = DEFAULT_DURATION,
+    seeds: int = DEFAULT_SEEDS,
+    ccas: Sequence[str] = DEFAULT_CCAS,
+    neighbours: bool = True,
+    host: Optional[Mapping[str, Any]] = None,
+) -> list[tuple[dict[str, Any], Scenario]]:
     """(point, scenario) for every buffer, algorithm and seed; bad flags raise
     ScenarioError naming the flag. ``host`` holds ``Scenario.from_flags``'s CPU flags
     (``cpu``, ``cpu_share``, ``cpu_slice``)."""
@@ -78,8 +95,17 @@ def scenarios(rate: str, rtt: str, buffer: str, loss: str = "0", flows: int = 1,
         for cca in ccas:
             for seed in range(1, seeds + 1):
                 try:
-                    sc = Scenario.from_flags(cca=cca, flows=flows, rate=rate, rtt=rtt, buffer=buf, loss=loss,
-                                             duration=duration, seed=seed, **dict(host or {}))
+                    sc = Scenario.from_flags(
+                        cca=cca,
+                        flows=flows,
+                        rate=rate,
+                        rtt=rtt,
+                        buffer=buf,
+                        loss=loss,
+                        duration=duration,
+                        seed=seed,
+                        **dict(host or {}),
+                    )
                 except ScenarioError as e:
                     raise ScenarioError(_flag(e.field), e.message) from None
                 out.append(({"buffer": buf, "cca": cca, "seed": seed}, sc))
@@ -98,10 +124,21 @@ def _flag(field_name: str) -> str:
     return f"--{leaf}" if leaf in ("rate", "rtt", "buffer", "loss", "duration") else field_name
 
 
-def recommend(rate: str, rtt: str, buffer: str, loss: str = "0", flows: int = 1, duration: str = DEFAULT_DURATION,
-              seeds: int = DEFAULT_SEEDS, ccas: Sequence[str] = DEFAULT_CCAS, neighbours: bool = True,
-              objective: str = "goodput", weights: Weights = Weights(),
-              workers: Optional[int] = None, host: Optional[Mapping[str, Any]] = None) -> Recommendation:
+def recommend(
+    rate: str,
+    rtt: str,
+    buffer: str,
+    loss: str = "0",
+    flows: int = 1,
+    duration: str = DEFAULT_DURATION,
+    seeds: int = DEFAULT_SEEDS,
+    ccas: Sequence[str] = DEFAULT_CCAS,
+    neighbours: bool = True,
+    objective: str = "goodput",
+    weights: Weights = Weights(),
+    workers: Optional[int] = None,
+    host: Optional[Mapping[str, Any]] = None,
+) -> Recommendation:
     if objective not in OBJECTIVES:
         raise ScenarioError("--objective", f"unknown objective {objective!r}; allowed: {', '.join(OBJECTIVES)}")
     ccas = list(dict.fromkeys(c.strip().lower() for c in ccas if c.strip()))
@@ -125,10 +162,20 @@ def recommend(rate: str, rtt: str, buffer: str, loss: str = "0", flows: int = 1,
             continue
         there = table[table["buffer"] == buf].set_index("cca").loc[ccas]
         other = choose(there, objective, weights)
-        sensitivity.append(f"with a {buf} buffer ({float(there['buffer_bdp'].iloc[0]):.2g} BDP) "
-                           f"{display(other)} {'would also be chosen' if other == choice else 'would be chosen instead'}")
-    point = {"rate": rate, "rtt": rtt, "buffer": center, "loss": loss, "flows": flows, "duration": duration,
-             "seeds": seeds, **dict(host or {})}
+        sensitivity.append(
+            f"with a {buf} buffer ({float(there['buffer_bdp'].iloc[0]):.2g} BDP) "
+            f"{display(other)} {'would also be chosen' if other == choice else 'would be chosen instead'}"
+        )
+    point = {
+        "rate": rate,
+        "rtt": rtt,
+        "buffer": center,
+        "loss": loss,
+        "flows": flows,
+        "duration": duration,
+        "seeds": seeds,
+        **dict(host or {}),
+    }
     return Recommendation(point, bdp, table, choice, reasons, sensitivity, objective, ccas)
 
 
@@ -150,8 +197,11 @@ def choose(here: pd.DataFrame, objective: str, weights: Weights = Weights()) -> 
         return str(d.idxmin())
     if objective == "retrans":
         return str(r.idxmin())
-    score = (weights.goodput * g / g.max() + weights.delay * d.min() / d
-             + weights.retrans * (r.min() + RETRANS_FLOOR) / (r + RETRANS_FLOOR))
+    score = (
+        weights.goodput * g / g.max()
+        + weights.delay * d.min() / d
+        + weights.retrans * (r.min() + RETRANS_FLOOR) / (r + RETRANS_FLOOR)
+    )
     return str(score.idxmax())
 
 
@@ -166,14 +216,20 @@ def explain(here: pd.DataFrame, choice: str, buffer_bdp: float) -> list[str]:
         parts = []
         ratio = w["goodput_mbps_mean"] / o["goodput_mbps_mean"] if o["goodput_mbps_mean"] > 0 else math.inf
         if ratio >= 1 + GOODPUT_TIE:
-            parts.append(f"{name(choice)}'s goodput is {_times(ratio)} {name(other)}'s "
-                         f"({w['goodput_mbps_mean']:.1f} vs {o['goodput_mbps_mean']:.1f} Mbit/s)")
+            parts.append(
+                f"{name(choice)}'s goodput is {_times(ratio)} {name(other)}'s "
+                f"({w['goodput_mbps_mean']:.1f} vs {o['goodput_mbps_mean']:.1f} Mbit/s)"
+            )
         elif ratio <= 1 - GOODPUT_TIE:
-            parts.append(f"{name(other)}'s goodput is {_times(1 / ratio)} {name(choice)}'s "
-                         f"({o['goodput_mbps_mean']:.1f} vs {w['goodput_mbps_mean']:.1f} Mbit/s)")
+            parts.append(
+                f"{name(other)}'s goodput is {_times(1 / ratio)} {name(choice)}'s "
+                f"({o['goodput_mbps_mean']:.1f} vs {w['goodput_mbps_mean']:.1f} Mbit/s)"
+            )
         else:
-            parts.append(f"{name(choice)} and {name(other)} reach the same goodput within {GOODPUT_TIE:.0%} "
-                         f"({w['goodput_mbps_mean']:.1f} vs {o['goodput_mbps_mean']:.1f} Mbit/s)")
+            parts.append(
+                f"{name(choice)} and {name(other)} reach the same goodput within {GOODPUT_TIE:.0%} "
+                f"({w['goodput_mbps_mean']:.1f} vs {o['goodput_mbps_mean']:.1f} Mbit/s)"
+            )
         delta = o["rtt_mean_ms_mean"] - w["rtt_mean_ms_mean"]
         if abs(delta) >= 0.5:
             lower, by = (choice, delta) if delta > 0 else (other, -delta)
@@ -203,22 +259,31 @@ def render(rec: Recommendation, console: Any) -> None:
 
     p = rec.point
     flows = f"{p['flows']} flow{'s' if p['flows'] != 1 else ''} per algorithm"
-    title = (f"{p['rate']}, RTT {p['rtt']}, buffer {p['buffer']} ({rec.buffer_bdp:.2g} BDP), loss {p['loss']}, "
-             f"{flows}: {p['seeds']} seeds x {p['duration']} simulated, mean ± 95% CI")
+    title = (
+        f"{p['rate']}, RTT {p['rtt']}, buffer {p['buffer']} ({rec.buffer_bdp:.2g} BDP), loss {p['loss']}, "
+        f"{flows}: {p['seeds']} seeds x {p['duration']} simulated, mean ± 95% CI"
+    )
     for buf in rec.buffers():
         here = rec.at(buf)
         center = buf == p["buffer"]
-        t = Table(title=title if center else f"Sensitivity: buffer {buf} ({float(here['buffer_bdp'].iloc[0]):.2g} BDP)",
-                  title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, header_style="bold")
+        t = Table(
+            title=title if center else f"Sensitivity: buffer {buf} ({float(here['buffer_bdp'].iloc[0]):.2g} BDP)",
+            title_justify="left",
+            title_style="bold",
+            box=box.SIMPLE_HEAD,
+            header_style="bold",
+        )
         for h in ("algorithm", "goodput\nMbit/s", "mean RTT\nms", "p95 RTT\nms", "retrans\n%", "retrans\nsegments"):
             t.add_column(h, justify="left" if h == "algorithm" else "right", no_wrap=True)
         for cca, r in here.iterrows():
-            t.add_row(display(str(cca)) + (" *" if center and cca == rec.choice else ""),
-                      plus_minus(r["goodput_mbps_mean"], r["goodput_mbps_ci"], digits=1),
-                      plus_minus(r["rtt_mean_ms_mean"], r["rtt_mean_ms_ci"], digits=1),
-                      plus_minus(r["rtt_p95_ms_mean"], r["rtt_p95_ms_ci"], digits=1),
-                      plus_minus(r["retrans_rate_mean"], r["retrans_rate_ci"], 100, 2),
-                      plus_minus(r["retransmits_mean"], r["retransmits_ci"], digits=0))
+            t.add_row(
+                display(str(cca)) + (" *" if center and cca == rec.choice else ""),
+                plus_minus(r["goodput_mbps_mean"], r["goodput_mbps_ci"], digits=1),
+                plus_minus(r["rtt_mean_ms_mean"], r["rtt_mean_ms_ci"], digits=1),
+                plus_minus(r["rtt_p95_ms_mean"], r["rtt_p95_ms_ci"], digits=1),
+                plus_minus(r["retrans_rate_mean"], r["retrans_rate_ci"], 100, 2),
+                plus_minus(r["retransmits_mean"], r["retransmits_ci"], digits=0),
+            )
         if center:
             console.print(t)
     console.print(f"Recommendation ({rec.objective}): use {display(rec.choice)}", style="bold", markup=False)
@@ -230,14 +295,40 @@ def render(rec: Recommendation, console: Any) -> None:
             console.print(f"  - {line}", markup=False)
 
 
-def recommend_command(rate: str, rtt: str, buffer: str, loss: str, flows: int, duration: str, seeds: int,
-                      cca: str, reno: bool, neighbours: bool, objective: str, weights: Optional[str],
-                      workers: Optional[int], host: Optional[Mapping[str, Any]] = None) -> None:
+def recommend_command(
+    rate: str,
+    rtt: str,
+    buffer: str,
+    loss: str,
+    flows: int,
+    duration: str,
+    seeds: int,
+    cca: str,
+    reno: bool,
+    neighbours: bool,
+    objective: str,
+    weights: Optional[str],
+    workers: Optional[int],
+    host: Optional[Mapping[str, Any]] = None,
+) -> None:
     from rich.console import Console
 
     ccas = [c.strip().lower() for c in cca.split(",") if c.strip()]
     if reno and "reno" not in ccas:
         ccas.append("reno")
-    rec = recommend(rate, rtt, buffer, loss, flows, duration, seeds, ccas, neighbours, objective,
-                    Weights.parse(weights), workers, host)
+    rec = recommend(
+        rate,
+        rtt,
+        buffer,
+        loss,
+        flows,
+        duration,
+        seeds,
+        ccas,
+        neighbours,
+        objective,
+        Weights.parse(weights),
+        workers,
+        host,
+    )
     render(rec, Console(highlight=False))

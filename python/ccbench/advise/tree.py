@@ -19,10 +19,22 @@ from ..plots import style
 
 # Conditions the tree may split on, with how a threshold reads.
 FEATURES = ("buffer_bdp", "loss_pct", "rtt_ms", "rate_mbps", "cpu_share", "flows")
-NAMES = {"buffer_bdp": "buffer", "loss_pct": "loss", "rtt_ms": "RTT", "rate_mbps": "bandwidth",
-         "cpu_share": "CPU share", "flows": "flows"}
-UNITS = {"buffer_bdp": " BDP", "loss_pct": " %", "rtt_ms": " ms", "rate_mbps": " Mbit/s", "cpu_share": " %",
-         "flows": ""}
+NAMES = {
+    "buffer_bdp": "buffer",
+    "loss_pct": "loss",
+    "rtt_ms": "RTT",
+    "rate_mbps": "bandwidth",
+    "cpu_share": "CPU share",
+    "flows": "flows",
+}
+UNITS = {
+    "buffer_bdp": " BDP",
+    "loss_pct": " %",
+    "rtt_ms": " ms",
+    "rate_mbps": " Mbit/s",
+    "cpu_share": " %",
+    "flows": "",
+}
 SCALE = {"cpu_share": 100.0}  # shown in percent
 INTEGER = {"flows"}
 MAX_FOLDS = 5
@@ -61,8 +73,13 @@ class TreeResult:
         return _figure(self)
 
 
-def fit_tree(points: pd.DataFrame, objective: str, features: Optional[Sequence[str]] = None, max_depth: int = 3,
-             min_samples_leaf: int = 1) -> TreeResult:
+def fit_tree(
+    points: pd.DataFrame,
+    objective: str,
+    features: Optional[Sequence[str]] = None,
+    max_depth: int = 3,
+    min_samples_leaf: int = 1,
+) -> TreeResult:
     """Fit on ``points`` (from :func:`ccbench.advise.winners`): the conditions that vary
     are the features, ``winner`` the label."""
     if points.empty:
@@ -79,10 +96,18 @@ def fit_tree(points: pd.DataFrame, objective: str, features: Optional[Sequence[s
     model.fit(x, y)
     classes, counts = np.unique(y, return_counts=True)
     accuracy, sd, folds = _cross_validate(x, y, max_depth, min_samples_leaf)
-    return TreeResult(objective=objective, features=used, classes=[str(c) for c in model.classes_], model=model,
-                      points=len(y), accuracy=accuracy, accuracy_sd=sd, folds=folds,
-                      baseline=float(counts.max() / counts.sum()),
-                      wins={str(c): int(n) for c, n in zip(classes, counts)})
+    return TreeResult(
+        objective=objective,
+        features=used,
+        classes=[str(c) for c in model.classes_],
+        model=model,
+        points=len(y),
+        accuracy=accuracy,
+        accuracy_sd=sd,
+        folds=folds,
+        baseline=float(counts.max() / counts.sum()),
+        wins={str(c): int(n) for c, n in zip(classes, counts)},
+    )
 
 
 def _cross_validate(x: np.ndarray, y: np.ndarray, max_depth: int, min_samples_leaf: int) -> tuple[float, float, int]:
@@ -163,8 +188,9 @@ def _merge(path: list[tuple[str, float, bool]]) -> list[str]:
     for f in order:
         if f in lower and f in upper and f not in INTEGER:
             s = SCALE.get(f, 1.0)
-            words.append(f"{NAMES.get(f, f)} over {_number(lower[f] * s)} and up to "
-                         f"{_number(upper[f] * s)}{UNITS.get(f, '')}")
+            words.append(
+                f"{NAMES.get(f, f)} over {_number(lower[f] * s)} and up to {_number(upper[f] * s)}{UNITS.get(f, '')}"
+            )
         else:
             if f in lower:
                 words.append(threshold_words(f, lower[f], True))
@@ -185,8 +211,10 @@ def _text(result: TreeResult) -> str:
             counts = _leaf_counts(result, node)
             best = int(np.argmax(counts))
             total = int(round(counts.sum()))
-            lines.append(f"{indent}→ {result.classes[best]} ({int(round(counts[best]))} of "
-                         f"{total} point{'s' if total != 1 else ''})")
+            lines.append(
+                f"{indent}→ {result.classes[best]} ({int(round(counts[best]))} of "
+                f"{total} point{'s' if total != 1 else ''})"
+            )
             return
         feature = result.features[tree.feature[node]]
         threshold = float(tree.threshold[node])
@@ -204,11 +232,20 @@ def _figure(result: TreeResult) -> Figure:
     fig = style.new_figure(max(6.0, 2.1 * leaves), 1.2 + 1.5 * (depth + 1))
     ax = fig.subplots()
     names = [_axis_name(f) for f in result.features]
-    plot_tree(result.model, feature_names=names, class_names=result.classes, filled=True, rounded=True,
-              impurity=False, ax=ax, fontsize=8)
+    plot_tree(
+        result.model,
+        feature_names=names,
+        class_names=result.classes,
+        filled=True,
+        rounded=True,
+        impurity=False,
+        ax=ax,
+        fontsize=8,
+    )
     accuracy = "n/a" if math.isnan(result.accuracy) else f"{100 * result.accuracy:.0f}%"
-    ax.set_title(f"Which algorithm wins on {result.objective}: {result.points} points, "
-                 f"cross-validated accuracy {accuracy}")
+    ax.set_title(
+        f"Which algorithm wins on {result.objective}: {result.points} points, cross-validated accuracy {accuracy}"
+    )
     return fig
 
 

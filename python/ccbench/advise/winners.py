@@ -16,8 +16,11 @@ from ..errors import ScenarioError
 
 OBJECTIVES = ("goodput", "delay", "retrans", "score")
 # The run metric each objective reads, and whether more is better.
-OBJECTIVE_METRIC = {"goodput": ("goodput_mbps", True), "delay": ("rtt_mean_ms", False),
-                    "retrans": ("retrans_rate", False)}
+OBJECTIVE_METRIC = {
+    "goodput": ("goodput_mbps", True),
+    "delay": ("rtt_mean_ms", False),
+    "retrans": ("retrans_rate", False),
+}
 # Retransmission rates this close to zero count as equal (0.01% of segments), so the
 # score's retransmission term does not explode between 0 and a handful of segments.
 RETRANS_FLOOR = 1e-4
@@ -45,7 +48,9 @@ class Weights:
             name, _, number = item.partition("=")
             name = name.strip().lower()
             if name not in ("goodput", "delay", "retrans"):
-                raise ScenarioError(field, f"unknown term {name!r}; allowed: goodput, delay, retrans (e.g. goodput=2,delay=1)")
+                raise ScenarioError(
+                    field, f"unknown term {name!r}; allowed: goodput, delay, retrans (e.g. goodput=2,delay=1)"
+                )
             try:
                 value = float(number)
             except ValueError:
@@ -74,8 +79,9 @@ def point_means(runs: pd.DataFrame, ccas: Optional[Sequence[str]] = None) -> pd.
     return aggregate(single, keys, ["goodput_mbps", "rtt_mean_ms", "retrans_rate"])
 
 
-def winners(runs: pd.DataFrame, objective: str = "goodput", weights: Weights = Weights(),
-            ccas: Optional[Sequence[str]] = None) -> pd.DataFrame:
+def winners(
+    runs: pd.DataFrame, objective: str = "goodput", weights: Weights = Weights(), ccas: Optional[Sequence[str]] = None
+) -> pd.DataFrame:
     """One row per point where at least two algorithms ran: the point's conditions, the
     winning algorithm (``winner``) and the objective's value for each algorithm
     (``value_<cca>``; for delay and retransmissions lower wins)."""

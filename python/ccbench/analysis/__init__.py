@@ -8,14 +8,26 @@
 
 from __future__ import annotations
 
-from .frames import (CONDITIONS, FLOW_METRICS, LABELS, RUN_METRICS, cca_mix, cpu_share, flows_frame,
-                     runs_frame)
+from .frames import CONDITIONS, FLOW_METRICS, LABELS, RUN_METRICS, cca_mix, cpu_share, flows_frame, runs_frame
 from .records import RecordLike, record_from_result
 from .stats import CONFIDENCE, aggregate, mean_ci
 from .compare import algorithm_table, dimensions, goodput_ratio
 
 __all__ = [
-    "CONDITIONS", "CONFIDENCE", "FLOW_METRICS", "LABELS", "RUN_METRICS", "RecordLike",
-    "aggregate", "algorithm_table", "cca_mix", "cpu_share", "dimensions", "flows_frame", "goodput_ratio",
-    "mean_ci", "record_from_result", "runs_frame",
+    "CONDITIONS",
+    "CONFIDENCE",
+    "FLOW_METRICS",
+    "LABELS",
+    "RUN_METRICS",
+    "RecordLike",
+    "aggregate",
+    "algorithm_table",
+    "cca_mix",
+    "cpu_share",
+    "dimensions",
+    "flows_frame",
+    "goodput_ratio",
+    "mean_ci",
+    "record_from_result",
+    "runs_frame",
 ]

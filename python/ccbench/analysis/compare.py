@@ -27,8 +27,7 @@ def dimensions(runs: pd.DataFrame) -> list[str]:
     """The conditions that vary across ``runs``, in :data:`CONDITIONS` order, then any
     other swept keys. Of buffer in BDP and in KB, the one with fewer distinct values
     is kept: that is the one the sweep set (the other follows from rate and RTT)."""
-    varying = [c for c in (*CONDITIONS, *point_columns(runs))
-               if c in runs.columns and runs[c].nunique(dropna=True) > 1]
+    varying = [c for c in (*CONDITIONS, *point_columns(runs)) if c in runs.columns and runs[c].nunique(dropna=True) > 1]
     if "buffer_bdp" in varying and "buffer_kb" in varying:
         drop = "buffer_kb" if _distinct(runs, "buffer_bdp") <= _distinct(runs, "buffer_kb") else "buffer_bdp"
         varying.remove(drop)
@@ -54,8 +53,9 @@ def algorithm_table(runs: pd.DataFrame, metrics: Optional[Sequence[str]] = None)
     return aggregate(runs, group_keys(runs), metrics)
 
 
-def goodput_ratio(runs: pd.DataFrame, numerator: str = "bbr", denominator: str = "cubic",
-                  metric: str = "goodput_mbps") -> pd.DataFrame:
+def goodput_ratio(
+    runs: pd.DataFrame, numerator: str = "bbr", denominator: str = "cubic", metric: str = "goodput_mbps"
+) -> pd.DataFrame:
     """Per point where both algorithms ran alone (one algorithm per run): the mean of
     ``metric`` for each and their ratio ``ratio`` (numerator / denominator)."""
     single = runs[runs["cca"].isin([numerator, denominator])] if "cca" in runs else runs.iloc[0:0]

@@ -23,13 +23,30 @@ from .records import RecordLike
 CONDITIONS = ("rate_mbps", "rtt_ms", "buffer_bdp", "buffer_kb", "loss_pct", "flows", "cpu_share")
 # What a run measured (per run; the per-flow table has its own subset).
 RUN_METRICS = (
-    "goodput_mbps", "goodput_per_flow_mbps", "rtt_mean_ms", "rtt_p95_ms", "self_inflicted_delay_ms",
-    "retransmits", "retrans_rate", "utilization", "jain_index", "drops", "queue_delay_ms",
-    "queue_delay_p95_ms", "rto_count",
+    "goodput_mbps",
+    "goodput_per_flow_mbps",
+    "rtt_mean_ms",
+    "rtt_p95_ms",
+    "self_inflicted_delay_ms",
+    "retransmits",
+    "retrans_rate",
+    "utilization",
+    "jain_index",
+    "drops",
+    "queue_delay_ms",
+    "queue_delay_p95_ms",
+    "rto_count",
 )
 FLOW_METRICS = (
-    "goodput_mbps", "share", "rtt_mean_ms", "rtt_p95_ms", "self_inflicted_delay_ms", "retransmits",
-    "retrans_rate", "lost", "completion_s",
+    "goodput_mbps",
+    "share",
+    "rtt_mean_ms",
+    "rtt_p95_ms",
+    "self_inflicted_delay_ms",
+    "retransmits",
+    "retrans_rate",
+    "lost",
+    "completion_s",
 )
 # Human names with units, for axes, tables and decision rules.
 LABELS = {
@@ -79,21 +96,23 @@ def flows_frame(records: Iterable[RecordLike]) -> pd.DataFrame:
         mss = _mss(r.scenario)
         for f in flows:
             goodput = _num(f.get("goodput_bps"))
-            rows.append({
-                **keep,
-                "flow": int(f.get("id", len(rows))),
-                "flow_cca": str(f.get("cca", "")),
-                "base_rtt_ms": _num(f.get("base_rtt_ms")),
-                "goodput_mbps": goodput / 1e6,
-                "share": goodput / total if total > 0 else math.nan,
-                "rtt_mean_ms": _stat(f.get("rtt_ms"), "mean"),
-                "rtt_p95_ms": _stat(f.get("rtt_ms"), "p95"),
-                "self_inflicted_delay_ms": _num(f.get("self_inflicted_delay_ms")),
-                "retransmits": _num(f.get("retransmits")),
-                "retrans_rate": _retrans_rate(_num(f.get("retransmits")), _num(f.get("sent_bytes")), mss),
-                "lost": _num(f.get("lost")),
-                "completion_s": _num(f.get("completion_s")),
-            })
+            rows.append(
+                {
+                    **keep,
+                    "flow": int(f.get("id", len(rows))),
+                    "flow_cca": str(f.get("cca", "")),
+                    "base_rtt_ms": _num(f.get("base_rtt_ms")),
+                    "goodput_mbps": goodput / 1e6,
+                    "share": goodput / total if total > 0 else math.nan,
+                    "rtt_mean_ms": _stat(f.get("rtt_ms"), "mean"),
+                    "rtt_p95_ms": _stat(f.get("rtt_ms"), "p95"),
+                    "self_inflicted_delay_ms": _num(f.get("self_inflicted_delay_ms")),
+                    "retransmits": _num(f.get("retransmits")),
+                    "retrans_rate": _retrans_rate(_num(f.get("retransmits")), _num(f.get("sent_bytes")), mss),
+                    "lost": _num(f.get("lost")),
+                    "completion_s": _num(f.get("completion_s")),
+                }
+            )
     return _frame(rows)
 
 
@@ -101,8 +120,9 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
-    return frame.sort_values(["sweep", "run_id", *(["flow"] if "flow" in frame else [])],
-                             na_position="first", kind="stable").reset_index(drop=True)
+    return frame.sort_values(
+        ["sweep", "run_id", *(["flow"] if "flow" in frame else [])], na_position="first", kind="stable"
+    ).reset_index(drop=True)
 
 
 def _run_row(r: RecordLike) -> dict[str, Any]:
@@ -125,31 +145,33 @@ def _run_row(r: RecordLike) -> dict[str, Any]:
         "engine": r.engine,
     }
     row.update({str(k): _point_value(v) for k, v in sorted(r.point.items())})
-    row.update({
-        "rate_mbps": rate_bps / 1e6,
-        "rtt_ms": _num(link.get("rtt_ms")),
-        "buffer_bdp": buffer_bytes / bdp if bdp > 0 else math.nan,
-        "buffer_kb": buffer_bytes / 1000,
-        "loss_pct": 100 * _loss(scenario),
-        "flows": len(flows),
-        "cpu_share": cpu_share(scenario),
-        "cca": ccas[0] if len(set(ccas)) == 1 else "mixed",
-        "cca_mix": cca_mix(ccas),
-        "duration_s": _num(summary.get("duration_s")),
-        "goodput_mbps": _sum(goodputs) / 1e6,
-        "goodput_per_flow_mbps": _mean(goodputs) / 1e6,
-        "rtt_mean_ms": _mean(_stat(f.get("rtt_ms"), "mean") for f in flows),
-        "rtt_p95_ms": _mean(_stat(f.get("rtt_ms"), "p95") for f in flows),
-        "self_inflicted_delay_ms": _mean(_num(f.get("self_inflicted_delay_ms")) for f in flows),
-        "retransmits": _sum(retrans),
-        "retrans_rate": _retrans_rate(_sum(retrans), _sum(sent), mss),
-        "utilization": _num(link.get("utilization")),
-        "jain_index": _num(summary.get("jain_index")),
-        "drops": _num(link.get("drops")),
-        "queue_delay_ms": _stat(link.get("queue_delay_ms"), "mean"),
-        "queue_delay_p95_ms": _stat(link.get("queue_delay_ms"), "p95"),
-        "rto_count": _sum(_num(f.get("rto_count")) for f in flows),
-    })
+    row.update(
+        {
+            "rate_mbps": rate_bps / 1e6,
+            "rtt_ms": _num(link.get("rtt_ms")),
+            "buffer_bdp": buffer_bytes / bdp if bdp > 0 else math.nan,
+            "buffer_kb": buffer_bytes / 1000,
+            "loss_pct": 100 * _loss(scenario),
+            "flows": len(flows),
+            "cpu_share": cpu_share(scenario),
+            "cca": ccas[0] if len(set(ccas)) == 1 else "mixed",
+            "cca_mix": cca_mix(ccas),
+            "duration_s": _num(summary.get("duration_s")),
+            "goodput_mbps": _sum(goodputs) / 1e6,
+            "goodput_per_flow_mbps": _mean(goodputs) / 1e6,
+            "rtt_mean_ms": _mean(_stat(f.get("rtt_ms"), "mean") for f in flows),
+            "rtt_p95_ms": _mean(_stat(f.get("rtt_ms"), "p95") for f in flows),
+            "self_inflicted_delay_ms": _mean(_num(f.get("self_inflicted_delay_ms")) for f in flows),
+            "retransmits": _sum(retrans),
+            "retrans_rate": _retrans_rate(_sum(retrans), _sum(sent), mss),
+            "utilization": _num(link.get("utilization")),
+            "jain_index": _num(summary.get("jain_index")),
+            "drops": _num(link.get("drops")),
+            "queue_delay_ms": _stat(link.get("queue_delay_ms"), "mean"),
+            "queue_delay_p95_ms": _stat(link.get("queue_delay_ms"), "p95"),
+            "rto_count": _sum(_num(f.get("rto_count")) for f in flows),
+        }
+    )
     return row
 
 

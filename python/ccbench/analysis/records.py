@@ -36,8 +36,9 @@ class RecordLike(Protocol):
     def summary(self) -> Mapping[str, Any]: ...
 
 
-def record_from_result(result: Result, point: Optional[Mapping[str, Any]] = None, repetition: int = 0,
-                       sweep: Optional[str] = None) -> RunRecord:
+def record_from_result(
+    result: Result, point: Optional[Mapping[str, Any]] = None, repetition: int = 0, sweep: Optional[str] = None
+) -> RunRecord:
     """A record of a run made with ``ccbench.run``; ``point`` names what was varied."""
     summary = result.summary
     scenario_hash = str(summary.get("scenario_hash", result.scenario.scenario_hash))
@@ -68,6 +69,8 @@ def sweep_records(name: str, store_path: Optional[str] = None, field_name: str =
     records = list(store.records(name))
     if not records:
         known = sorted(store.sweeps())
-        allowed = f"stored sweeps: {', '.join(known)}" if known else "the store holds no sweep yet; run 'ccbench sweep' first"
+        allowed = (
+            f"stored sweeps: {', '.join(known)}" if known else "the store holds no sweep yet; run 'ccbench sweep' first"
+        )
         raise ScenarioError(field_name, f"no runs of sweep {name!r}; {allowed}")
     return records

@@ -29,8 +29,9 @@ def mean_ci(values: Iterable[float], confidence: float = CONFIDENCE) -> tuple[fl
     return mean, t * sd / math.sqrt(len(x))
 
 
-def aggregate(frame: pd.DataFrame, by: Sequence[str], metrics: Optional[Sequence[str]] = None,
-              confidence: float = CONFIDENCE) -> pd.DataFrame:
+def aggregate(
+    frame: pd.DataFrame, by: Sequence[str], metrics: Optional[Sequence[str]] = None, confidence: float = CONFIDENCE
+) -> pd.DataFrame:
     """One row per group of ``by``: ``n`` (runs), and for each metric ``<m>_mean``,
     ``<m>_ci`` (half-width of the interval), ``<m>_lo`` and ``<m>_hi``.
 

@@ -31,8 +31,20 @@ from .reader import LINK_NAMES, CaptureFile, TcpPacket, read_capture
 
 __all__ = ["AnalyzedRun", "analyze_file", "connections", "PACKET_COLUMNS"]
 
-PACKET_COLUMNS = ("time_s", "flow", "kind", "seq", "end", "ack", "rwnd_bytes", "sack_left", "sack_right",
-                  "inflight_bytes", "retransmission", "dupack")
+PACKET_COLUMNS = (
+    "time_s",
+    "flow",
+    "kind",
+    "seq",
+    "end",
+    "ack",
+    "rwnd_bytes",
+    "sack_left",
+    "sack_right",
+    "inflight_bytes",
+    "retransmission",
+    "dupack",
+)
 FILES = ("summary.json", "flows.parquet", "link.parquet", "packets.parquet")
 
 
@@ -128,13 +140,23 @@ def _packets(fa: FlowAnalysis, flow: int) -> pd.DataFrame:
     t, kind, seq, end, ack, rwnd, sl, sr, infl, flag = (np.asarray(c) for c in cols)
     kind = kind.astype(np.uint8) if len(kind) else np.zeros(0, np.uint8)
     flag = flag.astype(bool) if len(flag) else np.zeros(0, bool)
-    return pd.DataFrame({
-        "time_s": t.astype(float), "flow": np.full(len(t), flow, dtype=np.uint32), "kind": kind,
-        "seq": seq.astype(float), "end": end.astype(float), "ack": ack.astype(float),
-        "rwnd_bytes": rwnd.astype(float), "sack_left": sl.astype(float), "sack_right": sr.astype(float),
-        "inflight_bytes": infl.astype(float),
-        "retransmission": flag & (kind == 0), "dupack": flag & (kind == 1),
-    }, columns=list(PACKET_COLUMNS))
+    return pd.DataFrame(
+        {
+            "time_s": t.astype(float),
+            "flow": np.full(len(t), flow, dtype=np.uint32),
+            "kind": kind,
+            "seq": seq.astype(float),
+            "end": end.astype(float),
+            "ack": ack.astype(float),
+            "rwnd_bytes": rwnd.astype(float),
+            "sack_left": sl.astype(float),
+            "sack_right": sr.astype(float),
+            "inflight_bytes": infl.astype(float),
+            "retransmission": flag & (kind == 0),
+            "dupack": flag & (kind == 1),
+        },
+        columns=list(PACKET_COLUMNS),
+    )
 
 
 # The time-series floor of a run (``Scenario.interval``), and a bound on the rows a
@@ -144,8 +166,13 @@ MIN_INTERVAL_S = 1e-3
 MAX_SERIES_ROWS = 10_000_000
 
 
-def analyze_file(path: Union[str, "os.PathLike[str]"], flow: Optional[int] = None, port: Optional[int] = None,
-                 side: Optional[str] = None, interval: float = 0.1) -> AnalyzedRun:
+def analyze_file(
+    path: Union[str, "os.PathLike[str]"],
+    flow: Optional[int] = None,
+    port: Optional[int] = None,
+    side: Optional[str] = None,
+    interval: float = 0.1,
+) -> AnalyzedRun:
     """Analyze the TCP connections of a capture file (all that carry data, or the
     ``flow``-th one, or those with ``port`` at either end). Raises ScenarioError for a
     file that cannot be read or a selection that matches nothing."""
@@ -156,13 +183,19 @@ def analyze_file(path: Union[str, "os.PathLike[str]"], flow: Optional[int] = Non
     cap = read_capture(path)
     conns = all_conns = connections(cap)
     if not conns:
-        raise ScenarioError("CAPTURE", f"'{cap.path}' has no TCP connection carrying data "
-                            f"({len(cap.packets)} TCP packets in {cap.records} records)")
+        raise ScenarioError(
+            "CAPTURE",
+            f"'{cap.path}' has no TCP connection carrying data "
+            f"({len(cap.packets)} TCP packets in {cap.records} records)",
+        )
     if flow is not None:
         if not 0 <= flow < len(conns):
             valid = "0" if len(conns) == 1 else f"0..{len(conns) - 1}"
-            raise ScenarioError("--flow", f"flow {flow} out of range; the capture has {len(conns)} "
-                                f"connection{'s' if len(conns) != 1 else ''} carrying data: {valid}")
+            raise ScenarioError(
+                "--flow",
+                f"flow {flow} out of range; the capture has {len(conns)} "
+                f"connection{'s' if len(conns) != 1 else ''} carrying data: {valid}",
+            )
         conns = [conns[flow]]
     if port is not None:
         conns = [c for c in conns if port in (c.sender[1], c.receiver[1])]
@@ -174,8 +207,11 @@ def analyze_file(path: Union[str, "os.PathLike[str]"], flow: Optional[int] = Non
     last = max(p.t for c in conns for p in c.packets) - origin
     duration = max(end, last)
     if duration / interval * len(conns) > MAX_SERIES_ROWS:
-        raise ScenarioError("--interval", f"the capture spans {duration:.6g} s: at {interval * 1e3:g}ms that is "
-                            f"more than {MAX_SERIES_ROWS:.0e} time-series rows; give a longer interval")
+        raise ScenarioError(
+            "--interval",
+            f"the capture spans {duration:.6g} s: at {interval * 1e3:g}ms that is "
+            f"more than {MAX_SERIES_ROWS:.0e} time-series rows; give a longer interval",
+        )
     times = _samples(duration, interval)
     flows_df = pd.concat([pd.DataFrame(_series(fa, i, times)) for i, fa in enumerate(analyses)], ignore_index=True)
     flows_df = flows_df.sort_values(["time_s", "flow"], kind="stable").reset_index(drop=True)
@@ -188,12 +224,16 @@ def analyze_file(path: Union[str, "os.PathLike[str]"], flow: Optional[int] = Non
             k = np.searchsorted(st[:, 0], times, side="right") - 1
             wire += np.where(k >= 0, st[np.maximum(k, 0), 3], 0.0)
     dt = np.diff(np.concatenate([[0.0], times]))
-    link_df = pd.DataFrame({
-        "time_s": times,
-        "queue_bytes": np.nan, "queue_packets": np.nan, "utilization": np.nan,
-        "throughput_bps": np.diff(np.concatenate([[0.0], wire])) * 8.0 / np.where(dt > 0, dt, np.nan),
-        "drops": np.nan,
-    })
+    link_df = pd.DataFrame(
+        {
+            "time_s": times,
+            "queue_bytes": np.nan,
+            "queue_packets": np.nan,
+            "utilization": np.nan,
+            "throughput_bps": np.diff(np.concatenate([[0.0], wire])) * 8.0 / np.where(dt > 0, dt, np.nan),
+            "drops": np.nan,
+        }
+    )
     flows = [flow_summary(fa, i) for i, fa in enumerate(analyses)]
     goodputs = [f["goodput_bps"] for f in flows]
     s, s2 = sum(goodputs), sum(x * x for x in goodputs)
@@ -218,9 +258,20 @@ def analyze_file(path: Union[str, "os.PathLike[str]"], flow: Optional[int] = Non
         },
         "flows": flows,
         "link": {
-            "rate_bps": None, "rtt_ms": None, "buffer_bytes": None, "buffer_packets": None, "bdp_bytes": None,
-            "utilization": None, "drops": None, "drops_overflow": None, "drops_random": None, "ecn_marks": None,
-            "queue_delay_ms": None, "queue_bytes": None, "queue_packets": None, "packets_forwarded": None,
+            "rate_bps": None,
+            "rtt_ms": None,
+            "buffer_bytes": None,
+            "buffer_packets": None,
+            "bdp_bytes": None,
+            "utilization": None,
+            "drops": None,
+            "drops_overflow": None,
+            "drops_random": None,
+            "ecn_marks": None,
+            "queue_delay_ms": None,
+            "queue_bytes": None,
+            "queue_packets": None,
+            "packets_forwarded": None,
         },
     }
     return AnalyzedRun(summary, flows_df, link_df, packets_df)

@@ -218,8 +218,14 @@ def analyze(pkts: list[TcpPacket], snd: tuple[str, int], origin: float, side: Op
         mss = 1448
     mss = max(mss, 1)
     side = side or detect_side(pkts, snd)
-    fa = FlowAnalysis(f"{snd[0]}:{snd[1]}", f"{rcv[0]}:{rcv[1]}", side, mss, hs,
-                      rtt_method="ack" if side == "sender" else "timestamps")
+    fa = FlowAnalysis(
+        f"{snd[0]}:{snd[1]}",
+        f"{rcv[0]}:{rcv[1]}",
+        side,
+        mss,
+        hs,
+        rtt_method="ack" if side == "sender" else "timestamps",
+    )
     # Window scaling applies only when both SYNs carried the option.
     shift = hs.ws_r if hs.window_scaling and hs.ws_r is not None else (0 if hs.seen else None)
 
@@ -313,7 +319,9 @@ def analyze(pkts: list[TcpPacket], snd: tuple[str, int], origin: float, side: Op
                 if fin_end is not None and fa.completion is None and delivered_rx >= fin_end:
                     fa.completion = t
             inflight = (snd_max - snd_una - sacked.total()) if side == "sender" else math.nan
-            fa.trace.append((t, 0, float(s), float(e), math.nan, math.nan, math.nan, math.nan, float(inflight), int(retrans)))
+            fa.trace.append(
+                (t, 0, float(s), float(e), math.nan, math.nan, math.nan, math.nan, float(inflight), int(retrans))
+            )
         elif p.flags & ACK:
             if base is None:
                 continue  # ACKs before any data: nothing to measure yet
@@ -344,30 +352,49 @@ def analyze(pkts: list[TcpPacket], snd: tuple[str, int], origin: float, side: Op
                     fa.completion = t
             if sack_newest is not None:
                 rtt_sample(t - sack_newest)
-            elif (a == snd_una and p.payload == 0 and not p.flags & FIN and snd_max > snd_una
-                  and (last_win is None or p.win == last_win)):
+            elif (
+                a == snd_una
+                and p.payload == 0
+                and not p.flags & FIN
+                and snd_max > snd_una
+                and (last_win is None or p.win == last_win)
+            ):
                 dup = True
                 fa.dupacks += 1
             last_win = p.win
             first_block = (math.nan, math.nan)
             for k, (l32, r32) in enumerate(p.sacks):
                 left, right = rel(l32), rel(r32)
-                if k == 0 and (left < a or (len(p.sacks) > 1 and rel(p.sacks[1][0]) <= left
-                                            and right <= rel(p.sacks[1][1]))):
+                if k == 0 and (
+                    left < a or (len(p.sacks) > 1 and rel(p.sacks[1][0]) <= left and right <= rel(p.sacks[1][1]))
+                ):
                     continue  # DSACK: a duplicate, not new information
                 sacked.add(max(left, a), right)
                 if math.isnan(first_block[0]):
                     first_block = (float(left), float(right))
             inflight = (snd_max - snd_una - sacked.total()) if side == "sender" else math.nan
-            fa.trace.append((t, 1, math.nan, math.nan, float(a), rwnd, first_block[0], first_block[1],
-                             float(inflight), int(dup)))
+            fa.trace.append(
+                (t, 1, math.nan, math.nan, float(a), rwnd, first_block[0], first_block[1], float(inflight), int(dup))
+            )
         else:
             continue
         delivered = snd_una if side == "sender" else delivered_rx
         if fin_end is not None:
             delivered = min(delivered, fin_end)
-        fa.states.append((t, float(delivered), float(fa.sent_bytes), float(fa.wire_bytes), float(fa.retransmits),
-                          float(fa.dupacks), float(fa.trace[-1][8]), rwnd, srtt, min_rtt))
+        fa.states.append(
+            (
+                t,
+                float(delivered),
+                float(fa.sent_bytes),
+                float(fa.wire_bytes),
+                float(fa.retransmits),
+                float(fa.dupacks),
+                float(fa.trace[-1][8]),
+                rwnd,
+                srtt,
+                min_rtt,
+            )
+        )
     last = max((p.t for p in pkts), default=origin) - origin
     delivered = snd_una if side == "sender" else delivered_rx
     if fin_end is not None:

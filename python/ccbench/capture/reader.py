@@ -28,9 +28,18 @@ LINKTYPE_IPV4 = 228
 LINKTYPE_IPV6 = 229
 LINKTYPE_LINUX_SLL2 = 276
 DLT_RAW = (12, 14)  # DLT_RAW on most systems and on OpenBSD, as some writers store it
-LINK_NAMES = {LINKTYPE_NULL: "null", LINKTYPE_ETHERNET: "ethernet", LINKTYPE_RAW: "raw", LINKTYPE_LOOP: "loop",
-              LINKTYPE_LINUX_SLL: "linux-sll", LINKTYPE_IPV4: "ipv4", LINKTYPE_IPV6: "ipv6",
-              LINKTYPE_LINUX_SLL2: "linux-sll2", 12: "raw", 14: "raw"}
+LINK_NAMES = {
+    LINKTYPE_NULL: "null",
+    LINKTYPE_ETHERNET: "ethernet",
+    LINKTYPE_RAW: "raw",
+    LINKTYPE_LOOP: "loop",
+    LINKTYPE_LINUX_SLL: "linux-sll",
+    LINKTYPE_IPV4: "ipv4",
+    LINKTYPE_IPV6: "ipv6",
+    LINKTYPE_LINUX_SLL2: "linux-sll2",
+    12: "raw",
+    14: "raw",
+}
 
 ETH_IPV4, ETH_IPV6, ETH_VLAN, ETH_QINQ = 0x0800, 0x86DD, 0x8100, 0x88A8
 PROTO_TCP = 6
@@ -108,7 +117,7 @@ def _options(opts: bytes, p: TcpPacket) -> None:
         length = opts[i + 1]
         if length < 2 or i + length > n:
             break
-        body = opts[i + 2:i + length]
+        body = opts[i + 2 : i + length]
         if kind == 2 and length == 4:
             p.mss = struct.unpack("!H", body)[0]
         elif kind == 3 and length == 3:
@@ -157,7 +166,7 @@ def _tcp(t: float, ip: bytes) -> Optional[TcpPacket]:
         return None
     p = TcpPacket(t, src, dst, sport, dport, seq, ack, flags, win, max(0, wire - off - thl), wire, off + thl, ecn)
     if thl > 20:
-        _options(ip[off + 20:off + thl], p)
+        _options(ip[off + 20 : off + thl], p)
     return p
 
 
@@ -188,8 +197,11 @@ def read_capture(path: Union[str, Path]) -> CaptureFile:
     with open(p, "rb") as f:
         fmt, link, records = _records(f)
         if link not in LINK_NAMES:
-            raise ScenarioError("CAPTURE", f"'{p}': link type {link} is not supported; supported: Ethernet, "
-                                "Linux cooked (SLL, SLL2), raw IP, loopback")
+            raise ScenarioError(
+                "CAPTURE",
+                f"'{p}': link type {link} is not supported; supported: Ethernet, "
+                "Linux cooked (SLL, SLL2), raw IP, loopback",
+            )
         cap = CaptureFile(p, fmt, link)
         try:
             for ts, buf in records:

@@ -25,8 +25,15 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 from ..errors import ScenarioError
 from ..lifecycle import signals_interrupt
 from . import packetdrill as pd
-from .kernel import (SCRIPT_TIMEOUT_S, TIMING_RERUNS, check_tolerance, collect, packetdrill_args,
-                     referenced_files, stand_in_target)
+from .kernel import (
+    SCRIPT_TIMEOUT_S,
+    TIMING_RERUNS,
+    check_tolerance,
+    collect,
+    packetdrill_args,
+    referenced_files,
+    stand_in_target,
+)
 from .packetdrill_output import Reading, read_output
 from .verdict import Verdict
 
@@ -41,17 +48,47 @@ GUEST_MODULES = ("tun", "sch_fq")
 HOST_PROGRAMS = {"/bin/bash": "bash", "/bin/sh": "bash", "/sbin/tc": "tc", "/usr/bin/python3": "python3"}
 # What of Python's standard library the guest leaves out (packetdrill's code needs sys
 # and traceback).
-PYTHON_SKIP = {"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "pydoc_data", "distutils",
-               "site-packages", "dist-packages", "unittest", "asyncio", "email", "xml", "http", "urllib",
-               "sqlite3", "multiprocessing", "concurrent", "venv", "wsgiref", "xmlrpc", "curses", "dbm"}
+PYTHON_SKIP = {
+    "test",
+    "idlelib",
+    "tkinter",
+    "turtledemo",
+    "ensurepip",
+    "lib2to3",
+    "pydoc_data",
+    "distutils",
+    "site-packages",
+    "dist-packages",
+    "unittest",
+    "asyncio",
+    "email",
+    "xml",
+    "http",
+    "urllib",
+    "sqlite3",
+    "multiprocessing",
+    "concurrent",
+    "venv",
+    "wsgiref",
+    "xmlrpc",
+    "curses",
+    "dbm",
+}
 SCRIPTS = "scripts"
-TOO_OLD = ("packetdrill reads a longer TCP_INFO than this guest kernel fills (its struct is Linux 6.18's): "
-           "give a newer --guest-kernel")
+TOO_OLD = (
+    "packetdrill reads a longer TCP_INFO than this guest kernel fills (its struct is Linux 6.18's): "
+    "give a newer --guest-kernel"
+)
 _MARK = re.compile(r"^CCBENCH (SCRIPT|STATUS|STDERR|END) ?(.*)$")
 
 
-def run_guest(paths: list[Path], packetdrill: Optional[Path], tolerance_usecs: Optional[int],
-              progress: Callable[[Verdict], None], guest_kernel: str = "debian:sid") -> list[Verdict]:
+def run_guest(
+    paths: list[Path],
+    packetdrill: Optional[Path],
+    tolerance_usecs: Optional[int],
+    progress: Callable[[Verdict], None],
+    guest_kernel: str = "debian:sid",
+) -> list[Verdict]:
     """Every script in ``paths`` on ``guest_kernel`` in a QEMU guest, in sorted order;
     ``progress`` sees each verdict as it is reached."""
     from ..vm import guest
@@ -84,8 +121,9 @@ def run_guest(paths: list[Path], packetdrill: Optional[Path], tolerance_usecs: O
     return [verdicts[name] for name, _ in scripts]
 
 
-def boot_and_run(kernel: "GuestKernel", binary: Path, scripts: Sequence[tuple[str, Path]],
-                 tolerance_usecs: Optional[int]) -> dict[str, Reading]:
+def boot_and_run(
+    kernel: "GuestKernel", binary: Path, scripts: Sequence[tuple[str, Path]], tolerance_usecs: Optional[int]
+) -> dict[str, Reading]:
     """One boot that runs ``scripts``: each one's reading, from the console."""
     from ..vm.qemu import Vm, accelerator
 
@@ -139,8 +177,9 @@ def parse_console(text: str) -> dict[str, tuple[int, str]]:
     return found
 
 
-def guest_image(kernel: "GuestKernel", binary: Path, scripts: Sequence[tuple[str, Path]], tolerance_usecs: Optional[int],
-                out: Path) -> Path:
+def guest_image(
+    kernel: "GuestKernel", binary: Path, scripts: Sequence[tuple[str, Path]], tolerance_usecs: Optional[int], out: Path
+) -> Path:
     """The VM engine's guest image with packetdrill, the host programs and the scripts."""
     from ..vm import initramfs
 
@@ -168,17 +207,23 @@ def guest_image(kernel: "GuestKernel", binary: Path, scripts: Sequence[tuple[str
             f"echo {shlex.quote('CCBENCH SCRIPT ' + name)}\n"
             f"cd /{SCRIPTS}/{shlex.quote(_relative(script.parent, root))}\n"
             f"timeout {SCRIPT_TIMEOUT_S} unshare -n sh -c {shlex.quote(inner)} > /tmp/out 2> /tmp/err\n"
-            "echo \"CCBENCH STATUS $?\"\necho 'CCBENCH STDERR'\ncat /tmp/err\necho\necho 'CCBENCH END'\n")
+            "echo \"CCBENCH STATUS $?\"\necho 'CCBENCH STDERR'\ncat /tmp/err\necho\necho 'CCBENCH END'\n"
+        )
     files["run.sh"] = (0o100755, ("export PATH=/sbin:/bin:/usr/bin\n" + "".join(steps)).encode())
-    return initramfs.build(kernel, out, modules=GUEST_MODULES,
-                           files=[(p, mode, data) for p, (mode, data) in sorted(files.items())])
+    return initramfs.build(
+        kernel, out, modules=GUEST_MODULES, files=[(p, mode, data) for p, (mode, data) in sorted(files.items())]
+    )
 
 
 def python_library(python: Path) -> dict[str, tuple[int, bytes]]:
     """The standard library of ``python`` (compiled files included, so that a slow guest
     need not compile them), less the packages in PYTHON_SKIP."""
-    version = subprocess.run([str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                             capture_output=True, text=True, timeout=30).stdout.strip()
+    version = subprocess.run(
+        [str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout.strip()
     root = python.resolve().parent.parent / "lib" / f"python{version}"
     if not (root / "os.py").is_file():
         raise ScenarioError("--vm", f"cannot find the standard library of {python} at {root}")
@@ -204,8 +249,9 @@ def _which(program: str) -> Path:
 
     found = shutil.which(program, path="/usr/sbin:/usr/bin:/sbin:/bin") if "/" not in program else program
     if not found or not Path(found).is_file():
-        raise ScenarioError("--vm", f"running scripts in the guest needs {program} on this host "
-                            "(Debian: bash, iproute2)")
+        raise ScenarioError(
+            "--vm", f"running scripts in the guest needs {program} on this host (Debian: bash, iproute2)"
+        )
     return Path(found)
 
 

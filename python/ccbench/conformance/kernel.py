@@ -45,12 +45,36 @@ SCRIPT_TIMEOUT_S = 120
 # delays packets by milliseconds; the default tolerance is 4 ms).
 TIMING_RERUNS = 3
 # The arguments tools/testing/selftests/net/packetdrill/ksft_runner.sh gives packetdrill.
-IPV4_ARGS = ("--ip_version=ipv4", "--local_ip=192.168.0.1", "--gateway_ip=192.168.0.1", "--netmask_ip=255.255.0.0",
-             "--remote_ip=192.0.2.1", "-D", "TFO_COOKIE=3021b9d889017eeb", "-D", "TFO_COOKIE_ZERO=b7c12350a90dc8f5",
-             "-D", "CMSG_LEVEL_IP=SOL_IP", "-D", "CMSG_TYPE_RECVERR=IP_RECVERR")
-IPV6_ARGS = ("--ip_version=ipv6", "--mtu=1520", "--local_ip=fd3d:0a0b:17d6::1", "--gateway_ip=fd3d:0a0b:17d6:8888::1",
-             "--remote_ip=fd3d:fa7b:d17d::1", "-D", "TFO_COOKIE=c1d1e9742a47a9bc", "-D",
-             "TFO_COOKIE_ZERO=82af1a8f9a205c34", "-D", "CMSG_LEVEL_IP=SOL_IPV6", "-D", "CMSG_TYPE_RECVERR=IPV6_RECVERR")
+IPV4_ARGS = (
+    "--ip_version=ipv4",
+    "--local_ip=192.168.0.1",
+    "--gateway_ip=192.168.0.1",
+    "--netmask_ip=255.255.0.0",
+    "--remote_ip=192.0.2.1",
+    "-D",
+    "TFO_COOKIE=3021b9d889017eeb",
+    "-D",
+    "TFO_COOKIE_ZERO=b7c12350a90dc8f5",
+    "-D",
+    "CMSG_LEVEL_IP=SOL_IP",
+    "-D",
+    "CMSG_TYPE_RECVERR=IP_RECVERR",
+)
+IPV6_ARGS = (
+    "--ip_version=ipv6",
+    "--mtu=1520",
+    "--local_ip=fd3d:0a0b:17d6::1",
+    "--gateway_ip=fd3d:0a0b:17d6:8888::1",
+    "--remote_ip=fd3d:fa7b:d17d::1",
+    "-D",
+    "TFO_COOKIE=c1d1e9742a47a9bc",
+    "-D",
+    "TFO_COOKIE_ZERO=82af1a8f9a205c34",
+    "-D",
+    "CMSG_LEVEL_IP=SOL_IPV6",
+    "-D",
+    "CMSG_TYPE_RECVERR=IPV6_RECVERR",
+)
 ALLOWED_CC = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 # A symbolic link written as a file holds one relative path and nothing else.
@@ -62,8 +86,14 @@ def stack_name() -> str:
     return f"linux {platform.release()}"
 
 
-def run_kernel(paths: list[Path], packetdrill: Optional[Path], tolerance_usecs: Optional[int],
-               progress: Callable[[Verdict], None], *, timeout_s: float = SCRIPT_TIMEOUT_S) -> list[Verdict]:
+def run_kernel(
+    paths: list[Path],
+    packetdrill: Optional[Path],
+    tolerance_usecs: Optional[int],
+    progress: Callable[[Verdict], None],
+    *,
+    timeout_s: float = SCRIPT_TIMEOUT_S,
+) -> list[Verdict]:
     """Run every script in ``paths`` (files, or directories searched for ``*.pkt``) with
     packetdrill on this kernel, in sorted order, one at a time; ``progress`` sees each
     verdict as it is reached."""
@@ -110,7 +140,9 @@ def collect(paths: Sequence[Path]) -> list[tuple[str, Path]]:
             root = path.resolve().parent.parent
             scripts = [path.resolve()]
         else:
-            raise ScenarioError("PATH", f"{str(path)!r} does not exist; give packetdrill scripts or directories of them")
+            raise ScenarioError(
+                "PATH", f"{str(path)!r} does not exist; give packetdrill scripts or directories of them"
+            )
         for script in scripts:
             found.setdefault(script, script.relative_to(root).as_posix())
     return sorted(((name, script) for script, name in found.items()), key=lambda t: (t[0], str(t[1])))
@@ -118,8 +150,11 @@ def collect(paths: Sequence[Path]) -> list[tuple[str, Path]]:
 
 def require_root_and_tools() -> None:
     if os.geteuid() != 0:
-        raise ScenarioError("--kernel", "running scripts on the kernel needs root (a network namespace and a tun "
-                            "device per script); run as root, or without --kernel for the simulator")
+        raise ScenarioError(
+            "--kernel",
+            "running scripts on the kernel needs root (a network namespace and a tun "
+            "device per script); run as root, or without --kernel for the simulator",
+        )
     missing = [tool for tool in ("unshare", "ip") if shutil.which(tool, path=_path()) is None]
     if missing:
         raise ScenarioError("--kernel", f"needs {' and '.join(missing)} (util-linux, iproute2), which is not installed")
@@ -127,8 +162,9 @@ def require_root_and_tools() -> None:
         raise ScenarioError("--kernel", "this machine has no /dev/net/tun; packetdrill needs a tun device")
 
 
-def run_script(binary: Path, script: Path, name: str, tolerance_usecs: Optional[int],
-               timeout_s: float = SCRIPT_TIMEOUT_S) -> Verdict:
+def run_script(
+    binary: Path, script: Path, name: str, tolerance_usecs: Optional[int], timeout_s: float = SCRIPT_TIMEOUT_S
+) -> Verdict:
     """One script's verdict, re-running a timing-only failure up to TIMING_RERUNS times."""
     text = script.read_text(errors="replace")
     reason = missing_on_this_kernel(text, script.name)
@@ -160,18 +196,30 @@ def packetdrill_args(text: str, file_name: str, tolerance_usecs: Optional[int]) 
     return args
 
 
-def run_once(binary: Path, script: Path, text: str, stand_ins: Sequence[tuple[Path, Path]],
-             tolerance_usecs: Optional[int], timeout_s: float) -> Reading:
+def run_once(
+    binary: Path,
+    script: Path,
+    text: str,
+    stand_ins: Sequence[tuple[Path, Path]],
+    tolerance_usecs: Optional[int],
+    timeout_s: float,
+) -> Reading:
     """One packetdrill run in fresh network and mount namespaces; its process group is
     killed on timeout or interrupt, so nothing of it outlives the call."""
     steps = ["ip link set lo up"]
     steps += [f"mount --bind {shlex.quote(str(target))} {shlex.quote(str(stub))}" for stub, target in stand_ins]
     argv = [str(binary), *packetdrill_args(text, script.name, tolerance_usecs), script.name]
     steps.append("exec " + " ".join(shlex.quote(a) for a in argv))
-    proc = subprocess.Popen(["unshare", "--net", "--mount", "sh", "-c", " && ".join(steps)], cwd=script.parent,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=dict(os.environ, PATH=_path()), start_new_session=True,
-                            preexec_fn=die_with_parent(os.getpid()))
+    proc = subprocess.Popen(
+        ["unshare", "--net", "--mount", "sh", "-c", " && ".join(steps)],
+        cwd=script.parent,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ, PATH=_path()),
+        start_new_session=True,
+        preexec_fn=die_with_parent(os.getpid()),
+    )
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -184,8 +232,7 @@ def run_once(binary: Path, script: Path, text: str, stand_ins: Sequence[tuple[Pa
         # set_sysctls.py leaves a restore script named after packetdrill's pid (= proc.pid:
         # unshare and sh exec into it) in the host's /tmp.
         Path(f"/tmp/sysctl_restore_{proc.pid}.sh").unlink(missing_ok=True)
-    return read_output(script.name, text, proc.returncode, out.decode(errors="replace"),
-                       err.decode(errors="replace"))
+    return read_output(script.name, text, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -209,8 +256,12 @@ def qdisc_available(kind: str) -> bool:
     """Whether this kernel has the qdisc ``kind`` (tried on lo in a scratch namespace)."""
     if kind not in _qdisc_cache:
         try:
-            done = subprocess.run(["unshare", "--net", "tc", "qdisc", "add", "dev", "lo", "root", kind],
-                                  capture_output=True, timeout=10, env=dict(os.environ, PATH=_path()))
+            done = subprocess.run(
+                ["unshare", "--net", "tc", "qdisc", "add", "dev", "lo", "root", kind],
+                capture_output=True,
+                timeout=10,
+                env=dict(os.environ, PATH=_path()),
+            )
             _qdisc_cache[kind] = done.returncode == 0
         except (OSError, subprocess.TimeoutExpired):
             _qdisc_cache[kind] = False
@@ -233,6 +284,7 @@ def missing_on_this_kernel(text: str, file_name: str) -> Optional[str]:
 
 
 # -- the files a script's shell lines run ----------------------------------------------------
+
 
 def referenced_files(script: Path, text: str) -> list[Path]:
     """The existing files the script's backtick commands name (``../common/defaults.sh``),
@@ -311,6 +363,7 @@ def congestion_controls_allowed(names: set[str]) -> Iterator[list[str]]:
 
 
 # -- the recorded verdicts -------------------------------------------------------------------
+
 
 def record(verdicts: Sequence[Verdict], path: Path) -> None:
     """Write ``{"kernel": release, "scripts": [verdict, ...]}`` (sorted by script) to ``path``."""

@@ -32,7 +32,9 @@ def binary(explicit: Optional[Path], scripts: Sequence[Path]) -> Path:
     else ``packetdrill`` on PATH. ScenarioError (``--packetdrill``) when there is none."""
     if explicit is not None:
         if not explicit.is_file() or not os.access(explicit, os.X_OK):
-            raise ScenarioError("--packetdrill", f"{str(explicit)!r} is not an executable file; give a built packetdrill")
+            raise ScenarioError(
+                "--packetdrill", f"{str(explicit)!r} is not an executable file; give a built packetdrill"
+            )
         return explicit.resolve()
     src = find_source(scripts)
     if src is not None:
@@ -40,8 +42,11 @@ def binary(explicit: Optional[Path], scripts: Sequence[Path]) -> Path:
     on_path = shutil.which("packetdrill")
     if on_path:
         return Path(on_path)
-    raise ScenarioError("--packetdrill", "no packetdrill here: give --packetdrill PATH (a built binary), or set "
-                        f"{SOURCE_ENV} to packetdrill's source (gtests/net/packetdrill of github.com/google/packetdrill)")
+    raise ScenarioError(
+        "--packetdrill",
+        "no packetdrill here: give --packetdrill PATH (a built binary), or set "
+        f"{SOURCE_ENV} to packetdrill's source (gtests/net/packetdrill of github.com/google/packetdrill)",
+    )
 
 
 def is_source(path: Path) -> bool:
@@ -68,8 +73,9 @@ def source_hash(src: Path) -> str:
     """A digest of the source files (not of what ``configure`` and ``make`` write)."""
     h = hashlib.sha256()
     for path in sorted(src.rglob("*")):
-        if path.is_file() and (path.suffix in _SOURCE_SUFFIXES or path.name.startswith("Makefile.")
-                               or path.name == "configure"):
+        if path.is_file() and (
+            path.suffix in _SOURCE_SUFFIXES or path.name.startswith("Makefile.") or path.name == "configure"
+        ):
             h.update(path.relative_to(src).as_posix().encode() + b"\0")
             h.update(path.read_bytes() + b"\0")
     return h.hexdigest()
@@ -91,9 +97,12 @@ def build(src: Path) -> Path:
         return built
     missing = missing_build_tools()
     if missing:
-        raise ScenarioError("--packetdrill", f"building packetdrill from {src} needs {', '.join(missing)}, which "
-                            "is not installed (as root: make conformance-test-deps, or apt-get install "
-                            f"{' '.join(missing)}); or give --packetdrill PATH")
+        raise ScenarioError(
+            "--packetdrill",
+            f"building packetdrill from {src} needs {', '.join(missing)}, which "
+            "is not installed (as root: make conformance-test-deps, or apt-get install "
+            f"{' '.join(missing)}); or give --packetdrill PATH",
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=out.parent))
     tmp.chmod(0o755)
@@ -105,16 +114,22 @@ def build(src: Path) -> Path:
         jobs = str(max(1, min(4, os.cpu_count() or 1)))
         with log.open("w") as f:
             try:
-                done = subprocess.run(["sh", "-c", f"./configure && make -j{jobs} packetdrill"], cwd=tree, stdout=f,
-                                      stderr=subprocess.STDOUT, timeout=BUILD_TIMEOUT_S)
+                done = subprocess.run(
+                    ["sh", "-c", f"./configure && make -j{jobs} packetdrill"],
+                    cwd=tree,
+                    stdout=f,
+                    stderr=subprocess.STDOUT,
+                    timeout=BUILD_TIMEOUT_S,
+                )
                 status = f"status {done.returncode}" if done.returncode else ""
             except subprocess.TimeoutExpired:
                 status = f"no result within {BUILD_TIMEOUT_S} s"
         if status or not (tree / "packetdrill").is_file():
             lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
             last = lines[-1].strip() if lines else "no output"
-            raise ScenarioError("--packetdrill", f"building packetdrill from {src} failed ({status or 'no binary'}): "
-                                f"{last}")
+            raise ScenarioError(
+                "--packetdrill", f"building packetdrill from {src} failed ({status or 'no binary'}): {last}"
+            )
         (tree / "packetdrill").rename(tmp / "packetdrill")
         shutil.rmtree(tree)
         try:

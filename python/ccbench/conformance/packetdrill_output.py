@@ -54,15 +54,23 @@ def read_output(name: str, script: str, returncode: int, stdout: str, stderr: st
     prefix = re.escape(name)
     for i, line in enumerate(lines):
         if m := re.match(rf"{prefix}:(\d+): error handling packet: (.*)$", line):
-            return Reading("fail", _packet_mismatch(script, int(m[1]), m[2], lines[i + 1:i + 3]))
+            return Reading("fail", _packet_mismatch(script, int(m[1]), m[2], lines[i + 1 : i + 3]))
         if m := re.match(rf"{prefix}:(\d+): runtime error in (\w+) call: (.*)$", line):
             return Reading("fail", _syscall_mismatch(script, int(m[1]), m[3]))
         if m := re.match(rf"{prefix}:(\d+): (timing error: .*)$", line):
             n = int(m[1])
-            return Reading("fail", Mismatch(n, _expected_text(script, n) + _expected_time(m[2]), _actual_time(m[2]),
-                                            event_times(script).get(n), timing_only=True))
+            return Reading(
+                "fail",
+                Mismatch(
+                    n,
+                    _expected_text(script, n) + _expected_time(m[2]),
+                    _actual_time(m[2]),
+                    event_times(script).get(n),
+                    timing_only=True,
+                ),
+            )
         if m := re.match(rf"{prefix}:(\d+): error in Python code$", line):
-            return _python_failure(script, int(m[1]), lines[i + 1:])
+            return _python_failure(script, int(m[1]), lines[i + 1 :])
         if m := re.match(rf"{prefix}:(\d+): (?:parse error|syntax error|error: )(.*)$", line):
             return Reading("unsupported", reason=f"packetdrill cannot run line {m[1]}: {m[2].strip()}")
     last = next((ln.strip() for ln in reversed(lines) if ln.strip()), "no message")
@@ -90,8 +98,11 @@ def setup_problem(stderr: str, script: str) -> Optional[str]:
         if m := re.match(r"\S*sh: (?:\d+: )?(\S+): (?:command )?not found$", line):
             return f"needs {m[1]}, which is not installed on this machine"
         if m := re.match(r'sysctl: setting key "([^"]+)"(?:, ignoring)?: (.+)$', line):
-            hint = (" (net.ipv4.tcp_allowed_congestion_control decides what a network namespace may choose)"
-                    if m[1].endswith("tcp_congestion_control") else "")
+            hint = (
+                " (net.ipv4.tcp_allowed_congestion_control decides what a network namespace may choose)"
+                if m[1].endswith("tcp_congestion_control")
+                else ""
+            )
             return f"could not set {m[1]}: {m[2]}{hint}"
         if m := re.match(r"sysctl: cannot stat /proc/sys/(\S+): No such file or directory$", line):
             return f"this kernel has no sysctl {m[1].replace('/', '.')}"
@@ -119,8 +130,13 @@ def _packet_mismatch(script: str, line: int, message: str, following: list[str])
     expected = _expected_text(script, line)
     actual_time, actual = dumps.get("actual", (None, ""))
     if message.startswith("timing error"):
-        return Mismatch(line, expected + _expected_time(message), actual or _actual_time(message),
-                        actual_time if actual_time is not None else _happened_at(message), timing_only=True)
+        return Mismatch(
+            line,
+            expected + _expected_time(message),
+            actual or _actual_time(message),
+            actual_time if actual_time is not None else _happened_at(message),
+            timing_only=True,
+        )
     if message.startswith("Timed out waiting for packet") or message.strip() == "(null)":
         return Mismatch(line, expected, "no packet", event_times(script).get(line))
     if not actual:
@@ -149,6 +165,7 @@ def _happened_at(message: str) -> Optional[int]:
 
 # -- system calls ----------------------------------------------------------------------
 
+
 def _syscall_mismatch(script: str, line: int, message: str) -> Mismatch:
     if m := re.match(r"Expected result (-?\d+) but got (-?\d+) with errno (\d+) \((.*)\)", message):
         actual = f"returned {m[2]}" + (f" (errno {m[3]}: {m[4]})" if int(m[2]) < 0 else "")
@@ -164,6 +181,7 @@ def _syscall_mismatch(script: str, line: int, message: str) -> Mismatch:
 
 
 # -- %{ }% blocks ----------------------------------------------------------------------
+
 
 def _python_failure(script: str, block_line: int, traceback: list[str]) -> Reading:
     statement = ""
@@ -182,8 +200,9 @@ def _python_failure(script: str, block_line: int, traceback: list[str]) -> Readi
     if exc_type != "AssertionError":
         actual = f"{exc_type}: {exc_message}" if exc_type else "the block's Python failed"
         return Reading("fail", Mismatch(line, condition or statement, actual, time_us))
-    return Reading("fail", Mismatch(line, condition or statement, _assert_actual(condition, message_expr, exc_message),
-                                    time_us))
+    return Reading(
+        "fail", Mismatch(line, condition or statement, _assert_actual(condition, message_expr, exc_message), time_us)
+    )
 
 
 def _statement_line(script: str, block_line: int, statement: str) -> int:
@@ -227,8 +246,10 @@ def _assert_actual(condition: str, message: Optional[ast.expr], value: str) -> s
 
 # -- the script's text and times ---------------------------------------------------------
 
-_TIME = re.compile(r"(\*|(\+)?(\d+\.?\d*|\.\d+)(?:\s*~\s*(\+)?(\d+\.?\d*|\.\d+))?(?:\s*\.\.\.\s*(\+)?(\d+\.?\d*|\.\d+))?)"
-                   r"(?=\s)")
+_TIME = re.compile(
+    r"(\*|(\+)?(\d+\.?\d*|\.\d+)(?:\s*~\s*(\+)?(\d+\.?\d*|\.\d+))?(?:\s*\.\.\.\s*(\+)?(\d+\.?\d*|\.\d+))?)"
+    r"(?=\s)"
+)
 
 
 def _expected_text(script: str, line: int) -> str:
@@ -238,7 +259,7 @@ def _expected_text(script: str, line: int) -> str:
         return f"line {line}"
     text = lines[line - 1].split("//")[0].strip()
     if m := _TIME.match(text):
-        text = text[m.end():].strip()
+        text = text[m.end() :].strip()
     return text
 
 
@@ -271,7 +292,7 @@ def _track_blocks(line: str, depth: dict[str, bool]) -> None:
     """Follow backtick commands, ``%{ }%`` code and ``/* */`` comments across lines."""
     i = 0
     while i < len(line):
-        two = line[i:i + 2]
+        two = line[i : i + 2]
         if depth["/*"]:
             if two == "*/":
                 depth["/*"] = False

@@ -166,9 +166,7 @@ class Script:
 # --- lexical helpers -------------------------------------------------------------------
 
 _NUM = r"(?:\d+\.\d+|\.\d+|\d+\.(?!\.)|\d+)"
-_TIME_RE = re.compile(
-    rf"(?P<any>\*)|(?P<p1>\+)?(?P<t1>{_NUM})(?:\s*~\s*(?P<p2>\+)?(?P<t2>{_NUM}))?"
-)
+_TIME_RE = re.compile(rf"(?P<any>\*)|(?P<p1>\+)?(?P<t1>{_NUM})(?:\s*~\s*(?P<p2>\+)?(?P<t2>{_NUM}))?")
 
 
 def _secs_to_us(s: str) -> int:

@@ -280,8 +280,9 @@ def _inbound_data(run: Run, ev: Event, p: Packet, t_us: int) -> None:
     if p.start != 1 + run.received:
         raise Unsupported(f"line {ev.line}: inbound data out of order (the receive queue is not modelled)")
     if run.written and run.received:
-        raise Unsupported(f"line {ev.line}: inbound data after an exchange (delayed ACKs in pingpong mode are not "
-                          "modelled)")
+        raise Unsupported(
+            f"line {ev.line}: inbound data after an exchange (delayed ACKs in pingpong mode are not modelled)"
+        )
     if run.quickacks == 0:
         raise Unsupported(f"line {ev.line}: inbound data after the quick ACKs (delayed ACKs are not modelled)")
     run.received += p.length

@@ -24,6 +24,7 @@ from .sim_state import (
 )
 from .verdict import Mismatch
 
+
 def syscall(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
     name = sc.name
     if name in NO_OP_CALLS:
@@ -41,8 +42,10 @@ def syscall(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
             return
         if opt == "SO_SNDBUF":
             if run.sndbuf is None:
-                raise Unsupported(f"line {ev.line}: getsockopt SO_SNDBUF without a SO_SNDBUF set (the send "
-                                  "buffer's autotuning is not modelled)")
+                raise Unsupported(
+                    f"line {ev.line}: getsockopt SO_SNDBUF without a SO_SNDBUF set (the send "
+                    "buffer's autotuning is not modelled)"
+                )
             if sc.int_arg(3) != run.sndbuf:
                 raise Failed(Mismatch(ev.line, ev.text, f"SO_SNDBUF = {run.sndbuf}", t_us))
             return
@@ -57,8 +60,9 @@ def syscall(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
     if name in ("write", "send", "sendmsg"):
         n, more = _write_args(ev, sc)
         if sc.result != str(n) or sc.errno:
-            raise Unsupported(f"line {ev.line}: {name}() returning {sc.result} of {n} bytes (a short or failed "
-                              "write is not modelled)")
+            raise Unsupported(
+                f"line {ev.line}: {name}() returning {sc.result} of {n} bytes (a short or failed write is not modelled)"
+            )
         _write(run, ev, n, more, t_us)
         return
     if name == "read":
@@ -86,8 +90,9 @@ def _close(run: Run, ev: Event, t_us: int) -> None:
     if run.closed:
         raise Unsupported(f"line {ev.line}: close() twice")
     if run.h.tcp_info()["tcpi_bytes_acked"] != run.written:
-        raise Unsupported(f"line {ev.line}: close() with data not yet acknowledged (a FIN queued behind data "
-                          "is not modelled)")
+        raise Unsupported(
+            f"line {ev.line}: close() with data not yet acknowledged (a FIN queued behind data is not modelled)"
+        )
     run.closed = True
     if run.received > run.consumed:
         # `tcp_close`: data the application never read aborts the connection with a RST
@@ -124,8 +129,9 @@ def _write_args(ev: Event, sc: Syscall) -> tuple[int, bool]:
     if n is None or n < 0:
         raise Unsupported(f"line {ev.line}: {sc.name} of unknown length")
     if n > MAX_RW_COUNT:
-        raise Unsupported(f"line {ev.line}: {sc.name} of {n} bytes: Linux copies at most MAX_RW_COUNT "
-                          f"({MAX_RW_COUNT}) bytes a call")
+        raise Unsupported(
+            f"line {ev.line}: {sc.name} of {n} bytes: Linux copies at most MAX_RW_COUNT ({MAX_RW_COUNT}) bytes a call"
+        )
     known = {"0", "MSG_MORE"}
     if not set(f.strip() for f in flags.split("|")) <= known:
         raise Unsupported(f"line {ev.line}: {sc.name} flags {flags}")
@@ -192,8 +198,10 @@ def _write(run: Run, ev: Event, n: int, more: bool, t_us: int) -> None:
         raise Unsupported(f"line {ev.line}: a write before the connection is established")
     queued = run.written - run.h.tcp_info()["tcpi_bytes_acked"]
     if run.sndbuf is not None and queued + n > run.sndbuf:
-        raise Unsupported(f"line {ev.line}: {queued + n} bytes queued beyond SO_SNDBUF {run.sndbuf} (a write that "
-                          "blocks on the send buffer is not modelled)")
+        raise Unsupported(
+            f"line {ev.line}: {queued + n} bytes queued beyond SO_SNDBUF {run.sndbuf} (a write that "
+            "blocks on the send buffer is not modelled)"
+        )
     try:
         run.h.write(t_us * 1000, n, more)
     except OverflowError as e:

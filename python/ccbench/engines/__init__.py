@@ -18,10 +18,15 @@ DEFAULT = "sim"
 # name: (module, one line for --help)
 ENGINES: dict[str, tuple[str, str]] = {
     "sim": ("ccbench.engines.sim", "the packet-level simulator"),
-    "kernel": ("ccbench.engines.kernel", "the real Linux stack in network namespaces (root; one run at a time "
-                                         "per host)"),
-    "vm": ("ccbench.engines.vm", "the senders in a QEMU guest running a Debian kernel, its vCPUs under "
-                                 "SCHED_DEADLINE with [host] cpu_share (root; one run at a time per host)"),
+    "kernel": (
+        "ccbench.engines.kernel",
+        "the real Linux stack in network namespaces (root; one run at a time per host)",
+    ),
+    "vm": (
+        "ccbench.engines.vm",
+        "the senders in a QEMU guest running a Debian kernel, its vCPUs under "
+        "SCHED_DEADLINE with [host] cpu_share (root; one run at a time per host)",
+    ),
 }
 
 

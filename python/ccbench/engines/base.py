@@ -143,6 +143,9 @@ def capture_dir(scenario: "Scenario", default: Optional[PathLike]) -> Optional[s
         return None
     where = scenario.capture.dir if scenario.capture.dir is not None else default
     if where is None:
-        raise ScenarioError("capture.dir", "packet capture needs a directory: set [capture] dir, or give --out DIR "
-                            "(the files are DIR/capture-<point>.pcap)")
+        raise ScenarioError(
+            "capture.dir",
+            "packet capture needs a directory: set [capture] dir, or give --out DIR "
+            "(the files are DIR/capture-<point>.pcap)",
+        )
     return os.fspath(where)

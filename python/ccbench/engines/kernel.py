@@ -18,11 +18,14 @@ from .base import Engine, PathLike, ScenarioLike, Unsupported, capture_dir
 if TYPE_CHECKING:
     from ..scenario import Scenario
 
-SIMULATOR_OPTION = "is a simulator option; the kernel engine runs Linux's own TCP on this machine's CPU " \
-                   "(use --engine sim)"
+SIMULATOR_OPTION = (
+    "is a simulator option; the kernel engine runs Linux's own TCP on this machine's CPU (use --engine sim)"
+)
 # The simulator's own knobs, which a real Linux sender has no way to honour.
-SIMULATOR_KNOBS = tuple(Unsupported(f"flows[].{knob}", SIMULATOR_OPTION)
-                        for knob in ("pacing_stride", "fixed_cwnd", "fixed_pacing_rate_bps", "freeze_cc"))
+SIMULATOR_KNOBS = tuple(
+    Unsupported(f"flows[].{knob}", SIMULATOR_OPTION)
+    for knob in ("pacing_stride", "fixed_cwnd", "fixed_pacing_rate_bps", "freeze_cc")
+)
 
 
 class KernelEngine(Engine):

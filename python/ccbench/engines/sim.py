@@ -51,8 +51,9 @@ class SimEngine(Engine):
             raise ScenarioError(sc._entry_field(e.field), e.message) from None
         summary = json.loads(summary_json)
         summary["scenario_hash"] = sc.scenario_hash
-        return Result(summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=sc,
-                      states=table_frame(states))
+        return Result(
+            summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=sc, states=table_frame(states)
+        )
 
     def code_version(self) -> str:
         from ..store.version import core_version

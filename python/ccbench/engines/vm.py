@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 # of `ccbench sweep` and `ccbench replicate` sets, and worker processes inherit.
 GUEST_KERNEL_ENV = "CCBENCH_GUEST_KERNEL"
 DEFAULT_GUEST_KERNEL = "debian:6.1"
-NO_VM_MEANING = "has no meaning for a VM; the VM engine's sender CPU is the guest's vCPUs, given a share with " \
-                "host.cpu_share and host.cpu_slice"
+NO_VM_MEANING = (
+    "has no meaning for a VM; the VM engine's sender CPU is the guest's vCPUs, given a share with "
+    "host.cpu_share and host.cpu_slice"
+)
 MAX_VCPUS = 16
 
 
@@ -36,16 +38,24 @@ class VmEngine(Engine):
         Unsupported("host.cpu_trace", NO_VM_MEANING),
         Unsupported("host.rx_ring", NO_VM_MEANING),
         Unsupported("host.cost", NO_VM_MEANING),
-        Unsupported("host.tx_completion_ns", "is the guest's own virtual NIC's on the VM engine (ccbench calibrate-host "
-                                          "measures it for the simulator)"),
+        Unsupported(
+            "host.tx_completion_ns",
+            "is the guest's own virtual NIC's on the VM engine (ccbench calibrate-host measures it for the simulator)",
+        ),
         *SIMULATOR_KNOBS,
     )
     # Scenarios load as on the kernel engine: any algorithm name a kernel might offer.
     load = KernelEngine.load
     from_flags = KernelEngine.from_flags
 
-    def __init__(self, guest_kernel: Optional[str] = None, vcpus: int = 1, trace_tx: bool = False,
-                 profile_guest: bool = False, trace_vcpu: bool = False) -> None:
+    def __init__(
+        self,
+        guest_kernel: Optional[str] = None,
+        vcpus: int = 1,
+        trace_tx: bool = False,
+        profile_guest: bool = False,
+        trace_vcpu: bool = False,
+    ) -> None:
         self._guest_kernel, self.vcpus = guest_kernel, vcpus
         self.trace_tx, self.profile_guest, self.trace_vcpu = trace_tx, profile_guest, trace_vcpu
 
@@ -54,9 +64,16 @@ class VmEngine(Engine):
         """The one configured, else ``$CCBENCH_GUEST_KERNEL``, else Debian's 6.1."""
         return self._guest_kernel or os.environ.get(GUEST_KERNEL_ENV) or DEFAULT_GUEST_KERNEL
 
-    def configure(self, *, guest_kernel: Optional[str] = None, vcpus: Optional[int] = None,
-                  trace_tx: Optional[bool] = None, profile_guest: Optional[bool] = None,
-                  trace_vcpu: Optional[bool] = None, **others: Any) -> "VmEngine":
+    def configure(
+        self,
+        *,
+        guest_kernel: Optional[str] = None,
+        vcpus: Optional[int] = None,
+        trace_tx: Optional[bool] = None,
+        profile_guest: Optional[bool] = None,
+        trace_vcpu: Optional[bool] = None,
+        **others: Any,
+    ) -> "VmEngine":
         """``guest_kernel`` (see ``ccbench.vm.guest``), ``vcpus`` (1 to MAX_VCPUS), and
         what to measure besides: ``trace_tx``, how long the guest's NIC holds each skb
         it sends (the guest kernel's trace events; ``vm.tx_completion``);
@@ -70,8 +87,14 @@ class VmEngine(Engine):
 
         def pick(given: Optional[bool], current: bool) -> bool:
             return current if given is None else given
-        return VmEngine(guest_kernel or self._guest_kernel, vcpus or self.vcpus, pick(trace_tx, self.trace_tx),
-                        pick(profile_guest, self.profile_guest), pick(trace_vcpu, self.trace_vcpu))
+
+        return VmEngine(
+            guest_kernel or self._guest_kernel,
+            vcpus or self.vcpus,
+            pick(trace_tx, self.trace_tx),
+            pick(profile_guest, self.profile_guest),
+            pick(trace_vcpu, self.trace_vcpu),
+        )
 
     def check(self, scenario: "Scenario") -> "Scenario":
         from ..kernel import host
@@ -115,8 +138,16 @@ class VmEngine(Engine):
         share = sc.host.cpu_share if sc.host is not None and sc.host.cpu_share < 1 else None
         period = sc.host.cpu_slice_ns if sc.host is not None else 10_000_000
         kind = sc.host.cpu_deadline if sc.host is not None else "runtime"
-        sender = GuestSender(kernel, initrd, accel, self.vcpus, share, period, kind,
-                             Instruments(self.trace_tx, self.profile_guest, self.trace_vcpu))
+        sender = GuestSender(
+            kernel,
+            initrd,
+            accel,
+            self.vcpus,
+            share,
+            period,
+            kind,
+            Instruments(self.trace_tx, self.profile_guest, self.trace_vcpu),
+        )
         where = capture_dir(sc, capture_to)
         capture = None if where is None or sc.capture is None else sc.capture.to_core(os.path.abspath(where))
         booked = deadline.booked_bandwidth()
@@ -127,10 +158,13 @@ class VmEngine(Engine):
         summary, flows, link = assemble(plan, raw, facts)
         summary["engine"] = self.name
         summary["vm"] = {
-            "guest_kernel": kernel.source, "release": sender.info.get("kernel", kernel.release),
+            "guest_kernel": kernel.source,
+            "release": sender.info.get("kernel", kernel.release),
             # The Debian packages (name=version) the guest's kernel and built modules came from.
             "guest_packages": list(kernel.packages),
-            "accelerator": accel, "qemu": qemu_version(), "vcpus": self.vcpus,
+            "accelerator": accel,
+            "qemu": qemu_version(),
+            "vcpus": self.vcpus,
             "boot_s": round(sender.vm.boot_s, 3) if sender.vm else None,
             "cpu_policy": [p.describe() for p in sender.policies],
             "cpu_share_applied": [p.share for p in sender.policies],
@@ -157,22 +191,33 @@ class VmEngine(Engine):
             summary["vm"]["guest_profile"] = kprofile.by_function(raw.sender["kernel_profile"])
         if "tx_completions" in raw.sender:
             summary["vm"]["tx_completion"] = tx_completion(raw.sender["tx_completions"])
-        summary["available_congestion_control"] = sender.info.get("available_congestion_control",
-                                                                   facts.available_congestion_control)
+        summary["available_congestion_control"] = sender.info.get(
+            "available_congestion_control", facts.available_congestion_control
+        )
         summary["kernel"] = summary["vm"]["release"]
-        summary["notes"] = summary["notes"] + patch_notes + list(kernel.notes) + [
-            f"the senders ran in a QEMU guest ({kernel.source}) under {accel.upper()}"
-            + ("; TCG translates every guest instruction, so guest CPU work costs several times what it costs "
-               "under KVM or on bare metal" if accel == "tcg" else ""),
-            "deadline bandwidth booked before the run: " + ("unknown (debugfs not mounted)" if booked is None
-                                                              else f"{booked:.2f} CPUs"),
-        ]
+        summary["notes"] = (
+            summary["notes"]
+            + patch_notes
+            + list(kernel.notes)
+            + [
+                f"the senders ran in a QEMU guest ({kernel.source}) under {accel.upper()}"
+                + (
+                    "; TCG translates every guest instruction, so guest CPU work costs several times what it costs "
+                    "under KVM or on bare metal"
+                    if accel == "tcg"
+                    else ""
+                ),
+                "deadline bandwidth booked before the run: "
+                + ("unknown (debugfs not mounted)" if booked is None else f"{booked:.2f} CPUs"),
+            ]
+        )
         waiting = summary["vm"]["io_thread"]["waiting"]
         if waiting > IO_WAIT_BOUND:
             summary["notes"].append(
                 f"QEMU's main thread, which carries the guest's packets to and from its TAP, waited for a host CPU "
                 f"{waiting:.0%} of the run: the testbed held the guest's skbs and ACKs, so this run's rate, RTT and "
-                "TX completions are partly the host's, not the guest's (a host with CPUs to spare avoids it)")
+                "TX completions are partly the host's, not the guest's (a host with CPUs to spare avoids it)"
+            )
         return Result(summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=plan.scenario)
 
     def code_version(self) -> str:
@@ -188,8 +233,10 @@ class VmEngine(Engine):
 
         found = re.search(r"version (\S+)", qemu_version())
         qemu = found.group(1) if found else "unknown"
-        return (f"{core_version()}/py-{package_digest('kernel')}-{package_digest('vm')}/linux-{platform.release()}"
-                f"/qemu-{qemu}/{guest.resolve(self.guest_kernel).identity}/vcpus-{self.vcpus}")
+        return (
+            f"{core_version()}/py-{package_digest('kernel')}-{package_digest('vm')}/linux-{platform.release()}"
+            f"/qemu-{qemu}/{guest.resolve(self.guest_kernel).identity}/vcpus-{self.vcpus}"
+        )
 
     def congestion_control(self) -> tuple[str, ...]:
         """The congestion controls the guest kernel offers (read from its modules)."""
@@ -214,8 +261,11 @@ class VmEngine(Engine):
         offered = kernel.congestion_control()
         for i, f in enumerate(scenario.flows):
             if f.cca not in offered:
-                raise ScenarioError(f"flows[{i}].cca", f"'{f.cca}' is not available in the guest kernel "
-                                    f"({kernel.source}); available: {', '.join(offered)}")
+                raise ScenarioError(
+                    f"flows[{i}].cca",
+                    f"'{f.cca}' is not available in the guest kernel "
+                    f"({kernel.source}); available: {', '.join(offered)}",
+                )
         return HostFacts(kernel.release, kernel.hz(), offered)
 
 
@@ -223,9 +273,11 @@ def _work(final: list[dict[str, Any]]) -> dict[str, int]:
     """The guest sockets' work over the run, from their last TCP_INFO: segments out
     (data and retransmissions, in MSS units as GSO splits them), segments in (ACKs) and
     bytes sent."""
-    return {"segs_out": sum(int(i.get("segs_out", 0)) for i in final),
-            "segs_in": sum(int(i.get("segs_in", 0)) for i in final),
-            "bytes_sent": sum(int(i.get("bytes_sent", 0)) for i in final)}
+    return {
+        "segs_out": sum(int(i.get("segs_out", 0)) for i in final),
+        "segs_in": sum(int(i.get("segs_in", 0)) for i in final),
+        "bytes_sent": sum(int(i.get("bytes_sent", 0)) for i in final),
+    }
 
 
 ENGINE = VmEngine()
@@ -242,8 +294,11 @@ def _refuse_another_tick(sc: "Scenario") -> None:
         return
     tick = host_tick_ns()
     if tick is not None and sc.host.cpu_tick_ns != tick:
-        raise ScenarioError("host.cpu_tick", f"is this host kernel's scheduler tick, {format_duration(tick)} "
-                            "(1 / CONFIG_HZ); the VM engine cannot change it: leave it out or give that value")
+        raise ScenarioError(
+            "host.cpu_tick",
+            f"is this host kernel's scheduler tick, {format_duration(tick)} "
+            "(1 / CONFIG_HZ); the VM engine cannot change it: leave it out or give that value",
+        )
 
 
 def tx_completion(traced: dict[str, Any]) -> dict[str, Any]:
@@ -257,12 +312,20 @@ def tx_completion(traced: dict[str, Any]) -> dict[str, Any]:
         if not delays:
             return {"skbs": 0}
         q = np.percentile(np.asarray(delays, dtype=float), [10, 25, 50, 75, 90])
-        return {"skbs": len(delays), "mean": round(float(np.mean(delays)), 1),
-                **{f"p{p}": round(float(v), 1) for p, v in zip((10, 25, 50, 75, 90), q)}}
+        return {
+            "skbs": len(delays),
+            "mean": round(float(np.mean(delays)), 1),
+            **{f"p{p}": round(float(v), 1) for p, v in zip((10, 25, 50, 75, 90), q)},
+        }
 
     idle, busy = traced.get("idle_us", []), traced.get("busy_us", [])
-    return {"all_us": quantiles(idle + busy), "idle_us": quantiles(idle), "busy_us": quantiles(busy),
-            "unpaired": traced.get("unpaired", 0), "lost_events": traced.get("lost_events", 0)}
+    return {
+        "all_us": quantiles(idle + busy),
+        "idle_us": quantiles(idle),
+        "busy_us": quantiles(busy),
+        "unpaired": traced.get("unpaired", 0),
+        "lost_events": traced.get("lost_events", 0),
+    }
 
 
 def use_guest_kernel(engine: str, spec: Optional[str]) -> None:

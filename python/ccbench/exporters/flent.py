@@ -70,16 +70,22 @@ def flent_data(result: "Result") -> dict[str, Any]:
     at = {t: k for k, t in enumerate(times)}
     results: dict[str, list[Optional[float]]] = {name: [None] * len(times) for name in names}
     raw: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-    columns = [c for c in ("time_s", "flow", "goodput_bps", "srtt_ms", "cwnd", "delivery_rate_bps", "pacing_rate_bps")
-               if c in flows.columns]
+    columns = [
+        c
+        for c in ("time_s", "flow", "goodput_bps", "srtt_ms", "cwnd", "delivery_rate_bps", "pacing_rate_bps")
+        if c in flows.columns
+    ]
     for row in flows[columns].itertuples(index=False):
         r = row._asdict()
         name, k = names[int(r["flow"])], at[float(r["time_s"])]
         results[name][k] = _mbps(r["goodput_bps"])
         sample: dict[str, Any] = {"t": float(r["time_s"]), "val": results[name][k]}
-        for key, column, scale in (("tcp_rtt", "srtt_ms", 1.0), ("tcp_cwnd", "cwnd", 1.0),
-                                   ("tcp_delivery_rate", "delivery_rate_bps", 1e-6),
-                                   ("tcp_pacing_rate", "pacing_rate_bps", 1e-6)):
+        for key, column, scale in (
+            ("tcp_rtt", "srtt_ms", 1.0),
+            ("tcp_cwnd", "cwnd", 1.0),
+            ("tcp_delivery_rate", "delivery_rate_bps", 1e-6),
+            ("tcp_pacing_rate", "pacing_rate_bps", 1e-6),
+        ):
             v = _value(r[column]) if column in r else None
             if v is not None:
                 sample[key] = v * scale
@@ -90,8 +96,11 @@ def flent_data(result: "Result") -> dict[str, Any]:
     results["TCP upload fairness"] = [_fairness(v) for v in per_time]
     base_rtt_ms = float(summary["link"]["rtt_ms"])
     ping: list[Optional[float]] = [None] * len(times)
-    for t, queued, capacity in zip(link["time_s"], link["queue_bytes"],
-                                   link["capacity_bps"] if "capacity_bps" in link.columns else link["time_s"] * math.nan):
+    for t, queued, capacity in zip(
+        link["time_s"],
+        link["queue_bytes"],
+        link["capacity_bps"] if "capacity_bps" in link.columns else link["time_s"] * math.nan,
+    ):
         q, c = _value(queued), _value(capacity)
         ping[at[float(t)]] = base_rtt_ms + q * 8 / c * 1e3 if q is not None and c else None
     results["Ping (ms) ICMP"] = ping
@@ -102,8 +111,7 @@ def flent_data(result: "Result") -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "NAME": TEST,
         "TITLE": f"ccbench {ccas}, {capacity}, {base_rtt_ms:g} ms",
-        "NOTE": f"{engine_words(summary)}, seed {summary['seed']}, "
-                f"scenario {summary['scenario_hash']}",
+        "NOTE": f"{engine_words(summary)}, seed {summary['seed']}, scenario {summary['scenario_hash']}",
         "TIME": EPOCH,
         "T0": EPOCH,
         "HOST": "receiver",
@@ -117,11 +125,9 @@ def flent_data(result: "Result") -> dict[str, Any]:
         "TEST_PARAMETERS": {"upload_streams": n},
         "DATA_FILENAME": FILE,
         "SERIES_META": {name: {"CONGESTION_CONTROL": f["cca"]} for name, f in zip(names, summary["flows"])},
-        "CCBENCH": {"version": summary["version"], "seed": summary["seed"],
-                    "scenario_hash": summary["scenario_hash"]},
+        "CCBENCH": {"version": summary["version"], "seed": summary["seed"], "scenario_hash": summary["scenario_hash"]},
     }
-    return {"metadata": metadata, "version": FORMAT_VERSION, "x_values": times, "results": results,
-            "raw_values": raw}
+    return {"metadata": metadata, "version": FORMAT_VERSION, "x_values": times, "results": results, "raw_values": raw}
 
 
 def write_flent(result: "Result", directory: Union[str, "os.PathLike[str]"]) -> Path:

@@ -59,8 +59,11 @@ def iperf3_report(result: "Result") -> dict[str, Any]:
     ccas = [f["cca"] for f in flows]
     congestion = ccas[0] if len(set(ccas)) == 1 else ",".join(ccas)
     table = result.flows
-    columns = [c for c in ("time_s", "flow", "throughput_bps", "retransmits", "cwnd", "rwnd_bytes", "srtt_ms")
-               if c in table.columns]
+    columns = [
+        c
+        for c in ("time_s", "flow", "throughput_bps", "retransmits", "cwnd", "rwnd_bytes", "srtt_ms")
+        if c in table.columns
+    ]
     by_time: dict[float, dict[int, dict[str, Any]]] = {}
     for row in table[columns].itertuples(index=False):
         r = row._asdict()
@@ -79,31 +82,40 @@ def iperf3_report(result: "Result") -> dict[str, Any]:
                 retrans, previous_retrans[i] = total - previous_retrans[i], total
             cwnd = _float(r["cwnd"]) if "cwnd" in r else None
             srtt_ms = _float(r["srtt_ms"]) if "srtt_ms" in r else None
-            streams.append(_without_none({
-                "socket": sockets[i],
-                "start": previous_time,
-                "end": t,
-                "seconds": seconds,
-                "bytes": None if bps is None else round(bps * seconds / 8),
-                "bits_per_second": bps,
-                "retransmits": retrans,
-                "snd_cwnd": None if cwnd is None else round(cwnd * mss),
-                "snd_wnd": _int(r["rwnd_bytes"]) if "rwnd_bytes" in r else None,
-                "rtt": None if srtt_ms is None else round(srtt_ms * 1e3),
-                "pmtu": mss + headers,
-                "omitted": False,
-                "sender": True,
-            }))
-        intervals.append({"streams": streams, "sum": {
-            "start": previous_time,
-            "end": t,
-            "seconds": t - previous_time,
-            "bytes": sum(s.get("bytes", 0) for s in streams),
-            "bits_per_second": math.fsum(s.get("bits_per_second", 0.0) for s in streams),
-            "retransmits": sum(s.get("retransmits", 0) for s in streams),
-            "omitted": False,
-            "sender": True,
-        }})
+            streams.append(
+                _without_none(
+                    {
+                        "socket": sockets[i],
+                        "start": previous_time,
+                        "end": t,
+                        "seconds": seconds,
+                        "bytes": None if bps is None else round(bps * seconds / 8),
+                        "bits_per_second": bps,
+                        "retransmits": retrans,
+                        "snd_cwnd": None if cwnd is None else round(cwnd * mss),
+                        "snd_wnd": _int(r["rwnd_bytes"]) if "rwnd_bytes" in r else None,
+                        "rtt": None if srtt_ms is None else round(srtt_ms * 1e3),
+                        "pmtu": mss + headers,
+                        "omitted": False,
+                        "sender": True,
+                    }
+                )
+            )
+        intervals.append(
+            {
+                "streams": streams,
+                "sum": {
+                    "start": previous_time,
+                    "end": t,
+                    "seconds": t - previous_time,
+                    "bytes": sum(s.get("bytes", 0) for s in streams),
+                    "bits_per_second": math.fsum(s.get("bits_per_second", 0.0) for s in streams),
+                    "retransmits": sum(s.get("retransmits", 0) for s in streams),
+                    "omitted": False,
+                    "sender": True,
+                },
+            }
+        )
         previous_time = t
     sizes = {f["size_bytes"] for f in flows}
     sized = sizes.pop() if len(sizes) == 1 else None
@@ -111,25 +123,34 @@ def iperf3_report(result: "Result") -> dict[str, Any]:
     for i, f in enumerate(flows):
         rtt = f["rtt_ms"] or {}
         rows = table[table["flow"] == i]
-        sender = _without_none({
-            "socket": sockets[i],
-            "start": 0,
-            "end": duration,
-            "seconds": duration,
-            "bytes": f["sent_bytes"],
-            "bits_per_second": f["throughput_bps"],
-            "retransmits": f["retransmits"],
-            "max_snd_cwnd": _int(rows["cwnd"].max() * mss) if "cwnd" in rows and len(rows) else None,
-            "max_snd_wnd": _int(rows["rwnd_bytes"].max()) if "rwnd_bytes" in rows and len(rows) else None,
-            "max_rtt": None if rtt.get("max") is None else round(rtt["max"] * 1e3),
-            "min_rtt": None if rtt.get("min") is None else round(rtt["min"] * 1e3),
-            "mean_rtt": None if rtt.get("mean") is None else round(rtt["mean"] * 1e3),
-            "sender": True,
-        })
+        sender = _without_none(
+            {
+                "socket": sockets[i],
+                "start": 0,
+                "end": duration,
+                "seconds": duration,
+                "bytes": f["sent_bytes"],
+                "bits_per_second": f["throughput_bps"],
+                "retransmits": f["retransmits"],
+                "max_snd_cwnd": _int(rows["cwnd"].max() * mss) if "cwnd" in rows and len(rows) else None,
+                "max_snd_wnd": _int(rows["rwnd_bytes"].max()) if "rwnd_bytes" in rows and len(rows) else None,
+                "max_rtt": None if rtt.get("max") is None else round(rtt["max"] * 1e3),
+                "min_rtt": None if rtt.get("min") is None else round(rtt["min"] * 1e3),
+                "mean_rtt": None if rtt.get("mean") is None else round(rtt["mean"] * 1e3),
+                "sender": True,
+            }
+        )
         # A sized transfer ends when its last byte arrives (iperf3 -n).
         done = f["completion_s"] if sized is not None and f["completion_s"] is not None else duration
-        receiver = {"socket": sockets[i], "start": 0, "end": done, "seconds": done,
-                    "bytes": f["delivered_bytes"], "bits_per_second": f["goodput_bps"], "sender": True}
+        receiver = {
+            "socket": sockets[i],
+            "start": 0,
+            "end": done,
+            "seconds": done,
+            "bytes": f["delivered_bytes"],
+            "bits_per_second": f["goodput_bps"],
+            "sender": True,
+        }
         end_streams.append({"sender": sender, "receiver": receiver})
 
     def total(side: str, key: str) -> Any:
@@ -138,26 +159,55 @@ def iperf3_report(result: "Result") -> dict[str, Any]:
 
     return {
         "start": {
-            "connected": [{"socket": s, "local_host": "10.0.0.1", "local_port": 50000 + i, "remote_host": "10.0.1.1",
-                           "remote_port": 5201} for i, s in enumerate(sockets)],
+            "connected": [
+                {
+                    "socket": s,
+                    "local_host": "10.0.0.1",
+                    "local_port": 50000 + i,
+                    "remote_host": "10.0.1.1",
+                    "remote_port": 5201,
+                }
+                for i, s in enumerate(sockets)
+            ],
             "version": f"ccbench {summary['version']} "
-                       + (f"({summary.get('engine')} engine)" if kernel else "(simulator)"),
+            + (f"({summary.get('engine')} engine)" if kernel else "(simulator)"),
             "system_info": f"{engine_words(summary)}, seed {summary['seed']}, scenario {summary['scenario_hash']}",
             "timestamp": {"time": "Thu, 01 Jan 1970 00:00:00 GMT", "timesecs": 0},
             "connecting_to": {"host": "10.0.1.1", "port": 5201},
             "tcp_mss_default": mss,
             "sock_bufsize": 0,
-            "test_start": {"protocol": "TCP", "num_streams": len(flows), "blksize": 131072, "omit": 0,
-                           "duration": duration, "bytes": sized or 0, "blocks": 0, "reverse": 0, "tos": 0},
+            "test_start": {
+                "protocol": "TCP",
+                "num_streams": len(flows),
+                "blksize": 131072,
+                "omit": 0,
+                "duration": duration,
+                "bytes": sized or 0,
+                "blocks": 0,
+                "reverse": 0,
+                "tos": 0,
+            },
         },
         "intervals": intervals,
         "end": {
             "streams": end_streams,
-            "sum_sent": {"start": 0, "end": duration, "seconds": duration, "bytes": total("sender", "bytes"),
-                         "bits_per_second": total("sender", "bits_per_second"),
-                         "retransmits": total("sender", "retransmits"), "sender": True},
-            "sum_received": {"start": 0, "end": duration, "seconds": duration, "bytes": total("receiver", "bytes"),
-                             "bits_per_second": total("receiver", "bits_per_second"), "sender": True},
+            "sum_sent": {
+                "start": 0,
+                "end": duration,
+                "seconds": duration,
+                "bytes": total("sender", "bytes"),
+                "bits_per_second": total("sender", "bits_per_second"),
+                "retransmits": total("sender", "retransmits"),
+                "sender": True,
+            },
+            "sum_received": {
+                "start": 0,
+                "end": duration,
+                "seconds": duration,
+                "bytes": total("receiver", "bytes"),
+                "bits_per_second": total("receiver", "bits_per_second"),
+                "sender": True,
+            },
             "sender_tcp_congestion": congestion,
             "receiver_tcp_congestion": congestion,
         },

@@ -69,6 +69,7 @@ def load_report(path: Union[str, "os.PathLike[str]"]) -> dict[str, Any]:
         raise ScenarioError("FILE", f"no such file '{p}'") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ScenarioError("FILE", f"cannot read '{p}': {e}") from None
+
     def not_finite(token: str) -> Any:
         raise ValueError(f"{token} is not a number iperf3 writes")
 
@@ -126,21 +127,31 @@ def import_report(doc: dict[str, Any], name: str = "iperf3.json") -> ImportedRun
             cwnd = _positive(s.get("snd_cwnd"))
             if cwnd is not None:
                 last_cwnd[i] = cwnd
-            rows.append({
+            rows.append(
+                {
+                    "time_s": t_end,
+                    "flow": i,
+                    "goodput_bps": NAN if sending or bps is None else bps,
+                    "throughput_bps": bps if sending and bps is not None else NAN,
+                    "cwnd": NAN if cwnd is None else cwnd / mss,
+                    "cwnd_bytes": NAN if cwnd is None else cwnd,
+                    "snd_wnd_bytes": _positive(s.get("snd_wnd")) or NAN,
+                    "srtt_ms": NAN if rtt is None else rtt / 1e3,
+                    "rttvar_ms": NAN if _positive(s.get("rttvar")) is None else s["rttvar"] / 1e3,
+                    "pmtu": _positive(s.get("pmtu")) or NAN,
+                    "retransmits": retrans[i] if sending and "retransmits" in s else NAN,
+                }
+            )
+        link_rows.append(
+            {
                 "time_s": t_end,
-                "flow": i,
-                "goodput_bps": NAN if sending or bps is None else bps,
-                "throughput_bps": bps if sending and bps is not None else NAN,
-                "cwnd": NAN if cwnd is None else cwnd / mss,
-                "cwnd_bytes": NAN if cwnd is None else cwnd,
-                "snd_wnd_bytes": _positive(s.get("snd_wnd")) or NAN,
-                "srtt_ms": NAN if rtt is None else rtt / 1e3,
-                "rttvar_ms": NAN if _positive(s.get("rttvar")) is None else s["rttvar"] / 1e3,
-                "pmtu": _positive(s.get("pmtu")) or NAN,
-                "retransmits": retrans[i] if sending and "retransmits" in s else NAN,
-            })
-        link_rows.append({"time_s": t_end, "queue_bytes": NAN, "queue_packets": NAN, "utilization": NAN,
-                          "throughput_bps": total, "drops": NAN})
+                "queue_bytes": NAN,
+                "queue_packets": NAN,
+                "utilization": NAN,
+                "throughput_bps": total,
+                "drops": NAN,
+            }
+        )
     flows_df = pd.DataFrame(rows, columns=None if rows else ["time_s", "flow"])
     if len(flows_df):
         flows_df["flow"] = flows_df["flow"].astype(np.uint32)
@@ -148,8 +159,10 @@ def import_report(doc: dict[str, Any], name: str = "iperf3.json") -> ImportedRun
         # Columns iperf3 left empty everywhere are dropped, as a run has no such column.
         flows_df = flows_df[[c for c in flows_df.columns if c in ("time_s", "flow") or flows_df[c].notna().any()]]
     end_streams = {(s.get("sender") or s.get("receiver") or {}).get("socket"): s for s in end.get("streams") or []}
-    duration = max([_num((end.get("sum_sent") or {}).get("end")) or 0.0, _num((end.get("sum_received") or {}).get("end")) or 0.0]
-                   + [r["time_s"] for r in rows])
+    duration = max(
+        [_num((end.get("sum_sent") or {}).get("end")) or 0.0, _num((end.get("sum_received") or {}).get("end")) or 0.0]
+        + [r["time_s"] for r in rows]
+    )
     flows = []
     cca = end.get("sender_tcp_congestion") or "unknown"
     # One name per stream, comma-separated, is how 'ccbench run --format iperf3' names a mix.
@@ -159,38 +172,46 @@ def import_report(doc: dict[str, Any], name: str = "iperf3.json") -> ImportedRun
         snd, rcv = es.get("sender") or {}, es.get("receiver") or {}
         rtt = _stats(rtts[i])
         if rtt is None and _positive(snd.get("mean_rtt")):
-            rtt = {"min": snd["min_rtt"] / 1e3, "mean": snd["mean_rtt"] / 1e3, "p50": None, "p95": None, "p99": None,
-                   "max": snd["max_rtt"] / 1e3}
+            rtt = {
+                "min": snd["min_rtt"] / 1e3,
+                "mean": snd["mean_rtt"] / 1e3,
+                "p50": None,
+                "p95": None,
+                "p99": None,
+                "max": snd["max_rtt"] / 1e3,
+            }
         c = conns.get(sock, {})
         local = f"{c.get('local_host', '?')}:{c.get('local_port', '?')}"
         remote = f"{c.get('remote_host', '?')}:{c.get('remote_port', '?')}"
         sized = _positive(test.get("bytes"))
-        flows.append({
-            "id": i,
-            "cca": per_stream[i],
-            "params": {},
-            "ecn": None,
-            "paced": None,
-            "start_s": 0.0,
-            "base_rtt_ms": None if rtt is None else rtt["min"],
-            "goodput_bps": _num(rcv.get("bits_per_second")),
-            "throughput_bps": _num(snd.get("bits_per_second")),
-            "delivered_bytes": rcv.get("bytes"),
-            "sent_bytes": snd.get("bytes"),
-            "retransmits": snd.get("retransmits"),
-            "lost": None,
-            "dropped": None,
-            "rto_count": None,
-            "rtt_ms": rtt,
-            "self_inflicted_delay_ms": None if rtt is None else rtt["mean"] - rtt["min"],
-            "size_bytes": int(sized) if sized else None,
-            "completion_s": _num(rcv.get("seconds")) if sized else None,
-            "final_cwnd": None if last_cwnd[i] is None else round(last_cwnd[i] / mss),
-            # iperf3's own keys
-            "src": remote if reverse else local,
-            "dst": local if reverse else remote,
-            "measured_at": "receiver" if reverse else "sender",
-        })
+        flows.append(
+            {
+                "id": i,
+                "cca": per_stream[i],
+                "params": {},
+                "ecn": None,
+                "paced": None,
+                "start_s": 0.0,
+                "base_rtt_ms": None if rtt is None else rtt["min"],
+                "goodput_bps": _num(rcv.get("bits_per_second")),
+                "throughput_bps": _num(snd.get("bits_per_second")),
+                "delivered_bytes": rcv.get("bytes"),
+                "sent_bytes": snd.get("bytes"),
+                "retransmits": snd.get("retransmits"),
+                "lost": None,
+                "dropped": None,
+                "rto_count": None,
+                "rtt_ms": rtt,
+                "self_inflicted_delay_ms": None if rtt is None else rtt["mean"] - rtt["min"],
+                "size_bytes": int(sized) if sized else None,
+                "completion_s": _num(rcv.get("seconds")) if sized else None,
+                "final_cwnd": None if last_cwnd[i] is None else round(last_cwnd[i] / mss),
+                # iperf3's own keys
+                "src": remote if reverse else local,
+                "dst": local if reverse else remote,
+                "measured_at": "receiver" if reverse else "sender",
+            }
+        )
     goodputs = [f["goodput_bps"] or 0.0 for f in flows]
     s1, s2 = sum(goodputs), sum(x * x for x in goodputs)
     summary: dict[str, Any] = {
@@ -217,13 +238,25 @@ def import_report(doc: dict[str, Any], name: str = "iperf3.json") -> ImportedRun
         },
         "flows": flows,
         "link": {
-            "rate_bps": None, "rtt_ms": None, "buffer_bytes": None, "buffer_packets": None, "bdp_bytes": None,
-            "utilization": None, "drops": None, "drops_overflow": None, "drops_random": None, "ecn_marks": None,
-            "queue_delay_ms": None, "queue_bytes": None, "queue_packets": None, "packets_forwarded": None,
+            "rate_bps": None,
+            "rtt_ms": None,
+            "buffer_bytes": None,
+            "buffer_packets": None,
+            "bdp_bytes": None,
+            "utilization": None,
+            "drops": None,
+            "drops_overflow": None,
+            "drops_random": None,
+            "ecn_marks": None,
+            "queue_delay_ms": None,
+            "queue_bytes": None,
+            "queue_packets": None,
+            "packets_forwarded": None,
         },
     }
-    link_df = pd.DataFrame(link_rows, columns=["time_s", "queue_bytes", "queue_packets", "utilization",
-                                               "throughput_bps", "drops"])
+    link_df = pd.DataFrame(
+        link_rows, columns=["time_s", "queue_bytes", "queue_packets", "utilization", "throughput_bps", "drops"]
+    )
     return ImportedRun(summary, flows_df, link_df)
 
 

@@ -181,8 +181,16 @@ def receive(cfg: dict[str, Any]) -> None:
     closing = duration if not (all_sized and len(done) == n) else max(done)
     samples.append([closing, now_ns() - t0, list(counts)])
     downloads = [[{"bytes": b, "completed_ns": c} for b, c in zip(got[i], got_at[i])] for i in range(n)]
-    write_out(cfg["out"], {"samples": samples, "bytes": counts, "completed_ns": completed, "end_ns": now_ns() - t0,
-                           "downloads": downloads})
+    write_out(
+        cfg["out"],
+        {
+            "samples": samples,
+            "bytes": counts,
+            "completed_ns": completed,
+            "end_ns": now_ns() - t0,
+            "downloads": downloads,
+        },
+    )
     linger(sel, view)
 
 
@@ -359,14 +367,27 @@ def send(cfg: dict[str, Any]) -> None:
     closing = duration if not (all_sized and len(finished) == n) else max(finished)
     samples.append([closing, end_ns, final])
     # Every download's connection as it ended (a flow that repeats them only).
-    downloads = [[{"port": c.getsockname()[1], "start_ns": b, "final": tcp_info(c)}
-                  for c, b in zip(conns[i], began[i])] if repeats[i] > 1 else [] for i in range(n)]
+    downloads = [
+        [{"port": c.getsockname()[1], "start_ns": b, "final": tcp_info(c)} for c, b in zip(conns[i], began[i])]
+        if repeats[i] > 1
+        else []
+        for i in range(n)
+    ]
     for c in (c for cs in conns for c in cs):
         # Reset rather than close gracefully: nothing lingers after the run.
         c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         c.close()
-    write_out(cfg["out"], {"samples": samples, "final": final, "done_ns": done, "end_ns": end_ns,
-                           "downloads": downloads, "tcp_ext": tcp_ext()})
+    write_out(
+        cfg["out"],
+        {
+            "samples": samples,
+            "final": final,
+            "done_ns": done,
+            "end_ns": end_ns,
+            "downloads": downloads,
+            "tcp_ext": tcp_ext(),
+        },
+    )
 
 
 # The namespace's TcpExt counters (/proc/net/netstat) that TCP_INFO has no per-socket

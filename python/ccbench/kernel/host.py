@@ -53,8 +53,10 @@ def ensure_congestion_control(name: str, field: str) -> None:
 def require_root(engine: str = "kernel") -> None:
     """Refuse, naming ``engine``, unless this process may create namespaces and TUN devices."""
     if os.geteuid() != 0:
-        raise KernelEngineError("engine", f"the {engine} engine needs root (network namespaces and TUN devices); "
-                                "run as root or use --engine sim")
+        raise KernelEngineError(
+            "engine",
+            f"the {engine} engine needs root (network namespaces and TUN devices); run as root or use --engine sim",
+        )
     if not TUN_DEVICE.exists():
         raise KernelEngineError("engine", f"the {engine} engine needs TUN devices; {TUN_DEVICE} is missing")
     if shutil.which("ip") is None:
@@ -131,5 +133,9 @@ class HostFacts:
 
 
 def facts() -> HostFacts:
-    return HostFacts(platform.release(), kernel_hz(), available_congestion_control(),
-                     frozenset(p.name for p in Path("/proc/sys/net/ipv4").iterdir()))
+    return HostFacts(
+        platform.release(),
+        kernel_hz(),
+        available_congestion_control(),
+        frozenset(p.name for p in Path("/proc/sys/net/ipv4").iterdir()),
+    )

@@ -115,8 +115,10 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
 
     if host.kernel_hz is not None and tcp.hz != host.kernel_hz:
         if tcp.hz != default.hz:
-            raise KernelEngineError("tcp.hz", f"the kernel ticks at CONFIG_HZ={host.kernel_hz}; set hz = "
-                                    f"{host.kernel_hz} or leave the default")
+            raise KernelEngineError(
+                "tcp.hz",
+                f"the kernel ticks at CONFIG_HZ={host.kernel_hz}; set hz = {host.kernel_hz} or leave the default",
+            )
         sc = sc.model_copy(update={"tcp": tcp.model_copy(update={"hz": host.kernel_hz})})
         tcp = sc.tcp
         notes.append(f"tcp.hz set to the kernel's CONFIG_HZ={host.kernel_hz}")
@@ -127,8 +129,10 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
     )
     for name, value, dflt, fmt in fixed:
         if value != dflt:
-            raise KernelEngineError(f"tcp.{name}", f"the kernel engine cannot change it (the kernel's value is "
-                                    f"{fmt(dflt)}); leave the default")
+            raise KernelEngineError(
+                f"tcp.{name}",
+                f"the kernel engine cannot change it (the kernel's value is {fmt(dflt)}); leave the default",
+            )
     route: list[str] = []
     if tcp.init_cwnd != default.init_cwnd:
         route += ["initcwnd", str(tcp.init_cwnd)]
@@ -141,40 +145,54 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
     for entry, f in enumerate(sc.flows):
         where = f"flows[{entry}]"
         if f.params:
-            raise KernelEngineError(f"{where}.params", "the kernel engine cannot set per-flow algorithm parameters "
-                                    "(kernel module parameters are global); remove params")
+            raise KernelEngineError(
+                f"{where}.params",
+                "the kernel engine cannot set per-flow algorithm parameters "
+                "(kernel module parameters are global); remove params",
+            )
         if f.cca not in host.available_congestion_control:
             ensure_congestion_control(f.cca, f"{where}.cca")
         self_paced = f.cca.startswith(SELF_PACED_PREFIX) and not f.cca.endswith(UNPACED_SUFFIX)
         if self_paced and f.pacing is False:
-            raise KernelEngineError(f"{where}.pacing", f"{f.cca} always paces in the kernel; remove pacing = false "
-                                    "(the VM engine has BBRv1 without pacing, bbr_unpaced, a module it builds)")
+            raise KernelEngineError(
+                f"{where}.pacing",
+                f"{f.cca} always paces in the kernel; remove pacing = false "
+                "(the VM engine has BBRv1 without pacing, bbr_unpaced, a module it builds)",
+            )
         ecn = getattr(f, "ecn", "off")
         if ecn not in ("off", "classic"):
-            raise KernelEngineError(f"{where}.ecn", f"'{ecn}' needs a kernel with an ECN-low route feature, which "
-                                    "mainline Linux lacks; allowed here: off, classic")
+            raise KernelEngineError(
+                f"{where}.ecn",
+                f"'{ecn}' needs a kernel with an ECN-low route feature, which "
+                "mainline Linux lacks; allowed here: off, classic",
+            )
         for _ in range(f.count):
-            flows.append(FlowPlan(
-                index=len(flows),
-                entry=entry,
-                cca=f.cca,
-                start_ns=f.start_ns,
-                access_delay_ns=f.access_delay_ns,
-                size_bytes=f.size_bytes,
-                rwnd_bytes=f.rwnd_bytes,
-                rwnd_autotune=f.rwnd_autotune,
-                repeat=f.repeat,
-                pause_ns=f.pause_ns,
-                paced=self_paced or f.pacing is True,
-                force_pacing=not self_paced and f.pacing is True,
-                ecn=ecn == "classic",
-            ))
+            flows.append(
+                FlowPlan(
+                    index=len(flows),
+                    entry=entry,
+                    cca=f.cca,
+                    start_ns=f.start_ns,
+                    access_delay_ns=f.access_delay_ns,
+                    size_bytes=f.size_bytes,
+                    rwnd_bytes=f.rwnd_bytes,
+                    rwnd_autotune=f.rwnd_autotune,
+                    repeat=f.repeat,
+                    pause_ns=f.pause_ns,
+                    paced=self_paced or f.pacing is True,
+                    force_pacing=not self_paced and f.pacing is True,
+                    ecn=ecn == "classic",
+                )
+            )
     if len(flows) > MAX_FLOWS:
         raise KernelEngineError("flows", f"the kernel engine runs at most {MAX_FLOWS} flows, got {len(flows)}")
 
     rwnd_max = max(f.rwnd_bytes for f in flows)
-    common = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
-              "net.ipv4.tcp_no_metrics_save": "1"}
+    common = {
+        "net.ipv6.conf.all.disable_ipv6": "1",
+        "net.ipv6.conf.default.disable_ipv6": "1",
+        "net.ipv4.tcp_no_metrics_save": "1",
+    }
     # The [tcp] sysctls, in both namespaces: the receiver's tcp_sack decides the
     # handshake as much as the sender's; the rest act on the sender only.
     stack = _tcp_sysctls(tcp, default, host)
@@ -195,13 +213,16 @@ def _tcp_sysctls(tcp: Tcp, default: Tcp, host: HostFacts) -> dict[str, str]:
         if host.has_sysctl(key):
             out[key] = value
         elif value != defaults[key]:
-            raise KernelEngineError(f"tcp.{Tcp.model_fields[names[key]].alias or names[key]}",
-                                    f"this kernel ({host.kernel}) has no {key}; leave the default")
+            raise KernelEngineError(
+                f"tcp.{Tcp.model_fields[names[key]].alias or names[key]}",
+                f"this kernel ({host.kernel}) has no {key}; leave the default",
+            )
     return out
 
 
-def emulator_config(plan: Plan, tun_sender: str, tun_receiver: str, max_runtime_ns: int,
-                    capture: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+def emulator_config(
+    plan: Plan, tun_sender: str, tun_receiver: str, max_runtime_ns: int, capture: Optional[dict[str, Any]] = None
+) -> dict[str, Any]:
     return {
         "capture": capture,
         "scenario": plan.scenario.to_core(),

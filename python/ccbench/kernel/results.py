@@ -22,8 +22,24 @@ from .tcpinfo import TCP_INFINITE_SSTHRESH
 
 NAN = float("nan")
 CC_COLUMNS = ("cc_bw_bps", "cc_min_rtt_ms", "cc_pacing_gain", "cc_cwnd_gain")
-FLOW_COLUMNS = ("time_s", "flow", "goodput_bps", "throughput_bps", "cwnd", "ssthresh", "inflight", "inflight_bytes",
-                "rwnd_bytes", "pacing_rate_bps", "delivery_rate_bps", "srtt_ms", "min_rtt_ms", "retransmits", "lost", "ca_state")
+FLOW_COLUMNS = (
+    "time_s",
+    "flow",
+    "goodput_bps",
+    "throughput_bps",
+    "cwnd",
+    "ssthresh",
+    "inflight",
+    "inflight_bytes",
+    "rwnd_bytes",
+    "pacing_rate_bps",
+    "delivery_rate_bps",
+    "srtt_ms",
+    "min_rtt_ms",
+    "retransmits",
+    "lost",
+    "ca_state",
+)
 
 
 def _undos(tcp_ext: dict[str, int], flows: int) -> dict[str, Optional[int]]:
@@ -39,8 +55,22 @@ def _undos(tcp_ext: dict[str, int], flows: int) -> dict[str, Optional[int]]:
 def _flow_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
     """Time-series columns from one TCP_INFO sample."""
     if not info:
-        return {k: NAN for k in ("cwnd", "ssthresh", "inflight", "inflight_bytes", "rwnd_bytes", "pacing_rate_bps",
-                                 "delivery_rate_bps", "srtt_ms", "min_rtt_ms", "retransmits", "ca_state")}
+        return {
+            k: NAN
+            for k in (
+                "cwnd",
+                "ssthresh",
+                "inflight",
+                "inflight_bytes",
+                "rwnd_bytes",
+                "pacing_rate_bps",
+                "delivery_rate_bps",
+                "srtt_ms",
+                "min_rtt_ms",
+                "retransmits",
+                "ca_state",
+            )
+        }
     inflight = info["unacked"] - info["sacked"] - info["lost"] + info["retrans"]
     min_rtt = info.get("min_rtt", 0xFFFFFFFF)
     return {
@@ -59,8 +89,9 @@ def _flow_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def _downloads(received: list[dict[str, Any]], sent: list[dict[str, Any]],
-               emu_flow: dict[str, Any], size_bytes: Optional[int]) -> list[dict[str, Any]]:
+def _downloads(
+    received: list[dict[str, Any]], sent: list[dict[str, Any]], emu_flow: dict[str, Any], size_bytes: Optional[int]
+) -> list[dict[str, Any]]:
     """A repeating flow's downloads as measured: bytes and completion from the receiver,
     start and counters from each connection's last TCP_INFO, RTT from the emulator's
     samples of that connection (by the sender's port). ``dupacks`` is not in TCP_INFO."""
@@ -69,15 +100,17 @@ def _downloads(received: list[dict[str, Any]], sent: list[dict[str, Any]],
     for k, conn in enumerate(sent):
         got = received[k] if k < len(received) else {"bytes": 0, "completed_ns": None}
         rtt = rtt_by_port.get(conn["port"], {"rtt_samples": 0})  # no samples: the summary writes zeros
-        out.append({
-            "start_ns": conn["start_ns"],
-            "completed_ns": got["completed_ns"],
-            "delivered_bytes": min(got["bytes"], size_bytes or got["bytes"]),
-            **{k: rtt[k] for k in ("rtt_ms", "rtt_samples") if k in rtt},
-            "retransmits": conn["final"]["total_retrans"],
-            "dupacks": None,
-            "rto_count": conn["final"].get("total_rto"),
-        })
+        out.append(
+            {
+                "start_ns": conn["start_ns"],
+                "completed_ns": got["completed_ns"],
+                "delivered_bytes": min(got["bytes"], size_bytes or got["bytes"]),
+                **{k: rtt[k] for k in ("rtt_ms", "rtt_samples") if k in rtt},
+                "retransmits": conn["final"]["total_retrans"],
+                "dupacks": None,
+                "rto_count": conn["final"].get("total_rto"),
+            }
+        )
     return out
 
 
@@ -93,7 +126,9 @@ def _cc_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], dict[str, list[Any]], dict[str, list[Any]]]:
+def assemble(
+    plan: Plan, raw: RawRun, host: HostFacts
+) -> tuple[dict[str, Any], dict[str, list[Any]], dict[str, list[Any]]]:
     """(summary, flows table, link table) in the simulator's schema: the summary built
     from what the agents and the emulator measured by the simulator's own code
     (``_core.summarize``), with the kernel's own facts added."""
@@ -116,28 +151,34 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
             downloads = _downloads(rcv["downloads"][i], snd["downloads"][i], e, f.size_bytes)
             delivered = sum(d["delivered_bytes"] for d in downloads)
             # The flow's totals are its connections' (as the simulator adds its closed ones).
-            info = dict(info, **{k: sum(c["final"].get(k) or 0 for c in snd["downloads"][i])
-                                 for k in ("total_retrans", "bytes_sent", "total_rto", "rwnd_limited",
-                                           "sndbuf_limited")})
-        flows.append({
-            "params": module_params(f.cca),
-            "paced": f.paced,
-            "completed_ns": completed[i],
-            "delivered_bytes": delivered,
-            "bottleneck_bytes": e["payload_out_bytes"],
-            "sent_bytes": info.get("bytes_sent"),
-            "retransmits": info["total_retrans"],
-            "lost": None,
-            "dropped": e["dropped"],
-            "rto_count": info.get("total_rto"),
-            **undos,
-            "rtt_ms": e["rtt_ms"],
-            "rtt_samples": e["rtt_samples"],
-            "final_cwnd": info["snd_cwnd"],
-            # Time limited by the receive window (TCP_INFO, as the simulator reports it).
-            "rwnd_limited_ms": info.get("rwnd_limited", 0) / 1e3,
-            "downloads": downloads,
-        })
+            info = dict(
+                info,
+                **{
+                    k: sum(c["final"].get(k) or 0 for c in snd["downloads"][i])
+                    for k in ("total_retrans", "bytes_sent", "total_rto", "rwnd_limited", "sndbuf_limited")
+                },
+            )
+        flows.append(
+            {
+                "params": module_params(f.cca),
+                "paced": f.paced,
+                "completed_ns": completed[i],
+                "delivered_bytes": delivered,
+                "bottleneck_bytes": e["payload_out_bytes"],
+                "sent_bytes": info.get("bytes_sent"),
+                "retransmits": info["total_retrans"],
+                "lost": None,
+                "dropped": e["dropped"],
+                "rto_count": info.get("total_rto"),
+                **undos,
+                "rtt_ms": e["rtt_ms"],
+                "rtt_samples": e["rtt_samples"],
+                "final_cwnd": info["snd_cwnd"],
+                # Time limited by the receive window (TCP_INFO, as the simulator reports it).
+                "rwnd_limited_ms": info.get("rwnd_limited", 0) / 1e3,
+                "downloads": downloads,
+            }
+        )
         # Kernel-only diagnostics: time limited by the send buffer, the emulator's RTT samples.
         extras.append({"sndbuf_limited_ms": info.get("sndbuf_limited", 0) / 1e3, "rtt_samples": e["rtt_samples"]})
 
@@ -152,22 +193,35 @@ def assemble(plan: Plan, raw: RawRun, host: HostFacts) -> tuple[dict[str, Any], 
         "link": {
             "capacity_bits": None if constant else float(link.get("capacity_bits", 0.0)),
             "window_ns": round(window_s * 1e9),
-            **{k: link[k] for k in ("wire_bytes_out", "drops_overflow", "drops_random", "ecn_marks",
-                                    "queue_delay_ms", "queue_bytes", "queue_packets", "packets_forwarded")},
+            **{
+                k: link[k]
+                for k in (
+                    "wire_bytes_out",
+                    "drops_overflow",
+                    "drops_random",
+                    "ecn_marks",
+                    "queue_delay_ms",
+                    "queue_bytes",
+                    "queue_packets",
+                    "packets_forwarded",
+                )
+            },
             "drops_aqm": link.get("drops_aqm", 0),
         },
     }
     summary: dict[str, Any] = json.loads(_core.summarize(sc.to_json(), json.dumps(measured)))
     for row, extra in zip(summary["flows"], extras):
         row.update(extra)
-    summary.update({
-        "scenario_hash": sc.scenario_hash,
-        "kernel": host.kernel,
-        "kernel_hz": host.kernel_hz,
-        "available_congestion_control": host.available_congestion_control,
-        "notes": plan.notes + raw.notes,
-        "emulator": emu["check"],
-    })
+    summary.update(
+        {
+            "scenario_hash": sc.scenario_hash,
+            "kernel": host.kernel,
+            "kernel_hz": host.kernel_hz,
+            "available_congestion_control": host.available_congestion_control,
+            "notes": plan.notes + raw.notes,
+            "emulator": emu["check"],
+        }
+    )
     return summary, _flows_table(plan, raw, duration_s), _link_table(raw, duration_s)
 
 

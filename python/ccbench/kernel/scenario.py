@@ -46,8 +46,11 @@ def _stand_in(doc: dict[str, Any]) -> dict[int, str]:
         if name is None:
             continue
         if entry.get("params"):
-            raise ScenarioError(f"flows[{i}].params", "the kernel engine cannot set per-flow algorithm "
-                                "parameters (kernel module parameters are global); remove params")
+            raise ScenarioError(
+                f"flows[{i}].params",
+                "the kernel engine cannot set per-flow algorithm "
+                "parameters (kernel module parameters are global); remove params",
+            )
         names[i] = name
         entry["cca"] = STAND_IN
     return names
@@ -77,8 +80,9 @@ def load(scenario: ScenarioLike) -> Scenario:
     raise TypeError(f"expected a Scenario, a mapping or a path, got {type(scenario).__name__}")
 
 
-def from_flags(*, base: Optional[Mapping[str, Any]] = None, cca: Union[str, Sequence[str], None] = None,
-               **flags: Any) -> Scenario:
+def from_flags(
+    *, base: Optional[Mapping[str, Any]] = None, cca: Union[str, Sequence[str], None] = None, **flags: Any
+) -> Scenario:
     """:meth:`Scenario.from_flags` that also accepts kernel-only algorithm names."""
     doc = None if base is None else copy.deepcopy(dict(base))
     if cca is not None:

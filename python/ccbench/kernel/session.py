@@ -46,7 +46,6 @@ AGENT_NICENESS = -10
 FINISH_GRACE_S = 20.0
 
 
-
 @dataclass
 class RawRun:
     """What the processes of a run reported."""
@@ -76,9 +75,15 @@ class _Children:
     def start(self, role: str, argv: list[str], niceness: int = 0) -> subprocess.Popen[bytes]:
         err = open(self.st.workdir / f"{role}.stderr", "w+b")
         self.stderr[role] = err
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                                start_new_session=True, preexec_fn=die_with_parent(os.getpid(), niceness),
-                                cwd=self.st.workdir)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            start_new_session=True,
+            preexec_fn=die_with_parent(os.getpid(), niceness),
+            cwd=self.st.workdir,
+        )
         self.procs[role] = proc
         self.st.add_process(proc.pid, role)
         return proc
@@ -169,7 +174,7 @@ class _CpuTimes:
         for pid in {p.pid for p in children.st.processes}:
             with contextlib.suppress(OSError, IndexError, ValueError):
                 stat = Path(f"/proc/{pid}/stat").read_text()
-                f = stat[stat.rindex(")") + 2:].split()
+                f = stat[stat.rindex(")") + 2 :].split()
                 ours += int(f[11]) + int(f[12])
         return cls(time.monotonic(), busy, ours)
 
@@ -206,8 +211,12 @@ def setup_namespace(st: RunState, ns: str, sysctls: dict[str, str]) -> None:
     st.add_namespace(ns)
     run_ip("netns", "add", ns)
     pairs = [f"{k}={v}" for k, v in sysctls.items()]
-    proc = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-E", "-s", str(AGENT), "sysctl", *pairs],
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        ["ip", "netns", "exec", ns, sys.executable, "-E", "-s", str(AGENT), "sysctl", *pairs],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if proc.returncode != 0:
         raise KernelRunError(f"setting sysctls in {ns}: {proc.stderr.strip()[-300:]}")
 
@@ -277,10 +286,17 @@ class NamespaceSender:
 
     def attach(self, run: RunContext) -> None:
         route = " ".join(run.plan.route_options)
-        attach_device(run.ns_sender, run.tun_sender, run.plan.mtu, run.addr_sender, run.addr_receiver, [
-            f"route replace {run.addr_receiver}/32 dev {run.tun_sender} src {run.addr_sender} {route}",
-            f"route replace {run.addr_ecn}/32 dev {run.tun_sender} src {run.addr_sender} features ecn {route}",
-        ])
+        attach_device(
+            run.ns_sender,
+            run.tun_sender,
+            run.plan.mtu,
+            run.addr_sender,
+            run.addr_receiver,
+            [
+                f"route replace {run.addr_receiver}/32 dev {run.tun_sender} src {run.addr_sender} {route}",
+                f"route replace {run.addr_ecn}/32 dev {run.tun_sender} src {run.addr_sender} features ecn {route}",
+            ],
+        )
 
     def receiver_routes(self, run: RunContext) -> list[str]:
         return []  # the sender's address is the receiver device's peer
@@ -289,8 +305,9 @@ class NamespaceSender:
         self.run = run
         send_cfg = _write_json(run.work / "sender.json", dict(config, out=str(run.work / "sender.out.json")))
         agent = [sys.executable, "-E", "-s", str(AGENT)]
-        run.children.start("sender", ["ip", "netns", "exec", run.ns_sender, *agent, "send", str(send_cfg)],
-                           AGENT_NICENESS)
+        run.children.start(
+            "sender", ["ip", "netns", "exec", run.ns_sender, *agent, "send", str(send_cfg)], AGENT_NICENESS
+        )
         run.children.expect("sender", "ready")
 
     def go(self, t0_ns: int) -> None:
@@ -309,8 +326,7 @@ class NamespaceSender:
         return _load_json(self.run.work / "sender.out.json", "sender")
 
 
-def run_plan(plan: Plan, capture: Optional[dict[str, Any]] = None,
-             sender: Optional[SenderSide] = None) -> RawRun:
+def run_plan(plan: Plan, capture: Optional[dict[str, Any]] = None, sender: Optional[SenderSide] = None) -> RawRun:
     """Run ``plan`` on the kernel; with ``capture`` (points, flows, dir) the emulator
     writes pcap files. The senders run in a namespace of this host unless ``sender``
     puts them elsewhere. Removes everything it created before returning or raising
@@ -324,8 +340,14 @@ def run_plan(plan: Plan, capture: Optional[dict[str, Any]] = None,
             children.stop_all()
 
 
-def _run(plan: Plan, st: RunState, children: _Children, removed: list[str],
-         capture: Optional[dict[str, Any]], sender: SenderSide) -> RawRun:
+def _run(
+    plan: Plan,
+    st: RunState,
+    children: _Children,
+    removed: list[str],
+    capture: Optional[dict[str, Any]],
+    sender: SenderSide,
+) -> RawRun:
     names = st.names_for()
     ns_r = names["ns_receiver"]
     tun_s, tun_r = names["tun_sender"], names["tun_receiver"]
@@ -344,21 +366,55 @@ def _run(plan: Plan, st: RunState, children: _Children, removed: list[str],
     children.start("emulator", [sys.executable, "-m", "ccbench.kernel.emu", str(emu_cfg)])
     children.expect("emulator", "ready")
     sender.attach(run)
-    attach_device(ns_r, tun_r, plan.mtu, addr_r, addr_s, [f"addr add {addr_ecn}/32 dev {tun_r}",
-                                                    *sender.receiver_routes(run)])
+    attach_device(
+        ns_r, tun_r, plan.mtu, addr_r, addr_s, [f"addr add {addr_ecn}/32 dev {tun_r}", *sender.receiver_routes(run)]
+    )
 
     # Where the receiver tells the sender that a download is complete (flows that repeat them).
-    common = {"base_port": BASE_PORT, "duration_ns": duration, "interval_ns": plan.interval_ns,
-              "done_path": str(work / "done.sock")}
-    recv_cfg = _write_json(work / "receiver.json", dict(common, out=str(work / "receiver.out.json"), flows=[
-        {"addr": addr_ecn if f.ecn else addr_r, "size": f.size_bytes, "rwnd": f.rwnd_bytes,
-         "autotune": f.rwnd_autotune, "repeat": f.repeat} for f in plan.flows]))
+    common = {
+        "base_port": BASE_PORT,
+        "duration_ns": duration,
+        "interval_ns": plan.interval_ns,
+        "done_path": str(work / "done.sock"),
+    }
+    recv_cfg = _write_json(
+        work / "receiver.json",
+        dict(
+            common,
+            out=str(work / "receiver.out.json"),
+            flows=[
+                {
+                    "addr": addr_ecn if f.ecn else addr_r,
+                    "size": f.size_bytes,
+                    "rwnd": f.rwnd_bytes,
+                    "autotune": f.rwnd_autotune,
+                    "repeat": f.repeat,
+                }
+                for f in plan.flows
+            ],
+        ),
+    )
     agent = [sys.executable, "-E", "-s", str(AGENT)]
     children.start("receiver", ["ip", "netns", "exec", ns_r, *agent, "receive", str(recv_cfg)], AGENT_NICENESS)
     children.expect("receiver", "ready")
-    sender.start(run, dict(common, flows=[
-        {"addr": addr_ecn if f.ecn else addr_r, "cca": f.cca, "start_ns": f.start_ns, "size": f.size_bytes,
-         "force_pacing": f.force_pacing, "repeat": f.repeat, "pause_ns": f.pause_ns} for f in plan.flows]))
+    sender.start(
+        run,
+        dict(
+            common,
+            flows=[
+                {
+                    "addr": addr_ecn if f.ecn else addr_r,
+                    "cca": f.cca,
+                    "start_ns": f.start_ns,
+                    "size": f.size_bytes,
+                    "force_pacing": f.force_pacing,
+                    "repeat": f.repeat,
+                    "pause_ns": f.pause_ns,
+                }
+                for f in plan.flows
+            ],
+        ),
+    )
 
     cpu_start = _CpuTimes.now(children)
     t0 = time.monotonic_ns() + EPOCH_MARGIN_NS
@@ -380,7 +436,7 @@ def _run(plan: Plan, st: RunState, children: _Children, removed: list[str],
     line = children.read_line("emulator", 30.0)
     if not line.startswith("report "):
         raise KernelRunError(f"emulator: unexpected output {line[:200]!r}")
-    emulator = json.loads(line[len("report "):])
+    emulator = json.loads(line[len("report ") :])
     children.procs["emulator"].wait(timeout=10)
     if emulator.get("capture_error"):
         raise KernelRunError(f"emulator: {emulator['capture_error']}")
@@ -388,8 +444,10 @@ def _run(plan: Plan, st: RunState, children: _Children, removed: list[str],
     notes = [f"removed leftovers of an interrupted run: {x}" for x in removed]
     others = cpu_start.others_share(children)
     if others > BUSY_SHARE:
-        notes.append(f"other processes used {min(others, 1.0):.0%} of the machine's CPU time during the run; "
-                     "kernel figures may be disturbed")
+        notes.append(
+            f"other processes used {min(others, 1.0):.0%} of the machine's CPU time during the run; "
+            "kernel figures may be disturbed"
+        )
     return RawRun(
         run_id=st.id,
         t0_ns=t0,

@@ -36,7 +36,7 @@ def _stat_fields(pid: int) -> Optional[list[str]]:
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
     # The command name (field 2) may contain spaces; fields after it are plain.
-    return stat[stat.rindex(")") + 2:].split()
+    return stat[stat.rindex(")") + 2 :].split()
 
 
 def process_start_time(pid: int) -> Optional[int]:
@@ -230,8 +230,9 @@ def delete_trace(path: str) -> bool:
 
 def unmount(path: str) -> bool:
     """A recorded mount, if it is still mounted (and not busy)."""
-    mounted = any(len(line.split()) > 1 and line.split()[1] == path
-                  for line in Path("/proc/mounts").read_text().splitlines())
+    mounted = any(
+        len(line.split()) > 1 and line.split()[1] == path for line in Path("/proc/mounts").read_text().splitlines()
+    )
     return mounted and subprocess.run(["umount", path], capture_output=True).returncode == 0
 
 

@@ -23,8 +23,21 @@ from .downloads import downloads_figure
 from .packets import retrans_figure, seq_figure
 from .timeseries import flow_figure, link_figure
 
-__all__ = ["FORMATS", "PlotError", "RunData", "Segment", "TimelineRow", "flow_figure", "link_figure",
-           "load_run", "parse_formats", "plot_run", "retrans_figure", "seq_figure", "state_timeline"]
+__all__ = [
+    "FORMATS",
+    "PlotError",
+    "RunData",
+    "Segment",
+    "TimelineRow",
+    "flow_figure",
+    "link_figure",
+    "load_run",
+    "parse_formats",
+    "plot_run",
+    "retrans_figure",
+    "seq_figure",
+    "state_timeline",
+]
 
 FORMATS = style.FORMATS
 PathLike = Union[str, "os.PathLike[str]"]

@@ -21,8 +21,9 @@ KB = 1e3
 
 def _packets(run: RunData, flow: int) -> pd.DataFrame:
     if run.packets is None:
-        raise PlotError("RUN_DIR", f"'{run.directory}' has no packets.parquet; sequence figures need "
-                        "'ccbench analyze --out DIR'")
+        raise PlotError(
+            "RUN_DIR", f"'{run.directory}' has no packets.parquet; sequence figures need 'ccbench analyze --out DIR'"
+        )
     run.check_flow(flow)
     return run.packets[run.packets["flow"] == flow].sort_values("time_s", kind="stable")
 
@@ -31,10 +32,12 @@ def _title(run: RunData, flow: int, what: str) -> str:
     info = run.summary["flows"][flow]
     rtt = (info.get("rtt_ms") or {}).get("mean")
     cap = run.summary.get("capture") or {}
-    return (f"flow {flow}: {info.get('src', '?')} → {info.get('dst', '?')}, {what}\n"
-            f"{fmt_rate(info.get('goodput_bps'))} goodput, {info.get('retransmits', 0)} retransmits, "
-            f"{info.get('dupacks', 0)} duplicate ACKs, mean RTT {fmt_ms(rtt)} · captured at the "
-            f"{info.get('capture_side', '?')} · {cap.get('file', '')}")
+    return (
+        f"flow {flow}: {info.get('src', '?')} → {info.get('dst', '?')}, {what}\n"
+        f"{fmt_rate(info.get('goodput_bps'))} goodput, {info.get('retransmits', 0)} retransmits, "
+        f"{info.get('dupacks', 0)} duplicate ACKs, mean RTT {fmt_ms(rtt)} · captured at the "
+        f"{info.get('capture_side', '?')} · {cap.get('file', '')}"
+    )
 
 
 def _steps(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -51,33 +54,55 @@ def seq_figure(run: RunData, flow: int) -> Figure:
     fig = style.new_figure(11.5, 6.5)
     ax = fig.add_subplot(1, 1, 1)
     fig.suptitle(_title(run, flow, "time-sequence graph"), fontsize=11, x=0.01, ha="left")
-    for sel, color, label, lw in ((~data["retransmission"], style.BLUE, "data segment", 0.8),
-                                  (data["retransmission"], style.VERMILLION, "retransmission", 1.6)):
+    for sel, color, label, lw in (
+        (~data["retransmission"], style.BLUE, "data segment", 0.8),
+        (data["retransmission"], style.VERMILLION, "retransmission", 1.6),
+    ):
         d = data[sel]
         if len(d):
             t = d["time_s"].to_numpy(float)
-            segs = np.stack([np.stack([t, d["seq"].to_numpy(float) / MB], 1),
-                             np.stack([t, d["end"].to_numpy(float) / MB], 1)], 1)
+            segs = np.stack(
+                [np.stack([t, d["seq"].to_numpy(float) / MB], 1), np.stack([t, d["end"].to_numpy(float) / MB], 1)], 1
+            )
             ax.add_collection(LineCollection(segs, colors=color, linewidths=lw, label=label))
             ax.plot(t, d["end"].to_numpy(float) / MB, ls="none", marker="_", ms=3, color=color)
     rd = data[data["retransmission"]]
     if len(rd):
         # On top of the ACK line, which otherwise hides them at this scale.
-        ax.plot(rd["time_s"].to_numpy(float), rd["seq"].to_numpy(float) / MB, ls="none", marker="x", ms=5,
-                mew=1.2, color=style.VERMILLION, zorder=5)
+        ax.plot(
+            rd["time_s"].to_numpy(float),
+            rd["seq"].to_numpy(float) / MB,
+            ls="none",
+            marker="x",
+            ms=5,
+            mew=1.2,
+            color=style.VERMILLION,
+            zorder=5,
+        )
     if len(acks):
         t = acks["time_s"].to_numpy(float)
         ack = acks["ack"].to_numpy(float)
         ax.plot(*_steps(t, ack / MB), drawstyle="steps-post", color=style.GREEN, lw=1.0, label="cumulative ACK")
         win = ack + acks["rwnd_bytes"].to_numpy(float)
         if np.isfinite(win).any():
-            ax.plot(*_steps(t, win / MB), drawstyle="steps-post", color=style.GREY, lw=0.9, ls="--",
-                    label="receive window (ACK + window)")
+            ax.plot(
+                *_steps(t, win / MB),
+                drawstyle="steps-post",
+                color=style.GREY,
+                lw=0.9,
+                ls="--",
+                label="receive window (ACK + window)",
+            )
         sk = acks[np.isfinite(acks["sack_left"].to_numpy(float))]
         if len(sk):
             ts = sk["time_s"].to_numpy(float)
-            segs = np.stack([np.stack([ts, sk["sack_left"].to_numpy(float) / MB], 1),
-                             np.stack([ts, sk["sack_right"].to_numpy(float) / MB], 1)], 1)
+            segs = np.stack(
+                [
+                    np.stack([ts, sk["sack_left"].to_numpy(float) / MB], 1),
+                    np.stack([ts, sk["sack_right"].to_numpy(float) / MB], 1),
+                ],
+                1,
+            )
             ax.add_collection(LineCollection(segs, colors=style.PURPLE, linewidths=1.2, label="SACK block"))
     ax.autoscale_view()
     top = float(np.nanmax(data["end"].to_numpy(float))) / MB if len(data) else 1.0
@@ -86,8 +111,16 @@ def seq_figure(run: RunData, flow: int) -> Figure:
         if win_top > top * 1.3:
             # A window far ahead of the data does not limit it: keep the data readable.
             ax.set_ylim(bottom=0, top=top * 1.05)
-            ax.text(0.995, 0.02, f"receive window's edge above the scale (up to {win_top:.4g} MB)",
-                    transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="#555555")
+            ax.text(
+                0.995,
+                0.02,
+                f"receive window's edge above the scale (up to {win_top:.4g} MB)",
+                transform=ax.transAxes,
+                ha="right",
+                va="bottom",
+                fontsize=7,
+                color="#555555",
+            )
     ax.set_xlabel("time (s)")
     ax.set_ylabel("relative sequence number (MB)")
     ax.set_title("data segments, ACKs and the receive window")
@@ -115,16 +148,29 @@ def retrans_figure(run: RunData, flow: int) -> Figure:
     n_re, _ = np.histogram(re, edges)
     n_dup, _ = np.histogram(dup, edges)
     w = (edges[1] - edges[0]) if len(edges) > 1 else 1.0
-    a.bar(edges[:-1], n_re, width=w, align="edge", color=style.VERMILLION, alpha=0.8,
-          label=f"retransmitted packets per {interval * 1e3:.3g} ms")
+    a.bar(
+        edges[:-1],
+        n_re,
+        width=w,
+        align="edge",
+        color=style.VERMILLION,
+        alpha=0.8,
+        label=f"retransmitted packets per {interval * 1e3:.3g} ms",
+    )
     a.step(edges[:-1], n_dup, where="post", color=style.GREY, lw=0.9, label="duplicate ACKs per interval")
     a.set_ylabel("packets")
     a.set_title("(a) retransmissions and duplicate ACKs")
     c = a.twinx()
     c.grid(False)
     if len(re):
-        c.plot(np.sort(re), np.arange(1, len(re) + 1), drawstyle="steps-post", color=style.BLACK, lw=1.0,
-               label="retransmitted packets (cumulative)")
+        c.plot(
+            np.sort(re),
+            np.arange(1, len(re) + 1),
+            drawstyle="steps-post",
+            color=style.BLACK,
+            lw=1.0,
+            label="retransmitted packets (cumulative)",
+        )
     c.set_ylabel("cumulative")
     c.set_ylim(bottom=0)
     handles, labels = a.get_legend_handles_labels()
@@ -134,22 +180,45 @@ def retrans_figure(run: RunData, flow: int) -> Figure:
     t = p["time_s"].to_numpy(float)
     infl = p["inflight_bytes"].to_numpy(float)
     if np.isfinite(infl).any():
-        b.plot(*_steps(t, infl / KB), drawstyle="steps-post", color=style.ORANGE, lw=0.9,
-               label="bytes in flight (unacked − SACKed)")
+        b.plot(
+            *_steps(t, infl / KB),
+            drawstyle="steps-post",
+            color=style.ORANGE,
+            lw=0.9,
+            label="bytes in flight (unacked − SACKed)",
+        )
     else:
-        b.text(0.5, 0.5, f"bytes in flight are not visible from a capture at the {info.get('capture_side', '?')}",
-               transform=b.transAxes, ha="center", va="center", color=style.GREY)
+        b.text(
+            0.5,
+            0.5,
+            f"bytes in flight are not visible from a capture at the {info.get('capture_side', '?')}",
+            transform=b.transAxes,
+            ha="center",
+            va="center",
+            color=style.GREY,
+        )
     acks = p[p["kind"] == 1]
     rw = acks["rwnd_bytes"].to_numpy(float)
     if np.isfinite(rw).any():
-        b.plot(*_steps(acks["time_s"].to_numpy(float), rw / KB), drawstyle="steps-post", color=style.BLUE, lw=1.0,
-               label="receive window")
+        b.plot(
+            *_steps(acks["time_s"].to_numpy(float), rw / KB),
+            drawstyle="steps-post",
+            color=style.BLUE,
+            lw=1.0,
+            label="receive window",
+        )
     top = np.nanmax(np.concatenate([infl[np.isfinite(infl)], [1.0]])) / KB
     b.set_ylim(0, top * 1.15 if math.isfinite(top) and top > 0 else 1)
     b.set_ylabel("KB")
     b.set_xlabel("time (s)")
-    b.set_title("(b) bytes in flight and the receive window" +
-                (" (window above the scale: it does not limit)" if np.isfinite(rw).any() and np.nanmin(rw) / KB > top * 1.15 else ""))
+    b.set_title(
+        "(b) bytes in flight and the receive window"
+        + (
+            " (window above the scale: it does not limit)"
+            if np.isfinite(rw).any() and np.nanmin(rw) / KB > top * 1.15
+            else ""
+        )
+    )
     a.set_xlim(0, duration)
     a.tick_params(labelbottom=False)
     _legend(b)

@@ -103,7 +103,9 @@ class RunData:
             raise PlotError("--flow", f"the run in '{self.directory}' has no flows")
         if not 0 <= flow < n:
             valid = "0" if n == 1 else f"0..{n - 1}"
-            raise PlotError("--flow", f"flow {flow} out of range; this run has {n} flow{'s' if n != 1 else ''}: {valid}")
+            raise PlotError(
+                "--flow", f"flow {flow} out of range; this run has {n} flow{'s' if n != 1 else ''}: {valid}"
+            )
 
 
 def load_run(directory: Union[str, "os.PathLike[str]"]) -> RunData:
@@ -123,14 +125,20 @@ def load_run(directory: Union[str, "os.PathLike[str]"]) -> RunData:
         summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise PlotError("summary.json", f"cannot read '{d / 'summary.json'}': {e}") from None
-    if not isinstance(summary, dict) or not isinstance(summary.get("flows"), list) or not isinstance(summary.get("link"), dict):
+    if (
+        not isinstance(summary, dict)
+        or not isinstance(summary.get("flows"), list)
+        or not isinstance(summary.get("link"), dict)
+    ):
         raise PlotError("summary.json", f"'{d / 'summary.json'}' is not a ccbench summary (no 'flows' and 'link')")
     frames = {}
     for name in ("flows.parquet", "link.parquet"):
         try:
             frames[name] = pd.read_parquet(d / name)
         except Exception as e:  # pyarrow raises several types for damaged files
-            raise PlotError(name, f"cannot read '{d / name}': {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+            raise PlotError(
+                name, f"cannot read '{d / name}': {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+            ) from None
     for name, cols in (("flows.parquet", ("time_s", "flow")), ("link.parquet", ("time_s",))):
         absent = [c for c in cols if c not in frames[name].columns]
         if absent:
@@ -146,13 +154,19 @@ def load_run(directory: Union[str, "os.PathLike[str]"]) -> RunData:
         try:
             packets = pd.read_parquet(d / "packets.parquet")
         except Exception as e:
-            raise PlotError("packets.parquet", f"cannot read '{d / 'packets.parquet'}': {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+            raise PlotError(
+                "packets.parquet",
+                f"cannot read '{d / 'packets.parquet'}': {str(e).splitlines()[0] if str(e) else type(e).__name__}",
+            ) from None
     states = None
     if (d / STATES_FILE).is_file():
         try:
             states = pd.read_parquet(d / STATES_FILE)
         except Exception as e:
-            raise PlotError(STATES_FILE, f"cannot read '{d / STATES_FILE}': {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+            raise PlotError(
+                STATES_FILE,
+                f"cannot read '{d / STATES_FILE}': {str(e).splitlines()[0] if str(e) else type(e).__name__}",
+            ) from None
     return RunData(d, summary, frames["flows.parquet"], frames["link.parquet"], scenario, packets, states)
 
 

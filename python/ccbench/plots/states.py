@@ -121,8 +121,9 @@ def moved_segments(moves: pd.DataFrame, end: float) -> tuple[tuple[Segment, ...]
     return tuple(modes), tuple(phases)
 
 
-def state_timeline(flow: pd.DataFrame, cca: str, interval: float,
-                   moves: Optional[pd.DataFrame] = None) -> list[TimelineRow]:
+def state_timeline(
+    flow: pd.DataFrame, cca: str, interval: float, moves: Optional[pd.DataFrame] = None
+) -> list[TimelineRow]:
     """The rows the timeline panel draws for one flow (its rows of flows.parquet in
     time order, and its moves from states.parquet if any), top to bottom.
 

@@ -48,8 +48,15 @@ def _legend(ax: Axes, offset_pt: float = 0.0) -> None:
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         shift = ScaledTranslation(offset_pt / 72, 0, ax.figure.dpi_scale_trans)
-        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.005, 1.0),
-                  bbox_transform=ax.transAxes + shift, borderaxespad=0.0, handlelength=2.2)
+        ax.legend(
+            handles,
+            labels,
+            loc="upper left",
+            bbox_to_anchor=(1.005, 1.0),
+            bbox_transform=ax.transAxes + shift,
+            borderaxespad=0.0,
+            handlelength=2.2,
+        )
 
 
 def _hline(ax: Axes, y: Optional[float], label: str, kind: dict[str, Any] = style.REFERENCE) -> None:
@@ -64,9 +71,18 @@ def _clip_top(ax: Axes, values: list[Optional[np.ndarray]], cap: Optional[float]
     finite = [v for v in finite if len(v)]
     top = max((float(v.max()) for v in finite), default=1.0)
     if cap is not None and 0 < cap < top:
-        ax.text(0.995, 0.97, f"off scale: peaks up to {top:.4g}{unit}", transform=ax.transAxes,
-                ha="right", va="top", fontsize=7, color="#555555", zorder=5,
-                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.5})
+        ax.text(
+            0.995,
+            0.97,
+            f"off scale: peaks up to {top:.4g}{unit}",
+            transform=ax.transAxes,
+            ha="right",
+            va="top",
+            fontsize=7,
+            color="#555555",
+            zorder=5,
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.5},
+        )
         top = cap
     ax.set_ylim(0, top * 1.06 if top > 0 else 1.0)
 
@@ -76,9 +92,14 @@ def _run_line(run: RunData) -> str:
     cap = s.get("capture")
     if isinstance(cap, dict):
         sides = sorted({str(f.get("capture_side")) for f in s.get("flows", [])})
-        return " · ".join([f"capture {cap.get('file', '?')} ({cap.get('format', '?')}, {cap.get('linktype', '?')})",
-                           f"{s.get('duration_s', 0):.3g} s", f"taken at the {'/'.join(sides)}",
-                           f"engine {s.get('engine', '?')}"])
+        return " · ".join(
+            [
+                f"capture {cap.get('file', '?')} ({cap.get('format', '?')}, {cap.get('linktype', '?')})",
+                f"{s.get('duration_s', 0):.3g} s",
+                f"taken at the {'/'.join(sides)}",
+                f"engine {s.get('engine', '?')}",
+            ]
+        )
     traced = link.get("trace_mean_bps") is not None
     aqm = link.get("aqm") if isinstance(link.get("aqm"), dict) else None
     parts = [
@@ -110,8 +131,17 @@ def _mark_lifetime(axes: list[Axes], info: dict[str, Any]) -> None:
     for x, text, color in marks:
         for ax in axes:
             ax.axvline(x, color=color, lw=0.8, ls="--", zorder=1)
-        axes[0].annotate(text, (x, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -3),
-                         textcoords="offset points", ha="left", va="top", fontsize=7, color=color)
+        axes[0].annotate(
+            text,
+            (x, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, -3),
+            textcoords="offset points",
+            ha="left",
+            va="top",
+            fontsize=7,
+            color=color,
+        )
 
 
 def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
@@ -141,8 +171,11 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
         f"flow {flow}: {cca}{paced}, {fmt_rate(info.get('goodput_bps'))} goodput, "
         f"{info.get('retransmits', 0)} retransmits"
         + (f"  [{n_flows} flows]" if n_flows > 1 else "")
-        + "\n" + _run_line(run),
-        fontsize=11, x=0.01, ha="left",
+        + "\n"
+        + _run_line(run),
+        fontsize=11,
+        x=0.01,
+        ha="left",
     )
 
     # (a) throughput and goodput
@@ -156,8 +189,14 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
             # Fine samples are noisy: a sample holds a whole number of packets, and
             # in-order delivery is bursty (a hole filled after a loss releases a whole
             # window at once). Draw the samples faintly and their mean over SMOOTH_S.
-            a.plot(t, v / MBIT, label=f"{name} per {interval * 1e3:.3g} ms sample", color=style.LINE[key]["color"],
-                   lw=0.6, alpha=0.3)
+            a.plot(
+                t,
+                v / MBIT,
+                label=f"{name} per {interval * 1e3:.3g} ms sample",
+                color=style.LINE[key]["color"],
+                lw=0.6,
+                alpha=0.3,
+            )
     for v, key, name in ((thr, "throughput", "throughput"), (good, "goodput", "goodput")):
         if v is None:
             continue
@@ -170,9 +209,16 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
         _hline(a, rate_mbit / n_flows, f"fair share (1/{n_flows})", style.REFERENCE_2)
     a.set_ylabel("Mbit/s")
     a.set_title("(a) throughput and goodput (payload)")
-    _clip_top(a, [None if thr is None else thr / MBIT, None if good is None else good / MBIT,
-                  None if rate_mbit is None else np.array([rate_mbit])],
-              GOODPUT_CLIP * rate_mbit if rate_mbit else None, " Mbit/s")
+    _clip_top(
+        a,
+        [
+            None if thr is None else thr / MBIT,
+            None if good is None else good / MBIT,
+            None if rate_mbit is None else np.array([rate_mbit]),
+        ],
+        GOODPUT_CLIP * rate_mbit if rate_mbit else None,
+        " Mbit/s",
+    )
 
     # (b) RTT
     srtt = _col(f, "srtt_ms")
@@ -207,8 +253,11 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
             series_c.append(v)
     rwnd = _col(f, "rwnd_bytes")
     rwnd_seg = None if rwnd is None else rwnd / run.mss
-    if rwnd_seg is not None and inflight is not None and \
-            np.nanmax(inflight, initial=0) > 0.5 * np.nanmin(rwnd_seg, initial=np.inf):
+    if (
+        rwnd_seg is not None
+        and inflight is not None
+        and np.nanmax(inflight, initial=0) > 0.5 * np.nanmin(rwnd_seg, initial=np.inf)
+    ):
         # Only when the receive window comes near what is in flight; otherwise its scale
         # would flatten everything else.
         c.plot(t, rwnd_seg, label="receive window", drawstyle="steps-post", **style.LINE["rwnd"])
@@ -243,9 +292,11 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
         label = "pacing rate" if info.get("paced") else "pacing rate (unpaced: sizes TSO bursts only)"
         d.plot(t, pacing / MBIT, label=label, **style.LINE["pacing"])
         series_d.append(pacing / MBIT)
-    for name, key, label in (("cc_bw_bps", "bw", "bw estimate (cc_bw)"),
-                             ("cc_max_bw_bps", "max_bw", "max bw (cc_max_bw)"),
-                             ("cc_bw_lo_bps", "bw_lo", "bw_lo (cc_bw_lo)")):
+    for name, key, label in (
+        ("cc_bw_bps", "bw", "bw estimate (cc_bw)"),
+        ("cc_max_bw_bps", "max_bw", "max bw (cc_max_bw)"),
+        ("cc_bw_lo_bps", "bw_lo", "bw_lo (cc_bw_lo)"),
+    ):
         v = _col(f, name)
         if v is not None:
             d.plot(t, v / MBIT, label=label, drawstyle="steps-post", **style.LINE[key])
@@ -274,8 +325,9 @@ def _row_order(row: TimelineRow) -> list[str]:
     if canon is not None:
         return [label for label in canon if label in present] + sorted(present - set(canon))
     if row.name == "gain":
-        return sorted(present, key=lambda label: -float(label.split()[-1]) if label.split()[-1].replace(".", "").isdigit()
-                      else 0)
+        return sorted(
+            present, key=lambda label: -float(label.split()[-1]) if label.split()[-1].replace(".", "").isdigit() else 0
+        )
     return sorted(present)
 
 
@@ -288,8 +340,13 @@ def _label_color(row: TimelineRow, label: str) -> str:
     return style.STATE_COLORS.get(label, style.GREY)
 
 
-ROW_TITLES = {"mode": "BBR mode", "phase": "PROBE_BW phase", "gain": "pacing gain", "ca_state": "ca_state",
-              "lt_bw": "long-term bw"}
+ROW_TITLES = {
+    "mode": "BBR mode",
+    "phase": "PROBE_BW phase",
+    "gain": "pacing gain",
+    "ca_state": "ca_state",
+    "lt_bw": "long-term bw",
+}
 
 
 # Width of the plotting area of a flow figure, in inches, a little below what the
@@ -322,8 +379,16 @@ def _draw_timeline(ax: Axes, rows: list[TimelineRow], cca: str, span_s: float) -
         for s in row.segments:
             if row.name != "lt_bw" and _fits(s.label, s.end - s.start, span_s):
                 color = _label_color(row, s.label)
-                ax.text((s.start + s.end) / 2, y, s.label, ha="center", va="center", fontsize=BAND_FONT_PT,
-                        color="white" if color in style.DARK else "black", clip_on=True)
+                ax.text(
+                    (s.start + s.end) / 2,
+                    y,
+                    s.label,
+                    ha="center",
+                    va="center",
+                    fontsize=BAND_FONT_PT,
+                    color="white" if color in style.DARK else "black",
+                    clip_on=True,
+                )
     ax.set_ylim(-0.6, max(n, 1) - 0.4)
     ax.set_yticks(range(n))
     ax.set_yticklabels([ROW_TITLES.get(r.name, r.name) for r in reversed(rows)])
@@ -339,9 +404,18 @@ def _draw_timeline(ax: Axes, rows: list[TimelineRow], cca: str, span_s: float) -
         grid = [r + [blank] * (width - len(r)) for r in legend_rows]
         flat = [grid[r][c] for c in range(width) for r in range(len(grid))]
         shift = ScaledTranslation(0, -30 / 72, ax.figure.dpi_scale_trans)
-        ax.legend([h for h, _ in flat], [label for _, label in flat], ncol=width, loc="upper left",
-                  bbox_to_anchor=(0.0, 0.0), bbox_transform=ax.transAxes + shift, borderaxespad=0.0,
-                  handlelength=1.2, columnspacing=1.2, frameon=False)
+        ax.legend(
+            [h for h, _ in flat],
+            [label for _, label in flat],
+            ncol=width,
+            loc="upper left",
+            bbox_to_anchor=(0.0, 0.0),
+            bbox_transform=ax.transAxes + shift,
+            borderaxespad=0.0,
+            handlelength=1.2,
+            columnspacing=1.2,
+            frameon=False,
+        )
 
 
 def link_figure(run: RunData) -> Figure:
@@ -366,11 +440,20 @@ def link_figure(run: RunData) -> Figure:
     mix = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in counts.items())
     util = link.get("utilization")
     drops = link.get("drops")
-    figures = ", ".join(x for x in (None if util is None else f"utilisation {100 * float(util):.1f} %",
-                                    None if drops is None else f"{drops} drops") if x)
-    fig.suptitle(f"link: {n} flow{'s' if n != 1 else ''} ({mix})" + (f", {figures}" if figures else "")
-                 + "\n" + _run_line(run),
-                 fontsize=11, x=0.01, ha="left")
+    figures = ", ".join(
+        x
+        for x in (
+            None if util is None else f"utilisation {100 * float(util):.1f} %",
+            None if drops is None else f"{drops} drops",
+        )
+        if x
+    )
+    fig.suptitle(
+        f"link: {n} flow{'s' if n != 1 else ''} ({mix})" + (f", {figures}" if figures else "") + "\n" + _run_line(run),
+        fontsize=11,
+        x=0.01,
+        ha="left",
+    )
 
     # (a) throughput
     interval = run.interval_s
@@ -385,8 +468,13 @@ def link_figure(run: RunData) -> Figure:
         for i in range(n):
             ff = run.flow_frame(i)
             v = _mean(ff["throughput_bps"].to_numpy(dtype=float), smooth) / MBIT
-            a.plot(ff["time_s"].to_numpy(dtype=float), v, lw=0.9, color=style.FLOW_COLORS[i],
-                   label=f"flow {i} ({ccas[i]}, payload)")
+            a.plot(
+                ff["time_s"].to_numpy(dtype=float),
+                v,
+                lw=0.9,
+                color=style.FLOW_COLORS[i],
+                label=f"flow {i} ({ccas[i]}, payload)",
+            )
             series_a.append(v)
     capacity = _col(lf, "capacity_bps")
     if capacity is not None and np.nanmax(capacity) - np.nanmin(capacity) > 1.0:
@@ -399,8 +487,11 @@ def link_figure(run: RunData) -> Figure:
         if rate_mbit:
             series_a.append(np.array([rate_mbit]))
     a.set_ylabel("Mbit/s")
-    a.set_title("(a) throughput" + ("" if n <= len(style.FLOW_COLORS) else " (total; too many flows to draw each)")
-                + (f", {SMOOTH_S * 1e3:.0f} ms means" if smooth > 1 else ""))
+    a.set_title(
+        "(a) throughput"
+        + ("" if n <= len(style.FLOW_COLORS) else " (total; too many flows to draw each)")
+        + (f", {SMOOTH_S * 1e3:.0f} ms means" if smooth > 1 else "")
+    )
     _clip_top(a, series_a, None)
 
     # (b) queue

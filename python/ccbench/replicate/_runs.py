@@ -17,8 +17,15 @@ from ..analysis.stats import mean_ci
 from .compare import Finding, print_comparison, save_comparison
 
 
-def execute_plans(plans: Mapping[str, dict[str, Any]], store: Any, workers: Optional[int], console: Console,
-                  label: str, keep_series: bool = False, engine: str = engines.DEFAULT) -> dict[str, list[Any]]:
+def execute_plans(
+    plans: Mapping[str, dict[str, Any]],
+    store: Any,
+    workers: Optional[int],
+    console: Console,
+    label: str,
+    keep_series: bool = False,
+    engine: str = engines.DEFAULT,
+) -> dict[str, list[Any]]:
     """Run each plan (a TOML-shaped document with a ``[sweep]`` table) through the sweep
     executor on ``engine``; returns the records by plan name."""
     from ..sweep import execute, plan_from_dict
@@ -27,13 +34,20 @@ def execute_plans(plans: Mapping[str, dict[str, Any]], store: Any, workers: Opti
     for part, doc in plans.items():
         plan = plan_from_dict(doc, default_name=doc["sweep"]["name"], engine=engine)
         console.print(f"{label}, {part}: {plan.point_count} points x {plan.repetitions} repetitions", markup=False)
-        records[part] = execute(plan, store, engine=engine, workers=workers, progress=console.is_terminal,
-                                keep_series=keep_series)
+        records[part] = execute(
+            plan, store, engine=engine, workers=workers, progress=console.is_terminal, keep_series=keep_series
+        )
     return records
 
 
-def conclude(findings: Sequence[Finding], console: Console, out: Path, title: str, note: str,
-             write_report: Callable[[Path], Path]) -> None:
+def conclude(
+    findings: Sequence[Finding],
+    console: Console,
+    out: Path,
+    title: str,
+    note: str,
+    write_report: Callable[[Path], Path],
+) -> None:
     """Print the comparison and the note; write it (CSV, Markdown) and the report."""
     print_comparison(findings, console, title)
     console.print(note, markup=False)
@@ -51,15 +65,17 @@ def runs(records: Iterable[Any]) -> pd.DataFrame:
     for r in records:
         flows = r.summary["flows"]
         host = r.summary.get("host") or {}
-        rows.append({
-            **r.point,
-            "repetition": r.repetition,
-            "ccas": ",".join(str(f["cca"]) for f in flows),
-            "goodput_mbps": sum(f["goodput_bps"] for f in flows) / 1e6,
-            "rtt_ms": float(np.mean([f["rtt_ms"]["mean"] for f in flows])),
-            "retransmits": sum(f["retransmits"] for f in flows),
-            "cpu_busy": host.get("busy_fraction", math.nan),
-        })
+        rows.append(
+            {
+                **r.point,
+                "repetition": r.repetition,
+                "ccas": ",".join(str(f["cca"]) for f in flows),
+                "goodput_mbps": sum(f["goodput_bps"] for f in flows) / 1e6,
+                "rtt_ms": float(np.mean([f["rtt_ms"]["mean"] for f in flows])),
+                "retransmits": sum(f["retransmits"] for f in flows),
+                "cpu_busy": host.get("busy_fraction", math.nan),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -84,8 +100,18 @@ def line(ax: Axes, table: pd.DataFrame, x: str, label: str, color: str, marker: 
     """One mean line with 95% CI error bars."""
     t = table.sort_values(x)
     err = t["ci"].to_numpy()
-    ax.errorbar(t[x], t["mean"], yerr=np.where(np.isfinite(err), err, 0.0), label=label, color=color,
-                marker=marker, ms=4, lw=1.2, ls=ls, capsize=2)
+    ax.errorbar(
+        t[x],
+        t["mean"],
+        yerr=np.where(np.isfinite(err), err, 0.0),
+        label=label,
+        color=color,
+        marker=marker,
+        ms=4,
+        lw=1.2,
+        ls=ls,
+        capsize=2,
+    )
 
 
 def mbps(x: float) -> str:

@@ -66,8 +66,24 @@ FULL = Grid(
     rates=("10Mbit", "20Mbit", "50Mbit", "100Mbit", "250Mbit", "500Mbit", "750Mbit", "1Gbit"),
     rtts=("5ms", "10ms", "25ms", "50ms", "75ms", "100ms", "150ms", "200ms"),
     buffers=("10KB", "20KB", "50KB", "100KB", "200KB", "500KB", "1MB", "5MB", "20MB", "100MB"),
-    losses=("0%", "0.1%", "0.5%", "1%", "2%", "5%", "10%", "15%", "18%", "20%", "22%", "25%", "30%", "35%", "40%",
-            "50%"),
+    losses=(
+        "0%",
+        "0.1%",
+        "0.5%",
+        "1%",
+        "2%",
+        "5%",
+        "10%",
+        "15%",
+        "18%",
+        "20%",
+        "22%",
+        "25%",
+        "30%",
+        "35%",
+        "40%",
+        "50%",
+    ),
     sharing_buffers=("0.05bdp", "0.1bdp", "0.25bdp", "0.5bdp", "1bdp", "2bdp", "4bdp", "8bdp", "16bdp"),
     duration="30s",
     repetitions=2,
@@ -89,25 +105,35 @@ def plans(grid: Grid, prefix: str) -> dict[str, dict[str, Any]]:
     loss_rate, loss_rtt, loss_buffer = grid.loss_point
     share_rate, share_rtt = grid.sharing_point
     return {
-        "grid": {"duration": grid.duration,
-                 "link": {"rate": list(grid.rates), "rtt": list(grid.rtts), "buffer": list(grid.buffers)},
-                 "flows": [{"cca": ["bbr", "cubic"]}],
-                 "sweep": {"name": f"{prefix}-grid", "repetitions": grid.repetitions}},
-        "loss": {"duration": grid.duration,
-                 "link": {"rate": loss_rate, "rtt": loss_rtt, "buffer": loss_buffer, "loss": list(grid.losses)},
-                 "flows": [{"cca": ["bbr", "cubic"]}],
-                 "sweep": {"name": f"{prefix}-loss", "repetitions": grid.repetitions}},
-        "sharing": {"duration": grid.duration,
-                    "link": {"rate": share_rate, "rtt": share_rtt, "buffer": list(grid.sharing_buffers)},
-                    "flows": [{"cca": "bbr"}, {"cca": "cubic"}],
-                    "sweep": {"name": f"{prefix}-sharing", "repetitions": grid.repetitions}},
+        "grid": {
+            "duration": grid.duration,
+            "link": {"rate": list(grid.rates), "rtt": list(grid.rtts), "buffer": list(grid.buffers)},
+            "flows": [{"cca": ["bbr", "cubic"]}],
+            "sweep": {"name": f"{prefix}-grid", "repetitions": grid.repetitions},
+        },
+        "loss": {
+            "duration": grid.duration,
+            "link": {"rate": loss_rate, "rtt": loss_rtt, "buffer": loss_buffer, "loss": list(grid.losses)},
+            "flows": [{"cca": ["bbr", "cubic"]}],
+            "sweep": {"name": f"{prefix}-loss", "repetitions": grid.repetitions},
+        },
+        "sharing": {
+            "duration": grid.duration,
+            "link": {"rate": share_rate, "rtt": share_rtt, "buffer": list(grid.sharing_buffers)},
+            "flows": [{"cca": "bbr"}, {"cca": "cubic"}],
+            "sweep": {"name": f"{prefix}-sharing", "repetitions": grid.repetitions},
+        },
     }
 
 
-@study("cao2019", summary="Cao et al., When to use and when not to use BBR (IMC 2019): BBR vs Cubic over "
-                          "bandwidth, RTT, buffer and loss; sharing; decision tree")
-def run(quick: bool, out: Path, workers: Optional[int], store: Any, console: Console,
-        grid: Optional[Grid] = None) -> None:
+@study(
+    "cao2019",
+    summary="Cao et al., When to use and when not to use BBR (IMC 2019): BBR vs Cubic over "
+    "bandwidth, RTT, buffer and loss; sharing; decision tree",
+)
+def run(
+    quick: bool, out: Path, workers: Optional[int], store: Any, console: Console, grid: Optional[Grid] = None
+) -> None:
     from ..store import open_store
     from ..sweep import execute, plan_from_dict
 
@@ -118,8 +144,10 @@ def run(quick: bool, out: Path, workers: Optional[int], store: Any, console: Con
     records: dict[str, list[Any]] = {}
     for part, doc in plans(grid, prefix).items():
         plan = plan_from_dict(doc, default_name=doc["sweep"]["name"])
-        console.print(f"{STUDY}, {part}: {plan.point_count} points x {plan.repetitions} repetitions of "
-                      f"{grid.duration} ({mode})", markup=False)
+        console.print(
+            f"{STUDY}, {part}: {plan.point_count} points x {plan.repetitions} repetitions of {grid.duration} ({mode})",
+            markup=False,
+        )
         records[part] = execute(plan, store, workers=workers, progress=console.is_terminal, keep_series=False)
     findings, extras = analyse(records)
     print_comparison(findings, console, f"{STUDY}: the study's findings and ccbench's ({mode} mode)")
@@ -136,8 +164,11 @@ def analyse(records: dict[str, list[Any]]) -> tuple[list[Finding], dict[str, Any
     loss = runs_frame(records["loss"])
     share_flows = flows_frame(records["sharing"])
     ratio = goodput_ratio(grid)
-    means = aggregate(grid, ["rate_mbps", "rtt_ms", "buffer_kb", "buffer_bdp", "cca"],
-                      ["goodput_mbps", "retrans_rate", "self_inflicted_delay_ms"])
+    means = aggregate(
+        grid,
+        ["rate_mbps", "rtt_ms", "buffer_kb", "buffer_bdp", "cca"],
+        ["goodput_mbps", "retrans_rate", "self_inflicted_delay_ms"],
+    )
     tree = fit_tree(winners(grid, "goodput"), "goodput", features=["buffer_bdp", "rtt_ms", "rate_mbps"])
     rows = [
         _shallow(ratio),
@@ -163,12 +194,15 @@ def _shallow(ratio: pd.DataFrame) -> Finding:
         return Finding(point, study_text, f"no grid point with buffer ≤ {SHALLOW} BDP")
     r = sel["ratio"]
     top = sel.iloc[int(r.to_numpy().argmax())]
-    return Finding(point, study_text,
-                   f"BBR/Cubic goodput up to {_fmt_ratio(r.max())} (at {top['rate_mbps']:g} Mbit/s, "
-                   f"{top['rtt_ms']:g} ms, {top['buffer_kb']:g} KB = {top['buffer_bdp']:.2g} BDP), median "
-                   f"{_fmt_ratio(r.median())} over {len(sel)} points with buffer ≤ {SHALLOW} BDP; BBR ahead by over "
-                   f"5% at {int((r > 1.05).sum())} of them",
-                   "ratio of the mean goodputs per point")
+    return Finding(
+        point,
+        study_text,
+        f"BBR/Cubic goodput up to {_fmt_ratio(r.max())} (at {top['rate_mbps']:g} Mbit/s, "
+        f"{top['rtt_ms']:g} ms, {top['buffer_kb']:g} KB = {top['buffer_bdp']:.2g} BDP), median "
+        f"{_fmt_ratio(r.median())} over {len(sel)} points with buffer ≤ {SHALLOW} BDP; BBR ahead by over "
+        f"5% at {int((r > 1.05).sum())} of them",
+        "ratio of the mean goodputs per point",
+    )
 
 
 def _deep(ratio: pd.DataFrame) -> Finding:
@@ -178,11 +212,14 @@ def _deep(ratio: pd.DataFrame) -> Finding:
     if sel.empty:
         return Finding(point, study_text, f"no grid point with buffer ≥ {DEEP:g} BDP")
     inverse = sel["cubic"] / sel["bbr"]
-    return Finding(point, study_text,
-                   f"Cubic/BBR goodput up to {_fmt_ratio(inverse.max())}, median {_fmt_ratio(inverse.median())} "
-                   f"over {len(sel)} points with buffer ≥ {DEEP:g} BDP; Cubic ahead by over 5% at "
-                   f"{int((inverse > 1.05).sum())}",
-                   "ratio of the mean goodputs per point; see gpr_heatmap.png")
+    return Finding(
+        point,
+        study_text,
+        f"Cubic/BBR goodput up to {_fmt_ratio(inverse.max())}, median {_fmt_ratio(inverse.median())} "
+        f"over {len(sel)} points with buffer ≥ {DEEP:g} BDP; Cubic ahead by over 5% at "
+        f"{int((inverse > 1.05).sum())}",
+        "ratio of the mean goodputs per point; see gpr_heatmap.png",
+    )
 
 
 def _retransmissions(means: pd.DataFrame) -> Finding:
@@ -194,37 +231,58 @@ def _retransmissions(means: pd.DataFrame) -> Finding:
     bbr = 100 * sel[sel["cca"] == "bbr"]["retrans_rate_mean"].median()
     cubic = 100 * sel[sel["cca"] == "cubic"]["retrans_rate_mean"].median()
     orders = math.log10(bbr / cubic) if bbr > 0 and cubic > 0 else math.inf
-    ratio_text = f"{bbr / cubic:.0f}x, {orders:.1f} orders of magnitude" if math.isfinite(orders) else \
-        "Cubic retransmits nothing"
-    return Finding(point, study_text,
-                   f"median retransmission rate BBR {bbr:.2g}% vs Cubic {cubic:.2g}% of segments ({ratio_text}), "
-                   f"buffer ≤ {SHALLOW} BDP",
-                   "retransmitted segments per segment sent; the study counted packet losses")
+    ratio_text = (
+        f"{bbr / cubic:.0f}x, {orders:.1f} orders of magnitude"
+        if math.isfinite(orders)
+        else "Cubic retransmits nothing"
+    )
+    return Finding(
+        point,
+        study_text,
+        f"median retransmission rate BBR {bbr:.2g}% vs Cubic {cubic:.2g}% of segments ({ratio_text}), "
+        f"buffer ≤ {SHALLOW} BDP",
+        "retransmitted segments per segment sent; the study counted packet losses",
+    )
 
 
 def _cliff(loss: pd.DataFrame) -> list[Finding]:
     table = aggregate(loss, ["loss_pct", "cca"], ["goodput_mbps", "retransmits"])
     rows = []
-    point = "Loss \"cliff point\" of BBR's goodput"
+    point = 'Loss "cliff point" of BBR\'s goodput'
     bbr = table[table["cca"] == "bbr"].sort_values("loss_pct")
     cubic = table[table["cca"] == "cubic"].sort_values("loss_pct")
     cliff, base = _first_below_half(bbr)
     cubic_cliff, _ = _first_below_half(cubic)
     at = {round(p, 6): g for p, g in zip(bbr["loss_pct"], bbr["goodput_mbps_mean"])}
-    text = (f"BBR's goodput first falls below half of its {base:.1f} Mbit/s at {cliff:g}% loss" if cliff is not None
-            else f"BBR keeps over half of its {base:.1f} Mbit/s up to {bbr['loss_pct'].max():g}% loss")
+    text = (
+        f"BBR's goodput first falls below half of its {base:.1f} Mbit/s at {cliff:g}% loss"
+        if cliff is not None
+        else f"BBR keeps over half of its {base:.1f} Mbit/s up to {bbr['loss_pct'].max():g}% loss"
+    )
     near = [p for p in (15.0, 20.0, 25.0) if p in at]
     if near:
         text += " (" + ", ".join(f"{at[p]:.1f} Mbit/s at {p:g}%" for p in near) + ")"
-    text += (f"; Cubic falls below half at {cubic_cliff:g}%" if cubic_cliff is not None else "")
-    rows.append(Finding(point, "about 20% random loss (set by the 1.25 probing pacing gain)", text,
-                        "loss applied to data packets at the bottleneck; the study used netem"))
+    text += f"; Cubic falls below half at {cubic_cliff:g}%" if cubic_cliff is not None else ""
+    rows.append(
+        Finding(
+            point,
+            "about 20% random loss (set by the 1.25 probing pacing gain)",
+            text,
+            "loss applied to data packets at the bottleneck; the study used netem",
+        )
+    )
     peak = bbr.iloc[int(bbr["retransmits_mean"].to_numpy().argmax())] if len(bbr) else None
-    rows.append(Finding("Retransmissions at the cliff point", "BBR's retransmissions are highest at the cliff point",
-                        "no loss sweep" if peak is None else
-                        f"BBR's retransmissions peak at {peak['loss_pct']:g}% loss "
-                        f"({peak['retransmits_mean']:.0f} segments per run)",
-                        "counts per run of equal length"))
+    rows.append(
+        Finding(
+            "Retransmissions at the cliff point",
+            "BBR's retransmissions are highest at the cliff point",
+            "no loss sweep"
+            if peak is None
+            else f"BBR's retransmissions peak at {peak['loss_pct']:g}% loss "
+            f"({peak['retransmits_mean']:.0f} segments per run)",
+            "counts per run of equal length",
+        )
+    )
     return rows
 
 
@@ -243,10 +301,13 @@ def _queue(means: pd.DataFrame) -> Finding:
     if sel.empty:
         return Finding(point, study_text, f"no grid point with buffer ≥ {DEEP:g} BDP")
     relative = sel["self_inflicted_delay_ms_mean"] / sel["rtt_ms"]
-    return Finding(point, study_text,
-                   f"BBR's self-inflicted delay: median {relative.median():.2f}, up to {relative.max():.2f} base "
-                   f"RTTs over {len(sel)} points with buffer ≥ {DEEP:g} BDP",
-                   "mean RTT minus base RTT, in base RTTs (1 = a full BDP queued)")
+    return Finding(
+        point,
+        study_text,
+        f"BBR's self-inflicted delay: median {relative.median():.2f}, up to {relative.max():.2f} base "
+        f"RTTs over {len(sel)} points with buffer ≥ {DEEP:g} BDP",
+        "mean RTT minus base RTT, in base RTTs (1 = a full BDP queued)",
+    )
 
 
 def _sharing(flows: pd.DataFrame) -> Finding:
@@ -258,12 +319,18 @@ def _sharing(flows: pd.DataFrame) -> Finding:
     table = aggregate(bbr, ["buffer_bdp"], ["share"]).sort_values("buffer_bdp")
     first, last = table.iloc[0], table.iloc[-1]
     under = table[table["share_mean"] < 0.5]
-    cross = f"; Cubic gets more from {under['buffer_bdp'].iloc[0]:g} BDP on" if len(under) else \
-        "; BBR gets more at every buffer"
-    return Finding(point, study_text,
-                   f"BBR's share {100 * first['share_mean']:.0f}% at {first['buffer_bdp']:g} BDP, "
-                   f"{100 * last['share_mean']:.0f}% at {last['buffer_bdp']:g} BDP{cross}",
-                   "share of the two flows' total goodput")
+    cross = (
+        f"; Cubic gets more from {under['buffer_bdp'].iloc[0]:g} BDP on"
+        if len(under)
+        else "; BBR gets more at every buffer"
+    )
+    return Finding(
+        point,
+        study_text,
+        f"BBR's share {100 * first['share_mean']:.0f}% at {first['buffer_bdp']:g} BDP, "
+        f"{100 * last['share_mean']:.0f}% at {last['buffer_bdp']:g} BDP{cross}",
+        "share of the two flows' total goodput",
+    )
 
 
 def _tree(tree: Any) -> Finding:
@@ -271,27 +338,35 @@ def _tree(tree: Any) -> Finding:
     words = "; ".join(f"{' and '.join(r.conditions) or 'everywhere'}: {r.winner}" for r in rules[:3])
     more = f" (+{len(rules) - 3} more rules)" if len(rules) > 3 else ""
     accuracy = "n/a" if math.isnan(tree.accuracy) else f"{100 * tree.accuracy:.0f}%"
-    return Finding("Decision tree: BBR or Cubic for goodput",
-                   "buffer size against the BDP decides: BBR when the buffer is much smaller than the BDP, "
-                   "Cubic when it is deep",
-                   f"{words}{more}; cross-validated accuracy {accuracy} over {tree.points} points "
-                   f"(majority answer {100 * tree.baseline:.0f}%)",
-                   "tree of depth 3 on buffer (BDP), RTT and bandwidth; see tree_goodput.png")
+    return Finding(
+        "Decision tree: BBR or Cubic for goodput",
+        "buffer size against the BDP decides: BBR when the buffer is much smaller than the BDP, Cubic when it is deep",
+        f"{words}{more}; cross-validated accuracy {accuracy} over {tree.points} points "
+        f"(majority answer {100 * tree.baseline:.0f}%)",
+        "tree of depth 3 on buffer (BDP), RTT and bandwidth; see tree_goodput.png",
+    )
 
 
-def write_report(records: dict[str, list[Any]], findings: Sequence[Finding], extras: dict[str, Any], out: Path,
-                 mode: str) -> Path:
+def write_report(
+    records: dict[str, list[Any]], findings: Sequence[Finding], extras: dict[str, Any], out: Path, mode: str
+) -> Path:
     """Figures in the style of the study's, the comparison, and the grid's full sweep report."""
     with matplotlib.rc_context(style.RC):
         images = _figures(extras, out)
     sweep_report(records["grid"], out / "grid", name=f"cao2019-{mode}-grid")
-    comparison = Table("Findings", ["point / finding", "study", "ccbench", "note"],
-                       [[f.point, f.study, f.ccbench, f.note] for f in findings])
-    page = Page(title="ccbench replication: Cao et al., When to use and when not to use BBR (IMC 2019)",
-                subtitle=f"{mode} mode; the full sweep report of the grid is in grid/index.html",
-                sections=[Section("The study's findings and ccbench's", paragraphs=[KERNEL_NOTE],
-                                  tables=[comparison]),
-                          Section("Figures", images=images)])
+    comparison = Table(
+        "Findings",
+        ["point / finding", "study", "ccbench", "note"],
+        [[f.point, f.study, f.ccbench, f.note] for f in findings],
+    )
+    page = Page(
+        title="ccbench replication: Cao et al., When to use and when not to use BBR (IMC 2019)",
+        subtitle=f"{mode} mode; the full sweep report of the grid is in grid/index.html",
+        sections=[
+            Section("The study's findings and ccbench's", paragraphs=[KERNEL_NOTE], tables=[comparison]),
+            Section("Figures", images=images),
+        ],
+    )
     return write_page(page, out)
 
 
@@ -299,32 +374,80 @@ def _figures(extras: dict[str, Any], out: Path) -> list[Any]:
     grid, loss, ratio, tree = extras["grid"], extras["loss"], extras["ratio"], extras["tree"]
     images = []
     if not ratio.empty:
-        images.append(save_figure(
-            figures.heatmap(ratio, "buffer_kb", "rtt_ms", "ratio", "rate_mbps", ratio=True,
-                            title="Goodput ratio BBR / Cubic, by buffer size and RTT, per bandwidth",
-                            value_label="goodput ratio BBR / Cubic"),
-            out, "gpr_heatmap", "Goodput ratio BBR / Cubic (as the study's heatmaps)",
-            "Above 1 (orange) BBR's goodput is higher; below 1 (purple) Cubic's."))
+        images.append(
+            save_figure(
+                figures.heatmap(
+                    ratio,
+                    "buffer_kb",
+                    "rtt_ms",
+                    "ratio",
+                    "rate_mbps",
+                    ratio=True,
+                    title="Goodput ratio BBR / Cubic, by buffer size and RTT, per bandwidth",
+                    value_label="goodput ratio BBR / Cubic",
+                ),
+                out,
+                "gpr_heatmap",
+                "Goodput ratio BBR / Cubic (as the study's heatmaps)",
+                "Above 1 (orange) BBR's goodput is higher; below 1 (purple) Cubic's.",
+            )
+        )
     table = algorithm_table(grid)
-    images.append(save_figure(figures.retransmissions(table, "buffer_bdp"), out, "retransmissions",
-                              "Retransmission rate against buffer (in BDP)", "One marker per grid point."))
+    images.append(
+        save_figure(
+            figures.retransmissions(table, "buffer_bdp"),
+            out,
+            "retransmissions",
+            "Retransmission rate against buffer (in BDP)",
+            "One marker per grid point.",
+        )
+    )
     loss_table = algorithm_table(loss)
-    images.append(save_figure(figures.metric_lines(loss_table, "loss_pct", "goodput_mbps",
-                                                   title="Goodput against random loss (the cliff point)"),
-                              out, "loss_goodput", "Goodput against random loss", "Mean ± 95% CI."))
-    images.append(save_figure(figures.metric_lines(loss_table, "loss_pct", "retransmits", logy=True,
-                                                   title="Retransmissions against random loss"),
-                              out, "loss_retransmissions", "Retransmissions against random loss",
-                              "Retransmitted segments per run, mean ± 95% CI, log scale."))
+    images.append(
+        save_figure(
+            figures.metric_lines(
+                loss_table, "loss_pct", "goodput_mbps", title="Goodput against random loss (the cliff point)"
+            ),
+            out,
+            "loss_goodput",
+            "Goodput against random loss",
+            "Mean ± 95% CI.",
+        )
+    )
+    images.append(
+        save_figure(
+            figures.metric_lines(
+                loss_table, "loss_pct", "retransmits", logy=True, title="Retransmissions against random loss"
+            ),
+            out,
+            "loss_retransmissions",
+            "Retransmissions against random loss",
+            "Retransmitted segments per run, mean ± 95% CI, log scale.",
+        )
+    )
     sharing = extras["sharing"]
     if not sharing.empty:
         per = aggregate(sharing, ["buffer_bdp", "cca_mix", "flow_cca"], ["share", "goodput_mbps"])
-        images.append(save_figure(figures.metric_lines(per, "buffer_bdp", "share", hue="flow_cca",
-                                                       title="BBR and Cubic sharing the bottleneck"),
-                                  out, "sharing", "Share of goodput, one BBR and one Cubic flow",
-                                  "Mean ± 95% CI over repetitions."))
-    images.append(save_figure(tree.figure(), out, "tree_goodput", "Decision tree: which algorithm has the "
-                              "higher goodput", "Learned from the grid's runs."))
+        images.append(
+            save_figure(
+                figures.metric_lines(
+                    per, "buffer_bdp", "share", hue="flow_cca", title="BBR and Cubic sharing the bottleneck"
+                ),
+                out,
+                "sharing",
+                "Share of goodput, one BBR and one Cubic flow",
+                "Mean ± 95% CI over repetitions.",
+            )
+        )
+    images.append(
+        save_figure(
+            tree.figure(),
+            out,
+            "tree_goodput",
+            "Decision tree: which algorithm has the higher goodput",
+            "Learned from the grid's runs.",
+        )
+    )
     return images
 
 

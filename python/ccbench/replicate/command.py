@@ -18,8 +18,14 @@ def list_studies(console: Console) -> None:
         console.print(f"{s.name:16} {s.summary}{where}", markup=False, highlight=False)
 
 
-def replicate_command(name: Optional[str], quick: bool, out: Optional[str], workers: Optional[int],
-                      store_path: Optional[str], engine: str = engines.DEFAULT) -> None:
+def replicate_command(
+    name: Optional[str],
+    quick: bool,
+    out: Optional[str],
+    workers: Optional[int],
+    store_path: Optional[str],
+    engine: str = engines.DEFAULT,
+) -> None:
     console = Console(highlight=False)
     if name is None:
         list_studies(console)

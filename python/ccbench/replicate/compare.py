@@ -40,8 +40,9 @@ def _layout(rows: Sequence[Finding]) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def print_comparison(rows: Sequence[Finding], console: Console, title: str) -> None:
     columns, headings = _layout(rows)
-    t = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, header_style="bold",
-              show_lines=True)
+    t = Table(
+        title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, header_style="bold", show_lines=True
+    )
     for heading in headings:
         t.add_column(heading, ratio=3 if heading == headings[0] else 4, overflow="fold")
     for r in rows:

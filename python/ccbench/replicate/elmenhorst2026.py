@@ -71,13 +71,24 @@ class Grid:
     patched: Sequence[str]
 
 
-FULL = Grid(duration="20s", repetitions=5,
-            shares=tuple(f"{p}%" for p in range(10, 101, 5)), slices=("1ms", "10ms", "20ms"),
-            rtts=("10ms", "20ms", "40ms"), rates=("10Mbit", "50Mbit", "100Mbit", "500Mbit", "1Gbit"),
-            patched=("bbr", "bbr3"))
-QUICK = Grid(duration="20s", repetitions=1,
-             shares=("10%", "25%", "35%", "45%", "55%", "70%", "85%", "100%"), slices=("1ms", "10ms"),
-             rtts=("10ms",), rates=("10Mbit", "100Mbit", "1Gbit"), patched=("bbr3",))
+FULL = Grid(
+    duration="20s",
+    repetitions=5,
+    shares=tuple(f"{p}%" for p in range(10, 101, 5)),
+    slices=("1ms", "10ms", "20ms"),
+    rtts=("10ms", "20ms", "40ms"),
+    rates=("10Mbit", "50Mbit", "100Mbit", "500Mbit", "1Gbit"),
+    patched=("bbr", "bbr3"),
+)
+QUICK = Grid(
+    duration="20s",
+    repetitions=1,
+    shares=("10%", "25%", "35%", "45%", "55%", "70%", "85%", "100%"),
+    slices=("1ms", "10ms"),
+    rtts=("10ms",),
+    rates=("10Mbit", "100Mbit", "1Gbit"),
+    patched=("bbr3",),
+)
 # On the VM engine the patch runs on the BBR versions the guest kernel has (Debian's have
 # BBRv1; one built with BBRv3 by ccbench vm build-kernel, BBRv3), and a VM run costs its
 # wall time (plus a boot), so the quick grid's runs are 10 s: about 90 runs, twenty minutes.
@@ -86,32 +97,55 @@ FULL_VM = replace(FULL, patched=("bbr", "bbr3"))
 
 
 def _plan(grid: Grid, name: str, link: dict[str, Any], host: dict[str, Any], flow: dict[str, Any]) -> dict[str, Any]:
-    return {"duration": grid.duration, "link": {"buffer": "1bdp", **link}, "host": host, "flows": [flow],
-            "sweep": {"name": name, "repetitions": grid.repetitions}}
+    return {
+        "duration": grid.duration,
+        "link": {"buffer": "1bdp", **link},
+        "host": host,
+        "flows": [flow],
+        "sweep": {"name": name, "repetitions": grid.repetitions},
+    }
 
 
-def plans(grid: Grid, prefix: str, ccas: Sequence[str] = tuple(CCAS),
-          bandwidth_cca: str = "bbr3") -> dict[str, dict[str, Any]]:
+def plans(
+    grid: Grid, prefix: str, ccas: Sequence[str] = tuple(CCAS), bandwidth_cca: str = "bbr3"
+) -> dict[str, dict[str, Any]]:
     """The study's sweeps: ``ccas`` over shares and slices, ``bandwidth_cca`` over
     shares and rates, and (when ``grid.patched`` names algorithms) the patch."""
     shares = list(grid.shares)
     out = {
-        "share": _plan(grid, f"{prefix}-share", {"rate": "100Mbit", "rtt": list(grid.rtts)},
-                       {"cpu_slice": list(grid.slices), "cpu_share": shares}, {"cca": list(ccas)}),
-        "bandwidth": _plan(grid, f"{prefix}-bandwidth", {"rate": list(grid.rates), "rtt": "10ms"},
-                           {"cpu_slice": "10ms", "cpu_share": shares}, {"cca": bandwidth_cca}),
+        "share": _plan(
+            grid,
+            f"{prefix}-share",
+            {"rate": "100Mbit", "rtt": list(grid.rtts)},
+            {"cpu_slice": list(grid.slices), "cpu_share": shares},
+            {"cca": list(ccas)},
+        ),
+        "bandwidth": _plan(
+            grid,
+            f"{prefix}-bandwidth",
+            {"rate": list(grid.rates), "rtt": "10ms"},
+            {"cpu_slice": "10ms", "cpu_share": shares},
+            {"cca": bandwidth_cca},
+        ),
     }
     if grid.patched:
-        out["patch"] = _plan(grid, f"{prefix}-patch", {"rate": "100Mbit", "rtt": "10ms"},
-                             {"cpu_slice": ["1ms", "10ms"], "cpu_share": shares},
-                             {"cca": list(grid.patched), "params": {"inflight_deficit": [0, 1]}})
+        out["patch"] = _plan(
+            grid,
+            f"{prefix}-patch",
+            {"rate": "100Mbit", "rtt": "10ms"},
+            {"cpu_slice": ["1ms", "10ms"], "cpu_share": shares},
+            {"cca": list(grid.patched), "params": {"inflight_deficit": [0, 1]}},
+        )
     return out
 
 
-@study("elmenhorst2026", summary="Elmenhorst & Aschenbruck, 2BRobust (2026): BBR in VMs with time-sliced vCPUs; "
-                                 "the inflight-deficit patch")
-def run(quick: bool, out: Path, workers: Optional[int], store: Any, console: Console,
-        grid: Optional[Grid] = None) -> None:
+@study(
+    "elmenhorst2026",
+    summary="Elmenhorst & Aschenbruck, 2BRobust (2026): BBR in VMs with time-sliced vCPUs; the inflight-deficit patch",
+)
+def run(
+    quick: bool, out: Path, workers: Optional[int], store: Any, console: Console, grid: Optional[Grid] = None
+) -> None:
     from ..store import open_store
 
     grid = grid or (QUICK if quick else FULL)
@@ -121,13 +155,20 @@ def run(quick: bool, out: Path, workers: Optional[int], store: Any, console: Con
     frames = {part: _with_share(runs(recs)) for part, recs in records.items()}
     series = spiral_runs(grid.duration)
     findings = [Finding(o.point, o.study, o.figure, o.note) for o in analyse(frames, series)]
-    conclude(findings, console, out, f"{STUDY}: the study's figures and ccbench's ({mode} mode)", NOTE,
-             lambda path: write_report({"": frames}, {"": series}, findings, path, mode, NOTE))
+    conclude(
+        findings,
+        console,
+        out,
+        f"{STUDY}: the study's figures and ccbench's ({mode} mode)",
+        NOTE,
+        lambda path: write_report({"": frames}, {"": series}, findings, path, mode, NOTE),
+    )
 
 
 @study("elmenhorst2026", summary="", engine="vm")
-def run_vm(quick: bool, out: Path, workers: Optional[int], store: Any, console: Console,
-           grid: Optional[Grid] = None) -> None:
+def run_vm(
+    quick: bool, out: Path, workers: Optional[int], store: Any, console: Console, grid: Optional[Grid] = None
+) -> None:
     """The study's grid with the sender in a QEMU guest (the VM engine), and the same
     grid on the simulator: three figures per finding, the study's, the VM's and the
     simulator's. The guest's kernel decides which BBR versions run."""
@@ -154,10 +195,19 @@ def run_vm(quick: bool, out: Path, workers: Optional[int], store: Any, console: 
         series[label] = spiral_runs(grid.duration, engine, spiral, patched=bool(grid.patched))
         found[label] = {o.key: o for o in analyse(frames[label], series[label], bandwidth_cca)}
     note = VM_NOTE.format(guest=vm.guest_kernel, versions=", ".join(CCAS[v] for v in versions))
-    findings = [Finding(o.point, o.study, found["simulator"][key].figure, o.note, vm=o.figure)
-                for key, o in found["VM"].items() if key in found["simulator"]]
-    conclude(findings, console, out, f"{STUDY}: the study's figures, the VM's and the simulator's ({mode} mode)",
-             note, lambda path: write_report(frames, series, findings, path, f"{mode} mode, VM engine", note))
+    findings = [
+        Finding(o.point, o.study, found["simulator"][key].figure, o.note, vm=o.figure)
+        for key, o in found["VM"].items()
+        if key in found["simulator"]
+    ]
+    conclude(
+        findings,
+        console,
+        out,
+        f"{STUDY}: the study's figures, the VM's and the simulator's ({mode} mode)",
+        note,
+        lambda path: write_report(frames, series, findings, path, f"{mode} mode, VM engine", note),
+    )
 
 
 def _with_share(frame: pd.DataFrame) -> pd.DataFrame:
@@ -168,8 +218,9 @@ def _with_share(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def spiral_runs(duration: str, engine: str = engines.DEFAULT, ccas: Sequence[str] = ("bbr", "bbr3"),
-                patched: bool = True) -> dict[str, Any]:
+def spiral_runs(
+    duration: str, engine: str = engines.DEFAULT, ccas: Sequence[str] = ("bbr", "bbr3"), patched: bool = True
+) -> dict[str, Any]:
     """Single runs with time series: each BBR version at 25% of 10 ms slices (with and
     without the patch) and at 100% (no contention)."""
     from .. import Scenario, run as run_scenario
@@ -179,8 +230,12 @@ def spiral_runs(duration: str, engine: str = engines.DEFAULT, ccas: Sequence[str
     for cca in ccas:
         for label, host, patch in variants:
             flow: dict[str, Any] = {"cca": cca, **({"params": {"inflight_deficit": 1}} if patch else {})}
-            doc: dict[str, Any] = {"duration": duration, "interval": "50ms",
-                                   "link": {"rate": "100Mbit", "rtt": "10ms", "buffer": "1bdp"}, "flows": [flow]}
+            doc: dict[str, Any] = {
+                "duration": duration,
+                "interval": "50ms",
+                "link": {"rate": "100Mbit", "rtt": "10ms", "buffer": "1bdp"},
+                "flows": [flow],
+            }
             if host is not None:
                 doc["host"] = {"cpu_share": host, "cpu_slice": "10ms"}
             out[f"{cca} {label}"] = run_scenario(Scenario.from_dict(doc), engine=engine).flows
@@ -217,8 +272,9 @@ class Observation:
     note: str = ""
 
 
-def analyse(frames: dict[str, pd.DataFrame], series: dict[str, pd.DataFrame],
-            bandwidth_cca: str = "bbr3") -> list[Observation]:
+def analyse(
+    frames: dict[str, pd.DataFrame], series: dict[str, pd.DataFrame], bandwidth_cca: str = "bbr3"
+) -> list[Observation]:
     """The findings the runs can speak to: a BBR version, the patch or a time series
     left out of the runs leaves out the findings about it."""
     share = means(frames["share"], ["link.rtt", "host.cpu_slice", "flows[0].cca", "share"])
@@ -227,8 +283,11 @@ def analyse(frames: dict[str, pd.DataFrame], series: dict[str, pd.DataFrame],
     pair = [v for v in ("bbr", "bbr3") if v in ccas]
     names = "/".join(CCAS[v] for v in bbrs)
     low = share[(share["share"] <= 0.25) & share["flows[0].cca"].isin(bbrs) & (share["host.cpu_slice"] != "1ms")]
-    rec = {(cca, sl): _recovery(share, **{"flows[0].cca": cca, "host.cpu_slice": sl, "link.rtt": "10ms"})
-           for cca in pair for sl in set(share["host.cpu_slice"])}
+    rec = {
+        (cca, sl): _recovery(share, **{"flows[0].cca": cca, "host.cpu_slice": sl, "link.rtt": "10ms"})
+        for cca in pair
+        for sl in set(share["host.cpu_slice"])
+    }
     cubic = share[(share["flows[0].cca"] == "cubic") & (share["host.cpu_slice"] != "20ms") & (share["share"] >= 0.25)]
     bw = means(frames["bandwidth"], ["link.rate", "share"])
     capped = {s: bw[bw["share"] == s]["mean"] for s in (0.25, 0.35) if (bw["share"] == s).any()}
@@ -240,61 +299,105 @@ def analyse(frames: dict[str, pd.DataFrame], series: dict[str, pd.DataFrame],
         return " / ".join(_share(rec.get((v, sl), math.nan)) for v in pair)
 
     out = [
-        Observation("low", "BBR at 10-25% CPU share, 10 ms slices and longer (100 Mbit/s)",
-                    "no BBR version exceeds 11 Mbit/s (median; 1 ms slices too)",
-                    f"{names} at most {mbps(low['mean'].max())}" if len(low) else "n/a", "1 ms slices: see below"),
-        Observation("recovery-10ms", f"10 ms slices: share {needs} need{'s' if len(pair) == 1 else ''} for 80 Mbit/s",
-                    "at least 65-70% (BBRv1 and BBRv3)", recovery("10ms"), "10 ms RTT"),
-        Observation("recovery-1ms", f"1 ms slices: share where {needs} approach{'es' if len(pair) == 1 else ''} "
-                    "the link rate", "about 45% (BBRv1 and BBRv3)", recovery("1ms"),
-                    f"first share above {RECOVERED:g} Mbit/s, 10 ms RTT"),
-        Observation("cubic", "Cubic (slices up to 10 ms, 25% share and above)",
-                    "reaches the 100 Mbit/s link in nearly all cases",
-                    f"{mbps(cubic['mean'].min())} to {mbps(cubic['mean'].max())}" if len(cubic) else "n/a"),
+        Observation(
+            "low",
+            "BBR at 10-25% CPU share, 10 ms slices and longer (100 Mbit/s)",
+            "no BBR version exceeds 11 Mbit/s (median; 1 ms slices too)",
+            f"{names} at most {mbps(low['mean'].max())}" if len(low) else "n/a",
+            "1 ms slices: see below",
+        ),
+        Observation(
+            "recovery-10ms",
+            f"10 ms slices: share {needs} need{'s' if len(pair) == 1 else ''} for 80 Mbit/s",
+            "at least 65-70% (BBRv1 and BBRv3)",
+            recovery("10ms"),
+            "10 ms RTT",
+        ),
+        Observation(
+            "recovery-1ms",
+            f"1 ms slices: share where {needs} approach{'es' if len(pair) == 1 else ''} the link rate",
+            "about 45% (BBRv1 and BBRv3)",
+            recovery("1ms"),
+            f"first share above {RECOVERED:g} Mbit/s, 10 ms RTT",
+        ),
+        Observation(
+            "cubic",
+            "Cubic (slices up to 10 ms, 25% share and above)",
+            "reaches the 100 Mbit/s link in nearly all cases",
+            f"{mbps(cubic['mean'].min())} to {mbps(cubic['mean'].max())}" if len(cubic) else "n/a",
+        ),
     ]
     if {"bbr2", "bbr3"} <= ccas:
         tenth = (share["host.cpu_slice"] == "10ms") & (share["link.rtt"] == "10ms")
         v2, v3 = (share[tenth & (share["flows[0].cca"] == v)] for v in ("bbr2", "bbr3"))
         mid = [s for s in (0.35, 0.45, 0.55) if s in set(v2["share"])]
-        out.append(Observation(
-            "bbr2", "BBRv2 (10 ms slices, 35-55% share)", "less affected than v1 and v3, with high variance",
-            ", ".join(f"{100 * s:.0f}%: v2 {mbps(value(v2, share=s))} vs v3 {mbps(value(v3, share=s))}" for s in mid)
-            or "n/a (no share of 35-55% in this grid)",
-            "ccbench models v2alpha's code; the study saw v2's estimate freeze in some runs"))
+        out.append(
+            Observation(
+                "bbr2",
+                "BBRv2 (10 ms slices, 35-55% share)",
+                "less affected than v1 and v3, with high variance",
+                ", ".join(
+                    f"{100 * s:.0f}%: v2 {mbps(value(v2, share=s))} vs v3 {mbps(value(v3, share=s))}" for s in mid
+                )
+                or "n/a (no share of 35-55% in this grid)",
+                "ccbench models v2alpha's code; the study saw v2's estimate freeze in some runs",
+            )
+        )
     rates = sorted(set(bw["link.rate"]), key=_rate_bps)
-    out.append(Observation(
-        "bandwidth", f"{CCAS[bandwidth_cca]}, 10 ms slices, shares up to 35%, 10-1000 Mbit/s",
-        "capped near 20 Mbit/s whatever the bandwidth (BBRv3)",
-        "; ".join(f"at {100 * s:.0f}%: {mbps(v.min())} to {mbps(v.max())}" for s, v in capped.items())
-        + f" over {len(rates)} rates ({', '.join(rates)})",
-        "the spread across rates shows how little the bottleneck matters"))
+    out.append(
+        Observation(
+            "bandwidth",
+            f"{CCAS[bandwidth_cca]}, 10 ms slices, shares up to 35%, 10-1000 Mbit/s",
+            "capped near 20 Mbit/s whatever the bandwidth (BBRv3)",
+            "; ".join(f"at {100 * s:.0f}%: {mbps(v.min())} to {mbps(v.max())}" for s, v in capped.items())
+            + f" over {len(rates)} rates ({', '.join(rates)})",
+            "the spread across rates shows how little the bottleneck matters",
+        )
+    )
     if "patch" in frames:
         patch = means(frames["patch"], ["flows[0].cca", "host.cpu_slice", "patch", "share"])
         for cca in (v for v in ("bbr3", "bbr") if v in set(patch["flows[0].cca"])):
-            pr = {(sl, p): _recovery(patch, **{"flows[0].cca": cca, "host.cpu_slice": sl, "patch": p})
-                  for sl in ("1ms", "10ms") for p in (0, 1)}
-            out.append(Observation(
-                f"patch-{cca}", f"2BRobust patch, {CCAS[cca]}: recovery share with 1 ms / 10 ms slices",
-                PATCH_FINDINGS[cca],
-                f"{_share(pr[('1ms', 1)])} / {_share(pr[('10ms', 1)])} (unpatched {_share(pr[('1ms', 0)])} / "
-                f"{_share(pr[('10ms', 0)])})", f"first share above {RECOVERED:g} Mbit/s"))
+            pr = {
+                (sl, p): _recovery(patch, **{"flows[0].cca": cca, "host.cpu_slice": sl, "patch": p})
+                for sl in ("1ms", "10ms")
+                for p in (0, 1)
+            }
+            out.append(
+                Observation(
+                    f"patch-{cca}",
+                    f"2BRobust patch, {CCAS[cca]}: recovery share with 1 ms / 10 ms slices",
+                    PATCH_FINDINGS[cca],
+                    f"{_share(pr[('1ms', 1)])} / {_share(pr[('10ms', 1)])} (unpatched {_share(pr[('1ms', 0)])} / "
+                    f"{_share(pr[('10ms', 0)])})",
+                    f"first share above {RECOVERED:g} Mbit/s",
+                )
+            )
     below = {k: float((inflight_in_bdp(_settled(v)) < 1).mean()) for k, v in series.items()}
     shown = [v for v in ("bbr3", "bbr") if f"{v} 25%" in below]
     if shown:
         figure = "; ".join(
             f"{CCAS[v]}: below 1 BDP in {100 * below[f'{v} 25%']:.0f}% of samples"
             + (f", {100 * below[f'{v} 25% + patch']:.0f}% with the patch" if f"{v} 25% + patch" in below else "")
-            + (f", {100 * below[f'{v} 100%']:.0f}% at 100% share" if f"{v} 100%" in below else "") for v in shown)
-        out.append(Observation(
-            "inflight", "Inflight at 25% share, 10 ms slices",
-            "below 1 BDP (as BBR estimates it), even after BBR lowered its estimate; the patch lifts it", figure,
-            f"samples every 50 ms after the first {SETTLE_S:g} s (the second half of shorter runs)"))
+            + (f", {100 * below[f'{v} 100%']:.0f}% at 100% share" if f"{v} 100%" in below else "")
+            for v in shown
+        )
+        out.append(
+            Observation(
+                "inflight",
+                "Inflight at 25% share, 10 ms slices",
+                "below 1 BDP (as BBR estimates it), even after BBR lowered its estimate; the patch lifts it",
+                figure,
+                f"samples every 50 ms after the first {SETTLE_S:g} s (the second half of shorter runs)",
+            )
+        )
     return out
 
 
 # The study gives BBRv3's figures in its text; BBRv1's are in a figure only (Fig. 15).
-PATCH_FINDINGS = {"bbr3": "25% / 40% (unpatched 45% / 70%)",
-                  "bbr": "as BBRv3's, with slight offsets (Fig. 15; no figures in the text)"}
+PATCH_FINDINGS = {
+    "bbr3": "25% / 40% (unpatched 45% / 70%)",
+    "bbr": "as BBRv3's, with slight offsets (Fig. 15; no figures in the text)",
+}
 SETTLE_S = 5.0
 
 
@@ -314,39 +417,76 @@ def _label(name: str, engine: str) -> str:
     return f"{name} ({engine})" if engine else name
 
 
-def write_report(frames: dict[str, dict[str, pd.DataFrame]], series: dict[str, dict[str, pd.DataFrame]],
-                 findings: Sequence[Finding], out: Path, mode: str, note: str) -> Path:
+def write_report(
+    frames: dict[str, dict[str, pd.DataFrame]],
+    series: dict[str, dict[str, pd.DataFrame]],
+    findings: Sequence[Finding],
+    out: Path,
+    mode: str,
+    note: str,
+) -> Path:
     """The figures and the findings as an HTML page. ``frames`` and ``series`` are keyed
     by engine label ("" when there is one engine)."""
     with matplotlib.rc_context(style.RC):
         images = [
-            save_figure(share_figure({e: f["share"] for e, f in frames.items()}), out, "share",
-                        "Throughput against CPU share, per slice length and RTT (the study's Fig. 4)",
-                        "Goodput at 100 Mbit/s, mean ± 95% CI over repetitions."),
-            save_figure(bandwidth_figure({e: f["bandwidth"] for e, f in frames.items()}), out, "bandwidth",
-                        "BBR against CPU share for several bottleneck rates (the study's Fig. 7, BBRv3)",
-                        "10 ms slices, 10 ms RTT; log scale."),
+            save_figure(
+                share_figure({e: f["share"] for e, f in frames.items()}),
+                out,
+                "share",
+                "Throughput against CPU share, per slice length and RTT (the study's Fig. 4)",
+                "Goodput at 100 Mbit/s, mean ± 95% CI over repetitions.",
+            ),
+            save_figure(
+                bandwidth_figure({e: f["bandwidth"] for e, f in frames.items()}),
+                out,
+                "bandwidth",
+                "BBR against CPU share for several bottleneck rates (the study's Fig. 7, BBRv3)",
+                "10 ms slices, 10 ms RTT; log scale.",
+            ),
         ]
         if all("patch" in f for f in frames.values()):
-            images.append(save_figure(patch_figure({e: f["patch"] for e, f in frames.items()}), out, "patch",
-                                      "The inflight-deficit patch (the study's Fig. 10 and 15)",
-                                      "10 ms RTT, 100 Mbit/s."))
+            images.append(
+                save_figure(
+                    patch_figure({e: f["patch"] for e, f in frames.items()}),
+                    out,
+                    "patch",
+                    "The inflight-deficit patch (the study's Fig. 10 and 15)",
+                    "10 ms RTT, 100 Mbit/s.",
+                )
+            )
         images += [
-            save_figure(spiral_figure(series), out, "spiral",
-                        "Pacing rate, delivery rate and bandwidth estimate over time (the study's Fig. 6)",
-                        "One flow at 100 Mbit/s, 10 ms RTT."),
-            save_figure(inflight_figure(series), out, "inflight",
-                        "Inflight in BDP (as BBR estimates it) and pacing gain (the study's Fig. 9 and 11)",
-                        "25% of 10 ms slices."),
+            save_figure(
+                spiral_figure(series),
+                out,
+                "spiral",
+                "Pacing rate, delivery rate and bandwidth estimate over time (the study's Fig. 6)",
+                "One flow at 100 Mbit/s, 10 ms RTT.",
+            ),
+            save_figure(
+                inflight_figure(series),
+                out,
+                "inflight",
+                "Inflight in BDP (as BBR estimates it) and pacing gain (the study's Fig. 9 and 11)",
+                "25% of 10 ms slices.",
+            ),
         ]
     vm = any(f.vm is not None for f in findings)
-    columns = ["point / finding", "study", "simulator", "VM", "note"] if vm else \
-        ["point / finding", "study", "ccbench", "note"]
-    comparison = Table("Findings", columns,
-                       [[f.point, f.study, f.ccbench, *([f.vm or ""] if vm else []), f.note] for f in findings])
-    page = Page(title=f"ccbench replication: {STUDY}, 2BRobust", subtitle=mode,
-                sections=[Section("The study's figures and ccbench's", paragraphs=[note], tables=[comparison]),
-                          Section("Figures", images=images)])
+    columns = (
+        ["point / finding", "study", "simulator", "VM", "note"]
+        if vm
+        else ["point / finding", "study", "ccbench", "note"]
+    )
+    comparison = Table(
+        "Findings", columns, [[f.point, f.study, f.ccbench, *([f.vm or ""] if vm else []), f.note] for f in findings]
+    )
+    page = Page(
+        title=f"ccbench replication: {STUDY}, 2BRobust",
+        subtitle=mode,
+        sections=[
+            Section("The study's figures and ccbench's", paragraphs=[note], tables=[comparison]),
+            Section("Figures", images=images),
+        ],
+    )
     return write_page(page, out)
 
 
@@ -361,8 +501,9 @@ def share_figure(frames: dict[str, pd.DataFrame]) -> Figure:
             ax = axes[i][j]
             for engine, table in tables.items():
                 for cca in CCAS:
-                    t = table[(table["link.rtt"] == rtt) & (table["host.cpu_slice"] == sl)
-                              & (table["flows[0].cca"] == cca)]
+                    t = table[
+                        (table["link.rtt"] == rtt) & (table["host.cpu_slice"] == sl) & (table["flows[0].cca"] == cca)
+                    ]
                     if len(t):
                         line(ax, t, "share", _label(CCAS[cca], engine), COLORS[cca], marker=".", ls=DASHES[engine])
             ax.set_title(f"{sl} slices, {rtt} RTT")
@@ -385,8 +526,15 @@ def bandwidth_figure(frames: dict[str, pd.DataFrame]) -> Figure:
         table = means(frame, ["link.rate", "share"])
         titles.update(CCAS.get(c, c) for c in set(frame["ccas"]))
         for k, rate in enumerate(sorted(set(table["link.rate"]), key=_rate_bps)):
-            line(ax, table[table["link.rate"] == rate], "share", _label(rate, engine), palette[k % len(palette)],
-                 marker=".", ls=DASHES[engine])
+            line(
+                ax,
+                table[table["link.rate"] == rate],
+                "share",
+                _label(rate, engine),
+                palette[k % len(palette)],
+                marker=".",
+                ls=DASHES[engine],
+            )
     ax.set_yscale("log")
     ax.set_xlabel("CPU share")
     ax.set_ylabel("goodput (Mbit/s)")
@@ -399,11 +547,13 @@ def bandwidth_figure(frames: dict[str, pd.DataFrame]) -> Figure:
 def _by_duration(values: Any) -> list[str]:
     """Distinct duration strings ("1ms", "10ms"), shortest first."""
     from ..units import parse_duration
+
     return sorted(set(values), key=parse_duration)
 
 
 def _rate_bps(text: str) -> float:
     from ..units import parse_rate
+
     return float(parse_rate(text))
 
 
@@ -418,7 +568,8 @@ def patch_figure(frames: dict[str, pd.DataFrame]) -> Figure:
         for j, sl in enumerate(slices):
             ax = axes[i][j]
             for (engine, table), (patch, color, label) in itertools.product(
-                    tables.items(), ((0, style.GREY, "original"), (1, COLORS[cca], "patched"))):
+                tables.items(), ((0, style.GREY, "original"), (1, COLORS[cca], "patched"))
+            ):
                 t = table[(table["flows[0].cca"] == cca) & (table["host.cpu_slice"] == sl) & (table["patch"] == patch)]
                 if len(t):
                     line(ax, t, "share", _label(label, engine), color, marker=".", ls=DASHES[engine])
@@ -433,8 +584,12 @@ def patch_figure(frames: dict[str, pd.DataFrame]) -> Figure:
 
 
 def spiral_figure(series: dict[str, dict[str, pd.DataFrame]]) -> Figure:
-    panels = [(engine, key) for engine, runs_ in series.items()
-              for key in ("bbr 100%", "bbr 25%", "bbr3 100%", "bbr3 25%") if key in runs_]
+    panels = [
+        (engine, key)
+        for engine, runs_ in series.items()
+        for key in ("bbr 100%", "bbr 25%", "bbr3 100%", "bbr3 25%")
+        if key in runs_
+    ]
     rows = (len(panels) + 1) // 2
     fig = Figure(figsize=(8, 2.6 * rows))
     axes = fig.subplots(rows, 2, sharex=True, squeeze=False).ravel()
@@ -481,5 +636,16 @@ def inflight_figure(series: dict[str, dict[str, pd.DataFrame]]) -> Figure:
     return fig
 
 
-__all__ = ["FULL", "FULL_VM", "QUICK", "QUICK_VM", "Grid", "Observation", "analyse", "plans", "run", "run_vm",
-           "write_report"]
+__all__ = [
+    "FULL",
+    "FULL_VM",
+    "QUICK",
+    "QUICK_VM",
+    "Grid",
+    "Observation",
+    "analyse",
+    "plans",
+    "run",
+    "run_vm",
+    "write_report",
+]

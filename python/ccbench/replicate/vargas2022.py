@@ -64,8 +64,14 @@ TESTBED: dict[str, Any] = {
 
 def _plan(grid: Grid, name: str, cpu: Any, flow: dict[str, Any]) -> dict[str, Any]:
     doc = copy.deepcopy(TESTBED)
-    doc.update({"duration": grid.duration, "host": {"cpu": cpu}, "flows": [flow],
-                "sweep": {"name": name, "repetitions": grid.repetitions}})
+    doc.update(
+        {
+            "duration": grid.duration,
+            "host": {"cpu": cpu},
+            "flows": [flow],
+            "sweep": {"name": name, "repetitions": grid.repetitions},
+        }
+    )
     return doc
 
 
@@ -73,24 +79,50 @@ def plans(grid: Grid, prefix: str) -> dict[str, dict[str, Any]]:
     n = list(grid.connections)
     return {
         "connections": _plan(grid, f"{prefix}-connections", list(CPUS), {"cca": ["bbr", "cubic"], "count": n}),
-        "pacing": _plan(grid, f"{prefix}-pacing", ["phone-lowend", "phone-midend"],
-                        {"cca": "bbr", "count": [1, 5, 20], "pacing": [True, False]}),
-        "cubic-pacing": _plan(grid, f"{prefix}-cubic-pacing", "phone-lowend",
-                              {"cca": "cubic", "count": 20, "pacing": [False, True]}),
-        "cubic-fixed": _plan(grid, f"{prefix}-cubic-fixed", "phone-lowend",
-                             {"cca": "cubic", "count": 20, "pacing": True, "fixed_pacing_rate": ["20Mbit", "140Mbit"]}),
-        "bbr-fixed": _plan(grid, f"{prefix}-bbr-fixed", "phone-lowend",
-                           {"cca": "bbr", "count": 20, "fixed_cwnd": 70, "freeze_cc": True,
-                            "fixed_pacing_rate": ["20Mbit", "140Mbit"]}),
-        "stride": _plan(grid, f"{prefix}-stride", ["phone-lowend", "phone-midend"],
-                        {"cca": "bbr", "count": 20, "pacing_stride": list(grid.strides)}),
+        "pacing": _plan(
+            grid,
+            f"{prefix}-pacing",
+            ["phone-lowend", "phone-midend"],
+            {"cca": "bbr", "count": [1, 5, 20], "pacing": [True, False]},
+        ),
+        "cubic-pacing": _plan(
+            grid, f"{prefix}-cubic-pacing", "phone-lowend", {"cca": "cubic", "count": 20, "pacing": [False, True]}
+        ),
+        "cubic-fixed": _plan(
+            grid,
+            f"{prefix}-cubic-fixed",
+            "phone-lowend",
+            {"cca": "cubic", "count": 20, "pacing": True, "fixed_pacing_rate": ["20Mbit", "140Mbit"]},
+        ),
+        "bbr-fixed": _plan(
+            grid,
+            f"{prefix}-bbr-fixed",
+            "phone-lowend",
+            {
+                "cca": "bbr",
+                "count": 20,
+                "fixed_cwnd": 70,
+                "freeze_cc": True,
+                "fixed_pacing_rate": ["20Mbit", "140Mbit"],
+            },
+        ),
+        "stride": _plan(
+            grid,
+            f"{prefix}-stride",
+            ["phone-lowend", "phone-midend"],
+            {"cca": "bbr", "count": 20, "pacing_stride": list(grid.strides)},
+        ),
     }
 
 
-@study("vargas2022", summary="Vargas et al., Are mobiles ready for BBR? (IMC 2022): BBR vs Cubic on low-end "
-                             "phones with 1-20 uploads; pacing on/off; pacing strides")
-def run(quick: bool, out: Path, workers: Optional[int], store: Any, console: Console,
-        grid: Optional[Grid] = None) -> None:
+@study(
+    "vargas2022",
+    summary="Vargas et al., Are mobiles ready for BBR? (IMC 2022): BBR vs Cubic on low-end "
+    "phones with 1-20 uploads; pacing on/off; pacing strides",
+)
+def run(
+    quick: bool, out: Path, workers: Optional[int], store: Any, console: Console, grid: Optional[Grid] = None
+) -> None:
     from ..store import open_store
 
     grid = grid or (QUICK if quick else FULL)
@@ -99,8 +131,14 @@ def run(quick: bool, out: Path, workers: Optional[int], store: Any, console: Con
     records = execute_plans(plans(grid, f"vargas2022-{mode}"), store, workers, console, STUDY)
     frames = {part: runs(recs) for part, recs in records.items()}
     findings = analyse(frames)
-    conclude(findings, console, out, f"{STUDY}: the study's figures and ccbench's ({mode} mode)", KERNEL_NOTE,
-             lambda path: write_report(frames, findings, path, mode))
+    conclude(
+        findings,
+        console,
+        out,
+        f"{STUDY}: the study's figures and ccbench's ({mode} mode)",
+        KERNEL_NOTE,
+        lambda path: write_report(frames, findings, path, mode),
+    )
 
 
 def analyse(frames: dict[str, pd.DataFrame]) -> list[Finding]:
@@ -129,59 +167,124 @@ def analyse(frames: dict[str, pd.DataFrame]) -> list[Finding]:
     largest = max(stride["flows[0].pacing_stride"])
     s_lo_largest = value(stride, **{"host.cpu": lo, "flows[0].pacing_stride": largest})
     return [
-        Finding("Low-End, 1 connection: Cubic / BBR", "364 / 325 Mbit/s", f"{mbps(c1)} / {mbps(b1)}",
-                "the calibration point of the phone-lowend preset"),
-        Finding("Low-End, 20 connections: Cubic / BBR", "310 / 138 Mbit/s (BBR 55% below Cubic)",
-                f"{mbps(c20)} / {mbps(b20)} (BBR {100 * (1 - b20 / c20):.0f}% below Cubic)", "emerges"),
-        Finding("Low-End, 1 -> 20 connections", "Cubic -15%, BBR -58%",
-                f"Cubic {pct(100 * (c20 / c1 - 1))}, BBR {pct(100 * (b20 / b1 - 1))}", "emerges"),
-        Finding("High-End, any connection count", "both at least 915 Mbit/s (line rate 1 Gbit/s)",
-                f"{mbps(high.min())} to {mbps(high.max())}", "the 1 Gbit/s link is the bottleneck"),
-        Finding("BBR without pacing, Low-End, 20 connections", "goodput x2.7; RTT more than doubles",
-                f"goodput x{p(pacing, lo, 20, False) / p(pacing, lo, 20, True):.1f}; RTT "
-                f"{p(pacing_rtt, lo, 20, True):.1f} -> {p(pacing_rtt, lo, 20, False):.1f} ms", ""),
-        Finding("BBR without pacing, Low-End, 1 and 5 connections", "+14% and +19%",
-                f"{pct(lift[1])} and {pct(lift[5])}",
-                "ccbench's BBR falls further already at 5 connections, so pacing costs more there"),
-        Finding("BBR without pacing, Mid-End, 20 connections", "+67%", pct(mid_lift),
-                "Mid-End costs are Low-End's scaled by clock (576 MHz -> 1.2 GHz)"),
-        Finding("Cubic, Low-End, 20 connections: unpaced / paced at the stack's rate",
-                "pacing drops Cubic's goodput considerably",
-                f"{mbps(value(cubic, **{'flows[0].pacing': False}))} / {mbps(value(cubic, **{'flows[0].pacing': True}))}",
-                "Cubic paced at 120% of cwnd/SRTT (tcp_update_pacing_rate)"),
-        Finding("Cubic paced at a fixed 20 / 140 Mbit/s per connection", "147 Mbit/s / about unpaced Cubic",
-                f"{mbps(value(fixed, **{'flows[0].fixed_pacing_rate': '20Mbit'}))} / "
-                f"{mbps(value(fixed, **{'flows[0].fixed_pacing_rate': '140Mbit'}))}", ""),
-        Finding("BBR, cwnd 70, model frozen, pacing fixed at 20 / 140 Mbit/s", "only 140 Mbit/s reaches Cubic's goodput",
-                f"{mbps(value(bbr_fixed, **{'flows[0].fixed_pacing_rate': '20Mbit'}))} / "
-                f"{mbps(value(bbr_fixed, **{'flows[0].fixed_pacing_rate': '140Mbit'}))} (Cubic {mbps(c20)})", ""),
-        Finding("Pacing stride, Low-End, 20 connections", "best at 10x: below 140 -> 240 Mbit/s; larger strides "
-                "limited by the socket buffer",
-                f"best at {s_lo}x: {mbps(s_lo_1)} -> {mbps(s_lo_best)}; {largest}x: {mbps(s_lo_largest)}",
-                "ccbench's stride bursts grow until the 64 KB GSO limit (44 segments); the study's stopped near "
-                "15 KB, which it attributes to the socket buffer, and ccbench models no send buffer (the "
-                "application always has data queued), so its best stride comes later"),
-        Finding("Pacing stride, Mid-End, 20 connections", "best at 5x",
-                f"best at {s_mid}x: {mbps(s_mid_1)} -> {mbps(s_mid_best)}", ""),
+        Finding(
+            "Low-End, 1 connection: Cubic / BBR",
+            "364 / 325 Mbit/s",
+            f"{mbps(c1)} / {mbps(b1)}",
+            "the calibration point of the phone-lowend preset",
+        ),
+        Finding(
+            "Low-End, 20 connections: Cubic / BBR",
+            "310 / 138 Mbit/s (BBR 55% below Cubic)",
+            f"{mbps(c20)} / {mbps(b20)} (BBR {100 * (1 - b20 / c20):.0f}% below Cubic)",
+            "emerges",
+        ),
+        Finding(
+            "Low-End, 1 -> 20 connections",
+            "Cubic -15%, BBR -58%",
+            f"Cubic {pct(100 * (c20 / c1 - 1))}, BBR {pct(100 * (b20 / b1 - 1))}",
+            "emerges",
+        ),
+        Finding(
+            "High-End, any connection count",
+            "both at least 915 Mbit/s (line rate 1 Gbit/s)",
+            f"{mbps(high.min())} to {mbps(high.max())}",
+            "the 1 Gbit/s link is the bottleneck",
+        ),
+        Finding(
+            "BBR without pacing, Low-End, 20 connections",
+            "goodput x2.7; RTT more than doubles",
+            f"goodput x{p(pacing, lo, 20, False) / p(pacing, lo, 20, True):.1f}; RTT "
+            f"{p(pacing_rtt, lo, 20, True):.1f} -> {p(pacing_rtt, lo, 20, False):.1f} ms",
+            "",
+        ),
+        Finding(
+            "BBR without pacing, Low-End, 1 and 5 connections",
+            "+14% and +19%",
+            f"{pct(lift[1])} and {pct(lift[5])}",
+            "ccbench's BBR falls further already at 5 connections, so pacing costs more there",
+        ),
+        Finding(
+            "BBR without pacing, Mid-End, 20 connections",
+            "+67%",
+            pct(mid_lift),
+            "Mid-End costs are Low-End's scaled by clock (576 MHz -> 1.2 GHz)",
+        ),
+        Finding(
+            "Cubic, Low-End, 20 connections: unpaced / paced at the stack's rate",
+            "pacing drops Cubic's goodput considerably",
+            f"{mbps(value(cubic, **{'flows[0].pacing': False}))} / {mbps(value(cubic, **{'flows[0].pacing': True}))}",
+            "Cubic paced at 120% of cwnd/SRTT (tcp_update_pacing_rate)",
+        ),
+        Finding(
+            "Cubic paced at a fixed 20 / 140 Mbit/s per connection",
+            "147 Mbit/s / about unpaced Cubic",
+            f"{mbps(value(fixed, **{'flows[0].fixed_pacing_rate': '20Mbit'}))} / "
+            f"{mbps(value(fixed, **{'flows[0].fixed_pacing_rate': '140Mbit'}))}",
+            "",
+        ),
+        Finding(
+            "BBR, cwnd 70, model frozen, pacing fixed at 20 / 140 Mbit/s",
+            "only 140 Mbit/s reaches Cubic's goodput",
+            f"{mbps(value(bbr_fixed, **{'flows[0].fixed_pacing_rate': '20Mbit'}))} / "
+            f"{mbps(value(bbr_fixed, **{'flows[0].fixed_pacing_rate': '140Mbit'}))} (Cubic {mbps(c20)})",
+            "",
+        ),
+        Finding(
+            "Pacing stride, Low-End, 20 connections",
+            "best at 10x: below 140 -> 240 Mbit/s; larger strides limited by the socket buffer",
+            f"best at {s_lo}x: {mbps(s_lo_1)} -> {mbps(s_lo_best)}; {largest}x: {mbps(s_lo_largest)}",
+            "ccbench's stride bursts grow until the 64 KB GSO limit (44 segments); the study's stopped near "
+            "15 KB, which it attributes to the socket buffer, and ccbench models no send buffer (the "
+            "application always has data queued), so its best stride comes later",
+        ),
+        Finding(
+            "Pacing stride, Mid-End, 20 connections",
+            "best at 5x",
+            f"best at {s_mid}x: {mbps(s_mid_1)} -> {mbps(s_mid_best)}",
+            "",
+        ),
     ]
 
 
 def write_report(frames: dict[str, pd.DataFrame], findings: Sequence[Finding], out: Path, mode: str) -> Path:
     with matplotlib.rc_context(style.RC):
         images = [
-            save_figure(connections_figure(frames["connections"]), out, "connections",
-                        "Goodput against the number of connections, per CPU configuration (the study's Fig. 2)",
-                        "Aggregate goodput of all uploads, mean ± 95% CI."),
-            save_figure(pacing_figure(frames["pacing"]), out, "pacing",
-                        "BBR with and without pacing (the study's Figs. 4, 5 and 7)", "Low-End and Mid-End."),
-            save_figure(stride_figure(frames["stride"]), out, "stride",
-                        "Goodput against the pacing stride, 20 connections (the study's Fig. 8)", ""),
+            save_figure(
+                connections_figure(frames["connections"]),
+                out,
+                "connections",
+                "Goodput against the number of connections, per CPU configuration (the study's Fig. 2)",
+                "Aggregate goodput of all uploads, mean ± 95% CI.",
+            ),
+            save_figure(
+                pacing_figure(frames["pacing"]),
+                out,
+                "pacing",
+                "BBR with and without pacing (the study's Figs. 4, 5 and 7)",
+                "Low-End and Mid-End.",
+            ),
+            save_figure(
+                stride_figure(frames["stride"]),
+                out,
+                "stride",
+                "Goodput against the pacing stride, 20 connections (the study's Fig. 8)",
+                "",
+            ),
         ]
-    comparison = Table("Findings", ["point / finding", "study", "ccbench", "note"],
-                       [[f.point, f.study, f.ccbench, f.note] for f in findings])
-    page = Page(title=f"ccbench replication: {STUDY}, Are mobiles ready for BBR?", subtitle=f"{mode} mode",
-                sections=[Section("The study's figures and ccbench's", paragraphs=[KERNEL_NOTE], tables=[comparison]),
-                          Section("Figures", images=images)])
+    comparison = Table(
+        "Findings",
+        ["point / finding", "study", "ccbench", "note"],
+        [[f.point, f.study, f.ccbench, f.note] for f in findings],
+    )
+    page = Page(
+        title=f"ccbench replication: {STUDY}, Are mobiles ready for BBR?",
+        subtitle=f"{mode} mode",
+        sections=[
+            Section("The study's figures and ccbench's", paragraphs=[KERNEL_NOTE], tables=[comparison]),
+            Section("Figures", images=images),
+        ],
+    )
     return write_page(page, out)
 
 
@@ -213,9 +316,15 @@ def pacing_figure(frame: pd.DataFrame) -> Figure:
     keys = ["host.cpu", "flows[0].count", "flows[0].pacing"]
     for ax, metric, ylabel in ((ax_g, "goodput_mbps", "goodput (Mbit/s)"), (ax_r, "rtt_ms", "mean RTT (ms)")):
         table = means(frame, keys, metric)
-        groups = [(cpu, n) for cpu in ("phone-lowend", "phone-midend") for n in sorted(set(table["flows[0].count"]))
-                  if ((table["host.cpu"] == cpu) & (table["flows[0].count"] == n)).any()]
-        for j, (on, color, label) in enumerate(((True, style.BLUE, "pacing on"), (False, style.VERMILLION, "pacing off"))):
+        groups = [
+            (cpu, n)
+            for cpu in ("phone-lowend", "phone-midend")
+            for n in sorted(set(table["flows[0].count"]))
+            if ((table["host.cpu"] == cpu) & (table["flows[0].count"] == n)).any()
+        ]
+        for j, (on, color, label) in enumerate(
+            ((True, style.BLUE, "pacing on"), (False, style.VERMILLION, "pacing off"))
+        ):
             ys = [value(table, **{"host.cpu": cpu, "flows[0].count": n, "flows[0].pacing": on}) for cpu, n in groups]
             ax.bar([i + (j - 0.5) * 0.38 for i in range(len(groups))], ys, width=0.38, color=color, label=label)
         ax.set_xticks(range(len(groups)), [f"{CPU_LABEL[c]}\n{n} conn." for c, n in groups], fontsize=7)

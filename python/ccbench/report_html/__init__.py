@@ -10,5 +10,15 @@ from __future__ import annotations
 from .build import ReportError, choose_axes, run_report, sweep_report
 from .page import Image, Page, Section, Table, save_figure, write_page
 
-__all__ = ["Image", "Page", "ReportError", "Section", "Table", "choose_axes", "run_report", "save_figure",
-           "sweep_report", "write_page"]
+__all__ = [
+    "Image",
+    "Page",
+    "ReportError",
+    "Section",
+    "Table",
+    "choose_axes",
+    "run_report",
+    "save_figure",
+    "sweep_report",
+    "write_page",
+]

@@ -10,8 +10,16 @@ from typing import Any, Iterable, Optional, Sequence, Union
 import matplotlib
 import pandas as pd
 
-from ..analysis import (LABELS, RUN_METRICS, aggregate, algorithm_table, dimensions, flows_frame, goodput_ratio,
-                        runs_frame)
+from ..analysis import (
+    LABELS,
+    RUN_METRICS,
+    aggregate,
+    algorithm_table,
+    dimensions,
+    flows_frame,
+    goodput_ratio,
+    runs_frame,
+)
 from ..errors import ScenarioError
 from ..plots import load_run, parse_formats, plot_run, style
 from . import figures
@@ -28,12 +36,15 @@ class ReportError(ScenarioError):
     """A report that cannot be made: printed as ``error: <field>: <message>``, exit 2."""
 
 
-def choose_axes(dims: Sequence[str], x: Optional[str] = None, y: Optional[str] = None,
-                facet: Optional[str] = None) -> tuple[Optional[str], Optional[str], Optional[str]]:
+def choose_axes(
+    dims: Sequence[str], x: Optional[str] = None, y: Optional[str] = None, facet: Optional[str] = None
+) -> tuple[Optional[str], Optional[str], Optional[str]]:
     """x, y and facet among the varying ``dims``, honouring what the user asked for."""
     for name, value in (("--x", x), ("--y", y), ("--facet", facet)):
         if value is not None and value not in dims:
-            raise ReportError(name, f"{value!r} does not vary in this sweep; choose from: {', '.join(dims) or '(none)'}")
+            raise ReportError(
+                name, f"{value!r} does not vary in this sweep; choose from: {', '.join(dims) or '(none)'}"
+            )
     rest = [d for d in dims if d not in (x, y, facet)]
 
     def take(preference: Sequence[str]) -> Optional[str]:
@@ -49,9 +60,17 @@ def choose_axes(dims: Sequence[str], x: Optional[str] = None, y: Optional[str] =
     return x, y, facet
 
 
-def sweep_report(records: Iterable[Any], out: PathLike, *, name: str, metric: str = "goodput_mbps",
-                 x: Optional[str] = None, y: Optional[str] = None, facet: Optional[str] = None,
-                 formats: Union[str, Sequence[str]] = style.FORMATS) -> Path:
+def sweep_report(
+    records: Iterable[Any],
+    out: PathLike,
+    *,
+    name: str,
+    metric: str = "goodput_mbps",
+    x: Optional[str] = None,
+    y: Optional[str] = None,
+    facet: Optional[str] = None,
+    formats: Union[str, Sequence[str]] = style.FORMATS,
+) -> Path:
     """Write ``out/index.html`` with the sweep's figures (also as files), ``runs.csv``,
     ``flows.csv`` and ``means.csv``. Returns the page's path."""
     if metric not in RUN_METRICS:
@@ -67,12 +86,22 @@ def sweep_report(records: Iterable[Any], out: PathLike, *, name: str, metric: st
     table = algorithm_table(runs)
     single = runs[runs["cca"] != "mixed"]
     algorithms = sorted(runs["cca_mix"].unique())
-    overview = Section("Overview", paragraphs=[
-        f"{len(runs)} runs of {table.shape[0]} point/algorithm combinations; algorithms: {', '.join(algorithms)}.",
-        "Varied: " + (", ".join(f"{LABELS.get(d, d)} ∈ {{{', '.join(figures.fmt(v) for v in sorted(runs[d].dropna().unique()))}}}"
-                                for d in dims) or "nothing (one point)") + ".",
-        f"Repetitions per point: {_reps(table)}. Intervals are 95% Student-t intervals over repetitions.",
-    ])
+    overview = Section(
+        "Overview",
+        paragraphs=[
+            f"{len(runs)} runs of {table.shape[0]} point/algorithm combinations; algorithms: {', '.join(algorithms)}.",
+            "Varied: "
+            + (
+                ", ".join(
+                    f"{LABELS.get(d, d)} ∈ {{{', '.join(figures.fmt(v) for v in sorted(runs[d].dropna().unique()))}}}"
+                    for d in dims
+                )
+                or "nothing (one point)"
+            )
+            + ".",
+            f"Repetitions per point: {_reps(table)}. Intervals are 95% Student-t intervals over repetitions.",
+        ],
+    )
     sections = [overview]
     with matplotlib.rc_context(style.RC):
         sections += _comparison_sections(runs, single, table, x, y, facet, metric, target, fmts)
@@ -81,48 +110,130 @@ def sweep_report(records: Iterable[Any], out: PathLike, *, name: str, metric: st
     runs.to_csv(target / "runs.csv", index=False)
     flows_frame(records).to_csv(target / "flows.csv", index=False)
     table.to_csv(target / "means.csv", index=False)
-    page = Page(title=f"ccbench sweep report: {name}",
-                subtitle=f"engine {', '.join(sorted(runs['engine'].unique()))}; runs.csv, flows.csv and means.csv "
-                         "beside this page hold the tidy data",
-                sections=[s for s in sections if s.images or s.tables or s.paragraphs])
+    page = Page(
+        title=f"ccbench sweep report: {name}",
+        subtitle=f"engine {', '.join(sorted(runs['engine'].unique()))}; runs.csv, flows.csv and means.csv "
+        "beside this page hold the tidy data",
+        sections=[s for s in sections if s.images or s.tables or s.paragraphs],
+    )
     return write_page(page, target)
 
 
-def _comparison_sections(runs: pd.DataFrame, single: pd.DataFrame, table: pd.DataFrame, x: Optional[str],
-                         y: Optional[str], facet: Optional[str], metric: str, out: Path,
-                         fmts: Sequence[str]) -> list[Section]:
+def _comparison_sections(
+    runs: pd.DataFrame,
+    single: pd.DataFrame,
+    table: pd.DataFrame,
+    x: Optional[str],
+    y: Optional[str],
+    facet: Optional[str],
+    metric: str,
+    out: Path,
+    fmts: Sequence[str],
+) -> list[Section]:
     sections: list[Section] = []
     ratio = goodput_ratio(single)
     if not ratio.empty and x is not None and y is not None:
-        fig = figures.heatmap(ratio, x, y, "ratio", facet, ratio=True, title="BBR / Cubic goodput ratio",
-                              value_label="goodput ratio BBR / Cubic")
-        sections.append(Section("BBR against Cubic", images=[save_figure(
-            fig, out, "ratio_bbr_cubic", "Goodput ratio BBR / Cubic",
-            "Above 1 (orange) BBR's goodput is higher, below 1 (purple) Cubic's; each cell is the ratio of the "
-            "mean goodputs over repetitions" + _averaged(runs, x, y, facet) + ".", fmts)]))
+        fig = figures.heatmap(
+            ratio,
+            x,
+            y,
+            "ratio",
+            facet,
+            ratio=True,
+            title="BBR / Cubic goodput ratio",
+            value_label="goodput ratio BBR / Cubic",
+        )
+        sections.append(
+            Section(
+                "BBR against Cubic",
+                images=[
+                    save_figure(
+                        fig,
+                        out,
+                        "ratio_bbr_cubic",
+                        "Goodput ratio BBR / Cubic",
+                        "Above 1 (orange) BBR's goodput is higher, below 1 (purple) Cubic's; each cell is the ratio of the "
+                        "mean goodputs over repetitions" + _averaged(runs, x, y, facet) + ".",
+                        fmts,
+                    )
+                ],
+            )
+        )
     images: list[Image] = []
     if x is not None and y is not None:
         for cca in sorted(single["cca"].unique()):
             sub = table[table["cca"] == cca].rename(columns={f"{metric}_mean": metric})
             fig = figures.heatmap(sub, x, y, metric, facet, title=f"{LABELS[metric]}: {cca}")
-            images.append(save_figure(fig, out, f"heatmap_{metric}_{cca}", f"{LABELS[metric]}, {cca}",
-                                      "Mean over repetitions" + _averaged(runs, x, y, facet) + ".", fmts))
+            images.append(
+                save_figure(
+                    fig,
+                    out,
+                    f"heatmap_{metric}_{cca}",
+                    f"{LABELS[metric]}, {cca}",
+                    "Mean over repetitions" + _averaged(runs, x, y, facet) + ".",
+                    fmts,
+                )
+            )
     elif x is not None:
         fig = figures.metric_lines(table, x, metric, title=LABELS[metric])
-        images.append(save_figure(fig, out, f"lines_{metric}", f"{LABELS[metric]} against {LABELS.get(x, x)}",
-                                  "Mean ± 95% CI per algorithm" + _averaged(runs, x, None, None) + ".", fmts))
+        images.append(
+            save_figure(
+                fig,
+                out,
+                f"lines_{metric}",
+                f"{LABELS[metric]} against {LABELS.get(x, x)}",
+                "Mean ± 95% CI per algorithm" + _averaged(runs, x, None, None) + ".",
+                fmts,
+            )
+        )
     if images:
         sections.append(Section(f"{LABELS[metric]} per algorithm", images=images))
-    sections.append(Section("Distributions", images=[save_figure(
-        figures.cdfs(runs), out, "cdfs", "CDFs over runs",
-        "Each step is one run; the legend gives the number of runs.", fmts)]))
-    sections.append(Section("Goodput against delay", images=[save_figure(
-        figures.goodput_delay(table), out, "goodput_delay", "Goodput against self-inflicted delay",
-        "One marker per point and algorithm mix, mean ± 95% CI over repetitions.", fmts)]))
+    sections.append(
+        Section(
+            "Distributions",
+            images=[
+                save_figure(
+                    figures.cdfs(runs),
+                    out,
+                    "cdfs",
+                    "CDFs over runs",
+                    "Each step is one run; the legend gives the number of runs.",
+                    fmts,
+                )
+            ],
+        )
+    )
+    sections.append(
+        Section(
+            "Goodput against delay",
+            images=[
+                save_figure(
+                    figures.goodput_delay(table),
+                    out,
+                    "goodput_delay",
+                    "Goodput against self-inflicted delay",
+                    "One marker per point and algorithm mix, mean ± 95% CI over repetitions.",
+                    fmts,
+                )
+            ],
+        )
+    )
     rx = x or "buffer_bdp"
-    sections.append(Section("Retransmissions", images=[save_figure(
-        figures.retransmissions(table, rx), out, "retransmissions", "Retransmission rate",
-        f"Retransmitted segments per segment sent, per point, against {LABELS.get(rx, rx)}.", fmts)]))
+    sections.append(
+        Section(
+            "Retransmissions",
+            images=[
+                save_figure(
+                    figures.retransmissions(table, rx),
+                    out,
+                    "retransmissions",
+                    "Retransmission rate",
+                    f"Retransmitted segments per segment sent, per point, against {LABELS.get(rx, rx)}.",
+                    fmts,
+                )
+            ],
+        )
+    )
     return sections
 
 
@@ -134,30 +245,46 @@ def _sharing_section(records: list[Any], dims: Sequence[str], out: Path, fmts: S
         return Section("Sharing")
     keys = [d for d in dims if d in mixed and d != "flows"]
     per_run = mixed.groupby(["run_id", "flow_cca", "cca_mix", *keys], dropna=False, as_index=False)[
-        ["share", "goodput_mbps"]].sum()
+        ["share", "goodput_mbps"]
+    ].sum()
     table = aggregate(per_run, [*keys, "cca_mix", "flow_cca"], ["share", "goodput_mbps"])
-    section = Section("Sharing", paragraphs=[
-        "Runs whose flows use different algorithms: each algorithm's share of the run's total goodput."])
+    section = Section(
+        "Sharing",
+        paragraphs=["Runs whose flows use different algorithms: each algorithm's share of the run's total goodput."],
+    )
     if keys:
         x = next((k for k in X_PREFERENCE if k in keys), keys[0])
         facet = "cca_mix" if table["cca_mix"].nunique() > 1 else None
         fig = figures.metric_lines(table, x, "share", hue="flow_cca", facet=facet, title="Share of goodput")
-        section.images.append(save_figure(fig, out, "sharing", "Share of goodput per algorithm",
-                                          "Mean ± 95% CI over repetitions.", fmts))
+        section.images.append(
+            save_figure(fig, out, "sharing", "Share of goodput per algorithm", "Mean ± 95% CI over repetitions.", fmts)
+        )
     section.tables.append(_share_table(table, keys))
     return section
 
 
 def _share_table(table: pd.DataFrame, keys: Sequence[str]) -> Table:
-    rows = [[str(r["cca_mix"]), str(r["flow_cca"]), *(figures.fmt(r[k]) for k in keys), str(int(r["n"])),
-             plus_minus(r["share_mean"], r["share_ci"], 100, 1), plus_minus(r["goodput_mbps_mean"], r["goodput_mbps_ci"])]
-            for _, r in table.sort_values([*keys, "cca_mix", "flow_cca"]).iterrows()]
-    return Table("Share of goodput per algorithm", ["algorithms", "algorithm", *(LABELS.get(k, k) for k in keys),
-                                                     "runs", "share %", "goodput Mbit/s"], rows)
+    rows = [
+        [
+            str(r["cca_mix"]),
+            str(r["flow_cca"]),
+            *(figures.fmt(r[k]) for k in keys),
+            str(int(r["n"])),
+            plus_minus(r["share_mean"], r["share_ci"], 100, 1),
+            plus_minus(r["goodput_mbps_mean"], r["goodput_mbps_ci"]),
+        ]
+        for _, r in table.sort_values([*keys, "cca_mix", "flow_cca"]).iterrows()
+    ]
+    return Table(
+        "Share of goodput per algorithm",
+        ["algorithms", "algorithm", *(LABELS.get(k, k) for k in keys), "runs", "share %", "goodput Mbit/s"],
+        rows,
+    )
 
 
-def run_report(run_dir: PathLike, out: Optional[PathLike] = None,
-               formats: Union[str, Sequence[str]] = style.FORMATS) -> Path:
+def run_report(
+    run_dir: PathLike, out: Optional[PathLike] = None, formats: Union[str, Sequence[str]] = style.FORMATS
+) -> Path:
     """Write ``out/index.html`` (default ``RUN_DIR/report``) with the time series of every
     flow and the link, and the run's summary tables."""
     run = load_run(run_dir)
@@ -172,20 +299,28 @@ def run_report(run_dir: PathLike, out: Optional[PathLike] = None,
         if stem.startswith("flow"):
             i = int(stem[4:])
             title = f"Flow {i} ({flows[i].get('cca', '?')})"
-            caption = ("Throughput and goodput, RTT, cwnd and inflight, pacing rate and bandwidth estimates, "
-                       "and the state timeline.")
+            caption = (
+                "Throughput and goodput, RTT, cwnd and inflight, pacing rate and bandwidth estimates, "
+                "and the state timeline."
+            )
         else:
             title, caption = "Bottleneck", "Output rate per flow, queue and drops."
         images.append(Image(title, caption, files))
     summary = run.summary
     link = summary.get("link") or {}
-    subtitle = (f"{run.directory}: engine {summary.get('engine', '?')}, seed {summary.get('seed', '?')}, "
-                f"{summary.get('duration_s', '?')} s, {len(flows)} flow(s) over "
-                f"{(link.get('rate_bps') or 0) / 1e6:g} Mbit/s and {link.get('rtt_ms', '?')} ms")
-    page = Page(title="ccbench run report", subtitle=subtitle, sections=[
-        Section("Summary", tables=[run_flows_table(summary), run_link_table(summary)]),
-        Section("Time series", images=images),
-    ])
+    subtitle = (
+        f"{run.directory}: engine {summary.get('engine', '?')}, seed {summary.get('seed', '?')}, "
+        f"{summary.get('duration_s', '?')} s, {len(flows)} flow(s) over "
+        f"{(link.get('rate_bps') or 0) / 1e6:g} Mbit/s and {link.get('rtt_ms', '?')} ms"
+    )
+    page = Page(
+        title="ccbench run report",
+        subtitle=subtitle,
+        sections=[
+            Section("Summary", tables=[run_flows_table(summary), run_link_table(summary)]),
+            Section("Time series", images=images),
+        ],
+    )
     return write_page(page, target)
 
 

@@ -10,8 +10,17 @@ import click
 from .build import ReportError, run_report, sweep_report
 
 
-def report_command(run_dir: Optional[str], sweep: Optional[str], store: Optional[str], out: Optional[str],
-                   metric: str, x: Optional[str], y: Optional[str], facet: Optional[str], formats: str) -> None:
+def report_command(
+    run_dir: Optional[str],
+    sweep: Optional[str],
+    store: Optional[str],
+    out: Optional[str],
+    metric: str,
+    x: Optional[str],
+    y: Optional[str],
+    facet: Optional[str],
+    formats: str,
+) -> None:
     if (run_dir is None) == (sweep is None):
         raise ReportError("RUN_DIR", "give either a run directory (written by 'ccbench run --out DIR') or --sweep NAME")
     if run_dir is not None:

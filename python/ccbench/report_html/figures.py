@@ -21,8 +21,13 @@ from ..analysis import LABELS
 from ..plots import style
 
 MAX_FACETS = 12
-CCA_COLORS = {"bbr": style.VERMILLION, "bbr2": style.PURPLE, "bbr3": style.ORANGE, "cubic": style.BLUE,
-              "reno": style.GREEN}
+CCA_COLORS = {
+    "bbr": style.VERMILLION,
+    "bbr2": style.PURPLE,
+    "bbr3": style.ORANGE,
+    "cubic": style.BLUE,
+    "reno": style.GREEN,
+}
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
@@ -69,8 +74,17 @@ def _pivot(frame: pd.DataFrame, x: str, y: str, value: str) -> pd.DataFrame:
     return frame.pivot_table(index=y, columns=x, values=value, aggfunc="mean").sort_index().sort_index(axis=1)
 
 
-def heatmap(frame: pd.DataFrame, x: str, y: str, value: str, facet: Optional[str] = None, *,
-            title: str, ratio: bool = False, value_label: Optional[str] = None) -> Figure:
+def heatmap(
+    frame: pd.DataFrame,
+    x: str,
+    y: str,
+    value: str,
+    facet: Optional[str] = None,
+    *,
+    title: str,
+    ratio: bool = False,
+    value_label: Optional[str] = None,
+) -> Figure:
     """``value`` over ``x`` and ``y``, one panel per ``facet`` value. With ``ratio`` the
     colours are diverging around 1 on a log scale and cells read ``1.8x``."""
     facets = _facet_values(frame, facet)
@@ -80,7 +94,7 @@ def heatmap(frame: pd.DataFrame, x: str, y: str, value: str, facet: Optional[str
         positive = finite[finite > 0]
         span = float(np.abs(np.log2(positive)).max()) if len(positive) else 1.0
         span = max(span, 0.1)
-        norm: colors.Normalize = colors.LogNorm(vmin=2 ** -span, vmax=2 ** span)
+        norm: colors.Normalize = colors.LogNorm(vmin=2**-span, vmax=2**span)
         cmap = "PuOr_r"
     else:
         lo, hi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
@@ -103,8 +117,15 @@ def heatmap(frame: pd.DataFrame, x: str, y: str, value: str, facet: Optional[str
         if data.size <= 120:
             for (i, j), v in np.ndenumerate(data):
                 if math.isfinite(v):
-                    ax.text(j, i, f"{v:.2g}x" if ratio else fmt(v), ha="center", va="center", fontsize=7,
-                            color="white" if _dark_cell(v, norm, ratio) else "black")
+                    ax.text(
+                        j,
+                        i,
+                        f"{v:.2g}x" if ratio else fmt(v),
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        color="white" if _dark_cell(v, norm, ratio) else "black",
+                    )
     if image is not None:
         bar = fig.colorbar(image, ax=axes, shrink=0.9)
         bar.set_label(value_label or label(value))
@@ -137,8 +158,14 @@ def cdfs(runs: pd.DataFrame, hue: str = "cca_mix") -> Figure:
             if len(x) == 0:
                 continue
             y = np.arange(1, len(x) + 1) / len(x)
-            ax.step(np.concatenate([[x[0]], x]), np.concatenate([[0.0], y]), where="post",
-                    color=cca_color(name, k), lw=1.3, label=f"{name} ({len(x)})")
+            ax.step(
+                np.concatenate([[x[0]], x]),
+                np.concatenate([[0.0], y]),
+                where="post",
+                color=cca_color(name, k),
+                lw=1.3,
+                label=f"{name} ({len(x)})",
+            )
         if logx:
             ax.set_xscale("log")
             xlabel += ", runs without any left out"
@@ -158,12 +185,19 @@ def goodput_delay(table: pd.DataFrame, hue: str = "cca_mix") -> Figure:
     rate = table["rate_mbps"].to_numpy(dtype=float)
     for k, name in enumerate(sorted(table[hue].dropna().unique())):
         sel = (table[hue] == name).to_numpy()
-        ax.errorbar(table.loc[sel, "self_inflicted_delay_ms_mean"],
-                    table.loc[sel, "goodput_mbps_mean"] / rate[sel],
-                    xerr=_err(table.loc[sel, "self_inflicted_delay_ms_ci"]),
-                    yerr=_err(table.loc[sel, "goodput_mbps_ci"] / rate[sel]),
-                    fmt=MARKERS[k % len(MARKERS)], ms=4, lw=0.8, capsize=2, color=cca_color(name, k),
-                    label=name, alpha=0.85)
+        ax.errorbar(
+            table.loc[sel, "self_inflicted_delay_ms_mean"],
+            table.loc[sel, "goodput_mbps_mean"] / rate[sel],
+            xerr=_err(table.loc[sel, "self_inflicted_delay_ms_ci"]),
+            yerr=_err(table.loc[sel, "goodput_mbps_ci"] / rate[sel]),
+            fmt=MARKERS[k % len(MARKERS)],
+            ms=4,
+            lw=0.8,
+            capsize=2,
+            color=cca_color(name, k),
+            label=name,
+            alpha=0.85,
+        )
     ax.set_ylim(bottom=0)
     ax.set_xlabel("self-inflicted delay (ms), mean ± 95% CI")
     ax.set_ylabel("goodput / bottleneck rate, mean ± 95% CI")
@@ -191,11 +225,28 @@ def retransmissions(table: pd.DataFrame, x: str, hue: str = "cca_mix") -> Figure
         ci = 100 * table.loc[sel, "retrans_rate_ci"].to_numpy(dtype=float)
         some = ys > 0
         color = cca_color(name, k)
-        ax.errorbar(xs[some], ys[some], yerr=_log_err(ys[some], ci[some]), fmt=MARKERS[k % len(MARKERS)],
-                    ms=4, lw=0.8, capsize=2, color=color, label=name, alpha=0.85)
+        ax.errorbar(
+            xs[some],
+            ys[some],
+            yerr=_log_err(ys[some], ci[some]),
+            fmt=MARKERS[k % len(MARKERS)],
+            ms=4,
+            lw=0.8,
+            capsize=2,
+            color=color,
+            label=name,
+            alpha=0.85,
+        )
         if (~some).any():
-            ax.plot(xs[~some], np.full((~some).sum(), floor), MARKERS[k % len(MARKERS)], mfc="none",
-                    color=color, ms=4, alpha=0.85)
+            ax.plot(
+                xs[~some],
+                np.full((~some).sum(), floor),
+                MARKERS[k % len(MARKERS)],
+                mfc="none",
+                color=color,
+                ms=4,
+                alpha=0.85,
+            )
     ax.set_yscale("log")
     if _spread(table[x]) > 20 and (table[x] > 0).all():
         ax.set_xscale("log")
@@ -207,8 +258,16 @@ def retransmissions(table: pd.DataFrame, x: str, hue: str = "cca_mix") -> Figure
     return fig
 
 
-def metric_lines(table: pd.DataFrame, x: str, metric: str, hue: str = "cca_mix", *, title: str,
-                 logy: bool = False, facet: Optional[str] = None) -> Figure:
+def metric_lines(
+    table: pd.DataFrame,
+    x: str,
+    metric: str,
+    hue: str = "cca_mix",
+    *,
+    title: str,
+    logy: bool = False,
+    facet: Optional[str] = None,
+) -> Figure:
     """``metric`` against ``x`` with 95% intervals, one line per algorithm mix,
     averaged over other varying conditions unless ``facet`` splits them."""
     facets = _facet_values(table, facet)
@@ -219,8 +278,17 @@ def metric_lines(table: pd.DataFrame, x: str, metric: str, hue: str = "cca_mix",
             g = sub[sub[hue] == name].groupby(x, sort=True)
             mean = g[f"{metric}_mean"].mean()
             ci = g[f"{metric}_ci"].mean()
-            ax.errorbar(mean.index.to_numpy(dtype=float), mean.to_numpy(), yerr=_err(ci), capsize=2, lw=1.2,
-                        marker=MARKERS[k % len(MARKERS)], ms=3.5, color=cca_color(name, k), label=name)
+            ax.errorbar(
+                mean.index.to_numpy(dtype=float),
+                mean.to_numpy(),
+                yerr=_err(ci),
+                capsize=2,
+                lw=1.2,
+                marker=MARKERS[k % len(MARKERS)],
+                ms=3.5,
+                color=cca_color(name, k),
+                label=name,
+            )
         if logy:
             ax.set_yscale("log")
         elif (sub[f"{metric}_mean"].dropna() >= 0).all():

@@ -56,15 +56,17 @@ class Page:
     sections: list[Section] = field(default_factory=list)
 
 
-def save_figure(fig: Figure, out: Path, stem: str, title: str, caption: str = "",
-                formats: Sequence[str] = style.FORMATS) -> Image:
+def save_figure(
+    fig: Figure, out: Path, stem: str, title: str, caption: str = "", formats: Sequence[str] = style.FORMATS
+) -> Image:
     """Write ``out/stem.<fmt>`` (deterministic bytes, as ccbench's other figures)."""
     out.mkdir(parents=True, exist_ok=True)
     return Image(title=title, caption=caption, files=style.save(fig, out / stem, formats))
 
 
-_TEMPLATE = jinja2.Environment(autoescape=True, keep_trailing_newline=True, trim_blocks=True,
-                               lstrip_blocks=True).from_string("""\
+_TEMPLATE = jinja2.Environment(
+    autoescape=True, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True
+).from_string("""\
 <!DOCTYPE html>
 <html lang="en">
 <head>
@@ -134,4 +136,3 @@ def write_page(page: Page, out: Path, name: str = "index.html") -> Path:
     path = out / name
     path.write_text(_TEMPLATE.render(page=page), encoding="utf-8")
     return path
-

@@ -34,17 +34,26 @@ def plus_minus(mean: float, half: float, scale: float = 1.0, digits: int = 2) ->
     return text
 
 
-def means_table(table: pd.DataFrame, dims: Sequence[str], hue: str = "cca_mix",
-                title: str = "Means with 95% confidence intervals (Student t over repetitions)") -> Table:
+def means_table(
+    table: pd.DataFrame,
+    dims: Sequence[str],
+    hue: str = "cca_mix",
+    title: str = "Means with 95% confidence intervals (Student t over repetitions)",
+) -> Table:
     """One row per point and algorithm mix."""
     metrics = [m for m in MEAN_COLUMNS if f"{m[0]}_mean" in table]
-    columns = [hue if hue != "cca_mix" else "algorithms", *(label(d) for d in dims), "runs",
-               *(m[1] for m in metrics)]
+    columns = [hue if hue != "cca_mix" else "algorithms", *(label(d) for d in dims), "runs", *(m[1] for m in metrics)]
     ordered = table.sort_values([*dims, hue], kind="stable")
     rows: list[list[str]] = []
     for _, r in ordered.head(MAX_ROWS).iterrows():
-        rows.append([str(r[hue]), *(fmt(r[d]) for d in dims), str(int(r["n"])),
-                     *(plus_minus(r[f"{m}_mean"], r[f"{m}_ci"], scale, digits) for m, _h, scale, digits in metrics)])
+        rows.append(
+            [
+                str(r[hue]),
+                *(fmt(r[d]) for d in dims),
+                str(int(r["n"])),
+                *(plus_minus(r[f"{m}_mean"], r[f"{m}_ci"], scale, digits) for m, _h, scale, digits in metrics),
+            ]
+        )
     note = ""
     if len(ordered) > MAX_ROWS:
         note = f"First {MAX_ROWS} of {len(ordered)} rows; means.csv beside this page has them all."
@@ -53,32 +62,80 @@ def means_table(table: pd.DataFrame, dims: Sequence[str], hue: str = "cca_mix",
 
 def frame_table(frame: pd.DataFrame, title: str, note: str = "") -> Table:
     """A small DataFrame as it is, values formatted."""
-    return Table(title=title, columns=[str(c) for c in frame.columns],
-                 rows=[[fmt(v) for v in row] for row in frame.itertuples(index=False)], note=note)
+    return Table(
+        title=title,
+        columns=[str(c) for c in frame.columns],
+        rows=[[fmt(v) for v in row] for row in frame.itertuples(index=False)],
+        note=note,
+    )
 
 
 def run_flows_table(summary: Mapping[str, Any]) -> Table:
     rows = []
     for f in summary.get("flows") or []:
         rtt = f.get("rtt_ms") or {}
-        rows.append([str(f.get("id")), str(f.get("cca")), _n(f.get("goodput_bps"), 1e-6), _n(f.get("throughput_bps"), 1e-6),
-                     _n(f.get("retransmits"), digits=0), _n(f.get("lost"), digits=0),
-                     *(_n(rtt.get(k), digits=1) for k in ("min", "mean", "p95", "p99")),
-                     _n(f.get("self_inflicted_delay_ms"), digits=1)])
-    return Table("Flows", ["flow", "cca", "goodput Mbit/s", "throughput Mbit/s", "retrans", "lost", "RTT min ms",
-                           "RTT mean ms", "RTT p95 ms", "RTT p99 ms", "self-inflicted delay ms"], rows)
+        rows.append(
+            [
+                str(f.get("id")),
+                str(f.get("cca")),
+                _n(f.get("goodput_bps"), 1e-6),
+                _n(f.get("throughput_bps"), 1e-6),
+                _n(f.get("retransmits"), digits=0),
+                _n(f.get("lost"), digits=0),
+                *(_n(rtt.get(k), digits=1) for k in ("min", "mean", "p95", "p99")),
+                _n(f.get("self_inflicted_delay_ms"), digits=1),
+            ]
+        )
+    return Table(
+        "Flows",
+        [
+            "flow",
+            "cca",
+            "goodput Mbit/s",
+            "throughput Mbit/s",
+            "retrans",
+            "lost",
+            "RTT min ms",
+            "RTT mean ms",
+            "RTT p95 ms",
+            "RTT p99 ms",
+            "self-inflicted delay ms",
+        ],
+        rows,
+    )
 
 
 def run_link_table(summary: Mapping[str, Any]) -> Table:
     link = summary.get("link") or {}
     qd = link.get("queue_delay_ms") or {}
-    row = [_n(link.get("rate_bps"), 1e-6), _n(link.get("rtt_ms"), digits=1), _n(link.get("bdp_bytes"), 1e-3, 1),
-           _n(link.get("buffer_bytes"), 1e-3, 1) if link.get("buffer_bytes") is not None
-           else f"{link.get('buffer_packets')} pkt",
-           _n(link.get("utilization"), 100, 1), _n(link.get("drops"), digits=0), _n(qd.get("mean")), _n(qd.get("p95")),
-           _n(summary.get("jain_index"), digits=4)]
-    return Table("Bottleneck", ["rate Mbit/s", "base RTT ms", "BDP KB", "buffer KB", "utilisation %", "drops",
-                                "queue delay mean ms", "queue delay p95 ms", "Jain index"], [row])
+    row = [
+        _n(link.get("rate_bps"), 1e-6),
+        _n(link.get("rtt_ms"), digits=1),
+        _n(link.get("bdp_bytes"), 1e-3, 1),
+        _n(link.get("buffer_bytes"), 1e-3, 1)
+        if link.get("buffer_bytes") is not None
+        else f"{link.get('buffer_packets')} pkt",
+        _n(link.get("utilization"), 100, 1),
+        _n(link.get("drops"), digits=0),
+        _n(qd.get("mean")),
+        _n(qd.get("p95")),
+        _n(summary.get("jain_index"), digits=4),
+    ]
+    return Table(
+        "Bottleneck",
+        [
+            "rate Mbit/s",
+            "base RTT ms",
+            "BDP KB",
+            "buffer KB",
+            "utilisation %",
+            "drops",
+            "queue delay mean ms",
+            "queue delay p95 ms",
+            "Jain index",
+        ],
+        [row],
+    )
 
 
 def _n(value: Any, scale: float = 1.0, digits: int = 2) -> str:

@@ -30,9 +30,22 @@ from .host import Host, HostCost
 from .link import AQMS, AqmParams, GilbertElliott, Link, RateStep, RttStep
 
 __all__ = [
-    "AQMS", "BBR_FAMILY", "CAPTURE_POINTS", "MAX_FLOWS_PER_ENTRY", "MIN_INTERVAL_NS",
-    "AqmParams", "Capture", "Flow", "GilbertElliott", "Link", "RateStep", "RttStep", "Scenario", "Tcp",
-    "algorithms", "read_toml",
+    "AQMS",
+    "BBR_FAMILY",
+    "CAPTURE_POINTS",
+    "MAX_FLOWS_PER_ENTRY",
+    "MIN_INTERVAL_NS",
+    "AqmParams",
+    "Capture",
+    "Flow",
+    "GilbertElliott",
+    "Link",
+    "RateStep",
+    "RttStep",
+    "Scenario",
+    "Tcp",
+    "algorithms",
+    "read_toml",
 ]
 
 
@@ -44,10 +57,12 @@ class Capture(_Table):
     """``[capture]``: pcap files of chosen flows at chosen points of the path. It does not
     change the experiment, so it is not part of ``scenario_hash``."""
 
-    points: list[CapturePoint] = Field(description="sender, bottleneck-in, bottleneck-out, receiver",
-                                       examples=[["sender", "receiver"]])
-    flows: Optional[list[int]] = Field(None, description="flow indices after `count` expansion; omit for every flow",
-                                       examples=[[0]])
+    points: list[CapturePoint] = Field(
+        description="sender, bottleneck-in, bottleneck-out, receiver", examples=[["sender", "receiver"]]
+    )
+    flows: Optional[list[int]] = Field(
+        None, description="flow indices after `count` expansion; omit for every flow", examples=[[0]]
+    )
     dir: Optional[str] = Field(None, description="omit for the --out directory", examples=["captures"])
 
     @field_validator("points")
@@ -90,10 +105,17 @@ class Scenario(_Table):
     """A complete experiment: one bottleneck link and the flows that share it."""
 
     seed: Annotated[int, _int_range(0, 2**64 - 1)] = Field(
-        1, description="same scenario + seed = identical results", examples=[7])
-    duration_ns: Annotated[Duration, positive("30s")] = Field(alias="duration", description="simulated time", examples=["30s"])
-    interval_ns: Duration = Field(core_default("", "sample_interval_ns"), alias="interval", description="time-series interval, at least 1ms",
-                                  examples=["100ms"])
+        1, description="same scenario + seed = identical results", examples=[7]
+    )
+    duration_ns: Annotated[Duration, positive("30s")] = Field(
+        alias="duration", description="simulated time", examples=["30s"]
+    )
+    interval_ns: Duration = Field(
+        core_default("", "sample_interval_ns"),
+        alias="interval",
+        description="time-series interval, at least 1ms",
+        examples=["100ms"],
+    )
     link: Link
     tcp: Tcp = Field(default_factory=lambda: Tcp.model_validate({}))
     host: Optional[Host] = None
@@ -129,8 +151,10 @@ class Scenario(_Table):
             for k in self.capture.flows:
                 if k >= n:
                     valid = "0" if n == 1 else f"0..{n - 1}"
-                    raise ScenarioError("capture.flows", f"flow {k} out of range; the scenario has {n} "
-                                        f"flow{'s' if n != 1 else ''}: {valid}")
+                    raise ScenarioError(
+                        "capture.flows",
+                        f"flow {k} out of range; the scenario has {n} flow{'s' if n != 1 else ''}: {valid}",
+                    )
         # The simulator's own checks (e.g. algorithm parameter names), reported with the
         # index of the [[flows]] entry rather than of the expanded flow.
         try:
@@ -228,15 +252,24 @@ class Scenario(_Table):
         ``set_values`` (``["link.rate=50Mbit", "flows[1].cca=bbr"]``, the CLI's ``--set``)
         are applied last, in order, to the scenario's TOML form (:mod:`ccbench.overrides`).
         """
-        doc: dict[str, Any] = copy.deepcopy(dict(FLAG_DEFAULTS if base is None else
-                                                 _without_none(base.to_dict()) if isinstance(base, Scenario)
-                                                 else base))
+        doc: dict[str, Any] = copy.deepcopy(
+            dict(
+                FLAG_DEFAULTS if base is None else _without_none(base.to_dict()) if isinstance(base, Scenario) else base
+            )
+        )
         top: list[tuple[str, object]] = [("seed", seed), ("duration", duration), ("interval", interval)]
         for key, value in top:
             if value is not None:
                 doc[key] = value
-        link_flags: list[tuple[str, object]] = [("rate", rate), ("rtt", rtt), ("buffer", buffer), ("loss", loss),
-                                                ("trace", trace), ("ack_trace", ack_trace), ("aqm", aqm)]
+        link_flags: list[tuple[str, object]] = [
+            ("rate", rate),
+            ("rtt", rtt),
+            ("buffer", buffer),
+            ("loss", loss),
+            ("trace", trace),
+            ("ack_trace", ack_trace),
+            ("aqm", aqm),
+        ]
         if any(value is not None for _, value in link_flags):
             link = doc.setdefault("link", {})
             if isinstance(link, dict):  # otherwise validation reports that link must be a table
@@ -263,14 +296,23 @@ class Scenario(_Table):
                     try:
                         capture["flows"] = [int(x) for x in pcap_flows.split(",") if x.strip()]
                     except ValueError:
-                        raise ScenarioError("capture.flows", f"expected flow indices such as '0,2', got {pcap_flows!r}") from None
+                        raise ScenarioError(
+                            "capture.flows", f"expected flow indices such as '0,2', got {pcap_flows!r}"
+                        ) from None
                 else:
                     capture["flows"] = list(pcap_flows)
             doc["capture"] = capture
         per_flow: list[tuple[str, object]] = [
-            ("count", flows), ("size", size), ("pacing", pacing), ("rwnd", rwnd), ("repeat", repeat), ("pause", pause),
+            ("count", flows),
+            ("size", size),
+            ("pacing", pacing),
+            ("rwnd", rwnd),
+            ("repeat", repeat),
+            ("pause", pause),
             ("pacing_stride", pacing_stride),
-            ("fixed_cwnd", fixed_cwnd), ("fixed_pacing_rate", fixed_pacing_rate), ("freeze_cc", freeze_cc),
+            ("fixed_cwnd", fixed_cwnd),
+            ("fixed_pacing_rate", fixed_pacing_rate),
+            ("freeze_cc", freeze_cc),
         ]
         if rwnd == "auto":
             per_flow = [(k, v) for k, v in per_flow if k != "rwnd"] + [("rwnd_autotune", True)]
@@ -283,15 +325,21 @@ class Scenario(_Table):
                         params = entry.setdefault("params", {})
                         if isinstance(params, dict):
                             params["inflight_deficit"] = 1
-        if bbr_inflight_deficit and not any(isinstance(e, dict) and str(e.get("cca", "")).lower() in BBR_FAMILY
-                                            for e in (entries if isinstance(entries, list) else [])):
+        if bbr_inflight_deficit and not any(
+            isinstance(e, dict) and str(e.get("cca", "")).lower() in BBR_FAMILY
+            for e in (entries if isinstance(entries, list) else [])
+        ):
             raise ScenarioError("bbr_inflight_deficit", f"needs a BBR flow ({', '.join(BBR_FAMILY)})")
         if tso_rtt_log is not None:
             tcp = doc.setdefault("tcp", {})
             if isinstance(tcp, dict):
                 tcp["tso_rtt_log"] = tso_rtt_log
-        host_flags: list[tuple[str, object]] = [("cpu", cpu), ("cpu_share", cpu_share), ("cpu_slice", cpu_slice),
-                                                ("cpu_trace", cpu_trace)]
+        host_flags: list[tuple[str, object]] = [
+            ("cpu", cpu),
+            ("cpu_share", cpu_share),
+            ("cpu_slice", cpu_slice),
+            ("cpu_trace", cpu_trace),
+        ]
         if any(value is not None for _, value in host_flags):
             host = doc.setdefault("host", {})
             if isinstance(host, dict):
@@ -354,7 +402,7 @@ class Scenario(_Table):
         k = int(m.group(1))
         for i, f in enumerate(self.flows):
             if k < f.count:
-                return f"flows[{i}]" + field[m.end():]
+                return f"flows[{i}]" + field[m.end() :]
             k -= f.count
         return field
 
@@ -416,9 +464,17 @@ def _table_for(loc: Sequence[Union[str, int]]) -> Optional[type[BaseModel]]:
     """The model whose keys live at ``loc`` (list indices ignored)."""
     path = tuple(p for p in loc if isinstance(p, str))
     tables: dict[tuple[str, ...], type[BaseModel]] = {
-        (): Scenario, ("link",): Link, ("tcp",): Tcp, ("flows",): Flow, ("host",): Host, ("host", "cost"): HostCost,
-        ("capture",): Capture, ("link", "rate_schedule"): RateStep, ("link", "rtt_schedule"): RttStep,
-        ("link", "loss_model"): GilbertElliott, ("link", "aqm_params"): AqmParams,
+        (): Scenario,
+        ("link",): Link,
+        ("tcp",): Tcp,
+        ("flows",): Flow,
+        ("host",): Host,
+        ("host", "cost"): HostCost,
+        ("capture",): Capture,
+        ("link", "rate_schedule"): RateStep,
+        ("link", "rtt_schedule"): RttStep,
+        ("link", "loss_model"): GilbertElliott,
+        ("link", "aqm_params"): AqmParams,
     }
     return tables.get(path)
 
@@ -438,8 +494,9 @@ def _scenario_error(e: ValidationError) -> ScenarioError:
             return cause
         return ScenarioError(field, str(cause) if cause is not None else err["msg"])
     if kind == "literal_error" and loc[:2] == ("capture", "points"):
-        return ScenarioError("capture.points", f"unknown capture point {err.get('input')!r}; allowed: "
-                             f"{', '.join(CAPTURE_POINTS)}")
+        return ScenarioError(
+            "capture.points", f"unknown capture point {err.get('input')!r}; allowed: {', '.join(CAPTURE_POINTS)}"
+        )
     if kind == "extra_forbidden":
         model = _table_for(loc[:-1])
         allowed = f"; allowed keys: {', '.join(_keys(model))}" if model else ""
@@ -452,7 +509,7 @@ def _scenario_error(e: ValidationError) -> ScenarioError:
     if kind == "list_type" and loc == ("flows",):
         expected = "an array of tables ([[flows]])"
     elif kind == "list_type" and loc[-1:] in (("rate_schedule",), ("rtt_schedule",)):
-        expected = "an array of tables, e.g. [{at = \"10s\", rate = \"20Mbit\"}]"
+        expected = 'an array of tables, e.g. [{at = "10s", rate = "20Mbit"}]'
     if expected is not None:
         return ScenarioError(field, f"must be {expected}, got {_toml_type(err.get('input'))}")
     return ScenarioError(field, err["msg"])
@@ -487,4 +544,3 @@ def _toml_type(value: Any) -> str:
     if isinstance(value, list):
         return "an array"
     return type(value).__name__
-

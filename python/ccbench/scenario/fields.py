@@ -17,8 +17,20 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Pla
 
 from .. import _core
 from ..traces import Trace, load_trace
-from ..units import (Buffer, format_buffer, format_duration, format_loss, format_rate, format_size, parse_buffer,
-                     parse_duration, parse_loss, parse_probability, parse_rate, parse_size)
+from ..units import (
+    Buffer,
+    format_buffer,
+    format_duration,
+    format_loss,
+    format_rate,
+    format_size,
+    parse_buffer,
+    parse_duration,
+    parse_loss,
+    parse_probability,
+    parse_rate,
+    parse_size,
+)
 
 
 def _unit(parse: Any, write: Any) -> tuple[BeforeValidator, PlainSerializer]:
@@ -102,5 +114,3 @@ class _Table(BaseModel):
             if core[name] == fields[name].default:
                 del core[name]
         return core
-
-

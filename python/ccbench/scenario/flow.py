@@ -38,55 +38,104 @@ def _sysctl(name: str) -> dict[str, str]:
 class Tcp(_Table):
     """Stack knobs; the defaults are those of a recent Linux kernel."""
 
-    core_when_changed = ("tso_rtt_log", "frto", "sack", "tso_win_divisor", "min_tso_segs", "slow_start_after_idle",
-                         "pacing_ss_ratio", "pacing_ca_ratio")
+    core_when_changed = (
+        "tso_rtt_log",
+        "frto",
+        "sack",
+        "tso_win_divisor",
+        "min_tso_segs",
+        "slow_start_after_idle",
+        "pacing_ss_ratio",
+        "pacing_ca_ratio",
+    )
 
     mss: Annotated[int, core_range("tcp.mss")] = Field(_tcp("mss"), description="bytes, 64..9000", examples=[1448])
-    init_cwnd: Annotated[int, core_range("tcp.init_cwnd")] = Field(_tcp("init_cwnd"), description="segments",
-                                                                   examples=[10])
+    init_cwnd: Annotated[int, core_range("tcp.init_cwnd")] = Field(
+        _tcp("init_cwnd"), description="segments", examples=[10]
+    )
     hz: int = Field(_tcp("hz"), description="kernel tick rate; must divide 1000000", examples=[1000])
-    rto_min_ns: Annotated[Duration, positive("200ms")] = Field(_tcp("rto_min_ns"), alias="rto_min", description="minimum RTO (TCP_RTO_MIN)",
-                                 examples=["200ms"])
-    rto_init_ns: Annotated[Duration, positive("200ms")] = Field(_tcp("rto_init_ns"), alias="rto_init", description="initial RTO (TCP_TIMEOUT_INIT)",
-                                  examples=["1s"])
-    tsq_limit_bytes: Size = Field(_tcp("tsq_limit_bytes"), alias="tsq_limit",
-                                  description="TCP Small Queues cap (tcp_limit_output_bytes)", examples=["4MiB"],
-                                  json_schema_extra=_sysctl("tcp_limit_output_bytes"))
+    rto_min_ns: Annotated[Duration, positive("200ms")] = Field(
+        _tcp("rto_min_ns"), alias="rto_min", description="minimum RTO (TCP_RTO_MIN)", examples=["200ms"]
+    )
+    rto_init_ns: Annotated[Duration, positive("200ms")] = Field(
+        _tcp("rto_init_ns"), alias="rto_init", description="initial RTO (TCP_TIMEOUT_INIT)", examples=["1s"]
+    )
+    tsq_limit_bytes: Size = Field(
+        _tcp("tsq_limit_bytes"),
+        alias="tsq_limit",
+        description="TCP Small Queues cap (tcp_limit_output_bytes)",
+        examples=["4MiB"],
+        json_schema_extra=_sysctl("tcp_limit_output_bytes"),
+    )
     pacing_shift: Annotated[int, core_range("tcp.pacing_shift")] = Field(
-        _tcp("pacing_shift"), description="sk_pacing_shift, 0..31", examples=[10])
-    delack_min_ns: Duration = Field(_tcp("delack_min_ns"), alias="delack_min",
-                                    description="minimum delayed-ACK timeout (TCP_DELACK_MIN)", examples=["40ms"])
+        _tcp("pacing_shift"), description="sk_pacing_shift, 0..31", examples=[10]
+    )
+    delack_min_ns: Duration = Field(
+        _tcp("delack_min_ns"),
+        alias="delack_min",
+        description="minimum delayed-ACK timeout (TCP_DELACK_MIN)",
+        examples=["40ms"],
+    )
     tso_rtt_log: Annotated[int, core_range("tcp.tso_rtt_log")] = Field(
-        _tcp("tso_rtt_log"), description="net.ipv4.tcp_tso_rtt_log (5.18+); 0 = no short-RTT TSO bonus", examples=[9],
-        json_schema_extra=_sysctl("tcp_tso_rtt_log"))
+        _tcp("tso_rtt_log"),
+        description="net.ipv4.tcp_tso_rtt_log (5.18+); 0 = no short-RTT TSO bonus",
+        examples=[9],
+        json_schema_extra=_sysctl("tcp_tso_rtt_log"),
+    )
     frto: Annotated[int, core_range("tcp.frto")] = Field(
-        _tcp("frto"), description="net.ipv4.tcp_frto: F-RTO (RFC 5682) on a timeout; 0 = off (1 and 2 alike)",
-        examples=[2], json_schema_extra=_sysctl("tcp_frto"))
-    sack: bool = Field(_tcp("sack"), description="net.ipv4.tcp_sack; false = no SACK: plain duplicate ACKs, "
-                       "NewReno recovery", examples=[True], json_schema_extra=_sysctl("tcp_sack"))
+        _tcp("frto"),
+        description="net.ipv4.tcp_frto: F-RTO (RFC 5682) on a timeout; 0 = off (1 and 2 alike)",
+        examples=[2],
+        json_schema_extra=_sysctl("tcp_frto"),
+    )
+    sack: bool = Field(
+        _tcp("sack"),
+        description="net.ipv4.tcp_sack; false = no SACK: plain duplicate ACKs, NewReno recovery",
+        examples=[True],
+        json_schema_extra=_sysctl("tcp_sack"),
+    )
     tso_win_divisor: Annotated[int, core_range("tcp.tso_win_divisor")] = Field(
-        _tcp("tso_win_divisor"), description="net.ipv4.tcp_tso_win_divisor: TSO deferral ends once 1/N of the window "
-        "is free; 0 = at most three segments' room", examples=[3], json_schema_extra=_sysctl("tcp_tso_win_divisor"))
+        _tcp("tso_win_divisor"),
+        description="net.ipv4.tcp_tso_win_divisor: TSO deferral ends once 1/N of the window "
+        "is free; 0 = at most three segments' room",
+        examples=[3],
+        json_schema_extra=_sysctl("tcp_tso_win_divisor"),
+    )
     min_tso_segs: Annotated[int, core_range("tcp.min_tso_segs")] = Field(
-        _tcp("min_tso_segs"), description="net.ipv4.tcp_min_tso_segs: the smallest TSO burst of Reno and Cubic "
-        "(BBR sets its own)", examples=[2], json_schema_extra=_sysctl("tcp_min_tso_segs"))
+        _tcp("min_tso_segs"),
+        description="net.ipv4.tcp_min_tso_segs: the smallest TSO burst of Reno and Cubic (BBR sets its own)",
+        examples=[2],
+        json_schema_extra=_sysctl("tcp_min_tso_segs"),
+    )
     slow_start_after_idle: bool = Field(
-        _tcp("slow_start_after_idle"), description="net.ipv4.tcp_slow_start_after_idle: a write after more than an "
-        "RTO idle restarts from the initial window", examples=[True],
-        json_schema_extra=_sysctl("tcp_slow_start_after_idle"))
+        _tcp("slow_start_after_idle"),
+        description="net.ipv4.tcp_slow_start_after_idle: a write after more than an "
+        "RTO idle restarts from the initial window",
+        examples=[True],
+        json_schema_extra=_sysctl("tcp_slow_start_after_idle"),
+    )
     pacing_ss_ratio: Annotated[int, core_range("tcp.pacing_ss_ratio")] = Field(
-        _tcp("pacing_ss_ratio"), description="net.ipv4.tcp_pacing_ss_ratio: Reno's and Cubic's pacing rate below half "
-        "of ssthresh, in percent of cwnd/SRTT (it also sizes TSO bursts and TSQ)", examples=[200],
-        json_schema_extra=_sysctl("tcp_pacing_ss_ratio"))
+        _tcp("pacing_ss_ratio"),
+        description="net.ipv4.tcp_pacing_ss_ratio: Reno's and Cubic's pacing rate below half "
+        "of ssthresh, in percent of cwnd/SRTT (it also sizes TSO bursts and TSQ)",
+        examples=[200],
+        json_schema_extra=_sysctl("tcp_pacing_ss_ratio"),
+    )
     pacing_ca_ratio: Annotated[int, core_range("tcp.pacing_ca_ratio")] = Field(
-        _tcp("pacing_ca_ratio"), description="net.ipv4.tcp_pacing_ca_ratio: the same from there on", examples=[120],
-        json_schema_extra=_sysctl("tcp_pacing_ca_ratio"))
+        _tcp("pacing_ca_ratio"),
+        description="net.ipv4.tcp_pacing_ca_ratio: the same from there on",
+        examples=[120],
+        json_schema_extra=_sysctl("tcp_pacing_ca_ratio"),
+    )
 
     @classmethod
     def sysctl_fields(cls) -> dict[str, str]:
         """``net.ipv4`` sysctl -> the field that is it."""
-        return {extra["sysctl"]: name for name, field in cls.model_fields.items()
-                if isinstance(extra := field.json_schema_extra, dict) and "sysctl" in extra}
+        return {
+            extra["sysctl"]: name
+            for name, field in cls.model_fields.items()
+            if isinstance(extra := field.json_schema_extra, dict) and "sysctl" in extra
+        }
 
     def sysctls(self) -> dict[str, str]:
         """The fields that are ``net.ipv4`` sysctls, as a kernel takes them."""
@@ -98,8 +147,9 @@ class Tcp(_Table):
         # A jiffy must be a whole number of microseconds, the unit the RTT estimator's
         # usecs_to_jiffies divides by (crates/ccbench-sim/src/tcp/rtt.rs).
         if v <= 0 or 1_000_000 % v != 0:
-            raise ValueError("must divide 1000000, so that a jiffy is a whole number of microseconds, "
-                             "e.g. 100, 250, 1000")
+            raise ValueError(
+                "must divide 1000000, so that a jiffy is a whole number of microseconds, e.g. 100, 250, 1000"
+            )
         return v
 
 
@@ -108,40 +158,75 @@ class Flow(_Table):
 
     not_in_core = frozenset({"count"})  # the scenario expands the entry into count flows
     # The phone study's knobs and repeated downloads.
-    core_when_changed = ("pacing_stride", "fixed_cwnd", "fixed_pacing_rate_bps", "freeze_cc", "repeat", "pause_ns",
-                         "rwnd_autotune")
+    core_when_changed = (
+        "pacing_stride",
+        "fixed_cwnd",
+        "fixed_pacing_rate_bps",
+        "freeze_cc",
+        "repeat",
+        "pause_ns",
+        "rwnd_autotune",
+    )
 
     cca: str = Field(description="reno, cubic, bbr (v1), bbr2, bbr3", examples=["cubic"])
     count: Annotated[int, _int_range(1, MAX_FLOWS_PER_ENTRY)] = Field(
-        1, description="expands to N identical flows", examples=[1])
-    start_ns: Duration = Field(_flow("start_ns"), alias="start", description="before the end of the run", examples=["0s"])
-    access_delay_ns: Duration = Field(_flow("access_delay_ns"), alias="access_delay", description="extra one-way delay each way for this flow",
-                                      examples=["0ms"])
-    size_bytes: Optional[Annotated[Size, positive("20MB", " (omit size for a bulk flow)")]] = Field(None, alias="size", description="bytes to transfer; omit for a bulk flow",
-                                       examples=["20MB"])
-    pacing: Optional[bool] = Field(None, description="omit to follow the algorithm (Reno and Cubic do not pace)",
-                                   examples=[True])
-    rwnd_bytes: Size = Field(_flow("rwnd_bytes"), alias="rwnd", description="receive-window limit, at least one MSS",
-                             examples=["6MiB"])
-    params: dict[str, float] = Field(default_factory=dict, description="algorithm parameter overrides by name (numbers)",
-                                     examples=[{}])
+        1, description="expands to N identical flows", examples=[1]
+    )
+    start_ns: Duration = Field(
+        _flow("start_ns"), alias="start", description="before the end of the run", examples=["0s"]
+    )
+    access_delay_ns: Duration = Field(
+        _flow("access_delay_ns"),
+        alias="access_delay",
+        description="extra one-way delay each way for this flow",
+        examples=["0ms"],
+    )
+    size_bytes: Optional[Annotated[Size, positive("20MB", " (omit size for a bulk flow)")]] = Field(
+        None, alias="size", description="bytes to transfer; omit for a bulk flow", examples=["20MB"]
+    )
+    pacing: Optional[bool] = Field(
+        None, description="omit to follow the algorithm (Reno and Cubic do not pace)", examples=[True]
+    )
+    rwnd_bytes: Size = Field(
+        _flow("rwnd_bytes"), alias="rwnd", description="receive-window limit, at least one MSS", examples=["6MiB"]
+    )
+    params: dict[str, float] = Field(
+        default_factory=dict, description="algorithm parameter overrides by name (numbers)", examples=[{}]
+    )
     ecn: Literal["off", "classic", "low"] = Field(
-        _flow("ecn"), description="off, classic (RFC 3168) or low (low-threshold route, DCTCP-style echo)", examples=["off"])
+        _flow("ecn"),
+        description="off, classic (RFC 3168) or low (low-threshold route, DCTCP-style echo)",
+        examples=["off"],
+    )
     pacing_stride: Annotated[int, core_range("flows.pacing_stride")] = Field(
-        _flow("pacing_stride"), description="the phone study's pacing stride, 1..1000", examples=[1])
+        _flow("pacing_stride"), description="the phone study's pacing stride, 1..1000", examples=[1]
+    )
     fixed_cwnd: Optional[Annotated[int, core_range("flows.fixed_cwnd")]] = Field(
-        None, description="hold cwnd (segments); omit to let the algorithm set it", examples=[70])
+        None, description="hold cwnd (segments); omit to let the algorithm set it", examples=[70]
+    )
     fixed_pacing_rate_bps: Optional[Rate] = Field(
-        None, alias="fixed_pacing_rate", description="hold the pacing rate; omit to let the algorithm set it",
-        examples=["140Mbit"])
-    freeze_cc: bool = Field(_flow("freeze_cc"), description="skip the algorithm's per-ACK model update", examples=[False])
+        None,
+        alias="fixed_pacing_rate",
+        description="hold the pacing rate; omit to let the algorithm set it",
+        examples=["140Mbit"],
+    )
+    freeze_cc: bool = Field(
+        _flow("freeze_cc"), description="skip the algorithm's per-ACK model update", examples=[False]
+    )
     repeat: Annotated[int, core_range("flows.repeat")] = Field(
-        _flow("repeat"), description="with size: this many downloads, each on a new connection", examples=[1])
-    pause_ns: Duration = Field(_flow("pause_ns"), alias="pause", description="wait after each download completes before the next",
-                               examples=["0s"])
+        _flow("repeat"), description="with size: this many downloads, each on a new connection", examples=[1]
+    )
+    pause_ns: Duration = Field(
+        _flow("pause_ns"),
+        alias="pause",
+        description="wait after each download completes before the next",
+        examples=["0s"],
+    )
     rwnd_autotune: bool = Field(
-        _flow("rwnd_autotune"), description="true: the receive buffer starts at 128 KiB and grows (Linux DRS) up to rwnd",
-        examples=[False])
+        _flow("rwnd_autotune"),
+        description="true: the receive buffer starts at 128 KiB and grows (Linux DRS) up to rwnd",
+        examples=[False],
+    )
 
     @field_validator("cca")
     @classmethod

@@ -95,7 +95,9 @@ def read_cpu_trace(path: Union[str, os.PathLike[str]]) -> list[int]:
             continue
         parts = text.split()
         if len(parts) != 2:
-            raise ScenarioError("host.cpu_trace", f"{name}:{number}: expected '<on> <off>', e.g. '2.5ms 7.5ms', got {text!r}")
+            raise ScenarioError(
+                "host.cpu_trace", f"{name}:{number}: expected '<on> <off>', e.g. '2.5ms 7.5ms', got {text!r}"
+            )
         try:
             intervals += [parse_duration(p) for p in parts]
         except ValueError as e:
@@ -107,8 +109,7 @@ def read_cpu_trace(path: Union[str, os.PathLike[str]]) -> list[int]:
     return intervals
 
 
-COST_FIELDS = ("ack", "burst", "packet", "byte", "wakeup", "timer", "resume", "idle_exit", "idle_refill",
-               "cache_decay")
+COST_FIELDS = ("ack", "burst", "packet", "byte", "wakeup", "timer", "resume", "idle_exit", "idle_refill", "cache_decay")
 
 
 class HostCost(_Table):
@@ -117,23 +118,32 @@ class HostCost(_Table):
     ack: Optional[Duration] = Field(None, description="per ACK processed", examples=["4us"])
     burst: Optional[Duration] = Field(None, description="per skb (TSO burst) handed to the NIC", examples=["2us"])
     packet: Optional[Duration] = Field(None, description="per wire packet sent", examples=["21us"])
-    byte: Optional[ByteCost] = Field(
-        None, description="per payload byte sent", examples=["7.3ns"])
+    byte: Optional[ByteCost] = Field(None, description="per payload byte sent", examples=["7.3ns"])
     wakeup: Optional[Duration] = Field(
-        None, description="per softirq/tasklet pass (pacing, TX completion, first write)", examples=["20us"])
+        None, description="per softirq/tasklet pass (pacing, TX completion, first write)", examples=["20us"]
+    )
     timer: Optional[Duration] = Field(
-        None, description="per hrtimer expiry (pacing, retransmission timers)", examples=["60us"])
+        None, description="per hrtimer expiry (pacing, retransmission timers)", examples=["60us"]
+    )
     resume: Optional[Duration] = Field(
-        None, description="per return of the CPU to work it was taken from (in full after a long absence)",
-        examples=["0s"])
+        None,
+        description="per return of the CPU to work it was taken from (in full after a long absence)",
+        examples=["0s"],
+    )
     idle_exit: Optional[Duration] = Field(
-        None, description="per task that woke the CPU from idle (interrupt, HLT exit)", examples=["0s"])
+        None, description="per task that woke the CPU from idle (interrupt, HLT exit)", examples=["0s"]
+    )
     idle_refill: Optional[Duration] = Field(
-        None, description="per wake from idle, refilling caches gone cold (in full after a long absence)",
-        examples=["0s"])
+        None,
+        description="per wake from idle, refilling caches gone cold (in full after a long absence)",
+        examples=["0s"],
+    )
     cache_decay: Optional[Duration] = Field(
-        None, description="how fast caches go cold: an absence d costs resume or idle_refill x (1 - exp(-d/this)); "
-                          "0: in full however short", examples=["3ms"])
+        None,
+        description="how fast caches go cold: an absence d costs resume or idle_refill x (1 - exp(-d/this)); "
+        "0: in full however short",
+        examples=["3ms"],
+    )
 
 
 def _core_key(name: str) -> str:
@@ -143,29 +153,39 @@ def _core_key(name: str) -> str:
 class Host(_Table):
     """``[host]``: the CPU every sender runs on."""
 
-    cpu: str = Field("server", description="preset: server, phone-lowend, phone-midend, phone-highend",
-                     examples=["phone-lowend"])
-    cpu_share: Share = Field(
-        1.0, description="SCHED_DEADLINE runtime as a share of every cpu_slice", examples=["25%"])
-    cpu_slice_ns: Annotated[Duration, positive("10ms")] = Field(DEFAULT_SLICE_NS, alias="cpu_slice", description="the reservation's period",
-                                   examples=["10ms"])
+    cpu: str = Field(
+        "server", description="preset: server, phone-lowend, phone-midend, phone-highend", examples=["phone-lowend"]
+    )
+    cpu_share: Share = Field(1.0, description="SCHED_DEADLINE runtime as a share of every cpu_slice", examples=["25%"])
+    cpu_slice_ns: Annotated[Duration, positive("10ms")] = Field(
+        DEFAULT_SLICE_NS, alias="cpu_slice", description="the reservation's period", examples=["10ms"]
+    )
     # "runtime": deadline = runtime, as 2BRobust set it (a busy vCPU gets one window at
     # the start of each slice); "slice": deadline = period (the budget may be spent at
     # any time of the slice).
     cpu_deadline: Literal["runtime", "slice"] = Field(
-        "runtime", description="runtime (as 2BRobust): one window per slice; slice: budget spent any time",
-        examples=["runtime"])
+        "runtime",
+        description="runtime (as 2BRobust): one window per slice; slice: budget spent any time",
+        examples=["runtime"],
+    )
     cpu_tick_ns: Duration = Field(
-        DEFAULT_TICK_NS, alias="cpu_tick",
-        description="the host's scheduler tick (1 / CONFIG_HZ), when an exhausted budget is noticed", examples=["4ms"])
-    cpu_trace: Optional[str] = Field(None, description="or on/off intervals from a file (not with cpu_share)",
-                                     examples=["vcpu.txt"])
-    rx_ring: Annotated[int, _int_range(1, 1_000_000)] = Field(DEFAULT_RX_RING, description="ACKs the NIC holds while the CPU is busy; more are dropped",
-                         examples=[256])
+        DEFAULT_TICK_NS,
+        alias="cpu_tick",
+        description="the host's scheduler tick (1 / CONFIG_HZ), when an exhausted budget is noticed",
+        examples=["4ms"],
+    )
+    cpu_trace: Optional[str] = Field(
+        None, description="or on/off intervals from a file (not with cpu_share)", examples=["vcpu.txt"]
+    )
+    rx_ring: Annotated[int, _int_range(1, 1_000_000)] = Field(
+        DEFAULT_RX_RING, description="ACKs the NIC holds while the CPU is busy; more are dropped", examples=[256]
+    )
     tx_completion_ns: Duration = Field(
-        0, alias="tx_completion",
+        0,
+        alias="tx_completion",
         description="from the NIC's sending an skb to its TX completion freeing it (TSQ budget)",
-        examples=["160us"])
+        examples=["160us"],
+    )
     cost: HostCost = Field(default_factory=lambda: HostCost.model_validate({}))
 
     @field_validator("cpu")
@@ -200,9 +220,14 @@ class Host(_Table):
             cpu: Any = {"trace": {"intervals_ns": read_cpu_trace(self.cpu_trace)}}
         elif self.cpu_share < 1:
             runtime = round(self.cpu_share * self.cpu_slice_ns)
-            cpu = {"deadline": {"runtime_ns": runtime,
-                                "deadline_ns": runtime if self.cpu_deadline == "runtime" else self.cpu_slice_ns,
-                                "period_ns": self.cpu_slice_ns, "tick_ns": self.cpu_tick_ns}}
+            cpu = {
+                "deadline": {
+                    "runtime_ns": runtime,
+                    "deadline_ns": runtime if self.cpu_deadline == "runtime" else self.cpu_slice_ns,
+                    "period_ns": self.cpu_slice_ns,
+                    "tick_ns": self.cpu_tick_ns,
+                }
+            }
         else:
             cpu = "always"
         core: dict[str, Any] = {"cpu": cpu, "cost": self.costs(), "rx_ring": self.rx_ring}

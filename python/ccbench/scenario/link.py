@@ -7,14 +7,32 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import (BeforeValidator, Field, SerializationInfo, SerializerFunctionWrapHandler, field_validator,
-                      model_serializer, model_validator)
+from pydantic import (
+    BeforeValidator,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from ..errors import ScenarioError
 from ..units import Buffer, parse_size
 
-from .fields import (BufferLimit, Duration, Loss, Probability, Rate, Size, TraceFile, _int_range, _Table, core_default,
-                     positive)
+from .fields import (
+    BufferLimit,
+    Duration,
+    Loss,
+    Probability,
+    Rate,
+    Size,
+    TraceFile,
+    _int_range,
+    _Table,
+    core_default,
+    positive,
+)
 
 
 class RateStep(_Table):
@@ -64,14 +82,35 @@ AQMS = ("droptail", "codel", "fq_codel")
 # are psched_mtu of an Ethernet device (1500 + 14).
 AQM_DEFAULTS: dict[str, dict[str, Any]] = {
     "codel": {"target": "5ms", "interval": "100ms", "limit": 1000, "ecn": False, "mtu": 1514},
-    "fq_codel": {"target": "5ms", "interval": "100ms", "limit": 10240, "ecn": True, "mtu": 1514,
-                 "quantum": 1514, "flows": 1024, "memory_limit": "32MiB", "drop_batch": 64},
+    "fq_codel": {
+        "target": "5ms",
+        "interval": "100ms",
+        "limit": 10240,
+        "ecn": True,
+        "mtu": 1514,
+        "quantum": 1514,
+        "flows": 1024,
+        "memory_limit": "32MiB",
+        "drop_batch": 64,
+    },
 }
 
 
-_AQM_KEYS = {"codel": ("target", "interval", "limit", "ecn", "ce_threshold", "mtu"),
-             "fq_codel": ("target", "interval", "limit", "ecn", "ce_threshold", "mtu", "quantum", "flows",
-                          "memory_limit", "drop_batch")}
+_AQM_KEYS = {
+    "codel": ("target", "interval", "limit", "ecn", "ce_threshold", "mtu"),
+    "fq_codel": (
+        "target",
+        "interval",
+        "limit",
+        "ecn",
+        "ce_threshold",
+        "mtu",
+        "quantum",
+        "flows",
+        "memory_limit",
+        "drop_batch",
+    ),
+}
 
 
 # A packet size the kernel's tools print as a plain number of bytes.
@@ -106,21 +145,36 @@ class AqmParams(_Table):
 
 class Link(_Table):
     # Fields in the order of the TOML form.
-    rate_bps: Optional[Rate] = Field(None, alias="rate", description="the bottleneck's rate (or trace: see "
-                                     "[Cellular links](cellular.md))", examples=["100Mbit"])
+    rate_bps: Optional[Rate] = Field(
+        None,
+        alias="rate",
+        description="the bottleneck's rate (or trace: see [Cellular links](cellular.md))",
+        examples=["100Mbit"],
+    )
     trace: Optional[TraceFile] = None
-    rtt_ns: Annotated[Duration, positive("40ms")] = Field(alias="rtt", description="base RTT of the bottleneck path (half each way)",
-                             examples=["40ms"])
+    rtt_ns: Annotated[Duration, positive("40ms")] = Field(
+        alias="rtt", description="base RTT of the bottleneck path (half each way)", examples=["40ms"]
+    )
     buffer: BufferLimit = Field(Buffer("bdp", 1.0), description="drop-tail limit", examples=["1bdp"])
     aqm: Literal["droptail", "codel", "fq_codel"] = Field(
-        "droptail", description="droptail, codel or fq_codel; see [Cellular links](cellular.md)", examples=["droptail"])
+        "droptail", description="droptail, codel or fq_codel; see [Cellular links](cellular.md)", examples=["droptail"]
+    )
     aqm_params: Optional[AqmParams] = None
-    loss: Loss = Field(core_default("link", "loss"), description="random loss of data packets arriving at the bottleneck", examples=["0.5%"])
+    loss: Loss = Field(
+        core_default("link", "loss"),
+        description="random loss of data packets arriving at the bottleneck",
+        examples=["0.5%"],
+    )
     loss_model: Optional[GilbertElliott] = None
-    nic_rate_bps: Rate = Field(core_default("link", "nic_rate_bps"), alias="nic_rate", description="each sender's NIC (access link) rate",
-                               examples=["10Gbit"])
+    nic_rate_bps: Rate = Field(
+        core_default("link", "nic_rate_bps"),
+        alias="nic_rate",
+        description="each sender's NIC (access link) rate",
+        examples=["10Gbit"],
+    )
     ecn_threshold: Optional[BufferLimit] = Field(
-        None, description="mark ECN-capable packets CE above this backlog; omit for none", examples=["20pkt"])
+        None, description="mark ECN-capable packets CE above this backlog; omit for none", examples=["20pkt"]
+    )
     ack_trace: Optional[TraceFile] = None
     rate_schedule: list[RateStep] = Field(default_factory=list)
     rtt_schedule: list[RttStep] = Field(default_factory=list)
@@ -143,20 +197,24 @@ class Link(_Table):
         params = data.get("aqm_params")
         if aqm == "droptail":
             if params is not None:
-                raise ScenarioError("link.aqm_params", "only with aqm = 'codel' or 'fq_codel' (drop-tail's "
-                                    "limit is link.buffer)")
+                raise ScenarioError(
+                    "link.aqm_params", "only with aqm = 'codel' or 'fq_codel' (drop-tail's limit is link.buffer)"
+                )
             return data
         if "buffer" in data:
-            raise ScenarioError("link.buffer", f"is drop-tail's limit; with aqm = '{aqm}' the queue is limited "
-                                "by aqm_params.limit (packets) instead")
+            raise ScenarioError(
+                "link.buffer",
+                f"is drop-tail's limit; with aqm = '{aqm}' the queue is limited by aqm_params.limit (packets) instead",
+            )
         if params is None:
             params = {}
         if not isinstance(params, dict):
             raise ScenarioError("link.aqm_params", "must be a table")
         for key in params:
             if key not in _AQM_KEYS[aqm]:
-                raise ScenarioError(f"link.aqm_params.{key}", f"not a parameter of {aqm}; allowed keys: "
-                                    f"{', '.join(_AQM_KEYS[aqm])}")
+                raise ScenarioError(
+                    f"link.aqm_params.{key}", f"not a parameter of {aqm}; allowed keys: {', '.join(_AQM_KEYS[aqm])}"
+                )
         data["aqm_params"] = {**AQM_DEFAULTS[aqm], **params}
         return data
 
@@ -203,5 +261,3 @@ class Link(_Table):
         if self.aqm != "droptail" and self.aqm_params is not None:
             core["aqm"] = self.aqm_params.to_core(self.aqm)
         return core
-
-

@@ -17,8 +17,10 @@ from pydantic import BaseModel
 
 from .host import Host, HostCost
 
-BEGIN = ("<!-- Generated from the field descriptions in python/ccbench/scenario/ by "
-         "`python -m ccbench.scenario.reference --write docs/scenarios.md`; do not edit. -->")
+BEGIN = (
+    "<!-- Generated from the field descriptions in python/ccbench/scenario/ by "
+    "`python -m ccbench.scenario.reference --write docs/scenarios.md`; do not edit. -->"
+)
 END = "<!-- End of the generated scenario. -->"
 COMMENT_COLUMN = 25
 
@@ -83,9 +85,20 @@ def render() -> str:
                 out.append("")
             out.append(_line(header, comment))
         out.extend(_table(model, defaults))
-    out += ["```", "", "The optional `[capture]` table writes packet captures (see "
-            "[Packet captures](captures.md#packet-captures)); it does not", "change the experiment and is not part "
-            "of `scenario_hash`:", "", "```toml", "[capture]", *_table(Capture, None), "```", "", END]
+    out += [
+        "```",
+        "",
+        "The optional `[capture]` table writes packet captures (see "
+        "[Packet captures](captures.md#packet-captures)); it does not",
+        "change the experiment and is not part of `scenario_hash`:",
+        "",
+        "```toml",
+        "[capture]",
+        *_table(Capture, None),
+        "```",
+        "",
+        END,
+    ]
     return "\n".join(out) + "\n"
 
 

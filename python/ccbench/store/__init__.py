@@ -13,5 +13,14 @@ from .records import RunRecord, point_key, run_id_for
 from .store import DEFAULT_STORE, Membership, Store, open_store
 from .version import code_version
 
-__all__ = ["DEFAULT_STORE", "Membership", "RunRecord", "Store", "StoreError", "code_version", "open_store",
-           "point_key", "run_id_for"]
+__all__ = [
+    "DEFAULT_STORE",
+    "Membership",
+    "RunRecord",
+    "Store",
+    "StoreError",
+    "code_version",
+    "open_store",
+    "point_key",
+    "run_id_for",
+]

@@ -61,8 +61,9 @@ def _is_lock_error(e: Exception) -> bool:
 
 
 @contextlib.contextmanager
-def connect(path: Path, *, read_only: bool = False,
-            timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[duckdb.DuckDBPyConnection]:
+def connect(
+    path: Path, *, read_only: bool = False, timeout_s: float = LOCK_TIMEOUT_S
+) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection to the database at ``path``, waiting while another process holds it."""
     deadline = time.monotonic() + timeout_s
     delay = 0.02
@@ -74,8 +75,10 @@ def connect(path: Path, *, read_only: bool = False,
             if not _is_lock_error(e):
                 raise StoreError(str(path.parent), f"cannot open {path.name}: {e}") from None
             if time.monotonic() >= deadline:
-                raise StoreError(str(path.parent), f"is in use by another process (waited {timeout_s:g} s); "
-                                 "try again when it has finished") from None
+                raise StoreError(
+                    str(path.parent),
+                    f"is in use by another process (waited {timeout_s:g} s); try again when it has finished",
+                ) from None
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
         except duckdb.Error as e:

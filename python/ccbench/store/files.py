@@ -21,8 +21,13 @@ def parquet_bytes(frame: pd.DataFrame) -> bytes:
     return buf.getvalue()
 
 
-def run_files(summary: Mapping[str, Any], scenario: "Scenario", flows: pd.DataFrame,
-              link: pd.DataFrame, states: Optional[pd.DataFrame] = None) -> dict[str, bytes]:
+def run_files(
+    summary: Mapping[str, Any],
+    scenario: "Scenario",
+    flows: pd.DataFrame,
+    link: pd.DataFrame,
+    states: Optional[pd.DataFrame] = None,
+) -> dict[str, bytes]:
     """What ``Result.save`` writes, so that ``ccbench plot`` reads a stored run too."""
     files = {
         "summary.json": summary_bytes(summary),

@@ -15,8 +15,9 @@ from .records import RunRecord
 # How to compare a scenario value with a --where value, by the value's name.
 _PARSERS: dict[str, Callable[[Any], Any]] = {
     **dict.fromkeys(("rate", "nic_rate"), parse_rate),
-    **dict.fromkeys(("duration", "interval", "rtt", "start", "access_delay", "rto_min", "rto_init", "delack_min"),
-                    parse_duration),
+    **dict.fromkeys(
+        ("duration", "interval", "rtt", "start", "access_delay", "rto_min", "rto_init", "delack_min"), parse_duration
+    ),
     **dict.fromkeys(("size", "rwnd", "tsq_limit"), parse_size),
     **dict.fromkeys(("buffer", "ecn_threshold"), parse_buffer),
     "loss": parse_loss,
@@ -24,8 +25,18 @@ _PARSERS: dict[str, Callable[[Any], Any]] = {
 
 # Scenario values every exported row carries, whether swept or not.
 SCENARIO_COLUMNS = ("link.rate", "link.rtt", "link.buffer", "link.loss", "duration")
-FLOW_METRICS = ("goodput_bps", "throughput_bps", "retransmits", "lost", "dropped", "rto_count",
-                "self_inflicted_delay_ms", "completion_s", "final_cwnd", "rwnd_limited_ms")
+FLOW_METRICS = (
+    "goodput_bps",
+    "throughput_bps",
+    "retransmits",
+    "lost",
+    "dropped",
+    "rto_count",
+    "self_inflicted_delay_ms",
+    "completion_s",
+    "final_cwnd",
+    "rwnd_limited_ms",
+)
 LINK_METRICS = ("utilization", "drops", "ecn_marks")
 
 
@@ -78,14 +89,22 @@ def _equal(key: str, actual: Any, wanted: str) -> bool:
     return str(actual).lower() == wanted.lower()
 
 
-def select(records: Sequence[RunRecord], *, where: Sequence[Where] = (), cca: Optional[str] = None,
-           engine: Optional[str] = None) -> list[RunRecord]:
+def select(
+    records: Sequence[RunRecord],
+    *,
+    where: Sequence[Where] = (),
+    cca: Optional[str] = None,
+    engine: Optional[str] = None,
+) -> list[RunRecord]:
     """The records that meet every condition; ``cca``: some flow runs that algorithm."""
     if records:
         for w in where:
             if not any(lookup(r.scenario, w.key)[0] for r in records):
-                raise ScenarioError("--where", f"no run has a value {w.key!r}; use dotted keys of the scenario such "
-                                    "as link.rate, link.buffer, flows[0].cca, seed")
+                raise ScenarioError(
+                    "--where",
+                    f"no run has a value {w.key!r}; use dotted keys of the scenario such "
+                    "as link.rate, link.buffer, flows[0].cca, seed",
+                )
     out = []
     for r in records:
         if engine is not None and r.engine != engine:
@@ -112,8 +131,14 @@ def flow_rows(records: Sequence[RunRecord]) -> pd.DataFrame:
     fixed = [k for k in SCENARIO_COLUMNS if k not in swept]
     rows = []
     for r in records:
-        base: dict[str, Any] = {"run_id": r.run_id, "sweep": r.sweep, "repetition": r.repetition, "seed": r.seed,
-                                "engine": r.engine, "code_version": r.code_version}
+        base: dict[str, Any] = {
+            "run_id": r.run_id,
+            "sweep": r.sweep,
+            "repetition": r.repetition,
+            "seed": r.seed,
+            "engine": r.engine,
+            "code_version": r.code_version,
+        }
         base.update({k: r.point.get(k) for k in swept})
         base.update({k: lookup(r.scenario, k)[1] for k in fixed})
         link = r.summary.get("link", {})
@@ -125,8 +150,12 @@ def flow_rows(records: Sequence[RunRecord]) -> pd.DataFrame:
             row.update(rtt_mean_ms=rtt.get("mean"), rtt_p95_ms=rtt.get("p95"))
             row.update({f"link_{m}": link.get(m) for m in LINK_METRICS})
             queue = link.get("queue_delay_ms") or {}
-            row.update(link_queue_delay_mean_ms=queue.get("mean"), link_queue_delay_p95_ms=queue.get("p95"),
-                       jain_index=r.summary.get("jain_index"), duration_s=r.summary.get("duration_s"),
-                       series_dir=r.series_dir)
+            row.update(
+                link_queue_delay_mean_ms=queue.get("mean"),
+                link_queue_delay_p95_ms=queue.get("p95"),
+                jain_index=r.summary.get("jain_index"),
+                duration_s=r.summary.get("duration_s"),
+                series_dir=r.series_dir,
+            )
             rows.append(row)
     return pd.DataFrame(rows)

@@ -37,19 +37,36 @@ RUNS_DIR = "runs"
 SWEEP_LOCK = ".sweep.lock"
 TMP_PREFIX = ".tmp-"
 
-_COLUMNS = ("run_id, scenario_hash, seed, engine, code_version, sweep, point, repetition, scenario, summary, "
-            "series_dir")
+_COLUMNS = "run_id, scenario_hash, seed, engine, code_version, sweep, point, repetition, scenario, summary, series_dir"
 # The same columns for a sweep's view: its own point and repetition for each run.
-_SWEEP_COLUMNS = ("r.run_id, r.scenario_hash, r.seed, r.engine, r.code_version, m.sweep, m.point, m.repetition, "
-                  "r.scenario, r.summary, r.series_dir")
+_SWEEP_COLUMNS = (
+    "r.run_id, r.scenario_hash, r.seed, r.engine, r.code_version, m.sweep, m.point, m.repetition, "
+    "r.scenario, r.summary, r.series_dir"
+)
 
 
-_RUN_FIELDS = [("run_id", pa.string()), ("scenario_hash", pa.string()), ("seed", pa.uint64()),
-               ("engine", pa.string()), ("code_version", pa.string()), ("sweep", pa.string()),
-               ("point", pa.string()), ("repetition", pa.int32()), ("scenario", pa.string()),
-               ("summary", pa.string()), ("series_dir", pa.string()), ("created_at", pa.timestamp("us"))]
-_MEMBER_FIELDS = [("sweep", pa.string()), ("point_key", pa.string()), ("repetition", pa.int32()),
-                  ("run_id", pa.string()), ("point", pa.string()), ("ordinal", pa.int64())]
+_RUN_FIELDS = [
+    ("run_id", pa.string()),
+    ("scenario_hash", pa.string()),
+    ("seed", pa.uint64()),
+    ("engine", pa.string()),
+    ("code_version", pa.string()),
+    ("sweep", pa.string()),
+    ("point", pa.string()),
+    ("repetition", pa.int32()),
+    ("scenario", pa.string()),
+    ("summary", pa.string()),
+    ("series_dir", pa.string()),
+    ("created_at", pa.timestamp("us")),
+]
+_MEMBER_FIELDS = [
+    ("sweep", pa.string()),
+    ("point_key", pa.string()),
+    ("repetition", pa.int32()),
+    ("run_id", pa.string()),
+    ("point", pa.string()),
+    ("ordinal", pa.int64()),
+]
 
 
 def _table(fields: list[tuple[str, Any]], rows: list[list[Any]]) -> pa.Table:
@@ -151,13 +168,17 @@ class Store:
         args: list[Any] = [] if code_version is None else [code_version]
         if sweep is None:
             # Grouped by the producing sweep, in its plan's order.
-            sql = (f"SELECT {_COLUMNS} FROM runs r LEFT JOIN (SELECT run_id AS m_run, sweep AS m_sweep, "
-                   "min(ordinal) AS ordinal FROM sweep_runs GROUP BY run_id, sweep) m "
-                   f"ON m.m_run = r.run_id AND m.m_sweep = r.sweep WHERE TRUE{version_filter} "
-                   "ORDER BY r.sweep NULLS FIRST, m.ordinal, r.repetition, r.created_at, r.run_id")
+            sql = (
+                f"SELECT {_COLUMNS} FROM runs r LEFT JOIN (SELECT run_id AS m_run, sweep AS m_sweep, "
+                "min(ordinal) AS ordinal FROM sweep_runs GROUP BY run_id, sweep) m "
+                f"ON m.m_run = r.run_id AND m.m_sweep = r.sweep WHERE TRUE{version_filter} "
+                "ORDER BY r.sweep NULLS FIRST, m.ordinal, r.repetition, r.created_at, r.run_id"
+            )
         else:
-            sql = (f"SELECT {_SWEEP_COLUMNS} FROM sweep_runs m JOIN runs r ON r.run_id = m.run_id "
-                   f"WHERE m.sweep = ?{version_filter} ORDER BY m.ordinal, m.point_key, m.repetition, r.run_id")
+            sql = (
+                f"SELECT {_SWEEP_COLUMNS} FROM sweep_runs m JOIN runs r ON r.run_id = m.run_id "
+                f"WHERE m.sweep = ?{version_filter} ORDER BY m.ordinal, m.point_key, m.repetition, r.run_id"
+            )
             args.insert(0, sweep)
         with self._read() as con:
             rows = [] if con is None else con.execute(sql, args).fetchall()
@@ -193,11 +214,19 @@ class Store:
             return {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()} & wanted
 
     def _record(self, row: Sequence[Any]) -> RunRecord:
-        (run_id, scenario_hash, seed, engine, code_version, sweep, point, repetition, scenario, summary,
-         series_dir) = row
+        (run_id, scenario_hash, seed, engine, code_version, sweep, point, repetition, scenario, summary, series_dir) = (
+            row
+        )
         return RunRecord(
-            run_id=run_id, scenario_hash=scenario_hash, seed=int(seed), engine=engine, code_version=code_version,
-            sweep=sweep, point=json.loads(point), repetition=int(repetition), scenario=json.loads(scenario),
+            run_id=run_id,
+            scenario_hash=scenario_hash,
+            seed=int(seed),
+            engine=engine,
+            code_version=code_version,
+            sweep=sweep,
+            point=json.loads(point),
+            repetition=int(repetition),
+            scenario=json.loads(scenario),
             summary=json.loads(summary),
             series_dir=None if series_dir is None else str(self.root / series_dir),
         )
@@ -211,12 +240,14 @@ class Store:
         if record.run_id != record.expected_run_id():
             raise ValueError(f"run_id {record.run_id!r} does not match its key; expected {record.expected_run_id()!r}")
         if result is not None:
-            record = dataclasses.replace(record, series_dir=self.write_run_files(record.run_id,
-                                                                                 result_files(result)))
+            record = dataclasses.replace(record, series_dir=self.write_run_files(record.run_id, result_files(result)))
         memberships = []
         if record.sweep is not None:
-            memberships.append(Membership(record.sweep, record.point, record.repetition, record.run_id,
-                                          self._next_ordinal(record.sweep)))
+            memberships.append(
+                Membership(
+                    record.sweep, record.point, record.repetition, record.run_id, self._next_ordinal(record.sweep)
+                )
+            )
         self.commit([record], memberships)
 
     def _next_ordinal(self, sweep: str) -> int:
@@ -247,13 +278,27 @@ class Store:
         if not records and not memberships:
             return
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-        run_rows = [[r.run_id, r.scenario_hash, r.seed, r.engine, r.code_version, r.sweep,
-                     _dumps(r.point, sort_keys=False), r.repetition, _dumps(r.scenario), _dumps(r.summary),
-                     self._relative(r.series_dir), now]
-                    for r in records]
-        member_rows = [[m.sweep, point_key(m.point), m.repetition, m.run_id, _dumps(m.point, sort_keys=False),
-                        m.ordinal]
-                       for m in memberships]
+        run_rows = [
+            [
+                r.run_id,
+                r.scenario_hash,
+                r.seed,
+                r.engine,
+                r.code_version,
+                r.sweep,
+                _dumps(r.point, sort_keys=False),
+                r.repetition,
+                _dumps(r.scenario),
+                _dumps(r.summary),
+                self._relative(r.series_dir),
+                now,
+            ]
+            for r in records
+        ]
+        member_rows = [
+            [m.sweep, point_key(m.point), m.repetition, m.run_id, _dumps(m.point, sort_keys=False), m.ordinal]
+            for m in memberships
+        ]
         with _sigint_deferred(), self._write() as con:
             con.execute("BEGIN TRANSACTION")
             try:
@@ -305,8 +350,10 @@ class Store:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-                raise StoreError(str(self.root), f"a sweep (pid {holder}) is running on this store; wait for it "
-                                 "to finish or use another --store") from None
+                raise StoreError(
+                    str(self.root),
+                    f"a sweep (pid {holder}) is running on this store; wait for it to finish or use another --store",
+                ) from None
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             yield

@@ -18,12 +18,31 @@ if TYPE_CHECKING:
 # Imported on first use, so that the command line (which registers the sweep commands)
 # does not load DuckDB and Dask for every command.
 _EXPORTS = {
-    "Failure": "runner", "SweepFailed": "runner", "SweepReport": "runner", "execute": "runner",
-    "run_sweep": "runner", "Axis": "plan", "Plan": "plan", "Point": "plan", "derive_seed": "plan",
-    "load_plan": "plan", "plan_from_dict": "plan",
+    "Failure": "runner",
+    "SweepFailed": "runner",
+    "SweepReport": "runner",
+    "execute": "runner",
+    "run_sweep": "runner",
+    "Axis": "plan",
+    "Plan": "plan",
+    "Point": "plan",
+    "derive_seed": "plan",
+    "load_plan": "plan",
+    "plan_from_dict": "plan",
 }
-__all__ = ["Axis", "Failure", "Plan", "Point", "SweepFailed", "SweepReport", "derive_seed", "execute", "load_plan",
-           "plan_from_dict", "run_sweep"]
+__all__ = [
+    "Axis",
+    "Failure",
+    "Plan",
+    "Point",
+    "SweepFailed",
+    "SweepReport",
+    "derive_seed",
+    "execute",
+    "load_plan",
+    "plan_from_dict",
+    "run_sweep",
+]
 assert __all__ == sorted(_EXPORTS)
 
 

@@ -68,8 +68,9 @@ class LocalProcesses(InProcess):
 
     def _start(self) -> ProcessPoolExecutor:
         # spawn, not fork: the coordinator may hold DuckDB and progress-bar threads.
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=init_local_worker)
+        self._pool = ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=init_local_worker
+        )
         return self._pool
 
     def run(self, tasks: list[Task]) -> Iterator[Finished]:
@@ -138,8 +139,9 @@ class DaskCluster:
         try:
             from distributed import Client
         except ImportError:  # pragma: no cover - a dependency
-            raise ScenarioError("--cluster", "needs the 'distributed' package: pip install 'dask[distributed]'") \
-                from None
+            raise ScenarioError(
+                "--cluster", "needs the 'distributed' package: pip install 'dask[distributed]'"
+            ) from None
         self.address = address
         _probe(address)
         try:
@@ -150,8 +152,11 @@ class DaskCluster:
             self.client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
         except (OSError, TimeoutError):
             self.client.close()
-            raise ScenarioError("--cluster", f"no Dask worker joined the scheduler at {address} within "
-                                f"{WORKERS_TIMEOUT_S} s; start some with 'dask worker {address}'") from None
+            raise ScenarioError(
+                "--cluster",
+                f"no Dask worker joined the scheduler at {address} within "
+                f"{WORKERS_TIMEOUT_S} s; start some with 'dask worker {address}'",
+            ) from None
 
     def code_version(self, engine: str) -> str:
         """The code version every worker runs; they must agree, or a resumed sweep could
@@ -163,8 +168,10 @@ class DaskCluster:
         distinct = sorted(set(versions.values()))
         if len(distinct) != 1:
             listing = "; ".join(f"{w}: {v}" for w, v in sorted(versions.items()))
-            raise ScenarioError("--cluster", f"the workers run different ccbench builds ({listing}); install the "
-                                "same build on every worker")
+            raise ScenarioError(
+                "--cluster",
+                f"the workers run different ccbench builds ({listing}); install the same build on every worker",
+            )
         return distinct[0]
 
     def check(self, engine: str, scenarios: list[Scenario]) -> list[Scenario]:
@@ -177,8 +184,9 @@ class DaskCluster:
 
         futures = {}
         for task in tasks:
-            futures[self.client.submit(run_task, task, pure=False, key=f"ccbench-run-{task.run_id}-{os.getpid()}")] \
-                = task
+            futures[self.client.submit(run_task, task, pure=False, key=f"ccbench-run-{task.run_id}-{os.getpid()}")] = (
+                task
+            )
         try:
             for future in as_completed(list(futures), loop=self.client.loop):
                 task = futures.pop(future)

@@ -48,8 +48,18 @@ def parse(field: str, key: str) -> Path:
 
 def is_table(path: Path) -> bool:
     """Whether the scenario schema puts a table (not a value) at ``path``."""
-    shapes = {(), ("link",), ("tcp",), ("host",), ("host", "cost"), ("link", "aqm_params"), ("link", "loss_model"),
-              ("capture",), ("flows", int), ("flows", int, "params")}
+    shapes = {
+        (),
+        ("link",),
+        ("tcp",),
+        ("host",),
+        ("host", "cost"),
+        ("link", "aqm_params"),
+        ("link", "loss_model"),
+        ("capture",),
+        ("flows", int),
+        ("flows", int, "params"),
+    }
     return tuple(int if isinstance(p, int) else p for p in path) in shapes
 
 
@@ -64,16 +74,18 @@ def check_value_path(field: str, path: Path, flow_entries: int) -> None:
             raise ScenarioError(field, "name a value of a flow entry, e.g. flows[0].cca")
         if path[1] >= flow_entries:
             have = {0: "no [[flows]] entry", 1: "1 [[flows]] entry (flows[0])"}.get(
-                flow_entries, f"{flow_entries} [[flows]] entries (flows[0] to flows[{flow_entries - 1}])")
+                flow_entries, f"{flow_entries} [[flows]] entries (flows[0] to flows[{flow_entries - 1}])"
+            )
             raise ScenarioError(field, f"the plan has {have}")
         deepest = 4 if path[2] == "params" else 3
     elif head in ("link", "tcp"):
         deepest = 2
     else:
         deepest = 1
-    if len(path) != deepest or any(isinstance(p, int) for p in path[2 if head == "flows" else 0:]):
-        raise ScenarioError(field, "is not a scenario value; e.g. link.rate, tcp.mss, flows[0].cca, "
-                            "flows[0].params.beta")
+    if len(path) != deepest or any(isinstance(p, int) for p in path[2 if head == "flows" else 0 :]):
+        raise ScenarioError(
+            field, "is not a scenario value; e.g. link.rate, tcp.mss, flows[0].cca, flows[0].params.beta"
+        )
 
 
 def get(doc: Any, path: Path) -> Any:
@@ -102,6 +114,6 @@ def put(doc: dict[str, Any], path: Path, value: Any) -> None:
         if child is None:
             child = node[part] = {}
         if not isinstance(child, (dict, list)):
-            raise ScenarioError(dotted(path[:i + 1]), "must be a table")
+            raise ScenarioError(dotted(path[: i + 1]), "must be a table")
         node = child
     node[path[-1]] = value

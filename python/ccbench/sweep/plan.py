@@ -65,7 +65,7 @@ class Plan:
 
     name: str
     repetitions: int
-    base: dict[str, Any]              # the scenario document with the swept places left as written
+    base: dict[str, Any]  # the scenario document with the swept places left as written
     axes: list[Axis]
     engine: str = engines.DEFAULT
     source: str = "plan"
@@ -115,8 +115,7 @@ class Plan:
                 context = f" (point {index + 1} of {total}: {where})" if where else ""
                 raise ScenarioError(e.field, e.message + context) from None
             for rep in range(self.repetitions):
-                seeded = scenario if rep == 0 else scenario.model_copy(
-                    update={"seed": derive_seed(scenario.seed, rep)})
+                seeded = scenario if rep == 0 else scenario.model_copy(update={"seed": derive_seed(scenario.seed, rep)})
                 yield Point(scenario=seeded, values=dict(values), repetition=rep, index=index)
 
 
@@ -139,8 +138,14 @@ def load_plan(path: Union[str, os.PathLike[str]], *, engine: str = engines.DEFAU
     return plan_from_dict(doc, name=name, default_name=Path(path).stem, engine=engine, source=os.fspath(path))
 
 
-def plan_from_dict(doc: Mapping[str, Any], *, name: Optional[str] = None, default_name: str = "sweep",
-                   engine: str = engines.DEFAULT, source: str = "plan") -> Plan:
+def plan_from_dict(
+    doc: Mapping[str, Any],
+    *,
+    name: Optional[str] = None,
+    default_name: str = "sweep",
+    engine: str = engines.DEFAULT,
+    source: str = "plan",
+) -> Plan:
     """A plan from a TOML-shaped mapping (a scenario with lists, ranges and ``[sweep]``)."""
     _loader(engine)
     base = copy.deepcopy(dict(doc))
@@ -150,11 +155,15 @@ def plan_from_dict(doc: Mapping[str, Any], *, name: Optional[str] = None, defaul
     unknown = [k for k in options if k not in SWEEP_KEYS]
     if unknown:
         key = unknown[0]
-        hint = (f" ({key} is a scenario key: in TOML it belongs to the table above it, so write it before "
-                "[sweep])") if key in _SCENARIO_KEYS else ""
+        hint = (
+            (f" ({key} is a scenario key: in TOML it belongs to the table above it, so write it before [sweep])")
+            if key in _SCENARIO_KEYS
+            else ""
+        )
         raise ScenarioError(f"sweep.{key}", f"unknown key; allowed keys: {', '.join(SWEEP_KEYS)}{hint}")
-    plan_name = _name(name if name is not None else options.get("name", default_name),
-                      "--name" if name is not None else "sweep.name")
+    plan_name = _name(
+        name if name is not None else options.get("name", default_name), "--name" if name is not None else "sweep.name"
+    )
     repetitions = _repetitions(options.get("repetitions", 1))
 
     swept: dict[str, list[Any]] = {}
@@ -163,8 +172,10 @@ def plan_from_dict(doc: Mapping[str, Any], *, name: Optional[str] = None, defaul
     axes = _axes(swept, options.get("zip", []))
     plan = Plan(name=plan_name, repetitions=repetitions, base=base, axes=axes, engine=engine, source=source)
     if plan.run_count > MAX_RUNS:
-        raise ScenarioError("sweep", f"{plan.point_count} points x {repetitions} repetitions = {plan.run_count} "
-                            f"runs; at most {MAX_RUNS}")
+        raise ScenarioError(
+            "sweep",
+            f"{plan.point_count} points x {repetitions} repetitions = {plan.run_count} runs; at most {MAX_RUNS}",
+        )
     plan.points()  # validate every point now, before anything runs
     return plan
 
@@ -196,8 +207,10 @@ def _find_swept(node: Any, path: paths.Path, swept: dict[str, list[Any]]) -> Non
             continue
         if paths.is_table(here):
             if isinstance(value, list):
-                raise ScenarioError(dotted(here), f"a table cannot be swept as a whole; sweep the values inside it, "
-                                    f"e.g. {_example(here)}")
+                raise ScenarioError(
+                    dotted(here),
+                    f"a table cannot be swept as a whole; sweep the values inside it, e.g. {_example(here)}",
+                )
             _find_swept(value, here, swept)
             continue
         values = _swept_values(dotted(here), value)
@@ -207,8 +220,11 @@ def _find_swept(node: Any, path: paths.Path, swept: dict[str, list[Any]]) -> Non
 
 def _check_flows(value: Any) -> None:
     if isinstance(value, list) and value and not all(isinstance(e, dict) for e in value):
-        raise ScenarioError("flows", 'must be an array of tables ([[flows]]); to sweep algorithms write '
-                            'cca = ["bbr", "cubic"] inside a [[flows]] entry')
+        raise ScenarioError(
+            "flows",
+            "must be an array of tables ([[flows]]); to sweep algorithms write "
+            'cca = ["bbr", "cubic"] inside a [[flows]] entry',
+        )
 
 
 def _example(path: paths.Path) -> str:
@@ -216,7 +232,7 @@ def _example(path: paths.Path) -> str:
         return f"{dotted(path)}.beta = [0.3, 0.5]"
     if path == ("tcp",):
         return "tcp.mss = [1448, 8948]"
-    return "link.rate = [\"10Mbit\", \"50Mbit\"]"
+    return 'link.rate = ["10Mbit", "50Mbit"]'
 
 
 def _swept_values(fieldname: str, value: Any) -> Optional[list[Any]]:
@@ -226,8 +242,9 @@ def _swept_values(fieldname: str, value: Any) -> Optional[list[Any]]:
             raise ScenarioError(fieldname, "an empty list sweeps nothing; give at least one value")
         for v in value:
             if isinstance(v, (list, dict)):
-                raise ScenarioError(fieldname, "a swept list holds plain values (strings, numbers, booleans), "
-                                    "not arrays or tables")
+                raise ScenarioError(
+                    fieldname, "a swept list holds plain values (strings, numbers, booleans), not arrays or tables"
+                )
         seen: list[Any] = []
         for v in value:
             if any(type(v) is type(s) and v == s for s in seen):
@@ -275,8 +292,9 @@ def _axes(swept: dict[str, list[Any]], zip_groups: Any) -> list[Axis]:
         for key in group:
             name = dotted(paths.parse("sweep.zip", key))
             if name not in swept:
-                raise ScenarioError("sweep.zip", f"{key!r} is not swept; zip names keys whose values are lists "
-                                    "or ranges")
+                raise ScenarioError(
+                    "sweep.zip", f"{key!r} is not swept; zip names keys whose values are lists or ranges"
+                )
             if name in group_of:
                 raise ScenarioError("sweep.zip", f"{key!r} is named twice; a key belongs to one zip group")
             group_of[name] = g

@@ -17,8 +17,14 @@ class SweepProgress:
         self._task: Any = None
         if enabled and total > 0:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                       TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self._progress = Progress(
                 TextColumn("[bold]{task.description}"),
@@ -48,7 +54,8 @@ class SweepProgress:
 
         return escape(f"sweep {self.name}" + (f" ({self.failed} failed)" if self.failed else ""))
 
-    def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
+    def __exit__(
+        self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
         if self._progress is not None:
             self._progress.stop()

@@ -60,16 +60,20 @@ def expand_range(field: str, spec: Mapping[str, Any]) -> list[Value]:
         raise ScenarioError(field, f"a range needs from and to, e.g. {EXAMPLE}")
     shapes = [k for k in SHAPE_KEYS if k in spec]
     if len(shapes) != 1:
-        raise ScenarioError(field, "a range needs exactly one of step, count or factor"
-                            + (f"; got {' and '.join(shapes)}" if shapes else f", e.g. {EXAMPLE}"))
+        raise ScenarioError(
+            field,
+            "a range needs exactly one of step, count or factor"
+            + (f"; got {' and '.join(shapes)}" if shapes else f", e.g. {EXAMPLE}"),
+        )
     shape = shapes[0]
     lo, hi = _number(field, "from", spec["from"]), _number(field, "to", spec["to"])
     unit = spec.get("unit")
     if unit is not None and not isinstance(unit, str):
         raise ScenarioError(field, f'range unit must be a string such as "Mbit", got {unit!r}')
     if "scale" in spec and shape != "count":
-        raise ScenarioError(field, "range scale goes with count, e.g. { from = 10, to = 1000, count = 5, "
-                            'scale = "log" }')
+        raise ScenarioError(
+            field, 'range scale goes with count, e.g. { from = 10, to = 1000, count = 5, scale = "log" }'
+        )
     if "digits" in spec:
         digits = spec["digits"]
         if shape == "step":
@@ -80,8 +84,10 @@ def expand_range(field: str, spec: Mapping[str, Any]) -> list[Value]:
         digits = DEFAULT_DIGITS
     # Bare integers may be what the schema needs (tcp.mss, count); with a unit the
     # values are strings and keep their digits.
-    integral = unit is None and all(isinstance(spec[k], int) and not isinstance(spec[k], bool)
-                                    for k in ("from", "to") + ((shape,) if shape != "count" else ()))
+    integral = unit is None and all(
+        isinstance(spec[k], int) and not isinstance(spec[k], bool)
+        for k in ("from", "to") + ((shape,) if shape != "count" else ())
+    )
 
     with decimal.localcontext() as ctx:
         ctx.prec = 34
@@ -108,8 +114,10 @@ def _by_step(field: str, lo: Decimal, hi: Decimal, step: Decimal) -> list[Decima
     if step == 0:
         raise ScenarioError(field, "range step must not be 0")
     if (hi - lo) * step < 0:
-        raise ScenarioError(field, f"range step {_text(step)} goes away from to = {_text(hi)} "
-                            f"(from = {_text(lo)}); use step = {_text(-step)}")
+        raise ScenarioError(
+            field,
+            f"range step {_text(step)} goes away from to = {_text(hi)} (from = {_text(lo)}); use step = {_text(-step)}",
+        )
     n = int((hi - lo) / step)
     if n >= MAX_VALUES:
         raise _too_many(field)
@@ -139,8 +147,11 @@ def _by_factor(field: str, lo: Decimal, hi: Decimal, factor: Decimal) -> list[De
     if lo <= 0 or hi <= 0:
         raise ScenarioError(field, "a range with factor needs from and to above 0")
     if (hi - lo) * (factor - 1) < 0:
-        raise ScenarioError(field, f"range factor {_text(factor)} goes away from to = {_text(hi)} "
-                            f"(from = {_text(lo)}); use factor = {_text(1 / factor)}")
+        raise ScenarioError(
+            field,
+            f"range factor {_text(factor)} goes away from to = {_text(hi)} "
+            f"(from = {_text(lo)}); use factor = {_text(1 / factor)}",
+        )
     out = []
     v = lo
     while (v <= hi) if factor > 1 else (v >= hi):

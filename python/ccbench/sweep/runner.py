@@ -40,12 +40,12 @@ class SweepReport:
 
     name: Optional[str]
     records: list[RunRecord]
-    ran: int = 0             # runs made now
-    reused: int = 0          # points whose run the store already had
+    ran: int = 0  # runs made now
+    reused: int = 0  # points whose run the store already had
     failures: list[Failure] = field(default_factory=list)
     elapsed_s: float = 0.0
-    run_s: float = 0.0       # summed over runs: time in the engine and making the files, where they ran
-    store_s: float = 0.0     # time this process spent writing run files and database rows
+    run_s: float = 0.0  # summed over runs: time in the engine and making the files, where they ran
+    store_s: float = 0.0  # time this process spent writing run files and database rows
 
 
 class SweepFailed(RuntimeError):
@@ -54,8 +54,10 @@ class SweepFailed(RuntimeError):
     def __init__(self, report: SweepReport) -> None:
         first = report.failures[0]
         where = ", ".join(f"{k}={v}" for k, v in first.point.values.items()) or "the scenario"
-        super().__init__(f"{len(report.failures)} of {len(report.records) + len(report.failures)} runs failed; "
-                         f"first: {where} repetition {first.point.repetition}: {first.message}")
+        super().__init__(
+            f"{len(report.failures)} of {len(report.records) + len(report.failures)} runs failed; "
+            f"first: {where} repetition {first.point.repetition}: {first.message}"
+        )
         self.report = report
 
 
@@ -93,21 +95,45 @@ class _Recorder:
         self.busy_s += time.perf_counter() - start
 
 
-def execute(plan_or_points: Union[Plan, Sequence[Point]], store: Union[Store, str, "os.PathLike[str]", None] = None,
-            *, engine: str = engines.DEFAULT, workers: Optional[int] = None, cluster: Optional[str] = None,
-            progress: bool = True, sweep_name: Optional[str] = None, keep_series: bool = True) -> list[RunRecord]:
+def execute(
+    plan_or_points: Union[Plan, Sequence[Point]],
+    store: Union[Store, str, "os.PathLike[str]", None] = None,
+    *,
+    engine: str = engines.DEFAULT,
+    workers: Optional[int] = None,
+    cluster: Optional[str] = None,
+    progress: bool = True,
+    sweep_name: Optional[str] = None,
+    keep_series: bool = True,
+) -> list[RunRecord]:
     """Run every point of a plan that the store does not have yet; return a record per
     point (in plan order). Raises SweepFailed, after storing the rest, if runs failed."""
-    report = run_sweep(plan_or_points, store, engine=engine, workers=workers, cluster=cluster, progress=progress,
-                       sweep_name=sweep_name, keep_series=keep_series)
+    report = run_sweep(
+        plan_or_points,
+        store,
+        engine=engine,
+        workers=workers,
+        cluster=cluster,
+        progress=progress,
+        sweep_name=sweep_name,
+        keep_series=keep_series,
+    )
     if report.failures:
         raise SweepFailed(report)
     return report.records
 
 
-def run_sweep(plan_or_points: Union[Plan, Sequence[Point]], store: Union[Store, str, "os.PathLike[str]", None] = None,
-              *, engine: str = engines.DEFAULT, workers: Optional[int] = None, cluster: Optional[str] = None,
-              progress: bool = True, sweep_name: Optional[str] = None, keep_series: bool = True) -> SweepReport:
+def run_sweep(
+    plan_or_points: Union[Plan, Sequence[Point]],
+    store: Union[Store, str, "os.PathLike[str]", None] = None,
+    *,
+    engine: str = engines.DEFAULT,
+    workers: Optional[int] = None,
+    cluster: Optional[str] = None,
+    progress: bool = True,
+    sweep_name: Optional[str] = None,
+    keep_series: bool = True,
+) -> SweepReport:
     """:func:`execute`, returning a SweepReport instead of raising for failed runs."""
     started = time.monotonic()
     engines.get(engine)  # an unknown name is refused before anything else
@@ -146,10 +172,22 @@ def dry_run(plan: Plan, store: Store, engine: str = engines.DEFAULT) -> list[tup
     return [(p, rid, rid in have) for p, rid in zip(points, ids)]
 
 
-def _run(points: list[Point], ids: list[str], version: str, store: Store, backend: Backend, engine: str,
-         name: Optional[str], progress: bool, keep_series: bool) -> SweepReport:
-    members = [Membership(name, p.values, p.repetition, rid, p.index) for p, rid in zip(points, ids)] \
-        if name is not None else []
+def _run(
+    points: list[Point],
+    ids: list[str],
+    version: str,
+    store: Store,
+    backend: Backend,
+    engine: str,
+    name: Optional[str],
+    progress: bool,
+    keep_series: bool,
+) -> SweepReport:
+    members = (
+        [Membership(name, p.values, p.repetition, rid, p.index) for p, rid in zip(points, ids)]
+        if name is not None
+        else []
+    )
 
     have = store.existing(ids)
     if members:  # points whose run exists already join this sweep now
@@ -184,9 +222,18 @@ def _run(points: list[Point], ids: list[str], version: str, store: Store, backen
                 run_s += outcome.wall_s
                 series_dir = recorder.write_files(task.run_id, outcome.files)
                 record = RunRecord(
-                    run_id=task.run_id, scenario_hash=outcome.scenario_hash, seed=outcome.seed, engine=engine,
-                    code_version=outcome.code_version, sweep=name, point=point.values, repetition=point.repetition,
-                    scenario=outcome.scenario, summary=outcome.summary, series_dir=series_dir)
+                    run_id=task.run_id,
+                    scenario_hash=outcome.scenario_hash,
+                    seed=outcome.seed,
+                    engine=engine,
+                    code_version=outcome.code_version,
+                    sweep=name,
+                    point=point.values,
+                    repetition=point.repetition,
+                    scenario=outcome.scenario,
+                    summary=outcome.summary,
+                    series_dir=series_dir,
+                )
                 recorder.add(record, members_of.get(task.run_id, []))
                 done[task.run_id] = record
                 bar.advance()
@@ -201,8 +248,15 @@ def _run(points: list[Point], ids: list[str], version: str, store: Store, backen
             records.append(replace(stored[rid], sweep=name, point=dict(p.values), repetition=p.repetition))
         else:
             failures.append(Failure(p, failed.get(rid, "did not run")))
-    return SweepReport(name=name, records=records, ran=len(done), reused=sum(rid in have for rid in ids),
-                       failures=failures, run_s=run_s, store_s=recorder.busy_s)
+    return SweepReport(
+        name=name,
+        records=records,
+        ran=len(done),
+        reused=sum(rid in have for rid in ids),
+        failures=failures,
+        run_s=run_s,
+        store_s=recorder.busy_s,
+    )
 
 
 def _mismatch(task: Task, outcome: Outcome, version: str) -> Optional[str]:
@@ -212,5 +266,7 @@ def _mismatch(task: Task, outcome: Outcome, version: str) -> Optional[str]:
         return None
     if outcome.code_version != version:
         return f"{outcome.host} runs code version {outcome.code_version}, expected {version}"
-    return (f"{outcome.host} ran scenario {outcome.scenario_hash[:12]} seed {outcome.seed}, not the one asked for "
-            f"({task.scenario.scenario_hash[:12]} seed {task.scenario.seed})")
+    return (
+        f"{outcome.host} ran scenario {outcome.scenario_hash[:12]} seed {outcome.seed}, not the one asked for "
+        f"({task.scenario.scenario_hash[:12]} seed {task.scenario.seed})"
+    )

@@ -22,7 +22,7 @@ from ..store.files import result_files
 
 @dataclass(frozen=True)
 class Task:
-    run_id: str           # the id the coordinator expects; the store records the actual one
+    run_id: str  # the id the coordinator expects; the store records the actual one
     scenario: Scenario
     engine: str
     keep_series: bool

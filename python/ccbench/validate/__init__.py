@@ -16,5 +16,21 @@ from .judge import CellResult, Check, EngineFigures, Spread, compare, run_figure
 from .runner import BenchPoint, emulator_benchmark, run_cell, run_grid
 from .tables import markdown, table_rows, write
 
-__all__ = ["BenchPoint", "Cell", "CellResult", "Check", "EngineFigures", "Spread", "compare", "emulator_benchmark",
-           "full_grid", "markdown", "quick_grid", "run_cell", "run_grid", "run_figures", "table_rows", "write"]
+__all__ = [
+    "BenchPoint",
+    "Cell",
+    "CellResult",
+    "Check",
+    "EngineFigures",
+    "Spread",
+    "compare",
+    "emulator_benchmark",
+    "full_grid",
+    "markdown",
+    "quick_grid",
+    "run_cell",
+    "run_grid",
+    "run_figures",
+    "table_rows",
+    "write",
+]

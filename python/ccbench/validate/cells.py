@@ -77,9 +77,17 @@ class Cell:
         return from_dict(self.scenario_doc(duration, seed, hz))
 
 
-def _cell(family: str, name: str, link: dict[str, Any], flows: list[dict[str, Any]], axes: dict[str, str],
-          goodput: str = RELATIVE, min_duration: Optional[str] = None, missing: Optional[str] = None,
-          tcp: Optional[dict[str, Any]] = None) -> Cell:
+def _cell(
+    family: str,
+    name: str,
+    link: dict[str, Any],
+    flows: list[dict[str, Any]],
+    axes: dict[str, str],
+    goodput: str = RELATIVE,
+    min_duration: Optional[str] = None,
+    missing: Optional[str] = None,
+    tcp: Optional[dict[str, Any]] = None,
+) -> Cell:
     doc = {"link": link, "flows": flows, **({"tcp": tcp} if tcp else {})}
     if min_duration is None and len(flows) + sum(f.get("count", 1) - 1 for f in flows) > 1:
         min_duration = SHARED_MIN_DURATION
@@ -90,63 +98,122 @@ def _bdp(x: float) -> str:
     return f"{x:g}bdp"
 
 
-def base(rates: tuple[str, ...], rtts: tuple[str, ...], buffers: tuple[float, ...],
-         ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+def base(
+    rates: tuple[str, ...], rtts: tuple[str, ...], buffers: tuple[float, ...], ccas: tuple[str, ...] = ALGORITHMS
+) -> list[Cell]:
     """One bulk flow: rate x RTT x buffer."""
-    return [_cell("base", f"{c} {r} {t} {_bdp(b)}", {"rate": r, "rtt": t, "buffer": _bdp(b)}, [{"cca": c}],
-                  {"cca": c, "rate": r, "rtt": t, "buffer": _bdp(b)})
-            for c, r, t, b in itertools.product(ccas, rates, rtts, buffers)]
+    return [
+        _cell(
+            "base",
+            f"{c} {r} {t} {_bdp(b)}",
+            {"rate": r, "rtt": t, "buffer": _bdp(b)},
+            [{"cca": c}],
+            {"cca": c, "rate": r, "rtt": t, "buffer": _bdp(b)},
+        )
+        for c, r, t, b in itertools.product(ccas, rates, rtts, buffers)
+    ]
 
 
 def loss(losses: tuple[str, ...], ccas: tuple[str, ...] = ALGORITHMS, gilbert: bool = True) -> list[Cell]:
     """Random loss at 20 Mbit/s, 20 ms, 2 BDP; and bursty (Gilbert-Elliott) loss of about 1%."""
     link = {"rate": "20Mbit", "rtt": "20ms", "buffer": "2bdp"}
-    cells = [_cell("loss", f"{c} loss {p}", {**link, "loss": p}, [{"cca": c}], {"cca": c, "loss": p}, OF_CAPACITY)
-             for c, p in itertools.product(ccas, losses)]
+    cells = [
+        _cell("loss", f"{c} loss {p}", {**link, "loss": p}, [{"cca": c}], {"cca": c, "loss": p}, OF_CAPACITY)
+        for c, p in itertools.product(ccas, losses)
+    ]
     if gilbert:
         # Bad runs of 4 packets on average, entered once in 400: about 1% loss in bursts.
         model = {"type": "gilbert-elliott", "p": "0.25%", "r": "25%"}
-        cells += [_cell("loss", f"{c} gilbert-elliott 1%", {**link, "loss_model": model}, [{"cca": c}],
-                        {"cca": c, "loss": "GE 1%"}, OF_CAPACITY) for c in ccas]
+        cells += [
+            _cell(
+                "loss",
+                f"{c} gilbert-elliott 1%",
+                {**link, "loss_model": model},
+                [{"cca": c}],
+                {"cca": c, "loss": "GE 1%"},
+                OF_CAPACITY,
+            )
+            for c in ccas
+        ]
     return cells
 
 
 def no_sack(losses: tuple[str, ...], ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     """Random loss as in :func:`loss`, with SACK off on both ends (NewReno recovery)."""
     link = {"rate": "20Mbit", "rtt": "20ms", "buffer": "2bdp"}
-    return [_cell("loss", f"{c} loss {p} no-sack", {**link, "loss": p}, [{"cca": c}],
-                  {"cca": c, "loss": f"{p} no SACK"}, OF_CAPACITY, tcp={"sack": False})
-            for c, p in itertools.product(ccas, losses)]
+    return [
+        _cell(
+            "loss",
+            f"{c} loss {p} no-sack",
+            {**link, "loss": p},
+            [{"cca": c}],
+            {"cca": c, "loss": f"{p} no SACK"},
+            OF_CAPACITY,
+            tcp={"sack": False},
+        )
+        for c, p in itertools.product(ccas, losses)
+    ]
 
 
 def mix(buffers: tuple[float, ...]) -> list[Cell]:
     """BBR and Cubic sharing 20 Mbit/s, 40 ms at each buffer depth."""
-    return [_cell("mix", f"bbr+cubic 20Mbit 40ms {_bdp(b)}", {"rate": "20Mbit", "rtt": "40ms", "buffer": _bdp(b)},
-                  [{"cca": "bbr"}, {"cca": "cubic"}], {"buffer": _bdp(b), "pair": "bbr+cubic"}, OF_CAPACITY)
-            for b in buffers]
+    return [
+        _cell(
+            "mix",
+            f"bbr+cubic 20Mbit 40ms {_bdp(b)}",
+            {"rate": "20Mbit", "rtt": "40ms", "buffer": _bdp(b)},
+            [{"cca": "bbr"}, {"cca": "cubic"}],
+            {"buffer": _bdp(b), "pair": "bbr+cubic"},
+            OF_CAPACITY,
+        )
+        for b in buffers
+    ]
 
 
 def fairness(counts: tuple[int, ...], ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     """N flows of one algorithm, 20 Mbit/s, 20 ms, 1 BDP: fairness and the standing queue."""
-    return [_cell("fairness", f"{n}x{c} 20Mbit 20ms 1bdp", {"rate": "20Mbit", "rtt": "20ms", "buffer": "1bdp"},
-                  [{"cca": c, "count": n}], {"cca": c, "flows": str(n)}, OF_CAPACITY)
-            for c, n in itertools.product(ccas, counts)]
+    return [
+        _cell(
+            "fairness",
+            f"{n}x{c} 20Mbit 20ms 1bdp",
+            {"rate": "20Mbit", "rtt": "20ms", "buffer": "1bdp"},
+            [{"cca": c, "count": n}],
+            {"cca": c, "flows": str(n)},
+            OF_CAPACITY,
+        )
+        for c, n in itertools.product(ccas, counts)
+    ]
 
 
 def rtt_unfairness(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     """Two flows with base RTTs 10 and 50 ms (20 ms more access delay each way)."""
-    return [_cell("rtt-unfairness", f"{c} 10ms+50ms 20Mbit 1bdp", {"rate": "20Mbit", "rtt": "10ms", "buffer": "1bdp"},
-                  [{"cca": c}, {"cca": c, "access_delay": "20ms"}], {"cca": c, "rtts": "10/50ms"}, OF_CAPACITY)
-            for c in ccas]
+    return [
+        _cell(
+            "rtt-unfairness",
+            f"{c} 10ms+50ms 20Mbit 1bdp",
+            {"rate": "20Mbit", "rtt": "10ms", "buffer": "1bdp"},
+            [{"cca": c}, {"cca": c, "access_delay": "20ms"}],
+            {"cca": c, "rtts": "10/50ms"},
+            OF_CAPACITY,
+        )
+        for c in ccas
+    ]
 
 
 def staggered(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     """Three flows joining at 0, 5 and 10 s of a run of at least 20 s."""
-    return [_cell("staggered", f"{c} starts 0/5/10s 20Mbit 20ms 1bdp",
-                  {"rate": "20Mbit", "rtt": "20ms", "buffer": "1bdp"},
-                  [{"cca": c}, {"cca": c, "start": "5s"}, {"cca": c, "start": "10s"}],
-                  {"cca": c, "starts": "0/5/10s"}, OF_CAPACITY, min_duration="20s")
-            for c in ccas]
+    return [
+        _cell(
+            "staggered",
+            f"{c} starts 0/5/10s 20Mbit 20ms 1bdp",
+            {"rate": "20Mbit", "rtt": "20ms", "buffer": "1bdp"},
+            [{"cca": c}, {"cca": c, "start": "5s"}, {"cca": c, "start": "10s"}],
+            {"cca": c, "starts": "0/5/10s"},
+            OF_CAPACITY,
+            min_duration="20s",
+        )
+        for c in ccas
+    ]
 
 
 def traces(names: tuple[str, ...], ccas: tuple[str, ...] = ALGORITHMS, trace_dir: Path = TRACE_DIR) -> list[Cell]:
@@ -157,20 +224,42 @@ def traces(names: tuple[str, ...], ccas: tuple[str, ...] = ALGORITHMS, trace_dir
         down, up = trace_dir / f"{name}.down", trace_dir / f"{name}.up"
         missing = None if down.exists() and up.exists() else f"trace files not found in {trace_dir}"
         common = {"rtt": "40ms", "buffer": "250pkt"}
-        for label, link in (("down", {"trace": str(down)}), ("up", {"trace": str(up)}),
-                            ("down+ack up", {"trace": str(down), "ack_trace": str(up)})):
-            cells.append(_cell("trace", f"{c} {name} {label}", {**common, **link}, [{"cca": c}],
-                               {"cca": c, "trace": f"{name} {label}"}, OF_CAPACITY, missing=missing))
+        for label, link in (
+            ("down", {"trace": str(down)}),
+            ("up", {"trace": str(up)}),
+            ("down+ack up", {"trace": str(down), "ack_trace": str(up)}),
+        ):
+            cells.append(
+                _cell(
+                    "trace",
+                    f"{c} {name} {label}",
+                    {**common, **link},
+                    [{"cca": c}],
+                    {"cca": c, "trace": f"{name} {label}"},
+                    OF_CAPACITY,
+                    missing=missing,
+                )
+            )
     return cells
 
 
 def aqm(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     """CoDel and FQ-CoDel at 20 Mbit/s, 40 ms, one flow each; and FQ-CoDel under a BBR+Cubic mix."""
     link = {"rate": "20Mbit", "rtt": "40ms"}
-    cells = [_cell("aqm", f"{c} {q} 20Mbit 40ms", {**link, "aqm": q}, [{"cca": c}], {"cca": c, "aqm": q})
-             for q, c in itertools.product(("codel", "fq_codel"), ccas)]
-    cells.append(_cell("aqm", "bbr+cubic fq_codel 20Mbit 40ms", {**link, "aqm": "fq_codel"},
-                       [{"cca": "bbr"}, {"cca": "cubic"}], {"cca": "bbr+cubic", "aqm": "fq_codel"}, OF_CAPACITY))
+    cells = [
+        _cell("aqm", f"{c} {q} 20Mbit 40ms", {**link, "aqm": q}, [{"cca": c}], {"cca": c, "aqm": q})
+        for q, c in itertools.product(("codel", "fq_codel"), ccas)
+    ]
+    cells.append(
+        _cell(
+            "aqm",
+            "bbr+cubic fq_codel 20Mbit 40ms",
+            {**link, "aqm": "fq_codel"},
+            [{"cca": "bbr"}, {"cca": "cubic"}],
+            {"cca": "bbr+cubic", "aqm": "fq_codel"},
+            OF_CAPACITY,
+        )
+    )
     return cells
 
 
@@ -179,10 +268,20 @@ def ecn() -> list[Cell]:
     link = {"rate": "20Mbit", "rtt": "40ms", "buffer": "2bdp"}
     codel = {"rate": "20Mbit", "rtt": "40ms", "aqm": "codel", "aqm_params": {"ecn": True}}
     return [
-        _cell("ecn", "cubic ecn codel 20Mbit 40ms", codel, [{"cca": "cubic", "ecn": "classic"}],
-              {"cca": "cubic", "marking": "codel"}),
-        _cell("ecn", "cubic ecn threshold 20pkt 20Mbit 40ms", {**link, "ecn_threshold": "20pkt"},
-              [{"cca": "cubic", "ecn": "classic"}], {"cca": "cubic", "marking": "20pkt"}),
+        _cell(
+            "ecn",
+            "cubic ecn codel 20Mbit 40ms",
+            codel,
+            [{"cca": "cubic", "ecn": "classic"}],
+            {"cca": "cubic", "marking": "codel"},
+        ),
+        _cell(
+            "ecn",
+            "cubic ecn threshold 20pkt 20Mbit 40ms",
+            {**link, "ecn_threshold": "20pkt"},
+            [{"cca": "cubic", "ecn": "classic"}],
+            {"cca": "cubic", "marking": "20pkt"},
+        ),
     ]
 
 
@@ -193,31 +292,61 @@ def rwnd(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     link = {"rate": "50Mbit", "rtt": "40ms", "buffer": "1bdp"}
     cells = []
     for c in ccas:
-        cells.append(_cell("rwnd", f"{c} rwnd 64KB 50Mbit 40ms", link, [{"cca": c, "rwnd": "64KB"}],
-                           {"cca": c, "rwnd": "64KB"}))
-        cells.append(_cell("rwnd", f"{c} rwnd auto 50Mbit 40ms", link, [{"cca": c, "rwnd_autotune": True}],
-                           {"cca": c, "rwnd": "auto"}))
+        cells.append(
+            _cell("rwnd", f"{c} rwnd 64KB 50Mbit 40ms", link, [{"cca": c, "rwnd": "64KB"}], {"cca": c, "rwnd": "64KB"})
+        )
+        cells.append(
+            _cell(
+                "rwnd",
+                f"{c} rwnd auto 50Mbit 40ms",
+                link,
+                [{"cca": c, "rwnd_autotune": True}],
+                {"cca": c, "rwnd": "auto"},
+            )
+        )
     if "cubic" in ccas:
         slow = {"rate": "10Mbit", "rtt": "200ms", "buffer": "2bdp"}
-        cells.append(_cell("rwnd", "cubic rwnd auto 10Mbit 200ms", slow, [{"cca": "cubic", "rwnd_autotune": True}],
-                           {"cca": "cubic", "rwnd": "auto"}))
+        cells.append(
+            _cell(
+                "rwnd",
+                "cubic rwnd auto 10Mbit 200ms",
+                slow,
+                [{"cca": "cubic", "rwnd_autotune": True}],
+                {"cca": "cubic", "rwnd": "auto"},
+            )
+        )
     return cells
 
 
 def sized(sizes: tuple[str, ...], ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     """One download of each size at 20 Mbit/s, 40 ms, 1 BDP: completion time (the run
     ends when it completes; 30 s at most)."""
-    return [_cell("sized", f"{c} {s} 20Mbit 40ms", {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
-                  [{"cca": c, "size": s}], {"cca": c, "size": s}, min_duration="30s")
-            for c, s in itertools.product(ccas, sizes)]
+    return [
+        _cell(
+            "sized",
+            f"{c} {s} 20Mbit 40ms",
+            {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
+            [{"cca": c, "size": s}],
+            {"cca": c, "size": s},
+            min_duration="30s",
+        )
+        for c, s in itertools.product(ccas, sizes)
+    ]
 
 
 def repeated(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     """Five 1-MB downloads in a row, 200 ms apart."""
-    return [_cell("sized", f"{c} 5x1MB repeated 20Mbit 40ms", {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
-                  [{"cca": c, "size": "1MB", "repeat": 5, "pause": "200ms"}], {"cca": c, "size": "5x1MB"},
-                  min_duration="30s")
-            for c in ccas]
+    return [
+        _cell(
+            "sized",
+            f"{c} 5x1MB repeated 20Mbit 40ms",
+            {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
+            [{"cca": c, "size": "1MB", "repeat": 5, "pause": "200ms"}],
+            {"cca": c, "size": "5x1MB"},
+            min_duration="30s",
+        )
+        for c in ccas
+    ]
 
 
 def quick_grid() -> list[Cell]:

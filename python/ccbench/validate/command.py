@@ -18,8 +18,9 @@ def select(cells: list[Cell], family: Optional[str], cell_names: Optional[str], 
         wanted = [f.strip() for f in family.split(",") if f.strip()]
         unknown = [f for f in wanted if f not in FAMILIES]
         if unknown or not wanted:
-            raise ScenarioError("--family", f"unknown family {', '.join(unknown) or family}; allowed: "
-                                f"{', '.join(FAMILIES)}")
+            raise ScenarioError(
+                "--family", f"unknown family {', '.join(unknown) or family}; allowed: {', '.join(FAMILIES)}"
+            )
         cells = [c for c in cells if c.family in wanted]
     if cell_names is not None:
         parts = [p.strip() for p in cell_names.split(",") if p.strip()]
@@ -43,8 +44,13 @@ def print_results(results: list[CellResult], bench: list[BenchPoint]) -> None:
 
     from . import tables
 
-    t = Table(title="Simulator vs kernel (sim / kernel median [kernel's spread] (ratio)), failing cells first",
-              title_justify="left", box=box.SIMPLE_HEAD, header_style="bold", title_style="bold")
+    t = Table(
+        title="Simulator vs kernel (sim / kernel median [kernel's spread] (ratio)), failing cells first",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        header_style="bold",
+        title_style="bold",
+    )
     for h in tables.HEADERS:
         t.add_column(h)
     for row in tables.table_rows(tables.ordered(results)):
@@ -55,12 +61,21 @@ def print_results(results: list[CellResult], bench: list[BenchPoint]) -> None:
     console.print(f"{counts['pass']} pass, {counts['FAIL']} fail, {counts['n/a']} not run on both engines")
     console.print(f"tolerances: {tables.tolerances_line()}")
     if bench:
-        b = Table(title="Emulator capacity (saturating Cubic flow, 2 BDP)", title_justify="left",
-                  box=box.SIMPLE_HEAD, header_style="bold", title_style="bold")
+        b = Table(
+            title="Emulator capacity (saturating Cubic flow, 2 BDP)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            header_style="bold",
+            title_style="bold",
+        )
         for h in ("rate", "delivered / configured", "lateness p50 µs", "lateness p99 µs"):
             b.add_column(h)
         for p in bench:
             ratio = "-" if p.delivered_rate_ratio is None else f"{100 * p.delivered_rate_ratio:.2f}%"
-            b.add_row(p.rate, ratio + (" (short)" if p.flag_short else ""), f"{p.lateness_p50_us:.0f}",
-                      f"{p.lateness_p99_us:.0f}")
+            b.add_row(
+                p.rate,
+                ratio + (" (short)" if p.flag_short else ""),
+                f"{p.lateness_p50_us:.0f}",
+                f"{p.lateness_p99_us:.0f}",
+            )
         console.print(b)

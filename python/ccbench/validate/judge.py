@@ -47,11 +47,17 @@ def run_figures(summary: dict[str, Any], mss: int) -> dict[str, Any]:
     retransmits = sum(f["retransmits"] for f in flows)
     emulator = summary.get("emulator") or {}
     return {
-        "flows": [{"goodput_bps": f["goodput_bps"], "rtt_mean_ms": _finite(f.get("rtt_ms", {}).get("mean")),
-                   "rtt_p95_ms": _finite(f.get("rtt_ms", {}).get("p95")),
-                   "completion_s": _completion(f),
-                   "rwnd_limited_pct": 100 * (f.get("rwnd_limited_ms") or 0.0) / (1e3 * summary["duration_s"]),
-                   "retransmits": f["retransmits"]} for f in flows],
+        "flows": [
+            {
+                "goodput_bps": f["goodput_bps"],
+                "rtt_mean_ms": _finite(f.get("rtt_ms", {}).get("mean")),
+                "rtt_p95_ms": _finite(f.get("rtt_ms", {}).get("p95")),
+                "completion_s": _completion(f),
+                "rwnd_limited_pct": 100 * (f.get("rwnd_limited_ms") or 0.0) / (1e3 * summary["duration_s"]),
+                "retransmits": f["retransmits"],
+            }
+            for f in flows
+        ],
         "capacity_bps": summary["link"]["rate_bps"],
         "retransmits": retransmits,
         "retransmit_fraction": retransmits / max(1.0, sent / mss),
@@ -186,21 +192,34 @@ def compare(cell: Cell, sim: EngineFigures, kernel: EngineFigures) -> CellResult
         res.checks.append(Check("goodput", flow, s, k, _ratio(s, k.median), ok or _inside(s, k)))
         s, k = sim.flow(i, "rtt_mean_ms").median, kernel.flow(i, "rtt_mean_ms")
         r = _ratio(s, k.median)
-        res.checks.append(Check("rtt_mean", flow, s, k, r,
-                                (r is not None and abs(r - 1) <= RTT_TOLERANCE) or _inside(s, k)))
+        res.checks.append(
+            Check("rtt_mean", flow, s, k, r, (r is not None and abs(r - 1) <= RTT_TOLERANCE) or _inside(s, k))
+        )
         s, k = sim.flow(i, "completion_s").median, kernel.flow(i, "completion_s")
         if s is not None or k.median is not None:
             r = _ratio(s, k.median)
-            res.checks.append(Check("completion", flow, s, k, r,
-                                    (r is not None and abs(r - 1) <= COMPLETION_TOLERANCE) or _inside(s, k)))
+            res.checks.append(
+                Check(
+                    "completion", flow, s, k, r, (r is not None and abs(r - 1) <= COMPLETION_TOLERANCE) or _inside(s, k)
+                )
+            )
         s, k = sim.flow(i, "rwnd_limited_pct").median, kernel.flow(i, "rwnd_limited_pct")
         if (s or 0.0) > 0 or (k.high or 0.0) > 0:
             ok = s is not None and k.median is not None and abs(s - k.median) <= RWND_LIMITED_POINTS
             res.checks.append(Check("rwnd_limited", flow, s, k, _ratio(s, k.median), ok or _inside(s, k)))
     s, k = sim.total("retransmits").median, kernel.total("retransmits")
-    both_low = ((sim.total("retransmit_fraction").median or 0.0) < RETRANSMIT_FLOOR
-                and (kernel.total("retransmit_fraction").median or 0.0) < RETRANSMIT_FLOOR)
+    both_low = (sim.total("retransmit_fraction").median or 0.0) < RETRANSMIT_FLOOR and (
+        kernel.total("retransmit_fraction").median or 0.0
+    ) < RETRANSMIT_FLOOR
     r = _ratio(s, k.median)
-    res.checks.append(Check("retransmits", None, s, k, r, both_low or _inside(s, k) or (
-        r is not None and 1 / RETRANSMIT_FACTOR <= r <= RETRANSMIT_FACTOR)))
+    res.checks.append(
+        Check(
+            "retransmits",
+            None,
+            s,
+            k,
+            r,
+            both_low or _inside(s, k) or (r is not None and 1 / RETRANSMIT_FACTOR <= r <= RETRANSMIT_FACTOR),
+        )
+    )
     return res

@@ -16,8 +16,13 @@ from typing import Any
 from ..report_html.page import Page, Section, Table, save_figure, write_page
 
 FIGURES = ("goodput", "rtt_mean", "completion", "retransmits", "rwnd_limited")
-TITLES = {"goodput": "goodput", "rtt_mean": "mean RTT", "completion": "completion", "retransmits": "retransmits",
-          "rwnd_limited": "window-limited"}
+TITLES = {
+    "goodput": "goodput",
+    "rtt_mean": "mean RTT",
+    "completion": "completion",
+    "retransmits": "retransmits",
+    "rwnd_limited": "window-limited",
+}
 
 
 def _ratio_text(c: dict[str, Any]) -> str:
@@ -47,7 +52,6 @@ def _heatmap(cells: list[dict[str, Any]], family: str, out: Path, formats: tuple
 
     from ..plots import style
 
-
     figures = [f for f in FIGURES if any(c["figure"] == f for cell in cells for c in cell["checks"])]
     values = [[math.nan] * len(figures) for _ in cells]
     labels = [[""] * len(figures) for _ in cells]
@@ -70,13 +74,27 @@ def _heatmap(cells: list[dict[str, Any]], family: str, out: Path, formats: tuple
     for i in range(len(cells)):
         for j in range(len(figures)):
             strong = not math.isnan(values[i][j]) and abs(values[i][j]) > 0.6
-            ax.text(j, i, labels[i][j], ha="center", va="center", fontsize=7, color="white" if strong else "#222222",
-                    fontweight="bold" if "✗" in labels[i][j] else "normal")
+            ax.text(
+                j,
+                i,
+                labels[i][j],
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if strong else "#222222",
+                fontweight="bold" if "✗" in labels[i][j] else "normal",
+            )
     bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
     bar.set_label("log2(sim / kernel)", fontsize=8)
     bar.ax.tick_params(labelsize=7)
-    return save_figure(fig, out, f"validate-{family}", f"{family}: simulator / kernel",
-                       "Worst ratio over the cell's flows; ✗ marks a failed check.", formats)
+    return save_figure(
+        fig,
+        out,
+        f"validate-{family}",
+        f"{family}: simulator / kernel",
+        "Worst ratio over the cell's flows; ✗ marks a failed check.",
+        formats,
+    )
 
 
 def _row(cell: dict[str, Any]) -> list[str]:
@@ -96,15 +114,18 @@ def build(doc: dict[str, Any], out: Path, formats: tuple[str, ...] = ("png", "sv
     cells = doc["cells"]
     counts = {v: sum(1 for c in cells if c["verdict"] == v) for v in ("pass", "FAIL", "n/a")}
     t = doc["tolerances"]
-    summary = Section("Summary", paragraphs=[
-        f"{len(cells)} cells: {counts['pass']} pass, {counts['FAIL']} fail, {counts['n/a']} not run on both engines.",
-        f"Kernel {doc.get('kernel', '?')} (CONFIG_HZ={doc.get('kernel_hz', '?')}), ccbench {doc.get('version', '?')}, "
-        f"{doc.get('reps', '?')} repetition(s) of {doc.get('duration', '?')} per engine and cell.",
-        f"Tolerances (simulator against the kernel's median): goodput {t['goodput']:.0%} (of capacity where loss or "
-        f"sharing makes a flow's goodput small), mean RTT {t['rtt_mean']:.0%}, completion {t['completion']:.0%}, "
-        f"retransmissions a factor {t['retransmit_factor']:g} or both under {t['retransmit_floor']:.1%} of packets; "
-        "a figure inside the kernel's spread over its repetitions also passes.",
-    ])
+    summary = Section(
+        "Summary",
+        paragraphs=[
+            f"{len(cells)} cells: {counts['pass']} pass, {counts['FAIL']} fail, {counts['n/a']} not run on both engines.",
+            f"Kernel {doc.get('kernel', '?')} (CONFIG_HZ={doc.get('kernel_hz', '?')}), ccbench {doc.get('version', '?')}, "
+            f"{doc.get('reps', '?')} repetition(s) of {doc.get('duration', '?')} per engine and cell.",
+            f"Tolerances (simulator against the kernel's median): goodput {t['goodput']:.0%} (of capacity where loss or "
+            f"sharing makes a flow's goodput small), mean RTT {t['rtt_mean']:.0%}, completion {t['completion']:.0%}, "
+            f"retransmissions a factor {t['retransmit_factor']:g} or both under {t['retransmit_floor']:.1%} of packets; "
+            "a figure inside the kernel's spread over its repetitions also passes.",
+        ],
+    )
     columns = ["cell", "verdict", *(f"{TITLES[f]} sim/kernel" for f in FIGURES)]
     failing = [c for c in cells if c["verdict"] == "FAIL"]
     if failing:

@@ -29,8 +29,14 @@ def _describe(figures: dict) -> str:
     return f"{goodput} Mbit/s{rtt}, {figures['retransmits']} retx"
 
 
-def run_cell(cell: Cell, duration: str, reps: int, progress: Progress = _stderr,
-             keep: Optional[Path] = None, kernel: Optional[EngineFigures] = None) -> CellResult:
+def run_cell(
+    cell: Cell,
+    duration: str,
+    reps: int,
+    progress: Progress = _stderr,
+    keep: Optional[Path] = None,
+    kernel: Optional[EngineFigures] = None,
+) -> CellResult:
     """Run ``cell`` ``reps`` times on each engine (seeds 1, 2, ...: the kernel varies from
     run to run, the simulator with the seed). With ``keep``, every run's files are
     written to ``keep/<cell>/<engine>-seed<N>``. With ``kernel``, the kernel's side is
@@ -101,8 +107,9 @@ class BenchPoint:
     flag_short: bool
 
 
-def emulator_benchmark(rates: tuple[str, ...] = BENCH_RATES, duration: str = "4s",
-                       progress: Progress = _stderr) -> list[BenchPoint]:
+def emulator_benchmark(
+    rates: tuple[str, ...] = BENCH_RATES, duration: str = "4s", progress: Progress = _stderr
+) -> list[BenchPoint]:
     """Delivered capacity of the emulator at each rate, with a saturating Cubic flow
     over a 2-BDP buffer (the link is busy nearly all the time)."""
     from ..engines import kernel as kernel_engine
@@ -111,11 +118,19 @@ def emulator_benchmark(rates: tuple[str, ...] = BENCH_RATES, duration: str = "4s
     for rate in rates:
         cell = base((rate,), ("20ms",), (2.0,), ("cubic",))[0]
         check = kernel_engine.run(cell.scenario(duration, seed=1, hz=host.kernel_hz())).summary["emulator"]
-        p = BenchPoint(rate, check["delivered_rate_ratio"], check["lateness_forward_us"]["p50"],
-                       check["lateness_forward_us"]["p99"], check["busy_s"], check["flag_short"])
+        p = BenchPoint(
+            rate,
+            check["delivered_rate_ratio"],
+            check["lateness_forward_us"]["p50"],
+            check["lateness_forward_us"]["p99"],
+            check["busy_s"],
+            check["flag_short"],
+        )
         ratio = "-" if p.delivered_rate_ratio is None else f"{100 * p.delivered_rate_ratio:.2f}%"
-        progress(f"  emulator at {rate}: delivered {ratio} of the configured rate, "
-                 f"lateness p50 {p.lateness_p50_us:.0f} µs, p99 {p.lateness_p99_us:.0f} µs")
+        progress(
+            f"  emulator at {rate}: delivered {ratio} of the configured rate, "
+            f"lateness p50 {p.lateness_p50_us:.0f} µs, p99 {p.lateness_p99_us:.0f} µs"
+        )
         points.append(p)
     return points
 
@@ -134,8 +149,9 @@ def _from_journal(line: dict) -> CellResult:
 
 
 def _journal_line(key: str, cell: Cell, res: CellResult) -> str:
-    return json.dumps({"key": key, "cell": asdict(cell), "sim": asdict(res.sim), "kernel": asdict(res.kernel)},
-                      allow_nan=True)
+    return json.dumps(
+        {"key": key, "cell": asdict(cell), "sim": asdict(res.sim), "kernel": asdict(res.kernel)}, allow_nan=True
+    )
 
 
 def _figures_again(stored: EngineFigures, runs: Path, cell: Cell) -> EngineFigures:
@@ -149,8 +165,14 @@ def _figures_again(stored: EngineFigures, runs: Path, cell: Cell) -> EngineFigur
     return EngineFigures(True, "", [run_figures(json.loads(p.read_text()), mss) for p in paths])
 
 
-def run_grid(cells: list[Cell], duration: str, reps: int, out: Optional[Path] = None,
-             progress: Progress = _stderr, rerun_sim: bool = False) -> list[CellResult]:
+def run_grid(
+    cells: list[Cell],
+    duration: str,
+    reps: int,
+    out: Optional[Path] = None,
+    progress: Progress = _stderr,
+    rerun_sim: bool = False,
+) -> list[CellResult]:
     """Every cell in turn. With ``out``, each finished cell is appended to
     ``out/cells.jsonl`` (and every run's files kept under ``out/runs``), so that a grid
     stopped part-way resumes where it stopped: cells already in the journal with the

@@ -9,12 +9,28 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from .judge import (COMPLETION_TOLERANCE, GOODPUT_TOLERANCE, RETRANSMIT_FACTOR, RETRANSMIT_FLOOR, RTT_TOLERANCE,
-                    RWND_LIMITED_POINTS, Check, CellResult)
+from .judge import (
+    COMPLETION_TOLERANCE,
+    GOODPUT_TOLERANCE,
+    RETRANSMIT_FACTOR,
+    RETRANSMIT_FLOOR,
+    RTT_TOLERANCE,
+    RWND_LIMITED_POINTS,
+    Check,
+    CellResult,
+)
 from .runner import BenchPoint
 
-HEADERS = ("scenario", "goodput Mbit/s sim / kernel", "RTT mean ms", "completion s", "retransmits",
-           "window-limited %", "emulator", "verdict")
+HEADERS = (
+    "scenario",
+    "goodput Mbit/s sim / kernel",
+    "RTT mean ms",
+    "completion s",
+    "retransmits",
+    "window-limited %",
+    "emulator",
+    "verdict",
+)
 FIGURES = ("goodput", "rtt_mean", "completion", "retransmits", "rwnd_limited")
 FORMATS: dict[str, Callable[[Optional[float]], str]] = {
     "goodput": lambda x: "-" if x is None else f"{x / 1e6:.2f}",
@@ -26,11 +42,13 @@ FORMATS: dict[str, Callable[[Optional[float]], str]] = {
 
 
 def tolerances_line() -> str:
-    return (f"goodput within {GOODPUT_TOLERANCE:.0%} (of capacity where loss or sharing makes a flow's goodput "
-            f"small), mean RTT within {RTT_TOLERANCE:.0%}, completion within {COMPLETION_TOLERANCE:.0%}, "
-            f"retransmissions within a factor {RETRANSMIT_FACTOR:g} or both under {RETRANSMIT_FLOOR:.1%} of "
-            f"packets, receive-window-limited time within {RWND_LIMITED_POINTS:g} points of the run; or inside "
-            "the kernel's spread")
+    return (
+        f"goodput within {GOODPUT_TOLERANCE:.0%} (of capacity where loss or sharing makes a flow's goodput "
+        f"small), mean RTT within {RTT_TOLERANCE:.0%}, completion within {COMPLETION_TOLERANCE:.0%}, "
+        f"retransmissions within a factor {RETRANSMIT_FACTOR:g} or both under {RETRANSMIT_FLOOR:.1%} of "
+        f"packets, receive-window-limited time within {RWND_LIMITED_POINTS:g} points of the run; or inside "
+        "the kernel's spread"
+    )
 
 
 def check_text(c: Check) -> str:
@@ -71,14 +89,34 @@ def markdown(results: list[CellResult], bench: list[BenchPoint]) -> str:
     lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     lines += ["| " + " | ".join(row) + " |" for row in table_rows(results)]
     if bench:
-        lines += ["", "| emulator at | delivered / configured | lateness p50 µs | lateness p99 µs |", "|---|---|---|---|"]
-        lines += [f"| {b.rate} | {'-' if b.delivered_rate_ratio is None else f'{100 * b.delivered_rate_ratio:.2f}%'} "
-                  f"| {b.lateness_p50_us:.0f} | {b.lateness_p99_us:.0f} |" for b in bench]
+        lines += [
+            "",
+            "| emulator at | delivered / configured | lateness p50 µs | lateness p99 µs |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {b.rate} | {'-' if b.delivered_rate_ratio is None else f'{100 * b.delivered_rate_ratio:.2f}%'} "
+            f"| {b.lateness_p50_us:.0f} | {b.lateness_p99_us:.0f} |"
+            for b in bench
+        ]
     return "\n".join(lines) + "\n"
 
 
-CSV_COLUMNS = ("family", "cell", "verdict", "figure", "flow", "sim", "kernel_median", "kernel_low", "kernel_high",
-               "ratio", "ok", "emulator_delivered_ratio", "note")
+CSV_COLUMNS = (
+    "family",
+    "cell",
+    "verdict",
+    "figure",
+    "flow",
+    "sim",
+    "kernel_median",
+    "kernel_low",
+    "kernel_high",
+    "ratio",
+    "ok",
+    "emulator_delivered_ratio",
+    "note",
+)
 
 
 def _csv_rows(r: CellResult) -> list[list[Any]]:
@@ -86,22 +124,40 @@ def _csv_rows(r: CellResult) -> list[list[Any]]:
     if not r.checks:
         note = r.sim.reason if not r.sim.available else r.kernel.reason
         return [head + [None] * 8 + [r.emulator_ratio, note]]
-    return [head + [c.figure, c.flow, c.sim, c.kernel.median, c.kernel.low, c.kernel.high, c.ratio, c.ok,
-                    r.emulator_ratio, ""] for c in r.checks]
+    return [
+        head
+        + [c.figure, c.flow, c.sim, c.kernel.median, c.kernel.low, c.kernel.high, c.ratio, c.ok, r.emulator_ratio, ""]
+        for c in r.checks
+    ]
 
 
 def to_json(results: list[CellResult], bench: list[BenchPoint], meta: dict[str, Any]) -> dict[str, Any]:
     return {
         **meta,
-        "tolerances": {"goodput": GOODPUT_TOLERANCE, "rtt_mean": RTT_TOLERANCE, "completion": COMPLETION_TOLERANCE,
-                       "retransmit_factor": RETRANSMIT_FACTOR, "retransmit_floor": RETRANSMIT_FLOOR,
-                       "rwnd_limited_points": RWND_LIMITED_POINTS},
-        "cells": [{"family": r.cell.family, "name": r.cell.name, "axes": dict(r.cell.axes), "scenario": r.cell.doc,
-                   "goodput_judged": r.cell.goodput, "verdict": r.verdict,
-                   "checks": [{**asdict(c), "label": c.label} for c in r.checks],
-                   "sim": asdict(r.sim), "kernel": asdict(r.kernel),
-                   "emulator_delivered_ratio": r.emulator_ratio, "emulator_flag_short": r.emulator_flagged}
-                  for r in results],
+        "tolerances": {
+            "goodput": GOODPUT_TOLERANCE,
+            "rtt_mean": RTT_TOLERANCE,
+            "completion": COMPLETION_TOLERANCE,
+            "retransmit_factor": RETRANSMIT_FACTOR,
+            "retransmit_floor": RETRANSMIT_FLOOR,
+            "rwnd_limited_points": RWND_LIMITED_POINTS,
+        },
+        "cells": [
+            {
+                "family": r.cell.family,
+                "name": r.cell.name,
+                "axes": dict(r.cell.axes),
+                "scenario": r.cell.doc,
+                "goodput_judged": r.cell.goodput,
+                "verdict": r.verdict,
+                "checks": [{**asdict(c), "label": c.label} for c in r.checks],
+                "sim": asdict(r.sim),
+                "kernel": asdict(r.kernel),
+                "emulator_delivered_ratio": r.emulator_ratio,
+                "emulator_flag_short": r.emulator_flagged,
+            }
+            for r in results
+        ],
         "emulator_benchmark": [asdict(b) for b in bench],
     }
 

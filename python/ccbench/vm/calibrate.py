@@ -82,15 +82,28 @@ class Point:
 # leave the vCPU asleep for milliseconds between ACKs; paced BBR, whose timers wake the
 # guest without an ACK; and vCPUs held to shares of 1, 10 and 20 ms slices, which batch
 # the work and take the vCPU away for milliseconds in the middle of it.
-THROTTLED = (Point("20Mbit", cca="bbr", share=0.15, cpu_slice="1ms"), Point("100Mbit", share=0.25),
-             Point("100Mbit", cca="bbr", share=0.1, rtt="10ms"),
-             Point("100Mbit", share=0.1, cpu_slice="20ms", rtt="40ms"))
+THROTTLED = (
+    Point("20Mbit", cca="bbr", share=0.15, cpu_slice="1ms"),
+    Point("100Mbit", share=0.25),
+    Point("100Mbit", cca="bbr", share=0.1, rtt="10ms"),
+    Point("100Mbit", share=0.1, cpu_slice="20ms", rtt="40ms"),
+)
 SPARSE = (Point("2Mbit", rtt="10ms"), Point("6Mbit", rtt="10ms"), Point("5Mbit", cca="bbr", rtt="10ms"))
 DEFAULT_POINTS: tuple[Point, ...] = (
     *(Point(r, n) for n in (1, 4) for r in ("20Mbit", "100Mbit", "400Mbit", "2Gbit")),
-    Point("20Mbit", cca="bbr"), Point("100Mbit", cca="bbr"), *SPARSE, *THROTTLED)
-QUICK_POINTS: tuple[Point, ...] = (Point("20Mbit"), Point("400Mbit"), Point("100Mbit", 4), Point("2Gbit", 4),
-                                   *SPARSE[:2], *THROTTLED[:3])
+    Point("20Mbit", cca="bbr"),
+    Point("100Mbit", cca="bbr"),
+    *SPARSE,
+    *THROTTLED,
+)
+QUICK_POINTS: tuple[Point, ...] = (
+    Point("20Mbit"),
+    Point("400Mbit"),
+    Point("100Mbit", 4),
+    Point("2Gbit", 4),
+    *SPARSE[:2],
+    *THROTTLED[:3],
+)
 # Cache decay times tried by the fit.
 DECAYS_NS = (250_000, 500_000, 1_000_000, 2_000_000, 3_000_000, 5_000_000, 8_000_000)
 # The runs whose skbs are traced for the NIC's completion delay: the light one gives
@@ -140,7 +153,7 @@ class Calibration:
     accelerator: str
     qemu: str
     vcpus: int
-    idle_cpu_per_s: float      # CPU seconds per second of wall time of an idle guest (measured)
+    idle_cpu_per_s: float  # CPU seconds per second of wall time of an idle guest (measured)
     ack_ns: float
     packet_ns: float
     burst_ns: float
@@ -194,9 +207,11 @@ class Calibration:
         loaded = (self.tx_completion_loaded or {}).get("all_us") or {}
         if not loaded.get("skbs"):
             return []
-        return [f"# under load, {TX_COMPLETION_LOADED.name}: median {loaded['p50']:.0f} us of {loaded['skbs']} skbs "
-                f"(p10 {loaded['p10']:.0f}, p90 {loaded['p90']:.0f}); the simulator's completion stays the light "
-                f"median"]
+        return [
+            f"# under load, {TX_COMPLETION_LOADED.name}: median {loaded['p50']:.0f} us of {loaded['skbs']} skbs "
+            f"(p10 {loaded['p10']:.0f}, p90 {loaded['p90']:.0f}); the simulator's completion stays the light "
+            f"median"
+        ]
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -235,8 +250,13 @@ def fit(samples: Sequence[Sample], idle: Optional[float] = None) -> Fit:
 def _fit_at(samples: Sequence[Sample], idle: Optional[float], decay_ns: float) -> Fit:
     from scipy.optimize import nnls
 
-    a = np.array([[s.wall_s, s.acks, s.segments, s.skbs, s.sleeps, s.cold("slept", decay_ns),
-                   s.cold("held", decay_ns)] for s in samples], dtype=float)
+    a = np.array(
+        [
+            [s.wall_s, s.acks, s.segments, s.skbs, s.sleeps, s.cold("slept", decay_ns), s.cold("held", decay_ns)]
+            for s in samples
+        ],
+        dtype=float,
+    )
     y = np.array([s.vcpu_cpu_s for s in samples], dtype=float)
     if idle is not None:
         a, y = a[:, 1:], y - idle * a[:, 0]
@@ -256,9 +276,13 @@ def _fit_at(samples: Sequence[Sample], idle: Optional[float], decay_ns: float) -
     return Fit(idle_fit, ack, packet, burst, idle_exit, idle_refill, resume, float(decay_ns), r2)
 
 
-def calibrate(guest_kernel: str = "debian:6.1", vcpus: int = 1,
-              points: Sequence[Point] = DEFAULT_POINTS, duration: str = "5s",
-              progress: Optional[Callable[[str], None]] = None) -> Calibration:
+def calibrate(
+    guest_kernel: str = "debian:6.1",
+    vcpus: int = 1,
+    points: Sequence[Point] = DEFAULT_POINTS,
+    duration: str = "5s",
+    progress: Optional[Callable[[str], None]] = None,
+) -> Calibration:
     """Run every point on the VM engine and fit the costs."""
     from ..engines import get
 
@@ -269,50 +293,87 @@ def calibrate(guest_kernel: str = "debian:6.1", vcpus: int = 1,
     quiet = engine.run(_idle_scenario(duration)).summary["vm"]
     idle_measured = quiet["vcpu_cpu_s"] / quiet["run_wall_s"]
     if progress is not None:
-        progress(f"  idle guest: vCPU {quiet['vcpu_cpu_s']:.3f} s of {quiet['run_wall_s']:.2f} s, "
-                 f"{quiet['vcpu_sleeps']} sleeps")
+        progress(
+            f"  idle guest: vCPU {quiet['vcpu_cpu_s']:.3f} s of {quiet['run_wall_s']:.2f} s, "
+            f"{quiet['vcpu_sleeps']} sleeps"
+        )
     samples: list[Sample] = []
     vm: dict[str, Any] = {}
     for p in points:
         summary = engine.run(_scenario(p, duration)).summary
         vm = summary["vm"]
-        sample = Sample(p.name, p.flows, vm["run_wall_s"], vm["vcpu_cpu_s"], vm["work"]["segs_in"],
-                        vm["work"]["segs_out"], sum(f["goodput_bps"] for f in summary["flows"]) / 1e6,
-                        vm["vcpu_sleeps"], vm["vcpu_preemptions"], vm["work"]["skbs"], vm.get("vcpu_absences"))
+        sample = Sample(
+            p.name,
+            p.flows,
+            vm["run_wall_s"],
+            vm["vcpu_cpu_s"],
+            vm["work"]["segs_in"],
+            vm["work"]["segs_out"],
+            sum(f["goodput_bps"] for f in summary["flows"]) / 1e6,
+            vm["vcpu_sleeps"],
+            vm["vcpu_preemptions"],
+            vm["work"]["skbs"],
+            vm.get("vcpu_absences"),
+        )
         samples.append(sample)
         if progress is not None:
-            progress(f"  {p.name}: {sample.goodput_mbps:.1f} Mbit/s, vCPU {sample.vcpu_cpu_s:.2f} s "
-                     f"of {sample.wall_s:.2f} s, {sample.acks} ACKs, {sample.segments} segments, {sample.skbs} skbs, "
-                     f"{sample.sleeps} sleeps, {sample.holds} holds")
+            progress(
+                f"  {p.name}: {sample.goodput_mbps:.1f} Mbit/s, vCPU {sample.vcpu_cpu_s:.2f} s "
+                f"of {sample.wall_s:.2f} s, {sample.acks} ACKs, {sample.segments} segments, {sample.skbs} skbs, "
+                f"{sample.sleeps} sleeps, {sample.holds} holds"
+            )
     costs = fit(samples, idle_measured)
     traced = get("vm", guest_kernel=guest_kernel, vcpus=vcpus, trace_tx=True)
-    tx, loaded = (traced.run(_scenario(p, duration)).summary["vm"]["tx_completion"]
-                  for p in (TX_COMPLETION_POINT, TX_COMPLETION_LOADED))
+    tx, loaded = (
+        traced.run(_scenario(p, duration)).summary["vm"]["tx_completion"]
+        for p in (TX_COMPLETION_POINT, TX_COMPLETION_LOADED)
+    )
     if not tx["all_us"]["skbs"]:
         raise VmError("calibrate-host: the guest's trace events showed no skb sent and freed")
     for p, q in ((TX_COMPLETION_POINT, tx["all_us"]), (TX_COMPLETION_LOADED, loaded["all_us"])):
         if progress is not None and q["skbs"]:
-            progress(f"  {p.name}, traced: ndo_start_xmit to free {q['p50']:.0f} us (median of {q['skbs']} skbs; "
-                     f"p10 {q['p10']:.0f}, p90 {q['p90']:.0f})")
-    return Calibration(guest_kernel=vm["guest_kernel"], release=vm["release"], accelerator=vm["accelerator"],
-                       qemu=vm["qemu"], vcpus=vcpus, idle_cpu_per_s=costs.idle, ack_ns=costs.ack_ns,
-                       packet_ns=costs.packet_ns, burst_ns=costs.burst_ns, idle_exit_ns=costs.idle_exit_ns,
-                       idle_refill_ns=costs.idle_refill_ns, resume_ns=costs.resume_ns,
-                       cache_decay_ns=costs.cache_decay_ns, r_squared=costs.r_squared, samples=samples,
-                       tx_completion=tx, tx_completion_loaded=loaded)
+            progress(
+                f"  {p.name}, traced: ndo_start_xmit to free {q['p50']:.0f} us (median of {q['skbs']} skbs; "
+                f"p10 {q['p10']:.0f}, p90 {q['p90']:.0f})"
+            )
+    return Calibration(
+        guest_kernel=vm["guest_kernel"],
+        release=vm["release"],
+        accelerator=vm["accelerator"],
+        qemu=vm["qemu"],
+        vcpus=vcpus,
+        idle_cpu_per_s=costs.idle,
+        ack_ns=costs.ack_ns,
+        packet_ns=costs.packet_ns,
+        burst_ns=costs.burst_ns,
+        idle_exit_ns=costs.idle_exit_ns,
+        idle_refill_ns=costs.idle_refill_ns,
+        resume_ns=costs.resume_ns,
+        cache_decay_ns=costs.cache_decay_ns,
+        r_squared=costs.r_squared,
+        samples=samples,
+        tx_completion=tx,
+        tx_completion_loaded=loaded,
+    )
 
 
 def _idle_scenario(duration: str) -> dict[str, Any]:
     from ..units import format_duration, parse_duration
 
     start = format_duration(max(0, parse_duration(duration) - 100_000_000))
-    return {"duration": duration, "link": {"rate": "10Mbit", "rtt": "2ms"},
-            "flows": [{"cca": "cubic", "start": start, "size": "1KB"}]}
+    return {
+        "duration": duration,
+        "link": {"rate": "10Mbit", "rtt": "2ms"},
+        "flows": [{"cca": "cubic", "start": start, "size": "1KB"}],
+    }
 
 
 def _scenario(p: Point, duration: str) -> dict[str, Any]:
-    doc: dict[str, Any] = {"duration": duration, "link": {"rate": p.rate, "rtt": p.rtt, "buffer": "2bdp"},
-                           "flows": [{"cca": p.cca, "count": p.flows}]}
+    doc: dict[str, Any] = {
+        "duration": duration,
+        "link": {"rate": p.rate, "rtt": p.rtt, "buffer": "2bdp"},
+        "flows": [{"cca": p.cca, "count": p.flows}],
+    }
     if p.share is not None:
         doc["host"] = {"cpu_share": p.share, "cpu_slice": p.cpu_slice}
     return doc

@@ -32,11 +32,18 @@ SCHED_DEBUG = Path("/sys/kernel/debug/sched/debug")
 class SchedAttr(ctypes.Structure):
     """``struct sched_attr`` (include/uapi/linux/sched/types.h), SCHED_ATTR_SIZE_VER1."""
 
-    _fields_ = [("size", ctypes.c_uint32), ("sched_policy", ctypes.c_uint32), ("sched_flags", ctypes.c_uint64),
-                ("sched_nice", ctypes.c_int32), ("sched_priority", ctypes.c_uint32),
-                ("sched_runtime", ctypes.c_uint64), ("sched_deadline", ctypes.c_uint64),
-                ("sched_period", ctypes.c_uint64), ("sched_util_min", ctypes.c_uint32),
-                ("sched_util_max", ctypes.c_uint32)]
+    _fields_ = [
+        ("size", ctypes.c_uint32),
+        ("sched_policy", ctypes.c_uint32),
+        ("sched_flags", ctypes.c_uint64),
+        ("sched_nice", ctypes.c_int32),
+        ("sched_priority", ctypes.c_uint32),
+        ("sched_runtime", ctypes.c_uint64),
+        ("sched_deadline", ctypes.c_uint64),
+        ("sched_period", ctypes.c_uint64),
+        ("sched_util_min", ctypes.c_uint32),
+        ("sched_util_max", ctypes.c_uint32),
+    ]
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,8 @@ class Policy:
     def describe(self) -> str:
         if self.policy != SCHED_DEADLINE:
             return {0: "SCHED_OTHER", 1: "SCHED_FIFO", 2: "SCHED_RR", 3: "SCHED_BATCH", 5: "SCHED_IDLE"}.get(
-                self.policy, f"policy {self.policy}")
+                self.policy, f"policy {self.policy}"
+            )
         return f"SCHED_DEADLINE {self.runtime_ns}/{self.deadline_ns}/{self.period_ns} ns"
 
 
@@ -67,14 +75,22 @@ def set_deadline(tid: int, share: float, period_ns: int, deadline: str = "slice"
     runtime (``deadline="runtime"``) or of the period (``"slice"``); returns the policy
     read back. ScenarioError on ``--cpu-share`` when the kernel refuses admission (EBUSY)."""
     runtime = max(MIN_RUNTIME_NS, round(share * period_ns))
-    attr = SchedAttr(size=ctypes.sizeof(SchedAttr), sched_policy=SCHED_DEADLINE, sched_runtime=runtime,
-                     sched_deadline=runtime if deadline == "runtime" else period_ns, sched_period=period_ns)
+    attr = SchedAttr(
+        size=ctypes.sizeof(SchedAttr),
+        sched_policy=SCHED_DEADLINE,
+        sched_runtime=runtime,
+        sched_deadline=runtime if deadline == "runtime" else period_ns,
+        sched_period=period_ns,
+    )
     if _libc.syscall(SYS_SCHED_SETATTR, tid, ctypes.byref(attr), 0) != 0:
         err = ctypes.get_errno()
         if err == errno.EBUSY:
-            raise ScenarioError("--cpu-share", f"the host refused a deadline reservation of {share:.0%} of "
-                                f"{period_ns / 1e6:g} ms per vCPU (EBUSY: not enough free deadline bandwidth"
-                                f"{_free_note()}); use fewer vCPUs or a smaller share")
+            raise ScenarioError(
+                "--cpu-share",
+                f"the host refused a deadline reservation of {share:.0%} of "
+                f"{period_ns / 1e6:g} ms per vCPU (EBUSY: not enough free deadline bandwidth"
+                f"{_free_note()}); use fewer vCPUs or a smaller share",
+            )
         raise ScenarioError("--cpu-share", f"sched_setattr on vCPU thread {tid}: {os.strerror(err)}")
     return get_policy(tid)
 

@@ -119,8 +119,11 @@ def matching(name: str, like: str, relation: Optional[tuple[str, str]] = None, w
     if chosen is None:
         wanted = f"{name} ({' '.join(relation)})" if relation else name
         offers = ", ".join(served[:SHOWN]) + (", ..." if len(served) > SHOWN else "") if served else "no version"
-        raise ScenarioError(FIELD, f"no {wanted} of upstream version {upstream(like)}{why}: the archive serves "
-                            f"{offers} (apt-get update refreshes this host's index)")
+        raise ScenarioError(
+            FIELD,
+            f"no {wanted} of upstream version {upstream(like)}{why}: the archive serves "
+            f"{offers} (apt-get update refreshes this host's index)",
+        )
     return Package(name, chosen)
 
 
@@ -128,8 +131,13 @@ def satisfies(version: str, relation: tuple[str, str]) -> bool:
     """Whether ``version`` meets a Depends relation such as ``(">=", "6.1.192-2")``."""
     op, other = relation
     a, b = version_key(version), version_key(other)
-    checks: dict[str, Callable[[], bool]] = {"=": lambda: a == b, ">=": lambda: a >= b, "<=": lambda: a <= b,
-                                             ">>": lambda: a > b, "<<": lambda: a < b}
+    checks: dict[str, Callable[[], bool]] = {
+        "=": lambda: a == b,
+        ">=": lambda: a >= b,
+        "<=": lambda: a <= b,
+        ">>": lambda: a > b,
+        "<<": lambda: a < b,
+    }
     return checks[op]()
 
 
@@ -142,8 +150,13 @@ def download(packages: list[Package], into: Path) -> list[Path]:
     for package in packages:
         before = set(into.glob("*.deb"))
         # Run as the invoking user; apt only warns that it cannot sandbox the download.
-        got = subprocess.run(["apt-get", "download", "-q", str(package)], cwd=into, capture_output=True, text=True,
-                             timeout=DOWNLOAD_TIMEOUT_S)
+        got = subprocess.run(
+            ["apt-get", "download", "-q", str(package)],
+            cwd=into,
+            capture_output=True,
+            text=True,
+            timeout=DOWNLOAD_TIMEOUT_S,
+        )
         new = sorted(set(into.glob("*.deb")) - before)
         if got.returncode != 0 or len(new) != 1:
             raise ScenarioError(FIELD, f"cannot download {package}: {_last_line(got.stderr) or 'no package file'}")

@@ -38,15 +38,16 @@ class Series:
     """Debian's cloud flavour of one kernel series: virtio drivers and every TCP
     congestion control as modules, and small (27 MB)."""
 
-    prefix: str        # what every image name of the series starts with
-    pattern: str       # an image's whole name
-    shown: str         # the pattern as an error names it
+    prefix: str  # what every image name of the series starts with
+    pattern: str  # an image's whole name
+    shown: str  # the pattern as an error names it
 
 
 SERIES = {
     "6.1": Series("linux-image-6.1.0-", r"linux-image-6\.1\.0-\d+-cloud-amd64", "linux-image-6.1.0-*-cloud-amd64"),
-    "6.12": Series("linux-image-6.12.", r"linux-image-6\.12\.\d+\+deb12-cloud-amd64",
-                   "linux-image-6.12.*+deb12-cloud-amd64"),
+    "6.12": Series(
+        "linux-image-6.12.", r"linux-image-6\.12\.\d+\+deb12-cloud-amd64", "linux-image-6.12.*+deb12-cloud-amd64"
+    ),
 }
 DEFAULT = "debian:6.1"
 SID = "debian:sid"
@@ -59,8 +60,8 @@ class GuestKernel:
     """A kernel image and the modules directory of the same release."""
 
     image: Path
-    modules: Path          # .../lib/modules/<release>
-    source: str            # how it was named: "debian:linux-image-...=6.1.192-2", or a path
+    modules: Path  # .../lib/modules/<release>
+    source: str  # how it was named: "debian:linux-image-...=6.1.192-2", or a path
     # Modules built for it by the project (ccbench.vm.patched), beside its own.
     extra: tuple[Path, ...] = ()
     # The Debian packages (``name=version``) it and its extra modules were made from.
@@ -93,8 +94,14 @@ class GuestKernel:
         Debian ``packages``."""
         extra = tuple(sorted({*self.extra, *paths}))
         names = "+".join(p.name.split(".ko")[0] for p in extra)
-        return GuestKernel(self.image, self.modules, f"{self.base_source} + {names}" if extra else self.base_source,
-                           extra, tuple(dict.fromkeys([*self.packages, *packages])), self.notes)
+        return GuestKernel(
+            self.image,
+            self.modules,
+            f"{self.base_source} + {names}" if extra else self.base_source,
+            extra,
+            tuple(dict.fromkeys([*self.packages, *packages])),
+            self.notes,
+        )
 
     def module_path(self, name: str) -> Path:
         """The file of module ``name`` (``virtio_net``, ``tcp_bbr``); ScenarioError if the
@@ -112,18 +119,26 @@ class GuestKernel:
         if not path.is_file():
             return False
         wanted = name.replace("-", "_")
-        return any(Path(line.strip()).name.split(".ko")[0].replace("-", "_") == wanted
-                   for line in path.read_text().splitlines())
+        return any(
+            Path(line.strip()).name.split(".ko")[0].replace("-", "_") == wanted
+            for line in path.read_text().splitlines()
+        )
 
     def config(self) -> dict[str, str]:
         """The kernel's build configuration (``boot/config-<release>`` of the tree the
         modules are in, or beside the image, or ``config`` in the modules directory);
         empty if there is none."""
-        for path in (self.modules.parent.parent.parent / "boot" / f"config-{self.release}",
-                     self.image.parent / f"config-{self.release}", self.modules / "config"):
+        for path in (
+            self.modules.parent.parent.parent / "boot" / f"config-{self.release}",
+            self.image.parent / f"config-{self.release}",
+            self.modules / "config",
+        ):
             if path.is_file():
-                pairs = (line.split("=", 1) for line in path.read_text(errors="replace").splitlines()
-                         if line.startswith("CONFIG_") and "=" in line)
+                pairs = (
+                    line.split("=", 1)
+                    for line in path.read_text(errors="replace").splitlines()
+                    if line.startswith("CONFIG_") and "=" in line
+                )
                 return {k: v for k, v in pairs}
         return {}
 
@@ -135,13 +150,16 @@ class GuestKernel:
         """What the guest offers once its modules are loaded: reno (always built in),
         the built-in ones, then every module."""
         config = self.config()
-        builtin = [cc for cc, key in (("cubic", "CONFIG_TCP_CONG_CUBIC"), ("bbr", "CONFIG_TCP_CONG_BBR"))
-                   if config.get(key) == "y"]
+        builtin = [
+            cc
+            for cc, key in (("cubic", "CONFIG_TCP_CONG_CUBIC"), ("bbr", "CONFIG_TCP_CONG_BBR"))
+            if config.get(key) == "y"
+        ]
         return ["reno", *builtin, *(cc for cc in self.congestion_modules() if cc not in builtin)]
 
     def congestion_modules(self) -> list[str]:
         """Every ``tcp_<name>`` module, by algorithm name (``bbr``, ``vegas``, ...)."""
-        return sorted(n[len("tcp_"):] for n in self._index() if n.startswith("tcp_") and n != "tcp_diag")
+        return sorted(n[len("tcp_") :] for n in self._index() if n.startswith("tcp_") and n != "tcp_diag")
 
     def _index(self) -> dict[str, Path]:
         index: dict[str, Path] = {}
@@ -173,7 +191,7 @@ def _resolve(spec: str, cache: Path, apt_config: Optional[str]) -> GuestKernel:
     if spec == SID:
         return _sid()
     if spec.startswith("debian:"):
-        return _debian(spec[len("debian:"):], spec)
+        return _debian(spec[len("debian:") :], spec)
     if ":" in spec and not Path(spec).exists():
         image, _, modules = spec.partition(":")
         return _own(Path(image), Path(modules), spec)
@@ -183,16 +201,23 @@ def _resolve(spec: str, cache: Path, apt_config: Optional[str]) -> GuestKernel:
         # later ones (linux-binary-*, linux-modules-*, linux-base-*): usr/lib/modules/<release>
         # holding vmlinuz.
         images = sorted((root / "boot").glob("vmlinuz-*")) or sorted((root / "usr/lib/modules").glob("*/vmlinuz"))
-        trees = sorted(p for p in [*(root / "lib" / "modules").glob("*"), *(root / "usr/lib/modules").glob("*")]
-                       if p.is_dir())
+        trees = sorted(
+            p for p in [*(root / "lib" / "modules").glob("*"), *(root / "usr/lib/modules").glob("*")] if p.is_dir()
+        )
         if len(images) != 1 or len(trees) != 1:
-            raise ScenarioError("--guest-kernel", f"{spec}: expected one boot/vmlinuz-* and one lib/modules/<release>, "
-                                f"found {len(images)} and {len(trees)}")
+            raise ScenarioError(
+                "--guest-kernel",
+                f"{spec}: expected one boot/vmlinuz-* and one lib/modules/<release>, "
+                f"found {len(images)} and {len(trees)}",
+            )
         return _own(images[0], trees[0], spec)
-    raise ScenarioError("--guest-kernel", f"{spec!r}: allowed: {', '.join('debian:' + s for s in SERIES)}, "
-                        "debian:sid, debian:PACKAGE=VERSION, "
-                        "a directory with boot/vmlinuz-* and lib/modules/<release> (or usr/lib/modules/<release>/"
-                        "vmlinuz), or BZIMAGE:MODULES_DIR")
+    raise ScenarioError(
+        "--guest-kernel",
+        f"{spec!r}: allowed: {', '.join('debian:' + s for s in SERIES)}, "
+        "debian:sid, debian:PACKAGE=VERSION, "
+        "a directory with boot/vmlinuz-* and lib/modules/<release> (or usr/lib/modules/<release>/"
+        "vmlinuz), or BZIMAGE:MODULES_DIR",
+    )
 
 
 def _own(image: Path, modules: Path, spec: str) -> GuestKernel:
@@ -207,8 +232,9 @@ def _debian(rest: str, spec: str) -> GuestKernel:
     if rest in SERIES:
         return _newest(rest)
     if "=" not in rest:
-        raise ScenarioError("--guest-kernel", f"{spec!r}: allowed: {', '.join('debian:' + s for s in SERIES)} or "
-                            "debian:PACKAGE=VERSION")
+        raise ScenarioError(
+            "--guest-kernel", f"{spec!r}: allowed: {', '.join('debian:' + s for s in SERIES)} or debian:PACKAGE=VERSION"
+        )
     name, _, version = rest.partition("=")
     return _unpacked(Package(name, version))
 
@@ -222,19 +248,32 @@ def _newest(series: str) -> GuestKernel:
     found = None if unavailable else debian.newest(s.pattern, s.prefix)
     if found is None:
         if cached:
-            return _unpacked(cached[0], (f"debian:{series}: {unavailable or 'the archive serves no ' + s.shown}; "
-                                         f"used {cached[0]}, the newest in the cache",))
+            return _unpacked(
+                cached[0],
+                (
+                    f"debian:{series}: {unavailable or 'the archive serves no ' + s.shown}; "
+                    f"used {cached[0]}, the newest in the cache",
+                ),
+            )
         offered = "" if unavailable else f"; it serves cloud kernels of {_cloud_images()}"
-        raise ScenarioError("--guest-kernel", f"debian:{series}: looked for the newest {s.shown}: "
-                            f"{unavailable or 'the archive serves none'}{offered}; the cache ({_kernels_dir()}) "
-                            "has none")
+        raise ScenarioError(
+            "--guest-kernel",
+            f"debian:{series}: looked for the newest {s.shown}: "
+            f"{unavailable or 'the archive serves none'}{offered}; the cache ({_kernels_dir()}) "
+            "has none",
+        )
     try:
         return _unpacked(found)
     except ScenarioError as e:
         if not cached or found in cached:
             raise
-        return _unpacked(cached[0], (f"debian:{series}: the archive's {found} could not be downloaded "
-                                     f"({e.message}); used {cached[0]}, the newest in the cache",))
+        return _unpacked(
+            cached[0],
+            (
+                f"debian:{series}: the archive's {found} could not be downloaded "
+                f"({e.message}); used {cached[0]}, the newest in the cache",
+            ),
+        )
 
 
 def _cloud_images() -> str:
@@ -267,8 +306,9 @@ def _unpacked(package: Package, notes: tuple[str, ...] = ()) -> GuestKernel:
     trees = sorted(p for p in (where / "lib" / "modules").glob("*") if p.is_dir())
     if len(images) != 1 or len(trees) != 1:
         raise ScenarioError("--guest-kernel", f"{package} has no single kernel image and modules tree")
-    return GuestKernel(image=images[0], modules=trees[0], source=f"debian:{package}", packages=(str(package),),
-                       notes=notes)
+    return GuestKernel(
+        image=images[0], modules=trees[0], source=f"debian:{package}", packages=(str(package),), notes=notes
+    )
 
 
 def _sid() -> GuestKernel:
@@ -313,8 +353,12 @@ def _sid() -> GuestKernel:
                 shutil.rmtree(where)
             tree.rename(where)
     kernel = resolve(str(where))
-    return GuestKernel(kernel.image, kernel.modules, f"{SID} ({image}={stanzas[image]['Version']})",
-                       packages=tuple(f"{p}={stanzas[p]['Version']}" for p in parts))
+    return GuestKernel(
+        kernel.image,
+        kernel.modules,
+        f"{SID} ({image}={stanzas[image]['Version']})",
+        packages=tuple(f"{p}={stanzas[p]['Version']}" for p in parts),
+    )
 
 
 def _fetch(url: str) -> bytes:
@@ -330,11 +374,13 @@ def _fetch(url: str) -> bytes:
 def _download(package: Package, where: Path) -> None:
     """Download the package and extract it with ``dpkg-deb -x``."""
     if debian.available() is not None:
-        raise ScenarioError("--guest-kernel", f"{debian.available()}; give a kernel of your own instead (a directory "
-                            "or BZIMAGE:MODULES_DIR)")
+        raise ScenarioError(
+            "--guest-kernel",
+            f"{debian.available()}; give a kernel of your own instead (a directory or BZIMAGE:MODULES_DIR)",
+        )
     where.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=where.parent) as tmp:
-        deb, = debian.download([package], Path(tmp))
+        (deb,) = debian.download([package], Path(tmp))
         tree = Path(tmp) / "tree"
         debian.extract(deb, tree)
         (tree / ".complete").write_text(f"{package}\n")

@@ -38,15 +38,20 @@ def agent_binary() -> Path:
     release build (an editable install), else ``ccbench-agent`` on PATH; the first that
     exists and needs no dynamic loader (the guest has none)."""
     target = Path(__file__).resolve().parents[3] / "target"
-    candidates = [os.environ.get("CCBENCH_AGENT"),
-                  str(Path(__file__).with_name("bin") / "ccbench-agent"),
-                  str(target / "x86_64-unknown-linux-gnu" / "release" / "ccbench-agent"),
-                  str(target / "release" / "ccbench-agent"),
-                  shutil.which("ccbench-agent")]
+    candidates = [
+        os.environ.get("CCBENCH_AGENT"),
+        str(Path(__file__).with_name("bin") / "ccbench-agent"),
+        str(target / "x86_64-unknown-linux-gnu" / "release" / "ccbench-agent"),
+        str(target / "release" / "ccbench-agent"),
+        shutil.which("ccbench-agent"),
+    ]
     for c in candidates:
         if c and Path(c).is_file() and not initramfs.is_dynamic(Path(c).read_bytes()):
             return Path(c)
-    raise ScenarioError("engine", "the VM engine needs its statically linked guest agent, which this installation "
-                        "lacks: its install builds it where cargo and glibc's static library (Debian: libc6-dev) "
-                        "are at hand, so install again there (python3 -m pip install --force-reinstall --no-deps "
-                        "CCBENCH_SOURCE_DIR), or set CCBENCH_AGENT to a static ccbench-agent")
+    raise ScenarioError(
+        "engine",
+        "the VM engine needs its statically linked guest agent, which this installation "
+        "lacks: its install builds it where cargo and glibc's static library (Debian: libc6-dev) "
+        "are at hand, so install again there (python3 -m pip install --force-reinstall --no-deps "
+        "CCBENCH_SOURCE_DIR), or set CCBENCH_AGENT to a static ccbench-agent",
+    )

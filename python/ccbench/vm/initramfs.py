@@ -21,8 +21,17 @@ from .guest import GuestKernel
 # What a guest sender needs, as modules (each may instead be built in): the virtio PCI
 # network device and serial port (the control channel), then every congestion control the kernel ships (loaded so that
 # tcp_available_congestion_control lists them and sockets may pick any).
-NETWORK_MODULES = ("virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio_pci",
-                   "failover", "net_failover", "virtio_net", "virtio_console")
+NETWORK_MODULES = (
+    "virtio_ring",
+    "virtio",
+    "virtio_pci_modern_dev",
+    "virtio_pci_legacy_dev",
+    "virtio_pci",
+    "failover",
+    "net_failover",
+    "virtio_net",
+    "virtio_console",
+)
 BUSYBOX = Path("/bin/busybox")
 
 INIT = r"""#!/bin/sh
@@ -62,14 +71,14 @@ def module_dependencies(path: Path) -> list[str]:
     data = _module_bytes(path)
     for field in _modinfo(data):
         if field.startswith(b"depends="):
-            return [d for d in field[len(b"depends="):].decode().split(",") if d]
+            return [d for d in field[len(b"depends=") :].decode().split(",") if d]
     return []
 
 
 def module_vermagic(path: Path) -> str:
     """The ``vermagic=`` of a kernel module: the release and options it was built for."""
     data = _module_bytes(path)
-    return next((f[len(b"vermagic="):].decode() for f in _modinfo(data) if f.startswith(b"vermagic=")), "")
+    return next((f[len(b"vermagic=") :].decode() for f in _modinfo(data) if f.startswith(b"vermagic=")), "")
 
 
 def load_order(kernel: GuestKernel, wanted: Iterable[str]) -> list[str]:
@@ -96,15 +105,21 @@ def load_order(kernel: GuestKernel, wanted: Iterable[str]) -> list[str]:
     return order
 
 
-def build(kernel: GuestKernel, out: Path, agent: Optional[Path] = None, modules: Sequence[str] = (),
-          files: Sequence[tuple[str, int, bytes]] = ()) -> Path:
+def build(
+    kernel: GuestKernel,
+    out: Path,
+    agent: Optional[Path] = None,
+    modules: Sequence[str] = (),
+    files: Sequence[tuple[str, int, bytes]] = (),
+) -> Path:
     """Write the initramfs for ``kernel`` to ``out``: busybox, the network and congestion
     control modules (and ``modules``), ``/init``, the traffic agent as
     ``/bin/ccbench-agent`` if given, and ``files`` (path, mode, data), such as the
     ``/run.sh`` that ``ccbench.mode=run`` runs."""
     if not BUSYBOX.is_file() or is_dynamic(BUSYBOX.read_bytes()):
-        raise ScenarioError("engine", "the VM engine needs a static busybox at /bin/busybox "
-                            "(Debian: apt-get install busybox-static)")
+        raise ScenarioError(
+            "engine", "the VM engine needs a static busybox at /bin/busybox (Debian: apt-get install busybox-static)"
+        )
     wanted = [*NETWORK_MODULES, *(f"tcp_{cc}" for cc in kernel.congestion_modules()), *modules]
     order = load_order(kernel, wanted)
     entries: list[tuple[str, int, bytes]] = []  # (path, mode, data); directories have no data
@@ -179,7 +194,7 @@ def is_dynamic(elf: bytes) -> bool:
     """Whether a 64-bit ELF executable asks for a program interpreter (PT_INTERP)."""
     if elf[:4] != b"\x7fELF" or elf[4] != 2:
         return True
-    phoff, = struct.unpack_from("<Q", elf, 0x20)
+    (phoff,) = struct.unpack_from("<Q", elf, 0x20)
     phentsize, phnum = struct.unpack_from("<HH", elf, 0x36)
     return any(struct.unpack_from("<I", elf, phoff + i * phentsize)[0] == 3 for i in range(phnum))
 
@@ -188,12 +203,12 @@ def _modinfo(elf: bytes) -> list[bytes]:
     """The NUL-separated strings of the ``.modinfo`` section of a 64-bit little-endian ELF."""
     if elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
         raise ScenarioError("--guest-kernel", "a module is not a 64-bit little-endian ELF file")
-    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    (shoff,) = struct.unpack_from("<Q", elf, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
 
     def section(i: int) -> tuple[int, int, int]:
         base = shoff + i * shentsize
-        name, = struct.unpack_from("<I", elf, base)
+        (name,) = struct.unpack_from("<I", elf, base)
         offset, size = struct.unpack_from("<QQ", elf, base + 24)
         return name, offset, size
 
@@ -201,6 +216,6 @@ def _modinfo(elf: bytes) -> list[bytes]:
     for i in range(shnum):
         name, offset, size = section(i)
         end = elf.index(b"\0", str_off + name)
-        if elf[str_off + name:end] == b".modinfo":
-            return [s for s in elf[offset:offset + size].split(b"\0") if s]
+        if elf[str_off + name : end] == b".modinfo":
+            return [s for s in elf[offset : offset + size].split(b"\0") if s]
     return []

@@ -37,8 +37,16 @@ LOCALVERSION = "-ccbench"
 MANIFEST = "ccbench-kernel.json"
 BBR = "net/ipv4/tcp_bbr.c"
 # Debian package of each tool (libelf for objtool, OpenSSL for the certificate tools).
-TOOLS = {"make": "make", "gcc-12": "gcc-12", "flex": "flex", "bison": "bison", "bc": "bc", "perl": "perl",
-         "patch": "patch", "strip": "binutils"}
+TOOLS = {
+    "make": "make",
+    "gcc-12": "gcc-12",
+    "flex": "flex",
+    "bison": "bison",
+    "bc": "bc",
+    "perl": "perl",
+    "patch": "patch",
+    "strip": "binutils",
+}
 HEADERS = {"/usr/include/libelf.h": "libelf-dev", "/usr/include/openssl/opensslv.h": "libssl-dev"}
 # Besides what the guest loads: the qdiscs a user may want on the guest's interface.
 QDISCS = ("sch_fq", "sch_fq_codel", "sch_netem", "sch_tbf")
@@ -49,11 +57,12 @@ class Tree:
     """A patched source tree, before its configuration."""
 
     path: Path
-    bbr3: bool          # tcp_bbr.c was BBRv3 and is now tcp_bbr3.c (+ tcp_bbr3_2brobust.c)
+    bbr3: bool  # tcp_bbr.c was BBRv3 and is now tcp_bbr3.c (+ tcp_bbr3_2brobust.c)
 
 
-def build(series: str, patches: Sequence[Path], out: Path, jobs: int = 0,
-          say: Callable[[str], None] = lambda _: None) -> guest.GuestKernel:
+def build(
+    series: str, patches: Sequence[Path], out: Path, jobs: int = 0, say: Callable[[str], None] = lambda _: None
+) -> guest.GuestKernel:
     """Build Debian's ``series`` (``6.1``, ``6.12``) with ``patches`` into ``out``
     (``boot/vmlinuz-<release>``, ``boot/config-<release>``, ``lib/modules/<release>``
     and a manifest naming the source and the patches' SHA-256)."""
@@ -83,11 +92,13 @@ def build(series: str, patches: Sequence[Path], out: Path, jobs: int = 0,
         staged = work / "out"
         install(prepared.path, staged)
         release = next((staged / "lib" / "modules").iterdir()).name
-        manifest = {"release": release, "source": str(source),
-                    "config": f"{image}, cut down (ccbench.vm.kernel_build)",
-                    "patches": [{"file": p.name, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
-                                for p in patches],
-                    "bbr3": prepared.bbr3}
+        manifest = {
+            "release": release,
+            "source": str(source),
+            "config": f"{image}, cut down (ccbench.vm.kernel_build)",
+            "patches": [{"file": p.name, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()} for p in patches],
+            "bbr3": prepared.bbr3,
+        }
         (staged / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         if out.exists():
             out.rmdir()
@@ -104,13 +115,16 @@ def source_package(series: str, kernel: guest.GuestKernel) -> Package:
 def unpack_source(source: Package, work: Path) -> Path:
     """Debian's kernel source package ``source`` (``linux-source-<series>``), unpacked
     under ``work``."""
-    series = source.name[len("linux-source-"):]
-    deb, = debian.download([source], work)
+    series = source.name[len("linux-source-") :]
+    (deb,) = debian.download([source], work)
     pkg = work / "pkg"
     subprocess.run(["dpkg-deb", "-x", str(deb), str(pkg)], check=True, timeout=STEP_TIMEOUT_S)
     deb.unlink()
-    subprocess.run(["tar", "-xJf", str(pkg / "usr" / "src" / f"linux-source-{series}.tar.xz"), "-C", str(work)],
-                   check=True, timeout=STEP_TIMEOUT_S)
+    subprocess.run(
+        ["tar", "-xJf", str(pkg / "usr" / "src" / f"linux-source-{series}.tar.xz"), "-C", str(work)],
+        check=True,
+        timeout=STEP_TIMEOUT_S,
+    )
     shutil.rmtree(pkg)
     return work / f"linux-source-{series}"
 
@@ -127,21 +141,21 @@ def prepare(tree: Path, patches: Sequence[Path]) -> Tree:
     shadow = tree.parent / "bbr3-2brobust"
     (shadow / BBR).parent.mkdir(parents=True)
     shutil.copy(bbr, shadow / BBR)
-    patched.apply_patch(shadow, patched.PATCHES_DIR / twin.patch, "--patch",
-                        f"{twin.patch} does not apply to this BBRv3's {BBR}")
+    patched.apply_patch(
+        shadow, patched.PATCHES_DIR / twin.patch, "--patch", f"{twin.patch} does not apply to this BBRv3's {BBR}"
+    )
     ipv4 = bbr.parent
     (shadow / BBR).rename(ipv4 / f"{twin.module}.c")
     text, renamed = re.subn(r'(\.name\s*=\s*)"bbr",', r'\1"bbr3",', bbr.read_text())
     if renamed != 1:
-        raise ScenarioError("--patch", f"{BBR} is BBRv3 but does not register as \"bbr\"")
+        raise ScenarioError("--patch", f'{BBR} is BBRv3 but does not register as "bbr"')
     (ipv4 / "tcp_bbr3.c").write_text(text)
     bbr.unlink()
     makefile = ipv4 / "Makefile"
     rule = "obj-$(CONFIG_TCP_CONG_BBR) += tcp_bbr.o"
     if rule not in makefile.read_text():
         raise ScenarioError("--patch", f"{makefile.relative_to(tree)} has no line {rule!r}")
-    makefile.write_text(makefile.read_text().replace(
-        rule, f"obj-$(CONFIG_TCP_CONG_BBR) += tcp_bbr3.o {twin.module}.o"))
+    makefile.write_text(makefile.read_text().replace(rule, f"obj-$(CONFIG_TCP_CONG_BBR) += tcp_bbr3.o {twin.module}.o"))
     return Tree(tree, bbr3=True)
 
 
@@ -158,12 +172,39 @@ def configure(tree: Path, debian_config: Path, modules: Sequence[str]) -> None:
     """Debian's ``.config`` without debug information or module signing, keeping as
     modules only ``modules`` (``make localmodconfig``); built-in code is unchanged."""
     shutil.copy(debian_config, tree / ".config")
-    subprocess.run(["scripts/config", "--disable", "DEBUG_INFO", "--disable", "DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT",
-                    "--enable", "DEBUG_INFO_NONE", "--disable", "DEBUG_INFO_BTF", "--disable",
-                    "DEBUG_INFO_BTF_MODULES", "--disable", "MODULE_SIG_ALL", "--set-str", "SYSTEM_TRUSTED_KEYS", "",
-                    "--set-str", "SYSTEM_REVOCATION_KEYS", "", "--set-str", "LOCALVERSION", LOCALVERSION,
-                    "--disable", "LOCALVERSION_AUTO", "--module", "TCP_CONG_BBR"],
-                   cwd=tree, check=True, timeout=60)
+    subprocess.run(
+        [
+            "scripts/config",
+            "--disable",
+            "DEBUG_INFO",
+            "--disable",
+            "DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT",
+            "--enable",
+            "DEBUG_INFO_NONE",
+            "--disable",
+            "DEBUG_INFO_BTF",
+            "--disable",
+            "DEBUG_INFO_BTF_MODULES",
+            "--disable",
+            "MODULE_SIG_ALL",
+            "--set-str",
+            "SYSTEM_TRUSTED_KEYS",
+            "",
+            "--set-str",
+            "SYSTEM_REVOCATION_KEYS",
+            "",
+            "--set-str",
+            "LOCALVERSION",
+            LOCALVERSION,
+            "--disable",
+            "LOCALVERSION_AUTO",
+            "--module",
+            "TCP_CONG_BBR",
+        ],
+        cwd=tree,
+        check=True,
+        timeout=60,
+    )
     lsmod = tree / "ccbench-lsmod"
     lsmod.write_text("Module Size Used by\n" + "".join(f"{m} 0 0\n" for m in modules))
     _make(tree, ["localmodconfig", f"LSMOD={lsmod}"], 1, STEP_TIMEOUT_S)
@@ -171,10 +212,10 @@ def configure(tree: Path, debian_config: Path, modules: Sequence[str]) -> None:
 
 def install(tree: Path, staged: Path) -> None:
     """``make modules_install`` (stripped) and the image and configuration in ``boot/``."""
-    _make(tree, ["modules_install", f"INSTALL_MOD_PATH={staged}", "INSTALL_MOD_STRIP=1"], 1,
-          STEP_TIMEOUT_S)
-    release = subprocess.run(["make", "-s", "kernelrelease"], cwd=tree, capture_output=True, text=True,
-                             check=True, timeout=60).stdout.strip()
+    _make(tree, ["modules_install", f"INSTALL_MOD_PATH={staged}", "INSTALL_MOD_STRIP=1"], 1, STEP_TIMEOUT_S)
+    release = subprocess.run(
+        ["make", "-s", "kernelrelease"], cwd=tree, capture_output=True, text=True, check=True, timeout=60
+    ).stdout.strip()
     modules = staged / "lib" / "modules" / release
     for link in ("build", "source"):  # they point into the build tree, which is deleted
         (modules / link).unlink(missing_ok=True)
@@ -185,8 +226,14 @@ def install(tree: Path, staged: Path) -> None:
 
 
 def _make(tree: Path, args: Sequence[str], jobs: int, timeout: int) -> None:
-    made = subprocess.run(["make", f"-j{jobs or os.cpu_count() or 1}", "CC=gcc-12", "HOSTCC=gcc-12", *args],
-                          cwd=tree, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    made = subprocess.run(
+        ["make", f"-j{jobs or os.cpu_count() or 1}", "CC=gcc-12", "HOSTCC=gcc-12", *args],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
     if made.returncode != 0:
         errors = [line for line in made.stderr.splitlines() if "error" in line.lower()] or made.stderr.splitlines()
         raise ScenarioError("vm build-kernel", f"make {args[0]} failed: {' '.join(errors[:1])}")

@@ -21,5 +21,7 @@ def by_function(profile: dict[str, Any], top: int = 30) -> dict[str, Any]:
     """The ``top`` most ticked functions first, each with its share of all ticks."""
     ticks = int(profile["ticks"])
     ranked = sorted(profile["functions"].items(), key=lambda kv: (-kv[1], kv[0]))[:top]
-    return {"ticks": ticks, "functions": [{"function": f, "ticks": n, "share": round(n / ticks, 4) if ticks else 0.0}
-                                          for f, n in ranked]}
+    return {
+        "ticks": ticks,
+        "functions": [{"function": f, "ticks": n, "share": round(n / ticks, 4) if ticks else 0.0} for f, n in ranked],
+    }

@@ -46,11 +46,11 @@ PACING = "pacing"
 
 @dataclass(frozen=True)
 class Patch:
-    algorithm: str     # the guest's name for the patched algorithm
-    base: str          # the flow's cca in a scenario
-    switch: str        # the flow setting that asks for it: ``pacing`` (= false) or a parameter (= 1)
-    source: str        # the patched file in the kernel's tree
-    patch: str         # in PATCHES_DIR
+    algorithm: str  # the guest's name for the patched algorithm
+    base: str  # the flow's cca in a scenario
+    switch: str  # the flow setting that asks for it: ``pacing`` (= false) or a parameter (= 1)
+    source: str  # the patched file in the kernel's tree
+    patch: str  # in PATCHES_DIR
 
     @property
     def module(self) -> str:
@@ -86,10 +86,12 @@ class Patch:
         return {"cca": self.base, "params": {self.switch: 1}}
 
 
-PATCHES = (Patch("bbr_2brobust", "bbr", "inflight_deficit", "net/ipv4/tcp_bbr.c", "tcp_bbr-2brobust.patch"),
-           # BBRv3's tcp_bbr.c; built with the kernel that has it (ccbench.vm.kernel_build).
-           Patch("bbr3_2brobust", "bbr3", "inflight_deficit", "net/ipv4/tcp_bbr.c", "tcp_bbr3-2brobust.patch"),
-           Patch(f"bbr{UNPACED_SUFFIX}", "bbr", PACING, "net/ipv4/tcp_bbr.c", "tcp_bbr-unpaced.patch"))
+PATCHES = (
+    Patch("bbr_2brobust", "bbr", "inflight_deficit", "net/ipv4/tcp_bbr.c", "tcp_bbr-2brobust.patch"),
+    # BBRv3's tcp_bbr.c; built with the kernel that has it (ccbench.vm.kernel_build).
+    Patch("bbr3_2brobust", "bbr3", "inflight_deficit", "net/ipv4/tcp_bbr.c", "tcp_bbr3-2brobust.patch"),
+    Patch(f"bbr{UNPACED_SUFFIX}", "bbr", PACING, "net/ipv4/tcp_bbr.c", "tcp_bbr-unpaced.patch"),
+)
 
 
 def substitute(sc: "Scenario") -> "tuple[Scenario, list[Patch], list[str]]":
@@ -105,8 +107,11 @@ def substitute(sc: "Scenario") -> "tuple[Scenario, list[Patch], list[str]]":
         asked = [p for p in PATCHES if p.switch != PACING and p.asked(f)]
         if asked and not any(p.switch == asked[0].switch for p in mine):
             bases = ", ".join(sorted({p.base for p in PATCHES if p.switch == asked[0].switch}))
-            raise ScenarioError(f"flows[{i}].{asked[0].field}", f"the VM engine has this patch for {bases} "
-                                f"only (a module built from the guest kernel's own code), not for {f.cca}")
+            raise ScenarioError(
+                f"flows[{i}].{asked[0].field}",
+                f"the VM engine has this patch for {bases} "
+                f"only (a module built from the guest kernel's own code), not for {f.cca}",
+            )
         if not mine:
             flows.append(f)
             # Named directly (or by a scenario this function already changed).
@@ -117,9 +122,12 @@ def substitute(sc: "Scenario") -> "tuple[Scenario, list[Patch], list[str]]":
                 f = p.cleared(f)  # mainline
         wanted = [p for p in mine if p.asked(f)]
         if len(wanted) > 1:
-            raise ScenarioError(f"flows[{i}]", f"asks for {' and '.join(p.asking for p in wanted)}; the VM engine "
-                                f"has a patched {f.cca} for each ({', '.join(p.algorithm for p in wanted)}), "
-                                f"not for both")
+            raise ScenarioError(
+                f"flows[{i}]",
+                f"asks for {' and '.join(p.asking for p in wanted)}; the VM engine "
+                f"has a patched {f.cca} for each ({', '.join(p.algorithm for p in wanted)}), "
+                f"not for both",
+            )
         patch = wanted[0] if wanted else None
         rest = patch.cleared(f) if patch else f
         if patch is None or rest.params:
@@ -127,8 +135,10 @@ def substitute(sc: "Scenario") -> "tuple[Scenario, list[Patch], list[str]]":
             continue
         flows.append(rest.model_copy(update={"cca": patch.algorithm}))
         needed.append(patch)
-        notes.append(f"flows[{i}]: {f.cca} with {patch.asking} ran as the guest's {patch.algorithm} "
-                     f"({patch.source} of the guest kernel with python/ccbench/vm/patches/{patch.patch})")
+        notes.append(
+            f"flows[{i}]: {f.cca} with {patch.asking} ran as the guest's {patch.algorithm} "
+            f"({patch.source} of the guest kernel with python/ccbench/vm/patches/{patch.patch})"
+        )
     return sc.model_copy(update={"flows": flows}), list(dict.fromkeys(needed)), notes
 
 
@@ -150,14 +160,20 @@ class Built:
 def build(kernel: guest.GuestKernel, patch: Patch) -> Built:
     """The module of ``patch`` for a Debian guest kernel, built on first use."""
     if patch.base not in kernel.congestion_control():
-        raise ScenarioError("--guest-kernel", f"{kernel.source} has no {patch.base}, so no {patch.algorithm}: "
-                            f"`ccbench vm build-kernel --patch FILE` builds a kernel with both from a patch "
-                            f"that brings {patch.base}")
+        raise ScenarioError(
+            "--guest-kernel",
+            f"{kernel.source} has no {patch.base}, so no {patch.algorithm}: "
+            f"`ccbench vm build-kernel --patch FILE` builds a kernel with both from a patch "
+            f"that brings {patch.base}",
+        )
     found = re.fullmatch(r"debian:(linux-image-(\S+))=(\S+)", kernel.base_source)
     if found is None:
-        raise ScenarioError("--guest-kernel", f"{patch.algorithm} is built only for Debian's packaged kernels; for "
-                            f"{kernel.source}, build {patch.source} with python/ccbench/vm/patches/{patch.patch} "
-                            f"applied into {patch.module}.ko in its modules directory")
+        raise ScenarioError(
+            "--guest-kernel",
+            f"{patch.algorithm} is built only for Debian's packaged kernels; for "
+            f"{kernel.source}, build {patch.source} with python/ccbench/vm/patches/{patch.patch} "
+            f"applied into {patch.module}.ko in its modules directory",
+        )
     image, flavour, version = found.groups()
     digest = hashlib.sha256((PATCHES_DIR / patch.patch).read_bytes()).hexdigest()[:16]
     out = guest.cache_dir() / "vm" / "modules" / f"{image}_{version}" / digest / f"{patch.module}.ko"
@@ -174,22 +190,25 @@ def build_packages(kernel: guest.GuestKernel, flavour: str, version: str) -> lis
     headers, the headers and kbuild tools they depend on, and the kernel's source. Each
     is of the kernel's upstream version, its own revision where the archive still serves
     it, else the newest one it serves."""
-    why = f" for {kernel.base_source[len('debian:'):]}"
+    why = f" for {kernel.base_source[len('debian:') :]}"
     headers = debian.matching(f"linux-headers-{flavour}", version, why=why)
     needed = [headers]
     for alternatives in debian.depends(headers):
         first = alternatives[0]
         if first["name"].startswith(("linux-headers-", "linux-kbuild-")):
             needed.append(debian.matching(first["name"], version, first["version"], why=f" (needed by {headers})"))
-    series = ".".join(kernel.release.split(".")[:2])          # 6.1.0-56-cloud-amd64 -> 6.1
+    series = ".".join(kernel.release.split(".")[:2])  # 6.1.0-56-cloud-amd64 -> 6.1
     return [*needed, debian.matching(f"linux-source-{series}", version, why=why)]
 
 
 def _build(kernel: guest.GuestKernel, patch: Patch, flavour: str, packages: list[Package], out: Path) -> None:
     for tool in ("make", "patch", "gcc-12", "strip"):
         if shutil.which(tool) is None:
-            raise ScenarioError("--guest-kernel", f"building {patch.module} needs {tool} (Debian: apt-get install "
-                                f"{'binutils' if tool == 'strip' else tool})")
+            raise ScenarioError(
+                "--guest-kernel",
+                f"building {patch.module} needs {tool} (Debian: apt-get install "
+                f"{'binutils' if tool == 'strip' else tool})",
+            )
     series = ".".join(kernel.release.split(".")[:2])
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
@@ -203,16 +222,27 @@ def _build(kernel: guest.GuestKernel, patch: Patch, flavour: str, packages: list
         makefile = build_dir / "Makefile"
         makefile.write_text(makefile.read_text().replace("include /usr/src/", f"include {tree}/usr/src/"))
         src = work / "src"
-        _extract(tree / "usr" / "src" / f"linux-source-{series}.tar.xz", f"linux-source-{series}/{patch.source}",
-                 src / patch.source)
-        apply_patch(src, PATCHES_DIR / patch.patch, "--guest-kernel",
-                    f"{patch.patch} does not apply to {kernel.source}'s {patch.source}")
+        _extract(
+            tree / "usr" / "src" / f"linux-source-{series}.tar.xz",
+            f"linux-source-{series}/{patch.source}",
+            src / patch.source,
+        )
+        apply_patch(
+            src,
+            PATCHES_DIR / patch.patch,
+            "--guest-kernel",
+            f"{patch.patch} does not apply to {kernel.source}'s {patch.source}",
+        )
         module = work / "module"
         module.mkdir()
         shutil.copy(src / patch.source, module / f"{patch.module}.c")
         (module / "Kbuild").write_text(f"obj-m := {patch.module}.o\n")
-        made = subprocess.run(["make", "-C", str(build_dir), f"M={module}", "modules"], capture_output=True,
-                              text=True, timeout=BUILD_TIMEOUT_S)
+        made = subprocess.run(
+            ["make", "-C", str(build_dir), f"M={module}", "modules"],
+            capture_output=True,
+            text=True,
+            timeout=BUILD_TIMEOUT_S,
+        )
         built = module / f"{patch.module}.ko"
         if made.returncode != 0 or not built.is_file():
             last = " ".join((made.stderr.strip() or made.stdout.strip()).splitlines()[-1:])
@@ -220,16 +250,21 @@ def _build(kernel: guest.GuestKernel, patch: Patch, flavour: str, packages: list
         subprocess.run(["strip", "--strip-debug", str(built)], check=True, timeout=60)
         magic = module_vermagic(built)
         if not magic.startswith(kernel.release + " "):
-            raise ScenarioError("--guest-kernel", f"{patch.module} was built for another kernel than "
-                                f"{kernel.release}: {magic!r}")
+            raise ScenarioError(
+                "--guest-kernel", f"{patch.module} was built for another kernel than {kernel.release}: {magic!r}"
+            )
         built.replace(out)  # the work directory is beside it: one rename, whole or not at all
 
 
 def apply_patch(tree: Path, patch: Path, field: str, failure: str) -> None:
     """``patch -p1`` in ``tree``; ScenarioError(``field``, ``failure``: patch's last line)
     if it does not apply."""
-    applied = subprocess.run(["patch", "-d", str(tree), "-p1", "--batch", "--forward", "--no-backup-if-mismatch",
-                              "-i", str(patch)], capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+    applied = subprocess.run(
+        ["patch", "-d", str(tree), "-p1", "--batch", "--forward", "--no-backup-if-mismatch", "-i", str(patch)],
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+    )
     if applied.returncode != 0:
         raise ScenarioError(field, f"{failure}: {' '.join(applied.stdout.strip().splitlines()[-1:])}")
 

@@ -38,10 +38,13 @@ class Placement:
     host_cpus: tuple[int, ...]
 
     def describe(self) -> str:
-        vcpus = ", ".join(f"vCPU {i} on CPU {c}" for i, c in enumerate(self.vcpu_cpus)) or \
-            "the vCPUs (SCHED_DEADLINE) on any CPU"
-        return f"{vcpus}; QEMU's other threads, the emulator and the receivers on CPU(s) " + \
-            ",".join(str(c) for c in self.host_cpus)
+        vcpus = (
+            ", ".join(f"vCPU {i} on CPU {c}" for i, c in enumerate(self.vcpu_cpus))
+            or "the vCPUs (SCHED_DEADLINE) on any CPU"
+        )
+        return f"{vcpus}; QEMU's other threads, the emulator and the receivers on CPU(s) " + ",".join(
+            str(c) for c in self.host_cpus
+        )
 
 
 def plan(cpus: Iterable[int], vcpus: int, deadline: bool = False) -> Optional[Placement]:

@@ -37,15 +37,20 @@ class ProbeReport:
     requested_share: Optional[float]
     period_ns: Optional[int]
     busy_s: float
-    vcpu_cpu_use: list[float]          # CPU time / wall time of each vCPU thread while busy
+    vcpu_cpu_use: list[float]  # CPU time / wall time of each vCPU thread while busy
     booked_deadline_bandwidth: Optional[float]
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
-def probe(guest_kernel: str = DEFAULT, vcpus: int = 1, share: Optional[float] = None,
-          period_ns: int = 10_000_000, busy_s: float = 0.0) -> ProbeReport:
+def probe(
+    guest_kernel: str = DEFAULT,
+    vcpus: int = 1,
+    share: Optional[float] = None,
+    period_ns: int = 10_000_000,
+    busy_s: float = 0.0,
+) -> ProbeReport:
     """Boot, optionally apply the deadline policy to every vCPU thread, optionally keep
     the guest busy for ``busy_s`` seconds measuring what each vCPU thread got."""
     kernel = resolve(guest_kernel)
@@ -53,12 +58,15 @@ def probe(guest_kernel: str = DEFAULT, vcpus: int = 1, share: Optional[float] = 
         initrd = guest_image(kernel)
         accel = accelerator(kernel, initrd, where)
         busy = f" ccbench.busy={busy_s:g}" if busy_s > 0 else ""
-        with Vm(kernel, initrd, where / "vm", append=f"ccbench.mode=probe{busy}", vcpus=vcpus, accel=accel,
-                on_spawn=record) as vm:
+        with Vm(
+            kernel, initrd, where / "vm", append=f"ccbench.mode=probe{busy}", vcpus=vcpus, accel=accel, on_spawn=record
+        ) as vm:
             vm.start()
             tids = vm.vcpu_threads()
-            policies = [deadline.set_deadline(t, share, period_ns) if share is not None else deadline.get_policy(t)
-                        for t in tids]
+            policies = [
+                deadline.set_deadline(t, share, period_ns) if share is not None else deadline.get_policy(t)
+                for t in tids
+            ]
             use: list[float] = []
             if not vm.wait_for("CCBENCH WAITING", BUSY_START_TIMEOUT_S):
                 raise VmError(f"the guest did not open its control channel within {BUSY_START_TIMEOUT_S:.0f} s")
@@ -73,12 +81,21 @@ def probe(guest_kernel: str = DEFAULT, vcpus: int = 1, share: Optional[float] = 
             booked = deadline.booked_bandwidth()
             vm.wait_for("CCBENCH DONE", busy_s + 10.0)
     return ProbeReport(
-        guest_kernel=kernel.source, release=vm.ready.get("release", kernel.release), accelerator=accel,
-        qemu=qemu_version(), boot_s=round(vm.boot_s, 3), vcpus=vcpus,
-        congestion_control=vm.ready.get("cc", "").split(","), vcpu_threads=tids,
-        policy=[p.describe() for p in policies], requested_share=share,
-        period_ns=period_ns if share is not None else None, busy_s=busy_s,
-        vcpu_cpu_use=[round(u, 4) for u in use], booked_deadline_bandwidth=booked)
+        guest_kernel=kernel.source,
+        release=vm.ready.get("release", kernel.release),
+        accelerator=accel,
+        qemu=qemu_version(),
+        boot_s=round(vm.boot_s, 3),
+        vcpus=vcpus,
+        congestion_control=vm.ready.get("cc", "").split(","),
+        vcpu_threads=tids,
+        policy=[p.describe() for p in policies],
+        requested_share=share,
+        period_ns=period_ns if share is not None else None,
+        busy_s=busy_s,
+        vcpu_cpu_use=[round(u, 4) for u in use],
+        booked_deadline_bandwidth=booked,
+    )
 
 
 @contextlib.contextmanager

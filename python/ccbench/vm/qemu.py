@@ -64,7 +64,7 @@ class Vm:
     memory_mb: int = 512
     accel: str = "tcg"
     extra_args: Sequence[str] = ()
-    netns: Optional[str] = None          # run QEMU inside this network namespace (its TAP lives there)
+    netns: Optional[str] = None  # run QEMU inside this network namespace (its TAP lives there)
     on_spawn: Optional[Callable[[int], None]] = None  # told QEMU's pid at once (to record it for cleanup)
     proc: Optional[subprocess.Popen[bytes]] = field(default=None, repr=False)
     ready: dict[str, str] = field(default_factory=dict)
@@ -85,18 +85,42 @@ class Vm:
         return self.workdir / "control.sock"
 
     def command(self) -> list[str]:
-        accel = ["-accel", "kvm", "-cpu", "host"] if self.accel == "kvm" else ["-accel", "tcg,thread=multi",
-                                                                               "-cpu", "max"]
-        argv = [require_qemu(), *accel, "-m", str(self.memory_mb), "-smp", str(self.vcpus),
-                "-name", "ccbench,debug-threads=on", "-display", "none", "-no-reboot", "-nodefaults",
-                "-serial", f"file:{self.console}",
-                # The control channel: a virtio serial port, which delivers a run's results
-                # (megabytes for long runs) in a blink where a 16550 UART takes seconds.
-                "-device", "virtio-serial-pci",
-                "-chardev", f"socket,id=control,path={self.control_path},server=on,wait=off",
-                "-device", f"virtserialport,chardev=control,name={CONTROL_PORT}", "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
-                "-kernel", str(self.kernel.image), "-initrd", str(self.initrd),
-                "-append", f"console=ttyS0 panic=-1 quiet {self.append}".strip(), *self.extra_args]
+        accel = (
+            ["-accel", "kvm", "-cpu", "host"] if self.accel == "kvm" else ["-accel", "tcg,thread=multi", "-cpu", "max"]
+        )
+        argv = [
+            require_qemu(),
+            *accel,
+            "-m",
+            str(self.memory_mb),
+            "-smp",
+            str(self.vcpus),
+            "-name",
+            "ccbench,debug-threads=on",
+            "-display",
+            "none",
+            "-no-reboot",
+            "-nodefaults",
+            "-serial",
+            f"file:{self.console}",
+            # The control channel: a virtio serial port, which delivers a run's results
+            # (megabytes for long runs) in a blink where a 16550 UART takes seconds.
+            "-device",
+            "virtio-serial-pci",
+            "-chardev",
+            f"socket,id=control,path={self.control_path},server=on,wait=off",
+            "-device",
+            f"virtserialport,chardev=control,name={CONTROL_PORT}",
+            "-qmp",
+            f"unix:{self.qmp_path},server=on,wait=off",
+            "-kernel",
+            str(self.kernel.image),
+            "-initrd",
+            str(self.initrd),
+            "-append",
+            f"console=ttyS0 panic=-1 quiet {self.append}".strip(),
+            *self.extra_args,
+        ]
         return ["ip", "netns", "exec", self.netns, *argv] if self.netns else argv
 
     def start(self, timeout: float = BOOT_TIMEOUT_S) -> "Vm":
@@ -108,9 +132,14 @@ class Vm:
         # Its own process group, so that a Ctrl-C meant for ccbench reaches QEMU only
         # through stop(); it dies with ccbench even on SIGKILL.
         with open(self.workdir / "qemu.stderr", "wb") as err:
-            self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=err, start_new_session=True,
-                                         preexec_fn=die_with_parent(os.getpid()))
+            self.proc = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                start_new_session=True,
+                preexec_fn=die_with_parent(os.getpid()),
+            )
         if self.on_spawn is not None:
             self.on_spawn(self.proc.pid)
         self._connect_control(started + timeout)
@@ -121,8 +150,9 @@ class Vm:
                 self.ready = dict(kv.split("=", 1) for kv in match.group(1).split() if "=" in kv)
                 return self
             if self.proc.poll() is not None:
-                raise VmError(f"QEMU exited with status {self.proc.returncode} before the guest was ready"
-                              f"{self._tail()}")
+                raise VmError(
+                    f"QEMU exited with status {self.proc.returncode} before the guest was ready{self._tail()}"
+                )
             time.sleep(0.05)
         raise VmError(f"the guest was not ready within {timeout:.0f} s{self._tail()}")
 
@@ -222,7 +252,7 @@ class Vm:
 
     def _tail(self, lines: int = 6) -> str:
         text = self.console_text().strip().splitlines()
-        err = (self.workdir / "qemu.stderr")
+        err = self.workdir / "qemu.stderr"
         errors = err.read_text(errors="replace").strip().splitlines() if err.is_file() else []
         tail = (errors[-2:] if errors else []) + text[-lines:]
         return (": " + " | ".join(tail)) if tail else ""

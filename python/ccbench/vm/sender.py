@@ -94,9 +94,17 @@ class Instruments:
 class GuestSender:
     """Senders in a guest; implements ``ccbench.kernel.session.SenderSide``."""
 
-    def __init__(self, kernel: GuestKernel, initrd: Path, accel: str, vcpus: int = 1,
-                 share: Optional[float] = None, period_ns: int = 10_000_000, deadline: str = "slice",
-                 instruments: Instruments = Instruments()) -> None:
+    def __init__(
+        self,
+        kernel: GuestKernel,
+        initrd: Path,
+        accel: str,
+        vcpus: int = 1,
+        share: Optional[float] = None,
+        period_ns: int = 10_000_000,
+        deadline: str = "slice",
+        instruments: Instruments = Instruments(),
+    ) -> None:
         self.kernel, self.initrd, self.accel, self.vcpus = kernel, initrd, accel, vcpus
         self.share, self.period_ns, self.deadline = share, period_ns, deadline
         self.instruments = instruments
@@ -132,21 +140,33 @@ class GuestSender:
 
     def setup(self, run: RunContext) -> None:
         # The namespace only routes; the sender's sysctls are set in the guest.
-        setup_namespace(run.st, run.ns_sender, {"net.ipv4.ip_forward": "1",
-                                                 "net.ipv6.conf.all.disable_ipv6": "1"})
+        setup_namespace(run.st, run.ns_sender, {"net.ipv4.ip_forward": "1", "net.ipv6.conf.all.disable_ipv6": "1"})
 
     def attach(self, run: RunContext) -> None:
         tap = self._tap(run)
         tap_addr, guest_addr = guest_addresses(run.addr_sender)
-        attach_device(run.ns_sender, run.tun_sender, run.plan.mtu, run.addr_sender, run.addr_receiver, [
-            f"route replace {run.addr_receiver}/32 dev {run.tun_sender} src {run.addr_sender}",
-            f"route replace {run.addr_ecn}/32 dev {run.tun_sender} src {run.addr_sender} features ecn",
-        ])
+        attach_device(
+            run.ns_sender,
+            run.tun_sender,
+            run.plan.mtu,
+            run.addr_sender,
+            run.addr_receiver,
+            [
+                f"route replace {run.addr_receiver}/32 dev {run.tun_sender} src {run.addr_sender}",
+                f"route replace {run.addr_ecn}/32 dev {run.tun_sender} src {run.addr_sender} features ecn",
+            ],
+        )
         run_ip("-n", run.ns_sender, "tuntap", "add", "dev", tap, "mode", "tap")
         self.tap_where = (run.ns_sender, tap)
-        run_ip("-n", run.ns_sender, "-batch", "-", stdin=f"link set dev {tap} mtu {run.plan.mtu} "
-                                                        f"txqueuelen {TAP_QUEUE} up\n"
-                                                        f"addr add {tap_addr}/30 dev {tap}\n")
+        run_ip(
+            "-n",
+            run.ns_sender,
+            "-batch",
+            "-",
+            stdin=f"link set dev {tap} mtu {run.plan.mtu} "
+            f"txqueuelen {TAP_QUEUE} up\n"
+            f"addr add {tap_addr}/30 dev {tap}\n",
+        )
         self._boot(run, tap, guest_addr, tap_addr)
 
     def receiver_routes(self, run: RunContext) -> list[str]:
@@ -156,18 +176,25 @@ class GuestSender:
     def start(self, run: RunContext, config: dict[str, Any]) -> None:
         if any(f.get("repeat", 1) > 1 for f in config["flows"]):
             if self.info.get("protocol", 1) < DONE_PROTOCOL:
-                raise KernelRunError("guest agent: too old for repeated downloads (protocol "
-                                     f"{self.info.get('protocol', 1)}); rebuild the guest image")
+                raise KernelRunError(
+                    "guest agent: too old for repeated downloads (protocol "
+                    f"{self.info.get('protocol', 1)}); rebuild the guest image"
+                )
             self.relay = _DoneRelay(config["done_path"], self._send)
         self._ask({"cmd": "sysctl", "set": run.plan.sender_sysctls}, "ok")
         # As the kernel engine's sender routes: each receiver address carries the route
         # options, and the ECN flows' address the ECN feature.
         metrics = route_metrics(run.plan.route_options)
-        routes = [{"dst": dst, **metrics, "ecn": dst == run.addr_ecn}
-                  for dst in sorted({f["addr"] for f in config["flows"]}) if metrics or dst == run.addr_ecn]
+        routes = [
+            {"dst": dst, **metrics, "ecn": dst == run.addr_ecn}
+            for dst in sorted({f["addr"] for f in config["flows"]})
+            if metrics or dst == run.addr_ecn
+        ]
         if routes and self.info.get("protocol", 1) < ROUTE_PROTOCOL:
-            raise KernelRunError("guest agent: too old to set route metrics (protocol "
-                                 f"{self.info.get('protocol', 1)}); rebuild the guest image")
+            raise KernelRunError(
+                "guest agent: too old to set route metrics (protocol "
+                f"{self.info.get('protocol', 1)}); rebuild the guest image"
+            )
         for r in routes:
             self._ask({"cmd": "route", **r}, "ok")
         if self.instruments.trace_tx:
@@ -228,22 +255,34 @@ class GuestSender:
         if self.tap_where is None:
             return 0
         ns, tap = self.tap_where
-        proc = subprocess.run(["ip", "-n", ns, "-s", "-j", "link", "show", "dev", tap], capture_output=True,
-                              text=True, timeout=10)
+        proc = subprocess.run(
+            ["ip", "-n", ns, "-s", "-j", "link", "show", "dev", tap], capture_output=True, text=True, timeout=10
+        )
         try:
             return int(json.loads(proc.stdout)[0]["stats64"]["rx"]["packets"])
         except (ValueError, LookupError):
             return 0
 
     def _boot(self, run: RunContext, tap: str, guest_addr: str, gateway: str) -> None:
-        vm = Vm(self.kernel, self.initrd, run.work / "vm", vcpus=self.vcpus, accel=self.accel,
-                # The guest's NIC has the run's MTU (mss + headers), as the kernel
-                # engine's devices do, so its segments are the scenario's MSS.
-                append=f"ccbench.mode=agent ccbench.ip={guest_addr}/30 ccbench.gw={gateway} ccbench.mtu={run.plan.mtu}"
-                + (f" profile={kprofile.SHIFT}" if self.instruments.profile_guest else ""),
-                netns=run.ns_sender, on_spawn=lambda pid: run.st.add_process(pid, "qemu"),
-                extra_args=["-netdev", f"tap,id=n0,ifname={tap},script=no,downscript=no",
-                            "-device", f"virtio-net-pci,netdev=n0,mac={MAC},rx_queue_size={VIRTIO_RX_QUEUE}"])
+        vm = Vm(
+            self.kernel,
+            self.initrd,
+            run.work / "vm",
+            vcpus=self.vcpus,
+            accel=self.accel,
+            # The guest's NIC has the run's MTU (mss + headers), as the kernel
+            # engine's devices do, so its segments are the scenario's MSS.
+            append=f"ccbench.mode=agent ccbench.ip={guest_addr}/30 ccbench.gw={gateway} ccbench.mtu={run.plan.mtu}"
+            + (f" profile={kprofile.SHIFT}" if self.instruments.profile_guest else ""),
+            netns=run.ns_sender,
+            on_spawn=lambda pid: run.st.add_process(pid, "qemu"),
+            extra_args=[
+                "-netdev",
+                f"tap,id=n0,ifname={tap},script=no,downscript=no",
+                "-device",
+                f"virtio-net-pci,netdev=n0,mac={MAC},rx_queue_size={VIRTIO_RX_QUEUE}",
+            ],
+        )
         self.vm = vm
         vm.start()
         self.threads = vm.vcpu_threads()

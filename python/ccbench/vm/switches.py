@@ -99,8 +99,11 @@ class Absences:
         return sum(n * (1.0 - math.exp(-bin_centre_ns(b) / decay_ns)) for b, n in bins.items())
 
     def as_dict(self) -> dict[str, object]:
-        return {"bins_per_decade": BINS_PER_DECADE, "slept": [[b, n] for b, n in sorted(self.slept.items())],
-                "held": [[b, n] for b, n in sorted(self.held.items())]}
+        return {
+            "bins_per_decade": BINS_PER_DECADE,
+            "slept": [[b, n] for b, n in sorted(self.slept.items())],
+            "held": [[b, n] for b, n in sorted(self.held.items())],
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, list[list[int]]]) -> "Absences":
@@ -130,14 +133,27 @@ def absences(switches: list[tuple[int, bool, bool]], wakeups: list[int]) -> Abse
 class _PerfAttr(ctypes.Structure):
     """``struct perf_event_attr`` up to PERF_ATTR_SIZE_VER5 (112 bytes)."""
 
-    _fields_ = [("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64),
-                ("sample_period", ctypes.c_uint64), ("sample_type", ctypes.c_uint64),
-                ("read_format", ctypes.c_uint64), ("flags", ctypes.c_uint64), ("wakeup_events", ctypes.c_uint32),
-                ("bp_type", ctypes.c_uint32), ("config1", ctypes.c_uint64), ("config2", ctypes.c_uint64),
-                ("branch_sample_type", ctypes.c_uint64), ("sample_regs_user", ctypes.c_uint64),
-                ("sample_stack_user", ctypes.c_uint32), ("clockid", ctypes.c_int32),
-                ("sample_regs_intr", ctypes.c_uint64), ("aux_watermark", ctypes.c_uint32),
-                ("sample_max_stack", ctypes.c_uint16), ("reserved", ctypes.c_uint16)]
+    _fields_ = [
+        ("type", ctypes.c_uint32),
+        ("size", ctypes.c_uint32),
+        ("config", ctypes.c_uint64),
+        ("sample_period", ctypes.c_uint64),
+        ("sample_type", ctypes.c_uint64),
+        ("read_format", ctypes.c_uint64),
+        ("flags", ctypes.c_uint64),
+        ("wakeup_events", ctypes.c_uint32),
+        ("bp_type", ctypes.c_uint32),
+        ("config1", ctypes.c_uint64),
+        ("config2", ctypes.c_uint64),
+        ("branch_sample_type", ctypes.c_uint64),
+        ("sample_regs_user", ctypes.c_uint64),
+        ("sample_stack_user", ctypes.c_uint32),
+        ("clockid", ctypes.c_int32),
+        ("sample_regs_intr", ctypes.c_uint64),
+        ("aux_watermark", ctypes.c_uint32),
+        ("sample_max_stack", ctypes.c_uint16),
+        ("reserved", ctypes.c_uint16),
+    ]
 
 
 class _ThreadSwitches:
@@ -145,10 +161,14 @@ class _ThreadSwitches:
 
     def __init__(self, tid: int) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
-        attr = _PerfAttr(type=_PERF_TYPE_SOFTWARE, size=ctypes.sizeof(_PerfAttr), config=_PERF_COUNT_SW_DUMMY,
-                         sample_type=_PERF_SAMPLE_TID | _PERF_SAMPLE_TIME,
-                         flags=_DISABLED | _SAMPLE_ID_ALL | _USE_CLOCKID | _CONTEXT_SWITCH,
-                         clockid=_CLOCK_MONOTONIC)
+        attr = _PerfAttr(
+            type=_PERF_TYPE_SOFTWARE,
+            size=ctypes.sizeof(_PerfAttr),
+            config=_PERF_COUNT_SW_DUMMY,
+            sample_type=_PERF_SAMPLE_TID | _PERF_SAMPLE_TIME,
+            flags=_DISABLED | _SAMPLE_ID_ALL | _USE_CLOCKID | _CONTEXT_SWITCH,
+            clockid=_CLOCK_MONOTONIC,
+        )
         fd = libc.syscall(_NR_PERF_EVENT_OPEN, ctypes.byref(attr), tid, -1, -1, _PERF_FLAG_FD_CLOEXEC)
         if fd < 0:
             raise SwitchError(f"perf_event_open on thread {tid}: {os.strerror(ctypes.get_errno())}")
@@ -181,8 +201,8 @@ class _ThreadSwitches:
         """``n`` bytes at ring offset ``at``, wrapping at the end of the data pages."""
         start = at - self.page
         first = min(n, self.size - start)
-        data = self.ring[at:at + first]
-        return data + self.ring[self.page:self.page + n - first] if first < n else data
+        data = self.ring[at : at + first]
+        return data + self.ring[self.page : self.page + n - first] if first < n else data
 
     def close(self) -> None:
         self.ring.close()
@@ -223,7 +243,9 @@ class SwitchTrace:
         self._write("tracing_on", "0")
         wakeups: dict[int, list[int]] = {}
         for m in _WAKEUP.finditer((self.instance / "trace").read_text(errors="replace")):
-            wakeups.setdefault(int(m.group(3)), []).append(int(m.group(1)) * 1_000_000_000 + int(m.group(2).ljust(9, "0")))
+            wakeups.setdefault(int(m.group(3)), []).append(
+                int(m.group(1)) * 1_000_000_000 + int(m.group(2).ljust(9, "0"))
+            )
         self.close()
         out = Absences()
         for t in self.threads:

@@ -46,11 +46,22 @@ RTT_TOLERANCE = 0.30
 RTT_FLOOR_MS = 2.0
 PACED_SUFFIX = "_paced"
 
-FULL = {"shares": (0.10, 0.15, 0.25, 0.35, 0.45, 0.55, 0.70), "slices": ("1ms", "10ms", "20ms"),
-        "ccas": ("bbr", "cubic"), "rates": ("10Mbit", "100Mbit", "1Gbit"), "rtts": ("10ms", "40ms"),
-        "duration": "10s"}
-QUICK = {"shares": (0.15, 0.35, 0.70), "slices": ("10ms",), "ccas": ("bbr", "cubic"), "rates": ("100Mbit",),
-         "rtts": ("20ms",), "duration": "5s"}
+FULL = {
+    "shares": (0.10, 0.15, 0.25, 0.35, 0.45, 0.55, 0.70),
+    "slices": ("1ms", "10ms", "20ms"),
+    "ccas": ("bbr", "cubic"),
+    "rates": ("10Mbit", "100Mbit", "1Gbit"),
+    "rtts": ("10ms", "40ms"),
+    "duration": "10s",
+}
+QUICK = {
+    "shares": (0.15, 0.35, 0.70),
+    "slices": ("10ms",),
+    "ccas": ("bbr", "cubic"),
+    "rates": ("100Mbit",),
+    "rtts": ("20ms",),
+    "duration": "5s",
+}
 # The phone study's network (Vargas et al.): 1 ms, a 1,000-packet buffer, and no short-RTT
 # TSO bonus (its kernels predate tcp_tso_rtt_log). The vCPU unreserved, or held to a
 # quarter of 1 ms slices, which a TCG guest's work fills at 200 Mbit/s, as the low-end
@@ -58,17 +69,30 @@ QUICK = {"shares": (0.15, 0.35, 0.70), "slices": ("10ms",), "ccas": ("bbr", "cub
 # two-CPU TCG testbed's I/O path keeps up (QEMU's main thread waiting under half the run);
 # 1 Gbit/s is the study's rate. (Its RTT, 1 ms, is in no cell of the 2BRobust grid, so
 # the two grids' cells never share a name.)
-PACING_FULL = {"shares": (1.0, 0.25, 0.15), "slices": ("1ms",), "flows": (1, 5, 20),
-               "ccas": ("cubic", "cubic_paced", "bbr", "bbr_unpaced"), "rates": ("100Mbit", "200Mbit", "1Gbit"),
-               "rtts": ("1ms",), "duration": "10s"}
-PACING_QUICK = {"shares": (0.25,), "slices": ("1ms",), "flows": (1, 20), "ccas": ("cubic", "bbr", "bbr_unpaced"),
-                "rates": ("200Mbit",), "rtts": ("1ms",), "duration": "5s"}
+PACING_FULL = {
+    "shares": (1.0, 0.25, 0.15),
+    "slices": ("1ms",),
+    "flows": (1, 5, 20),
+    "ccas": ("cubic", "cubic_paced", "bbr", "bbr_unpaced"),
+    "rates": ("100Mbit", "200Mbit", "1Gbit"),
+    "rtts": ("1ms",),
+    "duration": "10s",
+}
+PACING_QUICK = {
+    "shares": (0.25,),
+    "slices": ("1ms",),
+    "flows": (1, 20),
+    "ccas": ("cubic", "bbr", "bbr_unpaced"),
+    "rates": ("200Mbit",),
+    "rtts": ("1ms",),
+    "duration": "5s",
+}
 PACING_BUFFER = "1000pkt"
 
 
 @dataclass(frozen=True)
 class CpuCell:
-    share: float       # 1: no reservation
+    share: float  # 1: no reservation
     slice: str
     cca: str
     rate: str
@@ -86,8 +110,14 @@ class CpuCell:
         cpu = f" {self.share:.0%} of {self.slice}" if self.reserved else ""
         return f"{who}{cpu}, {self.rate}, {self.rtt}"
 
-    def scenario(self, duration: str, costs: Optional[dict[str, Any]], tick_ns: Optional[int] = None,
-                 hz: Optional[int] = None, rx_ring: Optional[int] = None) -> dict[str, Any]:
+    def scenario(
+        self,
+        duration: str,
+        costs: Optional[dict[str, Any]],
+        tick_ns: Optional[int] = None,
+        hz: Optional[int] = None,
+        rx_ring: Optional[int] = None,
+    ) -> dict[str, Any]:
         """The cell; for the simulator with ``costs`` (host entries: ``cost``,
         ``tx_completion``), the scheduler tick of the host the VM ran on, the guest
         kernel's CONFIG_HZ (the sender's jiffy) and the ACKs the VM's receive path holds
@@ -100,8 +130,11 @@ class CpuCell:
         if rx_ring is not None and host:
             host["rx_ring"] = rx_ring
         link = {"rate": self.rate, "rtt": self.rtt, "buffer": PACING_BUFFER if self.pacing else "1bdp"}
-        doc: dict[str, Any] = {"duration": duration, "link": link,
-                               "flows": [dict(flow(self.cca), **({"count": self.flows} if self.flows > 1 else {}))]}
+        doc: dict[str, Any] = {
+            "duration": duration,
+            "link": link,
+            "flows": [dict(flow(self.cca), **({"count": self.flows} if self.flows > 1 else {}))],
+        }
         if host:
             doc["host"] = host
         tcp: dict[str, Any] = {"tso_rtt_log": 0} if self.pacing else {}
@@ -138,8 +171,9 @@ class TxShape:
 
     @staticmethod
     def median(shapes: Sequence["TxShape"]) -> "TxShape":
-        return TxShape(statistics.median(s.skbs_per_slice for s in shapes),
-                       statistics.median(s.segs_per_skb for s in shapes))
+        return TxShape(
+            statistics.median(s.skbs_per_slice for s in shapes), statistics.median(s.segs_per_skb for s in shapes)
+        )
 
     def __str__(self) -> str:
         return f"{self.skbs_per_slice:.1f} ({self.segs_per_skb:.1f})"
@@ -150,8 +184,8 @@ class CpuRow:
     cell: CpuCell
     link_mbps: float
     sim_mbps: float
-    vm_runs: list[float]            # every repetition's goodput on the VM
-    vm_cpu_use: float               # the median of their vCPU use
+    vm_runs: list[float]  # every repetition's goodput on the VM
+    vm_cpu_use: float  # the median of their vCPU use
     # How each engine sent: skbs per slice and segments per skb (the VM's: medians over its
     # repetitions), where a held sender's two engines part (docs/vm-engine.md).
     sim_tx: Optional["TxShape"] = None
@@ -244,15 +278,24 @@ class Threshold:
         return _verdict(self.passed, self.testbed)
 
 
-def grid(shares: Sequence[float], slices: Sequence[str], ccas: Sequence[str], rates: Sequence[str],
-         rtts: Sequence[str]) -> list[CpuCell]:
+def grid(
+    shares: Sequence[float], slices: Sequence[str], ccas: Sequence[str], rates: Sequence[str], rtts: Sequence[str]
+) -> list[CpuCell]:
     return [CpuCell(*c) for c in itertools.product(shares, slices, ccas, rates, rtts)]
 
 
-def pacing_grid(shares: Sequence[float], slices: Sequence[str], flows: Sequence[int], ccas: Sequence[str],
-                rates: Sequence[str], rtts: Sequence[str]) -> list[CpuCell]:
-    return [CpuCell(share, slice_, cca, rate, rtt, n, pacing=True)
-            for share, slice_, rate, rtt, n, cca in itertools.product(shares, slices, rates, rtts, flows, ccas)]
+def pacing_grid(
+    shares: Sequence[float],
+    slices: Sequence[str],
+    flows: Sequence[int],
+    ccas: Sequence[str],
+    rates: Sequence[str],
+    rtts: Sequence[str],
+) -> list[CpuCell]:
+    return [
+        CpuCell(share, slice_, cca, rate, rtt, n, pacing=True)
+        for share, slice_, rate, rtt, n, cca in itertools.product(shares, slices, rates, rtts, flows, ccas)
+    ]
 
 
 def check(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]], vm_engine: Any) -> None:
@@ -269,8 +312,15 @@ def check(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any
             raise ScenarioError(e.field, f"{e.message} (cell {cell.name})") from None
 
 
-def run(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]], vm_engine: Any,
-        progress: Callable[[str], None], kept: Optional[Path] = None, reps: int = 1) -> list[CpuRow]:
+def run(
+    cells: Sequence[CpuCell],
+    duration: str,
+    costs: Optional[dict[str, Any]],
+    vm_engine: Any,
+    progress: Callable[[str], None],
+    kept: Optional[Path] = None,
+    reps: int = 1,
+) -> list[CpuRow]:
     """Each cell once on the simulator and ``reps`` times on ``vm_engine``. With ``kept``
     (a JSON-lines file), each VM result is appended as it finishes and repetitions
     already there are not run on the VM again: a stopped grid resumes, and after a
@@ -294,40 +344,59 @@ def run(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]]
             if vm is None:
                 result = vm_engine.run(cell.scenario(duration, None))  # the VM's costs are its own
                 summary = result.summary
-                vm = {"cell": cell.name, "rep": rep, "duration": duration, "guest": vm_engine.guest_kernel,
-                      "guest_hz": result.scenario.tcp.hz,
-                      "vm_mbps": _goodput(summary), "vm_rtt_ms": _rtt(summary),
-                      "vm_cpu_use": (summary["vm"]["vcpu_cpu_use"] or [0.0])[0],
-                      "host_tick_ns": summary["vm"].get("host_tick_ns", host_tick_ns()),
-                      # For later analysis: what the guest did and how its vCPU ran.
-                      "work": summary["vm"]["work"], "vcpu_sleeps": summary["vm"].get("vcpu_sleeps"),
-                      "vcpu_preemptions": summary["vm"].get("vcpu_preemptions"),
-                      "vcpu_run_delay_s": summary["vm"].get("vcpu_run_delay_s"),
-                      "io_waiting": summary["vm"]["io_thread"]["waiting"],
-                      "accelerator": summary["vm"].get("accelerator"), "placement": summary["vm"].get("placement")}
+                vm = {
+                    "cell": cell.name,
+                    "rep": rep,
+                    "duration": duration,
+                    "guest": vm_engine.guest_kernel,
+                    "guest_hz": result.scenario.tcp.hz,
+                    "vm_mbps": _goodput(summary),
+                    "vm_rtt_ms": _rtt(summary),
+                    "vm_cpu_use": (summary["vm"]["vcpu_cpu_use"] or [0.0])[0],
+                    "host_tick_ns": summary["vm"].get("host_tick_ns", host_tick_ns()),
+                    # For later analysis: what the guest did and how its vCPU ran.
+                    "work": summary["vm"]["work"],
+                    "vcpu_sleeps": summary["vm"].get("vcpu_sleeps"),
+                    "vcpu_preemptions": summary["vm"].get("vcpu_preemptions"),
+                    "vcpu_run_delay_s": summary["vm"].get("vcpu_run_delay_s"),
+                    "io_waiting": summary["vm"]["io_thread"]["waiting"],
+                    "accelerator": summary["vm"].get("accelerator"),
+                    "placement": summary["vm"].get("placement"),
+                }
                 if kept is not None:
                     with open(kept, "a") as f:
                         f.write(json.dumps(vm) + "\n")
             runs.append(vm)
         # The simulator with the same costs, the tick of the host the VM ran on, the
         # guest's jiffy and the VM's receive path.
-        sim_summary = sim.run(cell.scenario(duration, costs, runs[0]["host_tick_ns"], runs[0].get("guest_hz"),
-                                            RECEIVE_PATH_PACKETS)).summary
+        sim_summary = sim.run(
+            cell.scenario(duration, costs, runs[0]["host_tick_ns"], runs[0].get("guest_hz"), RECEIVE_PATH_PACKETS)
+        ).summary
         sim_work = (sim_summary.get("host") or {}).get("work")  # none without a host: no costs, no reservation
-        vm_tx = [TxShape.of(r["work"]["skbs"], r["work"]["segs_out"], duration, cell.slice) for r in runs
-                 if r.get("work")]
-        row = CpuRow(cell, parse_rate(cell.rate) / 1e6, _goodput(sim_summary), [r["vm_mbps"] for r in runs],
-                     statistics.median(r["vm_cpu_use"] for r in runs),
-                     TxShape.of(sim_work["bursts"], sim_work["packets"], duration, cell.slice) if sim_work else None,
-                     TxShape.median(vm_tx) if vm_tx else None, tuple(sorted({_testbed(r) for r in runs})),
-                     _rtt(sim_summary), [r["vm_rtt_ms"] for r in runs if r.get("vm_rtt_ms") is not None],
-                     _median([r["io_waiting"] for r in runs if r.get("io_waiting") is not None]))
+        vm_tx = [
+            TxShape.of(r["work"]["skbs"], r["work"]["segs_out"], duration, cell.slice) for r in runs if r.get("work")
+        ]
+        row = CpuRow(
+            cell,
+            parse_rate(cell.rate) / 1e6,
+            _goodput(sim_summary),
+            [r["vm_mbps"] for r in runs],
+            statistics.median(r["vm_cpu_use"] for r in runs),
+            TxShape.of(sim_work["bursts"], sim_work["packets"], duration, cell.slice) if sim_work else None,
+            TxShape.median(vm_tx) if vm_tx else None,
+            tuple(sorted({_testbed(r) for r in runs})),
+            _rtt(sim_summary),
+            [r["vm_rtt_ms"] for r in runs if r.get("vm_rtt_ms") is not None],
+            _median([r["io_waiting"] for r in runs if r.get("io_waiting") is not None]),
+        )
         rows.append(row)
         ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
         rtt = f", RTT sim {_ms(row.sim_rtt_ms)} VM {_ms(row.vm_rtt_ms)} ms" if cell.pacing else ""
         io = "" if row.vm_io_waiting is None else f", I/O waits {row.vm_io_waiting:.0%}"
-        progress(f"  {cell.name}: sim {row.sim_mbps:.1f}, VM {row.vm_shown} Mbit/s (ratio {ratio}, "
-                 f"vCPU {row.vm_cpu_use:.0%}{io}{rtt}) {row.verdict.upper()}")
+        progress(
+            f"  {cell.name}: sim {row.sim_mbps:.1f}, VM {row.vm_shown} Mbit/s (ratio {ratio}, "
+            f"vCPU {row.vm_cpu_use:.0%}{io}{rtt}) {row.verdict.upper()}"
+        )
     return rows
 
 
@@ -336,8 +405,9 @@ def _testbed(vm: dict[str, Any]) -> str:
     return f"{str(vm.get('accelerator') or '?').upper()}, {placed}"
 
 
-def _read_kept(kept: Optional[Path], duration: str, guest: str,
-               where: Optional[str]) -> dict[tuple[str, int], dict[str, Any]]:
+def _read_kept(
+    kept: Optional[Path], duration: str, guest: str, where: Optional[str]
+) -> dict[tuple[str, int], dict[str, Any]]:
     """VM results of earlier runs of this grid with the same duration, guest and
     placement of the testbed's threads: {(cell name, repetition): result} (a result
     without a repetition number is the first); a torn last line (a run stopped while
@@ -369,13 +439,23 @@ def thresholds(rows: Sequence[CpuRow]) -> list[Threshold]:
             shares = sorted(s for (c, s) in by if c == cca)
             if shares:
                 held = any(r.testbed_bound for (c, _), r in by.items() if c in (cca, "cubic"))
-                out.append(Threshold(cca, slice_, rate, rtt, _collapse(by, cca, shares, lambda r: r.sim_mbps),
-                                     _collapse(by, cca, shares, lambda r: r.vm_mbps), held))
+                out.append(
+                    Threshold(
+                        cca,
+                        slice_,
+                        rate,
+                        rtt,
+                        _collapse(by, cca, shares, lambda r: r.sim_mbps),
+                        _collapse(by, cca, shares, lambda r: r.vm_mbps),
+                        held,
+                    )
+                )
     return out
 
 
-def _collapse(by: dict[tuple[str, float], CpuRow], cca: str, shares: Sequence[float],
-              pick: Callable[[CpuRow], float]) -> Optional[float]:
+def _collapse(
+    by: dict[tuple[str, float], CpuRow], cca: str, shares: Sequence[float], pick: Callable[[CpuRow], float]
+) -> Optional[float]:
     """The highest share at which ``cca`` gets under half of Cubic's goodput."""
     below = [s for s in shares if ("cubic", s) in by and pick(by[(cca, s)]) < 0.5 * pick(by[("cubic", s)])]
     return max(below) if below else None
@@ -387,22 +467,76 @@ def write(out: Path, rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: 
     show = lambda x, digits=3: "" if x is None else f"{x:.{digits}f}"  # noqa: E731
     with open(paths[0], "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["cca", "share", "slice", "rate", "rtt", "sim_mbps", "vm_mbps", "vm_min_mbps", "vm_max_mbps",
-                    "vm_reps", "ratio", "vm_cpu_use", "sim_skbs_per_slice", "vm_skbs_per_slice", "sim_segs_per_skb",
-                    "vm_segs_per_skb", "passed", "flows", "sim_rtt_ms", "vm_rtt_ms", "vm_io_waiting", "verdict"])
+        w.writerow(
+            [
+                "cca",
+                "share",
+                "slice",
+                "rate",
+                "rtt",
+                "sim_mbps",
+                "vm_mbps",
+                "vm_min_mbps",
+                "vm_max_mbps",
+                "vm_reps",
+                "ratio",
+                "vm_cpu_use",
+                "sim_skbs_per_slice",
+                "vm_skbs_per_slice",
+                "sim_segs_per_skb",
+                "vm_segs_per_skb",
+                "passed",
+                "flows",
+                "sim_rtt_ms",
+                "vm_rtt_ms",
+                "vm_io_waiting",
+                "verdict",
+            ]
+        )
         for r in rows:
             c = r.cell
-            tx = [f"{getattr(t, name):.2f}" if t else "" for name in ("skbs_per_slice", "segs_per_skb")
-                  for t in (r.sim_tx, r.vm_tx)]
-            w.writerow([c.cca, c.share, c.slice, c.rate, c.rtt, f"{r.sim_mbps:.3f}", f"{r.vm_mbps:.3f}",
-                        f"{min(r.vm_runs):.3f}", f"{max(r.vm_runs):.3f}", len(r.vm_runs), show(r.ratio),
-                        f"{r.vm_cpu_use:.3f}", *tx, r.passed, c.flows, show(r.sim_rtt_ms), show(r.vm_rtt_ms),
-                        show(r.vm_io_waiting), r.verdict])
-    shown = [dict(asdict(r), vm_mbps=r.vm_mbps, vm_rtt_ms=r.vm_rtt_ms, ratio=r.ratio, passed=r.passed,
-                  verdict=r.verdict) for r in rows]
-    paths[1].write_text(json.dumps({"meta": meta, "rows": shown,
-                                    "thresholds": [dict(asdict(t), passed=t.passed, verdict=t.verdict)
-                                                   for t in limits]}, indent=1))
+            tx = [
+                f"{getattr(t, name):.2f}" if t else ""
+                for name in ("skbs_per_slice", "segs_per_skb")
+                for t in (r.sim_tx, r.vm_tx)
+            ]
+            w.writerow(
+                [
+                    c.cca,
+                    c.share,
+                    c.slice,
+                    c.rate,
+                    c.rtt,
+                    f"{r.sim_mbps:.3f}",
+                    f"{r.vm_mbps:.3f}",
+                    f"{min(r.vm_runs):.3f}",
+                    f"{max(r.vm_runs):.3f}",
+                    len(r.vm_runs),
+                    show(r.ratio),
+                    f"{r.vm_cpu_use:.3f}",
+                    *tx,
+                    r.passed,
+                    c.flows,
+                    show(r.sim_rtt_ms),
+                    show(r.vm_rtt_ms),
+                    show(r.vm_io_waiting),
+                    r.verdict,
+                ]
+            )
+    shown = [
+        dict(asdict(r), vm_mbps=r.vm_mbps, vm_rtt_ms=r.vm_rtt_ms, ratio=r.ratio, passed=r.passed, verdict=r.verdict)
+        for r in rows
+    ]
+    paths[1].write_text(
+        json.dumps(
+            {
+                "meta": meta,
+                "rows": shown,
+                "thresholds": [dict(asdict(t), passed=t.passed, verdict=t.verdict) for t in limits],
+            },
+            indent=1,
+        )
+    )
     paths[2].write_text(markdown(rows, limits, meta))
     return paths
 
@@ -411,31 +545,48 @@ def markdown(rows: Sequence[CpuRow], limits: Sequence[Threshold], meta: dict[str
     testbeds = "; ".join(sorted({t for r in rows for t in r.vm_testbed})) or "?"
     paced = any(r.cell.pacing for r in rows)
     rtt_head = " RTT ms sim / VM |" if paced else ""
-    lines = [f"Simulator vs VM ({meta.get('guest', '?')}; {testbeds}); goodput Mbit/s, ratio = sim / VM; the "
-             f"simulator's receive ring is the VM's receive path, {RECEIVE_PATH_PACKETS} packets", "",
-             f"| cell | sim | VM (median [range]) | ratio | VM vCPU use | VM I/O waits | skbs per slice (segments per "
-             f"skb) sim / VM |{rtt_head} verdict |", "|---|---|---|---|---|---|---|" + ("---|" if paced else "") + "---|"]
+    lines = [
+        f"Simulator vs VM ({meta.get('guest', '?')}; {testbeds}); goodput Mbit/s, ratio = sim / VM; the "
+        f"simulator's receive ring is the VM's receive path, {RECEIVE_PATH_PACKETS} packets",
+        "",
+        f"| cell | sim | VM (median [range]) | ratio | VM vCPU use | VM I/O waits | skbs per slice (segments per "
+        f"skb) sim / VM |{rtt_head} verdict |",
+        "|---|---|---|---|---|---|---|" + ("---|" if paced else "") + "---|",
+    ]
     order = {"differs": 0, "testbed": 1, "ok": 2}
-    for r in sorted(rows, key=lambda r: (order[r.verdict], r.cell.slice, r.cell.rate, r.cell.rtt, r.cell.cca,
-                                         r.cell.share, r.cell.flows)):
+    for r in sorted(
+        rows,
+        key=lambda r: (order[r.verdict], r.cell.slice, r.cell.rate, r.cell.rtt, r.cell.cca, r.cell.share, r.cell.flows),
+    ):
         ratio = "-" if r.ratio is None else f"{r.ratio:.2f}"
         tx = f"{r.sim_tx or '-'} / {r.vm_tx or '-'}"
         rtt = f" {_ms(r.sim_rtt_ms)} / {_ms(r.vm_rtt_ms)} |" if paced else ""
         io = "-" if r.vm_io_waiting is None else f"{r.vm_io_waiting:.0%}"
-        lines.append(f"| {r.cell.name} | {r.sim_mbps:.1f} | {r.vm_shown} | {ratio} | {r.vm_cpu_use:.0%} | {io} | {tx} |"
-                     f"{rtt} {r.verdict} |")
+        lines.append(
+            f"| {r.cell.name} | {r.sim_mbps:.1f} | {r.vm_shown} | {ratio} | {r.vm_cpu_use:.0%} | {io} | {tx} |"
+            f"{rtt} {r.verdict} |"
+        )
     lines += ["", agreement(rows)]
     if limits:
-        lines += ["", "| algorithm | slice, rate, RTT | under half of Cubic up to (sim) | (VM) | verdict |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| algorithm | slice, rate, RTT | under half of Cubic up to (sim) | (VM) | verdict |",
+            "|---|---|---|---|---|",
+        ]
     for t in limits:
         show = lambda x: "never" if x is None else f"{x:.0%}"  # noqa: E731
-        lines.append(f"| {t.cca} | {t.slice}, {t.rate}, {t.rtt} | {show(t.sim_share)} | {show(t.vm_share)} | "
-                     f"{t.verdict} |")
+        lines.append(
+            f"| {t.cca} | {t.slice}, {t.rate}, {t.rtt} | {show(t.sim_share)} | {show(t.vm_share)} | {t.verdict} |"
+        )
     costs = pacing_costs(rows)
     if costs:
-        lines += ["", "What pacing costs: goodput paced / unpaced (RTT paced / unpaced)", "",
-                  "| algorithm | flows, rate, vCPU | sim | VM |", "|---|---|---|---|"]
+        lines += [
+            "",
+            "What pacing costs: goodput paced / unpaced (RTT paced / unpaced)",
+            "",
+            "| algorithm | flows, rate, vCPU | sim | VM |",
+            "|---|---|---|---|",
+        ]
         lines += [f"| {c.cca} | {c.where} | {c.sim} | {c.vm} |" for c in costs]
     return "\n".join(lines) + "\n"
 
@@ -446,15 +597,17 @@ def agreement(rows: Sequence[CpuRow]) -> str:
     testbed = sum(r.verdict == "testbed" for r in rows)
     line = f"{ok} of {len(rows)} cells agree"
     if testbed:
-        line += (f"; {testbed} more differ where QEMU's main thread, carrying the VM's packets, waited for a host "
-                 f"CPU over {IO_WAIT_BOUND:.0%} of the run (the testbed's I/O path, not the guest, set those)")
+        line += (
+            f"; {testbed} more differ where QEMU's main thread, carrying the VM's packets, waited for a host "
+            f"CPU over {IO_WAIT_BOUND:.0%} of the run (the testbed's I/O path, not the guest, set those)"
+        )
     return line + "."
 
 
 @dataclass
 class PacingCost:
     cca: str
-    cell: CpuCell   # the paced one
+    cell: CpuCell  # the paced one
     sim: str
     vm: str
 
@@ -474,8 +627,14 @@ def pacing_costs(rows: Sequence[CpuRow]) -> list[PacingCost]:
         base = cca.removesuffix(PACED_SUFFIX)
         u = by.get((base if base != cca else f"{cca}{UNPACED_SUFFIX}", *where))
         if u is not None:
-            out.append(PacingCost(base, p.cell, _ratios(p.sim_mbps, u.sim_mbps, p.sim_rtt_ms, u.sim_rtt_ms),
-                                  _ratios(p.vm_mbps, u.vm_mbps, p.vm_rtt_ms, u.vm_rtt_ms)))
+            out.append(
+                PacingCost(
+                    base,
+                    p.cell,
+                    _ratios(p.sim_mbps, u.sim_mbps, p.sim_rtt_ms, u.sim_rtt_ms),
+                    _ratios(p.vm_mbps, u.vm_mbps, p.vm_rtt_ms, u.vm_rtt_ms),
+                )
+            )
     return out
 
 
