@@ -2,7 +2,7 @@
 #   make example   build and install ccbench, then run scenarios/example.toml
 #   make test      install ccbench in editable mode with test extras, run cargo test and pytest (tests/suite.py)
 #   make agent     the VM guest's statically linked traffic agent (every install builds it)
-#   make style     the format and lint checks (make test runs them)
+#   make style     the format and lint checks: rustfmt, clippy, ruff (make test runs them)
 # Both are idempotent; Cargo's build cache in target/ keeps repeat runs fast.
 
 PYTHON ?= python3
@@ -39,11 +39,17 @@ test: kernel-test-deps report-test-deps capture-test-deps vm-test-deps conforman
 	$(MAKE) style
 	$(PYTHON) tests/suite.py
 
-# One style: rustfmt.toml for the crates, [tool.ruff] in pyproject.toml for Python.
+# One style: rustfmt.toml and clippy for the crates (every allowed lint is an #[allow] with
+# its reason beside it), [tool.ruff] in pyproject.toml for Python's lint and format. In CI
+# (CI set, as .ci/run sets it) a missing rustfmt or clippy fails the check.
 style:
-	@if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all --check; \
-	else echo "rustfmt is not installed (rustup component add rustfmt); the format check is skipped"; fi
-	$(PYTHON) -m ruff check python tests benches
+	@for tool in rustfmt clippy; do if ! cargo $${tool#rust} --version >/dev/null 2>&1; then \
+		if [ -n "$$CI" ]; then echo "$$tool is not installed (rustup component add $$tool)"; exit 1; fi; \
+		echo "$$tool is not installed (rustup component add $$tool); its check is skipped"; fi; done
+	@if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all --check; fi
+	@if cargo clippy --version >/dev/null 2>&1; then cargo clippy --workspace --all-targets --quiet -- -D warnings; fi
+	$(PYTHON) -m ruff check python tests benches install
+	$(PYTHON) -m ruff format --check --quiet python tests benches install
 
 # What pip's install runs (install/build_backend.py), for a rebuild after changing the agent.
 agent:

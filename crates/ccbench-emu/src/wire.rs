@@ -198,7 +198,7 @@ mod tests {
         }
         b.truncate(20 + 20);
         b.extend_from_slice(&opts);
-        b[32] = ((20 + opts.len()) / 4 << 4) as u8;
+        b[32] = (((20 + opts.len()) / 4) << 4) as u8;
         let total = b.len() as u16;
         b[2..4].copy_from_slice(&total.to_be_bytes());
         assert_eq!(sack_blocks(&b), vec![(100, 200), (300, 400)]);

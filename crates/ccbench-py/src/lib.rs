@@ -84,17 +84,16 @@ fn table_to_dict<'py>(py: Python<'py>, table: &Table) -> PyResult<Bound<'py, PyD
     Ok(dict)
 }
 
+/// A run as Python gets it: the summary JSON, then the flows, link and states tables.
+type RunOutput<'py> = (String, Bound<'py, PyDict>, Bound<'py, PyDict>, Bound<'py, PyDict>);
+
 /// Run a scenario given as JSON. Returns (summary JSON, flows table, link table, states
 /// table).
 /// With `capture_json` (`ccbench_sim::observe::capture::CaptureSpec`), also write pcap
 /// files of the chosen flows at the chosen points.
 #[pyfunction]
 #[pyo3(signature = (scenario_json, capture_json=None))]
-fn run<'py>(
-    py: Python<'py>,
-    scenario_json: String,
-    capture_json: Option<String>,
-) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+fn run<'py>(py: Python<'py>, scenario_json: String, capture_json: Option<String>) -> PyResult<RunOutput<'py>> {
     // The GIL is released while the simulator runs; a panic is caught once it is back.
     let output = guarded(py, || {
         py.detach(move || match capture_json {

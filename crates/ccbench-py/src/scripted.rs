@@ -28,6 +28,7 @@ impl ScriptedSender {
     #[new]
     #[pyo3(signature = (cca="cubic", cc_params=BTreeMap::new(), handshake_rtt_ns=100_000_000,
         snd_wnd=65535, ecn="off", paced=false, gso=true, tcp="{}"))]
+    // Python's keyword arguments, one per parameter: a struct would hide them from Python.
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -103,6 +104,7 @@ impl ScriptedSender {
     /// An ACK from the peer at `now_ns`: cumulative ACK and SACK blocks in segments,
     /// window in bytes, and the bytes of data the segment carries.
     #[pyo3(signature = (now_ns, ack, rwnd, sacks=Vec::new(), ece=false, data=0))]
+    // Python's keyword arguments, one per parameter: a struct would hide them from Python.
     #[allow(clippy::too_many_arguments)]
     fn receive(
         &mut self,

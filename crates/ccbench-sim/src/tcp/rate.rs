@@ -96,6 +96,7 @@ impl RateState {
     }
 
     /// `tcp_rate_gen`: finalise the sample of one ACK into `rs`.
+    // The kernel's own arguments of `tcp_rate_gen`, kept one for one so the two read alike.
     #[allow(clippy::too_many_arguments)]
     pub fn generate(
         &mut self,

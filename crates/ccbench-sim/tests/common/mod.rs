@@ -1,5 +1,6 @@
 //! Scenario builders and time-series helpers shared by the integration tests.
 
+// Each test binary compiles this module and uses only some of its helpers.
 #![allow(dead_code)]
 
 use ccbench_sim::config::{BufferLimit, FlowConfig, LinkConfig, TcpConfig};
