@@ -12,6 +12,7 @@ from ccbench.advise import Weights, fit_tree, threshold_words, winners
 from ccbench.advise.command import advise, describe, draw
 from ccbench.analysis import record_from_result, runs_frame
 from ccbench.errors import ScenarioError
+from ccbench import engines
 
 from conftest import run_cli
 
@@ -97,7 +98,7 @@ def test_objectives_pick_different_winners_on_real_runs(records, tmp_path: Path)
 def test_advise_command_on_a_stored_sweep(records, tmp_path: Path):
     store_api = pytest.importorskip("ccbench.store")
     store = store_api.open_store(tmp_path / "store")
-    version = store_api.code_version("sim")
+    version = engines.get("sim").code_version()
     for r in records:
         run_id = store_api.run_id_for(r.scenario_hash, r.seed, r.engine, version)
         store.add(

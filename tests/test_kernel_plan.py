@@ -303,7 +303,7 @@ def test_a_kernel_runs_summary_is_built_by_the_simulators_code() -> None:
         receiver={"bytes": [3_000_000, 1_000_000], "completed_ns": [None, 3_000_000_000], "samples": []},
         sender={"final": [info, info], "samples": []},
     )
-    summary, _, _ = assemble(plan, raw, HOST)
+    summary, _, _ = assemble(plan, raw, HOST, "kernel")
     a, b = summary["flows"]
     assert a["goodput_bps"] == 3e6 * 8 / 4 and b["goodput_bps"] == 1e6 * 8 / 2
     assert (b["start_s"], b["completion_s"], b["base_rtt_ms"]) == (1.0, 2.0, 30.0)

@@ -12,6 +12,7 @@ import pytest
 import ccbench
 from ccbench.analysis import record_from_result
 from ccbench.report_html import ReportError, choose_axes, sweep_report
+from ccbench import engines
 
 from conftest import run_cli
 
@@ -91,7 +92,7 @@ def test_axes_follow_the_study_layout_and_reject_unswept_columns():
 def test_report_of_a_stored_sweep_from_the_command_line(tmp_path: Path):
     store_api = pytest.importorskip("ccbench.store")
     store = store_api.open_store(tmp_path / "store")
-    version = store_api.code_version("sim")
+    version = engines.get("sim").code_version()
     for local, result in _sweep_records("cli-sweep")[:8]:
         run_id = store_api.run_id_for(local.scenario_hash, local.seed, local.engine, version)
         store.add(

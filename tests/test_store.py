@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import ccbench
-from ccbench.store import RunRecord, Store, StoreError, code_version, open_store, run_id_for
+from ccbench import engines
+from ccbench.store import RunRecord, Store, StoreError, open_store, run_id_for
 from ccbench.sweep import execute, plan_from_dict
 
 from conftest import run_cli
@@ -30,7 +31,7 @@ def record_for(
     result: ccbench.Result, sweep: str | None = None, point: dict | None = None, repetition: int = 0
 ) -> RunRecord:
     sc = result.scenario
-    version = code_version("sim")
+    version = engines.get("sim").code_version()
     return RunRecord(
         run_id=run_id_for(sc.scenario_hash, sc.seed, "sim", version),
         scenario_hash=sc.scenario_hash,
@@ -109,7 +110,7 @@ def test_code_version_filter(tmp_path: Path, result: ccbench.Result) -> None:
     store.add(other, None)
     assert len(store.records()) == 2
     assert [r.code_version for r in store.records(code_version="0.0.1+old")] == ["0.0.1+old"]
-    assert code_version("sim").startswith(ccbench._core.version() + "+")
+    assert engines.get("sim").code_version().startswith(ccbench._core.version() + "+")
 
 
 def test_files_without_a_row_do_not_count(tmp_path: Path) -> None:
@@ -118,7 +119,7 @@ def test_files_without_a_row_do_not_count(tmp_path: Path) -> None:
     plan = plan_from_dict(PLAN)
     store = open_store(tmp_path / "store")
     point = plan.points()[0]
-    rid = run_id_for(point.scenario.scenario_hash, point.scenario.seed, "sim", code_version("sim"))
+    rid = run_id_for(point.scenario.scenario_hash, point.scenario.seed, "sim", engines.get("sim").code_version())
     store.write_run_files(rid, {"summary.json": b"half-written"})
     stale = store.runs_dir / f".tmp-{rid}-999999999"
     stale.mkdir()

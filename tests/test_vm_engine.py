@@ -309,7 +309,7 @@ def test_a_killed_run_leaves_nothing_after_cleanup() -> None:
 
 
 def test_calibration_writes_costs_the_simulator_takes(tmp_path: Path) -> None:
-    from ccbench.vm.calibrate import Point, calibrate
+    from ccbench.engines.vm.calibrate import Point, calibrate
 
     result = calibrate(
         points=(Point("20Mbit"), Point("200Mbit", 2), Point("50Mbit", 4, cca="bbr"), Point("20Mbit", share=0.25)),
@@ -339,7 +339,7 @@ def test_calibration_writes_costs_the_simulator_takes(tmp_path: Path) -> None:
 
 def test_validate_cpu_compares_the_engines_cell_by_cell(tmp_path: Path) -> None:
     from ccbench import engines
-    from ccbench.vm import validate as vc
+    from ccbench.engines.vm import cpu_grid as vc
 
     cells = vc.grid((0.5,), ("10ms",), ("bbr", "cubic"), ("20Mbit",), ("10ms",))
     kept = tmp_path / "cpu-cells.jsonl"
@@ -393,7 +393,7 @@ def test_validate_cpu_compares_the_engines_cell_by_cell(tmp_path: Path) -> None:
 
 def test_the_pacing_grid_judges_goodput_and_rtt_and_resumes(tmp_path: Path) -> None:
     from ccbench import engines
-    from ccbench.vm import validate as vc
+    from ccbench.engines.vm import cpu_grid as vc
 
     # Two unpaced BBR flows, the vCPU unreserved (its threads pinned, unlike a held vCPU's).
     cells = vc.pacing_grid((1.0,), ("1ms",), (2,), ("bbr_unpaced",), ("20Mbit",), ("1ms",))

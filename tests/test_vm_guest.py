@@ -132,7 +132,7 @@ def test_refusals_are_one_line(args: list[str], line: str) -> None:
 
 
 def test_the_cost_fit_recovers_known_costs() -> None:
-    from ccbench.vm.calibrate import Sample, fit
+    from ccbench.engines.vm.calibrate import Sample, fit
 
     idle, ack, seg, skb, wake = 0.05, 3000e-9, 1200e-9, 20e-6, 90e-6
     points = (
@@ -162,7 +162,7 @@ def test_the_cost_fit_recovers_known_costs() -> None:
 def test_the_cost_fit_finds_what_coming_back_costs_and_how_fast_caches_cool() -> None:
     import math
 
-    from ccbench.vm.calibrate import Sample, fit
+    from ccbench.engines.vm.calibrate import Sample, fit
     from ccbench.vm.switches import bin_centre_ns
 
     # Absences of 0.1, 1 and 10 ms (histogram bins 10, 20 and 30), and a cache decay of
@@ -255,7 +255,7 @@ def test_rate_and_rtt_filters_are_only_for_the_cpu_grid() -> None:
 
 
 def test_a_cpu_cell_passes_inside_the_vms_range_or_near_its_median() -> None:
-    from ccbench.vm.validate import CpuCell, CpuRow
+    from ccbench.engines.vm.cpu_grid import CpuCell, CpuRow
 
     cell = CpuCell(0.15, "10ms", "cubic", "100Mbit", "20ms")
     row = lambda sim, runs: CpuRow(cell, 100.0, sim, runs, 0.13)  # noqa: E731
@@ -269,7 +269,7 @@ def test_a_cpu_cell_passes_inside_the_vms_range_or_near_its_median() -> None:
 def test_the_simulator_standing_in_for_the_vm_holds_as_many_acks_as_its_receive_path() -> None:
     from ccbench.scenario import Scenario
     from ccbench.vm.sender import RECEIVE_PATH_PACKETS, TAP_QUEUE, VIRTIO_RX_QUEUE
-    from ccbench.vm.validate import CpuCell
+    from ccbench.engines.vm.cpu_grid import CpuCell
 
     assert RECEIVE_PATH_PACKETS == VIRTIO_RX_QUEUE + TAP_QUEUE == 1256
     held = CpuCell(0.15, "10ms", "cubic", "100Mbit", "20ms").scenario("5s", None, 4_000_000, 250, 1256)
@@ -282,7 +282,7 @@ def test_the_simulator_standing_in_for_the_vm_holds_as_many_acks_as_its_receive_
 
 
 def test_a_cpu_cell_shows_how_each_engine_sent() -> None:
-    from ccbench.vm.validate import CpuCell, CpuRow, TxShape, markdown
+    from ccbench.engines.vm.cpu_grid import CpuCell, CpuRow, TxShape, markdown
 
     # 2,750 skbs of 16,500 segments in 5 s of 10 ms slices: 5.5 skbs per slice, 6 segments each.
     vm = TxShape.of(2750, 16500, "5s", "10ms")
@@ -295,7 +295,7 @@ def test_a_cpu_cell_shows_how_each_engine_sent() -> None:
 
 
 def test_a_cell_the_testbeds_io_path_held_is_told_apart() -> None:
-    from ccbench.vm.validate import CpuCell, CpuRow, agreement, markdown
+    from ccbench.engines.vm.cpu_grid import CpuCell, CpuRow, agreement, markdown
 
     cell = CpuCell(1.0, "1ms", "cubic", "1Gbit", "1ms", 5, pacing=True)
     row = lambda sim, io: CpuRow(cell, 1000.0, sim, [440.0], 0.9, vm_io_waiting=io)  # noqa: E731
@@ -311,7 +311,7 @@ def test_a_cell_the_testbeds_io_path_held_is_told_apart() -> None:
 
 
 def test_a_threshold_over_cells_the_testbed_held_is_told_apart() -> None:
-    from ccbench.vm.validate import CpuCell, CpuRow, thresholds
+    from ccbench.engines.vm.cpu_grid import CpuCell, CpuRow, thresholds
 
     def rows(io: float) -> list[CpuRow]:
         # BBR under half of Cubic at 10% on the simulator, at 10% and 50% on the VM.
@@ -331,7 +331,7 @@ def test_a_threshold_over_cells_the_testbed_held_is_told_apart() -> None:
 
 
 def test_the_cpu_table_names_the_testbed_its_vm_runs_had() -> None:
-    from ccbench.vm.validate import CpuCell, CpuRow, _testbed, markdown
+    from ccbench.engines.vm.cpu_grid import CpuCell, CpuRow, _testbed, markdown
 
     cell = CpuCell(0.15, "10ms", "cubic", "100Mbit", "20ms")
     placed = _testbed(
@@ -379,7 +379,7 @@ def test_sweeps_and_replications_take_a_guest_kernel_for_every_run(
 
 
 def test_calibration_paces_with_the_bbr_the_guest_kernel_has() -> None:
-    from ccbench.vm.calibrate import DEFAULT_POINTS, with_paced_bbr
+    from ccbench.engines.vm.calibrate import DEFAULT_POINTS, with_paced_bbr
     from ccbench.vm.qemu import VmError
 
     assert with_paced_bbr(DEFAULT_POINTS, ["reno", "cubic", "bbr"]) == list(DEFAULT_POINTS)

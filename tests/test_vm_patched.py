@@ -11,7 +11,7 @@ import pytest
 from ccbench import ScenarioError
 from ccbench.engines import get
 from ccbench.vm import guest, patched
-from ccbench.vm import validate as vc
+from ccbench.engines.vm import cpu_grid as vc
 
 
 def _scenario(*flows: dict) -> object:

@@ -131,7 +131,7 @@ def test_threads_of_a_process_that_is_gone_are_none() -> None:
 
 
 def test_a_grid_resumes_only_from_runs_on_a_testbed_arranged_the_same_way(tmp_path: Path) -> None:
-    from ccbench.vm.validate import _read_kept
+    from ccbench.engines.vm.cpu_grid import _read_kept
 
     kept = tmp_path / "cpu-cells.jsonl"
     placed = Placement((0,), (1,)).describe()

@@ -229,18 +229,6 @@ def run(
         click.echo(f"wrote {where}: {names}", err=as_json)
 
 
-def _read_host_costs(path: str) -> dict[str, Any]:
-    """What the file at ``path`` (as ``ccbench calibrate-host`` writes it) says of the
-    sender host: its ``[host.cost]`` table and, if given, ``host.tx_completion``."""
-    from .scenario import read_toml
-
-    host = read_toml(path).get("host", {})
-    costs = host.get("cost") if isinstance(host, dict) else None
-    if not isinstance(costs, dict) or not costs:
-        raise ScenarioError("--cpu-costs", f"{path}: no [host.cost] table (write one with 'ccbench calibrate-host')")
-    return {k: v for k, v in host.items() if k in ("cost", "tx_completion")}
-
-
 def _duration_flag(value: str, flag: str) -> int:
     """A duration flag's value in ns; ScenarioError on ``flag`` if it is not one."""
     from .units import parse_duration
@@ -253,14 +241,10 @@ def _duration_flag(value: str, flag: str) -> int:
 
 def _with_costs(sc: Any, path: str) -> dict[str, Any]:
     """The scenario's document with the host entries of the file at ``path``."""
+    from . import host_costs
     from .scenario import _without_none
 
-    measured = _read_host_costs(path)
-    doc: dict[str, Any] = _without_none(sc.to_dict())
-    host = doc.setdefault("host", {})
-    host.update({k: v for k, v in measured.items() if k != "cost"})
-    host["cost"] = {**host.get("cost", {}), **measured["cost"]}
-    return doc
+    return host_costs.laid_over(_without_none(sc.to_dict()), host_costs.read(path))
 
 
 def _export_formats(formats: Optional[str], out: Optional[str]) -> dict[str, Callable[[Any, str], Path]]:
@@ -508,69 +492,21 @@ def _validate_cpu(
     rtts: Optional[str],
     reps: int,
 ) -> None:
-    from .vm import validate as vc
-
-    if pacing:
-        params: dict[str, Any] = dict(vc.PACING_QUICK if quick else vc.PACING_FULL)
-    else:
-        params = dict(vc.QUICK if quick else vc.FULL)
-    for flag, key, given in (("--rate", "rates", rates), ("--rtt", "rtts", rtts)):
-        if given is not None:
-            chosen = tuple(v.strip() for v in given.split(",") if v.strip())
-            unknown = [v for v in chosen if v not in params[key]]
-            if unknown or not chosen:
-                raise ScenarioError(
-                    flag, f"{', '.join(unknown) or given!r} is not in the grid; allowed: {', '.join(params[key])}"
-                )
-            params[key] = chosen
-    if duration is not None:
-        _duration_flag(duration, "--duration")
-        params["duration"] = duration
-    costs = None if cpu_costs is None else _read_host_costs(cpu_costs)
-    if out is not None and Path(out).exists() and not Path(out).is_dir():
-        raise ScenarioError("--out", f"{out!r} exists and is not a directory")
-    vm = engines.get("vm", guest_kernel=guest_kernel)
-    if cca is not None:
-        params["ccas"] = tuple(c.strip().lower() for c in cca.split(",") if c.strip())
-        if not params["ccas"]:
-            raise ScenarioError("--cca", f"{cca!r} names no algorithm; give NAME[,NAME...]")
-    elif not pacing:  # every BBR version the guest kernel has (Debian's: v1), and Cubic
-        offered = vm.congestion_control()
-        params["ccas"] = (*(v for v in ("bbr", "bbr2", "bbr3") if v in offered), "cubic")
-    if pacing:
-        cells = vc.pacing_grid(
-            params["shares"], params["slices"], params["flows"], params["ccas"], params["rates"], params["rtts"]
-        )
-    else:
-        cells = vc.grid(params["shares"], params["slices"], params["ccas"], params["rates"], params["rtts"])
-    vc.check(cells, params["duration"], costs, vm)  # every cell runnable on both engines, before the first run
-    click.echo(
-        f"validating the sender-CPU model{' (pacing)' if pacing else ''}: {len(cells)} cell(s) of "
-        f"{params['duration']} on the simulator "
-        f"and {reps} time(s) on the VM ({guest_kernel})",
-        err=True,
+    engines.workflow("validate-cpu").command(
+        quick=quick,
+        pacing=pacing,
+        duration=duration,
+        cca=cca,
+        cpu_costs=cpu_costs,
+        guest_kernel=guest_kernel,
+        out=out,
+        rates=rates,
+        rtts=rtts,
+        reps=reps,
+        version=_core.version(),
+        say=lambda line: click.echo(line, err=True),
+        show=click.echo,
     )
-    kept = None
-    if out is not None:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        kept = Path(out) / "cpu-cells.jsonl"
-    with signals_interrupt():
-        rows = vc.run(
-            cells, params["duration"], costs, vm, progress=lambda line: click.echo(line, err=True), kept=kept, reps=reps
-        )
-    limits = vc.thresholds(rows)
-    click.echo(vc.markdown(rows, limits, {"guest": guest_kernel}), nl=False)
-    if out is not None:
-        meta = {
-            "command": "ccbench validate --cpu" + (" --pacing" if pacing else ""),
-            "guest": guest_kernel,
-            "duration": params["duration"],
-            "reps": reps,
-            "costs": costs,
-            "version": _core.version(),
-        }
-        paths = vc.write(Path(out), rows, limits, meta)
-        click.echo(f"wrote {', '.join(str(p) for p in paths)}")
 
 
 @cli.command()
@@ -723,8 +659,9 @@ def report(
     """Write a self-contained HTML report of a run directory, of a stored sweep, or of a
     validation grid (a directory written by 'ccbench validate --out DIR')."""
     from .report_html.command import report_command
+    from .validate.report import build_from_file
 
-    report_command(run_dir, sweep, store, out, metric, x, y, facet, formats)
+    report_command(run_dir, sweep, store, out, metric, x, y, facet, formats, pages={"validate.json": build_from_file})
 
 
 @cli.command()
@@ -1090,29 +1027,16 @@ def calibrate_host(quick: bool, guest_kernel: str, vcpus: int, duration: str, ou
     sent skb, and write them as host.tx_completion and a [host.cost] table for the
     simulator (--cpu-costs FILE). Root; run it on a quiet machine, since other work
     disturbs the vCPU's times."""
-    import json as jsonlib
-
-    from .kernel import host
-    from .vm.calibrate import DEFAULT_POINTS, QUICK_POINTS, calibrate
-
-    _duration_flag(duration, "--duration")
-    if Path(out).is_dir():
-        raise ScenarioError("--out", f"{out!r} is a directory; give a file name")
-    host.require_root("VM")
-    with signals_interrupt():
-        result = calibrate(
-            guest_kernel,
-            vcpus,
-            QUICK_POINTS if quick else DEFAULT_POINTS,
-            duration,
-            progress=lambda line: click.echo(line, err=True),
-        )
-    Path(out).write_text(result.toml())
-    if as_json:
-        click.echo(jsonlib.dumps(result.as_dict(), indent=1))
-    else:
-        click.echo(result.toml(), nl=False)
-    click.echo(f"wrote {out}", err=as_json)
+    engines.workflow("calibrate-host").command(
+        quick=quick,
+        guest_kernel=guest_kernel,
+        vcpus=vcpus,
+        duration=duration,
+        out=out,
+        as_json=as_json,
+        say=lambda line: click.echo(line, err=True),
+        show=click.echo,
+    )
 
 
 def _fail(field: str, message: str, status: int = EXIT_BAD_INPUT, at_once: bool = False) -> NoReturn:

@@ -1,11 +1,13 @@
-"""The engines that run a scenario, by name. Each is one module here implementing
-:class:`ccbench.engines.base.Engine`; this registry is the only place that lists them.
-Modules are imported when an engine is first asked for, so that listing the names (for
-``--engine``'s choices) costs nothing."""
+"""The engines that run a scenario, by name. Each is one module (or package) here
+implementing :class:`ccbench.engines.base.Engine`; this registry is the only place that
+lists them, and the workflows an engine brings besides its runs (the VM engine's host
+calibration and CPU grid). Modules are imported when an engine or a workflow is first
+asked for, so that listing the names (for ``--engine``'s choices) costs nothing."""
 
 from __future__ import annotations
 
 import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ScenarioError
@@ -30,6 +32,14 @@ ENGINES: dict[str, tuple[str, str]] = {
 }
 
 
+# Workflows an engine registers: name: (engine, its module). Each module has a
+# ``command(**options)`` that the command line calls.
+WORKFLOWS: dict[str, tuple[str, str]] = {
+    "calibrate-host": ("vm", "ccbench.engines.vm.calibrate"),
+    "validate-cpu": ("vm", "ccbench.engines.vm.validate_cpu"),
+}
+
+
 def names() -> tuple[str, ...]:
     return tuple(ENGINES)
 
@@ -47,3 +57,8 @@ def get(name: str, field: str = "--engine", **options: Any) -> "Engine":
     engine: Engine = importlib.import_module(ENGINES[name][0]).ENGINE
     given = {k: v for k, v in options.items() if v is not None}
     return engine.configure(**given) if given else engine
+
+
+def workflow(name: str) -> ModuleType:
+    """The module of the workflow ``name`` (``calibrate-host``, ``validate-cpu``)."""
+    return importlib.import_module(WORKFLOWS[name][1])

@@ -127,11 +127,12 @@ def _cc_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
 
 
 def assemble(
-    plan: Plan, raw: RawRun, host: HostFacts
+    plan: Plan, raw: RawRun, host: HostFacts, engine: str
 ) -> tuple[dict[str, Any], dict[str, list[Any]], dict[str, list[Any]]]:
     """(summary, flows table, link table) in the simulator's schema: the summary built
     from what the agents and the emulator measured by the simulator's own code
-    (``_core.summarize``), with the kernel's own facts added."""
+    (``_core.summarize``), with the kernel's own facts added; ``engine`` names the
+    engine that ran it."""
     sc = plan.scenario
     emu, rcv, snd = raw.emulator, raw.receiver, raw.sender
     end_ns = sc.duration_ns
@@ -187,7 +188,7 @@ def assemble(
     # A trace's or rate steps' capacity is what they offered in the emulator's window.
     window_s = duration_s if constant else float(emu.get("measured_s") or duration_s)
     measured = {
-        "engine": "kernel",
+        "engine": engine,
         "end_ns": end_ns,
         "flows": flows,
         "link": {

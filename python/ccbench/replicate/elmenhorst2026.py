@@ -165,7 +165,11 @@ def run(
     )
 
 
-@study("elmenhorst2026", summary="", engine="vm")
+# The engine the study's second run is written for: a guest whose vCPU takes the slices.
+ON_A_GUEST = "vm"
+
+
+@study("elmenhorst2026", summary="", engine=ON_A_GUEST)
 def run_vm(
     quick: bool, out: Path, workers: Optional[int], store: Any, console: Console, grid: Optional[Grid] = None
 ) -> None:
@@ -173,23 +177,22 @@ def run_vm(
     grid on the simulator: three figures per finding, the study's, the VM's and the
     simulator's. The guest's kernel decides which BBR versions run."""
     from ..store import open_store
-    from ..vm.patched import PATCHES
 
     grid = grid or (QUICK_VM if quick else FULL_VM)
     mode = "quick" if quick else "full"
     store = store if store is not None else open_store()
-    vm = engines.get("vm")
+    vm = engines.get(ON_A_GUEST)
     # Root, QEMU and the guest are checked before the first run.
     vm.check(vm.load({"duration": "1s", "link": {"rate": "10Mbit", "rtt": "10ms"}, "flows": [{"cca": "cubic"}]}))
     offered = vm.congestion_control()
     versions = tuple(c for c in ("bbr", "bbr2", "bbr3") if c in offered)
     bandwidth_cca = "bbr3" if "bbr3" in offered else "bbr"
-    deficit = {p.base for p in PATCHES if p.switch == "inflight_deficit"}
+    deficit = vm.patched("inflight_deficit")
     grid = replace(grid, patched=tuple(v for v in grid.patched if v in versions and v in deficit))
     docs = plans(grid, f"elmenhorst2026-vm-{mode}", (*versions, "cubic"), bandwidth_cca)
     spiral = tuple(v for v in ("bbr", "bbr3") if v in versions)
     frames, series, found = {}, {}, {}
-    for label, engine in (("VM", "vm"), ("simulator", engines.DEFAULT)):
+    for label, engine in (("VM", ON_A_GUEST), ("simulator", engines.DEFAULT)):
         records = execute_plans(docs, store, workers, console, f"{STUDY} on the {label}", engine=engine)
         frames[label] = {part: _with_share(runs(recs)) for part, recs in records.items()}
         series[label] = spiral_runs(grid.duration, engine, spiral, patched=bool(grid.patched))
@@ -223,8 +226,9 @@ def spiral_runs(
 ) -> dict[str, Any]:
     """Single runs with time series: each BBR version at 25% of 10 ms slices (with and
     without the patch) and at 100% (no contention)."""
-    from .. import Scenario, run as run_scenario
+    from ..scenario import Scenario
 
+    runner = engines.get(engine)
     variants = [("100%", None, 0), ("25%", "25%", 0)] + ([("25% + patch", "25%", 1)] if patched else [])
     out = {}
     for cca in ccas:
@@ -238,7 +242,7 @@ def spiral_runs(
             }
             if host is not None:
                 doc["host"] = {"cpu_share": host, "cpu_slice": "10ms"}
-            out[f"{cca} {label}"] = run_scenario(Scenario.from_dict(doc), engine=engine).flows
+            out[f"{cca} {label}"] = runner.run(Scenario.from_dict(doc)).flows
     return out
 
 

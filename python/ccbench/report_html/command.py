@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Mapping, Optional
 
 import click
 
@@ -20,18 +20,20 @@ def report_command(
     y: Optional[str],
     facet: Optional[str],
     formats: str,
+    pages: Mapping[str, Callable[[Path, Path], Path]] = {},
 ) -> None:
+    """The report of a run directory or a stored sweep. ``pages`` builds the pages of
+    other directories, by the file that marks them (``validate.json``: a grid written by
+    'ccbench validate --out DIR'), from that file and the page's directory."""
     if (run_dir is None) == (sweep is None):
         raise ReportError("RUN_DIR", "give either a run directory (written by 'ccbench run --out DIR') or --sweep NAME")
     if run_dir is not None:
         for name, value in (("--x", x), ("--y", y), ("--facet", facet), ("--store", store)):
             if value is not None:
                 raise ReportError(name, "only applies to a sweep report (--sweep NAME)")
-        if (Path(run_dir) / "validate.json").is_file():
-            # A grid written by 'ccbench validate --out DIR'.
-            from ..validate.report import build_from_file
-
-            page = build_from_file(Path(run_dir) / "validate.json", Path(out) if out else Path(run_dir) / "report")
+        marker = next((name for name in pages if (Path(run_dir) / name).is_file()), None)
+        if marker is not None:
+            page = pages[marker](Path(run_dir) / marker, Path(out) if out else Path(run_dir) / "report")
         else:
             page = run_report(run_dir, out, formats)
     else:

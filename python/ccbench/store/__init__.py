@@ -11,7 +11,6 @@ from __future__ import annotations
 from .errors import StoreError
 from .records import RunRecord, point_key, run_id_for
 from .store import DEFAULT_STORE, Membership, Store, open_store
-from .version import code_version
 
 __all__ = [
     "DEFAULT_STORE",
@@ -19,7 +18,6 @@ __all__ = [
     "RunRecord",
     "Store",
     "StoreError",
-    "code_version",
     "open_store",
     "point_key",
     "run_id_for",

@@ -61,7 +61,7 @@ class Where:
 
 def lookup(doc: Any, key: str) -> tuple[bool, Any]:
     """The value at a dotted key (``link.rate``, ``flows[0].cca``) of a scenario dict."""
-    from ..sweep.paths import parse
+    from ..keypaths import parse
 
     node = doc
     for part in parse("--where", key):

@@ -37,10 +37,3 @@ def package_digest(name: str) -> str:
     """A digest of the Python sources of ``ccbench.<name>`` (an engine's own parts)."""
     package = Path(__file__).resolve().parent.parent / name
     return _digest_files(sorted(package.glob("*.py")))
-
-
-def code_version(engine: str) -> str:
-    """The code version of runs of the engine called ``engine`` made by this process."""
-    from ..engines import get
-
-    return get(engine).code_version()

@@ -138,7 +138,6 @@ def results(
     limit: int,
 ) -> None:
     """List the runs in the results store, or export them as CSV (one row per flow)."""
-    from ..store import code_version as current_version
     from ..store import open_store
     from ..store.query import Where, flow_rows, select
 
@@ -150,7 +149,7 @@ def results(
         known = ", ".join(store.sweeps()) or "none"
         raise ScenarioError("--sweep", f"no sweep named {sweep_name!r} in {store.root}; sweeps: {known}")
     if code_version == "current":
-        code_version = current_version(engine or engines.DEFAULT)
+        code_version = engines.get(engine or engines.DEFAULT).code_version()
     records = select(store.records(sweep_name, code_version=code_version), where=where, cca=cca, engine=engine)
     if csv_path is not None:
         frame = flow_rows(records)

@@ -19,8 +19,8 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 from .. import engines
 from ..errors import ScenarioError
 from ..scenario import Scenario, read_toml
-from . import paths
-from .paths import dotted
+from .. import keypaths as paths
+from ..keypaths import dotted
 from .ranges import expand_range, is_range
 
 SWEEP_KEYS = ("name", "repetitions", "zip", "vary")

@@ -54,7 +54,7 @@ IO_WAIT_BOUND = 0.5
 # packets and `tun_net_xmit` drops beyond it). A held Cubic flow at 1 Gbit/s, 15% of
 # 20 ms, lost none of its 7,157 ACKs there, where a 256-packet ring would have dropped
 # most of them; the simulator that stands in for this VM gets the sum as its
-# `host.rx_ring` (`ccbench.vm.validate`).
+# `host.rx_ring` (`ccbench.engines.vm.cpu_grid`).
 VIRTIO_RX_QUEUE = 256
 TAP_QUEUE = 1000
 RECEIVE_PATH_PACKETS = VIRTIO_RX_QUEUE + TAP_QUEUE

@@ -51,12 +51,13 @@ records the accelerator.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from .qemu import VmError
-from .switches import Absences
+from ...vm.qemu import VmError
+from ...vm.switches import Absences
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ QUICK_POINTS: tuple[Point, ...] = (
     *SPARSE[:2],
     *THROTTLED[:3],
 )
+# The length of each run when validate --cpu calibrates for want of a kept calibration.
+QUICK_DURATION = "5s"
 # Cache decay times tried by the fit.
 DECAYS_NS = (250_000, 500_000, 1_000_000, 2_000_000, 3_000_000, 5_000_000, 8_000_000)
 # The runs whose skbs are traced for the NIC's completion delay: the light one gives
@@ -284,9 +287,9 @@ def calibrate(
     progress: Optional[Callable[[str], None]] = None,
 ) -> Calibration:
     """Run every point on the VM engine and fit the costs."""
-    from ..engines import get
+    from . import ENGINE
 
-    engine = get("vm", guest_kernel=guest_kernel, vcpus=vcpus, trace_vcpu=True)
+    engine = ENGINE.configure(guest_kernel=guest_kernel, vcpus=vcpus, trace_vcpu=True)
     points = with_paced_bbr(points, engine.congestion_control())
     # The guest with nothing to send (one 1 KB flow at the very end): what its vCPU uses
     # for timers and housekeeping, which the per-unit costs are fitted above.
@@ -323,7 +326,7 @@ def calibrate(
                 f"{sample.sleeps} sleeps, {sample.holds} holds"
             )
     costs = fit(samples, idle_measured)
-    traced = get("vm", guest_kernel=guest_kernel, vcpus=vcpus, trace_tx=True)
+    traced = ENGINE.configure(guest_kernel=guest_kernel, vcpus=vcpus, trace_tx=True)
     tx, loaded = (
         traced.run(_scenario(p, duration)).summary["vm"]["tx_completion"]
         for p in (TX_COMPLETION_POINT, TX_COMPLETION_LOADED)
@@ -358,7 +361,7 @@ def calibrate(
 
 
 def _idle_scenario(duration: str) -> dict[str, Any]:
-    from ..units import format_duration, parse_duration
+    from ...units import format_duration, parse_duration
 
     start = format_duration(max(0, parse_duration(duration) - 100_000_000))
     return {
@@ -377,3 +380,77 @@ def _scenario(p: Point, duration: str) -> dict[str, Any]:
     if p.share is not None:
         doc["host"] = {"cpu_share": p.share, "cpu_slice": p.cpu_slice}
     return doc
+
+
+def kept_path(engine: Any) -> Path:
+    """Where the calibration of this host and of ``engine``'s guest is kept: one per host
+    kernel, CPU model, QEMU, guest kernel and vCPU count, what the fitted costs depend
+    on (``ccbench validate --cpu`` uses it when given no costs file)."""
+    import hashlib
+    import platform
+
+    from ...vm import guest
+    from ...vm.qemu import qemu_version
+
+    parts = (
+        platform.release(),
+        _cpu_model(),
+        qemu_version(),
+        guest.resolve(engine.guest_kernel).identity,
+        f"vcpus-{engine.vcpus}",
+    )
+    key = hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+    return guest.cache_dir() / "vm" / "calibrations" / f"{key}.toml"
+
+
+def keep(result: Calibration, engine: Any) -> Path:
+    """Keep ``result`` as this host's and guest's calibration (whole or not at all)."""
+    path = kept_path(engine)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staged = path.with_suffix(".part")
+    staged.write_text(result.toml())
+    staged.replace(path)
+    return path
+
+
+def command(
+    *,
+    quick: bool,
+    guest_kernel: str,
+    vcpus: int,
+    duration: str,
+    out: str,
+    as_json: bool,
+    say: Callable[[str], None],
+    show: Callable[[str], None],
+) -> None:
+    """``ccbench calibrate-host``: calibrate, write ``out`` and keep the calibration for
+    this host and guest; ``say`` reports progress, ``show`` prints the result."""
+    import json
+
+    from ...errors import ScenarioError
+    from ...kernel import host
+    from ...lifecycle import signals_interrupt
+    from ...units import parse_duration
+    from . import ENGINE
+
+    try:
+        parse_duration(duration)
+    except ValueError as e:
+        raise ScenarioError("--duration", str(e)) from None
+    if Path(out).is_dir():
+        raise ScenarioError("--out", f"{out!r} is a directory; give a file name")
+    host.require_root("VM")
+    with signals_interrupt():
+        result = calibrate(guest_kernel, vcpus, QUICK_POINTS if quick else DEFAULT_POINTS, duration, progress=say)
+    Path(out).write_text(result.toml())
+    kept = keep(result, ENGINE.configure(guest_kernel=guest_kernel, vcpus=vcpus))
+    show(json.dumps(result.as_dict(), indent=1) if as_json else result.toml().rstrip("\n"))
+    say(f"wrote {out}; kept for this host and guest as {kept}")
+
+
+def _cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"

@@ -9,14 +9,14 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..errors import ScenarioError
-from ..result import Result, table_frame
-from .base import Engine, PathLike, ScenarioLike, Unsupported, capture_dir
-from .kernel import SIMULATOR_KNOBS, KernelEngine
+from ...errors import ScenarioError
+from ...result import Result, table_frame
+from ..base import Engine, PathLike, ScenarioLike, Unsupported, capture_dir
+from ..kernel import SIMULATOR_KNOBS, KernelEngine
 
 if TYPE_CHECKING:
-    from ..kernel.host import HostFacts
-    from ..scenario import Scenario
+    from ...kernel.host import HostFacts
+    from ...scenario import Scenario
 
 # The guest kernel of runs that name none (sweeps, replications): what `--guest-kernel`
 # of `ccbench sweep` and `ccbench replicate` sets, and worker processes inherit.
@@ -97,9 +97,9 @@ class VmEngine(Engine):
         )
 
     def check(self, scenario: "Scenario") -> "Scenario":
-        from ..kernel import host
-        from ..kernel.plan import make_plan
-        from ..vm.qemu import require_qemu
+        from ...kernel import host
+        from ...kernel.plan import make_plan
+        from ...vm.qemu import require_qemu
 
         super().check(scenario)
         _refuse_another_tick(scenario)
@@ -115,14 +115,14 @@ class VmEngine(Engine):
         import tempfile
         from pathlib import Path
 
-        from ..kernel import host
-        from ..kernel.plan import make_plan
-        from ..kernel.results import assemble
-        from ..kernel.session import run_plan
-        from ..vm import deadline, kprofile
-        from ..vm.image import agent_binary, guest_image
-        from ..vm.qemu import accelerator, qemu_version, require_qemu
-        from ..vm.sender import IO_WAIT_BOUND, GuestSender, Instruments
+        from ...kernel import host
+        from ...kernel.plan import make_plan
+        from ...kernel.results import assemble
+        from ...kernel.session import run_plan
+        from ...vm import deadline, kprofile
+        from ...vm.image import agent_binary, guest_image
+        from ...vm.qemu import accelerator, qemu_version, require_qemu
+        from ...vm.sender import IO_WAIT_BOUND, GuestSender, Instruments
 
         sc = self.load(scenario)
         super().check(sc)
@@ -155,8 +155,7 @@ class VmEngine(Engine):
             raw = run_plan(plan, capture, sender)
         finally:
             sender.stop()
-        summary, flows, link = assemble(plan, raw, facts)
-        summary["engine"] = self.name
+        summary, flows, link = assemble(plan, raw, facts, self.name)
         summary["vm"] = {
             "guest_kernel": kernel.source,
             "release": sender.info.get("kernel", kernel.release),
@@ -227,9 +226,9 @@ class VmEngine(Engine):
         import platform
         import re
 
-        from ..store.version import core_version, package_digest
-        from ..vm import guest
-        from ..vm.qemu import qemu_version
+        from ...store.version import core_version, package_digest
+        from ...vm import guest
+        from ...vm.qemu import qemu_version
 
         found = re.search(r"version (\S+)", qemu_version())
         qemu = found.group(1) if found else "unknown"
@@ -238,9 +237,16 @@ class VmEngine(Engine):
             f"/qemu-{qemu}/{guest.resolve(self.guest_kernel).identity}/vcpus-{self.vcpus}"
         )
 
+    def patched(self, setting: str) -> frozenset[str]:
+        """The algorithms a flow with ``params.<setting> = 1`` runs on as a module built
+        from the guest kernel's own code (``ccbench.vm.patched``)."""
+        from ...vm.patched import PATCHES
+
+        return frozenset(p.base for p in PATCHES if p.switch == setting)
+
     def congestion_control(self) -> tuple[str, ...]:
         """The congestion controls the guest kernel offers (read from its modules)."""
-        from ..vm import guest
+        from ...vm import guest
 
         return tuple(guest.resolve(self.guest_kernel).congestion_control())
 
@@ -248,14 +254,14 @@ class VmEngine(Engine):
         """The scenario as the guest runs it (a flow that asks for a patch runs the
         guest's patched algorithm: ``ccbench.vm.patched``), the guest kernel with the
         modules it needs, and a note for each flow changed."""
-        from ..vm import guest, patched
+        from ...vm import guest, patched
 
         scenario, patches, notes = patched.substitute(scenario)
         return scenario, patched.with_patches(guest.resolve(self.guest_kernel), patches), notes
 
     def _facts(self, scenario: "Scenario", kernel: Any = None) -> "HostFacts":
-        from ..kernel.host import HostFacts
-        from ..vm import guest
+        from ...kernel.host import HostFacts
+        from ...vm import guest
 
         kernel = kernel or guest.resolve(self.guest_kernel)
         offered = kernel.congestion_control()
@@ -287,8 +293,8 @@ check = ENGINE.check
 
 def _refuse_another_tick(sc: "Scenario") -> None:
     """``host.cpu_tick`` is this host kernel's: a scenario may restate it, not change it."""
-    from ..units import format_duration
-    from ..vm.deadline import host_tick_ns
+    from ...units import format_duration
+    from ...vm.deadline import host_tick_ns
 
     if sc.host is None or "cpu_tick_ns" not in sc.host.model_fields_set:
         return
@@ -337,7 +343,7 @@ def use_guest_kernel(engine: str, spec: Optional[str]) -> None:
         return
     if engine != "vm":
         raise ScenarioError("--guest-kernel", f"is for --engine vm, not {engine}")
-    from ..vm import guest
+    from ...vm import guest
 
     guest.resolve(spec)
     os.environ[GUEST_KERNEL_ENV] = spec

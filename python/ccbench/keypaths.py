@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Union
 
-from ..errors import ScenarioError
+from .errors import ScenarioError
 
 Part = Union[str, int]
 Path = tuple[Part, ...]

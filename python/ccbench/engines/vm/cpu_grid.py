@@ -35,9 +35,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from ..kernel.plan import UNPACED_SUFFIX
-from . import patched, placement
-from .sender import IO_WAIT_BOUND, RECEIVE_PATH_PACKETS
+from ...kernel.plan import UNPACED_SUFFIX
+from ...vm import patched, placement
+from ...vm.sender import IO_WAIT_BOUND, RECEIVE_PATH_PACKETS
 
 GOODPUT_TOLERANCE = 0.15
 LINK_FLOOR = 0.05
@@ -164,7 +164,7 @@ class TxShape:
 
     @staticmethod
     def of(skbs: int, segs: int, duration: str, slice_: str) -> "TxShape":
-        from ..units import parse_duration
+        from ...units import parse_duration
 
         slices = parse_duration(duration) / parse_duration(slice_)
         return TxShape(skbs / slices, segs / skbs if skbs else 0.0)
@@ -300,10 +300,9 @@ def pacing_grid(
 
 def check(cells: Sequence[CpuCell], duration: str, costs: Optional[dict[str, Any]], vm_engine: Any) -> None:
     """ScenarioError, naming the cell, for the first cell either engine cannot run."""
-    from ..engines import get
-    from ..errors import ScenarioError
+    from ...errors import ScenarioError
+    from ..sim import ENGINE as sim
 
-    sim = get("sim")
     for cell in cells:
         try:
             sim.check(sim.load(cell.scenario(duration, costs)))
@@ -325,11 +324,10 @@ def run(
     (a JSON-lines file), each VM result is appended as it finishes and repetitions
     already there are not run on the VM again: a stopped grid resumes, and after a
     change to the simulator only the simulator runs."""
-    from ..engines import get
-    from ..units import parse_rate
-    from .deadline import host_tick_ns
+    from ...units import parse_rate
+    from ...vm.deadline import host_tick_ns
+    from ..sim import ENGINE as sim
 
-    sim = get("sim")
     # Runs on a testbed arranged otherwise (see ccbench.vm.placement; a reserved vCPU is
     # not pinned) are not reused.
     done = {}
