@@ -356,17 +356,17 @@ def test_sweeps_and_replications_take_a_guest_kernel_for_every_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ccbench import ScenarioError, engines
-    from ccbench.engines.vm import GUEST_KERNEL_ENV, use_guest_kernel
+    from ccbench.engines.vm import GUEST_KERNEL_ENV
 
-    # use_guest_kernel sets the variable itself: set it here first, so that the test's end
+    # use_by_default sets the variable itself: set it here first, so that the test's end
     # restores it (monkeypatch restores only what it saw set or deleted).
     monkeypatch.setenv(GUEST_KERNEL_ENV, "debian:6.1")
     monkeypatch.delenv(GUEST_KERNEL_ENV)
     own = _own_kernel(tmp_path / "k")
-    with pytest.raises(ScenarioError, match="is for --engine vm, not sim"):
-        use_guest_kernel("sim", str(own))
+    with pytest.raises(ScenarioError, match="is not an option of --engine sim"):
+        engines.use_by_default("sim", guest_kernel=str(own))
     assert engines.get("vm").guest_kernel == "debian:6.1"
-    use_guest_kernel("vm", str(own))
+    engines.use_by_default("vm", guest_kernel=str(own))
     # The default of every VM run of this process, and of the workers it starts.
     assert os.environ[GUEST_KERNEL_ENV] == str(own) and engines.get("vm").guest_kernel == str(own)
     assert engines.get("vm", guest_kernel="debian:6.12").guest_kernel == "debian:6.12"

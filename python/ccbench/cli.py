@@ -898,10 +898,9 @@ def replicate(
 ) -> None:
     """Replicate a published study and compare its findings with ccbench's; without
     NAME, list the studies."""
-    from .engines.vm import use_guest_kernel
     from .replicate.command import replicate_command
 
-    use_guest_kernel(engine, guest_kernel)
+    engines.use_by_default(engine, guest_kernel=guest_kernel)
     replicate_command(name, quick, out, workers, store, engine)
 
 

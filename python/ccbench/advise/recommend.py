@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional, Sequence
 import pandas as pd
 
 from ..analysis import aggregate, record_from_result, runs_frame
-from ..engines.sim import run as run_sim
+from .. import engines
 from ..errors import ScenarioError
 from ..scenario import Scenario
 from ..units import Buffer, format_buffer, parse_buffer
@@ -147,7 +147,8 @@ def recommend(
     jobs = scenarios(rate, rtt, buffer, loss, flows, duration, seeds, ccas, neighbours, host)
     # The simulator releases the GIL, so threads run the seeds in parallel.
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        results = list(pool.map(lambda job: run_sim(job[1]), jobs))
+        simulator = engines.get(engines.DEFAULT)
+        results = list(pool.map(lambda job: simulator.run(job[1]), jobs))
     records = [record_from_result(res, point, point["seed"] - 1, "recommend") for (point, _), res in zip(jobs, results)]
     runs = runs_frame(records)
     table = aggregate(runs, ["buffer", "buffer_bdp", "cca"], list(METRICS))

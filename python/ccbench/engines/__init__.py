@@ -59,6 +59,14 @@ def get(name: str, field: str = "--engine", **options: Any) -> "Engine":
     return engine.configure(**given) if given else engine
 
 
+def use_by_default(name: str, **options: Any) -> None:
+    """Options (None values left out) that every run of engine ``name`` in this process
+    and its workers takes: ``Engine.use_by_default``."""
+    given = {k: v for k, v in options.items() if v is not None}
+    if given:
+        get(name).use_by_default(**given)
+
+
 def workflow(name: str) -> ModuleType:
     """The module of the workflow ``name`` (``calibrate-host``, ``validate-cpu``)."""
     return importlib.import_module(WORKFLOWS[name][1])

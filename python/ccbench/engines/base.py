@@ -53,6 +53,13 @@ class Engine(ABC):
             raise ScenarioError("--" + key.replace("_", "-"), f"is not an option of the {self.name} engine")
         return self
 
+    def use_by_default(self, **options: Any) -> None:
+        """Options a command that runs many scenarios (a sweep, a replication) gives once
+        (``--guest-kernel``): checked now, then the default of every run of this engine
+        in this process and in the workers it starts. The base engine takes none."""
+        for key in options:
+            raise ScenarioError("--" + key.replace("_", "-"), f"is not an option of --engine {self.name}")
+
     def load(self, scenario: ScenarioLike) -> "Scenario":
         """A scenario (a Scenario, a TOML-shaped mapping or a TOML file) validated as this
         engine accepts it. Raises ScenarioError."""

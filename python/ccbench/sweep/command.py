@@ -58,7 +58,6 @@ def sweep(
     is validated before the first run. Stopped and started again, a sweep runs only
     what is missing.
     """
-    from ..engines.vm import use_guest_kernel
     from ..store import open_store
     from .runner import run_sweep
     from .plan import load_plan
@@ -74,7 +73,7 @@ def sweep(
             raise ScenarioError(
                 "--cluster", f"expected a scheduler address such as tcp://10.0.0.5:8786, got {cluster!r}"
             )
-    use_guest_kernel(engine, guest_kernel)
+    engines.use_by_default(engine, guest_kernel=guest_kernel)
     plan = load_plan(plan_path, engine=engine, name=name)
     store = open_store(store_dir)
     if dry_run:

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from .. import _core
+from .. import _core, engines
 from ..errors import ScenarioError
 from ..kernel import host
 from ..kernel.host import KernelRunError
@@ -16,6 +16,8 @@ from .cells import Cell, base
 from .judge import CellResult, EngineFigures, compare, run_figures
 
 Progress = Callable[[str], None]
+# The engine the simulator (the default engine) is validated against: the real stack.
+AGAINST = "kernel"
 
 
 def _stderr(line: str) -> None:
@@ -41,9 +43,7 @@ def run_cell(
     run to run, the simulator with the seed). With ``keep``, every run's files are
     written to ``keep/<cell>/<engine>-seed<N>``. With ``kernel``, the kernel's side is
     that (runs stored earlier) and only the simulator runs."""
-    from ..engines import kernel as kernel_engine
-    from ..engines import sim as sim_engine
-
+    sim_engine, kernel_engine = engines.get(engines.DEFAULT), engines.get(AGAINST)
     if cell.missing:
         return compare(cell, EngineFigures(False, cell.missing), EngineFigures(False, cell.missing))
     hz = host.kernel_hz()
@@ -112,8 +112,7 @@ def emulator_benchmark(
 ) -> list[BenchPoint]:
     """Delivered capacity of the emulator at each rate, with a saturating Cubic flow
     over a 2-BDP buffer (the link is busy nearly all the time)."""
-    from ..engines import kernel as kernel_engine
-
+    kernel_engine = engines.get(AGAINST)
     points = []
     for rate in rates:
         cell = base((rate,), ("20ms",), (2.0,), ("cubic",))[0]

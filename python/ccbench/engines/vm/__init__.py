@@ -237,6 +237,17 @@ class VmEngine(Engine):
             f"/qemu-{qemu}/{guest.resolve(self.guest_kernel).identity}/vcpus-{self.vcpus}"
         )
 
+    def use_by_default(self, *, guest_kernel: Optional[str] = None, **others: Any) -> None:
+        """``--guest-kernel`` of a command that runs many scenarios: checked (and
+        downloaded) once, then the guest kernel of every VM run of this process and of
+        the workers it starts (``$CCBENCH_GUEST_KERNEL``)."""
+        super().use_by_default(**others)
+        if guest_kernel is not None:
+            from ...vm import guest
+
+            guest.resolve(guest_kernel)
+            os.environ[GUEST_KERNEL_ENV] = guest_kernel
+
     def patched(self, setting: str) -> frozenset[str]:
         """The algorithms a flow with ``params.<setting> = 1`` runs on as a module built
         from the guest kernel's own code (``ccbench.vm.patched``)."""
@@ -332,18 +343,3 @@ def tx_completion(traced: dict[str, Any]) -> dict[str, Any]:
         "unpaired": traced.get("unpaired", 0),
         "lost_events": traced.get("lost_events", 0),
     }
-
-
-def use_guest_kernel(engine: str, spec: Optional[str]) -> None:
-    """``--guest-kernel`` of a command that runs many scenarios: checked (and
-    downloaded) once, then the default of every VM run of this process and of the
-    workers it starts. ScenarioError on another engine or for a kernel that is not
-    there."""
-    if spec is None:
-        return
-    if engine != "vm":
-        raise ScenarioError("--guest-kernel", f"is for --engine vm, not {engine}")
-    from ...vm import guest
-
-    guest.resolve(spec)
-    os.environ[GUEST_KERNEL_ENV] = spec
