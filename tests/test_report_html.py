@@ -12,7 +12,7 @@ import pytest
 
 import ccbench
 from ccbench.analysis import record_from_result
-from ccbench.report_html import ReportError, choose_axes, sweep_report
+from ccbench.report_html import Page, ReportError, Section, Table, choose_axes, sweep_report, write_page
 
 from conftest import run_cli
 
@@ -150,6 +150,28 @@ def test_report_of_a_run_directory(tmp_path: Path):
     missing = run_cli("report", str(tmp_path / "nothing"))
     assert missing.returncode == 2 and missing.stderr.startswith("error: ")
     assert run_cli("report").returncode == 2
+
+
+def test_columns_are_numeric_or_text_by_their_cells(tmp_path: Path):
+    from ccbench.report_html.page import column_kinds, is_number
+
+    for cell in ("12.34 ± 0.56", "1,234", "-3.5e-4", "92.6%", "1.2x", "25 pkt", "20Mbit", "2.00 ✗; 0.79 ✗"):
+        assert is_number(cell), cell
+    assert is_number("57.9 / 30.4 [29.0–31.2] (1.90) ✓")
+    for cell in ("bbr3", "bbr+cubic", "cubic 20Mbit 20ms 1bdp", "5 seconds", "n/a", ""):
+        assert not is_number(cell), cell
+    sentence = "BBR's share depends on the buffer: larger with shallow buffers"
+    rows = [["bbr", "1.00", "-", sentence], ["cubic", "n/a", "–", "short"]]
+    assert column_kinds(["cca", "ratio", "none", "finding"], rows) == ["text", "num", "num", "text prose"]
+    page = Page(
+        "t",
+        sections=[Section("s", tables=[Table("t", ["cca", "goodput", "finding"], [["bbr", "9.35 ± 0.11", "a < b"]])])],
+    )
+    html = write_page(page, tmp_path).read_text()
+    assert '<th class="num">goodput</th>' in html
+    assert html.count("white-space: nowrap") == 1 and ".num { text-align: right; white-space: nowrap;" in html
+    assert '<td class="num">9.35<span class="ci"> ± 0.11</span></td>' in html
+    assert '<td class="text">a &lt; b</td>' in html
 
 
 # The page in a real browser
