@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 import ccbench
 from ccbench.analysis import record_from_result
-from ccbench.report_html import ReportError, choose_axes, sweep_report
+from ccbench.report_html import Page, ReportError, Section, Table, choose_axes, sweep_report, write_page
 from ccbench import engines
 
 from conftest import run_cli
@@ -152,10 +153,33 @@ def test_report_of_a_run_directory(tmp_path: Path):
     assert run_cli("report").returncode == 2
 
 
+def test_columns_are_numeric_or_text_by_their_cells(tmp_path: Path):
+    from ccbench.report_html.page import column_kinds, is_number
+
+    for cell in ("12.34 ± 0.56", "1,234", "-3.5e-4", "92.6%", "1.2x", "25 pkt", "20Mbit", "2.00 ✗; 0.79 ✗"):
+        assert is_number(cell), cell
+    assert is_number("57.9 / 30.4 [29.0–31.2] (1.90) ✓")
+    for cell in ("bbr3", "bbr+cubic", "cubic 20Mbit 20ms 1bdp", "5 seconds", "n/a", ""):
+        assert not is_number(cell), cell
+    sentence = "BBR's share depends on the buffer: larger with shallow buffers"
+    rows = [["bbr", "1.00", "-", sentence], ["cubic", "n/a", "–", "short"]]
+    assert column_kinds(["cca", "ratio", "none", "finding"], rows) == ["text", "num", "num", "text prose"]
+    page = Page(
+        "t",
+        sections=[Section("s", tables=[Table("t", ["cca", "goodput", "finding"], [["bbr", "9.35 ± 0.11", "a < b"]])])],
+    )
+    html = write_page(page, tmp_path).read_text()
+    assert '<th class="num">goodput</th>' in html
+    assert html.count("white-space: nowrap") == 1 and ".num { text-align: right; white-space: nowrap;" in html
+    assert '<td class="num">9.35<span class="ci"> ± 0.11</span></td>' in html
+    assert '<td class="text">a &lt; b</td>' in html
+
+
 # The page in a real browser
 
 
-def _browser():
+def _browser(user_data: Path):
+    """Headless Chromium with its profile in ``user_data`` (a fresh directory)."""
     webdriver = pytest.importorskip("selenium.webdriver")
     binary = next((b for b in CHROMIUM if Path(b).exists()), None)
     driver_path = next((d for d in CHROMEDRIVER if Path(d).exists()), shutil.which("chromedriver"))
@@ -169,7 +193,12 @@ def _browser():
         "--headless=new",
         "--no-sandbox",
         "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
         "--disable-dev-shm-usage",
+        f"--user-data-dir={user_data}",
         "--window-size=1300,900",
         "--allow-file-access-from-files",
     ):
@@ -179,7 +208,11 @@ def _browser():
 
 
 def _check_in_browser(page: Path, figures: int) -> None:
-    driver = _browser()
+    with tempfile.TemporaryDirectory() as profile:
+        _check_images_and_console(_browser(Path(profile)), page, figures)
+
+
+def _check_images_and_console(driver, page: Path, figures: int) -> None:
     try:
         driver.set_page_load_timeout(30)
         driver.get(page.resolve().as_uri())
@@ -208,3 +241,163 @@ def test_run_page_renders_in_a_headless_browser(tmp_path: Path):
     run = ccbench.run(ccbench.Scenario.from_flags(cca="bbr3", rate="10Mbit", duration="2s"))
     run.save(tmp_path / "run")
     _check_in_browser(run_report(tmp_path / "run"), figures=2)
+
+
+# Tables at the widths of a laptop and of a narrow window: each kind of page the project
+# writes, measured in the browser and kept as a screenshot in the test's tmp_path.
+
+WIDTHS = (1280, 800)
+
+# A replication with one run per point: enough for every row of the findings table.
+SMALL_CAO = dict(
+    rates=("10Mbit",),
+    rtts=("20ms",),
+    buffers=("5KB", "200KB"),
+    losses=("0%", "20%"),
+    sharing_buffers=("0.25bdp", "4bdp"),
+    duration="2s",
+    repetitions=1,
+    loss_point=("10Mbit", "20ms", "1bdp"),
+    sharing_point=("10Mbit", "20ms"),
+)
+
+# What the browser measures: problems (a table wider than the window or scrolling inside
+# its box, a cell whose content overflows it, a numeric cell that wraps or is not
+# right-aligned and tabular, a text cell that cannot wrap), and the longest sentence.
+LAYOUT_JS = """
+const view = document.documentElement.clientWidth;
+const problems = [];
+const title = (el) => (el.closest('.scroll').previousElementSibling || {}).textContent;
+const lines = (rects) => {
+  let count = 0, bottom = -Infinity;
+  for (const r of [...rects].sort((a, b) => a.top - b.top)) {
+    if (r.top >= bottom - 1) { count += 1; bottom = r.bottom; } else { bottom = Math.max(bottom, r.bottom); }
+  }
+  return count;
+};
+const textRects = (cell) => {
+  const out = [];
+  const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    if (!n.textContent.trim()) continue;
+    const range = document.createRange();
+    range.selectNodeContents(n);
+    for (const b of range.getClientRects()) if (b.width > 0) out.push({node: n, top: b.top, bottom: b.bottom, right: b.right});
+  }
+  return out;
+};
+if (document.documentElement.scrollWidth > view) problems.push(`page scrolls sideways: ${document.documentElement.scrollWidth} > ${view}`);
+let stacked = 0, numeric = 0, text = 0, longest = null;
+for (const table of document.querySelectorAll('table')) {
+  const box = table.getBoundingClientRect(), scroll = table.closest('.scroll');
+  if (box.left < 0 || box.right > view + 0.5) problems.push(`${title(table)}: table ${Math.round(box.width)} px wide, window ${view}`);
+  if (scroll.scrollWidth > scroll.clientWidth) problems.push(`${title(table)}: scrolls sideways in its box`);
+  for (const cell of table.querySelectorAll('th, td')) {
+    const name = `${title(table)}: ${cell.tagName} "${cell.textContent.slice(0, 40)}"`;
+    const style = getComputedStyle(cell);
+    if (cell.scrollWidth > cell.clientWidth + 1) problems.push(`${name} overflows its cell`);
+    if (cell.tagName !== 'TD' || !cell.textContent.trim()) continue;
+    const rects = textRects(cell);
+    if (cell.classList.contains('num')) {
+      numeric += 1;
+      if (style.whiteSpace !== 'nowrap' || style.textAlign !== 'right' || !style.fontVariantNumeric.includes('tabular-nums'))
+        problems.push(`${name}: ${style.whiteSpace}, ${style.textAlign}, ${style.fontVariantNumeric}`);
+      for (const node of new Set(rects.map(r => r.node)))
+        if (lines(rects.filter(r => r.node === node)) !== 1) problems.push(`${name}: "${node.textContent}" wraps`);
+      const ci = cell.querySelector('.ci');
+      const below = ci !== null && getComputedStyle(ci).display === 'block';
+      stacked += below ? 1 : 0;
+      if (lines(rects) !== (below ? 2 : 1)) problems.push(`${name}: ${lines(rects)} lines`);
+      const edge = cell.getBoundingClientRect().right - parseFloat(style.paddingRight) - parseFloat(style.borderRightWidth);
+      for (const r of rects) {
+        const right = Math.max(...rects.filter(o => Math.abs(o.top - r.top) < 1).map(o => o.right));
+        if (Math.abs(right - edge) > 1.5) problems.push(`${name}: a line ends ${(edge - right).toFixed(1)} px left of the cell's edge`);
+      }
+    } else {
+      text += 1;
+      if (style.whiteSpace !== 'normal' || style.textAlign !== 'left') problems.push(`${name}: ${style.whiteSpace}, ${style.textAlign}`);
+      const chars = cell.textContent.length;
+      if (longest === null || chars > longest.chars)
+        longest = {chars, lines: lines(rects), height: cell.getBoundingClientRect().height - parseFloat(style.paddingTop)
+                   - parseFloat(style.paddingBottom), line: parseFloat(style.lineHeight), text: cell.textContent};
+    }
+  }
+}
+return {view, problems, stacked, numeric, text, longest, tables: document.querySelectorAll('table').length};
+"""
+
+
+@pytest.fixture(scope="module")
+def run_page(tmp_path_factory) -> Path:
+    from ccbench.report_html import run_report
+
+    out = tmp_path_factory.mktemp("run")
+    ccbench.run(ccbench.Scenario.from_flags(cca="bbr,cubic", rate="10Mbit", duration="2s")).save(out / "run")
+    return run_report(out / "run")
+
+
+@pytest.fixture(scope="module")
+def replication_page(tmp_path_factory) -> Path:
+    import io
+
+    from rich.console import Console
+
+    from ccbench.replicate import cao2019
+
+    store_api = pytest.importorskip("ccbench.store")
+    root = tmp_path_factory.mktemp("cao")
+    console = Console(file=io.StringIO(), width=200)
+    cao2019.run(True, root / "out", 2, store_api.open_store(root / "store"), console, grid=cao2019.Grid(**SMALL_CAO))
+    return root / "out" / "index.html"
+
+
+@pytest.fixture(scope="module")
+def validate_page(tmp_path_factory) -> Path:
+    import json
+
+    from ccbench.validate.report import build
+    from ccbench.validate.tables import to_json
+    from test_validate_grid import _results
+
+    return build(json.loads(json.dumps(to_json(_results(), [], {"command": "test"}))), tmp_path_factory.mktemp("v"))
+
+
+def _layout(driver, page: Path, width: int, shot: Path) -> dict:
+    """The page at a window ``width`` px wide: LAYOUT_JS's measures, and a screenshot of
+    the whole page in ``shot``."""
+    driver.set_window_size(width, 900)
+    inner = driver.execute_script("return window.innerWidth;")
+    if inner != width:
+        driver.set_window_size(2 * width - inner, 900)
+    driver.get(page.resolve().as_uri())
+    assert driver.execute_script("return window.innerWidth;") == width
+    layout = driver.execute_script(LAYOUT_JS)
+    for _ in range(2):  # without the scroll bar, figures get wider and the page taller
+        height, chrome = driver.execute_script(
+            "return [document.documentElement.scrollHeight, window.outerHeight - window.innerHeight];"
+        )
+        driver.set_window_size(driver.get_window_size()["width"], min(height + chrome, 16000))
+    assert driver.save_screenshot(str(shot))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(shot.read_bytes()[16:20], "big") == width
+    return layout
+
+
+@pytest.mark.parametrize("kind", ["run", "sweep", "replication", "validate"])
+def test_tables_fit_the_window_text_wraps_and_numbers_stay_aligned(kind: str, request, tmp_path: Path):
+    page = request.getfixturevalue(f"{kind}_page")
+    driver = _browser(tmp_path / "profile")
+    try:
+        for width in WIDTHS:
+            layout = _layout(driver, page, width, tmp_path / f"{kind}-{width}.png")
+            assert layout["problems"] == [], f"{kind} at {width} px"
+            assert layout["tables"] > 0 and layout["numeric"] + layout["text"] > 0
+            longest = layout["longest"]
+            if longest["chars"] > 80:  # wider than a sentence column's 30em at any window width
+                assert longest["lines"] > 1 and longest["height"] > 1.5 * longest["line"], (width, longest)
+            if kind == "replication":
+                assert longest["lines"] > 2, (width, longest)
+            if kind == "sweep":  # a mean's interval moves below it in a narrow window only
+                assert (layout["stacked"] > 0) == (width < 900), (width, layout["stacked"])
+    finally:
+        driver.quit()

@@ -445,4 +445,4 @@ def test_replicate_elmenhorst2026_on_the_vm_puts_the_vm_beside_the_simulator(tmp
     printed = console.file.getvalue()
     assert "the VM's and the simulator's" in printed and "TCG" in printed
     page = (tmp_path / "out" / "index.html").read_text()
-    assert "<th>VM</th>" in page and page.count("data:image/svg+xml;base64,") == 5
+    assert ">VM</th>" in page and page.count("data:image/svg+xml;base64,") == 5

@@ -9,6 +9,7 @@ Figure on the Agg canvas (see :mod:`ccbench.plots.style`); none writes files.
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Optional, Sequence
 
 import numpy as np
@@ -67,6 +68,13 @@ def _facet_grid(n: int, width: float = 4.2, height: float = 3.4) -> tuple[Figure
     for ax in axes[n:]:
         ax.set_visible(False)
     return fig, axes[:n]
+
+
+def _suptitle(fig: Figure, title: str) -> None:
+    """The figure's title in bold, wrapped to the figure's width: one facet (4.2 in) is
+    narrower than a long title, which would otherwise be cut at both sides."""
+    chars = max(20, int((fig.get_figwidth() - 0.3) / 0.085))  # 10 pt bold: about 0.078 in a character
+    fig.suptitle(textwrap.fill(title, chars), fontsize=10, fontweight="bold")
 
 
 def _pivot(frame: pd.DataFrame, x: str, y: str, value: str) -> pd.DataFrame:
@@ -129,7 +137,7 @@ def heatmap(
     if image is not None:
         bar = fig.colorbar(image, ax=axes, shrink=0.9)
         bar.set_label(value_label or label(value))
-    fig.suptitle(title, fontsize=10, fontweight="bold")
+    _suptitle(fig, title)
     return fig
 
 
@@ -300,7 +308,7 @@ def metric_lines(
         if fv is not None:
             ax.set_title(f"{label(str(facet))} = {fmt(fv)}", fontsize=9)
         ax.legend(loc="best")
-    fig.suptitle(title, fontsize=10, fontweight="bold")
+    _suptitle(fig, title)
     return fig
 
 

@@ -101,7 +101,7 @@ def _row(cell: dict[str, Any]) -> list[str]:
     checks = cell["checks"]
     if not checks:
         reason = cell["sim"]["reason"] or cell["kernel"]["reason"]
-        return [cell["name"], cell["verdict"], reason, "", "", ""]
+        return [cell["name"], f"{cell['verdict']}: {reason}" if reason else cell["verdict"], *("-" for _ in FIGURES)]
     cols = []
     for f in FIGURES:
         mine = [c for c in checks if c["figure"] == f]
