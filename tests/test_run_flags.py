@@ -53,6 +53,12 @@ def test_choices_and_presets_come_from_the_scenario_package() -> None:
     assert all(name in cpu for name in presets())
 
 
+def test_integer_fields_take_integers() -> None:
+    # Optional or not, with a range or not: the range is the field's to check.
+    for name in ("--flows", "--seed", "--repeat", "--pacing-stride", "--fixed-cwnd", "--tso-rtt-log"):
+        assert option(next(f for f in FLAGS if f.option == name)).type is click.INT, name
+
+
 def test_from_flags_takes_only_the_tables_keywords() -> None:
     with pytest.raises(TypeError, match="colour"):
         Scenario.from_flags(colour="red")

@@ -64,7 +64,7 @@ def option(flag: Any) -> click.Option:
     elif kind == "on-off":
         settings.update(type=click.Choice(["on", "off"]), callback=_on_off)
     elif kind == "choice":
-        settings["type"] = click.Choice([v for arm in _arms(info.annotation) for v in typing.get_args(arm)])
+        settings["type"] = click.Choice([v for arm in _arms(info.annotation) for v in typing.get_args(_bare(arm))])
     elif kind == "int":
         settings["type"] = int
     return click.Option([flag.option, flag.key], **settings)
@@ -77,7 +77,7 @@ def _on_off(ctx: click.Context, param: click.Parameter, value: Optional[str]) ->
 def _kind(info: Any) -> tuple[str, Optional[str], Optional[str]]:
     """(kind, metavar, forms) of a field: a switch, on or off (an optional boolean), one
     of its literal values, a value in a unit, an integer, or text."""
-    arms = _arms(info.annotation)
+    arms = [_bare(arm) for arm in _arms(info.annotation)]
     if arms == [bool]:
         return ("on-off" if len(typing.get_args(info.annotation)) > 1 else "switch"), None, None
     if all(typing.get_origin(arm) is typing.Literal for arm in arms):
@@ -91,10 +91,15 @@ def _kind(info: Any) -> tuple[str, Optional[str], Optional[str]]:
 
 
 def _arms(annotation: Any) -> list[Any]:
-    """The types an annotation allows besides None."""
+    """The types an annotation allows besides None, with their metadata
+    (``Optional[Annotated[int, ...]]`` keeps it inside)."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         return [arm for arm in typing.get_args(annotation) if arm is not type(None)]
     return [annotation]
+
+
+def _bare(arm: Any) -> Any:
+    return typing.get_args(arm)[0] if typing.get_origin(arm) is typing.Annotated else arm
 
 
 def _unit(info: Any) -> Optional[tuple[str, Optional[str]]]:
