@@ -7,9 +7,14 @@ from __future__ import annotations
 import re
 import types
 import typing
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import click
+
+if TYPE_CHECKING:
+    from pydantic.fields import FieldInfo
+
+    from ..scenario.flags import Flag
 
 _DOC_LINK = re.compile(r"\[[^\]]*\]\(([^)#]+)[^)]*\)")
 _IDENTIFIER = re.compile(r"\S*[._]")
@@ -43,7 +48,7 @@ def scenario_options(wanted: Optional[Sequence[str]] = None) -> list[click.Optio
     return [option(flag) for flag in FLAGS if wanted is None or flag.option in wanted]
 
 
-def option(flag: Any) -> click.Option:
+def option(flag: "Flag") -> click.Option:
     """The click option of one row of the flag table."""
     from ..scenario.flags import field_info
 
@@ -74,7 +79,7 @@ def _on_off(ctx: click.Context, param: click.Parameter, value: Optional[str]) ->
     return None if value is None else value == "on"
 
 
-def _kind(info: Any) -> tuple[str, Optional[str], Optional[str]]:
+def _kind(info: "FieldInfo") -> tuple[str, Optional[str], Optional[str]]:
     """(kind, metavar, forms) of a field: a switch, on or off (an optional boolean), one
     of its literal values, a value in a unit, an integer, or text."""
     arms = [_bare(arm) for arm in _arms(info.annotation)]
@@ -84,7 +89,7 @@ def _kind(info: Any) -> tuple[str, Optional[str], Optional[str]]:
         return "choice", None, None
     unit = _unit(info)
     if unit is not None:
-        return "text", *unit
+        return "unit", *unit
     if arms == [int]:
         return "int", "N", None
     return "text", None, None
@@ -102,7 +107,7 @@ def _bare(arm: Any) -> Any:
     return typing.get_args(arm)[0] if typing.get_origin(arm) is typing.Annotated else arm
 
 
-def _unit(info: Any) -> Optional[tuple[str, Optional[str]]]:
+def _unit(info: "FieldInfo") -> Optional[tuple[str, Optional[str]]]:
     """(metavar, forms) of the field's unit, known by the function that parses it; the
     forms where one example does not show them."""
     from pydantic import BeforeValidator
@@ -128,12 +133,12 @@ def _unit(info: Any) -> Optional[tuple[str, Optional[str]]]:
     return next((units[p] for p in parsers if p in units), None)
 
 
-def _written(info: Any, default: Any, kind: str, forms: Optional[str]) -> str:
+def _written(info: "FieldInfo", default: Any, kind: str, forms: Optional[str]) -> str:
     """The field's description, with an example of its unit (after the first clause,
     before any "; omit ...") and its default."""
     text = _DOC_LINK.sub(r"docs/\1", info.description or "").replace("`", "")
     shown = None if default is None or kind == "switch" else _toml(info, default)
-    example = forms or (_toml(info, info.examples[0]) if info.examples and _unit(info) is not None else None)
+    example = forms or (info.examples[0] if info.examples and kind == "unit" else None)
     if example is not None and example != shown:
         head, sep, rest = text.partition("; ")
         text = f"{head}, e.g. {example}{sep}{rest}"
@@ -142,7 +147,7 @@ def _written(info: Any, default: Any, kind: str, forms: Optional[str]) -> str:
     return text
 
 
-def _toml(info: Any, value: Any) -> str:
+def _toml(info: "FieldInfo", value: Any) -> str:
     """A value of the field as a scenario file writes it (``100ms``, not 100000000)."""
     from pydantic import PlainSerializer
 
