@@ -12,12 +12,15 @@ import click
 
 from .. import _core
 from ..errors import InternalError, ScenarioError
-from ..kernel.host import KernelRunError
-from ..vm.qemu import VmError
 
 EXIT_INTERNAL = 1
+EXIT_RUN_FAILED = 1  # the kernel or the VM failed under a run
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+
+# The real stacks' failures, one line each under these fields: (module, class, field).
+# Their modules are imported only by the commands that use them, not at start-up.
+STACK_ERRORS = (("ccbench.kernel.host", "KernelRunError", "kernel"), ("ccbench.vm.qemu", "VmError", "vm"))
 
 _debug = False
 
@@ -69,10 +72,6 @@ def run(group: click.Group, argv: Optional[Sequence[str]]) -> int:
         rv = group.main(args=args, prog_name="ccbench", standalone_mode=False)
     except ScenarioError as e:
         fail(e.field, e.message)
-    except KernelRunError as e:
-        fail("kernel", str(e), 1)
-    except VmError as e:
-        fail("vm", str(e), 1)
     except click.UsageError as e:
         fail(*usage_error(e, group))
     except (click.Abort, KeyboardInterrupt):
@@ -87,7 +86,9 @@ def run(group: click.Group, argv: Optional[Sequence[str]]) -> int:
             f"internal fault: {e.message}; please report it (ccbench --debug ... shows the backtrace)",
             EXIT_INTERNAL,
         )
-    except Exception as e:  # an internal fault: one line unless debugging
+    except Exception as e:  # a real stack's failure, or an internal fault: one line unless debugging
+        if (field := _stack_failure(e)) is not None:
+            fail(field, str(e), EXIT_RUN_FAILED)
         if _debug:
             raise
         fail(
@@ -96,3 +97,13 @@ def run(group: click.Group, argv: Optional[Sequence[str]]) -> int:
             EXIT_INTERNAL,
         )
     return rv if isinstance(rv, int) else 0
+
+
+def _stack_failure(e: Exception) -> Optional[str]:
+    """The field of a kernel or VM engine failure; an error whose module was never
+    imported cannot have been raised."""
+    for module, name, field in STACK_ERRORS:
+        where = sys.modules.get(module)
+        if where is not None and isinstance(e, getattr(where, name)):
+            return field
+    return None
