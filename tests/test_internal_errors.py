@@ -53,6 +53,29 @@ def test_any_other_fault_is_one_line_and_exit_1(
     )
 
 
+@pytest.mark.parametrize(
+    ("module", "error", "field"), [("kernel.host", "KernelRunError", "kernel"), ("vm.qemu", "VmError", "vm")]
+)
+def test_a_real_stacks_failure_is_one_line_under_its_name_even_with_debug(
+    module: str, error: str, field: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib
+
+    failure = getattr(importlib.import_module(f"ccbench.{module}"), error)
+
+    def failing(*_args: object, **_kwargs: object) -> None:
+        raise failure("the agent did not start")
+
+    monkeypatch.setattr(_core, "run", failing)
+    try:
+        with pytest.raises(SystemExit) as e:
+            main(["--debug", "run", "--duration", "1s"])
+    finally:
+        _core.set_debug(False)
+    assert e.value.code == 1
+    assert capsys.readouterr().err == f"error: {field}: the agent did not start\n"
+
+
 def test_the_binding_raises_internal_error_not_a_panic() -> None:
     # Validation refuses what would panic; a scenario the core cannot parse is a
     # ScenarioError, never a PanicException.

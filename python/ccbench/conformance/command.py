@@ -1,6 +1,6 @@
 """``ccbench conformance``: run packetdrill scripts and print one verdict per script.
 
-Kept apart from cli.py so that ``ccbench --help`` imports none of it.
+Kept apart from ccbench.cli.conformance so that ``ccbench --help`` imports none of it.
 """
 
 from __future__ import annotations

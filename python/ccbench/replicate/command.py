@@ -1,4 +1,4 @@
-"""``ccbench replicate NAME``: the command's work, kept out of cli.py."""
+"""``ccbench replicate NAME``: the command's work (its flags are in ``ccbench.cli.replicate``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``ccbench report``: the command's work, kept out of cli.py."""
+"""``ccbench report``: the command's work (its flags are in ``ccbench.cli.report``)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,6 @@ raised as :class:`~ccbench.errors.ScenarioError` naming the dotted field
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -26,6 +25,7 @@ from ..errors import ScenarioError
 from ..units import format_duration
 from .fields import MAX_FLOWS_PER_ENTRY, MIN_INTERVAL_NS, Duration, _int_range, _Table, core_default, positive
 from .flow import BBR_FAMILY, Flow, Tcp, algorithms
+from .flags import FLAG_DEFAULTS, flags_doc
 from .host import Host, HostCost
 from .link import AQMS, AqmParams, GilbertElliott, Link, RateStep, RttStep
 
@@ -33,6 +33,7 @@ __all__ = [
     "AQMS",
     "BBR_FAMILY",
     "CAPTURE_POINTS",
+    "FLAG_DEFAULTS",
     "MAX_FLOWS_PER_ENTRY",
     "MIN_INTERVAL_NS",
     "AqmParams",
@@ -85,11 +86,6 @@ class Capture(_Table):
 
     def to_core(self, directory: Union[str, os.PathLike[str]]) -> dict[str, Any]:
         return {"points": list(self.points), "flows": self.flows, "dir": os.fspath(directory)}
-
-
-def _capture_points(text: Union[str, Sequence[str]]) -> list[str]:
-    items = [p.strip().lower() for p in (text.split(",") if isinstance(text, str) else text)]
-    return [p for p in items if p]
 
 
 def _without_none(value: Any) -> Any:
@@ -198,42 +194,10 @@ class Scenario(_Table):
         raise TypeError(f"expected a Scenario, a mapping or a path, got {type(scenario).__name__}")
 
     @classmethod
-    def from_flags(
-        cls,
-        *,
-        base: Union["Scenario", Mapping[str, Any], None] = None,
-        cca: Union[str, Sequence[str], None] = None,
-        flows: Optional[int] = None,
-        rate: Union[str, int, None] = None,
-        rtt: Optional[str] = None,
-        buffer: Union[str, int, None] = None,
-        loss: Union[str, float, None] = None,
-        duration: Optional[str] = None,
-        seed: Optional[int] = None,
-        interval: Optional[str] = None,
-        size: Union[str, int, None] = None,
-        pacing: Optional[bool] = None,
-        rwnd: Union[str, int, None] = None,
-        repeat: Optional[int] = None,
-        pause: Optional[str] = None,
-        cpu: Optional[str] = None,
-        cpu_share: Union[str, float, None] = None,
-        cpu_slice: Optional[str] = None,
-        cpu_trace: Optional[str] = None,
-        pacing_stride: Optional[int] = None,
-        fixed_cwnd: Optional[int] = None,
-        fixed_pacing_rate: Union[str, int, None] = None,
-        freeze_cc: Optional[bool] = None,
-        bbr_inflight_deficit: Optional[bool] = None,
-        tso_rtt_log: Optional[int] = None,
-        pcap: Union[str, Sequence[str], None] = None,
-        pcap_flows: Union[str, Sequence[int], None] = None,
-        trace: Optional[str] = None,
-        ack_trace: Optional[str] = None,
-        aqm: Optional[str] = None,
-        set_values: Optional[Sequence[str]] = None,
-    ) -> "Scenario":
-        """Build a scenario from command-line values, over ``base`` if given.
+    def from_flags(cls, *, base: Union["Scenario", Mapping[str, Any], None] = None, **flags: Any) -> "Scenario":
+        """Build a scenario from the values of the flags in :data:`ccbench.scenario.flags.FLAGS`
+        (by keyword: ``rate="20Mbit"``, ``cca="cubic,bbr"``, ``cpu_share="25%"``; None: not
+        given), over ``base`` if given.
 
         Without a base the defaults are :data:`FLAG_DEFAULTS` (one Cubic flow over
         100 Mbit/s, 40 ms, 1 BDP, for 10 s). ``cca`` ("cubic,reno" or a list) replaces the
@@ -247,108 +211,13 @@ class Scenario(_Table):
         ``trace`` replaces the base's ``rate`` and ``rate`` its ``trace``; ``aqm`` other
         than drop-tail drops the base's ``buffer`` (unless ``buffer`` is given too, which
         is then an error), and a change of ``aqm`` drops the base's ``aqm_params``. Trace
-        paths are taken from the current directory.
+        paths are taken from the current directory. ``rwnd="auto"`` turns on receive-buffer
+        autotuning up to each flow's limit.
 
         ``set_values`` (``["link.rate=50Mbit", "flows[1].cca=bbr"]``, the CLI's ``--set``)
         are applied last, in order, to the scenario's TOML form (:mod:`ccbench.overrides`).
         """
-        doc: dict[str, Any] = copy.deepcopy(
-            dict(
-                FLAG_DEFAULTS if base is None else _without_none(base.to_dict()) if isinstance(base, Scenario) else base
-            )
-        )
-        top: list[tuple[str, object]] = [("seed", seed), ("duration", duration), ("interval", interval)]
-        for key, value in top:
-            if value is not None:
-                doc[key] = value
-        link_flags: list[tuple[str, object]] = [
-            ("rate", rate),
-            ("rtt", rtt),
-            ("buffer", buffer),
-            ("loss", loss),
-            ("trace", trace),
-            ("ack_trace", ack_trace),
-            ("aqm", aqm),
-        ]
-        if any(value is not None for _, value in link_flags):
-            link = doc.setdefault("link", {})
-            if isinstance(link, dict):  # otherwise validation reports that link must be a table
-                if trace is not None and rate is None:
-                    link.pop("rate", None)
-                if rate is not None and trace is None:
-                    link.pop("trace", None)
-                if aqm is not None:
-                    if aqm != link.get("aqm", "droptail"):
-                        link.pop("aqm_params", None)
-                    if aqm != "droptail" and buffer is None:
-                        link.pop("buffer", None)
-                link.update((key, value) for key, value in link_flags if value is not None)
-        if cca is not None:
-            names = [c.strip() for c in cca.split(",")] if isinstance(cca, str) else list(cca)
-            doc["flows"] = [{"cca": name} for name in names if name]
-        if pcap is not None or pcap_flows is not None:
-            capture = doc.get("capture")
-            capture = dict(capture) if isinstance(capture, dict) else {}
-            if pcap is not None:
-                capture["points"] = _capture_points(pcap)
-            if pcap_flows is not None:
-                if isinstance(pcap_flows, str):
-                    try:
-                        capture["flows"] = [int(x) for x in pcap_flows.split(",") if x.strip()]
-                    except ValueError:
-                        raise ScenarioError(
-                            "capture.flows", f"expected flow indices such as '0,2', got {pcap_flows!r}"
-                        ) from None
-                else:
-                    capture["flows"] = list(pcap_flows)
-            doc["capture"] = capture
-        per_flow: list[tuple[str, object]] = [
-            ("count", flows),
-            ("size", size),
-            ("pacing", pacing),
-            ("rwnd", rwnd),
-            ("repeat", repeat),
-            ("pause", pause),
-            ("pacing_stride", pacing_stride),
-            ("fixed_cwnd", fixed_cwnd),
-            ("fixed_pacing_rate", fixed_pacing_rate),
-            ("freeze_cc", freeze_cc),
-        ]
-        if rwnd == "auto":
-            per_flow = [(k, v) for k, v in per_flow if k != "rwnd"] + [("rwnd_autotune", True)]
-        entries = doc.get("flows")
-        if isinstance(entries, list):
-            for entry in entries:
-                if isinstance(entry, dict):
-                    entry.update((key, value) for key, value in per_flow if value is not None)
-                    if bbr_inflight_deficit and str(entry.get("cca", "")).lower() in BBR_FAMILY:
-                        params = entry.setdefault("params", {})
-                        if isinstance(params, dict):
-                            params["inflight_deficit"] = 1
-        if bbr_inflight_deficit and not any(
-            isinstance(e, dict) and str(e.get("cca", "")).lower() in BBR_FAMILY
-            for e in (entries if isinstance(entries, list) else [])
-        ):
-            raise ScenarioError("bbr_inflight_deficit", f"needs a BBR flow ({', '.join(BBR_FAMILY)})")
-        if tso_rtt_log is not None:
-            tcp = doc.setdefault("tcp", {})
-            if isinstance(tcp, dict):
-                tcp["tso_rtt_log"] = tso_rtt_log
-        host_flags: list[tuple[str, object]] = [
-            ("cpu", cpu),
-            ("cpu_share", cpu_share),
-            ("cpu_slice", cpu_slice),
-            ("cpu_trace", cpu_trace),
-        ]
-        if any(value is not None for _, value in host_flags):
-            host = doc.setdefault("host", {})
-            if isinstance(host, dict):
-                host.update((key, value) for key, value in host_flags if value is not None)
-        if set_values:
-            from ..overrides import apply
-
-            apply(doc, set_values)
-        return cls.from_dict(doc)
+        return cls.from_dict(flags_doc(base, flags))
 
     # Output
 
@@ -405,13 +274,6 @@ class Scenario(_Table):
                 return f"flows[{i}]" + field[m.end() :]
             k -= f.count
         return field
-
-
-FLAG_DEFAULTS: dict[str, Any] = {
-    "duration": "10s",
-    "link": {"rate": "100Mbit", "rtt": "40ms", "buffer": "1bdp"},
-    "flows": [{"cca": "cubic"}],
-}
 
 
 def read_toml(path: Union[str, os.PathLike[str]]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """The ``ccbench validate`` command's choice of cells and its terminal output (the
-command's flags live with the other commands in ``ccbench.cli``)."""
+command's flags live in ``ccbench.cli.validate``)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,104 @@
+"""``ccbench results``: the runs in the results store, listed or exported as CSV."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional
+
+import click
+
+from .. import engines
+from ..errors import ScenarioError
+
+
+@click.command()
+@click.option("--store", "store_dir", metavar="DIR", help="Results store (default ./ccbench-results).")
+@click.option("--sweep", "sweep_name", metavar="NAME", help="Only the runs of this sweep.")
+@click.option(
+    "--where",
+    "wheres",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Only runs whose scenario has this value, e.g. link.rate=50Mbit (repeatable).",
+)
+@click.option("--cca", metavar="NAME", help="Only runs with a flow of this algorithm.")
+@click.option("--engine", type=click.Choice(engines.names()), help="Only runs of this engine.")
+@click.option("--code-version", metavar="VERSION", help="Only runs of this code version ('current': this build).")
+@click.option("--csv", "csv_path", metavar="FILE", help="Write one row per flow to FILE ('-': stdout).")
+@click.option("--limit", type=int, default=50, show_default=True, metavar="N", help="Rows to list (0: all).")
+def results(
+    store_dir: Optional[str],
+    sweep_name: Optional[str],
+    wheres: tuple[str, ...],
+    cca: Optional[str],
+    engine: Optional[str],
+    code_version: Optional[str],
+    csv_path: Optional[str],
+    limit: int,
+) -> None:
+    """List the runs in the results store, or export them as CSV (one row per flow)."""
+    from ..store import open_store
+    from ..store.query import Where, flow_rows, select
+
+    where = [Where.parse(w) for w in wheres]
+    if limit < 0:
+        raise ScenarioError("--limit", f"must be 0 (all) or more, got {limit}")
+    store = open_store(store_dir, create=False)
+    if sweep_name is not None and sweep_name not in store.sweeps():
+        known = ", ".join(store.sweeps()) or "none"
+        raise ScenarioError("--sweep", f"no sweep named {sweep_name!r} in {store.root}; sweeps: {known}")
+    if code_version == "current":
+        code_version = engines.get(engine or engines.DEFAULT).code_version()
+    records = select(store.records(sweep_name, code_version=code_version), where=where, cca=cca, engine=engine)
+    if csv_path is not None:
+        frame = flow_rows(records)
+        if csv_path == "-":
+            frame.to_csv(sys.stdout, index=False)
+        else:
+            try:
+                frame.to_csv(csv_path, index=False)
+            except OSError as e:
+                raise ScenarioError("--csv", f"cannot write {csv_path!r}: {e.strerror or e}") from None
+            click.echo(f"wrote {csv_path}: {len(frame)} row(s), the flows of {len(records)} run(s)", err=True)
+        return
+    _print_runs(records, limit, store)
+
+
+def _print_runs(records: list[Any], limit: int, store: Any) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..store.query import point_keys
+
+    swept = point_keys(records)
+    t = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
+    for col in ("run", "sweep", *swept, "rep", "seed", "engine", "flows", "goodput Mbit/s", "util %", "drops", "Jain"):
+        t.add_column(col, no_wrap=True, justify="right" if col in ("rep", "util %", "drops", "Jain") else "left")
+    shown = records if limit == 0 else records[:limit]
+    for r in shown:
+        flows = r.summary.get("flows", [])
+        link = r.summary.get("link", {})
+        goodput = "/".join(f"{f['goodput_bps'] / 1e6:.2f}" for f in flows if f.get("goodput_bps") is not None)
+        util = link.get("utilization")
+        jain = r.summary.get("jain_index")
+        t.add_row(
+            r.run_id[:10],
+            r.sweep or "–",
+            *(str(r.point.get(k, "–")) for k in swept),
+            str(r.repetition),
+            str(r.seed),
+            r.engine,
+            ",".join(str(f.get("cca")) for f in flows),
+            goodput,
+            "–" if util is None else f"{100 * util:.1f}",
+            str(link.get("drops", "–")),
+            "–" if jain is None else f"{jain:.3f}",
+        )
+    # Piped output is not cut to a terminal's width.
+    console = Console() if sys.stdout.isatty() else Console(width=1000)
+    if shown:
+        console.print(t)
+    more = f"; listing the first {len(shown)} (--limit 0 lists all)" if len(shown) < len(records) else ""
+    sweeps = ", ".join(store.sweeps()) or "none"
+    console.print(f"{len(records)} run(s){more}. Store {store.root}; sweeps: {sweeps}", highlight=False)
