@@ -156,6 +156,16 @@ def test_defaults_made_explicit_do_not_change_the_hash() -> None:
     assert set(plain) == {"rate_bps", "rtt_ns", "buffer", "loss", "nic_rate_bps", "ecn_threshold"}
 
 
+def test_the_aqms_and_their_defaults_are_the_simulators() -> None:
+    from ccbench import facts
+    from ccbench.scenario import AQMS
+
+    assert AQMS == facts.AQMS == ("droptail", "codel", "fq_codel")
+    for aqm, params in facts.AQM_PARAMS.items():
+        s = Scenario.from_toml(SHORT_TOML.replace('buffer = "1bdp"', f'aqm = "{aqm}"'))
+        assert json.loads(s.to_json())["link"]["aqm"] == {aqm: params}
+
+
 def test_the_hash_follows_the_trace_content_not_its_path(tmp_path: Path) -> None:
     (tmp_path / "a.trace").write_text("1\n2\n")
     (tmp_path / "b.trace").write_text("1\n2\n")

@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from ..errors import ScenarioError
+from ..facts import AQM_PARAMS, AQMS
 from ..units import Buffer, parse_size
 
 from .fields import (
@@ -28,9 +29,9 @@ from .fields import (
     Rate,
     Size,
     TraceFile,
-    _int_range,
     _Table,
     core_default,
+    core_range,
     positive,
 )
 
@@ -77,60 +78,29 @@ class GilbertElliott(_Table):
         return {"gilbert_elliott": self.model_dump(exclude={"type"})}
 
 
-AQMS = ("droptail", "codel", "fq_codel")
-# The kernel's defaults (codel_params_init, codel_init, fq_codel_init); mtu and quantum
-# are psched_mtu of an Ethernet device (1500 + 14).
-AQM_DEFAULTS: dict[str, dict[str, Any]] = {
-    "codel": {"target": "5ms", "interval": "100ms", "limit": 1000, "ecn": False, "mtu": 1514},
-    "fq_codel": {
-        "target": "5ms",
-        "interval": "100ms",
-        "limit": 10240,
-        "ecn": True,
-        "mtu": 1514,
-        "quantum": 1514,
-        "flows": 1024,
-        "memory_limit": "32MiB",
-        "drop_batch": 64,
-    },
-}
-
-
-_AQM_KEYS = {
-    "codel": ("target", "interval", "limit", "ecn", "ce_threshold", "mtu"),
-    "fq_codel": (
-        "target",
-        "interval",
-        "limit",
-        "ecn",
-        "ce_threshold",
-        "mtu",
-        "quantum",
-        "flows",
-        "memory_limit",
-        "drop_batch",
-    ),
-}
-
-
 # A packet size the kernel's tools print as a plain number of bytes.
 PacketBytes = Annotated[int, BeforeValidator(parse_size)]
-_FQ_ONLY = frozenset({"quantum_bytes", "flows", "memory_limit_bytes", "drop_batch"})
+
+
+def _aqm_range(field: str) -> Any:
+    return core_range(f"link.aqm_params.{field}")
 
 
 class AqmParams(_Table):
-    """``link.aqm_params``: CoDel / FQ-CoDel parameters, every one filled in."""
+    """``link.aqm_params``: CoDel / FQ-CoDel parameters, every one filled in. Which AQM
+    has which, their defaults (the kernel's) and their ranges are the simulator's
+    (``ccbench.facts.AQM_PARAMS``); a parameter an AQM lacks stays None."""
 
-    target_ns: Annotated[Duration, positive("5ms")] = Field(alias="target")
-    interval_ns: Annotated[Duration, positive("5ms")] = Field(alias="interval")
-    limit_packets: Annotated[int, _int_range(1, 2**32 - 1)] = Field(alias="limit")
+    target_ns: Annotated[Duration, _aqm_range("target_ns")] = Field(alias="target")
+    interval_ns: Annotated[Duration, _aqm_range("interval_ns")] = Field(alias="interval")
+    limit_packets: Annotated[int, _aqm_range("limit_packets")] = Field(alias="limit")
     ecn: bool
-    ce_threshold_ns: Optional[Duration] = Field(None, alias="ce_threshold")
+    ce_threshold_ns: Optional[Annotated[Duration, _aqm_range("ce_threshold_ns")]] = Field(None, alias="ce_threshold")
     mtu_bytes: PacketBytes = Field(alias="mtu")
-    quantum_bytes: Optional[PacketBytes] = Field(None, alias="quantum")
-    flows: Optional[Annotated[int, _int_range(1, 65536)]] = None
-    memory_limit_bytes: Optional[Size] = Field(None, alias="memory_limit")
-    drop_batch: Optional[Annotated[int, _int_range(1, 2**32 - 1)]] = None
+    quantum_bytes: Optional[Annotated[PacketBytes, _aqm_range("quantum_bytes")]] = Field(None, alias="quantum")
+    flows: Optional[Annotated[int, _aqm_range("flows")]] = None
+    memory_limit_bytes: Optional[Annotated[Size, _aqm_range("memory_limit_bytes")]] = Field(None, alias="memory_limit")
+    drop_batch: Optional[Annotated[int, _aqm_range("drop_batch")]] = None
 
     @model_serializer(mode="wrap")
     def _toml_form(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
@@ -139,8 +109,19 @@ class AqmParams(_Table):
         return {k: v for k, v in d.items() if v is not None} if info.mode == "json" else d
 
     def to_core(self, aqm: str) -> dict[str, Any]:
-        """``{aqm: parameters}``: CoDel's table has no FQ-CoDel keys."""
-        return {aqm: self.model_dump(exclude=_FQ_ONLY if aqm == "codel" else None)}
+        """``{aqm: parameters}``, only those the AQM has."""
+        return {aqm: {k: v for k, v in self.model_dump().items() if k in AQM_PARAMS[aqm]}}
+
+
+# Each AQM's parameters in TOML form: the kernel's defaults, and the keys it takes.
+AQM_DEFAULTS: dict[str, dict[str, Any]] = {
+    aqm: AqmParams.model_construct(**params).model_dump(mode="json", by_alias=True)
+    for aqm, params in AQM_PARAMS.items()
+}
+_AQM_KEYS = {
+    aqm: tuple(f.alias or name for name, f in AqmParams.model_fields.items() if name in params)
+    for aqm, params in AQM_PARAMS.items()
+}
 
 
 class Link(_Table):
@@ -155,9 +136,13 @@ class Link(_Table):
     rtt_ns: Annotated[Duration, positive("40ms")] = Field(
         alias="rtt", description="base RTT of the bottleneck path (half each way)", examples=["40ms"]
     )
-    buffer: BufferLimit = Field(Buffer("bdp", 1.0), description="drop-tail limit", examples=["1bdp"])
-    aqm: Literal["droptail", "codel", "fq_codel"] = Field(
-        "droptail", description="droptail, codel or fq_codel; see [Cellular links](cellular.md)", examples=["droptail"]
+    buffer: BufferLimit = Field(
+        Buffer.from_core(core_default("link", "buffer")), description="drop-tail limit", examples=["1bdp"]
+    )
+    aqm: Literal[AQMS] = Field(
+        core_default("link", "aqm"),
+        description=f"{', '.join(AQMS[:-1])} or {AQMS[-1]}; see [Cellular links](cellular.md)",
+        examples=["droptail"],
     )
     aqm_params: Optional[AqmParams] = None
     loss: Loss = Field(
