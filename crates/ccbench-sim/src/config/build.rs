@@ -90,6 +90,6 @@ pub fn forward_bottleneck(s: &Scenario) -> Bottleneck {
 pub fn reverse_bottleneck(s: &Scenario) -> Option<Bottleneck> {
     let t = s.link.ack_trace.as_ref()?;
     let server = TraceServer::new(Trace::from_ms(&t.opportunities_ms).expect("validated"));
-    let q = Qdisc::DropTail(aqm::DropTail::new(QueueLimit::Packets(u64::MAX)));
+    let q = Qdisc::DropTail(aqm::DropTail::new(QueueLimit::NONE));
     Some(Bottleneck::new(Capacity::Trace(server), q, None, LossModel::None))
 }
