@@ -161,6 +161,10 @@ class Link(_Table):
         None, description="mark ECN-capable packets CE above this backlog; omit for none", examples=["20pkt"]
     )
     ack_trace: Optional[TraceFile] = None
+    # The ACK trace's queue (a link model of cellular.md, like ack_trace: no example).
+    reverse_buffer: Optional[BufferLimit] = Field(
+        None, description="drop-tail limit of the ACK trace's queue (BDP: the ACK link's); omit for no limit"
+    )
     rate_schedule: list[RateStep] = Field(default_factory=list)
     rtt_schedule: list[RttStep] = Field(default_factory=list)
 
@@ -237,6 +241,8 @@ class Link(_Table):
             core["trace"] = self.trace.to_core()
         if self.ack_trace is not None:
             core["ack_trace"] = self.ack_trace.to_core()
+        if self.reverse_buffer is not None:
+            core["reverse_buffer"] = self.reverse_buffer.to_core()
         if self.rate_schedule:
             core["rate_schedule"] = [st.to_core() for st in self.rate_schedule]
         if self.rtt_schedule:

@@ -35,6 +35,10 @@ pub struct LinkConfig {
     /// uncongested delay line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ack_trace: Option<TraceConfig>,
+    /// Drop-tail limit of the ACK trace's queue (BDP multiples of its own mean rate);
+    /// None = unlimited, as Mahimahi's default queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse_buffer: Option<BufferLimit>,
     /// Rate steps: from each step's time on, the bottleneck serves at its rate
     /// (`rate_bps` before the first).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -144,6 +148,7 @@ impl LinkConfig {
             ecn_threshold: None,
             trace: None,
             ack_trace: None,
+            reverse_buffer: None,
             rate_schedule: Vec::new(),
             rtt_schedule: Vec::new(),
             loss_model: None,
@@ -206,6 +211,13 @@ impl LinkConfig {
                 crate::net::trace::Trace::from_ms(&t.opportunities_ms).map_err(|m| err(name, m))?;
             }
         }
+        if self.reverse_buffer.is_some() && self.ack_trace.is_none() {
+            return Err(err(
+                "link.reverse_buffer",
+                "only with link.ack_trace (without it the ACK direction is a delay line, which has no queue)",
+            ));
+        }
+        check_bdp_multiple("link.reverse_buffer", self.reverse_buffer)?;
         if self.trace.is_some() && !self.rate_schedule.is_empty() {
             return Err(err("link.rate_schedule", "cannot be combined with link.trace (the trace sets the capacity)"));
         }
@@ -274,6 +286,10 @@ impl LinkConfig {
             (
                 "link.trace, link.ack_trace",
                 format!("non-decreasing millisecond timestamps, the last one from 1 to {last}"),
+            ),
+            (
+                "link.reverse_buffer",
+                format!("with link.ack_trace only: bytes, packets, or 0 to {MAX_BDP_MULTIPLE} x the ACK link's BDP"),
             ),
             ("link.rate_schedule[i].at", "after 0, increasing".into()),
             ("link.rate_schedule[i].rate", rate),
