@@ -27,7 +27,8 @@ from ..units import format_duration
 from .fields import MAX_FLOWS_PER_ENTRY, MIN_INTERVAL_NS, Duration, _int_range, _Table, core_default, positive
 from .flow import BBR_FAMILY, Flow, Tcp, algorithms
 from .host import Host, HostCost
-from .link import AQMS, AqmParams, GilbertElliott, Link, RateStep, RttStep
+from ..facts import AQM_PARAMS
+from .link import AQMS, DEFAULT_AQM, AqmParams, GilbertElliott, Link, RateStep, RttStep
 
 __all__ = [
     "AQMS",
@@ -278,9 +279,9 @@ class Scenario(_Table):
                 if rate is not None and trace is None:
                     link.pop("trace", None)
                 if aqm is not None:
-                    if aqm != link.get("aqm", "droptail"):
+                    if aqm != link.get("aqm", DEFAULT_AQM):
                         link.pop("aqm_params", None)
-                    if aqm != "droptail" and buffer is None:
+                    if aqm in AQM_PARAMS and buffer is None:
                         link.pop("buffer", None)
                 link.update((key, value) for key, value in link_flags if value is not None)
         if cca is not None:

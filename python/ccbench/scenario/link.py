@@ -113,6 +113,9 @@ class AqmParams(_Table):
         return {aqm: {k: v for k, v in self.model_dump().items() if k in AQM_PARAMS[aqm]}}
 
 
+# The AQM a link without one has (drop-tail, whose limit is link.buffer; the AQMs with
+# parameters have their own limits).
+DEFAULT_AQM: str = core_default("link", "aqm")
 # Each AQM's parameters in TOML form: the kernel's defaults, and the keys it takes.
 AQM_DEFAULTS: dict[str, dict[str, Any]] = {
     aqm: AqmParams.model_construct(**params).model_dump(mode="json", by_alias=True)
@@ -140,9 +143,9 @@ class Link(_Table):
         Buffer.from_core(core_default("link", "buffer")), description="drop-tail limit", examples=["1bdp"]
     )
     aqm: Literal[AQMS] = Field(
-        core_default("link", "aqm"),
+        DEFAULT_AQM,
         description=f"{', '.join(AQMS[:-1])} or {AQMS[-1]}; see [Cellular links](cellular.md)",
-        examples=["droptail"],
+        examples=[DEFAULT_AQM],
     )
     aqm_params: Optional[AqmParams] = None
     loss: Loss = Field(
@@ -180,15 +183,14 @@ class Link(_Table):
             raise ScenarioError("link.rate", "give rate or trace, not both (a trace sets the capacity)")
         if "trace" not in data and "rate" not in data:
             raise ScenarioError("link.rate", "is required (or give link.trace, a delivery-opportunity trace)")
-        aqm = data.get("aqm", "droptail")
+        aqm = data.get("aqm", DEFAULT_AQM)
         if aqm not in AQMS:
             return data  # the field's own error names the allowed values
         params = data.get("aqm_params")
-        if aqm == "droptail":
+        if aqm not in AQM_PARAMS:
             if params is not None:
-                raise ScenarioError(
-                    "link.aqm_params", "only with aqm = 'codel' or 'fq_codel' (drop-tail's limit is link.buffer)"
-                )
+                with_params = " or ".join(f"aqm = '{a}'" for a in AQM_PARAMS)
+                raise ScenarioError("link.aqm_params", f"only with {with_params} (drop-tail's limit is link.buffer)")
             return data
         if "buffer" in data:
             raise ScenarioError(
@@ -220,7 +222,7 @@ class Link(_Table):
         """In the TOML form, no drop-tail limit beside an AQM and no empty schedules."""
         d = handler(self)
         if info.mode == "json":
-            if self.aqm != "droptail":
+            if self.aqm in AQM_PARAMS:
                 d["buffer"] = None  # the AQM's own limit holds instead
             for schedule in ("rate_schedule", "rtt_schedule"):
                 d[schedule] = d[schedule] or None
@@ -249,6 +251,6 @@ class Link(_Table):
             core["rtt_schedule"] = [st.to_core() for st in self.rtt_schedule]
         if self.loss_model is not None:
             core["loss_model"] = self.loss_model.to_core()
-        if self.aqm != "droptail" and self.aqm_params is not None:
+        if self.aqm_params is not None:  # only an AQM with parameters has them
             core["aqm"] = self.aqm_params.to_core(self.aqm)
         return core
