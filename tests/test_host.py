@@ -36,6 +36,53 @@ def test_presets_come_from_the_simulator():
         assert cost >= mid[key] >= high[key], key
 
 
+def test_the_host_tables_facts_are_the_simulators():
+    from ccbench import facts
+    from ccbench.scenario.host import COST_FIELDS, Host, HostCost
+
+    assert list(HostCost.model_fields) == list(COST_FIELDS) == [c["key"] for c in facts.CPU_COSTS]
+    assert list(presets()) == ["server", "phone-lowend", "phone-midend", "phone-highend"]
+    host = Host.model_validate({})
+    defaults = facts.FACTS["defaults"]["host"]
+    assert (host.cpu, host.rx_ring, host.tx_completion_ns) == (
+        defaults["cpu"],
+        defaults["rx_ring"],
+        defaults["tx_completion_ns"],
+    )
+    assert (host.cpu_slice_ns, host.cpu_tick_ns) == (defaults["cpu_slice_ns"], defaults["cpu_tick_ns"])
+    # The simulator's own check refuses what the front end lets through, in the same words.
+    costs = {c["field"]: 0 for c in facts.CPU_COSTS} | {"per_ack_ns": 2_000_000_000}
+    core = scenario("[host]\n").to_core() | {"host": {"cpu": "always", "cost": costs, "rx_ring": 256}}
+    with pytest.raises(ScenarioError) as e:
+        ccbench._core.validate(json.dumps(core))
+    assert (e.value.field, e.value.message) == ("host.cost.ack", "must be at most 1 s")
+
+
+def test_a_calibrations_cost_table_is_one_the_scenario_takes():
+    from ccbench.engines.vm.calibrate import Calibration
+
+    quantiles = {"skbs": 10, "p10": 100.0, "p50": 150.0, "p90": 300.0}
+    fitted = {"ack_ns": 3000.4, "packet_ns": 9000, "burst_ns": 2000, "idle_exit_ns": 90_000}
+    fitted |= {"idle_refill_ns": 10, "resume_ns": 20}
+    cal = Calibration(
+        guest_kernel="debian:6.1",
+        release="6.1.0",
+        accelerator="tcg",
+        qemu="qemu 8",
+        vcpus=1,
+        idle_cpu_per_s=0.01,
+        cache_decay_ns=3_000_000,
+        r_squared=0.99,
+        samples=[],
+        tx_completion={"all_us": quantiles, "idle_us": quantiles, "busy_us": quantiles},
+        **fitted,
+    )
+    host = scenario(cal.toml()).to_core()["host"]
+    assert host["tx_completion_ns"] == 150_000 and host["cost"]["per_ack_ns"] == 3000
+    assert {k: host["cost"][f"per_{k}"] for k in fitted} == {k: round(v) for k, v in fitted.items()}
+    assert host["cost"]["cache_decay_ns"] == 3_000_000
+
+
 def test_share_and_slice_become_a_deadline_reservation():
     s = scenario('[host]\ncpu_share = "25%"\ncpu_slice = "10ms"\n')
     core = s.to_core()["host"]
@@ -144,6 +191,12 @@ def test_malformed_cpu_trace_names_file_and_line(tmp_path, content, message):
         ('[host.cost]\nflops = "1ns"\n', "host.cost.flops", "unknown key; allowed keys: ack, burst"),
         ('[host]\ncpu_share = "50%"\ncpu_trace = "x"\n', "host.cpu_trace", "not both"),
         ('[host]\ntx_completion = "soon"\n', "host.tx_completion", "not a duration"),
+        # Ranges are the simulator's, refused in its words, by the TOML key.
+        ('[host]\ntx_completion = "2s"\n', "host.tx_completion", "must be at most 1 s (later would be a stalled"),
+        ("[host]\nrx_ring = 0\n", "host.rx_ring", "must be from 1 to 1000000 ACKs"),
+        ("[host]\nrx_ring = 1000001\n", "host.rx_ring", "must be from 1 to 1000000 ACKs"),
+        ('[host.cost]\nack = "2s"\n', "host.cost.ack", "must be at most 1 s"),
+        ('[host.cost]\nbyte = "2ms"\n', "host.cost.byte", "must be at most 1000000000 ps"),
     ],
 )
 def test_bad_host_values_name_the_field(extra, field, message):
@@ -199,7 +252,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
         (["run", "--cpu", "pentium"], "error: host.cpu: unknown CPU preset 'pentium'; allowed: "),
         (["run", "--cpu-share", "150%"], "error: host.cpu_share: "),
         (["run", "--cca", "cubic", "--bbr-inflight-deficit"], "error: bbr_inflight_deficit: needs a BBR flow"),
-        (["run", "--pacing-stride", "0"], "error: flows[0].pacing_stride: must be an integer from 1 to 1000"),
+        (["run", "--pacing-stride", "0"], "error: flows[0].pacing_stride: must be from 1 to 1000"),
         (["run", "--engine", "kernel", "--cpu-share", "25%"], "error: host.cpu_share: is a simulator option"),
     ],
 )

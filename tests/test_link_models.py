@@ -156,6 +156,47 @@ def test_defaults_made_explicit_do_not_change_the_hash() -> None:
     assert set(plain) == {"rate_bps", "rtt_ns", "buffer", "loss", "nic_rate_bps", "ecn_threshold"}
 
 
+def test_the_aqms_and_their_defaults_are_the_simulators() -> None:
+    from ccbench import facts
+    from ccbench.scenario import AQMS
+
+    assert AQMS == facts.AQMS == ("droptail", "codel", "fq_codel")
+    for aqm, params in facts.AQM_PARAMS.items():
+        s = Scenario.from_toml(SHORT_TOML.replace('buffer = "1bdp"', f'aqm = "{aqm}"'))
+        assert json.loads(s.to_json())["link"]["aqm"] == {aqm: params}
+
+
+def test_reverse_buffer_parses_like_buffer_and_is_absent_by_default(tmp_path: Path) -> None:
+    (tmp_path / "up.trace").write_text("10\n")
+    with_ack = SHORT_TOML.replace('buffer = "1bdp"\n', f'buffer = "1bdp"\nack_trace = "{tmp_path / "up.trace"}"\n')
+    plain = Scenario.from_toml(with_ack)
+    assert plain.link.reverse_buffer is None
+    assert "reverse_buffer" not in json.loads(plain.to_json())["link"]
+    assert "reverse_buffer" not in tomllib.loads(plain.effective_toml())["link"]
+    for value, core in (("8pkt", {"packets": 8}), ("4KB", {"bytes": 4000}), ("0.5bdp", {"bdp": 0.5})):
+        s = Scenario.from_toml(with_ack.replace("[link]\n", f'[link]\nreverse_buffer = "{value}"\n'))
+        assert json.loads(s.to_json())["link"]["reverse_buffer"] == core
+        assert tomllib.loads(s.effective_toml())["link"]["reverse_buffer"] == value
+        assert Scenario.from_toml(s.effective_toml()).scenario_hash == s.scenario_hash != plain.scenario_hash
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_toml(with_ack.replace("[link]\n", '[link]\nreverse_buffer = "lots"\n'))
+    assert e.value.field == "link.reverse_buffer"
+
+
+def test_reverse_buffer_without_an_ack_trace_is_refused_in_one_line(tmp_path: Path) -> None:
+    result = run_cli("run", "--duration", "1s", "--set", "link.reverse_buffer=8pkt", "--out", str(tmp_path / "o"))
+    assert_one_line_error(result, "link.reverse_buffer", "only with link.ack_trace")
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_reverse_buffer_drops_acks_in_the_summary(tmp_path: Path) -> None:
+    (tmp_path / "up.trace").write_text("10\n")
+    base = Scenario.from_flags(rate="50Mbit", rtt="40ms", duration="3s", ack_trace=str(tmp_path / "up.trace"))
+    limited = ccbench.run(Scenario.from_flags(base=base, set_values=["link.reverse_buffer=8pkt"])).summary
+    assert limited["link"]["ack_link"]["drops"] > 0
+    assert "drops" not in ccbench.run(base).summary["link"]["ack_link"]
+
+
 def test_the_hash_follows_the_trace_content_not_its_path(tmp_path: Path) -> None:
     (tmp_path / "a.trace").write_text("1\n2\n")
     (tmp_path / "b.trace").write_text("1\n2\n")

@@ -18,7 +18,8 @@ def test_the_committed_doc_is_the_generated_one():
 
 def test_every_key_of_every_table_is_documented():
     """A field without an example would be left out of the doc: only the link's models
-    documented in cellular.md (traces, schedules, loss model, AQM parameters) may be."""
+    documented in cellular.md (traces, the ACK trace's buffer, schedules, loss model, AQM
+    parameters) may be."""
     from ccbench.scenario.host import Host, HostCost
     from ccbench.scenario import Capture, Flow, Link, Tcp
 
@@ -37,6 +38,7 @@ def test_every_key_of_every_table_is_documented():
         ("Host", "cost"),
         ("Link", "trace"),
         ("Link", "ack_trace"),
+        ("Link", "reverse_buffer"),
         ("Link", "rate_schedule"),
         ("Link", "rtt_schedule"),
         ("Link", "loss_model"),

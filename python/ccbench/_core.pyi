@@ -31,7 +31,10 @@ def summarize(scenario_json: str, measured_json: str) -> str:
     as JSON), built as the simulator builds its own, as JSON."""
 
 def schema_facts() -> str:
-    """The scenario defaults and integer ranges the simulator owns, as JSON."""
+    """The scenario facts the simulator owns, as JSON: ``defaults`` by table, integer
+    ``ranges`` (``{"tcp.mss": {"lo", "hi", "allowed"}}``), the ``aqms`` with their
+    parameters, the ``cpu_costs`` by ``[host.cost]`` key, the ``cpu_presets`` and the
+    parsers' ``limits``."""
 
 def parameters() -> str:
     """Every algorithm's overridable parameters (``[[flows]] params``) as JSON:

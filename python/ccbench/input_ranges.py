@@ -28,6 +28,7 @@ FLAGS = {
     "link.buffer": "--buffer",
     "link.loss": "--loss",
     "link.trace, link.ack_trace": "--trace, --ack-trace",
+    "link.aqm": "--aqm",
     "flows[i].cca": "--cca",
     "flows[i].size": "--size",
     "flows[i].rwnd": "--rwnd",

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Literal, Union
 
+from .facts import MAX_BDP_MULTIPLE
+
 Number = Union[int, float]
 
 _QUANTITY = re.compile(r"^\s*(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>[^\s\d.+-][^\s]*)?\s*$")
@@ -65,7 +67,6 @@ BYTES_PER_UNIT: dict[str, int] = {
 SIZE_UNITS = "B, KB, MB, GB (x1000), KiB, MiB, GiB (x1024), or a plain number of bytes"
 
 _PACKET_UNITS = ("pkt", "pkts", "packet", "packets")
-MAX_BDP_MULTIPLE = 1_000_000
 BUFFER_FORMS = "a BDP multiple ('1bdp', '0.5bdp'), packets ('100pkt') or a size ('256KB', '64KiB')"
 
 
@@ -78,6 +79,12 @@ class Buffer:
 
     def to_core(self) -> dict[str, Number]:
         return {self.kind: self.amount}
+
+    @classmethod
+    def from_core(cls, core: dict[str, Number]) -> "Buffer":
+        """The buffer of the simulator's ``{kind: amount}``."""
+        ((kind, amount),) = core.items()
+        return cls(kind, amount)  # type: ignore[arg-type]
 
 
 def _split(value: object, what: str, example: str) -> tuple[Decimal, str]:
@@ -173,7 +180,7 @@ def parse_buffer(value: object) -> Buffer:
         if number < 0:
             raise ValueError(f"{value!r} must not be negative; use {BUFFER_FORMS}")
         if number > MAX_BDP_MULTIPLE:
-            raise ValueError(f"{value!r} is too large; at most {MAX_BDP_MULTIPLE}bdp")
+            raise ValueError(f"{value!r} is too large; at most {_fmt_decimal(Decimal(repr(MAX_BDP_MULTIPLE)))}bdp")
         return Buffer("bdp", float(number))
     if lowered in _PACKET_UNITS:
         if number < 0:

@@ -165,8 +165,8 @@ fn summarize(scenario_json: String, measured_json: String) -> PyResult<String> {
     serde_json::to_string(&summary).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
 }
 
-/// The defaults and integer ranges the front end's schema takes from the simulator
-/// (`ccbench_sim::config::schema_facts`), as JSON.
+/// The defaults, integer ranges and names (AQMs, CPU costs, CPU presets) the front
+/// end's schema takes from the simulator (`ccbench_sim::config::schema_facts`), as JSON.
 #[pyfunction]
 fn schema_facts() -> String {
     ccbench_sim::config::schema_facts().to_string()
@@ -186,16 +186,6 @@ fn set_debug(on: bool) {
 fn emulate(py: Python<'_>, config_json: String, control_fd: i32, out_fd: i32) -> PyResult<()> {
     py.detach(move || ccbench_emu::serve(&config_json, control_fd, out_fd))
         .map_err(pyo3::exceptions::PyRuntimeError::new_err)
-}
-
-/// The named sender hosts: {name: {cost field: value}} (see `ccbench_sim::host::presets`).
-#[pyfunction]
-fn cpu_presets() -> PyResult<String> {
-    let all: std::collections::BTreeMap<&str, ccbench_sim::config::CpuCost> = ccbench_sim::host::presets::NAMES
-        .iter()
-        .map(|&n| (n, ccbench_sim::host::presets::preset(n).expect("listed").cost))
-        .collect();
-    serde_json::to_string(&all).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
 }
 
 /// Version of the simulator crate.
@@ -231,7 +221,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(emulate, m)?)?;
-    m.add_function(wrap_pyfunction!(cpu_presets, m)?)?;
     m.add_function(wrap_pyfunction!(parameters, m)?)?;
     m.add_class::<scripted::ScriptedSender>()?;
     m.add("ScenarioError", scenario_error_type(m.py())?)?;

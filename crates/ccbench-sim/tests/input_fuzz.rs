@@ -134,6 +134,7 @@ fn link() -> impl Strategy<Value = Value> {
             ("ecn_threshold", buffer()),
             ("trace", trace()),
             ("ack_trace", trace()),
+            ("reverse_buffer", buffer()),
             ("rate_schedule", steps("rate_bps", RATES)),
             ("rtt_schedule", steps("rtt_ns", NS)),
             ("aqm", aqm()),

@@ -351,3 +351,45 @@ fn invalid_link_models_are_refused_with_their_field() {
         "link.aqm_params.quantum"
     );
 }
+
+#[test]
+fn a_reverse_buffer_drops_the_acks_that_find_it_full() {
+    // The ACK link of `ack_trace_queues_acks_behind_its_opportunities`: about 20 ACKs
+    // arrive between two opportunities 10 ms apart. Behind 8 ACKs of room the rest of
+    // them are dropped; what is queued leaves at the next opportunity (8 ACKs fit its
+    // 1500 bytes), so none waits longer than one gap.
+    let mut s = dumbbell(50 * MBIT, 40 * MS, BufferLimit::Bdp(1.0), vec![flow("cubic")]);
+    s.duration_ns = 10 * SEC;
+    s.link.ack_trace = Some(TraceConfig { opportunities_ms: vec![10] });
+    let unlimited = run_ok(&s);
+    s.link.reverse_buffer = Some(BufferLimit::Packets(8));
+    let out = run_ok(&s);
+    let ack = out.summary.link.ack_link.as_ref().expect("ack link summary");
+    let drops = ack.drops.expect("a limited queue reports its drops");
+    assert!(drops > ack.packets_forwarded / 2, "{drops} dropped, {} forwarded", ack.packets_forwarded);
+    assert!(ack.packets_forwarded <= 8 * 1000, "{}", ack.packets_forwarded);
+    assert!(ack.queue_delay_ms.max <= 10.0, "{}", ack.queue_delay_ms.max);
+    // Cumulative ACKs: the flow goes on, at most as fast as with every ACK.
+    let f = &out.summary.flows[0];
+    assert!(f.goodput_bps > 0.5 * payload_share_bps(50 * MBIT), "{}", f.goodput_bps);
+    assert!(unlimited.summary.link.ack_link.as_ref().unwrap().drops.is_none());
+    // A limit the queue never reaches changes nothing but the count it reports.
+    s.link.reverse_buffer = Some(BufferLimit::Bdp(1000.0));
+    let roomy = run_ok(&s);
+    assert_eq!(roomy.summary.link.ack_link.as_ref().unwrap().drops, Some(0));
+    assert_eq!(roomy.summary.flows[0].goodput_bps, unlimited.summary.flows[0].goodput_bps);
+    assert_eq!(roomy.summary.link.packets_forwarded, unlimited.summary.link.packets_forwarded);
+}
+
+#[test]
+fn a_reverse_buffer_needs_an_ack_trace() {
+    let mut s = dumbbell(50 * MBIT, 40 * MS, BufferLimit::Bdp(1.0), vec![flow("cubic")]);
+    s.link.reverse_buffer = Some(BufferLimit::Packets(8));
+    let e = s.validate().unwrap_err();
+    assert_eq!(e.field, "link.reverse_buffer");
+    assert!(e.message.starts_with("only with link.ack_trace"), "{}", e.message);
+    s.link.ack_trace = Some(TraceConfig { opportunities_ms: vec![10] });
+    s.validate().unwrap();
+    s.link.reverse_buffer = Some(BufferLimit::Bdp(2e6));
+    assert_eq!(s.validate().unwrap_err().field, "link.reverse_buffer");
+}

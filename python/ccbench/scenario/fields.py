@@ -10,12 +10,11 @@ A table's two forms come from its fields: ``to_dict`` (the TOML form, human unit
 from __future__ import annotations
 
 
-import json
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
-from .. import _core
+from .. import facts
 from ..traces import Trace, load_trace
 from ..units import (
     Buffer,
@@ -69,20 +68,20 @@ def _int_range(lo: int, hi: int) -> AfterValidator:
 
 # The defaults and integer ranges of what the simulator takes are its own
 # (`ccbench_sim::config::schema_facts`): the tables below refer to them by name.
-_FACTS = json.loads(_core.schema_facts())
-
-
-def core_default(table: str, name: str) -> Any:
-    """The simulator's default of ``name`` in ``table`` (``tcp``, ``flow``, ``link``, or
-    ``""`` for the scenario's own keys)."""
-    defaults = _FACTS["defaults"]
-    return (defaults[table] if table else defaults)[name]
+core_default = facts.default
 
 
 def core_range(key: str) -> AfterValidator:
-    """The simulator's inclusive range of the integer ``key`` (``tcp.mss``)."""
-    lo, hi = _FACTS["ranges"][key]
-    return _int_range(lo, hi)
+    """The simulator's inclusive range of the integer ``key`` (``tcp.mss``), refused in
+    the simulator's words."""
+    lo, hi, allowed = facts.int_range(key)
+
+    def check(v: int) -> int:
+        if not lo <= v <= hi:
+            raise ValueError(f"must be {allowed}")
+        return v
+
+    return AfterValidator(check)
 
 
 MS = 1_000_000

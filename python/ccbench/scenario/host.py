@@ -9,30 +9,26 @@ on/off trace file. Every sender of the scenario shares this CPU.
 
 from __future__ import annotations
 
-import json
 import os
 from decimal import Decimal
-from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, create_model, field_validator, model_validator
 
-from .. import _core
+from .. import facts
 from ..errors import ScenarioError
 from ..units import _split, parse_duration
-from .fields import Duration, _int_range, _Table, _unit, positive
-
-DEFAULT_SLICE_NS = 10_000_000
-# The host's scheduler tick: CONFIG_HZ=250, Debian's default.
-DEFAULT_TICK_NS = 4_000_000
-DEFAULT_RX_RING = 256
+from .fields import Duration, _Table, _unit, core_default, core_range, positive
 
 
-@lru_cache(maxsize=1)
 def presets() -> dict[str, dict[str, int]]:
     """The simulator's named hosts: {name: {cost field: value}}."""
-    return json.loads(_core.cpu_presets())
+    return facts.CPU_PRESETS
+
+
+def _host(name: str) -> Any:
+    return core_default("host", name)
 
 
 def parse_share(value: object) -> float:
@@ -109,56 +105,37 @@ def read_cpu_trace(path: Union[str, os.PathLike[str]]) -> list[int]:
     return intervals
 
 
-COST_FIELDS = ("ack", "burst", "packet", "byte", "wakeup", "timer", "resume", "idle_exit", "idle_refill", "cache_decay")
+# The [host.cost] keys and the simulator's fields they set, in the simulator's order.
+COST_FIELDS = tuple(c["key"] for c in facts.CPU_COSTS)
+_CORE_FIELD = {c["key"]: c["field"] for c in facts.CPU_COSTS}
 
 
-class HostCost(_Table):
-    """``[host.cost]``: overrides of the preset's CPU time per unit of work."""
-
-    ack: Optional[Duration] = Field(None, description="per ACK processed", examples=["4us"])
-    burst: Optional[Duration] = Field(None, description="per skb (TSO burst) handed to the NIC", examples=["2us"])
-    packet: Optional[Duration] = Field(None, description="per wire packet sent", examples=["21us"])
-    byte: Optional[ByteCost] = Field(None, description="per payload byte sent", examples=["7.3ns"])
-    wakeup: Optional[Duration] = Field(
-        None, description="per softirq/tasklet pass (pacing, TX completion, first write)", examples=["20us"]
-    )
-    timer: Optional[Duration] = Field(
-        None, description="per hrtimer expiry (pacing, retransmission timers)", examples=["60us"]
-    )
-    resume: Optional[Duration] = Field(
-        None,
-        description="per return of the CPU to work it was taken from (in full after a long absence)",
-        examples=["0s"],
-    )
-    idle_exit: Optional[Duration] = Field(
-        None, description="per task that woke the CPU from idle (interrupt, HLT exit)", examples=["0s"]
-    )
-    idle_refill: Optional[Duration] = Field(
-        None,
-        description="per wake from idle, refilling caches gone cold (in full after a long absence)",
-        examples=["0s"],
-    )
-    cache_decay: Optional[Duration] = Field(
-        None,
-        description="how fast caches go cold: an absence d costs resume or idle_refill x (1 - exp(-d/this)); "
-        "0: in full however short",
-        examples=["3ms"],
-    )
+def _cost_field(cost: dict[str, str]) -> tuple[Any, Any]:
+    """A ``[host.cost]`` field as the simulator declares it: unset, the preset's."""
+    unit = ByteCost if cost["unit"] == "ps" else Duration
+    ranged = Annotated[unit, core_range(f"host.cost.{cost['field']}")]
+    return Optional[ranged], Field(None, description=cost["about"], examples=[cost["example"]])
 
 
-def _core_key(name: str) -> str:
-    return {"byte": "per_byte_ps", "cache_decay": "cache_decay_ns"}.get(name, f"per_{name}_ns")
+HostCost = create_model(
+    "HostCost",
+    __base__=_Table,
+    __doc__="``[host.cost]``: overrides of the preset's CPU time per unit of work.",
+    **{c["key"]: _cost_field(c) for c in facts.CPU_COSTS},
+)
 
 
 class Host(_Table):
     """``[host]``: the CPU every sender runs on."""
 
-    cpu: str = Field(
-        "server", description="preset: server, phone-lowend, phone-midend, phone-highend", examples=["phone-lowend"]
-    )
+    # What the front end resolves into the simulator's ``cpu`` and ``cost``.
+    not_in_core = frozenset({"cpu", "cpu_share", "cpu_slice_ns", "cpu_deadline", "cpu_tick_ns", "cpu_trace", "cost"})
+    core_when_changed = ("tx_completion_ns",)
+
+    cpu: str = Field(_host("cpu"), description=f"preset: {', '.join(presets())}", examples=["phone-lowend"])
     cpu_share: Share = Field(1.0, description="SCHED_DEADLINE runtime as a share of every cpu_slice", examples=["25%"])
     cpu_slice_ns: Annotated[Duration, positive("10ms")] = Field(
-        DEFAULT_SLICE_NS, alias="cpu_slice", description="the reservation's period", examples=["10ms"]
+        _host("cpu_slice_ns"), alias="cpu_slice", description="the reservation's period", examples=["10ms"]
     )
     # "runtime": deadline = runtime, as 2BRobust set it (a busy vCPU gets one window at
     # the start of each slice); "slice": deadline = period (the budget may be spent at
@@ -169,7 +146,7 @@ class Host(_Table):
         examples=["runtime"],
     )
     cpu_tick_ns: Duration = Field(
-        DEFAULT_TICK_NS,
+        _host("cpu_tick_ns"),
         alias="cpu_tick",
         description="the host's scheduler tick (1 / CONFIG_HZ), when an exhausted budget is noticed",
         examples=["4ms"],
@@ -177,11 +154,11 @@ class Host(_Table):
     cpu_trace: Optional[str] = Field(
         None, description="or on/off intervals from a file (not with cpu_share)", examples=["vcpu.txt"]
     )
-    rx_ring: Annotated[int, _int_range(1, 1_000_000)] = Field(
-        DEFAULT_RX_RING, description="ACKs the NIC holds while the CPU is busy; more are dropped", examples=[256]
+    rx_ring: Annotated[int, core_range("host.rx_ring")] = Field(
+        _host("rx_ring"), description="ACKs the NIC holds while the CPU is busy; more are dropped", examples=[256]
     )
-    tx_completion_ns: Duration = Field(
-        0,
+    tx_completion_ns: Annotated[Duration, core_range("host.tx_completion_ns")] = Field(
+        _host("tx_completion_ns"),
         alias="tx_completion",
         description="from the NIC's sending an skb to its TX completion freeing it (TSQ budget)",
         examples=["160us"],
@@ -209,28 +186,27 @@ class Host(_Table):
 
     def _cost(self, name: str) -> int:
         value = getattr(self.cost, name)
-        return presets()[self.cpu][_core_key(name)] if value is None else value
+        return presets()[self.cpu][_CORE_FIELD[name]] if value is None else value
 
     def costs(self) -> dict[str, int]:
         """Effective costs in the core's units: the preset with overrides applied."""
-        return {_core_key(name): self._cost(name) for name in COST_FIELDS}
+        return {_CORE_FIELD[name]: self._cost(name) for name in COST_FIELDS}
 
     def to_core(self) -> dict[str, Any]:
+        return {**super().to_core(), "cpu": self._core_cpu(), "cost": self.costs()}
+
+    def _core_cpu(self) -> Any:
+        """The simulator's ``cpu``: always, a SCHED_DEADLINE reservation or a trace."""
         if self.cpu_trace is not None:
-            cpu: Any = {"trace": {"intervals_ns": read_cpu_trace(self.cpu_trace)}}
-        elif self.cpu_share < 1:
-            runtime = round(self.cpu_share * self.cpu_slice_ns)
-            cpu = {
-                "deadline": {
-                    "runtime_ns": runtime,
-                    "deadline_ns": runtime if self.cpu_deadline == "runtime" else self.cpu_slice_ns,
-                    "period_ns": self.cpu_slice_ns,
-                    "tick_ns": self.cpu_tick_ns,
-                }
+            return {"trace": {"intervals_ns": read_cpu_trace(self.cpu_trace)}}
+        if self.cpu_share == 1:
+            return "always"
+        runtime = round(self.cpu_share * self.cpu_slice_ns)
+        return {
+            "deadline": {
+                "runtime_ns": runtime,
+                "deadline_ns": runtime if self.cpu_deadline == "runtime" else self.cpu_slice_ns,
+                "period_ns": self.cpu_slice_ns,
+                "tick_ns": self.cpu_tick_ns,
             }
-        else:
-            cpu = "always"
-        core: dict[str, Any] = {"cpu": cpu, "cost": self.costs(), "rx_ring": self.rx_ring}
-        if self.tx_completion_ns:  # left out at 0, so that earlier scenarios keep their hash
-            core["tx_completion_ns"] = self.tx_completion_ns
-        return core
+        }

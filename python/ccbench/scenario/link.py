@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from ..errors import ScenarioError
+from ..facts import AQM_PARAMS, AQMS
 from ..units import Buffer, parse_size
 
 from .fields import (
@@ -28,9 +29,9 @@ from .fields import (
     Rate,
     Size,
     TraceFile,
-    _int_range,
     _Table,
     core_default,
+    core_range,
     positive,
 )
 
@@ -77,60 +78,29 @@ class GilbertElliott(_Table):
         return {"gilbert_elliott": self.model_dump(exclude={"type"})}
 
 
-AQMS = ("droptail", "codel", "fq_codel")
-# The kernel's defaults (codel_params_init, codel_init, fq_codel_init); mtu and quantum
-# are psched_mtu of an Ethernet device (1500 + 14).
-AQM_DEFAULTS: dict[str, dict[str, Any]] = {
-    "codel": {"target": "5ms", "interval": "100ms", "limit": 1000, "ecn": False, "mtu": 1514},
-    "fq_codel": {
-        "target": "5ms",
-        "interval": "100ms",
-        "limit": 10240,
-        "ecn": True,
-        "mtu": 1514,
-        "quantum": 1514,
-        "flows": 1024,
-        "memory_limit": "32MiB",
-        "drop_batch": 64,
-    },
-}
-
-
-_AQM_KEYS = {
-    "codel": ("target", "interval", "limit", "ecn", "ce_threshold", "mtu"),
-    "fq_codel": (
-        "target",
-        "interval",
-        "limit",
-        "ecn",
-        "ce_threshold",
-        "mtu",
-        "quantum",
-        "flows",
-        "memory_limit",
-        "drop_batch",
-    ),
-}
-
-
 # A packet size the kernel's tools print as a plain number of bytes.
 PacketBytes = Annotated[int, BeforeValidator(parse_size)]
-_FQ_ONLY = frozenset({"quantum_bytes", "flows", "memory_limit_bytes", "drop_batch"})
+
+
+def _aqm_range(field: str) -> Any:
+    return core_range(f"link.aqm_params.{field}")
 
 
 class AqmParams(_Table):
-    """``link.aqm_params``: CoDel / FQ-CoDel parameters, every one filled in."""
+    """``link.aqm_params``: CoDel / FQ-CoDel parameters, every one filled in. Which AQM
+    has which, their defaults (the kernel's) and their ranges are the simulator's
+    (``ccbench.facts.AQM_PARAMS``); a parameter an AQM lacks stays None."""
 
-    target_ns: Annotated[Duration, positive("5ms")] = Field(alias="target")
-    interval_ns: Annotated[Duration, positive("5ms")] = Field(alias="interval")
-    limit_packets: Annotated[int, _int_range(1, 2**32 - 1)] = Field(alias="limit")
+    target_ns: Annotated[Duration, _aqm_range("target_ns")] = Field(alias="target")
+    interval_ns: Annotated[Duration, _aqm_range("interval_ns")] = Field(alias="interval")
+    limit_packets: Annotated[int, _aqm_range("limit_packets")] = Field(alias="limit")
     ecn: bool
-    ce_threshold_ns: Optional[Duration] = Field(None, alias="ce_threshold")
+    ce_threshold_ns: Optional[Annotated[Duration, _aqm_range("ce_threshold_ns")]] = Field(None, alias="ce_threshold")
     mtu_bytes: PacketBytes = Field(alias="mtu")
-    quantum_bytes: Optional[PacketBytes] = Field(None, alias="quantum")
-    flows: Optional[Annotated[int, _int_range(1, 65536)]] = None
-    memory_limit_bytes: Optional[Size] = Field(None, alias="memory_limit")
-    drop_batch: Optional[Annotated[int, _int_range(1, 2**32 - 1)]] = None
+    quantum_bytes: Optional[Annotated[PacketBytes, _aqm_range("quantum_bytes")]] = Field(None, alias="quantum")
+    flows: Optional[Annotated[int, _aqm_range("flows")]] = None
+    memory_limit_bytes: Optional[Annotated[Size, _aqm_range("memory_limit_bytes")]] = Field(None, alias="memory_limit")
+    drop_batch: Optional[Annotated[int, _aqm_range("drop_batch")]] = None
 
     @model_serializer(mode="wrap")
     def _toml_form(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
@@ -139,8 +109,22 @@ class AqmParams(_Table):
         return {k: v for k, v in d.items() if v is not None} if info.mode == "json" else d
 
     def to_core(self, aqm: str) -> dict[str, Any]:
-        """``{aqm: parameters}``: CoDel's table has no FQ-CoDel keys."""
-        return {aqm: self.model_dump(exclude=_FQ_ONLY if aqm == "codel" else None)}
+        """``{aqm: parameters}``, only those the AQM has."""
+        return {aqm: {k: v for k, v in self.model_dump().items() if k in AQM_PARAMS[aqm]}}
+
+
+# The AQM a link without one has (drop-tail, whose limit is link.buffer; the AQMs with
+# parameters have their own limits).
+DEFAULT_AQM: str = core_default("link", "aqm")
+# Each AQM's parameters in TOML form: the kernel's defaults, and the keys it takes.
+AQM_DEFAULTS: dict[str, dict[str, Any]] = {
+    aqm: AqmParams.model_construct(**params).model_dump(mode="json", by_alias=True)
+    for aqm, params in AQM_PARAMS.items()
+}
+_AQM_KEYS = {
+    aqm: tuple(f.alias or name for name, f in AqmParams.model_fields.items() if name in params)
+    for aqm, params in AQM_PARAMS.items()
+}
 
 
 class Link(_Table):
@@ -155,9 +139,13 @@ class Link(_Table):
     rtt_ns: Annotated[Duration, positive("40ms")] = Field(
         alias="rtt", description="base RTT of the bottleneck path (half each way)", examples=["40ms"]
     )
-    buffer: BufferLimit = Field(Buffer("bdp", 1.0), description="drop-tail limit", examples=["1bdp"])
-    aqm: Literal["droptail", "codel", "fq_codel"] = Field(
-        "droptail", description="droptail, codel or fq_codel; see [Cellular links](cellular.md)", examples=["droptail"]
+    buffer: BufferLimit = Field(
+        Buffer.from_core(core_default("link", "buffer")), description="drop-tail limit", examples=["1bdp"]
+    )
+    aqm: Literal[AQMS] = Field(
+        DEFAULT_AQM,
+        description=f"{', '.join(AQMS[:-1])} or {AQMS[-1]}; see [Cellular links](cellular.md)",
+        examples=[DEFAULT_AQM],
     )
     aqm_params: Optional[AqmParams] = None
     loss: Loss = Field(
@@ -176,6 +164,10 @@ class Link(_Table):
         None, description="mark ECN-capable packets CE above this backlog; omit for none", examples=["20pkt"]
     )
     ack_trace: Optional[TraceFile] = None
+    # The ACK trace's queue (a link model of cellular.md, like ack_trace: no example).
+    reverse_buffer: Optional[BufferLimit] = Field(
+        None, description="drop-tail limit of the ACK trace's queue (BDP: the ACK link's); omit for no limit"
+    )
     rate_schedule: list[RateStep] = Field(default_factory=list)
     rtt_schedule: list[RttStep] = Field(default_factory=list)
 
@@ -191,15 +183,14 @@ class Link(_Table):
             raise ScenarioError("link.rate", "give rate or trace, not both (a trace sets the capacity)")
         if "trace" not in data and "rate" not in data:
             raise ScenarioError("link.rate", "is required (or give link.trace, a delivery-opportunity trace)")
-        aqm = data.get("aqm", "droptail")
+        aqm = data.get("aqm", DEFAULT_AQM)
         if aqm not in AQMS:
             return data  # the field's own error names the allowed values
         params = data.get("aqm_params")
-        if aqm == "droptail":
+        if aqm not in AQM_PARAMS:
             if params is not None:
-                raise ScenarioError(
-                    "link.aqm_params", "only with aqm = 'codel' or 'fq_codel' (drop-tail's limit is link.buffer)"
-                )
+                with_params = " or ".join(f"aqm = '{a}'" for a in AQM_PARAMS)
+                raise ScenarioError("link.aqm_params", f"only with {with_params} (drop-tail's limit is link.buffer)")
             return data
         if "buffer" in data:
             raise ScenarioError(
@@ -231,7 +222,7 @@ class Link(_Table):
         """In the TOML form, no drop-tail limit beside an AQM and no empty schedules."""
         d = handler(self)
         if info.mode == "json":
-            if self.aqm != "droptail":
+            if self.aqm in AQM_PARAMS:
                 d["buffer"] = None  # the AQM's own limit holds instead
             for schedule in ("rate_schedule", "rtt_schedule"):
                 d[schedule] = d[schedule] or None
@@ -252,12 +243,14 @@ class Link(_Table):
             core["trace"] = self.trace.to_core()
         if self.ack_trace is not None:
             core["ack_trace"] = self.ack_trace.to_core()
+        if self.reverse_buffer is not None:
+            core["reverse_buffer"] = self.reverse_buffer.to_core()
         if self.rate_schedule:
             core["rate_schedule"] = [st.to_core() for st in self.rate_schedule]
         if self.rtt_schedule:
             core["rtt_schedule"] = [st.to_core() for st in self.rtt_schedule]
         if self.loss_model is not None:
             core["loss_model"] = self.loss_model.to_core()
-        if self.aqm != "droptail" and self.aqm_params is not None:
+        if self.aqm_params is not None:  # only an AQM with parameters has them
             core["aqm"] = self.aqm_params.to_core(self.aqm)
         return core

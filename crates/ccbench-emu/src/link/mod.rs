@@ -199,7 +199,9 @@ impl Link {
                 self.cap(Point::BottleneckIn, router, flow, &bytes);
                 self.cap(Point::BottleneckOut, router, flow, &bytes);
                 let pkt = Packet { flow: flow as u32, wire_bytes, seq: self.slab.insert(bytes), ..Packet::default() };
-                self.path.reply(now, flow as u32, pkt, &mut self.agenda);
+                if let Some(dropped) = self.path.reply(now, flow as u32, pkt, &mut self.agenda) {
+                    self.slab.take(dropped.seq);
+                }
             }
         }
     }

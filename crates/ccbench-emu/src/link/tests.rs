@@ -309,6 +309,23 @@ fn an_ack_trace_holds_acks_until_an_opportunity() {
 }
 
 #[test]
+fn a_full_reverse_buffer_drops_acks_and_frees_them() {
+    // Three ACKs before the first opportunity, room for two: the third is dropped and
+    // its bytes freed; the flow's data drops are not touched.
+    let extra = r#", "ack_trace": {"opportunities_ms": [10]}, "reverse_buffer": {"packets": 2}"#;
+    let mut link = with_link(extra, r#"{"packets": 100}"#);
+    link.begin(Time(0), Time(1000 * MS));
+    for (k, at) in [3, 4, 5].into_iter().enumerate() {
+        link.arrive(Time(at * MS), Side::Receiver, build_tcp(PORT, 40000, 1, 1 + 1448 * k as u32, TCP_ACK, 0));
+    }
+    assert_eq!(link.packets_held(), 2);
+    let back = drain(&mut link, Time(100 * MS));
+    assert_eq!(back, vec![(Side::Sender, Time(20 * MS), false), (Side::Sender, Time(20 * MS), false)]);
+    assert_eq!(link.packets_held(), 0);
+    assert_eq!(link.finish(Time(100 * MS)).flows[0].dropped, 0);
+}
+
+#[test]
 fn rtt_steps_change_both_delays_from_the_epoch() {
     // 20 ms, then 60 ms from 100 ms after the epoch at 50 ms.
     let mut link = with_link(r#", "rtt_schedule": [{"at_ns": 100000000, "rtt_ns": 60000000}]"#, r#"{"packets": 100}"#);

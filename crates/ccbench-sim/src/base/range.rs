@@ -10,6 +10,7 @@ pub enum Unit {
     Count(&'static str),
     Bytes,
     Nanoseconds,
+    Picoseconds,
 }
 
 /// An integer field's allowed values, inclusive, and why they end where they do.
@@ -24,9 +25,9 @@ pub struct Range {
 }
 
 impl Range {
-    /// The scenario's key: the field without its unit suffix (`rto_min`).
+    /// The scenario's key: the field without its unit suffix (`rto_min`, `limit`).
     pub fn key(&self) -> &'static str {
-        self.field.strip_suffix("_ns").or_else(|| self.field.strip_suffix("_bytes")).unwrap_or(self.field)
+        ["_ns", "_bytes", "_packets"].iter().find_map(|unit| self.field.strip_suffix(unit)).unwrap_or(self.field)
     }
 }
 

@@ -14,10 +14,15 @@ use crate::units::BitRate;
 
 /// Resolve a buffer limit (BDP multiples of the scenario's BDP) to bytes or packets.
 pub fn resolve_limit(s: &Scenario, limit: BufferLimit) -> QueueLimit {
+    limit_of(limit, s.bdp_bytes())
+}
+
+/// A buffer limit in bytes or packets, BDP multiples of `bdp_bytes`.
+fn limit_of(limit: BufferLimit, bdp_bytes: u64) -> QueueLimit {
     match limit {
         BufferLimit::Bytes(b) => QueueLimit::Bytes(b),
         BufferLimit::Packets(n) => QueueLimit::Packets(n),
-        BufferLimit::Bdp(x) => QueueLimit::Bytes((x * s.bdp_bytes() as f64).round() as u64),
+        BufferLimit::Bdp(x) => QueueLimit::Bytes((x * bdp_bytes as f64).round() as u64),
     }
 }
 
@@ -85,11 +90,59 @@ pub fn forward_bottleneck(s: &Scenario) -> Bottleneck {
     Bottleneck::new(capacity, qdisc_for(s), ecn, loss_for(s))
 }
 
-/// The ACK direction's bottleneck, if the scenario has an ACK trace: an unlimited
-/// FIFO (as Mahimahi's default queue) served by the trace.
+/// The ACK direction's bottleneck, if the scenario has an ACK trace: a FIFO served by
+/// the trace, unlimited (as Mahimahi's default queue) unless `reverse_buffer` sets a
+/// drop-tail limit, whose BDP multiples are of the ACK link's own BDP (the trace's mean
+/// rate x the base RTT), as an uplink's buffer would be sized.
 pub fn reverse_bottleneck(s: &Scenario) -> Option<Bottleneck> {
     let t = s.link.ack_trace.as_ref()?;
     let server = TraceServer::new(Trace::from_ms(&t.opportunities_ms).expect("validated"));
-    let q = Qdisc::DropTail(aqm::DropTail::new(QueueLimit::Packets(u64::MAX)));
+    let bdp_bytes = (t.mean_bps() as u128 * s.link.rtt_ns as u128 / 8 / 1_000_000_000) as u64;
+    let limit = s.link.reverse_buffer.map_or(QueueLimit::NONE, |b| limit_of(b, bdp_bytes));
+    let q = Qdisc::DropTail(aqm::DropTail::new(limit));
     Some(Bottleneck::new(Capacity::Trace(server), q, None, LossModel::None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{FlowConfig, LinkConfig, TraceConfig};
+    use crate::net::Packet;
+
+    /// One opportunity a millisecond (12 Mbit/s) for the ACKs, 40 ms of base RTT: the ACK
+    /// link's BDP is 60,000 bytes.
+    fn scenario(reverse_buffer: Option<BufferLimit>) -> Scenario {
+        let mut link = LinkConfig::new(100_000_000, 40_000_000, BufferLimit::Bdp(1.0));
+        link.ack_trace = Some(TraceConfig { opportunities_ms: vec![1] });
+        link.reverse_buffer = reverse_buffer;
+        Scenario {
+            seed: 1,
+            duration_ns: 1_000_000_000,
+            sample_interval_ns: 0,
+            link,
+            flows: vec![FlowConfig::bulk("cubic")],
+            tcp: Default::default(),
+            host: None,
+        }
+    }
+
+    /// Of 100 ACKs of 1000 bytes arriving before the first opportunity, those the ACK
+    /// link queues.
+    fn admitted(s: &Scenario) -> u64 {
+        let mut link = reverse_bottleneck(s).expect("an ACK trace");
+        for _ in 0..100 {
+            link.offer(Time::ZERO, Packet { wire_bytes: 1000, ..Packet::default() });
+        }
+        assert_eq!(link.backlog_packets() + link.counters.drops_overflow, 100);
+        link.backlog_packets()
+    }
+
+    #[test]
+    fn the_reverse_buffer_limits_the_ack_links_queue_in_its_own_bdp() {
+        assert_eq!(admitted(&scenario(None)), 100);
+        assert_eq!(admitted(&scenario(Some(BufferLimit::Packets(7)))), 7);
+        assert_eq!(admitted(&scenario(Some(BufferLimit::Bytes(25_000)))), 25);
+        // Half the ACK link's BDP (not the 100 Mbit/s data link's 500,000 bytes).
+        assert_eq!(admitted(&scenario(Some(BufferLimit::Bdp(0.5)))), 30);
+    }
 }

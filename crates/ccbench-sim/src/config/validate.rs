@@ -38,34 +38,7 @@ impl Scenario {
                 format!("must be 0 (no time series) or at least {}", fmt_ns(MIN_SAMPLE_INTERVAL_NS)),
             ));
         }
-        if self.link.trace.is_none() {
-            check_rate("link.rate", self.link.rate_bps)?;
-        }
-        if self.link.rtt_ns == 0 || self.link.rtt_ns > MAX_PATH_RTT_NS {
-            return Err(err(
-                "link.rtt",
-                format!(
-                    "must be positive and at most {} (the kernel's srtt_us holds 8 x the RTT in 32 bits)",
-                    fmt_ns(MAX_PATH_RTT_NS)
-                ),
-            ));
-        }
-        if !(0.0..1.0).contains(&self.link.loss) {
-            return Err(err("link.loss", "must be in [0, 1)"));
-        }
-        check_rate("link.nic_rate", self.link.nic_rate_bps)?;
-        match self.link.buffer {
-            BufferLimit::Bdp(x) if !(x.is_finite() && (0.0..=MAX_BDP_MULTIPLE).contains(&x)) => {
-                return Err(err("link.buffer", format!("BDP multiple must be from 0 to {MAX_BDP_MULTIPLE}")))
-            }
-            _ => {}
-        }
-        if let Some(BufferLimit::Bdp(x)) = self.link.ecn_threshold {
-            if !(x.is_finite() && (0.0..=MAX_BDP_MULTIPLE).contains(&x)) {
-                return Err(err("link.ecn_threshold", format!("BDP multiple must be from 0 to {MAX_BDP_MULTIPLE}")));
-            }
-        }
-        self.validate_link_models()?;
+        self.link.check()?;
         if self.flows.is_empty() {
             return Err(err("flows", "at least one flow is required"));
         }
@@ -82,118 +55,57 @@ impl Scenario {
             return Err(err(format!("tcp.{}", r.key()), format!("must be {}", describe(r))));
         }
         for (i, f) in self.flows.iter().enumerate() {
-            let alg = crate::cc::Algorithm::from_name(&f.cca).ok_or_else(|| {
-                let names: Vec<_> = crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect();
-                err(format!("flows[{i}].cca"), format!("unknown algorithm '{}'; allowed: {}", f.cca, names.join(", ")))
-            })?;
-            alg.instance(&f.params, crate::base::rng::stream(0, "cc", 0))
-                .map_err(|e| err(format!("flows[{i}].params.{}", e.name), e.message))?;
-            if f.start_ns >= self.duration_ns {
-                return Err(err(format!("flows[{i}].start"), "must be before the end of the run"));
-            }
-            let path_rtt = (self.max_rtt_ns() as u128) + 2 * f.access_delay_ns as u128;
-            if path_rtt > MAX_PATH_RTT_NS as u128 {
-                return Err(err(
-                    format!("flows[{i}].access_delay"),
-                    format!("the path's RTT (link.rtt + 2 x access_delay) must be at most {} (the kernel's srtt_us holds 8 x the RTT in 32 bits)", fmt_ns(MAX_PATH_RTT_NS)),
-                ));
-            }
-            if f.size_bytes == Some(0) {
-                return Err(err(format!("flows[{i}].size"), "must be positive"));
-            }
-            if f.rwnd_bytes < self.tcp.mss as u64 || f.rwnd_bytes > MAX_WINDOW_BYTES {
-                return Err(err(
-                    format!("flows[{i}].rwnd"),
-                    format!("must be from one MSS to {MAX_WINDOW_BYTES} bytes (65535 << 14, TCP's largest window)"),
-                ));
-            }
-            if let Some((r, _)) = first_out_of_range(f, FlowConfig::RANGES) {
-                return Err(err(format!("flows[{i}].{}", r.key()), format!("must be {}", describe(r))));
-            }
-            if f.repeat > 1 && f.size_bytes.is_none() {
-                return Err(err(format!("flows[{i}].repeat"), "repeats a download: give the flow a size"));
-            }
-            if let Some(r) = f.fixed_pacing_rate_bps {
-                check_rate(&format!("flows[{i}].fixed_pacing_rate"), r)?;
-            }
+            self.check_flow(i, f)?;
         }
-        if let Some(h) = &self.host {
-            if h.rx_ring == 0 {
-                return Err(err("host.rx_ring", "must be at least 1"));
-            }
-            if h.tx_completion_ns > MAX_TX_COMPLETION_NS {
-                return Err(err("host.tx_completion", format!("must be at most {}", fmt_ns(MAX_TX_COMPLETION_NS))));
-            }
-            let c = &h.cost;
-            for (name, v) in [
-                ("per_ack", c.per_ack_ns),
-                ("per_burst", c.per_burst_ns),
-                ("per_packet", c.per_packet_ns),
-                ("per_wakeup", c.per_wakeup_ns),
-                ("per_timer", c.per_timer_ns),
-                ("per_resume", c.per_resume_ns),
-                ("per_idle_exit", c.per_idle_exit_ns),
-                ("per_idle_refill", c.per_idle_refill_ns),
-                ("cache_decay", c.cache_decay_ns),
-            ] {
-                if v > MAX_CPU_COST_NS {
-                    return Err(err(
-                        format!("host.cost.{name}"),
-                        format!("must be at most {}", fmt_ns(MAX_CPU_COST_NS)),
-                    ));
-                }
-            }
-            if c.per_byte_ps > MAX_CPU_COST_PER_BYTE_PS {
-                return Err(err("host.cost.per_byte", format!("must be at most {} ps", MAX_CPU_COST_PER_BYTE_PS)));
-            }
-            match &h.cpu {
-                CpuAvailability::Always => {}
-                CpuAvailability::Deadline { runtime_ns, deadline_ns, period_ns, tick_ns } => {
-                    // `__checkparam_dl`: 1024 ns <= runtime <= deadline <= period.
-                    if *runtime_ns < MIN_CPU_RUNTIME_NS || runtime_ns > deadline_ns || deadline_ns > period_ns {
-                        return Err(err(
-                            "host.cpu_share",
-                            format!(
-                                "runtime must be at least {} and at most the deadline and the period",
-                                fmt_ns(MIN_CPU_RUNTIME_NS)
-                            ),
-                        ));
-                    }
-                    if !(MIN_CPU_TICK_NS..=MAX_CPU_TICK_NS).contains(tick_ns) {
-                        return Err(err(
-                            "host.cpu_tick",
-                            format!("must be from {} to {}", fmt_ns(MIN_CPU_TICK_NS), fmt_ns(MAX_CPU_TICK_NS)),
-                        ));
-                    }
-                    if *period_ns < MIN_CPU_SLICE_NS || *period_ns > max_duration {
-                        return Err(err(
-                            "host.cpu_slice",
-                            format!("must be from {} to {}", fmt_ns(MIN_CPU_SLICE_NS), fmt_ns(max_duration)),
-                        ));
-                    }
-                }
-                CpuAvailability::Trace { intervals_ns } => {
-                    if intervals_ns.len() < 2 || intervals_ns.len() % 2 != 0 {
-                        return Err(err("host.cpu_trace", "needs pairs of (on, off) durations"));
-                    }
-                    if intervals_ns.iter().step_by(2).all(|&on| on == 0) {
-                        return Err(err("host.cpu_trace", "the CPU is never on"));
-                    }
-                    let cycle: u128 = intervals_ns.iter().map(|&v| v as u128).sum();
-                    if cycle < MIN_CPU_SLICE_NS as u128 || cycle > max_duration as u128 {
-                        return Err(err(
-                            "host.cpu_trace",
-                            format!(
-                                "one pass of the intervals must last from {} to {}",
-                                fmt_ns(MIN_CPU_SLICE_NS),
-                                fmt_ns(max_duration)
-                            ),
-                        ));
-                    }
-                }
-            }
+        match &self.host {
+            Some(h) => super::host::check(h, max_duration),
+            None => Ok(()),
+        }
+    }
+
+    /// Flow `i`'s values, named as `flows[i]`.
+    fn check_flow(&self, i: usize, f: &FlowConfig) -> Result<(), ConfigError> {
+        use limits::*;
+        let alg = crate::cc::Algorithm::from_name(&f.cca).ok_or_else(|| {
+            let names: Vec<_> = crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect();
+            err(format!("flows[{i}].cca"), format!("unknown algorithm '{}'; allowed: {}", f.cca, names.join(", ")))
+        })?;
+        alg.instance(&f.params, crate::base::rng::stream(0, "cc", 0))
+            .map_err(|e| err(format!("flows[{i}].params.{}", e.name), e.message))?;
+        if f.start_ns >= self.duration_ns {
+            return Err(err(format!("flows[{i}].start"), "must be before the end of the run"));
+        }
+        let path_rtt = (self.max_rtt_ns() as u128) + 2 * f.access_delay_ns as u128;
+        if path_rtt > MAX_PATH_RTT_NS as u128 {
+            return Err(err(
+                format!("flows[{i}].access_delay"),
+                format!("the path's RTT (link.rtt + 2 x access_delay) must be at most {} (the kernel's srtt_us holds 8 x the RTT in 32 bits)", fmt_ns(MAX_PATH_RTT_NS)),
+            ));
+        }
+        if f.size_bytes == Some(0) {
+            return Err(err(format!("flows[{i}].size"), "must be positive"));
+        }
+        if f.rwnd_bytes < self.tcp.mss as u64 || f.rwnd_bytes > MAX_WINDOW_BYTES {
+            return Err(err(
+                format!("flows[{i}].rwnd"),
+                format!("must be from one MSS to {MAX_WINDOW_BYTES} bytes (65535 << 14, TCP's largest window)"),
+            ));
+        }
+        if let Some((r, _)) = first_out_of_range(f, FlowConfig::RANGES) {
+            return Err(err(format!("flows[{i}].{}", r.key()), format!("must be {}", describe(r))));
+        }
+        if f.repeat > 1 && f.size_bytes.is_none() {
+            return Err(err(format!("flows[{i}].repeat"), "repeats a download: give the flow a size"));
+        }
+        if let Some(r) = f.fixed_pacing_rate_bps {
+            check_rate(&format!("flows[{i}].fixed_pacing_rate"), r)?;
         }
         Ok(())
+    }
+
+    /// Traces, schedules, the loss model and the AQM (the emulator checks these too).
+    pub fn validate_link_models(&self) -> Result<(), ConfigError> {
+        self.link.check_models()
     }
 
     /// The largest base RTT the link ever has (its RTT schedule included).
@@ -204,18 +116,19 @@ impl Scenario {
 
 /// A rate must be positive, and the bytes it carries over the run must fit the 64-bit
 /// byte counters (and pacing's `bytes * NS_PER_SEC / rate` in `tcp/output.rs`).
-fn check_rate(field: &str, bps: u64) -> Result<(), ConfigError> {
+pub(super) fn check_rate(field: &str, bps: u64) -> Result<(), ConfigError> {
     if bps == 0 || bps > limits::MAX_RATE_BPS {
         return Err(err(field, format!("must be from 1 bit/s to {}", fmt_bps(limits::MAX_RATE_BPS))));
     }
     Ok(())
 }
 
-/// What a setting's range allows, in its unit: "64 to 9000 bytes", "positive, at most
-/// 120 s (TCP_RTO_MAX)", "at least 1 byte".
+/// What a setting's range allows, in its unit: "from 64 to 9000 bytes", "positive, at
+/// most 120 s (TCP_RTO_MAX)", "at least 1 byte".
 pub fn describe(r: &Range) -> String {
     let value = |v: u64| match r.unit {
         Unit::Nanoseconds => fmt_ns(v),
+        Unit::Picoseconds => format!("{v} ps"),
         Unit::Bytes => format!("{v} byte{}", if v == 1 { "" } else { "s" }),
         Unit::Count(what) => {
             if what.is_empty() {
@@ -229,12 +142,14 @@ pub fn describe(r: &Range) -> String {
         Unit::Nanoseconds if v > 0 => fmt_ns(v),
         _ => v.to_string(),
     };
+    let time = matches!(r.unit, Unit::Nanoseconds | Unit::Picoseconds);
     let range = if r.hi == u64::MAX {
         format!("at least {}", value(r.lo))
-    } else if r.unit == Unit::Nanoseconds && r.lo == 1 {
-        format!("positive, at most {}", value(r.hi))
+    } else if time && r.lo <= 1 {
+        let positive = if r.lo == 1 { "positive, " } else { "" };
+        format!("{positive}at most {}", value(r.hi))
     } else {
-        format!("{} to {}", bare(r.lo), value(r.hi))
+        format!("from {} to {}", bare(r.lo), value(r.hi))
     };
     if r.why.is_empty() {
         range
@@ -298,117 +213,4 @@ pub mod limits {
     pub const MAX_PATH_RTT_NS: u64 = (u32::MAX as u64 >> 3) * 1_000;
     /// `65535 << TCP_MAX_WSCALE` (14): the largest window TCP can advertise.
     pub const MAX_WINDOW_BYTES: u64 = 65_535 << 14;
-    /// A task's CPU time is the sum of these (times packets and bytes of a burst) in u64 ns.
-    pub const MAX_CPU_COST_NS: u64 = 1_000_000_000;
-    pub const MAX_CPU_COST_PER_BYTE_PS: u64 = 1_000_000_000;
-    /// A TX completion later than a second would be a stalled NIC, not a slow one.
-    pub const MAX_TX_COMPLETION_NS: u64 = 1_000_000_000;
-    /// The CPU model schedules an event at each slice edge: a floor of a microsecond
-    /// keeps them to a million per simulated second.
-    pub const MIN_CPU_SLICE_NS: u64 = 1_000;
-    /// `__checkparam_dl` refuses a runtime under `1 << DL_SCALE` ns.
-    pub const MIN_CPU_RUNTIME_NS: u64 = 1 << 10;
-    /// The host's scheduler tick, 1 / CONFIG_HZ: 100 to 1000 Hz in practice.
-    pub const MIN_CPU_TICK_NS: u64 = 100_000;
-    pub const MAX_CPU_TICK_NS: u64 = 1_000_000_000;
-}
-
-/// A CoDel time (ns) must fit the kernel's 32-bit codel clock (ns >> 10, signed).
-pub(super) const MAX_CODEL_NS: u64 = (i32::MAX as u64) << crate::net::aqm::codel::CODEL_SHIFT;
-
-fn check_codel_times(field: &str, target: u64, interval: u64, ce: Option<u64>) -> Result<(), ConfigError> {
-    for (name, v) in [("target", target), ("interval", interval)] {
-        if v == 0 || v > MAX_CODEL_NS {
-            return Err(err(
-                format!("{field}.{name}"),
-                format!("must be positive and at most {} s", MAX_CODEL_NS / 1_000_000_000),
-            ));
-        }
-    }
-    if ce.is_some_and(|c| c > MAX_CODEL_NS) {
-        return Err(err(format!("{field}.ce_threshold"), "is too large"));
-    }
-    Ok(())
-}
-
-impl Scenario {
-    /// Traces, schedules, the loss model and the AQM (the emulator checks these too).
-    pub fn validate_link_models(&self) -> Result<(), ConfigError> {
-        let l = &self.link;
-        for (name, t) in [("link.trace", &l.trace), ("link.ack_trace", &l.ack_trace)] {
-            if let Some(t) = t {
-                crate::net::trace::Trace::from_ms(&t.opportunities_ms).map_err(|m| err(name, m))?;
-            }
-        }
-        if l.trace.is_some() && !l.rate_schedule.is_empty() {
-            return Err(err("link.rate_schedule", "cannot be combined with link.trace (the trace sets the capacity)"));
-        }
-        let mut prev = 0;
-        for (i, s) in l.rate_schedule.iter().enumerate() {
-            // Steps at or after the end of the run never take effect (a shortened run).
-            if s.at_ns <= prev {
-                return Err(err(
-                    format!("link.rate_schedule[{i}].at"),
-                    "steps must be after 0 and in increasing order",
-                ));
-            }
-            check_rate(&format!("link.rate_schedule[{i}].rate"), s.rate_bps)?;
-            prev = s.at_ns;
-        }
-        prev = 0;
-        for (i, s) in l.rtt_schedule.iter().enumerate() {
-            // Steps at or after the end of the run never take effect (a shortened run).
-            if s.at_ns <= prev {
-                return Err(err(format!("link.rtt_schedule[{i}].at"), "steps must be after 0 and in increasing order"));
-            }
-            if s.rtt_ns == 0 || s.rtt_ns > limits::MAX_PATH_RTT_NS {
-                return Err(err(
-                    format!("link.rtt_schedule[{i}].rtt"),
-                    format!("must be positive and at most {}", fmt_ns(limits::MAX_PATH_RTT_NS)),
-                ));
-            }
-            prev = s.at_ns;
-        }
-        if let Some(m) = &l.loss_model {
-            if l.loss > 0.0 {
-                return Err(err("link.loss_model", "cannot be combined with link.loss; give one of them"));
-            }
-            let g = m.params();
-            for (name, v, lo_open) in [("p", g.p, true), ("r", g.r, true), ("h", g.h, false), ("k", g.k, false)] {
-                let ok = v.is_finite() && v <= 1.0 && if lo_open { v > 0.0 } else { v >= 0.0 };
-                if !ok {
-                    let range = if lo_open { "(0, 1]" } else { "[0, 1]" };
-                    return Err(err(format!("link.loss_model.{name}"), format!("must be a probability in {range}")));
-                }
-            }
-        }
-        match &l.aqm {
-            Aqm::DropTail => {}
-            Aqm::Codel(c) => {
-                check_codel_times("link.aqm_params", c.target_ns, c.interval_ns, c.ce_threshold_ns)?;
-                if c.limit_packets == 0 {
-                    return Err(err("link.aqm_params.limit", "must be at least 1 packet"));
-                }
-            }
-            Aqm::FqCodel(c) => {
-                check_codel_times("link.aqm_params", c.target_ns, c.interval_ns, c.ce_threshold_ns)?;
-                if c.limit_packets == 0 {
-                    return Err(err("link.aqm_params.limit", "must be at least 1 packet"));
-                }
-                if !(1..=65536).contains(&c.flows) {
-                    return Err(err("link.aqm_params.flows", "must be from 1 to 65536"));
-                }
-                if !(256..=1 << 20).contains(&c.quantum_bytes) {
-                    return Err(err("link.aqm_params.quantum", "must be from 256 to 1048576 bytes"));
-                }
-                if c.memory_limit_bytes == 0 || c.memory_limit_bytes > 1 << 31 {
-                    return Err(err("link.aqm_params.memory_limit", "must be from 1 byte to 2 GiB"));
-                }
-                if c.drop_batch == 0 {
-                    return Err(err("link.aqm_params.drop_batch", "must be at least 1"));
-                }
-            }
-        }
-        Ok(())
-    }
 }

@@ -4,12 +4,14 @@
 use super::config::{CpuAvailability, CpuCost, HostConfig};
 
 pub const NAMES: [&str; 4] = ["server", "phone-lowend", "phone-midend", "phone-highend"];
+/// The `[host]` table's `cpu` when it names none.
+pub const DEFAULT: &str = NAMES[0];
 
 /// The preset's host, or None for an unknown name.
 pub fn preset(name: &str) -> Option<HostConfig> {
     let cost = match name {
         // An ideal server: work is free and never waits (the simulator without a CPU).
-        "server" => CpuCost::default(),
+        "server" => CpuCost::FREE,
         "phone-lowend" => PHONE_LOWEND,
         "phone-midend" => scaled(&PHONE_LOWEND, 576, 1200),
         "phone-highend" => scaled(&PHONE_LOWEND, 576, 2 * 2800),
@@ -29,26 +31,11 @@ const PHONE_LOWEND: CpuCost = CpuCost {
     per_byte_ps: 7_300,
     per_wakeup_ns: 20_000,
     per_timer_ns: 60_000,
-    per_resume_ns: 0,
-    per_idle_exit_ns: 0,
-    per_idle_refill_ns: 0,
-    cache_decay_ns: 0,
+    ..CpuCost::FREE
 };
 
 /// `base` on a core `to_mhz / from_mhz` times faster.
 fn scaled(base: &CpuCost, from_mhz: u64, to_mhz: u64) -> CpuCost {
-    let s = |v: u64| (v * from_mhz).div_ceil(to_mhz);
-    CpuCost {
-        per_ack_ns: s(base.per_ack_ns),
-        per_burst_ns: s(base.per_burst_ns),
-        per_packet_ns: s(base.per_packet_ns),
-        per_byte_ps: s(base.per_byte_ps),
-        per_wakeup_ns: s(base.per_wakeup_ns),
-        per_timer_ns: s(base.per_timer_ns),
-        per_resume_ns: s(base.per_resume_ns),
-        per_idle_exit_ns: s(base.per_idle_exit_ns),
-        per_idle_refill_ns: s(base.per_idle_refill_ns),
-        // How fast caches go cold is the memory system's, not the core clock's.
-        cache_decay_ns: base.cache_decay_ns,
-    }
+    // How fast caches go cold is the memory system's, not the core clock's.
+    base.map(|c, v| if c.key == "cache_decay" { v } else { (v * from_mhz).div_ceil(to_mhz) })
 }

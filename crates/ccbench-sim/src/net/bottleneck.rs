@@ -103,6 +103,11 @@ impl Bottleneck {
         self.qdisc.backlog_packets()
     }
 
+    /// Whether a full queue can drop an arriving packet.
+    pub fn can_overflow(&self) -> bool {
+        self.qdisc.can_overflow()
+    }
+
     /// Whether a packet is in service or a service event is pending.
     pub fn is_busy(&self) -> bool {
         self.scheduled

@@ -128,16 +128,24 @@ impl Path {
     }
 
     /// A receiver sends `pkt` back on lane `lane` at `now`: behind the ACK link if there
-    /// is one, else straight onto the return delay line.
+    /// is one, else straight onto the return delay line. Returns the packet if the ACK
+    /// link's queue was full and dropped it (its counters count it), so that a caller
+    /// holding the packet's bytes can free them.
     #[inline(always)]
-    pub fn reply(&mut self, now: Time, lane: u32, pkt: Packet, q: &mut impl Schedule<PathWake>) {
+    pub fn reply(&mut self, now: Time, lane: u32, pkt: Packet, q: &mut impl Schedule<PathWake>) -> Option<Packet> {
         match self.ack_link.as_mut() {
             Some(link) => {
                 if let Some(t) = link.offer(now, pkt) {
                     q.push(t, PathWake::AckLinkService);
                 }
+                // A FIFO without random loss drops only the packet it is offered.
+                debug_assert!(link.drops.len() <= 1);
+                link.drops.pop().map(|d| d.pkt)
             }
-            None => self.push_reverse(now, lane, pkt, q),
+            None => {
+                self.push_reverse(now, lane, pkt, q);
+                None
+            }
         }
     }
 
@@ -313,5 +321,59 @@ mod tests {
         p.reply(Time(31_000_000), 0, Packet { wire_bytes: 52, ..Packet::default() }, &mut q);
         let at = run(&mut p, &mut q, &mut log, Time(100_000_000));
         assert_eq!(at, vec![(End::Sender, Time(52_000_000))]);
+    }
+
+    /// An ACK link of one 1500-byte opportunity per millisecond (three 500-byte ACKs)
+    /// behind a drop-tail queue of `limit` ACKs, on the 20 ms path of [`path`].
+    fn path_with_ack_link(limit: u64) -> Path {
+        use crate::net::aqm::{DropTail, Qdisc};
+        use crate::net::capacity::Capacity;
+        use crate::net::trace::{Trace, TraceServer};
+        let server = TraceServer::new(Trace::from_ms(&[1]).unwrap());
+        let queue = Qdisc::DropTail(DropTail::new(QueueLimit::Packets(limit)));
+        let ack_link = Bottleneck::new(Capacity::Trace(server), queue, None, LossModel::None);
+        Path { ack_link: Some(ack_link), ..path() }
+    }
+
+    #[test]
+    fn a_full_ack_queue_drops_what_arrives_and_holds_at_most_its_limit() {
+        // 10,000 ACKs a second into 3,000 a second of opportunities, for a second.
+        const LIMIT: u64 = 20;
+        const ARRIVALS: u64 = 10_000;
+        let (mut p, mut q, mut log) = (path_with_ack_link(LIMIT), EventQueue::default(), Log::default());
+        let ack = Packet { wire_bytes: 500, ..Packet::default() };
+        let mut dropped = 0;
+        for k in 0..ARRIVALS {
+            let now = Time(k * 100_000);
+            // What is due before this ACK arrives (an opportunity at the same instant after it).
+            while q.peek_time().is_some_and(|t| t < now) {
+                let (t, w) = q.pop().expect("peeked");
+                p.handle(t, w, &mut q, &mut log);
+            }
+            if let Some(d) = p.reply(now, 0, ack, &mut q) {
+                assert_eq!(d.wire_bytes, 500);
+                dropped += 1;
+            }
+            assert!(p.ack_link.as_ref().unwrap().backlog_packets() <= LIMIT);
+        }
+        // From the first opportunity on, each of the 999 before the last arrival carries
+        // three ACKs; the queue ends full; the rest were dropped on arrival.
+        let link = p.ack_link.as_ref().unwrap();
+        let served = 3 * 999;
+        assert_eq!(link.counters.packets_out, served);
+        assert_eq!(link.backlog_packets(), LIMIT);
+        assert_eq!(dropped, ARRIVALS - served - LIMIT);
+        assert_eq!(link.counters.drops_overflow, dropped);
+        assert!(link.can_overflow() && link.drops.is_empty());
+    }
+
+    #[test]
+    fn an_unlimited_ack_queue_drops_nothing() {
+        let mut p = path_with_ack_link(u64::MAX);
+        let mut q: EventQueue<PathWake> = EventQueue::default();
+        for k in 0..1000 {
+            assert!(p.reply(Time(k), 0, Packet { wire_bytes: 52, ..Packet::default() }, &mut q).is_none());
+        }
+        assert!(!p.ack_link.as_ref().unwrap().can_overflow());
     }
 }

@@ -47,35 +47,17 @@ fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
-/// The effective AQM parameters, in the summary's units.
+/// The AQM's name and effective parameters, in the summary's units (times in ms).
 fn aqm_summary(aqm: &Aqm) -> Option<serde_json::Value> {
-    // CoDel's own parameters, which fq_codel's per-flow queues share.
-    let codel = |name: &str, target_ns: u64, interval_ns: u64, limit: u32, ecn: bool, ce: Option<u64>, mtu: u32| {
-        json!({
-            "name": name,
-            "target_ms": ms(target_ns),
-            "interval_ms": ms(interval_ns),
-            "limit_packets": limit,
-            "ecn": ecn,
-            "ce_threshold_ms": ce.map(ms),
-            "mtu_bytes": mtu,
-        })
-    };
-    match aqm {
-        Aqm::DropTail => None,
-        Aqm::Codel(c) => {
-            Some(codel("codel", c.target_ns, c.interval_ns, c.limit_packets, c.ecn, c.ce_threshold_ns, c.mtu_bytes))
-        }
-        Aqm::FqCodel(c) => {
-            let mut v =
-                codel("fq_codel", c.target_ns, c.interval_ns, c.limit_packets, c.ecn, c.ce_threshold_ns, c.mtu_bytes);
-            v["quantum_bytes"] = json!(c.quantum_bytes);
-            v["flows"] = json!(c.flows);
-            v["memory_limit_bytes"] = json!(c.memory_limit_bytes);
-            v["drop_batch"] = json!(c.drop_batch);
-            Some(v)
-        }
+    let mut params = aqm.params()?;
+    let table = params.as_object_mut().expect("parameters are a table");
+    let times: Vec<String> = table.keys().filter(|k| k.ends_with("_ns")).cloned().collect();
+    for field in times {
+        let ns = table.remove(&field).expect("listed").as_u64();
+        table.insert(field.replace("_ns", "_ms"), json!(ns.map(ms)));
     }
+    table.insert("name".into(), aqm.name().into());
+    Some(params)
 }
 
 /// The loss model's parameters and what they imply in the long run.

@@ -150,6 +150,9 @@ pub struct AckLinkSummary {
     pub packets_forwarded: u64,
     /// Time ACKs waited for an opportunity, in ms.
     pub queue_delay_ms: Stats,
+    /// With a queue that can fill: the ACKs that found it full and were dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drops: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -67,6 +67,7 @@ impl World {
                 utilization: if cap > 0.0 { a.counters.wire_bytes_out as f64 * 8.0 / cap } else { 0.0 },
                 packets_forwarded: a.counters.packets_out,
                 queue_delay_ms: stats_ms(&a.counters.sojourn_ns),
+                drops: a.can_overflow().then_some(a.counters.drops_overflow),
             }
         });
         let measured = Measured {

@@ -196,15 +196,18 @@ class Calibration:
             "[host]",
             f'tx_completion = "{round(self.tx_completion_us)}us"',
             "[host.cost]",
-            f'ack = "{round(self.ack_ns)}ns"',
-            f'packet = "{round(self.packet_ns)}ns"',
-            f'burst = "{round(self.burst_ns)}ns"',
-            f'idle_exit = "{round(self.idle_exit_ns)}ns"',
-            f'idle_refill = "{round(self.idle_refill_ns)}ns"',
-            f'resume = "{round(self.resume_ns)}ns"',
-            f'cache_decay = "{round(self.cache_decay_ns)}ns"',
+            *(f'{key} = "{round(ns)}ns"' for key, ns in self.host_costs().items()),
         ]
         return "\n".join(lines) + "\n"
+
+    def host_costs(self) -> dict[str, float]:
+        """The fitted costs in ns by their ``[host.cost]`` key (``<key>_ns`` here), in the
+        simulator's order; the costs not fitted (``byte``, ``wakeup``, ``timer``) are left
+        to the preset."""
+        from ...scenario.host import COST_FIELDS
+
+        fitted = {key: getattr(self, f"{key}_ns", None) for key in COST_FIELDS}
+        return {key: ns for key, ns in fitted.items() if ns is not None}
 
     def _loaded_comment(self) -> list[str]:
         loaded = (self.tx_completion_loaded or {}).get("all_us") or {}

@@ -28,10 +28,15 @@ pub struct Dropped {
     pub reason: DropReason,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QueueLimit {
     Bytes(u64),
     Packets(u64),
+}
+
+impl QueueLimit {
+    /// No limit at all (Mahimahi's default queue): nothing is ever dropped for room.
+    pub const NONE: QueueLimit = QueueLimit::Packets(u64::MAX);
 }
 
 /// A FIFO whose limit counts the packets waiting behind the one being sent, as
@@ -80,6 +85,12 @@ impl Qdisc {
             Qdisc::Codel(c) => c.admits(),
             Qdisc::FqCodel(_) => true,
         }
+    }
+
+    /// Whether an arriving packet can find the queue full (every qdisc but a FIFO
+    /// without a limit).
+    pub fn can_overflow(&self) -> bool {
+        !matches!(self, Qdisc::DropTail(d) if d.limit == QueueLimit::NONE)
     }
 
     /// Queue an admitted packet; FQ-CoDel may drop others (to `drops`).
