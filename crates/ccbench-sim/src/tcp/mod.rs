@@ -4,22 +4,14 @@
 pub mod chrono;
 pub mod config;
 pub mod io;
-mod output;
-mod probe0;
 pub mod rate;
 pub mod rcvbuf;
 pub mod receiver;
-mod recovery;
-mod reno;
 pub mod report;
 pub mod rtt;
-mod sacktag;
 pub mod scoreboard;
 pub mod scripted;
 pub mod sender;
-mod undo;
-#[cfg(test)]
-mod undo_tests;
 pub mod wake;
 pub mod write;
 

@@ -145,7 +145,7 @@ impl ScriptedSender {
     pub fn refused_packet(&mut self, now: Time) {
         self.advance(now);
         let now = self.now;
-        self.sender.enter_cwr(now);
+        self.sender.on_refused_segment(now);
     }
 
     /// TCP_NODELAY (`nodelay`) or TCP_CORK set on or off at `now`.

@@ -1,11 +1,11 @@
 //! SACK processing: `tcp_sacktag_write_queue` with its per-segment `tcp_sacktag_one`,
 //! and `tcp_highest_sack_seq` (net/ipv4/tcp_input.c).
 
-use super::scoreboard::{EVER_RETRANS, SACKED};
-use super::sender::*;
+use super::*;
 use crate::cc::CaState;
 use crate::net::packet::SackBlock;
 use crate::net::Packet;
+use crate::tcp::scoreboard::{EVER_RETRANS, SACKED};
 use crate::time::Time;
 
 impl Sender {

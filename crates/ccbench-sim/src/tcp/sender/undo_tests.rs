@@ -2,12 +2,12 @@
 //! times, checked against what tcp_input.c does with the same sequence, and the
 //! receiver's DSACK of an out-of-order duplicate.
 
-use super::config::{FlowConfig, TcpConfig};
-use super::io::Loopback;
-use super::sender::{Sender, SenderParams, XmitTimer};
-use super::wake::SenderTimer;
+use super::{Sender, SenderParams, XmitTimer};
 use crate::cc::{reno::Reno, CaState, INFINITE_SSTHRESH};
 use crate::net::Packet;
+use crate::tcp::config::{FlowConfig, TcpConfig};
+use crate::tcp::io::Loopback;
+use crate::tcp::wake::SenderTimer;
 use crate::time::{Dur, Time, NS_PER_SEC};
 
 const T0: Time = Time(1_000 * NS_PER_SEC);
@@ -225,7 +225,7 @@ fn partial_ack_for_an_original_undoes_then_rack_restarts_recovery_for_the_real_h
 
 #[test]
 fn receiver_dsacks_a_held_out_of_order_duplicate_inside_its_sack_block() {
-    use super::receiver::{Receiver, ReceiverParams};
+    use crate::tcp::receiver::{Receiver, ReceiverParams};
     let mut r = Receiver::new(ReceiverParams {
         id: 0,
         tcp: TcpConfig { mss: MSS, ..TcpConfig::default() },

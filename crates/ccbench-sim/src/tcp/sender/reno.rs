@@ -4,9 +4,9 @@
 //! marked lost after `reordering` duplicate ACKs, and again at every partial ACK in
 //! Recovery (NewReno, RFC 6582); RACK and tail loss probes need SACK and stay off.
 
-use super::scoreboard::LOST;
-use super::sender::Sender;
+use super::Sender;
 use crate::cc::CaState;
+use crate::tcp::scoreboard::LOST;
 use crate::time::Time;
 
 /// `net.ipv4.tcp_max_reordering`.

@@ -2,14 +2,14 @@
 //! deferral (`tcp_pacing_check`, `tcp_tso_should_defer`) and TCP Small Queues
 //! (`tcp_small_queue_check`), all in net/ipv4/tcp_output.c, and retransmission.
 
-use super::chrono::Chrono;
-use super::io::Io;
-use super::scoreboard::Seg;
-use super::sender::*;
-use super::wake::{SenderTimer, Wake};
+use super::*;
 use crate::cc::{CaEvent, CaState};
 use crate::net::Ecn;
 use crate::net::Packet;
+use crate::tcp::chrono::Chrono;
+use crate::tcp::io::Io;
+use crate::tcp::scoreboard::Seg;
+use crate::tcp::wake::{SenderTimer, Wake};
 use crate::time::{Dur, Time, NS_PER_SEC};
 use crate::units::wire;
 use std::ops::Range;
@@ -47,7 +47,7 @@ pub(super) enum TxKind {
 impl Sender {
     /// `tcp_snd_wnd_test`: segment `seq` fits in the peer's window.
     pub(super) fn rwnd_allows(&self, seq: u64) -> bool {
-        self.seg_start(seq) + self.seg_len(seq) as u64 <= self.wnd_end()
+        self.seg_start(seq) + self.write.seg_len(seq) as u64 <= self.wnd_end()
     }
 
     /// `tcp_wnd_end`: the stream offset the peer's window reaches.
@@ -163,7 +163,7 @@ impl Sender {
             return Defer::No;
         }
         // The last data of a sized flow (FIN) is never held back.
-        let unsent = (self.total_segs - self.snd_nxt()).saturating_mul(mss);
+        let unsent = (self.write.written_segs() - self.snd_nxt()).saturating_mul(mss);
         if unsent <= limit {
             return Defer::No;
         }
@@ -195,7 +195,7 @@ impl Sender {
     }
 
     /// `tcp_write_xmit`. `push_one`: 0 normal, 1 one skb, 2 one skb ignoring cwnd (TLP);
-    /// `nonagle`: the Nagle setting of this push (`NAGLE_*` in `write.rs`).
+    /// `nonagle`: the Nagle setting of this push (`NAGLE_*` in `tcp/write.rs`).
     pub(super) fn write_xmit(&mut self, now: Time, push_one: u8, nonagle: u8, q: &mut impl Io) {
         if !self.started {
             return;
@@ -221,8 +221,10 @@ impl Sender {
                 is_rwnd_limited = true;
                 break;
             }
-            let nsegs = (quota as u64).min(max_segs as u64).min(self.rwnd_segs()).min(self.total_segs - seq) as u32;
-            let nsegs = self.nagle_segs(seq, self.skb_segs(seq, nsegs), nonagle);
+            let unsent = self.write.written_segs() - seq;
+            let nsegs = (quota as u64).min(max_segs as u64).min(self.rwnd_segs()).min(unsent) as u32;
+            let nsegs = self.write.skb_segs(seq, nsegs);
+            let nsegs = self.write.nagle_segs(seq, nsegs, nonagle, self.sb.snd_una, self.snd_nxt());
             if nsegs == 0 {
                 break;
             }
@@ -246,7 +248,7 @@ impl Sender {
             if !self.send_skb(now, seq..seq + nsegs as u64, TxKind::New, q) {
                 break;
             }
-            self.minshall_update(seq + nsegs as u64);
+            self.write.minshall_update(seq + nsegs as u64);
             if prior_packets_out == 0 || (self.xmit_timer.is_armed() && self.xmit_kind == XmitTimer::LossProbe) {
                 self.rearm_rto(now, q);
             }
@@ -258,7 +260,7 @@ impl Sender {
         if is_rwnd_limited {
             self.chronos.start(now, Chrono::RwndLimited);
         } else {
-            let empty = self.sb.is_empty() && self.snd_nxt() == self.total_segs;
+            let empty = self.sb.is_empty() && !self.has_unsent();
             self.chronos.stop(now, Chrono::RwndLimited, empty);
         }
         is_cwnd_limited |= self.inflight() >= self.w.cwnd;
@@ -364,9 +366,9 @@ impl Sender {
         // PSH: `__tcp_transmit_skb` forces it on every skb of more than one segment (so
         // that the receiver's GRO flushes); `tcp_push` puts it on the end of what the
         // application wrote. After GSO it is on the skb's last segment only.
-        let psh_at = if n > 1 || segs.end == self.total_segs { Some(segs.end - 1) } else { None };
+        let psh_at = if n > 1 || segs.end == self.write.written_segs() { Some(segs.end - 1) } else { None };
         for seq in segs {
-            let len = self.seg_len(seq);
+            let len = self.write.seg_len(seq);
             payload += len as u64;
             match kind {
                 TxKind::New => self.sb.push_new(Seg { tx_time, len, flags: 0, xmits: 1, tx: snap }),

@@ -1,14 +1,24 @@
 //! The TCP sender: connection state and the ACK path in the order of Linux's `tcp_ack`
 //! (net/ipv4/tcp_input.c). Loss recovery is in `recovery.rs`, the output path in `output.rs`.
 
+mod output;
+mod probe0;
+mod recovery;
+mod reno;
+mod sacktag;
+mod socket;
+mod undo;
+#[cfg(test)]
+mod undo_tests;
+
 use super::chrono::Chrono;
 use super::config::{FlowConfig, TcpConfig};
 use super::io::Io;
 use super::rate::{Pick, RateState, TxSnapshot};
-use super::recovery::Rexmit;
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, EVER_RETRANS, RETRANS, SACKED};
 use super::wake::{SenderTimer, Wake};
+use super::write::WriteQueue;
 use crate::base::histogram::Histogram;
 use crate::cc::{AckSample, CaState, CongestionControl, ConnInfo, LostSegment, RateSample, Window};
 use crate::event::{Schedule, Timer};
@@ -16,7 +26,8 @@ use crate::net::packet::SackBlock;
 use crate::net::Ecn;
 use crate::net::Packet;
 use crate::time::{Dur, Time};
-use std::collections::{BTreeMap, VecDeque};
+use recovery::Rexmit;
+use std::collections::VecDeque;
 
 // `tcp_ack` flags (tcp_input.c), the subset the model uses.
 /// The ACK came with data (a scripted peer's; simulated receivers send none).
@@ -95,14 +106,8 @@ pub struct Sender {
     pub cc: Box<dyn CongestionControl>,
     pub w: Window,
     pub sb: Scoreboard,
-    /// Segments the application has written (`write_seq` in segments).
-    pub(super) total_segs: u64,
-    /// The segments shorter than the MSS, by number, and their lengths (see `write.rs`).
-    pub(super) short_segs: BTreeMap<u64, u32>,
-    /// `tp->nonagle`: TCP_NODELAY, TCP_CORK and a pending push (`NAGLE_*` in `write.rs`).
-    pub(super) nonagle: u8,
-    /// `snd_sml`: the end (a segment number) of the last short segment sent.
-    pub(super) snd_sml: u64,
+    /// What the application has written, and its Nagle setting.
+    write: WriteQueue,
     /// Peer's advertised window in bytes (`snd_wnd`).
     pub(super) snd_wnd: u64,
     pub delivered: u64,
@@ -157,7 +162,7 @@ pub struct Sender {
     /// The receiver's latest timestamp, echoed in data segments (`ts_recent`); only
     /// packet captures read it.
     pub(super) ts_recent: u32,
-    pub(super) undo: super::undo::UndoState,
+    undo: undo::UndoState,
     /// Busy and window-limited time (`tcp_chrono_*`).
     pub chronos: super::chrono::Chronos,
     /// When set, every skb handed to the NIC is recorded here (a scripted endpoint reads
@@ -197,12 +202,6 @@ pub(super) struct AckScan {
 
 impl Sender {
     pub fn new(p: SenderParams, cc: Box<dyn CongestionControl>) -> Sender {
-        let mss = p.tcp.mss as u64;
-        let total_segs = p.flow.size_bytes.map_or(u64::MAX, |b| b.div_ceil(mss));
-        let mut short_segs = BTreeMap::new();
-        if let Some(b) = p.flow.size_bytes.filter(|b| b % mss != 0) {
-            short_segs.insert(total_segs - 1, (b % mss) as u32);
-        }
         let mut rtt = RttEstimator::new(p.tcp.hz, Dur(p.tcp.rto_min_ns), Dur(p.tcp.rto_init_ns));
         let hs = p.handshake_rtt.us().max(1);
         rtt.update_min(0, hs, false);
@@ -212,10 +211,7 @@ impl Sender {
             cc,
             w: Window::new(p.tcp.init_cwnd),
             sb: Scoreboard::default(),
-            total_segs,
-            short_segs,
-            nonagle: 0,
-            snd_sml: 0,
+            write: WriteQueue::new(p.tcp.mss, p.flow.size_bytes),
             snd_wnd: 65535,
             delivered: 0,
             delivered_ce: 0,
@@ -231,7 +227,7 @@ impl Sender {
             rack_end_seq: 0,
             rack_rtt_us: 0,
             rack_advanced: false,
-            reordering: super::recovery::REORDERING,
+            reordering: recovery::REORDERING,
             reord_seen: 0,
             highest_sack: 0,
             tlp_high_seq: None,
@@ -297,11 +293,11 @@ impl Sender {
 
     /// Data written and not yet sent (`!tcp_write_queue_empty`).
     pub(super) fn has_unsent(&self) -> bool {
-        self.snd_nxt() < self.total_segs
+        self.write.has_unsent(self.snd_nxt())
     }
 
     pub fn all_acked(&self) -> bool {
-        self.sb.snd_una >= self.total_segs
+        self.sb.snd_una >= self.write.written_segs()
     }
 
     /// `tcp_is_cwnd_limited`.
@@ -337,19 +333,6 @@ impl Sender {
             delivered_us: self.rate.delivered_us,
             tlp_orig_data_app_limited: self.tlp_orig_data_app_limited,
         }
-    }
-
-    /// The application writes its data (at flow start): `tcp_sendmsg` checks whether the
-    /// socket was app-limited, then pushes.
-    pub fn start(&mut self, now: Time, q: &mut impl Io) {
-        self.started = true;
-        self.wstamp = now;
-        // The (unmodelled) SYN-ACK's timestamp, as a capture's synthetic handshake shows it.
-        self.ts_recent = (now.ns() / 1_000_000) as u32;
-        // The check runs before the write is queued, when nothing is unsent: a flow's
-        // first flight is app-limited, and BBR's TX_START sees `idle_restart`.
-        self.check_app_limited(false);
-        self.push_pending_frames(now, q);
     }
 
     /// Set the peer's advertised window (bytes), as the handshake leaves it.
@@ -400,7 +383,19 @@ impl Sender {
 
     /// The segments the application has written so far.
     pub fn written_segs(&self) -> u64 {
-        self.total_segs
+        self.write.written_segs()
+    }
+
+    /// The stream offset of segment `seq`'s first byte (`seq == written_segs()`: the end
+    /// of what was written).
+    pub fn seg_start(&self, seq: u64) -> u64 {
+        self.write.seg_start(seq)
+    }
+
+    /// The last segment that starts at or before stream offset `byte` (the end of what
+    /// was written counting as segment `written_segs()`), and where it starts.
+    pub fn seg_floor(&self, byte: u64) -> (u64, u64) {
+        self.write.seg_floor(byte)
     }
 
     /// `tcp_ack` for an ACK arriving at `now`.
@@ -480,7 +475,7 @@ impl Sender {
         }
         if seq_rtt < 0 && ack.ts_ecr != 0 && flag & FLAG_DATA_ACKED != 0 {
             // RTTM from the timestamp echo (1 ms clock), for retransmitted data.
-            let delta_ms = super::undo::ts_ms(now).wrapping_sub(ack.ts_ecr);
+            let delta_ms = undo::ts_ms(now).wrapping_sub(ack.ts_ecr);
             if delta_ms < i32::MAX as u32 / 1000 {
                 seq_rtt = delta_ms.max(1) as i64 * 1000;
                 ca_rtt = seq_rtt;
@@ -622,7 +617,7 @@ impl Sender {
     /// delivery grows cwnd, SACKed included (`FLAG_FORWARD_PROGRESS`); otherwise only
     /// in-order delivery does (RFC 5681).
     fn may_raise_cwnd(&self, flag: u32) -> bool {
-        if self.reordering > super::recovery::REORDERING {
+        if self.reordering > recovery::REORDERING {
             return flag & (FLAG_DATA_ACKED | FLAG_DATA_SACKED) != 0;
         }
         flag & FLAG_DATA_ACKED != 0
@@ -661,7 +656,7 @@ impl Sender {
                 if self.sb.lost_out > self.sb.retrans_out && self.w.cwnd > self.inflight() {
                     self.xmit_retransmit_queue(now, q);
                 }
-                self.write_xmit(now, 0, self.nonagle, q);
+                self.write_xmit(now, 0, self.write.nonagle(), q);
             }
         }
     }

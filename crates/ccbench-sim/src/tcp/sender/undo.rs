@@ -5,9 +5,9 @@
 //! state's ACK processing with F-RTO (`tcp_process_loss`, RFC 5682 as Linux implements it).
 
 use super::recovery::Rexmit;
-use super::scoreboard::{EVER_RETRANS, RETRANS, SACKED};
-use super::sender::*;
+use super::*;
 use crate::cc::CaState;
+use crate::tcp::scoreboard::{EVER_RETRANS, RETRANS, SACKED};
 use crate::time::Time;
 
 /// What the stack remembers to undo a reduction that proves spurious.

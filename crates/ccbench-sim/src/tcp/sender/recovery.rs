@@ -2,10 +2,11 @@
 //! (tcp_recovery.c), PRR (`tcp_cwnd_reduction`), RTO (`tcp_retransmit_timer`,
 //! `tcp_enter_loss`) and the tail loss probe (`tcp_schedule_loss_probe`).
 
-use super::io::Io;
-use super::sender::*;
-use super::wake::{SenderTimer, Wake};
+use super::*;
 use crate::cc::{CaEvent, CaState, INFINITE_SSTHRESH};
+use crate::tcp::io::Io;
+use crate::tcp::wake::{SenderTimer, Wake};
+use crate::tcp::write::NAGLE_OFF;
 use crate::time::{Dur, Time, NS_PER_SEC};
 
 /// `TCP_TIMEOUT_MIN_US`: slack added to the RACK reordering timer and the TLP timeout.
@@ -41,7 +42,7 @@ impl Sender {
     pub(super) fn reset_xmit_timer(&mut self, now: Time, kind: XmitTimer, when: Dur, q: &mut impl Io) {
         let pacing_delay = if self.paced { self.wstamp.since(now) } else { Dur::ZERO };
         let tick = NS_PER_SEC / self.p.tcp.hz as u64;
-        let jiffies = (when + pacing_delay).ns().div_ceil(tick).min(super::rtt::RTO_MAX.ns() / tick);
+        let jiffies = (when + pacing_delay).ns().div_ceil(tick).min(crate::tcp::rtt::RTO_MAX.ns() / tick);
         let clk = now.ns() / tick;
         let at = Time(crate::event::timer_wheel_expiry(clk + jiffies, clk) * tick);
         self.xmit_kind = kind;
@@ -105,11 +106,11 @@ impl Sender {
         let mut sent = false;
         if self.has_unsent() && self.rwnd_allows(self.snd_nxt()) {
             let before = self.sb.packets_out();
-            self.write_xmit(now, 2, super::write::NAGLE_OFF, q);
+            self.write_xmit(now, 2, NAGLE_OFF, q);
             sent = self.sb.packets_out() > before;
         } else if self.tlp_high_seq.is_none() && self.sb.packets_out() > 0 {
             let last = self.snd_nxt() - 1;
-            if self.sb.get(last).flags & (super::scoreboard::SACKED | super::scoreboard::RETRANS) == 0 {
+            if self.sb.get(last).flags & (crate::tcp::scoreboard::SACKED | crate::tcp::scoreboard::RETRANS) == 0 {
                 self.tlp_orig_data_app_limited = self.sb.get(last).tx.app_limited;
                 sent = self.retransmit_tail_probe(now, last, q);
                 self.tlp_retrans = sent;
@@ -314,7 +315,7 @@ impl Sender {
         match rexmit {
             Rexmit::None => return,
             Rexmit::New => {
-                self.write_xmit(now, 0, super::write::NAGLE_OFF, q);
+                self.write_xmit(now, 0, NAGLE_OFF, q);
                 if self.snd_nxt() > self.high_seq {
                     return;
                 }
@@ -469,7 +470,7 @@ impl Sender {
         let now_us = now.us();
         for seq in head..self.snd_nxt() {
             let s = self.sb.get(seq);
-            if s.has(super::scoreboard::SACKED) {
+            if s.has(crate::tcp::scoreboard::SACKED) {
                 continue;
             }
             let recent = seq != head && (self.rack_rtt_us as i64 - (now_us as i64 - s.tx_time.us() as i64)) > 0;

@@ -7,11 +7,11 @@
 //! (`tcp_write_err`); a peer that answers its probes, as every modelled one does, never
 //! reaches it.
 
-use super::io::Io;
 use super::output::TxKind;
-use super::rtt::RTO_MAX;
-use super::sender::*;
+use super::*;
 use crate::net::Packet;
+use crate::tcp::io::Io;
+use crate::tcp::rtt::RTO_MAX;
 use crate::time::{Dur, Time};
 use crate::units::wire;
 
@@ -30,6 +30,11 @@ impl Sender {
     /// `tcp_probe0_when`: the base interval backed off, at most `TCP_RTO_MAX`.
     fn probe0_when(&self) -> Dur {
         self.rtt.backed_off(self.probe0_base(), RTO_MAX)
+    }
+
+    /// `tcp_push_pending_frames`: push with the socket's own Nagle setting.
+    pub(super) fn push_pending_frames(&mut self, now: Time, q: &mut impl Io) {
+        self.push_frames(now, self.write.nonagle(), q);
     }
 
     /// `__tcp_push_pending_frames`: send what may go, and if that leaves data waiting with
