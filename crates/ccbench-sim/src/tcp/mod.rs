@@ -4,6 +4,7 @@
 pub mod chrono;
 pub mod config;
 pub mod io;
+pub mod rack;
 pub mod rate;
 pub mod rcvbuf;
 pub mod receiver;

@@ -227,8 +227,8 @@ impl ScriptedSender {
         m.insert("tcpi_notsent_bytes", (self.written - s.seg_start(s.snd_nxt())) as i64);
         m.insert("tcpi_snd_wnd", s.snd_wnd() as i64);
         m.insert("tcpi_pacing_rate", s.w.pacing_rate.min(u64::MAX >> 1) as i64);
-        m.insert("tcpi_reordering", s.reordering as i64);
-        m.insert("tcpi_reord_seen", s.reord_seen as i64);
+        m.insert("tcpi_reordering", s.reordering().degree() as i64);
+        m.insert("tcpi_reord_seen", s.reordering().seen() as i64);
         let (busy, rwnd_limited, _) = s.chronos.info_us(self.now);
         m.insert("tcpi_busy_time", busy as i64);
         m.insert("tcpi_rwnd_limited", rwnd_limited as i64);

@@ -14,6 +14,7 @@ mod undo_tests;
 use super::chrono::Chrono;
 use super::config::{FlowConfig, TcpConfig};
 use super::io::Io;
+use super::rack::{Rack, Reordering};
 use super::rate::{Pick, RateState, TxSnapshot};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, EVER_RETRANS, RETRANS, SACKED};
@@ -120,14 +121,10 @@ pub struct Sender {
     pub(super) prior_cwnd: u32,
     pub(super) prr_delivered: u32,
     pub(super) prr_out: u32,
-    // RACK (tcp_recovery.c)
-    pub(super) rack_tx_us: u64,
-    pub(super) rack_end_seq: u64,
-    pub(super) rack_rtt_us: u64,
-    pub(super) rack_advanced: bool,
-    /// `reordering`: the reordering degree in segments; `reord_seen`: reorderings seen.
-    pub(super) reordering: u32,
-    pub(super) reord_seen: u32,
+    /// RACK's most recently sent delivered segment.
+    rack: Rack,
+    /// How far the path has been seen to reorder.
+    reordering: Reordering,
     /// The end of the highest SACKed segment (`tcp_highest_sack_seq` while any is SACKed).
     pub(super) highest_sack: u64,
     // Tail loss probe
@@ -223,12 +220,8 @@ impl Sender {
             prior_cwnd: 0,
             prr_delivered: 0,
             prr_out: 0,
-            rack_tx_us: 0,
-            rack_end_seq: 0,
-            rack_rtt_us: 0,
-            rack_advanced: false,
-            reordering: recovery::REORDERING,
-            reord_seen: 0,
+            rack: Rack::default(),
+            reordering: Reordering::default(),
             highest_sack: 0,
             tlp_high_seq: None,
             tlp_retrans: false,
@@ -338,6 +331,11 @@ impl Sender {
     /// Set the peer's advertised window (bytes), as the handshake leaves it.
     pub fn set_snd_wnd(&mut self, bytes: u64) {
         self.snd_wnd = bytes;
+    }
+
+    /// How far the path has been seen to reorder (`tcpi_reordering`, `tcpi_reord_seen`).
+    pub fn reordering(&self) -> &Reordering {
+        &self.reordering
     }
 
     /// RTO expirations since the last forward progress (`icsk_retransmits`).
@@ -617,7 +615,7 @@ impl Sender {
     /// delivery grows cwnd, SACKed included (`FLAG_FORWARD_PROGRESS`); otherwise only
     /// in-order delivery does (RFC 5681).
     fn may_raise_cwnd(&self, flag: u32) -> bool {
-        if self.reordering > recovery::REORDERING {
+        if self.reordering.beyond_initial() {
             return flag & (FLAG_DATA_ACKED | FLAG_DATA_SACKED) != 0;
         }
         flag & FLAG_DATA_ACKED != 0
@@ -663,17 +661,8 @@ impl Sender {
 
     /// `tcp_rack_advance`: remember the most recently sent delivered segment.
     pub(super) fn rack_advance(&mut self, now: Time, flags: u8, end_seq: u64, tx_time: Time) {
-        let rtt_us = now.us().saturating_sub(tx_time.us());
-        if rtt_us < self.rtt.min_rtt_us() && flags & (RETRANS | EVER_RETRANS) != 0 {
-            return; // ambiguous: the original, not the retransmission, was delivered
-        }
-        self.rack_advanced = true;
-        self.rack_rtt_us = rtt_us;
-        let tx_us = tx_time.us();
-        if tx_us > self.rack_tx_us || (tx_us == self.rack_tx_us && end_seq > self.rack_end_seq) {
-            self.rack_tx_us = tx_us;
-            self.rack_end_seq = end_seq;
-        }
+        let retransmitted = flags & (RETRANS | EVER_RETRANS) != 0;
+        self.rack.advance(now.us(), retransmitted, end_seq, tx_time.us(), self.rtt.min_rtt_us());
     }
 
     /// Apply an algorithm's request to mark the connection app-limited now.

@@ -14,10 +14,6 @@ const TIMEOUT_MIN: Dur = Dur::from_ms(2);
 /// `TCP_RESOURCE_PROBE_INTERVAL`: the retry of an RTO retransmission the local qdisc
 /// refused (`tcp_retransmit_timer`).
 const TCP_RESOURCE_PROBE_INTERVAL: Dur = Dur::from_ms(500);
-/// `sysctl_tcp_reordering`: the initial reordering degree (the duplicate-ACK threshold).
-pub(super) const REORDERING: u32 = 3;
-/// `sysctl_tcp_max_reordering`: the most reordering a connection will assume.
-const MAX_REORDERING: u32 = 300;
 
 /// What `tcp_fastretrans_alert` asks the ACK path to send (`REXMIT_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -333,10 +329,9 @@ impl Sender {
             self.newreno_mark_lost(now, *flag & FLAG_SND_UNA_ADVANCED != 0);
             return;
         }
-        if self.sb.is_empty() || !self.rack_advanced {
+        if self.sb.is_empty() || !self.rack.take_advanced() {
             return;
         }
-        self.rack_advanced = false;
         let prior_retrans = self.sb.retrans_out;
         if let Some(remaining_us) = self.rack_detect_loss(now) {
             let when = Dur::from_us(remaining_us) + TIMEOUT_MIN;
@@ -349,58 +344,24 @@ impl Sender {
         }
     }
 
-    /// `tcp_rack_reo_wnd`: until reordering has been seen, zero in recovery or past the
-    /// reordering degree; else min RTT / 4, capped by SRTT (`reo_wnd_steps` stays 1:
-    /// its DSACK-driven growth, `tcp_rack_update_reo_wnd`, is not modelled).
-    fn rack_reo_wnd(&self) -> u64 {
-        if self.reord_seen == 0 && (self.ca_state >= CaState::Recovery || self.sb.sacked_out >= self.reordering) {
-            return 0;
-        }
-        (self.rtt.min_rtt_us() / 4).min(self.rtt.srtt_us())
-    }
-
-    /// `tcp_check_sack_reordering`: a segment below the highest SACKed one (`low_seq`)
-    /// was delivered without a retransmission, so the path reorders: remember it, and
-    /// widen the reordering degree to the distance if that is larger.
+    /// `tcp_check_sack_reordering`: segment `low_seq`, below the highest SACKed one, was
+    /// delivered without a retransmission.
     pub(super) fn check_sack_reordering(&mut self, low_seq: u64) {
         let fack = self.highest_sack_seq();
-        if low_seq >= fack {
-            return;
-        }
-        let metric = fack - low_seq;
-        if metric > self.reordering as u64 {
-            self.reordering = metric.min(MAX_REORDERING as u64) as u32;
-        }
-        self.reord_seen += 1;
+        self.reordering.on_sack_below(fack, low_seq);
     }
 
-    /// `tcp_rack_detect_loss`: mark lost every outstanding segment sent before the most
-    /// recently delivered one whose RTT allowance has passed. Returns the longest time
-    /// left for the others, if any.
+    /// `tcp_rack_detect_loss`, marking what it finds lost. Returns the longest time left
+    /// for the others, if any.
     fn rack_detect_loss(&mut self, now: Time) -> Option<u64> {
-        let reo_wnd = self.rack_reo_wnd();
-        let (rack_tx, rack_end, rack_rtt) = (self.rack_tx_us, self.rack_end_seq, self.rack_rtt_us);
-        let now_us = now.us();
-        let mut to_mark = Vec::new();
-        let mut remaining_max = 0i64;
-        self.sb.prune_send_order();
-        for seq in self.sb.send_order() {
-            let tx_us = self.sb.get(seq).tx_time.us();
-            let sent_before = rack_tx > tx_us || (rack_tx == tx_us && rack_end > seq + 1);
-            if !sent_before {
-                break;
-            }
-            let remaining = (rack_rtt + reo_wnd) as i64 - (now_us as i64 - tx_us as i64);
-            if remaining <= 0 {
-                to_mark.push(seq);
-            } else {
-                remaining_max = remaining_max.max(remaining);
-            }
-        }
-        for seq in to_mark {
+        let in_recovery = self.ca_state >= CaState::Recovery;
+        let (min_rtt, srtt) = (self.rtt.min_rtt_us(), self.rtt.srtt_us());
+        let reo_wnd = self.rack.reo_wnd(&self.reordering, in_recovery, self.sb.sacked_out, min_rtt, srtt);
+        let found = self.rack.detect_loss(&mut self.sb, now.us(), reo_wnd);
+        for seq in found.lost {
             self.mark_lost(now, seq);
         }
-        (remaining_max > 0).then_some(remaining_max as u64)
+        found.wait_us
     }
 
     /// `tcp_rack_reo_timeout`.
@@ -454,8 +415,8 @@ impl Sender {
         }
         self.stats.rto_count += 1;
         // A timeout in Disorder after many SACKs: the reordering degree was over-estimated.
-        if self.ca_state <= CaState::Disorder && self.sb.sacked_out >= REORDERING {
-            self.reordering = self.reordering.min(REORDERING);
+        if self.ca_state <= CaState::Disorder {
+            self.reordering.on_timeout_in_disorder(self.sb.sacked_out);
         }
         // Reduce ssthresh only once per window (`tcp_enter_loss`).
         let new_episode = self.ca_state <= CaState::Disorder
@@ -473,7 +434,7 @@ impl Sender {
             if s.has(crate::tcp::scoreboard::SACKED) {
                 continue;
             }
-            let recent = seq != head && (self.rack_rtt_us as i64 - (now_us as i64 - s.tx_time.us() as i64)) > 0;
+            let recent = seq != head && self.rack.time_left(now_us, s.tx_time.us(), 0) > 0;
             if recent {
                 continue;
             }

@@ -9,9 +9,6 @@ use crate::cc::CaState;
 use crate::tcp::scoreboard::LOST;
 use crate::time::Time;
 
-/// `net.ipv4.tcp_max_reordering`.
-const MAX_REORDERING: u32 = 300;
-
 impl Sender {
     /// Whether the peer SACKs (`tcp_is_sack`).
     pub(super) fn is_reno(&self) -> bool {
@@ -55,8 +52,7 @@ impl Sender {
         if !self.limit_reno_sacked() {
             return;
         }
-        self.reordering = (self.sb.packets_out() + addend).min(MAX_REORDERING);
-        self.reord_seen += 1;
+        self.reordering.on_dupacks_beyond_holes(self.sb.packets_out() + addend);
     }
 
     /// `tcp_limit_reno_sacked`: at least one hole stays (or every lost segment).
@@ -73,7 +69,7 @@ impl Sender {
     /// `tcp_newreno_mark_lost`: the head is lost after `reordering` duplicate ACKs, or
     /// at a partial ACK in Recovery.
     pub(super) fn newreno_mark_lost(&mut self, now: Time, snd_una_advanced: bool) {
-        let due = (self.ca_state < CaState::Recovery && self.sb.sacked_out >= self.reordering)
+        let due = (self.ca_state < CaState::Recovery && self.sb.sacked_out >= self.reordering.degree())
             || (self.ca_state == CaState::Recovery && snd_una_advanced);
         if !due || self.sb.is_empty() {
             return;

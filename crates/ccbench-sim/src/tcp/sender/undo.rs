@@ -129,7 +129,7 @@ impl Sender {
             }
         }
         self.undo.marker = None;
-        self.rack_advanced = true;
+        self.rack.mark_advanced();
     }
 
     /// `tcp_try_undo_recovery`, on leaving Recovery or Loss with everything acknowledged.

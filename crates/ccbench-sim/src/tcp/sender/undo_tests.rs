@@ -199,14 +199,14 @@ fn partial_ack_for_an_original_undoes_then_rack_restarts_recovery_for_the_real_h
     s.on_ack(t, &ack(0, ms(T0), &[(2, 5)], false), &mut q);
     assert_eq!(s.ca_state, CaState::Recovery);
     assert_eq!((s.sb.lost_out, s.stats.retransmits), (2, 1));
-    assert_eq!((s.reord_seen, s.reordering), (0, 3));
+    assert_eq!((s.reordering.seen(), s.reordering.degree()), (0, 3));
     // The original of 0 was only delayed: a partial ACK echoing its TSval, with no
     // retransmission left in flight, undoes the reduction (`tcp_try_undo_partial`), and
     // the delayed original is reordering: 5 segments below the highest SACK
     // (`tcp_check_sack_reordering`).
     s.on_ack(t + Dur::from_ms(1), &ack(1, ms(T0), &[(2, 5)], false), &mut q);
     assert_eq!(s.stats.partial_undo, 1);
-    assert_eq!((s.reord_seen, s.reordering), (1, 5));
+    assert_eq!((s.reordering.seen(), s.reordering.degree()), (1, 5));
     // RACK, run again after the undo, now allows a reordering window (min_rtt / 4)
     // before it calls 1 lost: the REO timer waits for it...
     assert_eq!(s.ca_state, CaState::Disorder);
@@ -263,6 +263,6 @@ fn an_ack_below_snd_una_still_tags_its_sack_blocks() {
     // A later ACK filling 3..5 without retransmission: 3 and 4 were delivered after 5
     // and 6, so the path reorders, by 4 segments (7 - 3) (`tcp_check_sack_reordering`).
     s.on_ack(t + Dur::from_ms(2), &ack(5, ms(T0), &[(5, 7)], false), &mut q);
-    assert_eq!((s.reord_seen, s.reordering), (1, 4));
+    assert_eq!((s.reordering.seen(), s.reordering.degree()), (1, 4));
     s.sb.audit(false).unwrap();
 }
