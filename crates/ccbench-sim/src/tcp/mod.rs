@@ -13,8 +13,10 @@ pub mod rtt;
 pub mod scoreboard;
 pub mod scripted;
 pub mod sender;
+pub mod tlp;
 pub mod wake;
 pub mod write;
+pub mod xmit_timer;
 
 pub use config::{FlowConfig, TcpConfig};
 pub use io::{Io, Loopback};

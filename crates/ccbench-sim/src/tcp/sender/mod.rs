@@ -18,8 +18,10 @@ use super::rack::{Rack, Reordering};
 use super::rate::{Pick, RateState, TxSnapshot};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, EVER_RETRANS, RETRANS, SACKED};
+use super::tlp::Tlp;
 use super::wake::{SenderTimer, Wake};
 use super::write::WriteQueue;
+use super::xmit_timer::{RetransmitTimer, XmitTimer};
 use crate::base::histogram::Histogram;
 use crate::cc::{AckSample, CaState, CongestionControl, ConnInfo, LostSegment, RateSample, Window};
 use crate::event::{Schedule, Timer};
@@ -65,16 +67,6 @@ pub struct SenderParams {
     /// The device takes skbs of many segments (TSO/GSO); without, each skb is one
     /// segment (`ethtool -K dev tso off gso off`).
     pub gso: bool,
-}
-
-/// Which handler the retransmit timer runs (`icsk_pending`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum XmitTimer {
-    Rto,
-    LossProbe,
-    ReoTimeout,
-    /// The zero-window probe timer (`ICSK_TIME_PROBE0`, `probe0.rs`).
-    Probe0,
 }
 
 #[derive(Default, Debug, Clone)]
@@ -127,10 +119,8 @@ pub struct Sender {
     reordering: Reordering,
     /// The end of the highest SACKed segment (`tcp_highest_sack_seq` while any is SACKed).
     pub(super) highest_sack: u64,
-    // Tail loss probe
-    pub(super) tlp_high_seq: Option<u64>,
-    pub(super) tlp_retrans: bool,
-    pub(super) tlp_orig_data_app_limited: bool,
+    /// The tail loss probe's episode.
+    tlp: Tlp,
     // cwnd validation (tcp_cwnd_validate)
     pub(super) is_cwnd_limited: bool,
     pub(super) max_packets_out: u32,
@@ -144,8 +134,8 @@ pub struct Sender {
     pub(super) wmem: u64,
     pub(super) sack_cache: Vec<SackBlock>,
     // Timers
-    pub(super) xmit_timer: Timer,
-    pub(super) xmit_kind: XmitTimer,
+    /// The retransmit timer: RTO, loss probe, RACK's reordering timeout, zero-window probe.
+    xmit: RetransmitTimer,
     pub(super) pacing_timer: Timer,
     pub(super) txc_timer: Timer,
     /// Send CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`).
@@ -223,9 +213,7 @@ impl Sender {
             rack: Rack::default(),
             reordering: Reordering::default(),
             highest_sack: 0,
-            tlp_high_seq: None,
-            tlp_retrans: false,
-            tlp_orig_data_app_limited: false,
+            tlp: Tlp::default(),
             is_cwnd_limited: false,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
@@ -234,8 +222,7 @@ impl Sender {
             nic_skbs: VecDeque::new(),
             wmem: 0,
             sack_cache: Vec::new(),
-            xmit_timer: Timer::default(),
-            xmit_kind: XmitTimer::Rto,
+            xmit: RetransmitTimer::new(p.tcp.hz, p.id),
             pacing_timer: Timer::default(),
             txc_timer: Timer::default(),
             ecn_queue_cwr: false,
@@ -324,7 +311,7 @@ impl Sender {
             delivered_ce: self.delivered_ce,
             ecn_low: self.p.flow.ecn == Ecn::Low,
             delivered_us: self.rate.delivered_us,
-            tlp_orig_data_app_limited: self.tlp_orig_data_app_limited,
+            tlp_orig_data_app_limited: self.tlp.orig_data_app_limited(),
         }
     }
 
@@ -490,7 +477,7 @@ impl Sender {
             self.cc.pkts_acked(&info, &mut self.w, &sample);
         }
 
-        let acking_tlp = self.tlp_high_seq.is_some() && self.process_tlp_ack(now, ack.ack, flag);
+        let acking_tlp = self.tlp.is_outstanding() && self.process_tlp_ack(now, ack.ack, flag);
         let dubious = flag & FLAG_NOT_DUP == 0 || flag & FLAG_CA_ALERT != 0 || self.ca_state != CaState::Open;
         let mut rexmit = Rexmit::None;
         if dubious {
@@ -625,12 +612,12 @@ impl Sender {
     /// superseded entry is dropped, a postponed one re-queued).
     pub fn timer_due(&mut self, now: Time, which: SenderTimer, q: &mut impl Schedule<Wake>) -> bool {
         use crate::event::TimerFire;
-        let timer = match which {
-            SenderTimer::Retransmit => &mut self.xmit_timer,
-            SenderTimer::Pacing => &mut self.pacing_timer,
-            SenderTimer::TxCompletion => &mut self.txc_timer,
+        let fire = match which {
+            SenderTimer::Retransmit => self.xmit.fire(now),
+            SenderTimer::Pacing => self.pacing_timer.fire(now),
+            SenderTimer::TxCompletion => self.txc_timer.fire(now),
         };
-        match timer.fire(now) {
+        match fire {
             TimerFire::Stale => false,
             TimerFire::Requeue(t) => {
                 q.push(t, Wake::Sender(self.p.id, which));
@@ -643,7 +630,7 @@ impl Sender {
     /// The handler of an expired timer, run when the CPU gets to it.
     pub fn on_timer_expired(&mut self, now: Time, which: SenderTimer, q: &mut impl Io) {
         match which {
-            SenderTimer::Retransmit => match self.xmit_kind {
+            SenderTimer::Retransmit => match self.xmit.kind() {
                 XmitTimer::Rto => self.retransmit_timer(now, q),
                 XmitTimer::LossProbe => self.send_loss_probe(now, q),
                 XmitTimer::ReoTimeout => self.rack_reo_timeout(now, q),

@@ -10,6 +10,7 @@ use crate::tcp::chrono::Chrono;
 use crate::tcp::io::Io;
 use crate::tcp::scoreboard::Seg;
 use crate::tcp::wake::{SenderTimer, Wake};
+use crate::tcp::xmit_timer::XmitTimer;
 use crate::time::{Dur, Time, NS_PER_SEC};
 use crate::units::wire;
 use std::ops::Range;
@@ -249,7 +250,7 @@ impl Sender {
                 break;
             }
             self.write.minshall_update(seq + nsegs as u64);
-            if prior_packets_out == 0 || (self.xmit_timer.is_armed() && self.xmit_kind == XmitTimer::LossProbe) {
+            if prior_packets_out == 0 || self.xmit.is_pending(XmitTimer::LossProbe) {
                 self.rearm_rto(now, q);
             }
             sent += nsegs;
@@ -308,12 +309,12 @@ impl Sender {
             if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
                 self.prr_out += run as u32;
             }
-            if first == self.sb.snd_una && self.xmit_kind != XmitTimer::ReoTimeout {
+            if first == self.sb.snd_una && self.xmit.kind() != XmitTimer::ReoTimeout {
                 rearm = true;
             }
         }
         if rearm {
-            self.xmit_timer.cancel();
+            self.xmit.cancel();
             let rto = self.rtt.rto;
             self.reset_xmit_timer(now, XmitTimer::Rto, rto, q);
         }

@@ -12,6 +12,7 @@ use super::*;
 use crate::net::Packet;
 use crate::tcp::io::Io;
 use crate::tcp::rtt::RTO_MAX;
+use crate::tcp::xmit_timer::XmitTimer;
 use crate::time::{Dur, Time};
 use crate::units::wire;
 
@@ -42,7 +43,7 @@ impl Sender {
     /// pending.
     pub(super) fn push_frames(&mut self, now: Time, nonagle: u8, q: &mut impl Io) {
         self.write_xmit(now, 0, nonagle, q);
-        if self.sb.packets_out() == 0 && self.has_unsent() && !self.xmit_timer.is_armed() {
+        if self.sb.packets_out() == 0 && self.has_unsent() && !self.xmit.is_armed() {
             let base = self.probe0_base();
             self.reset_xmit_timer(now, XmitTimer::Probe0, base, q);
         }
@@ -116,7 +117,7 @@ impl Sender {
     pub(super) fn ack_probe(&mut self, now: Time, q: &mut impl Io) {
         if self.rwnd_allows(self.snd_nxt()) {
             self.rtt.backoff = 0;
-            self.xmit_timer.cancel();
+            self.xmit.cancel();
         } else {
             let when = self.probe0_when();
             self.reset_xmit_timer(now, XmitTimer::Probe0, when, q);

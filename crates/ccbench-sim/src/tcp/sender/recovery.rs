@@ -5,12 +5,12 @@
 use super::*;
 use crate::cc::{CaEvent, CaState, INFINITE_SSTHRESH};
 use crate::tcp::io::Io;
-use crate::tcp::wake::{SenderTimer, Wake};
+use crate::tcp::scoreboard::{RETRANS, SACKED};
+use crate::tcp::tlp::{Tlp, TlpAck};
 use crate::tcp::write::NAGLE_OFF;
-use crate::time::{Dur, Time, NS_PER_SEC};
+use crate::tcp::xmit_timer::{XmitTimer, TIMEOUT_MIN};
+use crate::time::{Dur, Time};
 
-/// `TCP_TIMEOUT_MIN_US`: slack added to the RACK reordering timer and the TLP timeout.
-const TIMEOUT_MIN: Dur = Dur::from_ms(2);
 /// `TCP_RESOURCE_PROBE_INTERVAL`: the retry of an RTO retransmission the local qdisc
 /// refused (`tcp_retransmit_timer`).
 const TCP_RESOURCE_PROBE_INTERVAL: Dur = Dur::from_ms(500);
@@ -37,12 +37,7 @@ impl Sender {
     /// pending pacing delay (`tcp_reset_xmit_timer`).
     pub(super) fn reset_xmit_timer(&mut self, now: Time, kind: XmitTimer, when: Dur, q: &mut impl Io) {
         let pacing_delay = if self.paced { self.wstamp.since(now) } else { Dur::ZERO };
-        let tick = NS_PER_SEC / self.p.tcp.hz as u64;
-        let jiffies = (when + pacing_delay).ns().div_ceil(tick).min(crate::tcp::rtt::RTO_MAX.ns() / tick);
-        let clk = now.ns() / tick;
-        let at = Time(crate::event::timer_wheel_expiry(clk + jiffies, clk) * tick);
-        self.xmit_kind = kind;
-        q.arm(&mut self.xmit_timer, at, Wake::Sender(self.p.id, SenderTimer::Retransmit));
+        self.xmit.reset(now, kind, when, pacing_delay, q);
     }
 
     /// Time left until the head segment's RTO would expire (`tcp_rto_delta_us`).
@@ -54,14 +49,14 @@ impl Sender {
     /// `tcp_rearm_rto`.
     pub(super) fn rearm_rto(&mut self, now: Time, q: &mut impl Io) {
         if self.sb.packets_out() == 0 {
-            self.xmit_timer.cancel();
+            self.xmit.cancel();
             return;
         }
         let mut rto = self.rtt.rto;
-        if self.xmit_timer.is_armed() && matches!(self.xmit_kind, XmitTimer::ReoTimeout | XmitTimer::LossProbe) {
+        if self.xmit.is_pending(XmitTimer::ReoTimeout) || self.xmit.is_pending(XmitTimer::LossProbe) {
             rto = Dur::from_us(self.rto_delta(now).max(1) as u64);
         }
-        self.xmit_timer.cancel();
+        self.xmit.cancel();
         self.reset_xmit_timer(now, XmitTimer::Rto, rto, q);
     }
 
@@ -81,18 +76,10 @@ impl Sender {
         {
             return false;
         }
-        let srtt = self.rtt.srtt_us();
-        let mut timeout = if srtt > 0 {
-            let extra = if self.sb.packets_out() == 1 { Dur(self.p.tcp.rto_min_ns) } else { TIMEOUT_MIN };
-            Dur::from_us(2 * srtt) + extra
-        } else {
-            Dur(self.p.tcp.rto_init_ns)
-        };
-        let rto_delta = if advancing_rto { self.rtt.rto.us() as i64 } else { self.rto_delta(now) };
-        if rto_delta > 0 {
-            timeout = timeout.min(Dur::from_us(rto_delta as u64));
-        }
-        self.xmit_timer.cancel();
+        let rto_left = if advancing_rto { self.rtt.rto.us() as i64 } else { self.rto_delta(now) };
+        let (rto_min, rto_init) = (Dur(self.p.tcp.rto_min_ns), Dur(self.p.tcp.rto_init_ns));
+        let timeout = Tlp::timeout(self.rtt.srtt_us(), self.sb.packets_out(), rto_min, rto_init, rto_left);
+        self.xmit.cancel();
         self.reset_xmit_timer(now, XmitTimer::LossProbe, timeout, q);
         true
     }
@@ -104,18 +91,18 @@ impl Sender {
             let before = self.sb.packets_out();
             self.write_xmit(now, 2, NAGLE_OFF, q);
             sent = self.sb.packets_out() > before;
-        } else if self.tlp_high_seq.is_none() && self.sb.packets_out() > 0 {
+        } else if !self.tlp.is_outstanding() && self.sb.packets_out() > 0 {
             let last = self.snd_nxt() - 1;
-            if self.sb.get(last).flags & (crate::tcp::scoreboard::SACKED | crate::tcp::scoreboard::RETRANS) == 0 {
-                self.tlp_orig_data_app_limited = self.sb.get(last).tx.app_limited;
+            if self.sb.get(last).flags & (SACKED | RETRANS) == 0 {
+                self.tlp.resending(self.sb.get(last).tx.app_limited);
                 sent = self.retransmit_tail_probe(now, last, q);
-                self.tlp_retrans = sent;
+                self.tlp.resent(sent);
             }
         }
         if sent {
-            self.tlp_high_seq = Some(self.snd_nxt());
+            self.tlp.sent(self.snd_nxt());
             self.stats.tlp_count += 1;
-            self.xmit_timer.cancel();
+            self.xmit.cancel();
         }
         self.rearm_rto(now, q);
     }
@@ -124,34 +111,29 @@ impl Sender {
     /// matches the probe's retransmission ambiguously (google/bbr tree:
     /// `rs->is_acking_tlp_retrans_seq`).
     pub(super) fn process_tlp_ack(&mut self, now: Time, ack: u64, flag: u32) -> bool {
-        let Some(high) = self.tlp_high_seq else { return false };
-        if ack < high {
-            return false;
+        let progress = flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DATA_SACKED) != 0;
+        match self.tlp.on_ack(ack, flag & FLAG_DSACK_TLP != 0, progress) {
+            TlpAck::NotYet | TlpAck::Done => false,
+            TlpAck::Ambiguous => true,
+            TlpAck::Repaired => {
+                // Tell the algorithm (google/bbr tree: CA_EVENT_TLP_RECOVERY), then a
+                // CWR-style reduction.
+                let info = self.info(now);
+                self.cc.cwnd_event(&info, &mut self.w, CaEvent::TlpRecovery);
+                self.init_cwnd_reduction(now);
+                self.set_ca_state(now, CaState::Cwr);
+                self.end_cwnd_reduction(now);
+                self.try_keep_open(now);
+                false
+            }
         }
-        if !self.tlp_retrans || flag & FLAG_DSACK_TLP != 0 {
-            self.tlp_high_seq = None;
-        } else if ack > high {
-            // The probe repaired a tail loss: tell the algorithm (google/bbr tree:
-            // CA_EVENT_TLP_RECOVERY), then a CWR-style reduction.
-            let info = self.info(now);
-            self.cc.cwnd_event(&info, &mut self.w, CaEvent::TlpRecovery);
-            self.init_cwnd_reduction(now);
-            self.set_ca_state(now, CaState::Cwr);
-            self.end_cwnd_reduction(now);
-            self.try_keep_open(now);
-        } else if flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DATA_SACKED) == 0 {
-            self.tlp_high_seq = None;
-        } else {
-            return true;
-        }
-        false
     }
 
     /// `tcp_init_cwnd_reduction`.
     pub(super) fn init_cwnd_reduction(&mut self, now: Time) {
         self.ecn_queue_cwr = self.p.flow.ecn != crate::net::Ecn::Off;
         self.high_seq = self.snd_nxt();
-        self.tlp_high_seq = None;
+        self.tlp.end();
         self.w.cwnd_cnt = 0;
         self.prior_cwnd = self.w.cwnd;
         self.prr_delivered = 0;
@@ -335,7 +317,7 @@ impl Sender {
         let prior_retrans = self.sb.retrans_out;
         if let Some(remaining_us) = self.rack_detect_loss(now) {
             let when = Dur::from_us(remaining_us) + TIMEOUT_MIN;
-            self.xmit_timer.cancel();
+            self.xmit.cancel();
             self.reset_xmit_timer(now, XmitTimer::ReoTimeout, when, q);
             *flag &= !FLAG_SET_XMIT_TIMER;
         }
@@ -380,7 +362,7 @@ impl Sender {
             }
             self.xmit_retransmit_queue(now, q);
         }
-        if !(self.xmit_timer.is_armed() && self.xmit_kind == XmitTimer::ReoTimeout) {
+        if !self.xmit.is_pending(XmitTimer::ReoTimeout) {
             self.rearm_rto(now, q);
         }
     }
@@ -431,7 +413,7 @@ impl Sender {
         let now_us = now.us();
         for seq in head..self.snd_nxt() {
             let s = self.sb.get(seq);
-            if s.has(crate::tcp::scoreboard::SACKED) {
+            if s.has(SACKED) {
                 continue;
             }
             let recent = seq != head && self.rack.time_left(now_us, s.tx_time.us(), 0) > 0;
@@ -453,7 +435,7 @@ impl Sender {
         self.w.cwnd_cnt = 0;
         self.set_ca_state(now, CaState::Loss);
         self.high_seq = self.snd_nxt();
-        self.tlp_high_seq = None;
+        self.tlp.end();
         self.ecn_queue_cwr = self.p.flow.ecn != crate::net::Ecn::Off;
         // F-RTO (RFC 5682 3.1 step 1) unless recovery was already under way, except for a
         // repeated timeout of the same snd_una (3.2).

@@ -51,7 +51,7 @@ impl Sender {
         self.undo.retrans = self.sb.retrans_out as i32;
         // A loss probe's retransmission holds no R bit (`__tcp_retransmit_skb`) but may
         // still be DSACKed.
-        if self.tlp_high_seq.is_some() && self.tlp_retrans {
+        if self.tlp.retransmission_outstanding() {
             self.undo.retrans += 1;
         }
         if self.undo.retrans == 0 {
@@ -228,7 +228,7 @@ impl Sender {
         if segs * self.p.tcp.mss as u64 > self.undo.max_window.max(self.snd_wnd) {
             return false; // dubious: larger than any window
         }
-        if segs == 1 && self.tlp_high_seq == Some(end) {
+        if self.tlp.is_dsack_of_probe(start, end) {
             *flag |= FLAG_DSACK_TLP;
         }
         self.undo.dsack_dups += segs;

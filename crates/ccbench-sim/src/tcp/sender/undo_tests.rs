@@ -2,12 +2,13 @@
 //! times, checked against what tcp_input.c does with the same sequence, and the
 //! receiver's DSACK of an out-of-order duplicate.
 
-use super::{Sender, SenderParams, XmitTimer};
+use super::{Sender, SenderParams};
 use crate::cc::{reno::Reno, CaState, INFINITE_SSTHRESH};
 use crate::net::Packet;
 use crate::tcp::config::{FlowConfig, TcpConfig};
 use crate::tcp::io::Loopback;
 use crate::tcp::wake::SenderTimer;
+use crate::tcp::xmit_timer::XmitTimer;
 use crate::time::{Dur, Time, NS_PER_SEC};
 
 const T0: Time = Time(1_000 * NS_PER_SEC);
@@ -211,8 +212,8 @@ fn partial_ack_for_an_original_undoes_then_rack_restarts_recovery_for_the_real_h
     // before it calls 1 lost: the REO timer waits for it...
     assert_eq!(s.ca_state, CaState::Disorder);
     assert_eq!(s.sb.lost_out, 0);
-    assert_eq!(s.xmit_kind, XmitTimer::ReoTimeout);
-    let due = s.xmit_timer.deadline().expect("the REO timer");
+    assert_eq!(s.xmit.kind(), XmitTimer::ReoTimeout);
+    let due = s.xmit.deadline().expect("the REO timer");
     assert!(due > t + Dur::from_ms(1) + Dur::from_ms(10), "at {due}: the window is 10 ms");
     // ...and when it fires, 1 is still missing: a new recovery episode ("Undo reverts the
     // recovery state. If loss is evident, starts a new recovery").
