@@ -4,6 +4,7 @@
 pub mod chrono;
 pub mod config;
 pub mod io;
+pub mod pacing;
 pub mod rack;
 pub mod rate;
 pub mod rcvbuf;
@@ -14,6 +15,7 @@ pub mod scoreboard;
 pub mod scripted;
 pub mod sender;
 pub mod tlp;
+pub mod tsq;
 pub mod wake;
 pub mod write;
 pub mod xmit_timer;

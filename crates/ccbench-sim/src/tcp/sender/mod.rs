@@ -14,23 +14,24 @@ mod undo_tests;
 use super::chrono::Chrono;
 use super::config::{FlowConfig, TcpConfig};
 use super::io::Io;
+use super::pacing::Pacing;
 use super::rack::{Rack, Reordering};
 use super::rate::{Pick, RateState, TxSnapshot};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, EVER_RETRANS, RETRANS, SACKED};
 use super::tlp::Tlp;
+use super::tsq::Tsq;
 use super::wake::{SenderTimer, Wake};
 use super::write::WriteQueue;
 use super::xmit_timer::{RetransmitTimer, XmitTimer};
 use crate::base::histogram::Histogram;
 use crate::cc::{AckSample, CaState, CongestionControl, ConnInfo, LostSegment, RateSample, Window};
-use crate::event::{Schedule, Timer};
+use crate::event::Schedule;
 use crate::net::packet::SackBlock;
 use crate::net::Ecn;
 use crate::net::Packet;
 use crate::time::{Dur, Time};
 use recovery::Rexmit;
-use std::collections::VecDeque;
 
 // `tcp_ack` flags (tcp_input.c), the subset the model uses.
 /// The ACK came with data (a scripted peer's; simulated receivers send none).
@@ -94,8 +95,6 @@ pub struct SenderStats {
 
 pub struct Sender {
     pub p: SenderParams,
-    /// Whether the internal pacing timer paces this connection.
-    pub paced: bool,
     pub cc: Box<dyn CongestionControl>,
     pub w: Window,
     pub sb: Scoreboard,
@@ -127,17 +126,14 @@ pub struct Sender {
     pub(super) cwnd_usage_seq: u64,
     /// Time of the last data transmission (`lsndtime`).
     pub(super) last_send: Time,
-    // Pacing: earliest departure time of the next skb (`tcp_wstamp_ns`).
-    pub(super) wstamp: Time,
-    // TCP Small Queues accounting: the skbs the NIC has not yet sent.
-    pub(super) nic_skbs: VecDeque<(Time, u64)>,
-    pub(super) wmem: u64,
+    /// The EDT clock and the pacing timer.
+    pacing: Pacing,
+    /// TCP Small Queues: this socket's skbs below it, and the TX-completion wake-up.
+    tsq: Tsq,
     pub(super) sack_cache: Vec<SackBlock>,
     // Timers
     /// The retransmit timer: RTO, loss probe, RACK's reordering timeout, zero-window probe.
     xmit: RetransmitTimer,
-    pub(super) pacing_timer: Timer,
-    pub(super) txc_timer: Timer,
     /// Send CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`).
     pub(super) ecn_queue_cwr: bool,
     /// RTOs since the last forward progress (`icsk_retransmits`).
@@ -193,8 +189,8 @@ impl Sender {
         let hs = p.handshake_rtt.us().max(1);
         rtt.update_min(0, hs, false);
         rtt.sample(hs, 0, 0);
+        let paced = p.flow.pacing.unwrap_or_else(|| cc.needs_pacing());
         let mut s = Sender {
-            paced: p.flow.pacing.unwrap_or_else(|| cc.needs_pacing()),
             cc,
             w: Window::new(p.tcp.init_cwnd),
             sb: Scoreboard::default(),
@@ -218,13 +214,10 @@ impl Sender {
             max_packets_out: 0,
             cwnd_usage_seq: 0,
             last_send: Time::ZERO,
-            wstamp: Time::ZERO,
-            nic_skbs: VecDeque::new(),
-            wmem: 0,
+            pacing: Pacing::new(paced, p.id),
+            tsq: Tsq::new(p.id),
             sack_cache: Vec::new(),
             xmit: RetransmitTimer::new(p.tcp.hz, p.id),
-            pacing_timer: Timer::default(),
-            txc_timer: Timer::default(),
             ecn_queue_cwr: false,
             rto_retransmits: 0,
             probes_out: 0,
@@ -255,6 +248,11 @@ impl Sender {
             // `sk_pacing_rate` is in payload bytes per second.
             self.w.pacing_rate = bps / 8;
         }
+    }
+
+    /// Whether the internal pacing timer paces this connection.
+    pub fn paced(&self) -> bool {
+        self.pacing.enabled()
     }
 
     /// `tcp_packets_in_flight`.
@@ -303,11 +301,11 @@ impl Sender {
             snd_una: self.sb.snd_una,
             snd_nxt: self.snd_nxt(),
             pacing_rate: self.w.pacing_rate,
-            paced: self.paced,
+            paced: self.pacing.enabled(),
             app_limited: self.rate.app_limited != 0,
             prior_cwnd: self.prior_cwnd,
             lsndtime: self.last_send,
-            wstamp: self.wstamp,
+            wstamp: self.pacing.wstamp(),
             delivered_ce: self.delivered_ce,
             ecn_low: self.p.flow.ecn == Ecn::Low,
             delivered_us: self.rate.delivered_us,
@@ -614,8 +612,8 @@ impl Sender {
         use crate::event::TimerFire;
         let fire = match which {
             SenderTimer::Retransmit => self.xmit.fire(now),
-            SenderTimer::Pacing => self.pacing_timer.fire(now),
-            SenderTimer::TxCompletion => self.txc_timer.fire(now),
+            SenderTimer::Pacing => self.pacing.fire(now),
+            SenderTimer::TxCompletion => self.tsq.fire(now),
         };
         match fire {
             TimerFire::Stale => false,

@@ -8,10 +8,11 @@ use crate::net::Ecn;
 use crate::net::Packet;
 use crate::tcp::chrono::Chrono;
 use crate::tcp::io::Io;
+use crate::tcp::pacing;
 use crate::tcp::scoreboard::Seg;
-use crate::tcp::wake::{SenderTimer, Wake};
+use crate::tcp::tsq::Tsq;
 use crate::tcp::xmit_timer::XmitTimer;
-use crate::time::{Dur, Time, NS_PER_SEC};
+use crate::time::{Dur, Time};
 use crate::units::wire;
 use std::ops::Range;
 
@@ -19,11 +20,6 @@ use std::ops::Range;
 const TSO_MAX_DEFERRED_SEGS: u64 = 3;
 /// `sk_gso_max_size` of a typical device (`GSO_LEGACY_MAX_SIZE`).
 const GSO_MAX_SIZE: u64 = 65536;
-/// Socket-buffer overhead charged per skb on top of its payload (approximate `truesize`).
-const SKB_OVERHEAD: u64 = 768;
-/// `sk_wmem_alloc` starts at one, the socket's own reference (`sk_alloc`), so two skbs of
-/// the size about to be sent already exceed TCP Small Queues' limit of twice its truesize.
-const WMEM_SELF_REF: u64 = 1;
 
 /// `tcp_tso_should_defer`'s answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,51 +96,22 @@ impl Sender {
         }
     }
 
-    /// `tcp_pacing_check`: too early for the next skb? Then arm the pacing timer.
-    fn pacing_check(&mut self, now: Time, q: &mut impl Io) -> bool {
-        if !self.paced || self.wstamp <= now {
-            return false;
-        }
-        if !self.pacing_timer.is_armed() {
-            q.arm(&mut self.pacing_timer, self.wstamp, Wake::Sender(self.p.id, SenderTimer::Pacing));
-        }
-        true
-    }
-
-    /// Bytes of this socket still in the qdisc/NIC (`sk_wmem_alloc`), its skbs whose
-    /// completions were reaped by `reaped` freed.
-    fn wmem_at(&mut self, reaped: Time) -> u64 {
-        while let Some(&(done, bytes)) = self.nic_skbs.front() {
-            if done > reaped {
-                break;
-            }
-            self.wmem -= bytes;
-            self.nic_skbs.pop_front();
-        }
-        self.wmem
-    }
-
-    /// `tcp_small_queue_check`: throttle while about 1 ms of data (at least two skbs)
-    /// waits below the socket; TX completion wakes the socket.
+    /// `tcp_small_queue_check` for an skb of `nsegs` (the limit doubled `factor` times):
+    /// throttled while the qdisc and NIC hold more of this socket's data than about 1 ms
+    /// (at least two skbs), unless the retransmit queue holds at most one skb; the TX
+    /// completion wakes the socket.
     fn tsq_throttled(&mut self, now: Time, nsegs: u32, factor: u32, q: &mut impl Io) -> bool {
-        let truesize = nsegs as u64 * self.p.tcp.mss as u64 + SKB_OVERHEAD;
-        let mut limit = (2 * truesize).max(self.w.pacing_rate >> self.p.tcp.pacing_shift);
-        if !self.paced {
-            limit = limit.min(self.p.tcp.tsq_limit_bytes);
-        }
-        limit <<= factor;
-        if self.wmem_at(q.reaped(now)) + WMEM_SELF_REF <= limit {
+        let tcp = &self.p.tcp;
+        let unpaced_cap = (!self.pacing.enabled()).then_some(tcp.tsq_limit_bytes);
+        let payload = nsegs as u64 * tcp.mss as u64;
+        let limit = Tsq::limit(payload, self.w.pacing_rate, tcp.pacing_shift, unpaced_cap, factor);
+        if !self.tsq.over_limit(limit, q.reaped(now)) {
             return false;
         }
-        // Always send if the retransmit queue holds at most one skb.
         if self.sb.packets_out() <= self.tso_segs() {
             return false;
         }
-        if let Some(&(done, _)) = self.nic_skbs.front() {
-            // Completed but not yet reaped: the TX poll comes after the work queued.
-            let at = done.max(now);
-            q.arm(&mut self.txc_timer, at, Wake::Sender(self.p.id, SenderTimer::TxCompletion));
-        }
+        self.tsq.wait_for_completion(now, q);
         true
     }
 
@@ -153,7 +120,7 @@ impl Sender {
     /// (`is_rwnd_limited`); the write queue's skb is taken to be longer than either, as
     /// a bulk sender's `size_goal` skbs are.
     fn should_defer(&self, now: Time, max_segs: u32) -> Defer {
-        if self.ca_state >= CaState::Recovery || now.since(self.wstamp) > Dur::from_ms(1) {
+        if self.ca_state >= CaState::Recovery || now.since(self.pacing.wstamp()) > Dur::from_ms(1) {
             return Defer::No;
         }
         let mss = self.p.tcp.mss as u64;
@@ -207,7 +174,7 @@ impl Sender {
         let mut is_cwnd_limited = false;
         let mut is_rwnd_limited = false;
         while self.has_unsent() {
-            if self.pacing_check(now, q) {
+            if self.pacing.check(now, q) {
                 break;
             }
             let mut quota = self.cwnd_quota();
@@ -284,7 +251,7 @@ impl Sender {
         let max_segs = self.tso_segs() as u64;
         let mut rearm = false;
         loop {
-            if self.pacing_check(now, q) {
+            if self.pacing.check(now, q) {
                 break;
             }
             let avail = self.w.cwnd.saturating_sub(self.inflight()) as u64;
@@ -351,9 +318,8 @@ impl Sender {
         let n = (segs.end - segs.start) as u32;
         let first_seq = segs.start;
         let mut any_cwr = false;
-        let prior_wstamp = self.wstamp;
-        self.wstamp = self.wstamp.max(now);
-        let tx_time = self.wstamp;
+        let prior_wstamp = self.pacing.wstamp();
+        let tx_time = self.pacing.departure(now);
         if self.inflight() == 0 {
             let info = self.info(now);
             self.cc.cwnd_event(&info, &mut self.w, CaEvent::TxStart);
@@ -410,9 +376,7 @@ impl Sender {
                 psh,
             });
         }
-        let truesize = payload + SKB_OVERHEAD;
-        self.nic_skbs.push_back((done, truesize));
-        self.wmem += truesize;
+        self.tsq.on_sent(done, payload);
         self.stats.data_segs_out += n as u64;
         self.stats.bytes_sent += payload;
         self.stats.skbs_sent += 1;
@@ -420,42 +384,33 @@ impl Sender {
             self.stats.retransmits += n as u64;
         }
         self.last_send = now;
-        // EDT: the next skb may leave one burst-time later, less up to half a burst of
-        // lateness credit ("take into account OS jitter"). The first 10 segments are
-        // not paced.
+        // EDT: the next skb leaves one burst-time later (`tcp_update_skb_after_send`).
         let rate = self.w.pacing_rate;
-        if self.paced && rate > 0 && self.stats.data_segs_out >= 10 {
-            let mut len_ns = self.paced_bytes(payload) * NS_PER_SEC / rate;
-            let credit = self.wstamp.since(prior_wstamp).ns();
-            len_ns -= (len_ns / 2).min(credit);
-            self.wstamp += Dur(len_ns);
+        if self.pacing.advances(rate, self.stats.data_segs_out) {
+            let bytes = self.paced_bytes(payload);
+            self.pacing.advance(prior_wstamp, bytes, rate);
         }
         true
     }
 
-    /// Bytes whose airtime the EDT clock advances by after a burst of `payload`. With a
-    /// pacing stride S the idle time is S times that of the burst an unmodified kernel
-    /// would have sent (Vargas et al. eq. 2): a burst that reached S x the goal keeps
-    /// the pacing rate; one cut short by cwnd still idles the full stride (their
-    /// Table 2, strides 10-50).
+    /// Bytes whose airtime the EDT clock advances by after a burst of `payload`: the
+    /// burst, or with a pacing stride the stride times the burst an unmodified kernel
+    /// would have sent.
     fn paced_bytes(&self, payload: u64) -> u64 {
         let stride = self.p.flow.pacing_stride as u64;
         if stride == 1 {
             return payload;
         }
         let goal = self.base_tso_segs() as u64 * self.p.tcp.mss as u64;
-        stride * payload.min(goal)
+        pacing::stride_bytes(payload, stride, goal)
     }
 
-    /// `tcp_update_pacing_rate` for algorithms without `cong_control`: by default 200% of
-    /// cwnd/SRTT in early slow start, else 120% (`tcp.pacing_ss_ratio`, `pacing_ca_ratio`).
+    /// `tcp_update_pacing_rate` for algorithms without `cong_control`.
     pub(super) fn update_pacing_rate(&mut self) {
-        let srtt8 = self.rtt.srtt_us8;
         let tcp = &self.p.tcp;
-        let ratio = if self.w.cwnd < self.w.ssthresh / 2 { tcp.pacing_ss_ratio } else { tcp.pacing_ca_ratio } as u64;
-        let mut rate = self.p.tcp.mss as u64 * ((1_000_000 / 100) << 3) * ratio;
-        rate *= self.w.cwnd.max(self.sb.packets_out()) as u64;
-        self.w.pacing_rate = rate.checked_div(srtt8).unwrap_or(rate);
+        let ratios = (tcp.pacing_ss_ratio, tcp.pacing_ca_ratio);
+        let (cwnd, ssthresh, out) = (self.w.cwnd, self.w.ssthresh, self.sb.packets_out());
+        self.w.pacing_rate = pacing::cwnd_pacing_rate(tcp.mss, cwnd, ssthresh, out, self.rtt.srtt_us8, ratios);
     }
 
     /// `tcp_cwnd_validate`: remember whether the last window was cwnd-limited.
@@ -474,7 +429,7 @@ impl Sender {
     /// `tcp_rate_check_app_limited`, run by `tcp_sendmsg_locked` before it queues the
     /// write: `unsent` tells whether earlier writes still wait to be sent.
     pub(super) fn check_app_limited(&mut self, unsent: bool) {
-        if !unsent && self.wmem == 0 && self.inflight() < self.w.cwnd && self.sb.lost_out <= self.sb.retrans_out {
+        if !unsent && self.tsq.wmem() == 0 && self.inflight() < self.w.cwnd && self.sb.lost_out <= self.sb.retrans_out {
             self.rate.app_limited = (self.delivered + self.inflight() as u64).max(1);
         }
     }

@@ -36,7 +36,7 @@ impl Sender {
     /// Arm the retransmit timer `when` from now on the jiffy clock, pushed out by any
     /// pending pacing delay (`tcp_reset_xmit_timer`).
     pub(super) fn reset_xmit_timer(&mut self, now: Time, kind: XmitTimer, when: Dur, q: &mut impl Io) {
-        let pacing_delay = if self.paced { self.wstamp.since(now) } else { Dur::ZERO };
+        let pacing_delay = self.pacing.delay(now);
         self.xmit.reset(now, kind, when, pacing_delay, q);
     }
 

@@ -14,7 +14,7 @@ impl Sender {
     /// socket was app-limited, then pushes.
     pub fn start(&mut self, now: Time, q: &mut impl Io) {
         self.started = true;
-        self.wstamp = now;
+        self.pacing.start(now);
         // The (unmodelled) SYN-ACK's timestamp, as a capture's synthetic handshake shows it.
         self.ts_recent = (now.ns() / 1_000_000) as u32;
         // The check runs before the write is queued, when nothing is unsent: a flow's
@@ -39,7 +39,7 @@ impl Sender {
         self.write.append(bytes, self.snd_nxt(), self.p.gso);
         if !self.started {
             self.started = true;
-            self.wstamp = now;
+            self.pacing.start(now);
         }
         self.slow_start_after_idle_check(now);
         let nonagle = if more { NAGLE_CORK } else { self.write.nonagle() };
