@@ -20,7 +20,9 @@ use super::rate::{Pick, RateState, TxSnapshot};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, EVER_RETRANS, RETRANS, SACKED};
 use super::tlp::Tlp;
+use super::tsopt::{ts_ms, Timestamps};
 use super::tsq::Tsq;
+use super::undo::Undo;
 use super::wake::{SenderTimer, Wake};
 use super::write::WriteQueue;
 use super::xmit_timer::{RetransmitTimer, XmitTimer};
@@ -93,6 +95,13 @@ pub struct SenderStats {
     pub spurious_rtos: u64,
 }
 
+impl SenderStats {
+    /// Every undone reduction (the four undo counters).
+    pub fn undos(&self) -> u64 {
+        self.full_undo + self.partial_undo + self.dsack_undo + self.loss_undo
+    }
+}
+
 pub struct Sender {
     pub p: SenderParams,
     pub cc: Box<dyn CongestionControl>,
@@ -142,10 +151,10 @@ pub struct Sender {
     pub(super) probes_out: u32,
     pub stats: SenderStats,
     pub started: bool,
-    /// The receiver's latest timestamp, echoed in data segments (`ts_recent`); only
-    /// packet captures read it.
-    pub(super) ts_recent: u32,
-    undo: undo::UndoState,
+    /// The timestamp option: the peer's latest TSval and the echo of the ACK at hand.
+    ts: Timestamps,
+    /// What an undo of the current reduction restores.
+    undo: Undo,
     /// Busy and window-limited time (`tcp_chrono_*`).
     pub chronos: super::chrono::Chronos,
     /// When set, every skb handed to the NIC is recorded here (a scripted endpoint reads
@@ -223,7 +232,7 @@ impl Sender {
             probes_out: 0,
             stats: SenderStats::default(),
             started: false,
-            ts_recent: 0,
+            ts: Timestamps::default(),
             undo: Default::default(),
             chronos: super::chrono::Chronos::new(p.tcp.hz),
             tx_log: None,
@@ -387,10 +396,7 @@ impl Sender {
         if ack.conn != self.p.conn {
             return; // an ACK of a closed connection, still in flight
         }
-        if ack.ts_val.wrapping_sub(self.ts_recent) as i32 >= 0 {
-            self.ts_recent = ack.ts_val;
-        }
-        self.undo.rcv_tsecr = ack.ts_ecr;
+        self.ts.on_ack(ack.ts_val, ack.ts_ecr);
         if ack.ack > self.snd_nxt() {
             return; // ACK of unsent data: ignored
         }
@@ -414,7 +420,7 @@ impl Sender {
         if ack.rwnd != self.snd_wnd {
             flag |= FLAG_WIN_UPDATE;
             self.snd_wnd = ack.rwnd;
-            self.undo.max_window = self.undo.max_window.max(ack.rwnd);
+            self.undo.note_window(ack.rwnd);
             if self.has_unsent() {
                 self.slow_start_after_idle_check(now);
             }
@@ -458,7 +464,7 @@ impl Sender {
         }
         if seq_rtt < 0 && ack.ts_ecr != 0 && flag & FLAG_DATA_ACKED != 0 {
             // RTTM from the timestamp echo (1 ms clock), for retransmitted data.
-            let delta_ms = undo::ts_ms(now).wrapping_sub(ack.ts_ecr);
+            let delta_ms = ts_ms(now).wrapping_sub(ack.ts_ecr);
             if delta_ms < i32::MAX as u32 / 1000 {
                 seq_rtt = delta_ms.max(1) as i64 * 1000;
                 ca_rtt = seq_rtt;
@@ -549,7 +555,7 @@ impl Sender {
             }
             if !seg.has(SACKED) && !self.is_reno() {
                 self.delivered += 1;
-                if !(ever_retrans && self.tsecr_before(seg.tx_time)) {
+                if !(ever_retrans && self.ts.ecr_before(seg.tx_time)) {
                     // not `tcp_skb_spurious_retrans`: the ACK is not for the original
                     self.rack_advance(now, seg.flags, seq + 1, seg.tx_time);
                 }

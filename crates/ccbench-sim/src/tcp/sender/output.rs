@@ -10,6 +10,7 @@ use crate::tcp::chrono::Chrono;
 use crate::tcp::io::Io;
 use crate::tcp::pacing;
 use crate::tcp::scoreboard::Seg;
+use crate::tcp::tsopt::ts_ms;
 use crate::tcp::tsq::Tsq;
 use crate::tcp::xmit_timer::XmitTimer;
 use crate::time::{Dur, Time};
@@ -272,7 +273,7 @@ impl Sender {
             if !self.send_skb(now, first..first + run, TxKind::Retrans, q) {
                 break;
             }
-            self.note_retransmit(run as u32, self.sb.get(first).tx_time);
+            self.undo.on_retransmit(run as u32, self.sb.get(first).tx_time);
             if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
                 self.prr_out += run as u32;
             }
@@ -295,7 +296,7 @@ impl Sender {
             if !self.send_skb(now, head..head + 1, TxKind::Retrans, q) {
                 return false;
             }
-            self.note_retransmit(1, self.sb.get(head).tx_time);
+            self.undo.on_retransmit(1, self.sb.get(head).tx_time);
         }
         true
     }
@@ -327,7 +328,7 @@ impl Sender {
         let conn = self.tx_snapshot(self.inflight() + n);
         let snap = self.rate.on_send(tx_time.us(), self.sb.packets_out(), &conn);
         // TSval from the departure time, as `tcp_skb_timestamp_ts` (EDT).
-        let ts_val = super::undo::ts_ms(tx_time);
+        let ts_val = ts_ms(tx_time);
         let mut payload = 0u64;
         let mut done = now;
         // PSH: `__tcp_transmit_skb` forces it on every skb of more than one segment (so
@@ -352,7 +353,7 @@ impl Sender {
                 seq,
                 payload: len,
                 ts_val,
-                ts_ecr: self.ts_recent,
+                ts_ecr: self.ts.recent(),
                 ect,
                 cwr,
                 psh: psh_at == Some(seq),

@@ -12,6 +12,7 @@ use super::*;
 use crate::net::Packet;
 use crate::tcp::io::Io;
 use crate::tcp::rtt::RTO_MAX;
+use crate::tcp::tsopt::ts_ms;
 use crate::tcp::xmit_timer::XmitTimer;
 use crate::time::{Dur, Time};
 use crate::units::wire;
@@ -100,8 +101,8 @@ impl Sender {
             wire_bytes: wire::ACK_BYTES,
             seq: snd_una,
             payload: 0,
-            ts_val: super::undo::ts_ms(now),
-            ts_ecr: self.ts_recent,
+            ts_val: ts_ms(now),
+            ts_ecr: self.ts.recent(),
             ..Default::default()
         };
         q.transmit(now, self.p.id, pkt);

@@ -145,7 +145,7 @@ impl Sender {
     /// `tcp_end_cwnd_reduction`: cwnd = ssthresh, unless the algorithm owns cwnd or the
     /// reduction was undone.
     pub(super) fn end_cwnd_reduction(&mut self, now: Time) {
-        let undoable = self.ca_state == CaState::Cwr || self.undo.marker.is_some();
+        let undoable = self.ca_state == CaState::Cwr || self.undo.is_open();
         if !self.cc.owns_cwnd() && self.w.ssthresh < INFINITE_SSTHRESH && undoable {
             self.w.cwnd = self.w.ssthresh;
         }
@@ -177,9 +177,9 @@ impl Sender {
     /// `tcp_enter_cwr`: a CWR reduction, unless one is under way (an ECN echo, or a
     /// packet the local qdisc refused).
     pub(super) fn enter_cwr(&mut self, now: Time) {
-        self.undo.prior_ssthresh = 0;
+        self.undo.set_prior_ssthresh(0);
         if self.ca_state < CaState::Cwr {
-            self.undo.marker = None;
+            self.undo.close();
             self.init_cwnd_reduction(now);
             self.set_ca_state(now, CaState::Cwr);
         }
@@ -188,11 +188,11 @@ impl Sender {
     /// `tcp_enter_recovery`: save what an undo restores, then reduce (unless already).
     pub(super) fn enter_recovery(&mut self, now: Time, ece: bool) {
         self.retrans_stamp_cleanup();
-        self.undo.prior_ssthresh = 0;
+        self.undo.set_prior_ssthresh(0);
         self.init_undo();
         if !matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
             if !ece {
-                self.undo.prior_ssthresh = self.current_ssthresh();
+                self.undo.set_prior_ssthresh(self.current_ssthresh());
             }
             self.init_cwnd_reduction(now);
         }
@@ -211,11 +211,11 @@ impl Sender {
         let f = *flag;
         let ece = f & FLAG_ECE != 0;
         if ece {
-            self.undo.prior_ssthresh = 0;
+            self.undo.set_prior_ssthresh(0);
         }
         // D. Exit Recovery or CWR once everything sent before it is acknowledged.
         if self.ca_state == CaState::Open {
-            self.undo.retrans_stamp = 0;
+            self.undo.clear_stamp();
         } else if self.sb.snd_una >= self.high_seq {
             match self.ca_state {
                 CaState::Cwr if self.sb.snd_una != self.high_seq => {
@@ -297,7 +297,7 @@ impl Sender {
                 if self.snd_nxt() > self.high_seq {
                     return;
                 }
-                self.undo.frto = false;
+                self.undo.set_frto(false);
             }
             Rexmit::Lost => {}
         }
@@ -424,7 +424,7 @@ impl Sender {
         }
         let new_recovery = self.ca_state < CaState::Recovery;
         if new_episode {
-            self.undo.prior_ssthresh = self.current_ssthresh();
+            self.undo.set_prior_ssthresh(self.current_ssthresh());
             self.prior_cwnd = self.w.cwnd;
             let info = self.info(now);
             self.w.ssthresh = self.cc.ssthresh(&info, &self.w);
@@ -439,7 +439,7 @@ impl Sender {
         self.ecn_queue_cwr = self.p.flow.ecn != crate::net::Ecn::Off;
         // F-RTO (RFC 5682 3.1 step 1) unless recovery was already under way, except for a
         // repeated timeout of the same snd_una (3.2).
-        self.undo.frto = self.p.tcp.frto != 0 && (new_recovery || self.rto_retransmits > 0);
+        self.undo.set_frto(self.p.tcp.frto != 0 && (new_recovery || self.rto_retransmits > 0));
         let sent = self.retransmit_head(now, q);
         self.rto_retransmits += 1;
         if !sent {

@@ -5,7 +5,7 @@ use super::*;
 use crate::cc::CaState;
 use crate::net::packet::SackBlock;
 use crate::net::Packet;
-use crate::tcp::scoreboard::{EVER_RETRANS, SACKED};
+use crate::tcp::scoreboard::{EVER_RETRANS, RETRANS, SACKED};
 use crate::time::Time;
 
 impl Sender {
@@ -48,7 +48,7 @@ impl Sender {
             }
         }
         self.sack_cache = blocks;
-        if self.ca_state != CaState::Loss || self.undo.marker.is_some() {
+        if self.ca_state != CaState::Loss || self.undo.is_open() {
             self.check_sack_reordering(scan.reord);
         }
         flag
@@ -88,5 +88,53 @@ impl Sender {
         self.rate.on_delivered(&mut scan.pick, seg.tx_time.us(), seq + 1, &mut tx, true, seg.has(EVER_RETRANS));
         self.sb.get_mut(seq).tx = tx;
         flag
+    }
+
+    /// `tcp_check_dsack`: is the first block a DSACK (below the cumulative ACK, or inside
+    /// the second block)? Counts it (`tcp_dsack_seen`) and, for data already acknowledged,
+    /// takes it off `undo_retrans`.
+    pub(super) fn check_dsack(&mut self, ack: u64, blocks: &[(u64, u64)], flag: &mut u32) -> bool {
+        let Some(&(start, end)) = blocks.first() else { return false };
+        let below = start < ack;
+        let inside_next = blocks.len() > 1 && end <= blocks[1].1 && start >= blocks[1].0;
+        if !(below || inside_next) {
+            return false;
+        }
+        // tcp_dsack_seen
+        if start >= end {
+            return false;
+        }
+        let segs = end - start;
+        if !self.undo.dsack_fits_window(segs * self.p.tcp.mss as u64, self.snd_wnd) {
+            return false; // dubious: larger than any window
+        }
+        if self.tlp.is_dsack_of_probe(start, end) {
+            *flag |= FLAG_DSACK_TLP;
+        }
+        if !self.undo.count_dsack(segs, self.stats.retransmits) {
+            return false; // nothing was retransmitted to be duplicated
+        }
+        *flag |= FLAG_DSACKING_ACK;
+        self.stats.dsacks += 1;
+        // A spurious retransmission is delivered (`sack_delivered`).
+        self.delivered += segs;
+        self.undo.dsack_below_una(end, segs, self.sb.snd_una);
+        true
+    }
+
+    /// `tcp_sacktag_one` for a segment still queued that a DSACK block covers.
+    pub(super) fn dsack_one(&mut self, now: Time, seq: u64, scan: &mut AckScan) -> u32 {
+        let f = self.sb.get(seq).flags;
+        if f & (RETRANS | EVER_RETRANS) != 0 {
+            self.undo.dsack_queued(seq);
+            if f & SACKED != 0 && seq < scan.reord {
+                scan.reord = seq;
+            }
+        }
+        if f & SACKED == 0 {
+            self.sack_one(now, seq, scan)
+        } else {
+            0
+        }
     }
 }

@@ -16,7 +16,7 @@ impl Sender {
         self.started = true;
         self.pacing.start(now);
         // The (unmodelled) SYN-ACK's timestamp, as a capture's synthetic handshake shows it.
-        self.ts_recent = (now.ns() / 1_000_000) as u32;
+        self.ts.start(now);
         // The check runs before the write is queued, when nothing is unsent: a flow's
         // first flight is app-limited, and BBR's TX_START sees `idle_restart`.
         self.check_app_limited(false);

@@ -52,9 +52,9 @@ fn spurious_fast_retransmit(s: &mut Sender, q: &mut Loopback) -> Time {
     s.on_ack(t, &ack(0, ms(T0), &[(1, 4)], false), q);
     assert_eq!(s.ca_state, CaState::Recovery);
     assert_eq!(s.stats.retransmits, 1, "the fast retransmit of segment 0");
-    assert_eq!(s.undo.marker, Some(0), "tcp_init_undo: undo_marker = snd_una");
-    assert_eq!(s.undo.retrans, 1, "one retransmission not yet proven spurious");
-    assert_eq!(s.undo.prior_ssthresh, INFINITE_SSTHRESH, "tcp_current_ssthresh: max(ssthresh, 3/4 cwnd)");
+    assert_eq!(s.undo.marker(), Some(0), "tcp_init_undo: undo_marker = snd_una");
+    assert_eq!(s.undo.retrans(), 1, "one retransmission not yet proven spurious");
+    assert_eq!(s.undo.prior_ssthresh(), INFINITE_SSTHRESH, "tcp_current_ssthresh: max(ssthresh, 3/4 cwnd)");
     assert_eq!(s.w.ssthresh, 5, "Reno halves");
     t
 }
@@ -63,7 +63,7 @@ fn spurious_fast_retransmit(s: &mut Sender, q: &mut Loopback) -> Time {
 fn dsack_of_the_only_retransmission_undoes_fast_recovery() {
     let (mut s, mut q) = sender(2);
     let t = spurious_fast_retransmit(&mut s, &mut q);
-    let stamp = s.undo.retrans_stamp;
+    let stamp = s.undo.retrans_stamp();
     assert_eq!(stamp, ms(t), "retrans_stamp: TSval of the first retransmission");
     // The original segment 0 arrives after all; the ACK echoes the retransmission's
     // TSval (so the timestamp test cannot tell), and advances snd_una to 4.
@@ -74,9 +74,9 @@ fn dsack_of_the_only_retransmission_undoes_fast_recovery() {
     // The retransmission arrives as a duplicate: DSACK (0, 1) below the cumulative ACK.
     s.on_ack(t1 + Dur::from_ms(1), &ack(4, stamp, &[(0, 1)], true), &mut q);
     assert_eq!(s.stats.dsacks, 1);
-    assert_eq!(s.undo.retrans, 0, "tcp_check_dsack took it off undo_retrans");
+    assert_eq!(s.undo.retrans(), 0, "tcp_check_dsack took it off undo_retrans");
     assert_eq!(s.stats.dsack_undo, 1, "tcp_try_undo_dsack");
-    assert_eq!(s.undo.marker, None);
+    assert_eq!(s.undo.marker(), None);
     assert_eq!(s.w.ssthresh, INFINITE_SSTHRESH, "ssthresh back to prior_ssthresh: slow start resumes");
     assert!(s.w.cwnd >= 10, "cwnd back to at least prior_cwnd (tcp_reno_undo_cwnd), got {}", s.w.cwnd);
     assert!(s.ca_state <= CaState::Disorder, "tcp_try_to_open after the undo, got {:?}", s.ca_state);
@@ -101,7 +101,7 @@ fn real_loss_keeps_the_reduction() {
     let (mut s, mut q) = sender(2);
     let t = spurious_fast_retransmit(&mut s, &mut q);
     // Only the retransmission arrives: the ACK echoes its TSval; no DSACK ever comes.
-    s.on_ack(t + Dur::from_ms(40), &ack(10, s.undo.retrans_stamp, &[], false), &mut q);
+    s.on_ack(t + Dur::from_ms(40), &ack(10, s.undo.retrans_stamp(), &[], false), &mut q);
     assert_eq!(s.ca_state, CaState::Open);
     assert_eq!(s.stats.full_undo + s.stats.dsack_undo + s.stats.partial_undo, 0);
     assert_eq!(s.w.ssthresh, 5);
@@ -116,7 +116,7 @@ fn timeout(s: &mut Sender, q: &mut Loopback) -> Time {
     assert_eq!(s.ca_state, CaState::Loss);
     assert_eq!((s.sb.lost_out, s.sb.retrans_out), (10, 1));
     assert_eq!(s.w.cwnd, 1, "tcp_enter_loss: cwnd = inflight + 1");
-    assert_eq!(s.undo.prior_ssthresh, INFINITE_SSTHRESH);
+    assert_eq!(s.undo.prior_ssthresh(), INFINITE_SSTHRESH);
     t
 }
 
@@ -124,9 +124,9 @@ fn timeout(s: &mut Sender, q: &mut Loopback) -> Time {
 fn frto_finds_a_timeout_spurious_when_never_retransmitted_data_is_acked() {
     let (mut s, mut q) = sender(2);
     let t = timeout(&mut s, &mut q);
-    assert!(s.undo.frto, "tcp_enter_loss: F-RTO for a new recovery");
+    assert!(s.undo.frto(), "tcp_enter_loss: F-RTO for a new recovery");
     // The retransmission of 0 is acknowledged (timestamps echo it: no Eifel undo).
-    let stamp = s.undo.retrans_stamp;
+    let stamp = s.undo.retrans_stamp();
     s.on_ack(t + Dur::from_ms(40), &ack(1, stamp, &[], false), &mut q);
     assert_eq!(s.ca_state, CaState::Loss);
     assert_eq!(s.stats.retransmits, 1, "step 2.b: new data, not retransmissions");
@@ -149,8 +149,8 @@ fn frto_finds_a_timeout_spurious_when_never_retransmitted_data_is_acked() {
 fn without_frto_the_same_acks_retransmit_the_window() {
     let (mut s, mut q) = sender(0);
     let t = timeout(&mut s, &mut q);
-    assert!(!s.undo.frto);
-    let stamp = s.undo.retrans_stamp;
+    assert!(!s.undo.frto());
+    let stamp = s.undo.retrans_stamp();
     s.on_ack(t + Dur::from_ms(40), &ack(1, stamp, &[], false), &mut q);
     s.on_ack(t + Dur::from_ms(41), &ack(2, 0, &[], false), &mut q);
     assert_eq!(s.ca_state, CaState::Loss);
@@ -162,12 +162,12 @@ fn without_frto_the_same_acks_retransmit_the_window() {
 fn frto_sees_real_loss_when_the_new_data_is_sacked_but_not_the_old() {
     let (mut s, mut q) = sender(2);
     let t = timeout(&mut s, &mut q);
-    let stamp = s.undo.retrans_stamp;
+    let stamp = s.undo.retrans_stamp();
     s.on_ack(t + Dur::from_ms(40), &ack(1, stamp, &[], false), &mut q);
     assert_eq!(s.snd_nxt(), 12);
     // The new segment 10 is SACKed while 1..10 stay missing (step 3.a).
     s.on_ack(t + Dur::from_ms(41), &ack(1, stamp, &[(10, 11)], false), &mut q);
-    assert!(!s.undo.frto, "the loss was real");
+    assert!(!s.undo.frto(), "the loss was real");
     assert_eq!(s.stats.spurious_rtos, 0);
     assert_eq!(s.ca_state, CaState::Loss);
     assert!(s.stats.retransmits > 1, "conventional recovery resumes");
@@ -220,7 +220,7 @@ fn partial_ack_for_an_original_undoes_then_rack_restarts_recovery_for_the_real_h
     s.on_timer_expired(due, SenderTimer::Retransmit, &mut q);
     assert_eq!(s.ca_state, CaState::Recovery);
     assert_eq!(s.sb.lost_out, 1);
-    assert_eq!(s.undo.marker, Some(1), "tcp_init_undo for the new episode");
+    assert_eq!(s.undo.marker(), Some(1), "tcp_init_undo for the new episode");
     s.sb.audit(false).unwrap();
 }
 
