@@ -3,14 +3,17 @@
 
 pub mod chrono;
 pub mod config;
+pub mod cwnd_use;
 pub mod io;
 pub mod pacing;
+pub mod prr;
 pub mod rack;
 pub mod rate;
 pub mod rcvbuf;
 pub mod receiver;
 pub mod report;
 pub mod rtt;
+pub mod sack;
 pub mod scoreboard;
 pub mod scripted;
 pub mod sender;

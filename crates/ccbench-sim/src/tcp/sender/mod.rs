@@ -13,11 +13,14 @@ mod undo_tests;
 
 use super::chrono::Chrono;
 use super::config::{FlowConfig, TcpConfig};
+use super::cwnd_use::CwndUse;
 use super::io::Io;
 use super::pacing::Pacing;
+use super::prr::Prr;
 use super::rack::{Rack, Reordering};
 use super::rate::{Pick, RateState, TxSnapshot};
 use super::rtt::RttEstimator;
+use super::sack::SackState;
 use super::scoreboard::{Scoreboard, EVER_RETRANS, RETRANS, SACKED};
 use super::tlp::Tlp;
 use super::tsopt::{ts_ms, Timestamps};
@@ -29,7 +32,6 @@ use super::xmit_timer::{RetransmitTimer, XmitTimer};
 use crate::base::histogram::Histogram;
 use crate::cc::{AckSample, CaState, CongestionControl, ConnInfo, LostSegment, RateSample, Window};
 use crate::event::Schedule;
-use crate::net::packet::SackBlock;
 use crate::net::Ecn;
 use crate::net::Packet;
 use crate::time::{Dur, Time};
@@ -118,28 +120,24 @@ pub struct Sender {
     pub rtt: RttEstimator,
     pub ca_state: CaState,
     pub(super) high_seq: u64,
-    pub(super) prior_cwnd: u32,
-    pub(super) prr_delivered: u32,
-    pub(super) prr_out: u32,
+    /// Proportional Rate Reduction's counts for the current reduction.
+    prr: Prr,
     /// RACK's most recently sent delivered segment.
     rack: Rack,
     /// How far the path has been seen to reorder.
     reordering: Reordering,
-    /// The end of the highest SACKed segment (`tcp_highest_sack_seq` while any is SACKed).
-    pub(super) highest_sack: u64,
+    /// The highest SACK and the previous ACK's blocks.
+    sack: SackState,
     /// The tail loss probe's episode.
     tlp: Tlp,
-    // cwnd validation (tcp_cwnd_validate)
-    pub(super) is_cwnd_limited: bool,
-    pub(super) max_packets_out: u32,
-    pub(super) cwnd_usage_seq: u64,
+    /// Whether the last window used the cwnd (`tcp_cwnd_validate`).
+    cwnd_use: CwndUse,
     /// Time of the last data transmission (`lsndtime`).
     pub(super) last_send: Time,
     /// The EDT clock and the pacing timer.
     pacing: Pacing,
     /// TCP Small Queues: this socket's skbs below it, and the TX-completion wake-up.
     tsq: Tsq,
-    pub(super) sack_cache: Vec<SackBlock>,
     // Timers
     /// The retransmit timer: RTO, loss probe, RACK's reordering timeout, zero-window probe.
     xmit: RetransmitTimer,
@@ -212,20 +210,15 @@ impl Sender {
             rtt,
             ca_state: CaState::Open,
             high_seq: 0,
-            prior_cwnd: 0,
-            prr_delivered: 0,
-            prr_out: 0,
+            prr: Prr::default(),
             rack: Rack::default(),
             reordering: Reordering::default(),
-            highest_sack: 0,
+            sack: SackState::default(),
             tlp: Tlp::default(),
-            is_cwnd_limited: false,
-            max_packets_out: 0,
-            cwnd_usage_seq: 0,
+            cwnd_use: CwndUse::default(),
             last_send: Time::ZERO,
             pacing: Pacing::new(paced, p.id),
             tsq: Tsq::new(p.id),
-            sack_cache: Vec::new(),
             xmit: RetransmitTimer::new(p.tcp.hz, p.id),
             ecn_queue_cwr: false,
             rto_retransmits: 0,
@@ -289,7 +282,7 @@ impl Sender {
 
     /// `tcp_is_cwnd_limited`.
     pub(super) fn cwnd_limited(&self) -> bool {
-        self.is_cwnd_limited || (self.w.in_slow_start() && self.w.cwnd < 2 * self.max_packets_out)
+        self.cwnd_use.is_limited(self.w.in_slow_start(), self.w.cwnd)
     }
 
     /// The connection as congestion control sees it.
@@ -312,7 +305,7 @@ impl Sender {
             pacing_rate: self.w.pacing_rate,
             paced: self.pacing.enabled(),
             app_limited: self.rate.app_limited != 0,
-            prior_cwnd: self.prior_cwnd,
+            prior_cwnd: self.prr.prior_cwnd(),
             lsndtime: self.last_send,
             wstamp: self.pacing.wstamp(),
             delivered_ce: self.delivered_ce,
@@ -578,7 +571,7 @@ impl Sender {
             }
         }
         if self.sb.is_empty() {
-            self.sack_cache.clear();
+            self.sack.forget();
             self.chronos.stop(now, Chrono::Busy, !self.has_unsent());
         }
         // Forget acknowledged transmissions so the send order stays window-sized.

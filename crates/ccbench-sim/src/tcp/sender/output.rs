@@ -238,7 +238,7 @@ impl Sender {
         }
         if sent > 0 {
             if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
-                self.prr_out += sent;
+                self.prr.on_sent(sent);
             }
             if push_one != 2 {
                 self.schedule_loss_probe(now, false, q);
@@ -275,7 +275,7 @@ impl Sender {
             }
             self.undo.on_retransmit(run as u32, self.sb.get(first).tx_time);
             if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
-                self.prr_out += run as u32;
+                self.prr.on_sent(run as u32);
             }
             if first == self.sb.snd_una && self.xmit.kind() != XmitTimer::ReoTimeout {
                 rearm = true;
@@ -416,15 +416,8 @@ impl Sender {
 
     /// `tcp_cwnd_validate`: remember whether the last window was cwnd-limited.
     fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
-        let packets_out = self.sb.packets_out();
-        if self.sb.snd_una >= self.cwnd_usage_seq
-            || is_cwnd_limited
-            || (!self.is_cwnd_limited && packets_out > self.max_packets_out)
-        {
-            self.is_cwnd_limited = is_cwnd_limited;
-            self.max_packets_out = packets_out;
-            self.cwnd_usage_seq = self.snd_nxt();
-        }
+        let (packets_out, snd_una, snd_nxt) = (self.sb.packets_out(), self.sb.snd_una, self.snd_nxt());
+        self.cwnd_use.validate(is_cwnd_limited, packets_out, snd_una, snd_nxt);
     }
 
     /// `tcp_rate_check_app_limited`, run by `tcp_sendmsg_locked` before it queues the

@@ -135,9 +135,7 @@ impl Sender {
         self.high_seq = self.snd_nxt();
         self.tlp.end();
         self.w.cwnd_cnt = 0;
-        self.prior_cwnd = self.w.cwnd;
-        self.prr_delivered = 0;
-        self.prr_out = 0;
+        self.prr.start(self.w.cwnd);
         let info = self.info(now);
         self.w.ssthresh = self.cc.ssthresh(&info, &self.w);
     }
@@ -369,25 +367,11 @@ impl Sender {
 
     /// `tcp_cwnd_reduction`: Proportional Rate Reduction (RFC 6937, PRR-SSRB).
     pub(super) fn cwnd_reduction(&mut self, newly_acked_sacked: u32, newly_lost: u32, flag: u32) {
-        if newly_acked_sacked == 0 || self.prior_cwnd == 0 {
-            return;
+        let snd_una_advanced = flag & FLAG_SND_UNA_ADVANCED != 0;
+        let (inflight, ssthresh) = (self.inflight(), self.w.ssthresh);
+        if let Some(cwnd) = self.prr.cwnd(newly_acked_sacked, newly_lost, snd_una_advanced, inflight, ssthresh) {
+            self.w.cwnd = cwnd;
         }
-        let inflight = self.inflight() as i64;
-        let delta = self.w.ssthresh as i64 - inflight;
-        self.prr_delivered += newly_acked_sacked;
-        let mut sndcnt = if delta < 0 {
-            let dividend = self.w.ssthresh as u64 * self.prr_delivered as u64 + self.prior_cwnd as u64 - 1;
-            (dividend / self.prior_cwnd as u64) as i64 - self.prr_out as i64
-        } else {
-            let mut n = (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
-            if flag & FLAG_SND_UNA_ADVANCED != 0 && newly_lost == 0 {
-                n += 1;
-            }
-            n.min(delta)
-        };
-        // Force a fast retransmit upon entering fast recovery.
-        sndcnt = sndcnt.max(if self.prr_out > 0 { 0 } else { 1 });
-        self.w.cwnd = (inflight + sndcnt).max(1) as u32;
     }
 
     /// `tcp_retransmit_timer` -> `tcp_enter_loss`, saving what an undo restores.
@@ -425,7 +409,7 @@ impl Sender {
         let new_recovery = self.ca_state < CaState::Recovery;
         if new_episode {
             self.undo.set_prior_ssthresh(self.current_ssthresh());
-            self.prior_cwnd = self.w.cwnd;
+            self.prr.set_prior_cwnd(self.w.cwnd);
             let info = self.info(now);
             self.w.ssthresh = self.cc.ssthresh(&info, &self.w);
             self.cc.cwnd_event(&info, &mut self.w, CaEvent::Loss);

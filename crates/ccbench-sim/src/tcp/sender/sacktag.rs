@@ -14,7 +14,7 @@ impl Sender {
     pub(super) fn sacktag(&mut self, now: Time, ack: &Packet, scan: &mut AckScan) -> u32 {
         let mut flag = 0;
         if self.sb.sacked_out == 0 {
-            self.highest_sack = self.sb.snd_una; // tcp_highest_sack_reset
+            self.sack.reset_highest(self.sb.snd_una);
         }
         scan.reord = self.snd_nxt();
         let mut blocks: Vec<SackBlock> = ack.sack_blocks().to_vec();
@@ -34,20 +34,14 @@ impl Sender {
         for &(start, end) in &blocks {
             let mut seq = start;
             while seq < end {
-                // Skip what a cached block already covered.
-                if let Some(&(_, c_end)) = self.sack_cache.iter().find(|c| c.0 <= seq && seq < c.1) {
-                    seq = c_end.min(end);
-                    continue;
-                }
-                let next_cached =
-                    self.sack_cache.iter().map(|c| c.0).filter(|&s| s > seq).min().unwrap_or(end).min(end);
-                for s in seq..next_cached {
+                let (from, to) = self.sack.uncached_run(seq, end);
+                for s in from..to {
                     flag |= self.sack_one(now, s, scan);
                 }
-                seq = next_cached;
+                seq = to;
             }
         }
-        self.sack_cache = blocks;
+        self.sack.remember(blocks);
         if self.ca_state != CaState::Loss || self.undo.is_open() {
             self.check_sack_reordering(scan.reord);
         }
@@ -56,11 +50,7 @@ impl Sender {
 
     /// `tcp_highest_sack_seq`: the end of the highest SACKed segment, or `snd_una`.
     pub(super) fn highest_sack_seq(&self) -> u64 {
-        if self.sb.sacked_out == 0 {
-            self.sb.snd_una
-        } else {
-            self.highest_sack
-        }
+        self.sack.highest_seq(self.sb.sacked_out, self.sb.snd_una)
     }
 
     pub(super) fn sack_one(&mut self, now: Time, seq: u64, scan: &mut AckScan) -> u32 {
@@ -82,7 +72,7 @@ impl Sender {
             scan.last_sackt = Some(seg.tx_time);
         }
         self.sb.mark_sacked(seq);
-        self.highest_sack = self.highest_sack.max(seq + 1); // tcp_advance_highest_sack
+        self.sack.advance_highest(seq + 1);
         self.delivered += 1;
         let mut tx = seg.tx;
         self.rate.on_delivered(&mut scan.pick, seg.tx_time.us(), seq + 1, &mut tx, true, seg.has(EVER_RETRANS));
