@@ -206,7 +206,7 @@ impl ScriptedSender {
         m.insert("tcpi_snd_ssthresh", s.w.ssthresh.min(INFINITE_SSTHRESH) as i64);
         m.insert("tcpi_retransmits", s.rto_retransmits() as i64);
         m.insert("tcpi_backoff", s.rtt.backoff as i64);
-        m.insert("tcpi_probes", s.probes_out as i64);
+        m.insert("tcpi_probes", s.probes_out() as i64);
         m.insert("tcpi_unacked", s.sb.packets_out() as i64);
         m.insert("tcpi_sacked", s.sb.sacked_out as i64);
         m.insert("tcpi_lost", s.sb.lost_out as i64);

@@ -9,6 +9,7 @@ use crate::net::Packet;
 use crate::tcp::chrono::Chrono;
 use crate::tcp::io::Io;
 use crate::tcp::pacing;
+use crate::tcp::rate::TxSnapshot;
 use crate::tcp::scoreboard::Seg;
 use crate::tcp::tsopt::ts_ms;
 use crate::tcp::tsq::Tsq;
@@ -32,6 +33,16 @@ enum Defer {
     ForRwnd,
 }
 
+/// What became of one skb handed to the NIC.
+struct SentSkb {
+    /// Payload bytes.
+    payload: u64,
+    /// When its last segment's TX completion reaches the host.
+    done: Time,
+    /// A segment of it carried CWR.
+    cwr: bool,
+}
+
 /// What an skb handed to the NIC carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum TxKind {
@@ -43,16 +54,6 @@ pub(super) enum TxKind {
 }
 
 impl Sender {
-    /// `tcp_snd_wnd_test`: segment `seq` fits in the peer's window.
-    pub(super) fn rwnd_allows(&self, seq: u64) -> bool {
-        self.seg_start(seq) + self.write.seg_len(seq) as u64 <= self.wnd_end()
-    }
-
-    /// `tcp_wnd_end`: the stream offset the peer's window reaches.
-    pub(super) fn wnd_end(&self) -> u64 {
-        self.seg_start(self.sb.snd_una) + self.snd_wnd
-    }
-
     /// Whole segments the peer's window still admits beyond `snd_nxt`.
     fn rwnd_segs(&self) -> u64 {
         (self.wnd_end().saturating_sub(self.seg_start(self.snd_nxt())) / self.p.tcp.mss as u64).max(1)
@@ -190,10 +191,7 @@ impl Sender {
                 is_rwnd_limited = true;
                 break;
             }
-            let unsent = self.write.written_segs() - seq;
-            let nsegs = (quota as u64).min(max_segs as u64).min(self.rwnd_segs()).min(unsent) as u32;
-            let nsegs = self.write.skb_segs(seq, nsegs);
-            let nsegs = self.write.nagle_segs(seq, nsegs, nonagle, self.sb.snd_una, self.snd_nxt());
+            let nsegs = self.next_skb_segs(seq, quota, max_segs, nonagle);
             if nsegs == 0 {
                 break;
             }
@@ -226,6 +224,31 @@ impl Sender {
                 break;
             }
         }
+        self.write_xmit_done(now, sent, is_cwnd_limited, is_rwnd_limited, push_one != 2, q);
+    }
+
+    /// The segments of the next skb from `seq`: at most the cwnd `quota`, the TSO goal
+    /// `max_segs`, what the peer's window admits and what was written, ended by a short
+    /// segment, and what Nagle lets go under `nonagle`.
+    fn next_skb_segs(&self, seq: u64, quota: u32, max_segs: u32, nonagle: u8) -> u32 {
+        let unsent = self.write.written_segs() - seq;
+        let nsegs = (quota as u64).min(max_segs as u64).min(self.rwnd_segs()).min(unsent) as u32;
+        let nsegs = self.write.skb_segs(seq, nsegs);
+        self.write.nagle_segs(seq, nsegs, nonagle, self.sb.snd_una, self.snd_nxt())
+    }
+
+    /// The end of `tcp_write_xmit` after `sent` segments: the rwnd-limited chronograph,
+    /// cwnd validation, PRR's count, and a loss probe to follow new data (unless this
+    /// was one, `schedule_probe` false).
+    fn write_xmit_done(
+        &mut self,
+        now: Time,
+        sent: u32,
+        mut is_cwnd_limited: bool,
+        is_rwnd_limited: bool,
+        schedule_probe: bool,
+        q: &mut impl Io,
+    ) {
         if is_rwnd_limited {
             self.chronos.start(now, Chrono::RwndLimited);
         } else {
@@ -240,7 +263,7 @@ impl Sender {
             if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
                 self.prr.on_sent(sent);
             }
-            if push_one != 2 {
+            if schedule_probe {
                 self.schedule_loss_probe(now, false, q);
             }
         }
@@ -315,10 +338,7 @@ impl Sender {
             self.enter_cwr(now);
             return false;
         }
-        let retrans = kind != TxKind::New;
         let n = (segs.end - segs.start) as u32;
-        let first_seq = segs.start;
-        let mut any_cwr = false;
         let prior_wstamp = self.pacing.wstamp();
         let tx_time = self.pacing.departure(now);
         if self.inflight() == 0 {
@@ -327,25 +347,53 @@ impl Sender {
         }
         let conn = self.tx_snapshot(self.inflight() + n);
         let snap = self.rate.on_send(tx_time.us(), self.sb.packets_out(), &conn);
+        let skb = self.transmit_segs(now, tx_time, segs.clone(), kind, snap, q);
+        if self.tx_log.is_some() {
+            self.log_skb(tx_time, segs, kind, &skb);
+        }
+        self.tsq.on_sent(skb.done, skb.payload);
+        self.stats.data_segs_out += n as u64;
+        self.stats.bytes_sent += skb.payload;
+        self.stats.skbs_sent += 1;
+        if kind != TxKind::New {
+            self.stats.retransmits += n as u64;
+        }
+        self.last_send = now;
+        // EDT: the next skb leaves one burst-time later (`tcp_update_skb_after_send`).
+        let rate = self.w.pacing_rate;
+        if self.pacing.advances(rate, self.stats.data_segs_out) {
+            let bytes = self.paced_bytes(skb.payload);
+            self.pacing.advance(prior_wstamp, bytes, rate);
+        }
+        true
+    }
+
+    /// The segments `segs` of one skb leave at `tx_time` (EDT), each stamped in the
+    /// scoreboard with `snap` and handed to the NIC as a packet.
+    fn transmit_segs(
+        &mut self,
+        now: Time,
+        tx_time: Time,
+        segs: Range<u64>,
+        kind: TxKind,
+        snap: TxSnapshot,
+        q: &mut impl Io,
+    ) -> SentSkb {
+        let ect = self.p.flow.ecn != Ecn::Off;
         // TSval from the departure time, as `tcp_skb_timestamp_ts` (EDT).
         let ts_val = ts_ms(tx_time);
-        let mut payload = 0u64;
-        let mut done = now;
-        // PSH: `__tcp_transmit_skb` forces it on every skb of more than one segment (so
-        // that the receiver's GRO flushes); `tcp_push` puts it on the end of what the
-        // application wrote. After GSO it is on the skb's last segment only.
-        let psh_at = if n > 1 || segs.end == self.write.written_segs() { Some(segs.end - 1) } else { None };
+        let psh_at = self.psh_at(&segs);
+        let mut skb = SentSkb { payload: 0, done: now, cwr: false };
         for seq in segs {
             let len = self.write.seg_len(seq);
-            payload += len as u64;
+            skb.payload += len as u64;
             match kind {
                 TxKind::New => self.sb.push_new(Seg { tx_time, len, flags: 0, xmits: 1, tx: snap }),
                 TxKind::Retrans => self.sb.on_retransmit(seq, tx_time, snap),
                 TxKind::Probe => self.sb.on_probe(seq, tx_time, snap),
             }
-            let ect = self.p.flow.ecn != Ecn::Off;
-            let cwr = !retrans && std::mem::take(&mut self.ecn_queue_cwr);
-            any_cwr |= cwr;
+            let cwr = kind == TxKind::New && std::mem::take(&mut self.ecn_queue_cwr);
+            skb.cwr |= cwr;
             let pkt = Packet {
                 flow: self.p.id,
                 conn: self.p.conn,
@@ -359,39 +407,35 @@ impl Sender {
                 psh: psh_at == Some(seq),
                 ..Default::default()
             };
-            done = q.transmit(now, self.p.id, pkt);
+            skb.done = q.transmit(now, self.p.id, pkt);
         }
-        let start = if self.tx_log.is_some() { self.seg_start(first_seq) } else { 0 };
+        skb
+    }
+
+    /// PSH: `__tcp_transmit_skb` forces it on every skb of more than one segment (so
+    /// that the receiver's GRO flushes); `tcp_push` puts it on the end of what the
+    /// application wrote. After GSO it is on the skb's last segment only.
+    fn psh_at(&self, segs: &Range<u64>) -> Option<u64> {
+        let n = segs.end - segs.start;
+        (n > 1 || segs.end == self.write.written_segs()).then_some(segs.end - 1)
+    }
+
+    /// Record the skb `segs` sent at `tx_time` in `tx_log`.
+    fn log_skb(&mut self, tx_time: Time, segs: Range<u64>, kind: TxKind, skb: &SentSkb) {
+        let record = TxRecord {
+            time: tx_time,
+            seq: segs.start,
+            start: self.seg_start(segs.start),
+            segs: (segs.end - segs.start) as u32,
+            bytes: skb.payload,
+            retrans: kind != TxKind::New,
+            ect: self.p.flow.ecn != Ecn::Off,
+            cwr: skb.cwr,
+            psh: self.psh_at(&segs).is_some(),
+        };
         if let Some(log) = self.tx_log.as_mut() {
-            let ect = self.p.flow.ecn != Ecn::Off;
-            let psh = psh_at.is_some();
-            log.push(TxRecord {
-                time: tx_time,
-                seq: first_seq,
-                start,
-                segs: n,
-                bytes: payload,
-                retrans,
-                ect,
-                cwr: any_cwr,
-                psh,
-            });
+            log.push(record);
         }
-        self.tsq.on_sent(done, payload);
-        self.stats.data_segs_out += n as u64;
-        self.stats.bytes_sent += payload;
-        self.stats.skbs_sent += 1;
-        if retrans {
-            self.stats.retransmits += n as u64;
-        }
-        self.last_send = now;
-        // EDT: the next skb leaves one burst-time later (`tcp_update_skb_after_send`).
-        let rate = self.w.pacing_rate;
-        if self.pacing.advances(rate, self.stats.data_segs_out) {
-            let bytes = self.paced_bytes(payload);
-            self.pacing.advance(prior_wstamp, bytes, rate);
-        }
-        true
     }
 
     /// Bytes whose airtime the EDT clock advances by after a burst of `payload`: the
@@ -406,25 +450,9 @@ impl Sender {
         pacing::stride_bytes(payload, stride, goal)
     }
 
-    /// `tcp_update_pacing_rate` for algorithms without `cong_control`.
-    pub(super) fn update_pacing_rate(&mut self) {
-        let tcp = &self.p.tcp;
-        let ratios = (tcp.pacing_ss_ratio, tcp.pacing_ca_ratio);
-        let (cwnd, ssthresh, out) = (self.w.cwnd, self.w.ssthresh, self.sb.packets_out());
-        self.w.pacing_rate = pacing::cwnd_pacing_rate(tcp.mss, cwnd, ssthresh, out, self.rtt.srtt_us8, ratios);
-    }
-
     /// `tcp_cwnd_validate`: remember whether the last window was cwnd-limited.
     fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
         let (packets_out, snd_una, snd_nxt) = (self.sb.packets_out(), self.sb.snd_una, self.snd_nxt());
         self.cwnd_use.validate(is_cwnd_limited, packets_out, snd_una, snd_nxt);
-    }
-
-    /// `tcp_rate_check_app_limited`, run by `tcp_sendmsg_locked` before it queues the
-    /// write: `unsent` tells whether earlier writes still wait to be sent.
-    pub(super) fn check_app_limited(&mut self, unsent: bool) {
-        if !unsent && self.tsq.wmem() == 0 && self.inflight() < self.w.cwnd && self.sb.lost_out <= self.sb.retrans_out {
-            self.rate.app_limited = (self.delivered + self.inflight() as u64).max(1);
-        }
     }
 }

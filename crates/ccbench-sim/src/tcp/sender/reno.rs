@@ -10,11 +10,6 @@ use crate::tcp::scoreboard::LOST;
 use crate::time::Time;
 
 impl Sender {
-    /// Whether the peer SACKs (`tcp_is_sack`).
-    pub(super) fn is_reno(&self) -> bool {
-        !self.p.tcp.sack
-    }
-
     /// `tcp_add_reno_sack`: `num_dupack` more segments left the network.
     pub(super) fn add_reno_sack(&mut self, num_dupack: u32, ece: bool) {
         if num_dupack == 0 {

@@ -48,11 +48,6 @@ impl Sender {
         flag
     }
 
-    /// `tcp_highest_sack_seq`: the end of the highest SACKed segment, or `snd_una`.
-    pub(super) fn highest_sack_seq(&self) -> u64 {
-        self.sack.highest_seq(self.sb.sacked_out, self.sb.snd_una)
-    }
-
     pub(super) fn sack_one(&mut self, now: Time, seq: u64, scan: &mut AckScan) -> u32 {
         let seg = *self.sb.get(seq);
         if seg.has(SACKED) {

@@ -3,28 +3,14 @@
 //! `_partial`, `_loss`), the undo itself (`tcp_undo_cwnd_reduction`) and the Loss state's
 //! ACK processing with F-RTO (`tcp_process_loss`, RFC 5682 as Linux implements it).
 
-use super::recovery::Rexmit;
 use super::*;
 use crate::cc::CaState;
-use crate::tcp::scoreboard::EVER_RETRANS;
 use crate::time::Time;
 
 impl Sender {
     /// `tcp_init_undo`.
     pub(super) fn init_undo(&mut self) {
         self.undo.init(self.sb.snd_una, self.sb.retrans_out, self.tlp.retransmission_outstanding());
-    }
-
-    /// `tcp_any_retrans_done`.
-    pub(super) fn any_retrans_done(&self) -> bool {
-        self.sb.retrans_out > 0 || self.sb.head().is_some_and(|s| s.has(EVER_RETRANS))
-    }
-
-    /// `tcp_retrans_stamp_cleanup`.
-    pub(super) fn retrans_stamp_cleanup(&mut self) {
-        if !self.any_retrans_done() {
-            self.undo.clear_stamp();
-        }
     }
 
     /// `tcp_packet_delayed`.
@@ -35,15 +21,6 @@ impl Sender {
     /// `tcp_may_undo`.
     fn may_undo(&self) -> bool {
         self.undo.may_undo(&self.ts, self.is_reno())
-    }
-
-    /// `tcp_current_ssthresh`.
-    pub(super) fn current_ssthresh(&self) -> u32 {
-        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
-            self.w.ssthresh
-        } else {
-            self.w.ssthresh.max((self.w.cwnd >> 1) + (self.w.cwnd >> 2))
-        }
     }
 
     /// `tcp_undo_cwnd_reduction`: the algorithm's `undo_cwnd`, ssthresh back up, and with
