@@ -1,6 +1,8 @@
-//! The output path: `tcp_write_xmit` with its pacing check, cwnd quota, TSO sizing and
-//! deferral (`tcp_pacing_check`, `tcp_tso_should_defer`) and TCP Small Queues
-//! (`tcp_small_queue_check`), all in net/ipv4/tcp_output.c, and retransmission.
+//! The output path (net/ipv4/tcp_output.c): `tcp_write_xmit` with its pacing check (on
+//! `tcp/pacing.rs`), cwnd quota, TSO sizing and deferral (`tcp_tso_autosize`,
+//! `tcp_tso_should_defer`) and TCP Small Queues (`tcp_small_queue_check`, on
+//! `tcp/tsq.rs`); retransmission (`tcp_xmit_retransmit_queue`); and the skb handed to
+//! the NIC (`__tcp_transmit_skb`, `tcp_rate_skb_sent`, `tcp_update_skb_after_send`).
 
 use super::*;
 use crate::cc::{CaEvent, CaState};
@@ -56,7 +58,7 @@ pub(super) enum TxKind {
 impl Sender {
     /// Whole segments the peer's window still admits beyond `snd_nxt`.
     fn rwnd_segs(&self) -> u64 {
-        (self.wnd_end().saturating_sub(self.seg_start(self.snd_nxt())) / self.p.tcp.mss as u64).max(1)
+        (self.wnd_end().saturating_sub(self.write.seg_start(self.snd_nxt())) / self.p.tcp.mss as u64).max(1)
     }
 
     /// `tcp_tso_segs` / `tcp_tso_autosize`: about 1 ms of data at the pacing rate, plus
@@ -126,7 +128,7 @@ impl Sender {
             return Defer::No;
         }
         let mss = self.p.tcp.mss as u64;
-        let send_win = self.wnd_end().saturating_sub(self.seg_start(self.snd_nxt()));
+        let send_win = self.wnd_end().saturating_sub(self.write.seg_start(self.snd_nxt()));
         let cong_win = (self.w.cwnd - self.inflight()) as u64 * mss;
         let limit = send_win.min(cong_win);
         if limit >= max_segs as u64 * mss {
@@ -425,7 +427,7 @@ impl Sender {
         let record = TxRecord {
             time: tx_time,
             seq: segs.start,
-            start: self.seg_start(segs.start),
+            start: self.write.seg_start(segs.start),
             segs: (segs.end - segs.start) as u32,
             bytes: skb.payload,
             retrans: kind != TxKind::New,

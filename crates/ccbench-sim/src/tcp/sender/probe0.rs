@@ -1,7 +1,9 @@
-//! Zero-window probes: the persist timer (`ICSK_TIME_PROBE0`) that keeps asking a peer
-//! whose window is shut whether it has opened, as `tcp_check_probe_timer`,
-//! `tcp_send_probe0` and `tcp_write_wakeup` (net/ipv4/tcp_output.c), `tcp_probe_timer`
-//! (tcp_timer.c) and `tcp_ack_probe` (tcp_input.c) do.
+//! Pushing what was written (`tcp_push_pending_frames`), and the zero-window probes that
+//! follow a push which leaves data waiting: the persist timer (`ICSK_TIME_PROBE0`) that
+//! keeps asking a peer whose window is shut whether it has opened, as
+//! `tcp_check_probe_timer`, `tcp_send_probe0` and `tcp_write_wakeup`
+//! (net/ipv4/tcp_output.c), `tcp_probe_timer` (tcp_timer.c) and `tcp_ack_probe`
+//! (tcp_input.c) do.
 //!
 //! Not modelled: the abort after `tcp_retries2` probes that no ACK answers
 //! (`tcp_write_err`); a peer that answers its probes, as every modelled one does, never
@@ -106,7 +108,7 @@ impl Sender {
             ..Default::default()
         };
         q.transmit(now, self.p.id, pkt);
-        let start = self.seg_start(snd_una);
+        let start = self.write.seg_start(snd_una);
         if let Some(log) = self.tx_log.as_mut() {
             log.push(TxRecord { time: now, seq: snd_una, start, ..Default::default() });
         }

@@ -1,5 +1,6 @@
-//! SACK processing: `tcp_sacktag_write_queue` with its per-segment `tcp_sacktag_one`,
-//! and `tcp_highest_sack_seq` (net/ipv4/tcp_input.c).
+//! SACK processing (net/ipv4/tcp_input.c): `tcp_sacktag_write_queue` with its
+//! per-segment `tcp_sacktag_one`, and the DSACK it may start with (`tcp_check_dsack`),
+//! on what `tcp/sack.rs` keeps across ACKs and `tcp/undo.rs` counts.
 
 use super::*;
 use crate::cc::CaState;

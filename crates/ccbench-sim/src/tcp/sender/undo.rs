@@ -139,7 +139,7 @@ impl Sender {
             } else if flag & FLAG_SND_UNA_ADVANCED != 0 && !recovered {
                 self.high_seq = self.snd_nxt();
                 // Step 2.b: send new data if the window allows, else recover as usual.
-                if self.has_unsent() && self.wnd_end() > self.seg_start(self.snd_nxt()) {
+                if self.has_unsent() && self.wnd_end() > self.write.seg_start(self.snd_nxt()) {
                     return Rexmit::New;
                 }
                 self.undo.set_frto(false);
