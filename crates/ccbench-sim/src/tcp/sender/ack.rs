@@ -198,6 +198,9 @@ impl Sender {
     /// congestion control (`ca_rtt`); retransmitted data gives none (Karn) except through
     /// the timestamp echo. A lone short segment acknowledged may have waited for a
     /// delayed ACK (`FLAG_ACK_MAYBE_DELAYED`).
+    // A step of on_ack only, kept inline as before it had a name (a call per ACK cost
+    // 0.4% of a bulk Cubic run's instructions).
+    #[inline]
     fn ack_update_rtt(&mut self, now: Time, ack: &Packet, a: &mut AckState) {
         let (now_us, scan) = (now.us(), &a.scan);
         let mut seq_rtt = -1i64;

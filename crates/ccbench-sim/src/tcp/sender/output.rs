@@ -232,6 +232,9 @@ impl Sender {
     /// The segments of the next skb from `seq`: at most the cwnd `quota`, the TSO goal
     /// `max_segs`, what the peer's window admits and what was written, ended by a short
     /// segment, and what Nagle lets go under `nonagle`.
+    // A step of write_xmit's loop only, kept inline as before it had a name (a call per
+    // skb cost 0.2% of a bulk Cubic run's instructions).
+    #[inline]
     fn next_skb_segs(&self, seq: u64, quota: u32, max_segs: u32, nonagle: u8) -> u32 {
         let unsent = self.write.written_segs() - seq;
         let nsegs = (quota as u64).min(max_segs as u64).min(self.rwnd_segs()).min(unsent) as u32;
