@@ -82,16 +82,19 @@ impl Undo {
     }
 
     /// `undo_marker`, for tests.
+    #[cfg(test)]
     pub fn marker(&self) -> Option<u64> {
         self.marker
     }
 
     /// `undo_retrans`, for tests.
+    #[cfg(test)]
     pub fn retrans(&self) -> i32 {
         self.retrans
     }
 
     /// `retrans_stamp`, for tests.
+    #[cfg(test)]
     pub fn retrans_stamp(&self) -> u32 {
         self.retrans_stamp
     }

@@ -72,6 +72,8 @@ impl RetransmitTimer {
         self.kind
     }
 
+    /// When it fires, if armed (tests read it).
+    #[cfg(test)]
     pub fn deadline(&self) -> Option<Time> {
         self.timer.deadline()
     }
