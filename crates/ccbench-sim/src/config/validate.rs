@@ -115,7 +115,7 @@ impl Scenario {
 }
 
 /// A rate must be positive, and the bytes it carries over the run must fit the 64-bit
-/// byte counters (and pacing's `bytes * NS_PER_SEC / rate` in `tcp/output.rs`).
+/// byte counters (and pacing's `bytes * NS_PER_SEC / rate` in `tcp/pacing.rs`).
 pub(super) fn check_rate(field: &str, bps: u64) -> Result<(), ConfigError> {
     if bps == 0 || bps > limits::MAX_RATE_BPS {
         return Err(err(field, format!("must be from 1 bit/s to {}", fmt_bps(limits::MAX_RATE_BPS))));

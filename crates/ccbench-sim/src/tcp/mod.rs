@@ -3,25 +3,27 @@
 
 pub mod chrono;
 pub mod config;
+pub mod cwnd_use;
 pub mod io;
-mod output;
-mod probe0;
+pub mod pacing;
+pub mod prr;
+pub mod rack;
 pub mod rate;
 pub mod rcvbuf;
 pub mod receiver;
-mod recovery;
-mod reno;
 pub mod report;
 pub mod rtt;
-mod sacktag;
+pub mod sack;
 pub mod scoreboard;
 pub mod scripted;
 pub mod sender;
-mod undo;
-#[cfg(test)]
-mod undo_tests;
+pub mod tlp;
+pub mod tsopt;
+pub mod tsq;
+pub mod undo;
 pub mod wake;
 pub mod write;
+pub mod xmit_timer;
 
 pub use config::{FlowConfig, TcpConfig};
 pub use io::{Io, Loopback};

@@ -154,3 +154,48 @@ impl RateState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two segments sent 1 ms apart from t = 1 ms, both acknowledged at 101 ms.
+    fn two_acked(min_rtt_us: u64) -> (RateState, RateSample) {
+        let mut r = RateState::default();
+        let conn = TxSnapshot::default();
+        let mut a = r.on_send(1_000, 0, &conn);
+        let mut b = r.on_send(2_000, 1, &conn);
+        let mut pick = Pick::default();
+        r.on_delivered(&mut pick, 1_000, 1, &mut a, false, false);
+        r.on_delivered(&mut pick, 2_000, 2, &mut b, false, false);
+        let mut rs = RateSample::default();
+        r.generate(&pick, 101_000, 2, 0, 0, 2, 0, min_rtt_us, &mut rs);
+        (r, rs)
+    }
+
+    #[test]
+    fn the_sample_spans_the_longer_of_the_send_and_ack_phases() {
+        let (r, rs) = two_acked(50_000);
+        // Send phase 1 ms (first to last transmission), ack phase 100 ms (since the
+        // delivery before the first transmission): 2 segments in 100 ms.
+        assert_eq!((rs.delivered, rs.interval_us, rs.acked_sacked), (2, 100_000, 2));
+        assert_eq!(r.delivery_rate_segs(), 20.0);
+    }
+
+    #[test]
+    fn a_sample_shorter_than_the_min_rtt_is_rejected() {
+        let (r, rs) = two_acked(150_000);
+        assert_eq!(rs.interval_us, -1);
+        assert_eq!(r.delivery_rate_segs(), 0.0);
+    }
+
+    #[test]
+    fn the_app_limited_phase_ends_once_its_data_is_delivered() {
+        let mut r = RateState { app_limited: 5, ..Default::default() };
+        let mut rs = RateSample::default();
+        r.generate(&Pick::default(), 10_000, 5, 0, 0, 1, 0, 0, &mut rs);
+        assert_eq!((r.app_limited, rs.delivered), (5, -1), "no pick: no sample");
+        r.generate(&Pick::default(), 20_000, 6, 0, 0, 1, 0, 0, &mut rs);
+        assert_eq!(r.app_limited, 0);
+    }
+}

@@ -243,3 +243,48 @@ impl Scoreboard {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent(n: u64) -> Scoreboard {
+        let mut sb = Scoreboard::default();
+        for seq in 0..n {
+            sb.push_new(Seg { tx_time: Time(seq), len: 1000, xmits: 1, ..Default::default() });
+        }
+        sb
+    }
+
+    #[test]
+    fn in_flight_is_out_less_sacked_and_lost_plus_retransmitted() {
+        let mut sb = sent(10);
+        assert!(sb.mark_sacked(5) && !sb.mark_sacked(5));
+        assert!(sb.mark_lost(0) && sb.mark_lost(1));
+        assert!(!sb.mark_lost(5), "a SACKed segment is not lost");
+        assert_eq!(sb.to_retransmit.iter().copied().collect::<Vec<_>>(), [0, 1]);
+        sb.on_retransmit(0, Time(100), TxSnapshot::default());
+        // 10 out - (1 SACKed + 2 lost) + 1 retransmitted.
+        assert_eq!((sb.packets_out(), sb.in_flight()), (10, 8));
+        // The retransmission is lost too: queued again, no longer in flight.
+        assert!(sb.mark_lost(0));
+        assert_eq!((sb.in_flight(), sb.retrans_out), (7, 0));
+        sb.audit(false).unwrap();
+    }
+
+    #[test]
+    fn the_send_order_follows_retransmissions_and_skips_what_left_the_network() {
+        let mut sb = sent(4);
+        sb.mark_lost(1);
+        sb.on_retransmit(1, Time(10), TxSnapshot::default());
+        sb.mark_sacked(2);
+        assert_eq!(sb.send_order().collect::<Vec<_>>(), [0, 3, 1]);
+        let head = sb.pop_acked();
+        assert_eq!((head.xmits, sb.snd_una), (1, 1));
+        sb.prune_send_order();
+        assert_eq!(sb.send_order().collect::<Vec<_>>(), [3, 1]);
+        sb.unmark_all_lost();
+        assert_eq!((sb.lost_out, sb.retrans_out), (0, 1));
+        sb.audit(false).unwrap();
+    }
+}

@@ -145,7 +145,7 @@ impl ScriptedSender {
     pub fn refused_packet(&mut self, now: Time) {
         self.advance(now);
         let now = self.now;
-        self.sender.enter_cwr(now);
+        self.sender.on_refused_segment(now);
     }
 
     /// TCP_NODELAY (`nodelay`) or TCP_CORK set on or off at `now`.
@@ -206,7 +206,7 @@ impl ScriptedSender {
         m.insert("tcpi_snd_ssthresh", s.w.ssthresh.min(INFINITE_SSTHRESH) as i64);
         m.insert("tcpi_retransmits", s.rto_retransmits() as i64);
         m.insert("tcpi_backoff", s.rtt.backoff as i64);
-        m.insert("tcpi_probes", s.probes_out as i64);
+        m.insert("tcpi_probes", s.probes_out() as i64);
         m.insert("tcpi_unacked", s.sb.packets_out() as i64);
         m.insert("tcpi_sacked", s.sb.sacked_out as i64);
         m.insert("tcpi_lost", s.sb.lost_out as i64);
@@ -227,8 +227,8 @@ impl ScriptedSender {
         m.insert("tcpi_notsent_bytes", (self.written - s.seg_start(s.snd_nxt())) as i64);
         m.insert("tcpi_snd_wnd", s.snd_wnd() as i64);
         m.insert("tcpi_pacing_rate", s.w.pacing_rate.min(u64::MAX >> 1) as i64);
-        m.insert("tcpi_reordering", s.reordering as i64);
-        m.insert("tcpi_reord_seen", s.reord_seen as i64);
+        m.insert("tcpi_reordering", s.reordering().degree() as i64);
+        m.insert("tcpi_reord_seen", s.reordering().seen() as i64);
         let (busy, rwnd_limited, _) = s.chronos.info_us(self.now);
         m.insert("tcpi_busy_time", busy as i64);
         m.insert("tcpi_rwnd_limited", rwnd_limited as i64);

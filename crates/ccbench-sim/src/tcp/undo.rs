@@ -1,307 +1,215 @@
-//! Undo of spurious reductions and F-RTO, as net/ipv4/tcp_input.c does them: the state
-//! saved when a reduction starts (`tcp_init_undo`), DSACK accounting (`tcp_check_dsack`,
-//! `tcp_dsack_seen`, `tcp_sacktag_one`), the timestamp test (`tcp_packet_delayed`), the
-//! four undo paths (`tcp_try_undo_recovery`, `_dsack`, `_partial`, `_loss`) and the Loss
-//! state's ACK processing with F-RTO (`tcp_process_loss`, RFC 5682 as Linux implements it).
+//! What the stack keeps to undo a cwnd reduction that proves spurious, as
+//! net/ipv4/tcp_input.c keeps it: saved when the reduction starts (`tcp_init_undo`),
+//! counted as retransmissions leave (`tcp_retransmit_skb`) and as DSACKs report them
+//! duplicate (`tcp_check_dsack`, `tcp_dsack_seen`, `tcp_sacktag_one`), and the tests
+//! that may prove it spurious (`tcp_packet_delayed`, `tcp_may_undo`). The undo paths
+//! themselves (`tcp_try_undo_*`), which change cwnd and the state, are the sender's.
 
-use super::recovery::Rexmit;
-use super::scoreboard::{EVER_RETRANS, RETRANS, SACKED};
-use super::sender::*;
-use crate::cc::CaState;
+use super::tsopt::{ts_ms, Timestamps};
 use crate::time::Time;
 
 /// What the stack remembers to undo a reduction that proves spurious.
 #[derive(Clone, Debug, Default)]
-pub(super) struct UndoState {
+pub struct Undo {
     /// `undo_marker`: `snd_una` when the reduction began; None = nothing to undo.
-    pub marker: Option<u64>,
+    marker: Option<u64>,
     /// `undo_retrans`: retransmissions not yet proven spurious by a DSACK; -1 = none sent
     /// yet (0 means "may undo now").
-    pub retrans: i32,
+    retrans: i32,
     /// `retrans_stamp`: TSval (ms) of the episode's first retransmission; 0 = none.
-    pub retrans_stamp: u32,
+    retrans_stamp: u32,
     /// `prior_ssthresh`: ssthresh to restore; 0 = the reduction cannot be undone (ECN).
-    pub prior_ssthresh: u32,
+    prior_ssthresh: u32,
     /// `tp->frto`: this Loss episode may still be found spurious by F-RTO.
-    pub frto: bool,
+    frto: bool,
     /// `dsack_dups`: segments reported duplicate so far.
-    pub dsack_dups: u64,
-    /// `rx_opt.rcv_tsecr` of the ACK being processed.
-    pub rcv_tsecr: u32,
+    dsack_dups: u64,
     /// `max_window`: the largest window the peer advertised, in bytes.
-    pub max_window: u64,
+    max_window: u64,
 }
 
-/// The TCP timestamp clock (ms) at `t`: `tcp_skb_timestamp_ts` of a departure time.
-pub(super) fn ts_ms(t: Time) -> u32 {
-    (t.ns() / 1_000_000) as u32
-}
-
-impl SenderStats {
-    /// Every undone reduction (the four undo counters).
-    pub fn undos(&self) -> u64 {
-        self.full_undo + self.partial_undo + self.dsack_undo + self.loss_undo
-    }
-}
-
-impl Sender {
-    /// `tcp_init_undo`.
-    pub(super) fn init_undo(&mut self) {
-        self.undo.marker = Some(self.sb.snd_una);
-        self.undo.retrans = self.sb.retrans_out as i32;
-        // A loss probe's retransmission holds no R bit (`__tcp_retransmit_skb`) but may
-        // still be DSACKed.
-        if self.tlp_high_seq.is_some() && self.tlp_retrans {
-            self.undo.retrans += 1;
-        }
-        if self.undo.retrans == 0 {
-            self.undo.retrans = -1;
+impl Undo {
+    /// `tcp_init_undo` at `snd_una` with `retrans_out` retransmissions in flight, and a
+    /// loss probe's retransmission if `probe_resent` (it holds no R bit,
+    /// `__tcp_retransmit_skb`, but may still be DSACKed).
+    pub fn init(&mut self, snd_una: u64, retrans_out: u32, probe_resent: bool) {
+        self.marker = Some(snd_una);
+        self.retrans = retrans_out as i32 + probe_resent as i32;
+        if self.retrans == 0 {
+            self.retrans = -1;
         }
     }
 
     /// The bookkeeping of `tcp_retransmit_skb` for `n` segments sent again at `tx_time`
     /// (not for loss probes, which go through `__tcp_retransmit_skb`).
-    pub(super) fn note_retransmit(&mut self, n: u32, tx_time: Time) {
-        if self.undo.retrans_stamp == 0 {
-            self.undo.retrans_stamp = ts_ms(tx_time);
+    pub fn on_retransmit(&mut self, n: u32, tx_time: Time) {
+        if self.retrans_stamp == 0 {
+            self.retrans_stamp = ts_ms(tx_time);
         }
-        self.undo.retrans = self.undo.retrans.max(0) + n as i32;
+        self.retrans = self.retrans.max(0) + n as i32;
     }
 
-    /// `tcp_any_retrans_done`.
-    pub(super) fn any_retrans_done(&self) -> bool {
-        self.sb.retrans_out > 0 || self.sb.head().is_some_and(|s| s.has(EVER_RETRANS))
-    }
-
-    /// `tcp_retrans_stamp_cleanup`.
-    pub(super) fn retrans_stamp_cleanup(&mut self) {
-        if !self.any_retrans_done() {
-            self.undo.retrans_stamp = 0;
-        }
-    }
-
-    /// `tcp_tsopt_ecr_before`: the ACK echoes a TSval older than that of a transmission
-    /// at `tx_time` (the TSval is the departure time in ms, `tcp_skb_timestamp_ts`).
-    pub(super) fn tsecr_before(&self, tx_time: Time) -> bool {
-        let tsecr = self.undo.rcv_tsecr;
-        tsecr != 0 && (tsecr.wrapping_sub(ts_ms(tx_time)) as i32) < 0
+    /// Forget the first retransmission's stamp (`retrans_stamp = 0`: none out, or Open).
+    pub fn clear_stamp(&mut self) {
+        self.retrans_stamp = 0;
     }
 
     /// `tcp_packet_delayed`: the ACK echoes a timestamp older than the first
     /// retransmission, so the original was delivered (SACK peer: no retransmission at all
-    /// also counts; without SACK the stamp is also cleared when Recovery is held at
-    /// `high_seq`, so it proves nothing).
-    fn packet_delayed(&self) -> bool {
-        let stamp = self.undo.retrans_stamp;
-        if stamp == 0 {
-            return !self.is_reno();
+    /// also counts; without SACK, `reno`, the stamp is also cleared when Recovery is held
+    /// at `high_seq`, so it proves nothing).
+    pub fn packet_delayed(&self, ts: &Timestamps, reno: bool) -> bool {
+        if self.retrans_stamp == 0 {
+            return !reno;
         }
-        let tsecr = self.undo.rcv_tsecr;
-        tsecr != 0 && (tsecr.wrapping_sub(stamp) as i32) < 0
+        ts.echoes_before(self.retrans_stamp)
     }
 
-    /// `tcp_may_undo`.
-    fn may_undo(&self) -> bool {
-        self.undo.marker.is_some() && (self.undo.retrans == 0 || self.packet_delayed())
+    /// `tcp_may_undo`: a reduction to undo, and every retransmission DSACKed or the
+    /// originals shown delivered.
+    pub fn may_undo(&self, ts: &Timestamps, reno: bool) -> bool {
+        self.marker.is_some() && (self.retrans == 0 || self.packet_delayed(ts, reno))
     }
 
-    /// `tcp_current_ssthresh`.
-    pub(super) fn current_ssthresh(&self) -> u32 {
-        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
-            self.w.ssthresh
-        } else {
-            self.w.ssthresh.max((self.w.cwnd >> 1) + (self.w.cwnd >> 2))
-        }
+    /// `tcp_try_undo_dsack`'s test: every retransmission was reported duplicate.
+    pub fn all_dsacked(&self) -> bool {
+        self.marker.is_some() && self.retrans == 0
     }
 
-    /// `tcp_undo_cwnd_reduction`: the algorithm's `undo_cwnd`, ssthresh back up, and with
-    /// `unmark_loss` every segment no longer considered lost.
-    fn undo_cwnd_reduction(&mut self, now: Time, unmark_loss: bool) {
-        if unmark_loss {
-            self.sb.unmark_all_lost();
-        }
-        if self.undo.prior_ssthresh != 0 {
-            let info = self.info(now);
-            self.w.cwnd = self.cc.undo_cwnd(&info, &self.w);
-            if self.undo.prior_ssthresh > self.w.ssthresh {
-                self.w.ssthresh = self.undo.prior_ssthresh;
-                self.ecn_queue_cwr = false; // tcp_ecn_withdraw_cwr
-            }
-        }
-        self.undo.marker = None;
-        self.rack_advanced = true;
+    /// A reduction may still be undone (`tp->undo_marker`).
+    pub fn is_open(&self) -> bool {
+        self.marker.is_some()
     }
 
-    /// `tcp_try_undo_recovery`, on leaving Recovery or Loss with everything acknowledged.
-    pub(super) fn try_undo_recovery(&mut self, now: Time) -> bool {
-        if self.may_undo() {
-            self.undo_cwnd_reduction(now, false);
-            if self.ca_state == CaState::Loss {
-                self.stats.loss_undo += 1;
-            } else {
-                self.stats.full_undo += 1;
-            }
-        }
-        if self.non_sack_preventing_reopen() {
-            return true;
-        }
-        self.set_ca_state(now, CaState::Open);
-        false
+    /// `undo_marker`, for tests.
+    #[cfg(test)]
+    pub fn marker(&self) -> Option<u64> {
+        self.marker
     }
 
-    /// `tcp_is_non_sack_preventing_reopen`: without SACK, hold the state until data
-    /// above `high_seq` is acknowledged, so that duplicate ACKs of the retransmissions
-    /// start no false fast retransmit (RFC 6582).
-    fn non_sack_preventing_reopen(&mut self) -> bool {
-        if self.is_reno() && self.sb.snd_una == self.high_seq {
-            self.retrans_stamp_cleanup();
-            return true;
-        }
-        false
+    /// `undo_retrans`, for tests.
+    #[cfg(test)]
+    pub fn retrans(&self) -> i32 {
+        self.retrans
     }
 
-    /// `tcp_try_undo_dsack`: every retransmission was reported duplicate.
-    pub(super) fn try_undo_dsack(&mut self, now: Time) -> bool {
-        if self.undo.marker.is_some() && self.undo.retrans == 0 {
-            self.undo_cwnd_reduction(now, false);
-            self.stats.dsack_undo += 1;
-            return true;
-        }
-        false
+    /// `retrans_stamp`, for tests.
+    #[cfg(test)]
+    pub fn retrans_stamp(&self) -> u32 {
+        self.retrans_stamp
     }
 
-    /// `tcp_try_undo_loss`: an RTO found spurious by timestamps, DSACKs or F-RTO.
-    pub(super) fn try_undo_loss(&mut self, now: Time, frto_undo: bool) -> bool {
-        if !(frto_undo || self.may_undo()) {
-            return false;
-        }
-        self.undo_cwnd_reduction(now, true);
-        self.stats.loss_undo += 1;
-        if frto_undo {
-            self.stats.spurious_rtos += 1;
-        }
-        self.rto_retransmits = 0;
-        if self.non_sack_preventing_reopen() {
-            return true;
-        }
-        // Without SACK only F-RTO's proof reopens; a timestamp undo leaves Loss to end
-        // when high_seq is acknowledged.
-        if frto_undo || !self.is_reno() {
-            self.set_ca_state(now, CaState::Open);
-        }
-        true
+    /// Nothing left to undo (the undo is done, or the reduction may not be undone).
+    pub fn close(&mut self) {
+        self.marker = None;
     }
 
-    /// `tcp_try_undo_partial`: a partial ACK in Recovery for data sent before the first
-    /// retransmission. Returns true to stop processing the ACK (retransmissions still out).
-    pub(super) fn try_undo_partial(&mut self, now: Time, prior_snd_una: u64) -> bool {
-        if self.undo.marker.is_none() || !self.packet_delayed() {
-            return false;
-        }
-        // The hole was filled by the delayed original, not the retransmission.
-        self.check_sack_reordering(prior_snd_una);
-        if self.sb.retrans_out > 0 {
-            return true;
-        }
-        self.retrans_stamp_cleanup();
-        self.undo_cwnd_reduction(now, true);
-        self.stats.partial_undo += 1;
-        self.try_keep_open(now);
-        false
+    /// The ssthresh an undo restores; 0: none.
+    pub fn prior_ssthresh(&self) -> u32 {
+        self.prior_ssthresh
     }
 
-    /// `tcp_check_dsack`: is the first block a DSACK (below the cumulative ACK, or inside
-    /// the second block)? Counts it (`tcp_dsack_seen`) and, for data already acknowledged,
-    /// takes it off `undo_retrans`.
-    pub(super) fn check_dsack(&mut self, ack: u64, blocks: &[(u64, u64)], flag: &mut u32) -> bool {
-        let Some(&(start, end)) = blocks.first() else { return false };
-        let below = start < ack;
-        let inside_next = blocks.len() > 1 && end <= blocks[1].1 && start >= blocks[1].0;
-        if !(below || inside_next) {
-            return false;
-        }
-        // tcp_dsack_seen
-        if start >= end {
-            return false;
-        }
-        let segs = end - start;
-        if segs * self.p.tcp.mss as u64 > self.undo.max_window.max(self.snd_wnd) {
-            return false; // dubious: larger than any window
-        }
-        if segs == 1 && self.tlp_high_seq == Some(end) {
-            *flag |= FLAG_DSACK_TLP;
-        }
-        self.undo.dsack_dups += segs;
-        if self.undo.dsack_dups > self.stats.retransmits {
-            return false; // nothing was retransmitted to be duplicated
-        }
-        *flag |= FLAG_DSACKING_ACK;
-        self.stats.dsacks += 1;
-        // A spurious retransmission is delivered (`sack_delivered`).
-        self.delivered += segs;
-        let prior_snd_una = self.sb.snd_una;
-        if self.undo.retrans > 0 && end <= prior_snd_una && self.undo.marker.is_some_and(|m| end > m) {
-            self.undo.retrans = (self.undo.retrans - segs as i32).max(0);
-        }
-        true
+    pub fn set_prior_ssthresh(&mut self, ssthresh: u32) {
+        self.prior_ssthresh = ssthresh;
     }
 
-    /// `tcp_sacktag_one` for a segment still queued that a DSACK block covers.
-    pub(super) fn dsack_one(&mut self, now: Time, seq: u64, scan: &mut AckScan) -> u32 {
-        let f = self.sb.get(seq).flags;
-        if f & (RETRANS | EVER_RETRANS) != 0 {
-            if self.undo.retrans > 0 && self.undo.marker.is_some_and(|m| seq + 1 > m) {
-                self.undo.retrans -= 1;
-            }
-            if f & SACKED != 0 && seq < scan.reord {
-                scan.reord = seq;
-            }
-        }
-        if f & SACKED == 0 {
-            self.sack_one(now, seq, scan)
-        } else {
-            0
+    /// This Loss episode may still be found spurious by F-RTO (`tp->frto`).
+    pub fn frto(&self) -> bool {
+        self.frto
+    }
+
+    pub fn set_frto(&mut self, on: bool) {
+        self.frto = on;
+    }
+
+    /// The peer advertised `rwnd` bytes (`max_window`).
+    pub fn note_window(&mut self, rwnd: u64) {
+        self.max_window = self.max_window.max(rwnd);
+    }
+
+    /// `tcp_dsack_seen`'s first test: a DSACK of `bytes` fits in the largest window seen
+    /// or the current one, `snd_wnd`.
+    pub fn dsack_fits_window(&self, bytes: u64, snd_wnd: u64) -> bool {
+        bytes <= self.max_window.max(snd_wnd)
+    }
+
+    /// `tcp_dsack_seen`'s second: count `segs` reported duplicate; false once more were
+    /// reported than the `retransmits` sent.
+    pub fn count_dsack(&mut self, segs: u64, retransmits: u64) -> bool {
+        self.dsack_dups += segs;
+        self.dsack_dups <= retransmits
+    }
+
+    /// `tcp_check_dsack`: `segs` ending at `end`, below `snd_una` and within the
+    /// episode, were retransmitted needlessly.
+    pub fn dsack_below_una(&mut self, end: u64, segs: u64, snd_una: u64) {
+        if self.retrans > 0 && end <= snd_una && self.marker.is_some_and(|m| end > m) {
+            self.retrans = (self.retrans - segs as i32).max(0);
         }
     }
 
-    /// `tcp_process_loss`: an ACK in Loss. Undo if the RTO proves spurious; with F-RTO,
-    /// send new data on the first ACK that advances `snd_una` and judge by the next one.
-    pub(super) fn process_loss(&mut self, now: Time, flag: u32, num_dupack: u32) -> Rexmit {
-        let recovered = self.sb.snd_una >= self.high_seq;
-        if flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_loss(now, false) {
-            return Rexmit::None;
+    /// `tcp_sacktag_one`: retransmitted segment `seq`, still queued, was DSACKed.
+    pub fn dsack_queued(&mut self, seq: u64) {
+        if self.retrans > 0 && self.marker.is_some_and(|m| seq + 1 > m) {
+            self.retrans -= 1;
         }
-        if self.undo.frto {
-            // RFC 5682 3.1 step 3.b: never-retransmitted data (s)acked, so not all was lost.
-            if flag & FLAG_ORIG_SACK_ACKED != 0 && self.try_undo_loss(now, true) {
-                return Rexmit::None;
-            }
-            if self.snd_nxt() > self.high_seq {
-                if flag & FLAG_DATA_SACKED != 0 || num_dupack > 0 {
-                    self.undo.frto = false; // step 3.a: the loss was real
-                }
-            } else if flag & FLAG_SND_UNA_ADVANCED != 0 && !recovered {
-                self.high_seq = self.snd_nxt();
-                // Step 2.b: send new data if the window allows, else recover as usual.
-                if self.has_unsent() && self.wnd_end() > self.seg_start(self.snd_nxt()) {
-                    return Rexmit::New;
-                }
-                self.undo.frto = false;
-            }
-        }
-        if recovered {
-            self.try_undo_recovery(now);
-            return Rexmit::None;
-        }
-        if self.is_reno() {
-            // A duplicate ACK after F-RTO's new data means that data arrived: lower the
-            // count in flight to clock out (re)transmissions.
-            if self.snd_nxt() > self.high_seq && num_dupack > 0 {
-                self.add_reno_sack(num_dupack, flag & FLAG_ECE != 0);
-            } else if flag & FLAG_SND_UNA_ADVANCED != 0 {
-                self.reset_reno_sack();
-            }
-        }
-        Rexmit::Lost
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn echo(ecr: u32) -> Timestamps {
+        let mut ts = Timestamps::default();
+        ts.on_ack(0, ecr);
+        ts
+    }
+
+    #[test]
+    fn dsacks_of_every_retransmission_allow_the_undo() {
+        let mut u = Undo::default();
+        u.init(100, 0, false);
+        assert_eq!(u.retrans(), -1, "nothing retransmitted yet");
+        u.on_retransmit(1, Time(5_000 * MS));
+        u.on_retransmit(2, Time(5_010 * MS));
+        assert_eq!((u.retrans(), u.retrans_stamp()), (3, 5_000), "the first retransmission's TSval");
+        // One DSACK below snd_una inside the episode, one of a segment still queued, one
+        // from before the episode (ignored).
+        u.dsack_below_una(102, 1, 104);
+        u.dsack_queued(105);
+        u.dsack_below_una(100, 1, 104);
+        assert_eq!(u.retrans(), 1);
+        assert!(!u.all_dsacked() && !u.may_undo(&echo(5_000), false));
+        u.dsack_queued(106);
+        assert!(u.all_dsacked() && u.may_undo(&echo(0), false));
+        u.close();
+        assert!(!u.may_undo(&echo(0), false));
+    }
+
+    #[test]
+    fn an_echo_older_than_the_first_retransmission_shows_the_original_arrived() {
+        let mut u = Undo::default();
+        u.init(0, 1, true);
+        assert_eq!(u.retrans(), 2, "a probe's retransmission counts");
+        u.on_retransmit(1, Time(5_000 * MS));
+        assert!(u.packet_delayed(&echo(4_990), false));
+        assert!(!u.packet_delayed(&echo(5_000), false));
+        assert!(!u.packet_delayed(&echo(0), false), "no echo proves nothing");
+        u.clear_stamp();
+        assert!(u.packet_delayed(&echo(0), false), "SACK: nothing retransmitted");
+        assert!(!u.packet_delayed(&echo(0), true), "without SACK the stamp proves nothing");
+    }
+
+    #[test]
+    fn a_dsack_larger_than_any_window_or_than_what_was_retransmitted_is_dubious() {
+        let mut u = Undo::default();
+        u.note_window(64_000);
+        u.note_window(32_000);
+        assert!(u.dsack_fits_window(64_000, 10_000) && !u.dsack_fits_window(64_001, 10_000));
+        assert!(u.count_dsack(2, 3));
+        assert!(!u.count_dsack(2, 3), "4 duplicates of 3 retransmissions");
     }
 }

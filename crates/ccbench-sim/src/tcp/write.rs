@@ -1,8 +1,8 @@
-//! The application's side of the send queue: writes (`tcp_sendmsg_locked`, net/ipv4/tcp.c),
-//! where each segment of the stream starts, and what holds a short segment back: Nagle's
-//! algorithm with Minshall's variant, TCP_CORK and MSG_MORE (`tcp_push`,
-//! `tcp_nagle_test`, `tcp_nagle_check`, `tcp_mss_split_point`, `tcp_minshall_update` in
-//! tcp.c and tcp_output.c; TCP_NODELAY and TCP_CORK as `__tcp_sock_set_nodelay` and
+//! The write queue: what the application has written (`write_seq`), where each segment
+//! of the stream starts, and what holds a short segment back: Nagle's algorithm with
+//! Minshall's variant, TCP_CORK and MSG_MORE (`tcp_push`, `tcp_nagle_test`,
+//! `tcp_nagle_check`, `tcp_mss_split_point`, `tcp_minshall_update` in tcp.c and
+//! tcp_output.c; TCP_NODELAY and TCP_CORK as `__tcp_sock_set_nodelay` and
 //! `__tcp_sock_set_cork`).
 //!
 //! Segments are numbered; each is one MSS long except those in `short_segs`. A short
@@ -10,9 +10,7 @@
 //! left before a later write could fill it (Linux appends a write to the queue's tail
 //! skb only while that skb has not been sent). A short segment always ends an skb.
 
-use super::io::Io;
-use super::sender::*;
-use crate::time::Time;
+use std::collections::BTreeMap;
 
 /// `TCP_NAGLE_OFF`: TCP_NODELAY is set.
 pub const NAGLE_OFF: u8 = 1;
@@ -22,24 +20,62 @@ pub const NAGLE_CORK: u8 = 2;
 /// uncorking a TCP_NODELAY socket, cleared when a write starts a new skb (`skb_entail`).
 pub const NAGLE_PUSH: u8 = 4;
 
-impl Sender {
-    /// The application writes `bytes` at `now` (`tcp_sendmsg_locked`): they fill the
-    /// queue's unsent short tail up to the MSS, then go into new segments; then `tcp_push`
-    /// sends what may go, corked for this push if `more` (MSG_MORE).
-    pub fn app_write(&mut self, now: Time, bytes: u64, more: bool, q: &mut impl Io) {
-        if bytes == 0 {
-            return;
+/// The stream as written, in segments, and the socket's Nagle setting.
+#[derive(Clone, Debug)]
+pub struct WriteQueue {
+    mss: u32,
+    /// A sized flow's last data carries the FIN, which Nagle never holds.
+    fin: bool,
+    /// Segments the application has written (`write_seq` in segments).
+    total_segs: u64,
+    /// The segments shorter than the MSS, by number, and their lengths.
+    short_segs: BTreeMap<u64, u32>,
+    /// `tp->nonagle`: TCP_NODELAY, TCP_CORK and a pending push (`NAGLE_*`).
+    nonagle: u8,
+    /// `snd_sml`: the end (a segment number) of the last short segment sent.
+    snd_sml: u64,
+}
+
+impl WriteQueue {
+    /// A flow of `size_bytes` written at once (its end short if the MSS does not divide
+    /// it), or without end (None: bulk).
+    pub fn new(mss: u32, size_bytes: Option<u64>) -> WriteQueue {
+        let m = mss as u64;
+        let total_segs = size_bytes.map_or(u64::MAX, |b| b.div_ceil(m));
+        let mut short_segs = BTreeMap::new();
+        if let Some(b) = size_bytes.filter(|b| b % m != 0) {
+            short_segs.insert(total_segs - 1, (b % m) as u32);
         }
-        let mss = self.p.tcp.mss;
-        // `tcp_rate_check_app_limited`, before the data is queued.
-        self.check_app_limited(self.has_unsent());
-        let nothing_unsent = self.snd_nxt() == self.total_segs;
-        if nothing_unsent {
-            // The first unsent data (`tcp_add_write_queue_tail`).
-            self.chronos.start(now, super::chrono::Chrono::Busy);
-        }
+        let fin = size_bytes.is_some_and(|b| b > 0);
+        WriteQueue { mss, fin, total_segs, short_segs, nonagle: 0, snd_sml: 0 }
+    }
+
+    /// The segments written so far.
+    pub fn written_segs(&self) -> u64 {
+        self.total_segs
+    }
+
+    /// Written and not sent yet (`!tcp_write_queue_empty`), with `snd_nxt` the next
+    /// segment to send.
+    pub fn has_unsent(&self, snd_nxt: u64) -> bool {
+        snd_nxt < self.total_segs
+    }
+
+    /// The socket's Nagle setting, for a push that keeps it (`tcp_push_pending_frames`).
+    pub fn nonagle(&self) -> u8 {
+        self.nonagle
+    }
+
+    /// `tcp_sendmsg_locked`'s copy of `bytes`: they fill the queue's unsent short tail up
+    /// to the MSS, then go into new segments. A write that starts a new skb clears
+    /// `NAGLE_PUSH`: the tail had left (or there was none), or without GSO every segment
+    /// is an skb of its own; with GSO a write grows the unsent tail skb up to
+    /// `size_goal` (tens of segments), taken here to hold what is written.
+    pub fn append(&mut self, bytes: u64, snd_nxt: u64, gso: bool) {
+        let mss = self.mss;
+        let nothing_unsent = snd_nxt == self.total_segs;
         let mut left = bytes;
-        if let Some(tail) = self.total_segs.checked_sub(1).filter(|&t| t >= self.snd_nxt()) {
+        if let Some(tail) = self.total_segs.checked_sub(1).filter(|&t| t >= snd_nxt) {
             if let Some(len) = self.short_segs.get_mut(&tail) {
                 let add = left.min((mss - *len) as u64) as u32;
                 *len += add;
@@ -49,66 +85,52 @@ impl Sender {
                 }
             }
         }
-        if left > 0 {
-            // A new skb: the tail had left (or there was none), or without GSO every
-            // segment is an skb of its own. With GSO a write grows the unsent tail skb
-            // up to `size_goal` (tens of segments), taken here to hold what is written.
-            if nothing_unsent || !self.p.gso {
-                self.nonagle &= !NAGLE_PUSH;
-            }
-            let segs = left.div_ceil(mss as u64);
-            self.total_segs += segs;
-            if !left.is_multiple_of(mss as u64) {
-                self.short_segs.insert(self.total_segs - 1, (left % mss as u64) as u32);
-            }
+        if left == 0 {
+            return;
         }
-        if !self.started {
-            self.started = true;
-            self.wstamp = now;
+        if nothing_unsent || !gso {
+            self.nonagle &= !NAGLE_PUSH;
         }
-        self.slow_start_after_idle_check(now);
-        let nonagle = if more { NAGLE_CORK } else { self.nonagle };
-        self.push_frames(now, nonagle, q);
+        self.total_segs += left.div_ceil(mss as u64);
+        if !left.is_multiple_of(mss as u64) {
+            self.short_segs.insert(self.total_segs - 1, (left % mss as u64) as u32);
+        }
     }
 
-    /// TCP_NODELAY on or off (`__tcp_sock_set_nodelay`): on pushes what waits.
-    pub fn set_nodelay(&mut self, now: Time, on: bool, q: &mut impl Io) {
+    /// TCP_NODELAY on or off (`__tcp_sock_set_nodelay`). Returns whether to push what
+    /// waits (on pushes).
+    pub fn set_nodelay(&mut self, on: bool) -> bool {
         if on {
             self.nonagle |= NAGLE_OFF | NAGLE_PUSH;
-            self.push_pending_frames(now, q);
         } else {
             self.nonagle &= !NAGLE_OFF;
         }
+        on
     }
 
-    /// TCP_CORK on or off (`__tcp_sock_set_cork`): off pushes what waits, at once if
-    /// TCP_NODELAY is set too.
-    pub fn set_cork(&mut self, now: Time, on: bool, q: &mut impl Io) {
+    /// TCP_CORK on or off (`__tcp_sock_set_cork`). Returns whether to push what waits
+    /// (off pushes, at once if TCP_NODELAY is set too).
+    pub fn set_cork(&mut self, on: bool) -> bool {
         if on {
             self.nonagle |= NAGLE_CORK;
-            return;
+            return false;
         }
         self.nonagle &= !NAGLE_CORK;
         if self.nonagle & NAGLE_OFF != 0 {
             self.nonagle |= NAGLE_PUSH;
         }
-        self.push_pending_frames(now, q);
-    }
-
-    /// `tcp_push_pending_frames`: push with the socket's own Nagle setting.
-    pub(super) fn push_pending_frames(&mut self, now: Time, q: &mut impl Io) {
-        self.push_frames(now, self.nonagle, q);
+        true
     }
 
     /// Payload bytes of segment `seq`.
-    pub(super) fn seg_len(&self, seq: u64) -> u32 {
-        self.short_segs.get(&seq).copied().unwrap_or(self.p.tcp.mss)
+    pub fn seg_len(&self, seq: u64) -> u32 {
+        self.short_segs.get(&seq).copied().unwrap_or(self.mss)
     }
 
-    /// The stream offset of segment `seq`'s first byte (`seq == total_segs`: the end of
-    /// what was written).
+    /// The stream offset of segment `seq`'s first byte (`seq == written_segs()`: the end
+    /// of what was written).
     pub fn seg_start(&self, seq: u64) -> u64 {
-        let mss = self.p.tcp.mss as u64;
+        let mss = self.mss as u64;
         if self.short_segs.is_empty() {
             return seq * mss; // a bulk flow's: on the per-skb path
         }
@@ -117,9 +139,9 @@ impl Sender {
     }
 
     /// The last segment that starts at or before stream offset `byte` (the end of what
-    /// was written counting as segment `total_segs`), and where it starts.
+    /// was written counting as segment `written_segs()`), and where it starts.
     pub fn seg_floor(&self, byte: u64) -> (u64, u64) {
-        let mss = self.p.tcp.mss as u64;
+        let mss = self.mss as u64;
         let mut shortfall = 0;
         for (&seq, &len) in &self.short_segs {
             if seq * mss - shortfall + len as u64 > byte {
@@ -133,7 +155,7 @@ impl Sender {
 
     /// Segments from `seq` that one skb may hold, at most `nsegs`: a short segment ends
     /// its skb.
-    pub(super) fn skb_segs(&self, seq: u64, nsegs: u32) -> u32 {
+    pub fn skb_segs(&self, seq: u64, nsegs: u32) -> u32 {
         if self.short_segs.is_empty() {
             return nsegs;
         }
@@ -143,36 +165,32 @@ impl Sender {
         }
     }
 
-    /// How much of a burst of `nsegs` from `seq` may go under `nonagle`: when the burst
-    /// ends with the queue's short tail, a one-segment skb is held whole
-    /// (`tcp_nagle_test`, 0) and a longer one is split before the tail
-    /// (`tcp_mss_split_point`).
-    pub(super) fn nagle_segs(&self, seq: u64, nsegs: u32, nonagle: u8) -> u32 {
+    /// How much of a burst of `nsegs` from `seq` may go under `nonagle`, with segments
+    /// `snd_una..snd_nxt` in flight: when the burst ends with the queue's short tail, a
+    /// one-segment skb is held whole (`tcp_nagle_test`, 0) and a longer one is split
+    /// before the tail (`tcp_mss_split_point`).
+    pub fn nagle_segs(&self, seq: u64, nsegs: u32, nonagle: u8, snd_una: u64, snd_nxt: u64) -> u32 {
         let last = seq + nsegs as u64 - 1;
         if last + 1 != self.total_segs || !self.short_segs.contains_key(&last) {
             return nsegs;
         }
+        let held = self.nagle_check(nonagle, snd_una, snd_nxt);
         if nsegs == 1 {
-            return self.nagle_test(nonagle) as u32;
+            // tcp_nagle_test for the short tail: a push or a FIN sends it.
+            return (nonagle & NAGLE_PUSH != 0 || self.fin || !held) as u32;
         }
-        nsegs - self.nagle_check(nonagle) as u32
-    }
-
-    /// `tcp_nagle_test` for the short tail: a push or a FIN (a sized flow's end) sends it.
-    fn nagle_test(&self, nonagle: u8) -> bool {
-        let fin = self.p.flow.size_bytes.is_some_and(|b| b > 0);
-        nonagle & NAGLE_PUSH != 0 || fin || !self.nagle_check(nonagle)
+        nsegs - held as u32
     }
 
     /// `tcp_nagle_check` for a short segment: held while corked, or, with Nagle on, while
     /// an earlier short segment is unacknowledged (`tcp_minshall_check`).
-    fn nagle_check(&self, nonagle: u8) -> bool {
-        let minshall = self.snd_sml > self.sb.snd_una && self.snd_sml <= self.snd_nxt();
-        nonagle & NAGLE_CORK != 0 || (nonagle == 0 && self.sb.packets_out() > 0 && minshall)
+    fn nagle_check(&self, nonagle: u8, snd_una: u64, snd_nxt: u64) -> bool {
+        let minshall = self.snd_sml > snd_una && self.snd_sml <= snd_nxt;
+        nonagle & NAGLE_CORK != 0 || (nonagle == 0 && snd_nxt > snd_una && minshall)
     }
 
-    /// `tcp_minshall_update`, for new data sent as segments `seq..end`.
-    pub(super) fn minshall_update(&mut self, end: u64) {
+    /// `tcp_minshall_update`, for new data sent as segments up to `end`.
+    pub fn minshall_update(&mut self, end: u64) {
         if self.short_segs.contains_key(&(end - 1)) {
             self.snd_sml = end;
         }
@@ -181,104 +199,68 @@ impl Sender {
 
 #[cfg(test)]
 mod tests {
-    use crate::tcp::scripted::{PeerAck, ScriptedParams, ScriptedSender};
-    use crate::time::Time;
+    use super::*;
 
-    const MS: u64 = 1_000_000;
+    const MSS: u32 = 1000;
 
-    fn harness(gso: bool) -> ScriptedSender {
-        ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, gso, ..Default::default() }).unwrap()
-    }
-
-    fn ack(h: &mut ScriptedSender, at_ms: u64, seg: u64) {
-        h.receive(Time(at_ms * MS), &PeerAck { ack: seg, rwnd: 1 << 20, ..Default::default() });
-    }
-
-    /// (stream offset, bytes) of each skb sent since the last call.
-    fn sent(h: &mut ScriptedSender) -> Vec<(u64, u64)> {
-        h.take_sent().iter().map(|r| (r.start, r.bytes)).collect()
+    #[test]
+    fn a_sized_flow_ends_with_its_short_segment_and_offsets_follow_the_layout() {
+        let w = WriteQueue::new(MSS, Some(2_500));
+        assert_eq!(w.written_segs(), 3);
+        assert_eq!((w.seg_len(1), w.seg_len(2)), (1_000, 500));
+        assert_eq!((w.seg_start(2), w.seg_start(3)), (2_000, 2_500));
+        assert_eq!(w.seg_floor(2_499), (2, 2_000));
+        assert_eq!(w.seg_floor(9_999), (3, 2_500), "past the end: the end of the written data");
+        assert_eq!(w.skb_segs(0, 10), 3, "the short segment ends the skb");
+        let bulk = WriteQueue::new(MSS, None);
+        assert_eq!((bulk.written_segs(), bulk.seg_start(7), bulk.skb_segs(0, 10)), (u64::MAX, 7_000, 10));
     }
 
     #[test]
-    fn nagle_holds_a_short_segment_while_an_earlier_short_one_is_unacknowledged() {
-        let mut h = harness(true);
-        // A write's short end goes at once: no earlier short segment is in flight
-        // (Minshall's variant of Nagle's rule).
-        h.write(Time(200 * MS), 1_500, false);
-        assert_eq!(sent(&mut h), vec![(0, 1_500)]);
-        // The next short write waits for the ACK of the first short segment ...
-        h.write(Time(210 * MS), 300, false);
-        assert_eq!(sent(&mut h), vec![]);
-        // ... and a second one joins it in the unsent segment.
-        h.write(Time(220 * MS), 200, false);
-        assert_eq!(sent(&mut h), vec![]);
-        ack(&mut h, 300, 1);
-        assert_eq!(sent(&mut h), vec![], "the short segment 1000:1500 is still unacknowledged");
-        ack(&mut h, 310, 2);
-        assert_eq!(sent(&mut h), vec![(1_500, 500)]);
-        assert_eq!(h.sender.seg_start(3), 2_000);
-        assert_eq!(h.sender.seg_floor(1_700), (2, 1_500));
-        assert_eq!(h.sender.seg_floor(2_000), (3, 2_000), "the end of the written data");
+    fn a_write_fills_the_unsent_short_tail_before_it_starts_new_segments() {
+        let mut w = WriteQueue::new(MSS, Some(0));
+        w.append(300, 0, true);
+        w.append(900, 0, true);
+        // 300 + 700 fill segment 0; the other 200 start segment 1.
+        assert_eq!((w.written_segs(), w.seg_len(0), w.seg_len(1)), (2, 1_000, 200));
+        // Once segment 1 has left (snd_nxt = 2), it stays short.
+        w.append(500, 2, true);
+        assert_eq!((w.written_segs(), w.seg_len(1), w.seg_len(2)), (3, 200, 500));
+        assert_eq!((w.seg_start(2), w.seg_start(3)), (1_200, 1_700));
+        assert_eq!(w.skb_segs(1, 2), 1);
     }
 
     #[test]
-    fn a_short_write_behind_whole_segments_in_flight_goes_at_once() {
-        // Minshall: only an unacknowledged *short* segment holds the next one; classic
-        // Nagle (RFC 896) would hold it behind any data in flight.
-        let mut h = harness(true);
-        h.write(Time(200 * MS), 2_000, false);
-        h.write(Time(210 * MS), 300, false);
-        assert_eq!(sent(&mut h), vec![(0, 2_000), (2_000, 300)]);
+    fn minshall_holds_a_short_tail_only_behind_an_unacknowledged_short_segment() {
+        let mut w = WriteQueue::new(MSS, Some(0));
+        w.append(1_500, 0, true);
+        // Nothing short in flight: the burst of two goes whole.
+        assert_eq!(w.nagle_segs(0, 2, 0, 0, 0), 2);
+        w.minshall_update(2);
+        w.append(300, 2, true);
+        assert_eq!(w.nagle_segs(2, 1, 0, 0, 2), 0, "held: the short segment 1 is unacknowledged");
+        assert_eq!(w.nagle_segs(2, 1, 0, 2, 2), 1, "sent once it is acknowledged");
+        assert_eq!(w.nagle_segs(2, 1, NAGLE_OFF, 0, 2), 1, "TCP_NODELAY: no hold");
     }
 
     #[test]
-    fn tcp_nodelay_sends_each_short_write_at_once() {
-        let mut h = harness(true);
-        h.setsockopt(Time(200 * MS), true, true);
-        h.write(Time(200 * MS), 1_500, false);
-        h.write(Time(210 * MS), 300, false);
-        assert_eq!(sent(&mut h), vec![(0, 1_500), (1_500, 300)]);
+    fn cork_splits_a_burst_before_its_short_tail_and_nodelay_uncorked_pushes() {
+        let mut w = WriteQueue::new(MSS, Some(0));
+        assert!(!w.set_cork(true));
+        w.append(2_100, 0, true);
+        assert_eq!(w.nagle_segs(0, 3, w.nonagle(), 0, 0), 2, "tcp_mss_split_point");
+        assert_eq!(w.nagle_segs(2, 1, w.nonagle(), 2, 2), 0, "a corked tail is held whatever is in flight");
+        assert!(w.set_nodelay(true));
+        assert!(w.set_cork(false));
+        assert_eq!(w.nonagle(), NAGLE_OFF | NAGLE_PUSH);
+        // A write that starts a new skb clears the push; TCP_NODELAY stays.
+        w.append(100, 3, true);
+        assert_eq!(w.nonagle(), NAGLE_OFF);
     }
 
     #[test]
-    fn cork_holds_short_data_until_uncorked_and_a_long_write_leaves_its_whole_segments() {
-        let mut h = harness(true);
-        h.setsockopt(Time(200 * MS), false, true);
-        h.write(Time(200 * MS), 40, false);
-        h.write(Time(210 * MS), 2_100, false);
-        // Whole segments go; the 140-byte end stays (`tcp_mss_split_point`).
-        assert_eq!(sent(&mut h), vec![(0, 2_000)]);
-        h.setsockopt(Time(220 * MS), false, false);
-        assert_eq!(sent(&mut h), vec![(2_000, 140)]);
-    }
-
-    #[test]
-    fn msg_more_corks_one_write_and_the_probe_timer_sends_it_when_nothing_is_in_flight() {
-        let mut h = harness(true);
-        h.setsockopt(Time(200 * MS), true, true);
-        h.write(Time(200 * MS), 40, true);
-        assert_eq!(sent(&mut h), vec![]);
-        // `tcp_check_probe_timer`: max(RTO, 200 ms) later (the timer's jiffy rounds
-        // up), `tcp_write_wakeup` sends it.
-        let rto = h.tcp_info()["tcpi_rto"] as u64 * 1_000;
-        h.advance(Time(200 * MS + rto + 10 * MS));
-        let r = h.take_sent();
-        assert_eq!((r.len(), r[0].start, r[0].bytes), (1, 0, 40), "{r:?}");
-        assert!(r[0].time >= Time(200 * MS + rto) && r[0].time <= Time(200 * MS + rto + 4 * MS), "{r:?}");
-        // A write without MSG_MORE on a TCP_NODELAY socket sends what MSG_MORE held.
-        ack(&mut h, 700, 1);
-        h.write(Time(710 * MS), 100, true);
-        h.write(Time(720 * MS), 100, false);
-        assert_eq!(sent(&mut h), vec![(40, 200)]);
-    }
-
-    #[test]
-    fn without_gso_every_skb_is_one_segment() {
-        let mut h = harness(false);
-        h.write(Time(200 * MS), 2_500, false);
-        assert_eq!(sent(&mut h), vec![(0, 1_000), (1_000, 1_000), (2_000, 500)]);
-        let mut h = harness(true);
-        h.write(Time(200 * MS), 2_500, false);
-        assert_eq!(sent(&mut h), vec![(0, 2_000), (2_000, 500)]);
+    fn a_sized_flows_last_segment_carries_the_fin_and_is_never_held() {
+        let w = WriteQueue::new(MSS, Some(1_500));
+        assert_eq!(w.nagle_segs(1, 1, NAGLE_CORK, 0, 1), 1);
     }
 }

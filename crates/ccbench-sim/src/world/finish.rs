@@ -36,7 +36,7 @@ impl World {
             });
             flows.push(FlowMeasured {
                 params: s.cc.params(),
-                paced: s.paced,
+                paced: s.paced(),
                 completed_ns: if f.repeats_left == 0 { r.completed_at.map(|t| t.ns()) } else { None },
                 delivered_bytes: f.closed_delivered + r.delivered_bytes(),
                 bottleneck_bytes: f.bottleneck_bytes,

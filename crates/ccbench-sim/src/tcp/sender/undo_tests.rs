@@ -2,12 +2,13 @@
 //! times, checked against what tcp_input.c does with the same sequence, and the
 //! receiver's DSACK of an out-of-order duplicate.
 
-use super::config::{FlowConfig, TcpConfig};
-use super::io::Loopback;
-use super::sender::{Sender, SenderParams, XmitTimer};
-use super::wake::SenderTimer;
+use super::{Sender, SenderParams};
 use crate::cc::{reno::Reno, CaState, INFINITE_SSTHRESH};
 use crate::net::Packet;
+use crate::tcp::config::{FlowConfig, TcpConfig};
+use crate::tcp::io::Loopback;
+use crate::tcp::wake::SenderTimer;
+use crate::tcp::xmit_timer::XmitTimer;
 use crate::time::{Dur, Time, NS_PER_SEC};
 
 const T0: Time = Time(1_000 * NS_PER_SEC);
@@ -51,9 +52,9 @@ fn spurious_fast_retransmit(s: &mut Sender, q: &mut Loopback) -> Time {
     s.on_ack(t, &ack(0, ms(T0), &[(1, 4)], false), q);
     assert_eq!(s.ca_state, CaState::Recovery);
     assert_eq!(s.stats.retransmits, 1, "the fast retransmit of segment 0");
-    assert_eq!(s.undo.marker, Some(0), "tcp_init_undo: undo_marker = snd_una");
-    assert_eq!(s.undo.retrans, 1, "one retransmission not yet proven spurious");
-    assert_eq!(s.undo.prior_ssthresh, INFINITE_SSTHRESH, "tcp_current_ssthresh: max(ssthresh, 3/4 cwnd)");
+    assert_eq!(s.undo.marker(), Some(0), "tcp_init_undo: undo_marker = snd_una");
+    assert_eq!(s.undo.retrans(), 1, "one retransmission not yet proven spurious");
+    assert_eq!(s.undo.prior_ssthresh(), INFINITE_SSTHRESH, "tcp_current_ssthresh: max(ssthresh, 3/4 cwnd)");
     assert_eq!(s.w.ssthresh, 5, "Reno halves");
     t
 }
@@ -62,7 +63,7 @@ fn spurious_fast_retransmit(s: &mut Sender, q: &mut Loopback) -> Time {
 fn dsack_of_the_only_retransmission_undoes_fast_recovery() {
     let (mut s, mut q) = sender(2);
     let t = spurious_fast_retransmit(&mut s, &mut q);
-    let stamp = s.undo.retrans_stamp;
+    let stamp = s.undo.retrans_stamp();
     assert_eq!(stamp, ms(t), "retrans_stamp: TSval of the first retransmission");
     // The original segment 0 arrives after all; the ACK echoes the retransmission's
     // TSval (so the timestamp test cannot tell), and advances snd_una to 4.
@@ -73,9 +74,9 @@ fn dsack_of_the_only_retransmission_undoes_fast_recovery() {
     // The retransmission arrives as a duplicate: DSACK (0, 1) below the cumulative ACK.
     s.on_ack(t1 + Dur::from_ms(1), &ack(4, stamp, &[(0, 1)], true), &mut q);
     assert_eq!(s.stats.dsacks, 1);
-    assert_eq!(s.undo.retrans, 0, "tcp_check_dsack took it off undo_retrans");
+    assert_eq!(s.undo.retrans(), 0, "tcp_check_dsack took it off undo_retrans");
     assert_eq!(s.stats.dsack_undo, 1, "tcp_try_undo_dsack");
-    assert_eq!(s.undo.marker, None);
+    assert_eq!(s.undo.marker(), None);
     assert_eq!(s.w.ssthresh, INFINITE_SSTHRESH, "ssthresh back to prior_ssthresh: slow start resumes");
     assert!(s.w.cwnd >= 10, "cwnd back to at least prior_cwnd (tcp_reno_undo_cwnd), got {}", s.w.cwnd);
     assert!(s.ca_state <= CaState::Disorder, "tcp_try_to_open after the undo, got {:?}", s.ca_state);
@@ -100,7 +101,7 @@ fn real_loss_keeps_the_reduction() {
     let (mut s, mut q) = sender(2);
     let t = spurious_fast_retransmit(&mut s, &mut q);
     // Only the retransmission arrives: the ACK echoes its TSval; no DSACK ever comes.
-    s.on_ack(t + Dur::from_ms(40), &ack(10, s.undo.retrans_stamp, &[], false), &mut q);
+    s.on_ack(t + Dur::from_ms(40), &ack(10, s.undo.retrans_stamp(), &[], false), &mut q);
     assert_eq!(s.ca_state, CaState::Open);
     assert_eq!(s.stats.full_undo + s.stats.dsack_undo + s.stats.partial_undo, 0);
     assert_eq!(s.w.ssthresh, 5);
@@ -115,7 +116,7 @@ fn timeout(s: &mut Sender, q: &mut Loopback) -> Time {
     assert_eq!(s.ca_state, CaState::Loss);
     assert_eq!((s.sb.lost_out, s.sb.retrans_out), (10, 1));
     assert_eq!(s.w.cwnd, 1, "tcp_enter_loss: cwnd = inflight + 1");
-    assert_eq!(s.undo.prior_ssthresh, INFINITE_SSTHRESH);
+    assert_eq!(s.undo.prior_ssthresh(), INFINITE_SSTHRESH);
     t
 }
 
@@ -123,9 +124,9 @@ fn timeout(s: &mut Sender, q: &mut Loopback) -> Time {
 fn frto_finds_a_timeout_spurious_when_never_retransmitted_data_is_acked() {
     let (mut s, mut q) = sender(2);
     let t = timeout(&mut s, &mut q);
-    assert!(s.undo.frto, "tcp_enter_loss: F-RTO for a new recovery");
+    assert!(s.undo.frto(), "tcp_enter_loss: F-RTO for a new recovery");
     // The retransmission of 0 is acknowledged (timestamps echo it: no Eifel undo).
-    let stamp = s.undo.retrans_stamp;
+    let stamp = s.undo.retrans_stamp();
     s.on_ack(t + Dur::from_ms(40), &ack(1, stamp, &[], false), &mut q);
     assert_eq!(s.ca_state, CaState::Loss);
     assert_eq!(s.stats.retransmits, 1, "step 2.b: new data, not retransmissions");
@@ -148,8 +149,8 @@ fn frto_finds_a_timeout_spurious_when_never_retransmitted_data_is_acked() {
 fn without_frto_the_same_acks_retransmit_the_window() {
     let (mut s, mut q) = sender(0);
     let t = timeout(&mut s, &mut q);
-    assert!(!s.undo.frto);
-    let stamp = s.undo.retrans_stamp;
+    assert!(!s.undo.frto());
+    let stamp = s.undo.retrans_stamp();
     s.on_ack(t + Dur::from_ms(40), &ack(1, stamp, &[], false), &mut q);
     s.on_ack(t + Dur::from_ms(41), &ack(2, 0, &[], false), &mut q);
     assert_eq!(s.ca_state, CaState::Loss);
@@ -161,12 +162,12 @@ fn without_frto_the_same_acks_retransmit_the_window() {
 fn frto_sees_real_loss_when_the_new_data_is_sacked_but_not_the_old() {
     let (mut s, mut q) = sender(2);
     let t = timeout(&mut s, &mut q);
-    let stamp = s.undo.retrans_stamp;
+    let stamp = s.undo.retrans_stamp();
     s.on_ack(t + Dur::from_ms(40), &ack(1, stamp, &[], false), &mut q);
     assert_eq!(s.snd_nxt(), 12);
     // The new segment 10 is SACKed while 1..10 stay missing (step 3.a).
     s.on_ack(t + Dur::from_ms(41), &ack(1, stamp, &[(10, 11)], false), &mut q);
-    assert!(!s.undo.frto, "the loss was real");
+    assert!(!s.undo.frto(), "the loss was real");
     assert_eq!(s.stats.spurious_rtos, 0);
     assert_eq!(s.ca_state, CaState::Loss);
     assert!(s.stats.retransmits > 1, "conventional recovery resumes");
@@ -199,33 +200,33 @@ fn partial_ack_for_an_original_undoes_then_rack_restarts_recovery_for_the_real_h
     s.on_ack(t, &ack(0, ms(T0), &[(2, 5)], false), &mut q);
     assert_eq!(s.ca_state, CaState::Recovery);
     assert_eq!((s.sb.lost_out, s.stats.retransmits), (2, 1));
-    assert_eq!((s.reord_seen, s.reordering), (0, 3));
+    assert_eq!((s.reordering.seen(), s.reordering.degree()), (0, 3));
     // The original of 0 was only delayed: a partial ACK echoing its TSval, with no
     // retransmission left in flight, undoes the reduction (`tcp_try_undo_partial`), and
     // the delayed original is reordering: 5 segments below the highest SACK
     // (`tcp_check_sack_reordering`).
     s.on_ack(t + Dur::from_ms(1), &ack(1, ms(T0), &[(2, 5)], false), &mut q);
     assert_eq!(s.stats.partial_undo, 1);
-    assert_eq!((s.reord_seen, s.reordering), (1, 5));
+    assert_eq!((s.reordering.seen(), s.reordering.degree()), (1, 5));
     // RACK, run again after the undo, now allows a reordering window (min_rtt / 4)
     // before it calls 1 lost: the REO timer waits for it...
     assert_eq!(s.ca_state, CaState::Disorder);
     assert_eq!(s.sb.lost_out, 0);
-    assert_eq!(s.xmit_kind, XmitTimer::ReoTimeout);
-    let due = s.xmit_timer.deadline().expect("the REO timer");
+    assert_eq!(s.xmit.kind(), XmitTimer::ReoTimeout);
+    let due = s.xmit.deadline().expect("the REO timer");
     assert!(due > t + Dur::from_ms(1) + Dur::from_ms(10), "at {due}: the window is 10 ms");
     // ...and when it fires, 1 is still missing: a new recovery episode ("Undo reverts the
     // recovery state. If loss is evident, starts a new recovery").
     s.on_timer_expired(due, SenderTimer::Retransmit, &mut q);
     assert_eq!(s.ca_state, CaState::Recovery);
     assert_eq!(s.sb.lost_out, 1);
-    assert_eq!(s.undo.marker, Some(1), "tcp_init_undo for the new episode");
+    assert_eq!(s.undo.marker(), Some(1), "tcp_init_undo for the new episode");
     s.sb.audit(false).unwrap();
 }
 
 #[test]
 fn receiver_dsacks_a_held_out_of_order_duplicate_inside_its_sack_block() {
-    use super::receiver::{Receiver, ReceiverParams};
+    use crate::tcp::receiver::{Receiver, ReceiverParams};
     let mut r = Receiver::new(ReceiverParams {
         id: 0,
         tcp: TcpConfig { mss: MSS, ..TcpConfig::default() },
@@ -263,6 +264,6 @@ fn an_ack_below_snd_una_still_tags_its_sack_blocks() {
     // A later ACK filling 3..5 without retransmission: 3 and 4 were delivered after 5
     // and 6, so the path reorders, by 4 segments (7 - 3) (`tcp_check_sack_reordering`).
     s.on_ack(t + Dur::from_ms(2), &ack(5, ms(T0), &[(5, 7)], false), &mut q);
-    assert_eq!((s.reord_seen, s.reordering), (1, 4));
+    assert_eq!((s.reordering.seen(), s.reordering.degree()), (1, 4));
     s.sb.audit(false).unwrap();
 }

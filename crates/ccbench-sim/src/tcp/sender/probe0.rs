@@ -1,17 +1,21 @@
-//! Zero-window probes: the persist timer (`ICSK_TIME_PROBE0`) that keeps asking a peer
-//! whose window is shut whether it has opened, as `tcp_check_probe_timer`,
-//! `tcp_send_probe0` and `tcp_write_wakeup` (net/ipv4/tcp_output.c), `tcp_probe_timer`
-//! (tcp_timer.c) and `tcp_ack_probe` (tcp_input.c) do.
+//! Pushing what was written (`tcp_push_pending_frames`), and the zero-window probes that
+//! follow a push which leaves data waiting: the persist timer (`ICSK_TIME_PROBE0`) that
+//! keeps asking a peer whose window is shut whether it has opened, as
+//! `tcp_check_probe_timer`, `tcp_send_probe0` and `tcp_write_wakeup`
+//! (net/ipv4/tcp_output.c), `tcp_probe_timer` (tcp_timer.c) and `tcp_ack_probe`
+//! (tcp_input.c) do.
 //!
 //! Not modelled: the abort after `tcp_retries2` probes that no ACK answers
 //! (`tcp_write_err`); a peer that answers its probes, as every modelled one does, never
 //! reaches it.
 
-use super::io::Io;
 use super::output::TxKind;
-use super::rtt::RTO_MAX;
-use super::sender::*;
+use super::*;
 use crate::net::Packet;
+use crate::tcp::io::Io;
+use crate::tcp::rtt::RTO_MAX;
+use crate::tcp::tsopt::ts_ms;
+use crate::tcp::xmit_timer::XmitTimer;
 use crate::time::{Dur, Time};
 use crate::units::wire;
 
@@ -32,12 +36,17 @@ impl Sender {
         self.rtt.backed_off(self.probe0_base(), RTO_MAX)
     }
 
+    /// `tcp_push_pending_frames`: push with the socket's own Nagle setting.
+    pub(super) fn push_pending_frames(&mut self, now: Time, q: &mut impl Io) {
+        self.push_frames(now, self.write.nonagle(), q);
+    }
+
     /// `__tcp_push_pending_frames`: send what may go, and if that leaves data waiting with
     /// nothing in flight, `tcp_check_probe_timer`: arm the probe timer unless a timer is
     /// pending.
     pub(super) fn push_frames(&mut self, now: Time, nonagle: u8, q: &mut impl Io) {
         self.write_xmit(now, 0, nonagle, q);
-        if self.sb.packets_out() == 0 && self.has_unsent() && !self.xmit_timer.is_armed() {
+        if self.sb.packets_out() == 0 && self.has_unsent() && !self.xmit.is_armed() {
             let base = self.probe0_base();
             self.reset_xmit_timer(now, XmitTimer::Probe0, base, q);
         }
@@ -94,12 +103,12 @@ impl Sender {
             wire_bytes: wire::ACK_BYTES,
             seq: snd_una,
             payload: 0,
-            ts_val: super::undo::ts_ms(now),
-            ts_ecr: self.ts_recent,
+            ts_val: ts_ms(now),
+            ts_ecr: self.ts.recent(),
             ..Default::default()
         };
         q.transmit(now, self.p.id, pkt);
-        let start = self.seg_start(snd_una);
+        let start = self.write.seg_start(snd_una);
         if let Some(log) = self.tx_log.as_mut() {
             log.push(TxRecord { time: now, seq: snd_una, start, ..Default::default() });
         }
@@ -111,7 +120,7 @@ impl Sender {
     pub(super) fn ack_probe(&mut self, now: Time, q: &mut impl Io) {
         if self.rwnd_allows(self.snd_nxt()) {
             self.rtt.backoff = 0;
-            self.xmit_timer.cancel();
+            self.xmit.cancel();
         } else {
             let when = self.probe0_when();
             self.reset_xmit_timer(now, XmitTimer::Probe0, when, q);

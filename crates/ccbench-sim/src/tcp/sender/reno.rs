@@ -4,20 +4,12 @@
 //! marked lost after `reordering` duplicate ACKs, and again at every partial ACK in
 //! Recovery (NewReno, RFC 6582); RACK and tail loss probes need SACK and stay off.
 
-use super::scoreboard::LOST;
-use super::sender::Sender;
+use super::Sender;
 use crate::cc::CaState;
+use crate::tcp::scoreboard::LOST;
 use crate::time::Time;
 
-/// `net.ipv4.tcp_max_reordering`.
-const MAX_REORDERING: u32 = 300;
-
 impl Sender {
-    /// Whether the peer SACKs (`tcp_is_sack`).
-    pub(super) fn is_reno(&self) -> bool {
-        !self.p.tcp.sack
-    }
-
     /// `tcp_add_reno_sack`: `num_dupack` more segments left the network.
     pub(super) fn add_reno_sack(&mut self, num_dupack: u32, ece: bool) {
         if num_dupack == 0 {
@@ -55,8 +47,7 @@ impl Sender {
         if !self.limit_reno_sacked() {
             return;
         }
-        self.reordering = (self.sb.packets_out() + addend).min(MAX_REORDERING);
-        self.reord_seen += 1;
+        self.reordering.on_dupacks_beyond_holes(self.sb.packets_out() + addend);
     }
 
     /// `tcp_limit_reno_sacked`: at least one hole stays (or every lost segment).
@@ -73,7 +64,7 @@ impl Sender {
     /// `tcp_newreno_mark_lost`: the head is lost after `reordering` duplicate ACKs, or
     /// at a partial ACK in Recovery.
     pub(super) fn newreno_mark_lost(&mut self, now: Time, snd_una_advanced: bool) {
-        let due = (self.ca_state < CaState::Recovery && self.sb.sacked_out >= self.reordering)
+        let due = (self.ca_state < CaState::Recovery && self.sb.sacked_out >= self.reordering.degree())
             || (self.ca_state == CaState::Recovery && snd_una_advanced);
         if !due || self.sb.is_empty() {
             return;

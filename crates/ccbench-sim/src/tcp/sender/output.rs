@@ -1,16 +1,22 @@
-//! The output path: `tcp_write_xmit` with its pacing check, cwnd quota, TSO sizing and
-//! deferral (`tcp_pacing_check`, `tcp_tso_should_defer`) and TCP Small Queues
-//! (`tcp_small_queue_check`), all in net/ipv4/tcp_output.c, and retransmission.
+//! The output path (net/ipv4/tcp_output.c): `tcp_write_xmit` with its pacing check (on
+//! `tcp/pacing.rs`), cwnd quota, TSO sizing and deferral (`tcp_tso_autosize`,
+//! `tcp_tso_should_defer`) and TCP Small Queues (`tcp_small_queue_check`, on
+//! `tcp/tsq.rs`); retransmission (`tcp_xmit_retransmit_queue`); and the skb handed to
+//! the NIC (`__tcp_transmit_skb`, `tcp_rate_skb_sent`, `tcp_update_skb_after_send`).
 
-use super::chrono::Chrono;
-use super::io::Io;
-use super::scoreboard::Seg;
-use super::sender::*;
-use super::wake::{SenderTimer, Wake};
+use super::*;
 use crate::cc::{CaEvent, CaState};
 use crate::net::Ecn;
 use crate::net::Packet;
-use crate::time::{Dur, Time, NS_PER_SEC};
+use crate::tcp::chrono::Chrono;
+use crate::tcp::io::Io;
+use crate::tcp::pacing;
+use crate::tcp::rate::TxSnapshot;
+use crate::tcp::scoreboard::Seg;
+use crate::tcp::tsopt::ts_ms;
+use crate::tcp::tsq::Tsq;
+use crate::tcp::xmit_timer::XmitTimer;
+use crate::time::{Dur, Time};
 use crate::units::wire;
 use std::ops::Range;
 
@@ -18,11 +24,6 @@ use std::ops::Range;
 const TSO_MAX_DEFERRED_SEGS: u64 = 3;
 /// `sk_gso_max_size` of a typical device (`GSO_LEGACY_MAX_SIZE`).
 const GSO_MAX_SIZE: u64 = 65536;
-/// Socket-buffer overhead charged per skb on top of its payload (approximate `truesize`).
-const SKB_OVERHEAD: u64 = 768;
-/// `sk_wmem_alloc` starts at one, the socket's own reference (`sk_alloc`), so two skbs of
-/// the size about to be sent already exceed TCP Small Queues' limit of twice its truesize.
-const WMEM_SELF_REF: u64 = 1;
 
 /// `tcp_tso_should_defer`'s answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +33,16 @@ enum Defer {
     ForCwnd,
     /// Wait for the peer to open its window.
     ForRwnd,
+}
+
+/// What became of one skb handed to the NIC.
+struct SentSkb {
+    /// Payload bytes.
+    payload: u64,
+    /// When its last segment's TX completion reaches the host.
+    done: Time,
+    /// A segment of it carried CWR.
+    cwr: bool,
 }
 
 /// What an skb handed to the NIC carries.
@@ -45,19 +56,9 @@ pub(super) enum TxKind {
 }
 
 impl Sender {
-    /// `tcp_snd_wnd_test`: segment `seq` fits in the peer's window.
-    pub(super) fn rwnd_allows(&self, seq: u64) -> bool {
-        self.seg_start(seq) + self.seg_len(seq) as u64 <= self.wnd_end()
-    }
-
-    /// `tcp_wnd_end`: the stream offset the peer's window reaches.
-    pub(super) fn wnd_end(&self) -> u64 {
-        self.seg_start(self.sb.snd_una) + self.snd_wnd
-    }
-
     /// Whole segments the peer's window still admits beyond `snd_nxt`.
     fn rwnd_segs(&self) -> u64 {
-        (self.wnd_end().saturating_sub(self.seg_start(self.snd_nxt())) / self.p.tcp.mss as u64).max(1)
+        (self.wnd_end().saturating_sub(self.write.seg_start(self.snd_nxt())) / self.p.tcp.mss as u64).max(1)
     }
 
     /// `tcp_tso_segs` / `tcp_tso_autosize`: about 1 ms of data at the pacing rate, plus
@@ -99,51 +100,22 @@ impl Sender {
         }
     }
 
-    /// `tcp_pacing_check`: too early for the next skb? Then arm the pacing timer.
-    fn pacing_check(&mut self, now: Time, q: &mut impl Io) -> bool {
-        if !self.paced || self.wstamp <= now {
-            return false;
-        }
-        if !self.pacing_timer.is_armed() {
-            q.arm(&mut self.pacing_timer, self.wstamp, Wake::Sender(self.p.id, SenderTimer::Pacing));
-        }
-        true
-    }
-
-    /// Bytes of this socket still in the qdisc/NIC (`sk_wmem_alloc`), its skbs whose
-    /// completions were reaped by `reaped` freed.
-    fn wmem_at(&mut self, reaped: Time) -> u64 {
-        while let Some(&(done, bytes)) = self.nic_skbs.front() {
-            if done > reaped {
-                break;
-            }
-            self.wmem -= bytes;
-            self.nic_skbs.pop_front();
-        }
-        self.wmem
-    }
-
-    /// `tcp_small_queue_check`: throttle while about 1 ms of data (at least two skbs)
-    /// waits below the socket; TX completion wakes the socket.
+    /// `tcp_small_queue_check` for an skb of `nsegs` (the limit doubled `factor` times):
+    /// throttled while the qdisc and NIC hold more of this socket's data than about 1 ms
+    /// (at least two skbs), unless the retransmit queue holds at most one skb; the TX
+    /// completion wakes the socket.
     fn tsq_throttled(&mut self, now: Time, nsegs: u32, factor: u32, q: &mut impl Io) -> bool {
-        let truesize = nsegs as u64 * self.p.tcp.mss as u64 + SKB_OVERHEAD;
-        let mut limit = (2 * truesize).max(self.w.pacing_rate >> self.p.tcp.pacing_shift);
-        if !self.paced {
-            limit = limit.min(self.p.tcp.tsq_limit_bytes);
-        }
-        limit <<= factor;
-        if self.wmem_at(q.reaped(now)) + WMEM_SELF_REF <= limit {
+        let tcp = &self.p.tcp;
+        let unpaced_cap = (!self.pacing.enabled()).then_some(tcp.tsq_limit_bytes);
+        let payload = nsegs as u64 * tcp.mss as u64;
+        let limit = Tsq::limit(payload, self.w.pacing_rate, tcp.pacing_shift, unpaced_cap, factor);
+        if !self.tsq.over_limit(limit, q.reaped(now)) {
             return false;
         }
-        // Always send if the retransmit queue holds at most one skb.
         if self.sb.packets_out() <= self.tso_segs() {
             return false;
         }
-        if let Some(&(done, _)) = self.nic_skbs.front() {
-            // Completed but not yet reaped: the TX poll comes after the work queued.
-            let at = done.max(now);
-            q.arm(&mut self.txc_timer, at, Wake::Sender(self.p.id, SenderTimer::TxCompletion));
-        }
+        self.tsq.wait_for_completion(now, q);
         true
     }
 
@@ -152,18 +124,18 @@ impl Sender {
     /// (`is_rwnd_limited`); the write queue's skb is taken to be longer than either, as
     /// a bulk sender's `size_goal` skbs are.
     fn should_defer(&self, now: Time, max_segs: u32) -> Defer {
-        if self.ca_state >= CaState::Recovery || now.since(self.wstamp) > Dur::from_ms(1) {
+        if self.ca_state >= CaState::Recovery || now.since(self.pacing.wstamp()) > Dur::from_ms(1) {
             return Defer::No;
         }
         let mss = self.p.tcp.mss as u64;
-        let send_win = self.wnd_end().saturating_sub(self.seg_start(self.snd_nxt()));
+        let send_win = self.wnd_end().saturating_sub(self.write.seg_start(self.snd_nxt()));
         let cong_win = (self.w.cwnd - self.inflight()) as u64 * mss;
         let limit = send_win.min(cong_win);
         if limit >= max_segs as u64 * mss {
             return Defer::No;
         }
         // The last data of a sized flow (FIN) is never held back.
-        let unsent = (self.total_segs - self.snd_nxt()).saturating_mul(mss);
+        let unsent = (self.write.written_segs() - self.snd_nxt()).saturating_mul(mss);
         if unsent <= limit {
             return Defer::No;
         }
@@ -195,7 +167,7 @@ impl Sender {
     }
 
     /// `tcp_write_xmit`. `push_one`: 0 normal, 1 one skb, 2 one skb ignoring cwnd (TLP);
-    /// `nonagle`: the Nagle setting of this push (`NAGLE_*` in `write.rs`).
+    /// `nonagle`: the Nagle setting of this push (`NAGLE_*` in `tcp/write.rs`).
     pub(super) fn write_xmit(&mut self, now: Time, push_one: u8, nonagle: u8, q: &mut impl Io) {
         if !self.started {
             return;
@@ -206,7 +178,7 @@ impl Sender {
         let mut is_cwnd_limited = false;
         let mut is_rwnd_limited = false;
         while self.has_unsent() {
-            if self.pacing_check(now, q) {
+            if self.pacing.check(now, q) {
                 break;
             }
             let mut quota = self.cwnd_quota();
@@ -221,8 +193,7 @@ impl Sender {
                 is_rwnd_limited = true;
                 break;
             }
-            let nsegs = (quota as u64).min(max_segs as u64).min(self.rwnd_segs()).min(self.total_segs - seq) as u32;
-            let nsegs = self.nagle_segs(seq, self.skb_segs(seq, nsegs), nonagle);
+            let nsegs = self.next_skb_segs(seq, quota, max_segs, nonagle);
             if nsegs == 0 {
                 break;
             }
@@ -246,8 +217,8 @@ impl Sender {
             if !self.send_skb(now, seq..seq + nsegs as u64, TxKind::New, q) {
                 break;
             }
-            self.minshall_update(seq + nsegs as u64);
-            if prior_packets_out == 0 || (self.xmit_timer.is_armed() && self.xmit_kind == XmitTimer::LossProbe) {
+            self.write.minshall_update(seq + nsegs as u64);
+            if prior_packets_out == 0 || self.xmit.is_pending(XmitTimer::LossProbe) {
                 self.rearm_rto(now, q);
             }
             sent += nsegs;
@@ -255,10 +226,38 @@ impl Sender {
                 break;
             }
         }
+        self.write_xmit_done(now, sent, is_cwnd_limited, is_rwnd_limited, push_one != 2, q);
+    }
+
+    /// The segments of the next skb from `seq`: at most the cwnd `quota`, the TSO goal
+    /// `max_segs`, what the peer's window admits and what was written, ended by a short
+    /// segment, and what Nagle lets go under `nonagle`.
+    // A step of write_xmit's loop only, kept inline as before it had a name (a call per
+    // skb cost 0.2% of a bulk Cubic run's instructions).
+    #[inline]
+    fn next_skb_segs(&self, seq: u64, quota: u32, max_segs: u32, nonagle: u8) -> u32 {
+        let unsent = self.write.written_segs() - seq;
+        let nsegs = (quota as u64).min(max_segs as u64).min(self.rwnd_segs()).min(unsent) as u32;
+        let nsegs = self.write.skb_segs(seq, nsegs);
+        self.write.nagle_segs(seq, nsegs, nonagle, self.sb.snd_una, self.snd_nxt())
+    }
+
+    /// The end of `tcp_write_xmit` after `sent` segments: the rwnd-limited chronograph,
+    /// cwnd validation, PRR's count, and a loss probe to follow new data (unless this
+    /// was one, `schedule_probe` false).
+    fn write_xmit_done(
+        &mut self,
+        now: Time,
+        sent: u32,
+        mut is_cwnd_limited: bool,
+        is_rwnd_limited: bool,
+        schedule_probe: bool,
+        q: &mut impl Io,
+    ) {
         if is_rwnd_limited {
             self.chronos.start(now, Chrono::RwndLimited);
         } else {
-            let empty = self.sb.is_empty() && self.snd_nxt() == self.total_segs;
+            let empty = self.sb.is_empty() && !self.has_unsent();
             self.chronos.stop(now, Chrono::RwndLimited, empty);
         }
         is_cwnd_limited |= self.inflight() >= self.w.cwnd;
@@ -267,9 +266,9 @@ impl Sender {
         }
         if sent > 0 {
             if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
-                self.prr_out += sent;
+                self.prr.on_sent(sent);
             }
-            if push_one != 2 {
+            if schedule_probe {
                 self.schedule_loss_probe(now, false, q);
             }
         }
@@ -281,7 +280,7 @@ impl Sender {
         let max_segs = self.tso_segs() as u64;
         let mut rearm = false;
         loop {
-            if self.pacing_check(now, q) {
+            if self.pacing.check(now, q) {
                 break;
             }
             let avail = self.w.cwnd.saturating_sub(self.inflight()) as u64;
@@ -302,16 +301,16 @@ impl Sender {
             if !self.send_skb(now, first..first + run, TxKind::Retrans, q) {
                 break;
             }
-            self.note_retransmit(run as u32, self.sb.get(first).tx_time);
+            self.undo.on_retransmit(run as u32, self.sb.get(first).tx_time);
             if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
-                self.prr_out += run as u32;
+                self.prr.on_sent(run as u32);
             }
-            if first == self.sb.snd_una && self.xmit_kind != XmitTimer::ReoTimeout {
+            if first == self.sb.snd_una && self.xmit.kind() != XmitTimer::ReoTimeout {
                 rearm = true;
             }
         }
         if rearm {
-            self.xmit_timer.cancel();
+            self.xmit.cancel();
             let rto = self.rtt.rto;
             self.reset_xmit_timer(now, XmitTimer::Rto, rto, q);
         }
@@ -325,7 +324,7 @@ impl Sender {
             if !self.send_skb(now, head..head + 1, TxKind::Retrans, q) {
                 return false;
             }
-            self.note_retransmit(1, self.sb.get(head).tx_time);
+            self.undo.on_retransmit(1, self.sb.get(head).tx_time);
         }
         true
     }
@@ -344,38 +343,62 @@ impl Sender {
             self.enter_cwr(now);
             return false;
         }
-        let retrans = kind != TxKind::New;
         let n = (segs.end - segs.start) as u32;
-        let first_seq = segs.start;
-        let mut any_cwr = false;
-        let prior_wstamp = self.wstamp;
-        self.wstamp = self.wstamp.max(now);
-        let tx_time = self.wstamp;
+        let prior_wstamp = self.pacing.wstamp();
+        let tx_time = self.pacing.departure(now);
         if self.inflight() == 0 {
             let info = self.info(now);
             self.cc.cwnd_event(&info, &mut self.w, CaEvent::TxStart);
         }
         let conn = self.tx_snapshot(self.inflight() + n);
         let snap = self.rate.on_send(tx_time.us(), self.sb.packets_out(), &conn);
+        let skb = self.transmit_segs(now, tx_time, segs.clone(), kind, snap, q);
+        if self.tx_log.is_some() {
+            self.log_skb(tx_time, segs, kind, &skb);
+        }
+        self.tsq.on_sent(skb.done, skb.payload);
+        self.stats.data_segs_out += n as u64;
+        self.stats.bytes_sent += skb.payload;
+        self.stats.skbs_sent += 1;
+        if kind != TxKind::New {
+            self.stats.retransmits += n as u64;
+        }
+        self.last_send = now;
+        // EDT: the next skb leaves one burst-time later (`tcp_update_skb_after_send`).
+        let rate = self.w.pacing_rate;
+        if self.pacing.advances(rate, self.stats.data_segs_out) {
+            let bytes = self.paced_bytes(skb.payload);
+            self.pacing.advance(prior_wstamp, bytes, rate);
+        }
+        true
+    }
+
+    /// The segments `segs` of one skb leave at `tx_time` (EDT), each stamped in the
+    /// scoreboard with `snap` and handed to the NIC as a packet.
+    fn transmit_segs(
+        &mut self,
+        now: Time,
+        tx_time: Time,
+        segs: Range<u64>,
+        kind: TxKind,
+        snap: TxSnapshot,
+        q: &mut impl Io,
+    ) -> SentSkb {
+        let ect = self.p.flow.ecn != Ecn::Off;
         // TSval from the departure time, as `tcp_skb_timestamp_ts` (EDT).
-        let ts_val = super::undo::ts_ms(tx_time);
-        let mut payload = 0u64;
-        let mut done = now;
-        // PSH: `__tcp_transmit_skb` forces it on every skb of more than one segment (so
-        // that the receiver's GRO flushes); `tcp_push` puts it on the end of what the
-        // application wrote. After GSO it is on the skb's last segment only.
-        let psh_at = if n > 1 || segs.end == self.total_segs { Some(segs.end - 1) } else { None };
+        let ts_val = ts_ms(tx_time);
+        let psh_at = self.psh_at(&segs);
+        let mut skb = SentSkb { payload: 0, done: now, cwr: false };
         for seq in segs {
-            let len = self.seg_len(seq);
-            payload += len as u64;
+            let len = self.write.seg_len(seq);
+            skb.payload += len as u64;
             match kind {
                 TxKind::New => self.sb.push_new(Seg { tx_time, len, flags: 0, xmits: 1, tx: snap }),
                 TxKind::Retrans => self.sb.on_retransmit(seq, tx_time, snap),
                 TxKind::Probe => self.sb.on_probe(seq, tx_time, snap),
             }
-            let ect = self.p.flow.ecn != Ecn::Off;
-            let cwr = !retrans && std::mem::take(&mut self.ecn_queue_cwr);
-            any_cwr |= cwr;
+            let cwr = kind == TxKind::New && std::mem::take(&mut self.ecn_queue_cwr);
+            skb.cwr |= cwr;
             let pkt = Packet {
                 flow: self.p.id,
                 conn: self.p.conn,
@@ -383,96 +406,58 @@ impl Sender {
                 seq,
                 payload: len,
                 ts_val,
-                ts_ecr: self.ts_recent,
+                ts_ecr: self.ts.recent(),
                 ect,
                 cwr,
                 psh: psh_at == Some(seq),
                 ..Default::default()
             };
-            done = q.transmit(now, self.p.id, pkt);
+            skb.done = q.transmit(now, self.p.id, pkt);
         }
-        let start = if self.tx_log.is_some() { self.seg_start(first_seq) } else { 0 };
-        if let Some(log) = self.tx_log.as_mut() {
-            let ect = self.p.flow.ecn != Ecn::Off;
-            let psh = psh_at.is_some();
-            log.push(TxRecord {
-                time: tx_time,
-                seq: first_seq,
-                start,
-                segs: n,
-                bytes: payload,
-                retrans,
-                ect,
-                cwr: any_cwr,
-                psh,
-            });
-        }
-        let truesize = payload + SKB_OVERHEAD;
-        self.nic_skbs.push_back((done, truesize));
-        self.wmem += truesize;
-        self.stats.data_segs_out += n as u64;
-        self.stats.bytes_sent += payload;
-        self.stats.skbs_sent += 1;
-        if retrans {
-            self.stats.retransmits += n as u64;
-        }
-        self.last_send = now;
-        // EDT: the next skb may leave one burst-time later, less up to half a burst of
-        // lateness credit ("take into account OS jitter"). The first 10 segments are
-        // not paced.
-        let rate = self.w.pacing_rate;
-        if self.paced && rate > 0 && self.stats.data_segs_out >= 10 {
-            let mut len_ns = self.paced_bytes(payload) * NS_PER_SEC / rate;
-            let credit = self.wstamp.since(prior_wstamp).ns();
-            len_ns -= (len_ns / 2).min(credit);
-            self.wstamp += Dur(len_ns);
-        }
-        true
+        skb
     }
 
-    /// Bytes whose airtime the EDT clock advances by after a burst of `payload`. With a
-    /// pacing stride S the idle time is S times that of the burst an unmodified kernel
-    /// would have sent (Vargas et al. eq. 2): a burst that reached S x the goal keeps
-    /// the pacing rate; one cut short by cwnd still idles the full stride (their
-    /// Table 2, strides 10-50).
+    /// PSH: `__tcp_transmit_skb` forces it on every skb of more than one segment (so
+    /// that the receiver's GRO flushes); `tcp_push` puts it on the end of what the
+    /// application wrote. After GSO it is on the skb's last segment only.
+    fn psh_at(&self, segs: &Range<u64>) -> Option<u64> {
+        let n = segs.end - segs.start;
+        (n > 1 || segs.end == self.write.written_segs()).then_some(segs.end - 1)
+    }
+
+    /// Record the skb `segs` sent at `tx_time` in `tx_log`.
+    fn log_skb(&mut self, tx_time: Time, segs: Range<u64>, kind: TxKind, skb: &SentSkb) {
+        let record = TxRecord {
+            time: tx_time,
+            seq: segs.start,
+            start: self.write.seg_start(segs.start),
+            segs: (segs.end - segs.start) as u32,
+            bytes: skb.payload,
+            retrans: kind != TxKind::New,
+            ect: self.p.flow.ecn != Ecn::Off,
+            cwr: skb.cwr,
+            psh: self.psh_at(&segs).is_some(),
+        };
+        if let Some(log) = self.tx_log.as_mut() {
+            log.push(record);
+        }
+    }
+
+    /// Bytes whose airtime the EDT clock advances by after a burst of `payload`: the
+    /// burst, or with a pacing stride the stride times the burst an unmodified kernel
+    /// would have sent.
     fn paced_bytes(&self, payload: u64) -> u64 {
         let stride = self.p.flow.pacing_stride as u64;
         if stride == 1 {
             return payload;
         }
         let goal = self.base_tso_segs() as u64 * self.p.tcp.mss as u64;
-        stride * payload.min(goal)
-    }
-
-    /// `tcp_update_pacing_rate` for algorithms without `cong_control`: by default 200% of
-    /// cwnd/SRTT in early slow start, else 120% (`tcp.pacing_ss_ratio`, `pacing_ca_ratio`).
-    pub(super) fn update_pacing_rate(&mut self) {
-        let srtt8 = self.rtt.srtt_us8;
-        let tcp = &self.p.tcp;
-        let ratio = if self.w.cwnd < self.w.ssthresh / 2 { tcp.pacing_ss_ratio } else { tcp.pacing_ca_ratio } as u64;
-        let mut rate = self.p.tcp.mss as u64 * ((1_000_000 / 100) << 3) * ratio;
-        rate *= self.w.cwnd.max(self.sb.packets_out()) as u64;
-        self.w.pacing_rate = rate.checked_div(srtt8).unwrap_or(rate);
+        pacing::stride_bytes(payload, stride, goal)
     }
 
     /// `tcp_cwnd_validate`: remember whether the last window was cwnd-limited.
     fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
-        let packets_out = self.sb.packets_out();
-        if self.sb.snd_una >= self.cwnd_usage_seq
-            || is_cwnd_limited
-            || (!self.is_cwnd_limited && packets_out > self.max_packets_out)
-        {
-            self.is_cwnd_limited = is_cwnd_limited;
-            self.max_packets_out = packets_out;
-            self.cwnd_usage_seq = self.snd_nxt();
-        }
-    }
-
-    /// `tcp_rate_check_app_limited`, run by `tcp_sendmsg_locked` before it queues the
-    /// write: `unsent` tells whether earlier writes still wait to be sent.
-    pub(super) fn check_app_limited(&mut self, unsent: bool) {
-        if !unsent && self.wmem == 0 && self.inflight() < self.w.cwnd && self.sb.lost_out <= self.sb.retrans_out {
-            self.rate.app_limited = (self.delivered + self.inflight() as u64).max(1);
-        }
+        let (packets_out, snd_una, snd_nxt) = (self.sb.packets_out(), self.sb.snd_una, self.snd_nxt());
+        self.cwnd_use.validate(is_cwnd_limited, packets_out, snd_una, snd_nxt);
     }
 }

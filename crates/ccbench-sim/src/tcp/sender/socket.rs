@@ -1,0 +1,173 @@
+//! What the application does to the socket: it writes (`tcp_sendmsg_locked`,
+//! net/ipv4/tcp.c) and sets TCP_NODELAY or TCP_CORK (`__tcp_sock_set_nodelay`,
+//! `__tcp_sock_set_cork`). The write queue (`tcp/write.rs`) keeps what was written and
+//! the Nagle setting; this is where a write meets the rest of the sender.
+
+use super::Sender;
+use crate::tcp::chrono::Chrono;
+use crate::tcp::io::Io;
+use crate::tcp::write::NAGLE_CORK;
+use crate::time::Time;
+
+impl Sender {
+    /// The application writes its data (at flow start): `tcp_sendmsg` checks whether the
+    /// socket was app-limited, then pushes.
+    pub fn start(&mut self, now: Time, q: &mut impl Io) {
+        self.started = true;
+        self.pacing.start(now);
+        // The (unmodelled) SYN-ACK's timestamp, as a capture's synthetic handshake shows it.
+        self.ts.start(now);
+        // The check runs before the write is queued, when nothing is unsent: a flow's
+        // first flight is app-limited, and BBR's TX_START sees `idle_restart`.
+        self.check_app_limited(false);
+        self.push_pending_frames(now, q);
+    }
+
+    /// The application writes `bytes` at `now` (`tcp_sendmsg_locked`): they go into the
+    /// write queue, then `tcp_push` sends what may go, corked for this push if `more`
+    /// (MSG_MORE).
+    pub fn app_write(&mut self, now: Time, bytes: u64, more: bool, q: &mut impl Io) {
+        if bytes == 0 {
+            return;
+        }
+        // `tcp_rate_check_app_limited`, before the data is queued.
+        self.check_app_limited(self.has_unsent());
+        if !self.has_unsent() {
+            // The first unsent data (`tcp_add_write_queue_tail`).
+            self.chronos.start(now, Chrono::Busy);
+        }
+        self.write.append(bytes, self.snd_nxt(), self.p.gso);
+        if !self.started {
+            self.started = true;
+            self.pacing.start(now);
+        }
+        self.slow_start_after_idle_check(now);
+        let nonagle = if more { NAGLE_CORK } else { self.write.nonagle() };
+        self.push_frames(now, nonagle, q);
+    }
+
+    /// TCP_NODELAY on or off (`__tcp_sock_set_nodelay`): on pushes what waits.
+    pub fn set_nodelay(&mut self, now: Time, on: bool, q: &mut impl Io) {
+        if self.write.set_nodelay(on) {
+            self.push_pending_frames(now, q);
+        }
+    }
+
+    /// TCP_CORK on or off (`__tcp_sock_set_cork`): off pushes what waits, at once if
+    /// TCP_NODELAY is set too.
+    pub fn set_cork(&mut self, now: Time, on: bool, q: &mut impl Io) {
+        if self.write.set_cork(on) {
+            self.push_pending_frames(now, q);
+        }
+    }
+
+    /// The local qdisc refused a segment sent outside this model (a pure ACK, FIN or
+    /// RST): `__tcp_transmit_skb` -> `tcp_enter_cwr`.
+    pub fn on_refused_segment(&mut self, now: Time) {
+        self.enter_cwr(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tcp::scripted::{PeerAck, ScriptedParams, ScriptedSender};
+    use crate::time::Time;
+
+    const MS: u64 = 1_000_000;
+
+    fn harness(gso: bool) -> ScriptedSender {
+        ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, gso, ..Default::default() }).unwrap()
+    }
+
+    fn ack(h: &mut ScriptedSender, at_ms: u64, seg: u64) {
+        h.receive(Time(at_ms * MS), &PeerAck { ack: seg, rwnd: 1 << 20, ..Default::default() });
+    }
+
+    /// (stream offset, bytes) of each skb sent since the last call.
+    fn sent(h: &mut ScriptedSender) -> Vec<(u64, u64)> {
+        h.take_sent().iter().map(|r| (r.start, r.bytes)).collect()
+    }
+
+    #[test]
+    fn nagle_holds_a_short_segment_while_an_earlier_short_one_is_unacknowledged() {
+        let mut h = harness(true);
+        // A write's short end goes at once: no earlier short segment is in flight
+        // (Minshall's variant of Nagle's rule).
+        h.write(Time(200 * MS), 1_500, false);
+        assert_eq!(sent(&mut h), vec![(0, 1_500)]);
+        // The next short write waits for the ACK of the first short segment ...
+        h.write(Time(210 * MS), 300, false);
+        assert_eq!(sent(&mut h), vec![]);
+        // ... and a second one joins it in the unsent segment.
+        h.write(Time(220 * MS), 200, false);
+        assert_eq!(sent(&mut h), vec![]);
+        ack(&mut h, 300, 1);
+        assert_eq!(sent(&mut h), vec![], "the short segment 1000:1500 is still unacknowledged");
+        ack(&mut h, 310, 2);
+        assert_eq!(sent(&mut h), vec![(1_500, 500)]);
+        assert_eq!(h.sender.seg_start(3), 2_000);
+        assert_eq!(h.sender.seg_floor(1_700), (2, 1_500));
+        assert_eq!(h.sender.seg_floor(2_000), (3, 2_000), "the end of the written data");
+    }
+
+    #[test]
+    fn a_short_write_behind_whole_segments_in_flight_goes_at_once() {
+        // Minshall: only an unacknowledged *short* segment holds the next one; classic
+        // Nagle (RFC 896) would hold it behind any data in flight.
+        let mut h = harness(true);
+        h.write(Time(200 * MS), 2_000, false);
+        h.write(Time(210 * MS), 300, false);
+        assert_eq!(sent(&mut h), vec![(0, 2_000), (2_000, 300)]);
+    }
+
+    #[test]
+    fn tcp_nodelay_sends_each_short_write_at_once() {
+        let mut h = harness(true);
+        h.setsockopt(Time(200 * MS), true, true);
+        h.write(Time(200 * MS), 1_500, false);
+        h.write(Time(210 * MS), 300, false);
+        assert_eq!(sent(&mut h), vec![(0, 1_500), (1_500, 300)]);
+    }
+
+    #[test]
+    fn cork_holds_short_data_until_uncorked_and_a_long_write_leaves_its_whole_segments() {
+        let mut h = harness(true);
+        h.setsockopt(Time(200 * MS), false, true);
+        h.write(Time(200 * MS), 40, false);
+        h.write(Time(210 * MS), 2_100, false);
+        // Whole segments go; the 140-byte end stays (`tcp_mss_split_point`).
+        assert_eq!(sent(&mut h), vec![(0, 2_000)]);
+        h.setsockopt(Time(220 * MS), false, false);
+        assert_eq!(sent(&mut h), vec![(2_000, 140)]);
+    }
+
+    #[test]
+    fn msg_more_corks_one_write_and_the_probe_timer_sends_it_when_nothing_is_in_flight() {
+        let mut h = harness(true);
+        h.setsockopt(Time(200 * MS), true, true);
+        h.write(Time(200 * MS), 40, true);
+        assert_eq!(sent(&mut h), vec![]);
+        // `tcp_check_probe_timer`: max(RTO, 200 ms) later (the timer's jiffy rounds
+        // up), `tcp_write_wakeup` sends it.
+        let rto = h.tcp_info()["tcpi_rto"] as u64 * 1_000;
+        h.advance(Time(200 * MS + rto + 10 * MS));
+        let r = h.take_sent();
+        assert_eq!((r.len(), r[0].start, r[0].bytes), (1, 0, 40), "{r:?}");
+        assert!(r[0].time >= Time(200 * MS + rto) && r[0].time <= Time(200 * MS + rto + 4 * MS), "{r:?}");
+        // A write without MSG_MORE on a TCP_NODELAY socket sends what MSG_MORE held.
+        ack(&mut h, 700, 1);
+        h.write(Time(710 * MS), 100, true);
+        h.write(Time(720 * MS), 100, false);
+        assert_eq!(sent(&mut h), vec![(40, 200)]);
+    }
+
+    #[test]
+    fn without_gso_every_skb_is_one_segment() {
+        let mut h = harness(false);
+        h.write(Time(200 * MS), 2_500, false);
+        assert_eq!(sent(&mut h), vec![(0, 1_000), (1_000, 1_000), (2_000, 500)]);
+        let mut h = harness(true);
+        h.write(Time(200 * MS), 2_500, false);
+        assert_eq!(sent(&mut h), vec![(0, 2_000), (2_000, 500)]);
+    }
+}
