@@ -243,10 +243,10 @@ def analyze(pkts: list[TcpPacket], snd: tuple[str, int], origin: float, side: Op
 
 
 class Replay:
-    """One connection replayed packet by packet, keeping what the TCP endpoint at the
-    capture point would know: the sender's snd_una and snd_max, what the receiver has
-    SACKed, the first transmissions not yet acknowledged (for RTT samples), and at the
-    receiver, the bytes that have arrived. Its measurements go into ``fa``.
+    """One connection replayed packet by packet, keeping the state its TCP endpoints
+    keep: the sender's snd_una and snd_max, what the receiver has SACKed, the first
+    transmissions not yet acknowledged (for RTT samples), and at the receiver, the
+    bytes that have arrived. Its measurements go into ``fa``.
 
     Sequence numbers are taken relative to ``base``, the first byte of data, and
     unwrapped from 32 bits against ``ref``, the highest byte sent so far."""
