@@ -272,6 +272,101 @@ struct Downloads {
     next_start: Option<i64>,
 }
 
+/// What a run keeps from its epoch to its end, besides the connections.
+struct Progress {
+    t0: i64,
+    dl: Vec<Downloads>,
+    /// The bytes a sized flow's download has yet to write (None: a bulk flow).
+    remaining: Vec<Option<u64>>,
+    all_sized: bool,
+    /// Some flow repeats downloads: the receiver's notices are listened for.
+    repeats: bool,
+    phase: Vec<Phase>,
+    /// When each sized flow's last download was all acknowledged (ns after t0).
+    done: Vec<Option<i64>>,
+    samples: Vec<SampleRow>,
+    schedule: Schedule,
+}
+
+impl Progress {
+    fn new(flows: &[FlowConfig], t0: i64, interval_ns: i64, duration_ns: i64) -> Progress {
+        let remaining: Vec<Option<u64>> = flows.iter().map(|f| f.size).collect();
+        Progress {
+            t0,
+            dl: flows
+                .iter()
+                .map(|f| Downloads { current: 0, began: Vec::new(), next_start: Some(t0 + f.start_ns) })
+                .collect(),
+            all_sized: remaining.iter().all(Option::is_some),
+            remaining,
+            repeats: flows.iter().any(|f| f.repeat > 1),
+            phase: vec![Phase::Waiting; flows.len()],
+            done: vec![None; flows.len()],
+            samples: Vec::new(),
+            schedule: Schedule::new(t0, interval_ns, duration_ns),
+        }
+    }
+
+    /// Every flow is sized and its last download acknowledged: the run may end early.
+    fn all_done(&self) -> bool {
+        self.all_sized && self.done.iter().all(Option::is_some)
+    }
+
+    /// How long to wait from `now`: until the next sample, download start or the end;
+    /// at most DRAIN_CHECK_NS while a flow drains (no event says its data was
+    /// acknowledged); not at all when notices are already waiting.
+    fn timeout(&self, now: i64, notices: &dyn Notices) -> i64 {
+        let mut wake = self.schedule.wake();
+        for d in &self.dl {
+            wake = d.next_start.map_or(wake, |s| wake.min(s));
+        }
+        let mut timeout = wake - now;
+        if self.phase.contains(&Phase::Draining) {
+            timeout = timeout.min(DRAIN_CHECK_NS);
+        }
+        if self.repeats && notices.pending() {
+            timeout = 0;
+        }
+        timeout
+    }
+}
+
+/// The descriptors polled in one turn: the sockets of the flows writing, then the
+/// notices' when some flow repeats downloads. Kept from turn to turn (no allocation).
+struct PollSet {
+    fds: Vec<libc::pollfd>,
+    /// The flow of each socket in `fds`.
+    polled: Vec<usize>,
+}
+
+impl PollSet {
+    fn with_capacity(n: usize) -> PollSet {
+        PollSet { fds: Vec::with_capacity(n + 1), polled: Vec::with_capacity(n) }
+    }
+
+    /// Waits until a writing flow's socket has room, a notice arrives, or `timeout_ns`
+    /// passes; whether a notice arrived.
+    fn wait(&mut self, sender: &Prepared, run: &Progress, notices: &dyn Notices, timeout_ns: i64) -> io::Result<bool> {
+        self.fds.clear();
+        self.polled.clear();
+        for i in (0..run.phase.len()).filter(|&i| run.phase[i] == Phase::Writing) {
+            self.fds.push(libc::pollfd { fd: sender.live(&run.dl, i).raw_fd(), events: libc::POLLOUT, revents: 0 });
+            self.polled.push(i);
+        }
+        let notice_fd = notices.fd().filter(|_| run.repeats);
+        if let Some(fd) = notice_fd {
+            self.fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+        }
+        wait(&mut self.fds, timeout_ns)?;
+        Ok(notice_fd.is_some() && self.fds.last().is_some_and(|p| p.revents != 0))
+    }
+
+    /// The flows whose sockets have room, in flow order.
+    fn writable(&self) -> impl Iterator<Item = usize> + '_ {
+        self.fds.iter().zip(&self.polled).filter(|(pfd, _)| pfd.revents != 0).map(|(_, &i)| i)
+    }
+}
+
 impl Prepared {
     /// Runs from the epoch `t0` (CLOCK_MONOTONIC ns), hearing of completed downloads
     /// from `notices`, and returns the report; the connections are reset at the end.
@@ -298,133 +393,139 @@ impl Prepared {
         (0..self.flows.len()).map(|i| sample_flow(self.live(dl, i), &self.flows[i])).collect()
     }
 
+    /// The loop of `Sender.run` in `agent.py`: each turn starts the downloads due,
+    /// takes the samples due, notes the sized downloads all acknowledged, then waits
+    /// for room in a socket or a notice, and writes.
     fn run_inner(mut self, t0: i64, notices: &mut dyn Notices) -> io::Result<SenderResult> {
-        let n = self.flows.len();
-        let mut dl: Vec<Downloads> = self
-            .flows
-            .iter()
-            .map(|f| Downloads { current: 0, began: Vec::new(), next_start: Some(t0 + f.start_ns) })
-            .collect();
-        let mut remaining: Vec<Option<u64>> = self.flows.iter().map(|f| f.size).collect();
-        let all_sized = remaining.iter().all(Option::is_some);
-        let repeats = self.flows.iter().any(|f| f.repeat > 1);
-        let mut phase = vec![Phase::Waiting; n];
-        let mut done: Vec<Option<i64>> = vec![None; n];
+        let mut run = Progress::new(&self.flows, t0, self.interval_ns, self.duration_ns);
         let payload = vec![0u8; SEND_CHUNK];
-        let mut samples = Vec::new();
-        let mut schedule = Schedule::new(t0, self.interval_ns, self.duration_ns);
-        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(n + 1);
-        let mut polled: Vec<usize> = Vec::with_capacity(n);
-
+        let mut polls = PollSet::with_capacity(self.flows.len());
         loop {
             let now = monotonic_ns();
-            for i in 0..n {
-                if dl[i].next_start.is_none_or(|s| now < s) {
-                    continue;
-                }
-                dl[i].next_start = None;
-                if !dl[i].began.is_empty() {
-                    // A download after the first: the spare takes over, and the next one
-                    // is connected ahead if more are to come.
-                    dl[i].current += 1;
-                    remaining[i] = self.flows[i].size;
-                    if dl[i].current + 1 < self.flows[i].repeat as usize {
-                        let port = self.base_port + i as u16;
-                        let spare = open(i, &self.flows[i], port, false).map_err(io::Error::other)?;
-                        self.conns[i].push(spare);
-                    }
-                }
-                dl[i].began.push(now - t0);
-                phase[i] = Phase::Writing;
-            }
-            for at in schedule.due(now) {
-                samples.push(SampleRow(at, now - t0, self.sample_all(&dl)?));
-            }
-            for i in 0..n {
-                if phase[i] == Phase::Draining && self.live(&dl, i).tcp_info()?.all_acked() {
-                    phase[i] = Phase::Idle;
-                    if dl[i].current + 1 == self.flows[i].repeat as usize {
-                        done[i] = Some(now - t0);
-                    }
-                }
-            }
-            if schedule.ended(now) || (all_sized && done.iter().all(Option::is_some)) {
+            self.start_downloads(&mut run, now)?;
+            self.take_samples(&mut run, now)?;
+            self.check_drained(&mut run, now)?;
+            if run.schedule.ended(now) || run.all_done() {
                 break;
             }
-            let mut wake = schedule.wake();
-            for d in &dl {
-                wake = d.next_start.map_or(wake, |s| wake.min(s));
+            let timeout = run.timeout(now, notices);
+            let heard = polls.wait(&self, &run, notices, timeout)?;
+            if heard || (run.repeats && notices.pending()) {
+                self.hear(&mut run, notices)?;
             }
-            let mut timeout = wake - now;
-            if phase.contains(&Phase::Draining) {
-                timeout = timeout.min(DRAIN_CHECK_NS);
+            self.write(&mut run, &polls, &payload);
+        }
+        self.finish(run)
+    }
+
+    /// The downloads whose start time has come begin writing; after a flow's first,
+    /// each on its spare connection.
+    fn start_downloads(&mut self, run: &mut Progress, now: i64) -> io::Result<()> {
+        for i in 0..self.flows.len() {
+            let dl = &mut run.dl[i];
+            if dl.next_start.is_none_or(|s| now < s) {
+                continue;
             }
-            if repeats && notices.pending() {
-                timeout = 0;
-            }
-            fds.clear();
-            polled.clear();
-            for i in (0..n).filter(|&i| phase[i] == Phase::Writing) {
-                fds.push(libc::pollfd { fd: self.live(&dl, i).raw_fd(), events: libc::POLLOUT, revents: 0 });
-                polled.push(i);
-            }
-            let notice_fd = notices.fd().filter(|_| repeats);
-            if let Some(fd) = notice_fd {
-                fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
-            }
-            wait(&mut fds, timeout)?;
-            let heard = notice_fd.is_some() && fds.last().is_some_and(|p| p.revents != 0);
-            if heard || (repeats && notices.pending()) {
-                for d in notices.take()? {
-                    let Some(flow) = self.flows.get(d.flow) else { continue };
-                    // A notice for the download under way schedules the next one.
-                    if d.download as usize == dl[d.flow].current && dl[d.flow].current + 1 < flow.repeat as usize {
-                        // Saturating: the notice comes over the control channel.
-                        dl[d.flow].next_start = Some(t0.saturating_add(d.at_ns).saturating_add(flow.pause_ns));
-                    }
+            dl.next_start = None;
+            if !dl.began.is_empty() {
+                // A download after the first: the spare takes over, and the next one
+                // is connected ahead if more are to come.
+                dl.current += 1;
+                run.remaining[i] = self.flows[i].size;
+                if dl.current + 1 < self.flows[i].repeat as usize {
+                    let port = self.base_port + i as u16;
+                    let spare = open(i, &self.flows[i], port, false).map_err(io::Error::other)?;
+                    self.conns[i].push(spare);
                 }
             }
-            for (pfd, &i) in fds.iter().zip(&polled) {
-                if pfd.revents == 0 {
-                    continue;
-                }
-                let chunk = match remaining[i] {
-                    None => &payload[..],
-                    Some(rest) => &payload[..rest.min(SEND_CHUNK as u64) as usize],
-                };
-                match self.live(&dl, i).send(chunk) {
-                    Ok(sent) => {
-                        if let Some(rest) = remaining[i].as_mut() {
-                            *rest -= sent as u64;
-                            if *rest == 0 {
-                                phase[i] = Phase::Draining;
-                            }
-                        }
-                    }
-                    Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
-                    // The receiver gave up on the flow (reset or closed).
-                    Err(_) => phase[i] = Phase::Idle,
+            dl.began.push(now - run.t0);
+            run.phase[i] = Phase::Writing;
+        }
+        Ok(())
+    }
+
+    /// The samples due by `now`: TCP_INFO of every flow's live connection.
+    fn take_samples(&self, run: &mut Progress, now: i64) -> io::Result<()> {
+        for at in run.schedule.due(now) {
+            let row = SampleRow(at, now - run.t0, self.sample_all(&run.dl)?);
+            run.samples.push(row);
+        }
+        Ok(())
+    }
+
+    /// A draining download is done when TCP_INFO shows it all acknowledged; the flow
+    /// is done at its last download's.
+    fn check_drained(&self, run: &mut Progress, now: i64) -> io::Result<()> {
+        for i in 0..self.flows.len() {
+            if run.phase[i] == Phase::Draining && self.live(&run.dl, i).tcp_info()?.all_acked() {
+                run.phase[i] = Phase::Idle;
+                if run.dl[i].current + 1 == self.flows[i].repeat as usize {
+                    run.done[i] = Some(now - run.t0);
                 }
             }
         }
+        Ok(())
+    }
 
+    /// The receiver's notices: one for the download under way schedules the next, the
+    /// flow's pause after the instant it was complete.
+    fn hear(&self, run: &mut Progress, notices: &mut dyn Notices) -> io::Result<()> {
+        for d in notices.take()? {
+            let Some(flow) = self.flows.get(d.flow) else { continue };
+            let dl = &mut run.dl[d.flow];
+            if d.download as usize == dl.current && dl.current + 1 < flow.repeat as usize {
+                // Saturating: the notice comes over the control channel.
+                dl.next_start = Some(run.t0.saturating_add(d.at_ns).saturating_add(flow.pause_ns));
+            }
+        }
+        Ok(())
+    }
+
+    /// As much as each writable socket takes, up to what a sized download has left; a
+    /// sized download written in full drains, a flow the receiver gave up on idles.
+    fn write(&self, run: &mut Progress, polls: &PollSet, payload: &[u8]) {
+        for i in polls.writable() {
+            let chunk = match run.remaining[i] {
+                None => payload,
+                Some(rest) => &payload[..rest.min(SEND_CHUNK as u64) as usize],
+            };
+            match self.live(&run.dl, i).send(chunk) {
+                Ok(sent) => {
+                    if let Some(rest) = run.remaining[i].as_mut() {
+                        *rest -= sent as u64;
+                        if *rest == 0 {
+                            run.phase[i] = Phase::Draining;
+                        }
+                    }
+                }
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
+                // The receiver gave up on the flow (reset or closed).
+                Err(_) => run.phase[i] = Phase::Idle,
+            }
+        }
+    }
+
+    /// The run's end: the CPU counters and tick profile since `ready`, the last sample,
+    /// the downloads' connections, then every connection reset.
+    fn finish(self, run: Progress) -> io::Result<SenderResult> {
         let cpu_counters = CpuCounters::read().since(&self.counters_at_ready);
         let kernel_profile = if self.profiling { kprofile::read() } else { None };
-        let final_samples = self.sample_all(&dl)?;
-        let end_ns = monotonic_ns() - t0;
-        let closing = if all_sized && done.iter().all(Option::is_some) {
-            done.iter().flatten().copied().max().unwrap_or(self.duration_ns)
+        let final_samples = self.sample_all(&run.dl)?;
+        let end_ns = monotonic_ns() - run.t0;
+        let closing = if run.all_done() {
+            run.done.iter().flatten().copied().max().unwrap_or(self.duration_ns)
         } else {
             self.duration_ns
         };
+        let mut samples = run.samples;
         samples.push(SampleRow(closing, end_ns, final_samples.clone()));
-        let downloads = self.downloads(&dl)?;
+        let downloads = self.downloads(&run.dl)?;
         drop(self); // resets every connection
         let tcp_ext = tcp_ext(&std::fs::read_to_string("/proc/net/netstat").unwrap_or_default());
         Ok(SenderResult {
             samples,
             final_samples,
-            done_ns: done,
+            done_ns: run.done,
             end_ns,
             tcp_ext,
             downloads,

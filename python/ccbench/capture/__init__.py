@@ -176,12 +176,38 @@ def analyze_file(
     """Analyze the TCP connections of a capture file (all that carry data, or the
     ``flow``-th one, or those with ``port`` at either end). Raises ScenarioError for a
     file that cannot be read or a selection that matches nothing."""
+    _check_options(side, interval)
+    cap = read_capture(path)
+    all_conns = connections(cap)
+    conns = _select(cap, all_conns, flow, port)
+    # One origin for all: the time series of the connections share their time axis.
+    origin = min(p.t for c in conns for p in c.packets)
+    analyses = [analyze(c.packets, c.sender, origin, side) for c in conns]
+    last = max(p.t for c in conns for p in c.packets) - origin
+    duration = max(max(fa.end for fa in analyses), last)
+    if duration / interval * len(conns) > MAX_SERIES_ROWS:
+        raise ScenarioError(
+            "--interval",
+            f"the capture spans {duration:.6g} s: at {interval * 1e3:g}ms that is "
+            f"more than {MAX_SERIES_ROWS:.0e} time-series rows; give a longer interval",
+        )
+    times = _samples(duration, interval)
+    flows_df = pd.concat([pd.DataFrame(_series(fa, i, times)) for i, fa in enumerate(analyses)], ignore_index=True)
+    flows_df = flows_df.sort_values(["time_s", "flow"], kind="stable").reset_index(drop=True)
+    packets_df = pd.concat([_packets(fa, i) for i, fa in enumerate(analyses)], ignore_index=True)
+    summary = _summary(cap, len(all_conns), analyses, duration, interval)
+    return AnalyzedRun(summary, flows_df, _link(analyses, times), packets_df)
+
+
+def _check_options(side: Optional[str], interval: float) -> None:
     if side not in (None, "sender", "receiver"):
         raise ScenarioError("--side", f"unknown side {side!r}; allowed: sender, receiver")
     if not interval >= MIN_INTERVAL_S:
         raise ScenarioError("--interval", f"must be at least {MIN_INTERVAL_S * 1e3:g}ms, as a run's, e.g. '100ms'")
-    cap = read_capture(path)
-    conns = all_conns = connections(cap)
+
+
+def _select(cap: CaptureFile, conns: list[Connection], flow: Optional[int], port: Optional[int]) -> list[Connection]:
+    """The connections to analyse: all, the ``flow``-th, or those with ``port``."""
     if not conns:
         raise ScenarioError(
             "CAPTURE",
@@ -201,22 +227,12 @@ def analyze_file(
         conns = [c for c in conns if port in (c.sender[1], c.receiver[1])]
         if not conns:
             raise ScenarioError("--port", f"no connection carrying data has port {port}")
-    origin = min(p.t for c in conns for p in c.packets)
-    analyses = [analyze(c.packets, c.sender, origin, side) for c in conns]
-    end = max(fa.end for fa in analyses)
-    last = max(p.t for c in conns for p in c.packets) - origin
-    duration = max(end, last)
-    if duration / interval * len(conns) > MAX_SERIES_ROWS:
-        raise ScenarioError(
-            "--interval",
-            f"the capture spans {duration:.6g} s: at {interval * 1e3:g}ms that is "
-            f"more than {MAX_SERIES_ROWS:.0e} time-series rows; give a longer interval",
-        )
-    times = _samples(duration, interval)
-    flows_df = pd.concat([pd.DataFrame(_series(fa, i, times)) for i, fa in enumerate(analyses)], ignore_index=True)
-    flows_df = flows_df.sort_values(["time_s", "flow"], kind="stable").reset_index(drop=True)
-    packets_df = pd.concat([_packets(fa, i) for i, fa in enumerate(analyses)], ignore_index=True)
-    # The link: what the analysed connections' data segments put on the wire here.
+    return conns
+
+
+def _link(analyses: list[FlowAnalysis], times: np.ndarray) -> pd.DataFrame:
+    """The link: what the analysed connections' data segments put on the wire here
+    (a capture cannot see the queue, the drops or the link's rate)."""
     wire = np.zeros(len(times))
     for fa in analyses:
         st = np.asarray(fa.states, dtype=float).reshape(-1, 10)
@@ -224,7 +240,7 @@ def analyze_file(
             k = np.searchsorted(st[:, 0], times, side="right") - 1
             wire += np.where(k >= 0, st[np.maximum(k, 0), 3], 0.0)
     dt = np.diff(np.concatenate([[0.0], times]))
-    link_df = pd.DataFrame(
+    return pd.DataFrame(
         {
             "time_s": times,
             "queue_bytes": np.nan,
@@ -234,11 +250,18 @@ def analyze_file(
             "drops": np.nan,
         }
     )
+
+
+def _summary(
+    cap: CaptureFile, connections_with_data: int, analyses: list[FlowAnalysis], duration: float, interval: float
+) -> dict[str, Any]:
+    """The run's summary.json: the summary schema with what a capture cannot tell None,
+    plus a ``capture`` object describing the file."""
     flows = [flow_summary(fa, i) for i, fa in enumerate(analyses)]
     goodputs = [f["goodput_bps"] for f in flows]
     s, s2 = sum(goodputs), sum(x * x for x in goodputs)
     headers = [h for fa in analyses for h in fa.header_bytes]
-    summary: dict[str, Any] = {
+    return {
         "engine": "capture",
         "version": _core.version(),
         "seed": None,
@@ -253,7 +276,7 @@ def analyze_file(
             "linktype": LINK_NAMES.get(cap.linktype, str(cap.linktype)),
             "records": cap.records,
             "tcp_packets": len(cap.packets),
-            "connections": len(all_conns),
+            "connections": connections_with_data,
             "interval_s": interval,
         },
         "flows": flows,
@@ -274,4 +297,3 @@ def analyze_file(
             "packets_forwarded": None,
         },
     }
-    return AnalyzedRun(summary, flows_df, link_df, packets_df)

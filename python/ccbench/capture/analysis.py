@@ -193,9 +193,8 @@ def detect_side(pkts: list[TcpPacket], snd: tuple[str, int]) -> str:
     return "sender"
 
 
-def analyze(pkts: list[TcpPacket], snd: tuple[str, int], origin: float, side: Optional[str] = None) -> FlowAnalysis:
-    """Measure one connection (its packets in time order; ``snd`` the data sender)."""
-    rcv = next(((p.src, p.sport) for p in pkts if (p.src, p.sport) != snd), ("?", 0))
+def read_handshake(pkts: list[TcpPacket], snd: tuple[str, int], rcv: tuple[str, int]) -> Handshake:
+    """The options of each side's first SYN (the sender's and the receiver's)."""
     hs = Handshake()
     for p in pkts:
         if not p.flags & SYN:
@@ -208,59 +207,193 @@ def analyze(pkts: list[TcpPacket], snd: tuple[str, int], origin: float, side: Op
             hs.isn_r, hs.ws_r, hs.mss_r, hs.synack_t = p.seq, p.wscale, p.mss, p.t
             hs.ts = hs.ts and p.tsval is not None
             hs.ecn_synack = bool(p.flags & ECE)
-    payloads = [p.payload for p in pkts if (p.src, p.sport) == snd and p.payload > 0]
+    return hs
+
+
+def segment_size(pkts: list[TcpPacket], snd: tuple[str, int], hs: Handshake) -> int:
+    """The sender's MSS: the SYNs' MSS option less the timestamp option's 12 bytes (the
+    receiver's option bounds what the sender may send), else the commonest payload."""
     mss_opt = hs.mss_r if hs.mss_r is not None else hs.mss_s
     if mss_opt is not None:
         mss = mss_opt - (12 if hs.ts else 0)
-    elif payloads:
-        mss = statistics.mode(payloads)
     else:
-        mss = 1448
-    mss = max(mss, 1)
+        payloads = [p.payload for p in pkts if (p.src, p.sport) == snd and p.payload > 0]
+        mss = statistics.mode(payloads) if payloads else 1448
+    return max(mss, 1)
+
+
+def analyze(pkts: list[TcpPacket], snd: tuple[str, int], origin: float, side: Optional[str] = None) -> FlowAnalysis:
+    """Measure one connection (its packets in time order; ``snd`` the data sender)."""
+    rcv = next(((p.src, p.sport) for p in pkts if (p.src, p.sport) != snd), ("?", 0))
+    hs = read_handshake(pkts, snd, rcv)
     side = side or detect_side(pkts, snd)
     fa = FlowAnalysis(
         f"{snd[0]}:{snd[1]}",
         f"{rcv[0]}:{rcv[1]}",
         side,
-        mss,
+        segment_size(pkts, snd, hs),
         hs,
         rtt_method="ack" if side == "sender" else "timestamps",
     )
-    # Window scaling applies only when both SYNs carried the option.
-    shift = hs.ws_r if hs.window_scaling and hs.ws_r is not None else (0 if hs.seen else None)
+    replay = Replay(fa, snd)
+    for p in pkts:
+        replay.packet(p, p.t - origin)
+    replay.finish(max((p.t for p in pkts), default=origin) - origin)
+    return fa
 
-    base: Optional[int] = None
-    if hs.isn_s is not None:
-        base = hs.isn_s + 1
-    ref = 0
-    snd_max = 0  # highest byte sent (relative)
-    snd_una = 0
-    fin_end: Optional[int] = None
-    sacked = Intervals()
-    received = Intervals()  # bytes seen arriving (receiver side)
-    sent_q: list[tuple[int, float]] = []  # first transmissions not yet acked: (end, t)
-    q_head = 0
-    retrans_ranges: list[tuple[int, int]] = []
-    rwnd = math.nan
-    last_win: Optional[int] = None
-    srtt = math.nan
-    min_rtt = math.nan
-    ack_tsval_first: dict[int, float] = {}
-    echoed: set[int] = set()
-    delivered_rx = 0
 
-    def rel(x: int) -> int:
-        nonlocal ref
-        v = unwrap(x, ref + base) - base  # type: ignore[operator]
-        return v
+class Replay:
+    """One connection replayed packet by packet, keeping the state its TCP endpoints
+    keep: the sender's snd_una and snd_max, what the receiver has SACKed, the first
+    transmissions not yet acknowledged (for RTT samples), and at the receiver, the
+    bytes that have arrived. Its measurements go into ``fa``.
 
-    def newest_newly_sacked(blocks: tuple[tuple[int, int], ...], ack: int) -> Optional[float]:
+    Sequence numbers are taken relative to ``base``, the first byte of data, and
+    unwrapped from 32 bits against ``ref``, the highest byte sent so far."""
+
+    def __init__(self, fa: FlowAnalysis, snd: tuple[str, int]) -> None:
+        self.fa = fa
+        self.snd = snd
+        self.side = fa.side
+        hs = fa.handshake
+        # Window scaling applies only when both SYNs carried the option.
+        self.shift = hs.ws_r if hs.window_scaling and hs.ws_r is not None else (0 if hs.seen else None)
+        self.base: Optional[int] = hs.isn_s + 1 if hs.isn_s is not None else None
+        self.ref = 0
+        self.snd_max = 0  # highest byte sent (relative)
+        self.snd_una = 0
+        self.fin_end: Optional[int] = None
+        self.sacked = Intervals()
+        self.received = Intervals()  # bytes seen arriving (receiver side)
+        self.sent_q: list[tuple[int, float]] = []  # first transmissions not yet acked: (end, t)
+        self.q_head = 0
+        self.retrans_ranges: list[tuple[int, int]] = []
+        self.rwnd = math.nan
+        self.last_win: Optional[int] = None
+        self.srtt = math.nan
+        self.min_rtt = math.nan
+        self.ack_tsval_first: dict[int, float] = {}  # an ACK's TSval: when it was first seen
+        self.echoed: set[int] = set()
+        self.delivered_rx = 0
+
+    def packet(self, p: TcpPacket, t: float) -> None:
+        """One packet at ``t`` (seconds since the origin); a state row after each data
+        segment and ACK that tells something."""
+        if p.flags & SYN or p.flags & RST:
+            return
+        if (p.src, p.sport) == self.snd:
+            measured = self.data_segment(p, t)
+        elif p.flags & ACK:
+            measured = self.ack(p, t)
+        else:
+            return
+        if measured:
+            self.state_row(t)
+
+    def rel(self, x: int) -> int:
+        return unwrap(x, self.ref + self.base) - self.base  # type: ignore[operator]
+
+    def inflight(self) -> float:
+        """Bytes in flight as the sender counts them (unknowable at the receiver)."""
+        return float(self.snd_max - self.snd_una - self.sacked.total()) if self.side == "sender" else math.nan
+
+    def delivered(self) -> int:
+        """Bytes delivered in order so far, not counting the FIN."""
+        delivered = self.snd_una if self.side == "sender" else self.delivered_rx
+        return min(delivered, self.fin_end) if self.fin_end is not None else delivered
+
+    def rtt_sample(self, r: float) -> None:
+        """One RTT sample; srtt as the kernel's tcp_rtt_estimator (gain 1/8)."""
+        self.fa.rtt_samples.append(r)
+        self.srtt = r if math.isnan(self.srtt) else self.srtt + (r - self.srtt) / 8
+        self.min_rtt = r if math.isnan(self.min_rtt) else min(self.min_rtt, r)
+
+    def data_segment(self, p: TcpPacket, t: float) -> bool:
+        """A segment from the sender; False for one without data (a bare FIN only marks
+        where the data ends)."""
+        if p.payload == 0 and not p.flags & FIN:
+            return False
+        if self.base is None:
+            self.base = p.seq  # no SYN captured: data starts at the first segment seen
+        s = self.rel(p.seq)
+        e = s + p.payload
+        if p.flags & FIN:
+            self.fin_end = e if self.fin_end is None else max(self.fin_end, e)
+        if p.payload == 0:
+            return False
+        self.ref = max(self.ref, e)
+        retrans = self.count_sent(p, s, e, t)
+        if self.side == "receiver":
+            self.arrived(p, s, e, t, retrans)
+        nan = math.nan
+        self.fa.trace.append((t, 0, float(s), float(e), nan, nan, nan, nan, self.inflight(), int(retrans)))
+        return True
+
+    def count_sent(self, p: TcpPacket, s: int, e: int, t: float) -> bool:
+        """Count the segment [s, e) as sent; True when it resends bytes sent before."""
+        fa = self.fa
+        if math.isnan(fa.start):
+            fa.start = t
+        fa.data_packets += 1
+        fa.sent_bytes += p.payload
+        fa.wire_bytes += p.wire
+        fa.header_bytes.append(p.header)
+        retrans = s < self.snd_max
+        if retrans:
+            fa.retransmitted_packets += 1
+            fa.retransmits += max(1, -(-p.payload // fa.mss))
+            self.retrans_ranges.append((s, min(e, self.snd_max)))
+        if e > self.snd_max:
+            self.sent_q.append((e, t))
+            self.snd_max = e
+        return retrans
+
+    def arrived(self, p: TcpPacket, s: int, e: int, t: float, retrans: bool) -> None:
+        """At the receiver: the bytes now in order, and an RTT sample when the segment
+        echoes an ACK's timestamp for the first time (tcp_rcv_rtt_measure_ts)."""
+        self.received.add(s, e)
+        in_order = self.received.starts and self.received.starts[0] <= 0
+        self.delivered_rx = self.received.first_end_from(0) if in_order else 0
+        ecr = p.tsecr
+        if ecr is not None and ecr in self.ack_tsval_first and ecr not in self.echoed and not retrans:
+            self.echoed.add(ecr)
+            self.rtt_sample(t - self.ack_tsval_first[ecr])
+        if self.fin_end is not None and self.fa.completion is None and self.delivered_rx >= self.fin_end:
+            self.fa.completion = t
+
+    def ack(self, p: TcpPacket, t: float) -> bool:
+        """An ACK from the receiver; False before any data (nothing to measure yet)."""
+        if self.base is None:
+            return False
+        a = self.rel(p.ack)
+        if p.tsval is not None:
+            self.ack_tsval_first.setdefault(p.tsval, t)
+        if self.shift is not None:
+            self.rwnd = float(p.win << self.shift)
+        # Read before the ACK's own SACK blocks are added.
+        sack_newest = self.newest_newly_sacked(p.sacks, a) if self.side == "sender" else None
+        if a > self.snd_una:
+            self.cumulative_ack(a, t, sack_newest)
+        dup = False
+        if sack_newest is not None:
+            self.rtt_sample(t - sack_newest)
+        elif self.is_dupack(p, a):
+            dup = True
+            self.fa.dupacks += 1
+        self.last_win = p.win
+        left, right = self.add_sacks(p.sacks, a)
+        nan = math.nan
+        self.fa.trace.append((t, 1, nan, nan, float(a), self.rwnd, left, right, self.inflight(), int(dup)))
+        return True
+
+    def newest_newly_sacked(self, blocks: tuple[tuple[int, int], ...], ack: int) -> Optional[float]:
         """Send time of the newest never-retransmitted first transmission that ``blocks``
-        SACK for the first time (read before the blocks are added to ``sacked``)."""
+        SACK for the first time (as tcp_sacktag_one's last_sackt)."""
         newest = None
+        sent_q, q_head = self.sent_q, self.q_head
         for left32, right32 in blocks:
-            left, right = max(rel(left32), ack), min(rel(right32), snd_max)
-            for ns, ne in sacked.uncovered(left, right) if left < right else ():
+            left, right = max(self.rel(left32), ack), min(self.rel(right32), self.snd_max)
+            for ns, ne in self.sacked.uncovered(left, right) if left < right else ():
                 k = bisect.bisect_right(sent_q, ne, lo=q_head, key=lambda x: x[0])
                 while k > q_head:
                     k -= 1
@@ -268,142 +401,85 @@ def analyze(pkts: list[TcpPacket], snd: tuple[str, int], origin: float, side: Op
                     start = sent_q[k - 1][0] if k > q_head else ack
                     if start < ns:
                         break
-                    if not any(rs < end and start < re for rs, re in retrans_ranges):
+                    if not any(rs < end and start < re for rs, re in self.retrans_ranges):
                         newest = sent if newest is None else max(newest, sent)
                         break
         return newest
 
-    def rtt_sample(r: float) -> None:
-        nonlocal srtt, min_rtt
-        fa.rtt_samples.append(r)
-        srtt = r if math.isnan(srtt) else srtt + (r - srtt) / 8
-        min_rtt = r if math.isnan(min_rtt) else min(min_rtt, r)
+    def cumulative_ack(self, a: int, t: float, sack_newest: Optional[float]) -> None:
+        """snd_una advances to ``a``. The RTT sample is from the newest first transmission
+        it covers, unless the ACK newly SACKs a segment (the kernel's ca_rtt prefers that,
+        tcp_clean_rtx_queue) or covers a retransmitted range (Karn's rule)."""
+        newest = None
+        while self.q_head < len(self.sent_q) and self.sent_q[self.q_head][0] <= a:
+            newest = self.sent_q[self.q_head][1]
+            self.q_head += 1
+        if self.q_head > 4096:  # drop the acknowledged head now and then, not on every ACK
+            del self.sent_q[: self.q_head]
+            self.q_head = 0
+        ambiguous = any(rs < a for rs, _ in self.retrans_ranges)
+        self.retrans_ranges = [r for r in self.retrans_ranges if r[1] > a]
+        if self.side == "sender" and sack_newest is None and newest is not None and not ambiguous:
+            self.rtt_sample(t - newest)
+        self.snd_una = a
+        self.sacked.drop_below(a)
+        if self.fin_end is not None and self.fa.completion is None and a >= self.fin_end and self.side == "sender":
+            self.fa.completion = t
 
-    for p in pkts:
-        t = p.t - origin
-        from_snd = (p.src, p.sport) == snd
-        if p.flags & SYN or p.flags & RST:
-            continue
-        if from_snd:
-            if p.payload == 0 and not p.flags & FIN:
-                continue
-            if base is None:
-                base = p.seq
-            s = rel(p.seq)
-            e = s + p.payload
-            if p.flags & FIN:
-                fin_end = e if fin_end is None else max(fin_end, e)
-            if p.payload == 0:
-                continue
-            ref = max(ref, e)
-            if math.isnan(fa.start):
-                fa.start = t
-            fa.data_packets += 1
-            fa.sent_bytes += p.payload
-            fa.wire_bytes += p.wire
-            fa.header_bytes.append(p.header)
-            retrans = s < snd_max
-            if retrans:
-                fa.retransmitted_packets += 1
-                fa.retransmits += max(1, -(-p.payload // mss))
-                retrans_ranges.append((s, min(e, snd_max)))
-            if e > snd_max:
-                sent_q.append((e, t))
-                snd_max = e
-            if side == "receiver":
-                received.add(s, e)
-                delivered_rx = received.first_end_from(0) if received.starts and received.starts[0] <= 0 else 0
-                if p.tsecr is not None and p.tsecr in ack_tsval_first and p.tsecr not in echoed and not retrans:
-                    echoed.add(p.tsecr)
-                    rtt_sample(t - ack_tsval_first[p.tsecr])
-                if fin_end is not None and fa.completion is None and delivered_rx >= fin_end:
-                    fa.completion = t
-            inflight = (snd_max - snd_una - sacked.total()) if side == "sender" else math.nan
-            fa.trace.append(
-                (t, 0, float(s), float(e), math.nan, math.nan, math.nan, math.nan, float(inflight), int(retrans))
-            )
-        elif p.flags & ACK:
-            if base is None:
-                continue  # ACKs before any data: nothing to measure yet
-            a = rel(p.ack)
-            if p.tsval is not None:
-                ack_tsval_first.setdefault(p.tsval, t)
-            if shift is not None:
-                rwnd = float(p.win << shift)
-            dup = False
-            sack_newest = newest_newly_sacked(p.sacks, a) if side == "sender" else None
-            if a > snd_una:
-                # A cumulative ACK: RTT from the newest first transmission it covers,
-                # unless the ACK newly SACKs a segment (the kernel's ca_rtt prefers that).
-                newest = None
-                while q_head < len(sent_q) and sent_q[q_head][0] <= a:
-                    newest = sent_q[q_head][1]
-                    q_head += 1
-                if q_head > 4096:
-                    del sent_q[:q_head]
-                    q_head = 0
-                ambiguous = any(rs < a for rs, _ in retrans_ranges)
-                retrans_ranges = [r for r in retrans_ranges if r[1] > a]
-                if side == "sender" and sack_newest is None and newest is not None and not ambiguous:
-                    rtt_sample(t - newest)
-                snd_una = a
-                sacked.drop_below(a)
-                if fin_end is not None and fa.completion is None and a >= fin_end and side == "sender":
-                    fa.completion = t
-            if sack_newest is not None:
-                rtt_sample(t - sack_newest)
-            elif (
-                a == snd_una
-                and p.payload == 0
-                and not p.flags & FIN
-                and snd_max > snd_una
-                and (last_win is None or p.win == last_win)
+    def is_dupack(self, p: TcpPacket, a: int) -> bool:
+        """A duplicate ACK as RFC 5681 has it: no data, no FIN, data outstanding, the
+        window unchanged and the acknowledgment number equal to snd_una. Called after
+        cumulative_ack, so an ACK that advanced snd_una to ``a`` counts too."""
+        return (
+            a == self.snd_una
+            and p.payload == 0
+            and not p.flags & FIN
+            and self.snd_max > self.snd_una
+            and (self.last_win is None or p.win == self.last_win)
+        )
+
+    def add_sacks(self, blocks: tuple[tuple[int, int], ...], a: int) -> tuple[float, float]:
+        """Add the ACK's SACK blocks to what is SACKed; the first new block's edges (NaN
+        without one). A first block below the ACK or inside the second is a DSACK
+        (RFC 2883, tcp_check_dsack): a duplicate, not new information."""
+        first_block = (math.nan, math.nan)
+        for k, (l32, r32) in enumerate(blocks):
+            left, right = self.rel(l32), self.rel(r32)
+            if k == 0 and (
+                left < a or (len(blocks) > 1 and self.rel(blocks[1][0]) <= left and right <= self.rel(blocks[1][1]))
             ):
-                dup = True
-                fa.dupacks += 1
-            last_win = p.win
-            first_block = (math.nan, math.nan)
-            for k, (l32, r32) in enumerate(p.sacks):
-                left, right = rel(l32), rel(r32)
-                if k == 0 and (
-                    left < a or (len(p.sacks) > 1 and rel(p.sacks[1][0]) <= left and right <= rel(p.sacks[1][1]))
-                ):
-                    continue  # DSACK: a duplicate, not new information
-                sacked.add(max(left, a), right)
-                if math.isnan(first_block[0]):
-                    first_block = (float(left), float(right))
-            inflight = (snd_max - snd_una - sacked.total()) if side == "sender" else math.nan
-            fa.trace.append(
-                (t, 1, math.nan, math.nan, float(a), rwnd, first_block[0], first_block[1], float(inflight), int(dup))
-            )
-        else:
-            continue
-        delivered = snd_una if side == "sender" else delivered_rx
-        if fin_end is not None:
-            delivered = min(delivered, fin_end)
+                continue
+            self.sacked.add(max(left, a), right)
+            if math.isnan(first_block[0]):
+                first_block = (float(left), float(right))
+        return first_block
+
+    def state_row(self, t: float) -> None:
+        """The time series' checkpoint after a packet (FlowAnalysis.states)."""
+        fa = self.fa
         fa.states.append(
             (
                 t,
-                float(delivered),
+                float(self.delivered()),
                 float(fa.sent_bytes),
                 float(fa.wire_bytes),
                 float(fa.retransmits),
                 float(fa.dupacks),
                 float(fa.trace[-1][8]),
-                rwnd,
-                srtt,
-                min_rtt,
+                self.rwnd,
+                self.srtt,
+                self.min_rtt,
             )
         )
-    last = max((p.t for p in pkts), default=origin) - origin
-    delivered = snd_una if side == "sender" else delivered_rx
-    if fin_end is not None:
-        delivered = min(delivered, fin_end)
-        if fa.completion is not None:
-            fa.size_bytes = fin_end
-    fa.delivered = max(0, delivered)
-    fa.end = fa.completion if fa.completion is not None else last
-    return fa
+
+    def finish(self, last: float) -> None:
+        """The end: the flow's size when its FIN was delivered, what was delivered, and
+        when it ended (completion, else the connection's last packet)."""
+        fa = self.fa
+        if self.fin_end is not None and fa.completion is not None:
+            fa.size_bytes = self.fin_end
+        fa.delivered = max(0, self.delivered())
+        fa.end = fa.completion if fa.completion is not None else last
 
 
 def stats(values: list[float], scale: float = 1.0) -> Optional[dict[str, float]]:

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from . import engine_words, real_kernel
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ..result import Result
 
 FILE = "iperf3.json"
@@ -50,15 +52,61 @@ def _without_none(d: dict[str, Any]) -> dict[str, Any]:
 
 def iperf3_report(result: "Result") -> dict[str, Any]:
     """The run as the JSON document ``iperf3 -c ... -J -P N`` prints."""
-    summary, sc = result.summary, result.scenario
-    kernel = real_kernel(summary)
-    mss, headers = sc.tcp.mss, summary["header_bytes"]
+    summary, mss = result.summary, result.scenario.tcp.mss
     flows = summary["flows"]
     sockets = [FIRST_SOCKET + i for i in range(len(flows))]
     duration = float(summary["duration_s"])
     ccas = [f["cca"] for f in flows]
     congestion = ccas[0] if len(set(ccas)) == 1 else ",".join(ccas)
-    table = result.flows
+    # iperf3 -n: the test's size, when all flows have the same one.
+    sizes = {f["size_bytes"] for f in flows}
+    sized = sizes.pop() if len(sizes) == 1 else None
+    end_streams = _end_streams(flows, result.flows, sockets, mss, duration, sized)
+    return {
+        "start": _start(summary, sockets, mss, duration, sized),
+        "intervals": _intervals(result.flows, sockets, mss, summary["header_bytes"]),
+        "end": _end(end_streams, duration, congestion),
+    }
+
+
+def _start(summary: dict[str, Any], sockets: list[int], mss: int, duration: float, sized: Any) -> dict[str, Any]:
+    """iperf3's ``start``: the connections and the test's settings."""
+    kernel = real_kernel(summary)
+    return {
+        "connected": [
+            {
+                "socket": s,
+                "local_host": "10.0.0.1",
+                "local_port": 50000 + i,
+                "remote_host": "10.0.1.1",
+                "remote_port": 5201,
+            }
+            for i, s in enumerate(sockets)
+        ],
+        "version": f"ccbench {summary['version']} "
+        + (f"({summary.get('engine')} engine)" if kernel else "(simulator)"),
+        "system_info": f"{engine_words(summary)}, seed {summary['seed']}, scenario {summary['scenario_hash']}",
+        "timestamp": {"time": "Thu, 01 Jan 1970 00:00:00 GMT", "timesecs": 0},
+        "connecting_to": {"host": "10.0.1.1", "port": 5201},
+        "tcp_mss_default": mss,
+        "sock_bufsize": 0,
+        "test_start": {
+            "protocol": "TCP",
+            "num_streams": len(sockets),
+            "blksize": 131072,
+            "omit": 0,
+            "duration": duration,
+            "bytes": sized or 0,
+            "blocks": 0,
+            "reverse": 0,
+            "tos": 0,
+        },
+    }
+
+
+def _intervals(table: "pd.DataFrame", sockets: list[int], mss: int, headers: int) -> list[dict[str, Any]]:
+    """iperf3's ``intervals``: one per sample time of the run's series, with an entry per
+    stream and their ``sum``."""
     columns = [
         c
         for c in ("time_s", "flow", "throughput_bps", "retransmits", "cwnd", "rwnd_bytes", "srtt_ms")
@@ -70,55 +118,66 @@ def iperf3_report(result: "Result") -> dict[str, Any]:
         by_time.setdefault(float(r["time_s"]), {})[int(r["flow"])] = r
     intervals = []
     previous_time = 0.0
-    previous_retrans = [0] * len(flows)
+    previous_retrans = [0] * len(sockets)
     for t in sorted(by_time):
         streams = []
         for i, r in sorted(by_time[t].items()):
-            seconds = t - previous_time
-            bps = _float(r["throughput_bps"]) if "throughput_bps" in r else None
+            # iperf3 reports an interval's retransmissions; the run's series counts them up.
             total = _int(r["retransmits"]) if "retransmits" in r else None
             retrans = None
             if total is not None:
                 retrans, previous_retrans[i] = total - previous_retrans[i], total
-            cwnd = _float(r["cwnd"]) if "cwnd" in r else None
-            srtt_ms = _float(r["srtt_ms"]) if "srtt_ms" in r else None
-            streams.append(
-                _without_none(
-                    {
-                        "socket": sockets[i],
-                        "start": previous_time,
-                        "end": t,
-                        "seconds": seconds,
-                        "bytes": None if bps is None else round(bps * seconds / 8),
-                        "bits_per_second": bps,
-                        "retransmits": retrans,
-                        "snd_cwnd": None if cwnd is None else round(cwnd * mss),
-                        "snd_wnd": _int(r["rwnd_bytes"]) if "rwnd_bytes" in r else None,
-                        "rtt": None if srtt_ms is None else round(srtt_ms * 1e3),
-                        "pmtu": mss + headers,
-                        "omitted": False,
-                        "sender": True,
-                    }
-                )
-            )
-        intervals.append(
-            {
-                "streams": streams,
-                "sum": {
-                    "start": previous_time,
-                    "end": t,
-                    "seconds": t - previous_time,
-                    "bytes": sum(s.get("bytes", 0) for s in streams),
-                    "bits_per_second": math.fsum(s.get("bits_per_second", 0.0) for s in streams),
-                    "retransmits": sum(s.get("retransmits", 0) for s in streams),
-                    "omitted": False,
-                    "sender": True,
-                },
-            }
-        )
+            streams.append(_interval_stream(r, sockets[i], previous_time, t, retrans, mss, headers))
+        intervals.append({"streams": streams, "sum": _interval_sum(streams, previous_time, t)})
         previous_time = t
-    sizes = {f["size_bytes"] for f in flows}
-    sized = sizes.pop() if len(sizes) == 1 else None
+    return intervals
+
+
+def _interval_stream(
+    r: dict[str, Any], socket: int, start: float, end: float, retrans: Optional[int], mss: int, headers: int
+) -> dict[str, Any]:
+    """One stream's entry in an interval, from its row of the run's series at ``end``
+    (what a sending iperf3 reads from TCP_INFO)."""
+    seconds = end - start
+    bps = _float(r["throughput_bps"]) if "throughput_bps" in r else None
+    cwnd = _float(r["cwnd"]) if "cwnd" in r else None
+    srtt_ms = _float(r["srtt_ms"]) if "srtt_ms" in r else None
+    return _without_none(
+        {
+            "socket": socket,
+            "start": start,
+            "end": end,
+            "seconds": seconds,
+            "bytes": None if bps is None else round(bps * seconds / 8),
+            "bits_per_second": bps,
+            "retransmits": retrans,
+            "snd_cwnd": None if cwnd is None else round(cwnd * mss),
+            "snd_wnd": _int(r["rwnd_bytes"]) if "rwnd_bytes" in r else None,
+            "rtt": None if srtt_ms is None else round(srtt_ms * 1e3),
+            "pmtu": mss + headers,
+            "omitted": False,
+            "sender": True,
+        }
+    )
+
+
+def _interval_sum(streams: list[dict[str, Any]], start: float, end: float) -> dict[str, Any]:
+    return {
+        "start": start,
+        "end": end,
+        "seconds": end - start,
+        "bytes": sum(s.get("bytes", 0) for s in streams),
+        "bits_per_second": math.fsum(s.get("bits_per_second", 0.0) for s in streams),
+        "retransmits": sum(s.get("retransmits", 0) for s in streams),
+        "omitted": False,
+        "sender": True,
+    }
+
+
+def _end_streams(
+    flows: list[dict[str, Any]], table: "pd.DataFrame", sockets: list[int], mss: int, duration: float, sized: Any
+) -> list[dict[str, Any]]:
+    """The end's ``streams``: each flow's sender and receiver totals."""
     end_streams = []
     for i, f in enumerate(flows):
         rtt = f["rtt_ms"] or {}
@@ -152,65 +211,37 @@ def iperf3_report(result: "Result") -> dict[str, Any]:
             "sender": True,
         }
         end_streams.append({"sender": sender, "receiver": receiver})
+    return end_streams
+
+
+def _end(end_streams: list[dict[str, Any]], duration: float, congestion: str) -> dict[str, Any]:
+    """iperf3's ``end``: the streams' totals, their sums, and the algorithm."""
 
     def total(side: str, key: str) -> Any:
         values = [s[side][key] for s in end_streams if s[side].get(key) is not None]
         return math.fsum(values) if key == "bits_per_second" else sum(values)
 
     return {
-        "start": {
-            "connected": [
-                {
-                    "socket": s,
-                    "local_host": "10.0.0.1",
-                    "local_port": 50000 + i,
-                    "remote_host": "10.0.1.1",
-                    "remote_port": 5201,
-                }
-                for i, s in enumerate(sockets)
-            ],
-            "version": f"ccbench {summary['version']} "
-            + (f"({summary.get('engine')} engine)" if kernel else "(simulator)"),
-            "system_info": f"{engine_words(summary)}, seed {summary['seed']}, scenario {summary['scenario_hash']}",
-            "timestamp": {"time": "Thu, 01 Jan 1970 00:00:00 GMT", "timesecs": 0},
-            "connecting_to": {"host": "10.0.1.1", "port": 5201},
-            "tcp_mss_default": mss,
-            "sock_bufsize": 0,
-            "test_start": {
-                "protocol": "TCP",
-                "num_streams": len(flows),
-                "blksize": 131072,
-                "omit": 0,
-                "duration": duration,
-                "bytes": sized or 0,
-                "blocks": 0,
-                "reverse": 0,
-                "tos": 0,
-            },
+        "streams": end_streams,
+        "sum_sent": {
+            "start": 0,
+            "end": duration,
+            "seconds": duration,
+            "bytes": total("sender", "bytes"),
+            "bits_per_second": total("sender", "bits_per_second"),
+            "retransmits": total("sender", "retransmits"),
+            "sender": True,
         },
-        "intervals": intervals,
-        "end": {
-            "streams": end_streams,
-            "sum_sent": {
-                "start": 0,
-                "end": duration,
-                "seconds": duration,
-                "bytes": total("sender", "bytes"),
-                "bits_per_second": total("sender", "bits_per_second"),
-                "retransmits": total("sender", "retransmits"),
-                "sender": True,
-            },
-            "sum_received": {
-                "start": 0,
-                "end": duration,
-                "seconds": duration,
-                "bytes": total("receiver", "bytes"),
-                "bits_per_second": total("receiver", "bits_per_second"),
-                "sender": True,
-            },
-            "sender_tcp_congestion": congestion,
-            "receiver_tcp_congestion": congestion,
+        "sum_received": {
+            "start": 0,
+            "end": duration,
+            "seconds": duration,
+            "bytes": total("receiver", "bytes"),
+            "bits_per_second": total("receiver", "bits_per_second"),
+            "sender": True,
         },
+        "sender_tcp_congestion": congestion,
+        "receiver_tcp_congestion": congestion,
     }
 
 

@@ -92,57 +92,69 @@ def import_report(doc: dict[str, Any], name: str = "iperf3.json") -> ImportedRun
     test = start.get("test_start") or {}
     reverse = bool(test.get("reverse"))
     mss = _positive(start.get("tcp_mss_default")) or _positive(start.get("tcp_mss")) or 1448.0
-    sockets = [c.get("socket") for c in start.get("connected") or []]
-    conns = {c.get("socket"): c for c in start.get("connected") or []}
+    connected = start.get("connected") or []
+    sockets = [c.get("socket") for c in connected]
+    conns = {c.get("socket"): c for c in connected}
+    _add_interval_sockets(sockets, doc.get("intervals") or [])
+    if not sockets:
+        raise ScenarioError("FILE", "the report has no TCP stream")
+    series = _Series(sockets, mss, is_sender=not reverse)
     for iv in doc.get("intervals") or []:
+        series.interval(iv)
+    flows_df = _flows_frame(series.rows)
+    end_streams = {(s.get("sender") or s.get("receiver") or {}).get("socket"): s for s in end.get("streams") or []}
+    duration = max(
+        [_num((end.get("sum_sent") or {}).get("end")) or 0.0, _num((end.get("sum_received") or {}).get("end")) or 0.0]
+        + [r["time_s"] for r in series.rows]
+    )
+    cca = end.get("sender_tcp_congestion") or "unknown"
+    # One name per stream, comma-separated, is how 'ccbench run --format iperf3' names a mix.
+    per_stream = cca.split(",") if cca.count(",") == len(sockets) - 1 and len(sockets) > 1 else [cca] * len(sockets)
+    flows = [
+        _flow_summary(i, per_stream[i], end_streams.get(sock, {}), conns.get(sock, {}), series, test)
+        for i, sock in enumerate(sockets)
+    ]
+    summary = _summary(duration, flows, _test_facts(name, start, end, test, mss))
+    link_df = pd.DataFrame(
+        series.link_rows, columns=["time_s", "queue_bytes", "queue_packets", "utilization", "throughput_bps", "drops"]
+    )
+    return ImportedRun(summary, flows_df, link_df)
+
+
+def _add_interval_sockets(sockets: list[Any], intervals: list[Any]) -> None:
+    """Streams the intervals name that the start did not list as connected, in order."""
+    for iv in intervals:
         for s in iv.get("streams") or []:
             if s.get("socket") not in sockets:
                 sockets.append(s.get("socket"))
-    if not sockets:
-        raise ScenarioError("FILE", "the report has no TCP stream")
-    index = {sock: i for i, sock in enumerate(sockets)}
-    n = len(sockets)
-    rows: list[dict[str, Any]] = []
-    link_rows: list[dict[str, float]] = []
-    retrans = [0.0] * n
-    rtts: list[list[float]] = [[] for _ in range(n)]
-    last_cwnd: list[Optional[float]] = [None] * n
-    is_sender = not reverse
-    for iv in doc.get("intervals") or []:
+
+
+class _Series:
+    """The flows' and the link's rows, one per iperf3 interval (and stream), with what
+    carries from one interval to the next: each stream's retransmissions so far (iperf3
+    reports them per interval, a run's series counts them up), RTT samples and last cwnd."""
+
+    def __init__(self, sockets: list[Any], mss: float, is_sender: bool) -> None:
+        self.index = {sock: i for i, sock in enumerate(sockets)}
+        self.streams = len(sockets)
+        self.mss = mss
+        self.is_sender = is_sender
+        self.rows: list[dict[str, Any]] = []
+        self.link_rows: list[dict[str, float]] = []
+        self.retrans = [0.0] * len(sockets)
+        self.rtts: list[list[float]] = [[] for _ in sockets]
+        self.last_cwnd: list[Optional[float]] = [None] * len(sockets)
+
+    def interval(self, iv: dict[str, Any]) -> None:
         streams = iv.get("streams") or []
         if any(s.get("omitted") for s in streams):
-            continue  # iperf3 -O: excluded from its own totals too
+            return  # iperf3 -O: excluded from its own totals too
         t_end = max((_num(s.get("end")) or 0.0) for s in streams) if streams else 0.0
-        by = {index[s.get("socket")]: s for s in streams if s.get("socket") in index}
+        by = {self.index[s.get("socket")]: s for s in streams if s.get("socket") in self.index}
         total = 0.0
-        for i in range(n):
-            s = by.get(i, {})
-            sending = bool(s.get("sender", is_sender))
-            bps = _num(s.get("bits_per_second"))
-            total += bps or 0.0
-            retrans[i] += _num(s.get("retransmits")) or 0.0
-            rtt = _positive(s.get("rtt"))
-            if rtt is not None:
-                rtts[i].append(rtt / 1e3)
-            cwnd = _positive(s.get("snd_cwnd"))
-            if cwnd is not None:
-                last_cwnd[i] = cwnd
-            rows.append(
-                {
-                    "time_s": t_end,
-                    "flow": i,
-                    "goodput_bps": NAN if sending or bps is None else bps,
-                    "throughput_bps": bps if sending and bps is not None else NAN,
-                    "cwnd": NAN if cwnd is None else cwnd / mss,
-                    "cwnd_bytes": NAN if cwnd is None else cwnd,
-                    "snd_wnd_bytes": _positive(s.get("snd_wnd")) or NAN,
-                    "srtt_ms": NAN if rtt is None else rtt / 1e3,
-                    "rttvar_ms": NAN if _positive(s.get("rttvar")) is None else s["rttvar"] / 1e3,
-                    "pmtu": _positive(s.get("pmtu")) or NAN,
-                    "retransmits": retrans[i] if sending and "retransmits" in s else NAN,
-                }
-            )
-        link_rows.append(
+        for i in range(self.streams):
+            total += self.stream_row(t_end, i, by.get(i, {}))
+        self.link_rows.append(
             {
                 "time_s": t_end,
                 "queue_bytes": NAN,
@@ -152,69 +164,121 @@ def import_report(doc: dict[str, Any], name: str = "iperf3.json") -> ImportedRun
                 "drops": NAN,
             }
         )
+
+    def stream_row(self, t_end: float, i: int, s: dict[str, Any]) -> float:
+        """Stream ``i``'s row for the interval ending at ``t_end``; its bits per second
+        (0 when it reports none)."""
+        sending = bool(s.get("sender", self.is_sender))
+        bps = _num(s.get("bits_per_second"))
+        self.retrans[i] += _num(s.get("retransmits")) or 0.0
+        rtt = _positive(s.get("rtt"))
+        if rtt is not None:
+            self.rtts[i].append(rtt / 1e3)
+        cwnd = _positive(s.get("snd_cwnd"))
+        if cwnd is not None:
+            self.last_cwnd[i] = cwnd
+        self.rows.append(
+            {
+                "time_s": t_end,
+                "flow": i,
+                "goodput_bps": NAN if sending or bps is None else bps,
+                "throughput_bps": bps if sending and bps is not None else NAN,
+                "cwnd": NAN if cwnd is None else cwnd / self.mss,
+                "cwnd_bytes": NAN if cwnd is None else cwnd,
+                "snd_wnd_bytes": _positive(s.get("snd_wnd")) or NAN,
+                "srtt_ms": NAN if rtt is None else rtt / 1e3,
+                "rttvar_ms": NAN if _positive(s.get("rttvar")) is None else s["rttvar"] / 1e3,
+                "pmtu": _positive(s.get("pmtu")) or NAN,
+                "retransmits": self.retrans[i] if sending and "retransmits" in s else NAN,
+            }
+        )
+        return bps or 0.0
+
+
+def _flows_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     flows_df = pd.DataFrame(rows, columns=None if rows else ["time_s", "flow"])
     if len(flows_df):
         flows_df["flow"] = flows_df["flow"].astype(np.uint32)
         flows_df = flows_df.sort_values(["time_s", "flow"], kind="stable").reset_index(drop=True)
         # Columns iperf3 left empty everywhere are dropped, as a run has no such column.
         flows_df = flows_df[[c for c in flows_df.columns if c in ("time_s", "flow") or flows_df[c].notna().any()]]
-    end_streams = {(s.get("sender") or s.get("receiver") or {}).get("socket"): s for s in end.get("streams") or []}
-    duration = max(
-        [_num((end.get("sum_sent") or {}).get("end")) or 0.0, _num((end.get("sum_received") or {}).get("end")) or 0.0]
-        + [r["time_s"] for r in rows]
-    )
-    flows = []
-    cca = end.get("sender_tcp_congestion") or "unknown"
-    # One name per stream, comma-separated, is how 'ccbench run --format iperf3' names a mix.
-    per_stream = cca.split(",") if cca.count(",") == n - 1 and n > 1 else [cca] * n
-    for i, sock in enumerate(sockets):
-        es = end_streams.get(sock, {})
-        snd, rcv = es.get("sender") or {}, es.get("receiver") or {}
-        rtt = _stats(rtts[i])
-        if rtt is None and _positive(snd.get("mean_rtt")):
-            rtt = {
-                "min": snd["min_rtt"] / 1e3,
-                "mean": snd["mean_rtt"] / 1e3,
-                "p50": None,
-                "p95": None,
-                "p99": None,
-                "max": snd["max_rtt"] / 1e3,
-            }
-        c = conns.get(sock, {})
-        local = f"{c.get('local_host', '?')}:{c.get('local_port', '?')}"
-        remote = f"{c.get('remote_host', '?')}:{c.get('remote_port', '?')}"
-        sized = _positive(test.get("bytes"))
-        flows.append(
-            {
-                "id": i,
-                "cca": per_stream[i],
-                "params": {},
-                "ecn": None,
-                "paced": None,
-                "start_s": 0.0,
-                "base_rtt_ms": None if rtt is None else rtt["min"],
-                "goodput_bps": _num(rcv.get("bits_per_second")),
-                "throughput_bps": _num(snd.get("bits_per_second")),
-                "delivered_bytes": rcv.get("bytes"),
-                "sent_bytes": snd.get("bytes"),
-                "retransmits": snd.get("retransmits"),
-                "lost": None,
-                "dropped": None,
-                "rto_count": None,
-                "rtt_ms": rtt,
-                "self_inflicted_delay_ms": None if rtt is None else rtt["mean"] - rtt["min"],
-                "size_bytes": int(sized) if sized else None,
-                "completion_s": _num(rcv.get("seconds")) if sized else None,
-                "final_cwnd": None if last_cwnd[i] is None else round(last_cwnd[i] / mss),
-                # iperf3's own keys
-                "src": remote if reverse else local,
-                "dst": local if reverse else remote,
-                "measured_at": "receiver" if reverse else "sender",
-            }
-        )
+    return flows_df
+
+
+def _flow_summary(
+    i: int, cca: str, es: dict[str, Any], c: dict[str, Any], series: _Series, test: dict[str, Any]
+) -> dict[str, Any]:
+    """Stream ``i``'s ``flows[]`` entry, from the end's totals (``es``) and its intervals;
+    ``c`` is its entry in the start's ``connected``."""
+    snd, rcv = es.get("sender") or {}, es.get("receiver") or {}
+    rtt = _stats(series.rtts[i])
+    if rtt is None and _positive(snd.get("mean_rtt")):
+        rtt = {
+            "min": snd["min_rtt"] / 1e3,
+            "mean": snd["mean_rtt"] / 1e3,
+            "p50": None,
+            "p95": None,
+            "p99": None,
+            "max": snd["max_rtt"] / 1e3,
+        }
+    local = f"{c.get('local_host', '?')}:{c.get('local_port', '?')}"
+    remote = f"{c.get('remote_host', '?')}:{c.get('remote_port', '?')}"
+    sized = _positive(test.get("bytes"))
+    reverse = not series.is_sender  # a reverse test's report comes from the receiving end
+    last_cwnd = series.last_cwnd[i]
+    return {
+        "id": i,
+        "cca": cca,
+        "params": {},
+        "ecn": None,
+        "paced": None,
+        "start_s": 0.0,
+        "base_rtt_ms": None if rtt is None else rtt["min"],
+        "goodput_bps": _num(rcv.get("bits_per_second")),
+        "throughput_bps": _num(snd.get("bits_per_second")),
+        "delivered_bytes": rcv.get("bytes"),
+        "sent_bytes": snd.get("bytes"),
+        "retransmits": snd.get("retransmits"),
+        "lost": None,
+        "dropped": None,
+        "rto_count": None,
+        "rtt_ms": rtt,
+        "self_inflicted_delay_ms": None if rtt is None else rtt["mean"] - rtt["min"],
+        "size_bytes": int(sized) if sized else None,
+        "completion_s": _num(rcv.get("seconds")) if sized else None,
+        "final_cwnd": None if last_cwnd is None else round(last_cwnd / series.mss),
+        # iperf3's own keys
+        "src": remote if reverse else local,
+        "dst": local if reverse else remote,
+        "measured_at": "receiver" if reverse else "sender",
+    }
+
+
+def _test_facts(
+    name: str, start: dict[str, Any], end: dict[str, Any], test: dict[str, Any], mss: float
+) -> dict[str, Any]:
+    """The summary's ``iperf3`` object: the report's file and what it says of the test."""
+    return {
+        "file": name,
+        "version": start.get("version"),
+        "system_info": start.get("system_info"),
+        "timestamp": (start.get("timestamp") or {}).get("time"),
+        "reverse": bool(test.get("reverse")),
+        "num_streams": test.get("num_streams"),
+        "duration": test.get("duration"),
+        "mss": mss,
+        "sender_tcp_congestion": end.get("sender_tcp_congestion"),
+        "receiver_tcp_congestion": end.get("receiver_tcp_congestion"),
+        "cpu_utilization_percent": end.get("cpu_utilization_percent"),
+    }
+
+
+def _summary(duration: float, flows: list[dict[str, Any]], iperf3: dict[str, Any]) -> dict[str, Any]:
+    """The run's summary.json: the summary schema with what iperf3 does not report None,
+    plus the ``iperf3`` object."""
     goodputs = [f["goodput_bps"] or 0.0 for f in flows]
     s1, s2 = sum(goodputs), sum(x * x for x in goodputs)
-    summary: dict[str, Any] = {
+    return {
         "engine": "iperf3",
         "version": _core.version(),
         "seed": None,
@@ -223,19 +287,7 @@ def import_report(doc: dict[str, Any], name: str = "iperf3.json") -> ImportedRun
         "header_bytes": None,
         "jain_index": 1.0 if s2 == 0 else s1 * s1 / (len(goodputs) * s2),
         "events": None,
-        "iperf3": {
-            "file": name,
-            "version": start.get("version"),
-            "system_info": start.get("system_info"),
-            "timestamp": (start.get("timestamp") or {}).get("time"),
-            "reverse": reverse,
-            "num_streams": test.get("num_streams"),
-            "duration": test.get("duration"),
-            "mss": mss,
-            "sender_tcp_congestion": end.get("sender_tcp_congestion"),
-            "receiver_tcp_congestion": end.get("receiver_tcp_congestion"),
-            "cpu_utilization_percent": end.get("cpu_utilization_percent"),
-        },
+        "iperf3": iperf3,
         "flows": flows,
         "link": {
             "rate_bps": None,
@@ -254,10 +306,6 @@ def import_report(doc: dict[str, Any], name: str = "iperf3.json") -> ImportedRun
             "packets_forwarded": None,
         },
     }
-    link_df = pd.DataFrame(
-        link_rows, columns=["time_s", "queue_bytes", "queue_packets", "utilization", "throughput_bps", "drops"]
-    )
-    return ImportedRun(summary, flows_df, link_df)
 
 
 def import_file(path: Union[str, "os.PathLike[str]"]) -> ImportedRun:

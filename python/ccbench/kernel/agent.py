@@ -81,11 +81,19 @@ def write_out(path: str, result: dict[str, Any]) -> None:
 
 def receive(cfg: dict[str, Any]) -> None:
     set_sysctls(cfg.get("sysctls", {}))
-    flows = cfg["flows"]
-    n = len(flows)
-    interval, duration = cfg["interval_ns"], cfg["duration_ns"]
+    sel = listen(cfg)
+    say("ready")
+    receiver = Receiver(cfg, sel)
+    receiver.run()
+    receiver.finish()
+    linger(sel, receiver.view)
+
+
+def listen(cfg: dict[str, Any]) -> selectors.BaseSelector:
+    """A listening socket per flow (on the flow's port: base_port + its index), and
+    stdin for ``go``, registered in a new selector."""
     sel = selectors.DefaultSelector()
-    for i, flow in enumerate(flows):
+    for i, flow in enumerate(cfg["flows"]):
         ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if not flow["autotune"]:
@@ -99,99 +107,132 @@ def receive(cfg: dict[str, Any]) -> None:
         ls.setblocking(False)
         sel.register(ls, selectors.EVENT_READ, ("listen", i, -1))
     sel.register(sys.stdin, selectors.EVENT_READ, ("control", -1, -1))
-    say("ready")
+    return sel
 
-    # A flow that repeats downloads opens one connection per download, in order: the
-    # k-th connection accepted on its port carries download k.
-    repeats = [int(flow.get("repeat", 1)) for flow in flows]
-    accepted = [0] * n
-    got: list[list[int]] = [[] for _ in range(n)]
-    got_at: list[list[Optional[int]]] = [[] for _ in range(n)]
-    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) if any(r > 1 for r in repeats) else None
-    counts = [0] * n
-    completed: list[Optional[int]] = [None] * n
-    sizes = [flow.get("size") for flow in flows]
-    samples: list[list[Any]] = []
-    buf = bytearray(RECV_BYTES)
-    view = memoryview(buf)
-    t0: Optional[int] = None
-    next_sample = end = 0
-    setup_deadline = now_ns() + int(SETUP_TIMEOUT_S * 1e9)
-    all_sized = all(s is not None for s in sizes)
 
-    while True:
-        now = now_ns()
-        if t0 is None:
-            if now > setup_deadline:
-                raise SystemExit("receiver: no 'go' before the set-up timeout")
-            timeout = 0.5
-        else:
-            while next_sample < end and now >= next_sample:
-                samples.append([next_sample - t0, now - t0, list(counts)])
-                next_sample += interval
-            if now >= end or (all_sized and all(c is not None for c in completed)):
+class Receiver:
+    """The receiving end of every flow: accepts connections, reads and counts their
+    bytes, samples the counts, and tells the sender when a download is complete.
+
+    A flow that repeats downloads opens one connection per download, in order: the k-th
+    connection accepted on its port carries download k."""
+
+    def __init__(self, cfg: dict[str, Any], sel: selectors.BaseSelector) -> None:
+        self.cfg, self.sel = cfg, sel
+        self.flows = flows = cfg["flows"]
+        n = len(flows)
+        self.interval, self.duration = cfg["interval_ns"], cfg["duration_ns"]
+        self.repeats = [int(flow.get("repeat", 1)) for flow in flows]
+        self.accepted = [0] * n
+        self.got: list[list[int]] = [[] for _ in range(n)]  # bytes per download
+        self.got_at: list[list[Optional[int]]] = [[] for _ in range(n)]  # when each was complete
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) if any(r > 1 for r in self.repeats) else None
+        self.counts = [0] * n
+        self.completed: list[Optional[int]] = [None] * n
+        self.sizes = [flow.get("size") for flow in flows]
+        self.samples: list[list[Any]] = []
+        self.view = memoryview(bytearray(RECV_BYTES))
+        self.t0: Optional[int] = None
+        self.next_sample = self.end = 0
+        self.setup_deadline = now_ns() + int(SETUP_TIMEOUT_S * 1e9)
+        self.all_sized = all(s is not None for s in self.sizes)
+
+    def run(self) -> None:
+        """Until the run ends, or every flow is sized and complete."""
+        while True:
+            timeout = self.sample(now_ns())
+            if timeout is None:
                 break
-            timeout = max(0.0, (min(next_sample, end) - now) / 1e9)
-        for key, _ in sel.select(timeout):
-            kind, i, k = key.data
-            if kind == "listen":
-                conn, _ = key.fileobj.accept()  # type: ignore[union-attr]
-                conn.setblocking(False)
-                sel.register(conn, selectors.EVENT_READ, ("data", i, accepted[i]))
-                accepted[i] += 1
-                got[i].append(0)
-                got_at[i].append(None)
-            elif kind == "control":
-                line = sys.stdin.readline()
-                if not line:
-                    raise SystemExit("receiver: control channel closed")
-                t0 = read_go(line)
-                next_sample, end = t0 + interval, t0 + duration
-                sel.unregister(sys.stdin)
-            else:
-                sock: socket.socket = key.fileobj  # type: ignore[assignment]
-                try:
-                    n_read = sock.recv_into(view)
-                except (BlockingIOError, InterruptedError):
-                    continue
-                except ConnectionError:
-                    n_read = 0
-                if n_read == 0:
-                    sel.unregister(sock)
-                    sock.close()
-                    continue
-                counts[i] += n_read
-                got[i][k] += n_read
-                hold_window(sock, int(flows[i]["rwnd"]), not flows[i]["autotune"])
-                size = sizes[i]
-                if size is None or got_at[i][k] is not None or got[i][k] < size or t0 is None:
-                    continue
-                got_at[i][k] = now_ns() - t0
-                if k + 1 == repeats[i]:
-                    completed[i] = got_at[i][k]
-                elif notify is not None:
-                    # The sender opens the next download `pause` after this instant.
-                    try:
-                        notify.sendto(f"{i} {k} {got_at[i][k]}".encode(), cfg["done_path"])
-                    except OSError:  # the sender has ended
-                        pass
-    assert t0 is not None
-    # The last sample closes the run: at its end, or when the last sized flow completed.
-    done = [c for c in completed if c is not None]
-    closing = duration if not (all_sized and len(done) == n) else max(done)
-    samples.append([closing, now_ns() - t0, list(counts)])
-    downloads = [[{"bytes": b, "completed_ns": c} for b, c in zip(got[i], got_at[i])] for i in range(n)]
-    write_out(
-        cfg["out"],
-        {
-            "samples": samples,
-            "bytes": counts,
-            "completed_ns": completed,
-            "end_ns": now_ns() - t0,
-            "downloads": downloads,
-        },
-    )
-    linger(sel, view)
+            for key, _ in self.sel.select(timeout):
+                kind, i, k = key.data
+                if kind == "listen":
+                    self.accept(key.fileobj, i)  # type: ignore[arg-type]
+                elif kind == "control":
+                    self.go()
+                else:
+                    self.read(key.fileobj, i, k)  # type: ignore[arg-type]
+
+    def sample(self, now: int) -> Optional[float]:
+        """Take the samples due by ``now``; how long to wait for the next (in seconds),
+        or None when the run is over."""
+        if self.t0 is None:
+            if now > self.setup_deadline:
+                raise SystemExit("receiver: no 'go' before the set-up timeout")
+            return 0.5
+        while self.next_sample < self.end and now >= self.next_sample:
+            self.samples.append([self.next_sample - self.t0, now - self.t0, list(self.counts)])
+            self.next_sample += self.interval
+        if now >= self.end or (self.all_sized and all(c is not None for c in self.completed)):
+            return None
+        return max(0.0, (min(self.next_sample, self.end) - now) / 1e9)
+
+    def accept(self, listener: socket.socket, i: int) -> None:
+        """Flow ``i``'s next connection: its next download."""
+        conn, _ = listener.accept()
+        conn.setblocking(False)
+        self.sel.register(conn, selectors.EVENT_READ, ("data", i, self.accepted[i]))
+        self.accepted[i] += 1
+        self.got[i].append(0)
+        self.got_at[i].append(None)
+
+    def go(self) -> None:
+        """``go T0`` on stdin: the run's epoch; the samples are due from T0 + interval."""
+        line = sys.stdin.readline()
+        if not line:
+            raise SystemExit("receiver: control channel closed")
+        self.t0 = t0 = read_go(line)
+        self.next_sample, self.end = t0 + self.interval, t0 + self.duration
+        self.sel.unregister(sys.stdin)
+
+    def read(self, sock: socket.socket, i: int, k: int) -> None:
+        """What arrived on download ``k`` of flow ``i``."""
+        try:
+            n_read = sock.recv_into(self.view)
+        except (BlockingIOError, InterruptedError):
+            return
+        except ConnectionError:
+            n_read = 0
+        if n_read == 0:
+            self.sel.unregister(sock)
+            sock.close()
+            return
+        self.counts[i] += n_read
+        self.got[i][k] += n_read
+        hold_window(sock, int(self.flows[i]["rwnd"]), not self.flows[i]["autotune"])
+        size = self.sizes[i]
+        if size is None or self.got_at[i][k] is not None or self.got[i][k] < size or self.t0 is None:
+            return
+        self.got_at[i][k] = now_ns() - self.t0
+        if k + 1 == self.repeats[i]:
+            self.completed[i] = self.got_at[i][k]
+        elif self.notify is not None:
+            # The sender opens the next download `pause` after this instant.
+            try:
+                self.notify.sendto(f"{i} {k} {self.got_at[i][k]}".encode(), self.cfg["done_path"])
+            except OSError:  # the sender has ended
+                pass
+
+    def finish(self) -> None:
+        """The last sample, and the results written to the configuration's ``out``."""
+        t0 = self.t0
+        assert t0 is not None
+        # The last sample closes the run: at its end, or when the last sized flow completed.
+        done = [c for c in self.completed if c is not None]
+        closing = self.duration if not (self.all_sized and len(done) == len(self.flows)) else max(done)
+        self.samples.append([closing, now_ns() - t0, list(self.counts)])
+        downloads = [
+            [{"bytes": b, "completed_ns": c} for b, c in zip(got, got_at)] for got, got_at in zip(self.got, self.got_at)
+        ]
+        write_out(
+            self.cfg["out"],
+            {
+                "samples": self.samples,
+                "bytes": self.counts,
+                "completed_ns": self.completed,
+                "end_ns": now_ns() - t0,
+                "downloads": downloads,
+            },
+        )
 
 
 def hold_window(sock: socket.socket, rwnd: int, fixed: bool) -> None:
@@ -268,126 +309,172 @@ def open_connection(flow: dict[str, Any], port: int, wait: bool) -> socket.socke
 
 def send(cfg: dict[str, Any]) -> None:
     set_sysctls(cfg.get("sysctls", {}))
-    flows = cfg["flows"]
-    n = len(flows)
-    interval, duration = cfg["interval_ns"], cfg["duration_ns"]
-    repeats = [int(f.get("repeat", 1)) for f in flows]
-    ports = [cfg["base_port"] + i for i in range(n)]
-    # Each flow's connections in order: one per download. A flow that repeats downloads
-    # keeps the next one connected ahead (a spare), so that, as in the simulator, each
-    # download starts with its handshake done.
-    conns: list[list[socket.socket]] = [[open_connection(f, ports[i], True)] for i, f in enumerate(flows)]
-    for i, f in enumerate(flows):
-        if repeats[i] > 1:
-            conns[i].append(open_connection(f, ports[i], True))
-    sel = selectors.DefaultSelector()
-    notify: Optional[socket.socket] = None
-    if any(r > 1 for r in repeats):
-        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        notify.bind(cfg["done_path"])
-        sel.register(notify, selectors.EVENT_READ, -1)
+    sender = Sender(cfg)
     say("ready")
     line = sys.stdin.readline()
     if not line:
         raise SystemExit("sender: control channel closed")
-    t0 = read_go(line)
+    sender.start(read_go(line))
+    sender.run()
+    sender.finish()
 
-    current = [0] * n  # the download under way
-    # When each download began (ns after t0); the next one's start, once announced.
-    began: list[list[int]] = [[] for _ in range(n)]
-    next_start: list[Optional[int]] = [t0 + int(f["start_ns"]) for f in flows]
-    remaining: list[Optional[int]] = [f.get("size") for f in flows]
-    done: list[Optional[int]] = [None] * n
-    draining = [False] * n
-    all_sized = all(r is not None for r in remaining)
-    payload = memoryview(bytes(SEND_CHUNK))
-    samples: list[list[Any]] = []
-    next_sample, end = t0 + interval, t0 + duration
 
-    def live(i: int) -> socket.socket:
-        return conns[i][current[i]]
+class Sender:
+    """The sending end of every flow: connects, writes as fast as each socket takes
+    (up to a sized flow's size), samples TCP_INFO, and opens each flow's downloads in
+    turn when the receiver says the previous one is complete."""
 
-    while True:
-        now = now_ns()
-        for i in range(n):
-            start = next_start[i]
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        self.cfg = cfg
+        self.flows = flows = cfg["flows"]
+        self.interval, self.duration = cfg["interval_ns"], cfg["duration_ns"]
+        self.repeats = [int(f.get("repeat", 1)) for f in flows]
+        self.ports = [cfg["base_port"] + i for i in range(len(flows))]
+        # Each flow's connections in order: one per download. A flow that repeats
+        # downloads keeps the next one connected ahead (a spare), so that, as in the
+        # simulator, each download starts with its handshake done.
+        self.conns = [[open_connection(f, self.ports[i], True)] for i, f in enumerate(flows)]
+        for i, f in enumerate(flows):
+            if self.repeats[i] > 1:
+                self.conns[i].append(open_connection(f, self.ports[i], True))
+        self.sel = selectors.DefaultSelector()
+        self.notify: Optional[socket.socket] = None
+        if any(r > 1 for r in self.repeats):
+            self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self.notify.bind(cfg["done_path"])
+            self.sel.register(self.notify, selectors.EVENT_READ, -1)
+
+    def start(self, t0: int) -> None:
+        """``go T0``: each flow's first download is due at T0 + its start."""
+        flows, n = self.flows, len(self.flows)
+        self.t0 = t0
+        self.current = [0] * n  # the download under way
+        # When each download began (ns after t0); the next one's start, once announced.
+        self.began: list[list[int]] = [[] for _ in range(n)]
+        self.next_start: list[Optional[int]] = [t0 + int(f["start_ns"]) for f in flows]
+        self.remaining: list[Optional[int]] = [f.get("size") for f in flows]
+        self.done: list[Optional[int]] = [None] * n
+        self.draining = [False] * n
+        self.all_sized = all(r is not None for r in self.remaining)
+        self.payload = memoryview(bytes(SEND_CHUNK))
+        self.samples: list[list[Any]] = []
+        self.next_sample, self.end = t0 + self.interval, t0 + self.duration
+
+    def live(self, i: int) -> socket.socket:
+        return self.conns[i][self.current[i]]
+
+    def run(self) -> None:
+        """Until the run ends, or every flow is sized and its last download acknowledged."""
+        while True:
+            now = now_ns()
+            self.start_downloads(now)
+            while self.next_sample < self.end and now >= self.next_sample:
+                self.samples.append([self.next_sample - self.t0, now - self.t0, self.sample_flows()])
+                self.next_sample += self.interval
+            self.check_drained(now)
+            if now >= self.end or (self.all_sized and all(d is not None for d in self.done)):
+                break
+            for key, _ in self.sel.select(self.timeout(now)):
+                if key.data < 0:
+                    self.next_announced()
+                else:
+                    self.write(key.data)
+
+    def sample_flows(self) -> list[dict[str, Any]]:
+        return [sample_flow(self.live(i), f["cca"]) for i, f in enumerate(self.flows)]
+
+    def start_downloads(self, now: int) -> None:
+        """The downloads due by ``now`` begin: on their spare connection after the first."""
+        for i in range(len(self.flows)):
+            start = self.next_start[i]
             if start is None or now < start:
                 continue
-            next_start[i] = None
-            if began[i]:  # a download after the first: the spare takes over
-                current[i] += 1
-                remaining[i] = flows[i].get("size")
-                draining[i] = False  # the last one's ACKs no longer matter
-                if current[i] + 1 < repeats[i]:
-                    conns[i].append(open_connection(flows[i], ports[i], False))
-            began[i].append(now - t0)
-            sel.register(live(i), selectors.EVENT_WRITE, i)
-        while next_sample < end and now >= next_sample:
-            samples.append([next_sample - t0, now - t0, [sample_flow(live(i), f["cca"]) for i, f in enumerate(flows)]])
-            next_sample += interval
-        for i in range(n):
-            if draining[i]:
-                info = tcp_info(live(i))
+            self.next_start[i] = None
+            if self.began[i]:  # a download after the first: the spare takes over
+                self.current[i] += 1
+                self.remaining[i] = self.flows[i].get("size")
+                self.draining[i] = False  # the last one's ACKs no longer matter
+                if self.current[i] + 1 < self.repeats[i]:
+                    self.conns[i].append(open_connection(self.flows[i], self.ports[i], False))
+            self.began[i].append(now - self.t0)
+            self.sel.register(self.live(i), selectors.EVENT_WRITE, i)
+
+    def check_drained(self, now: int) -> None:
+        """A sized download is done when all of it is acknowledged; the flow is done at
+        its last download's."""
+        for i in range(len(self.flows)):
+            if self.draining[i]:
+                info = tcp_info(self.live(i))
                 if info["unacked"] == 0 and info.get("notsent_bytes", 0) == 0:
-                    draining[i] = False
-                    if current[i] + 1 == repeats[i]:
-                        done[i] = now - t0
-        if now >= end or (all_sized and all(d is not None for d in done)):
-            break
-        wake = min([next_sample, end] + [s for s in next_start if s is not None])
+                    self.draining[i] = False
+                    if self.current[i] + 1 == self.repeats[i]:
+                        self.done[i] = now - self.t0
+
+    def timeout(self, now: int) -> float:
+        """How long to wait: until the next sample, download or the end; while a flow
+        drains, 1 ms (no event says its data was acknowledged)."""
+        wake = min([self.next_sample, self.end] + [s for s in self.next_start if s is not None])
         timeout = max(0.0, (wake - now) / 1e9)
-        if any(draining):
+        if any(self.draining):
             timeout = min(timeout, 0.001)
-        for key, _ in sel.select(timeout):
-            i = key.data
-            if i < 0:  # the receiver has all of download k of flow j, at time t
-                assert notify is not None
-                j, k, t = (int(x) for x in notify.recv(64).split())
-                if k == current[j]:
-                    next_start[j] = t0 + t + int(flows[j].get("pause_ns", 0))
-                continue
-            sock = live(i)
-            rest = remaining[i]
-            chunk = payload if rest is None else payload[: min(rest, SEND_CHUNK)]
-            try:
-                sent = sock.send(chunk)
-            except (BlockingIOError, InterruptedError):
-                continue
-            except ConnectionError:  # the receiver gave up on the flow
-                sel.unregister(sock)
-                continue
-            if rest is not None:
-                remaining[i] = rest - sent
-                if remaining[i] == 0:
-                    sel.unregister(sock)
-                    draining[i] = True
-    final = [sample_flow(live(i), f["cca"]) for i, f in enumerate(flows)]
-    end_ns = now_ns() - t0
-    finished = [d for d in done if d is not None]
-    closing = duration if not (all_sized and len(finished) == n) else max(finished)
-    samples.append([closing, end_ns, final])
-    # Every download's connection as it ended (a flow that repeats them only).
-    downloads = [
-        [{"port": c.getsockname()[1], "start_ns": b, "final": tcp_info(c)} for c, b in zip(conns[i], began[i])]
-        if repeats[i] > 1
-        else []
-        for i in range(n)
-    ]
-    for c in (c for cs in conns for c in cs):
-        # Reset rather than close gracefully: nothing lingers after the run.
-        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        c.close()
-    write_out(
-        cfg["out"],
-        {
-            "samples": samples,
-            "final": final,
-            "done_ns": done,
-            "end_ns": end_ns,
-            "downloads": downloads,
-            "tcp_ext": tcp_ext(),
-        },
-    )
+        return timeout
+
+    def next_announced(self) -> None:
+        """The receiver has all of download k of flow j, at time t: the next one is due
+        the flow's pause after."""
+        assert self.notify is not None
+        j, k, t = (int(x) for x in self.notify.recv(64).split())
+        if k == self.current[j]:
+            self.next_start[j] = self.t0 + t + int(self.flows[j].get("pause_ns", 0))
+
+    def write(self, i: int) -> None:
+        """As much as flow ``i``'s socket takes, up to what remains of a sized download."""
+        sock = self.live(i)
+        rest = self.remaining[i]
+        chunk = self.payload if rest is None else self.payload[: min(rest, SEND_CHUNK)]
+        try:
+            sent = sock.send(chunk)
+        except (BlockingIOError, InterruptedError):
+            return
+        except ConnectionError:  # the receiver gave up on the flow
+            self.sel.unregister(sock)
+            return
+        if rest is not None:
+            self.remaining[i] = rest - sent
+            if self.remaining[i] == 0:
+                self.sel.unregister(sock)
+                self.draining[i] = True
+
+    def finish(self) -> None:
+        """The last sample, every connection reset, and the results written to the
+        configuration's ``out``."""
+        final = self.sample_flows()
+        end_ns = now_ns() - self.t0
+        finished = [d for d in self.done if d is not None]
+        closing = self.duration if not (self.all_sized and len(finished) == len(self.flows)) else max(finished)
+        self.samples.append([closing, end_ns, final])
+        # Every download's connection as it ended (a flow that repeats them only).
+        downloads = [
+            [{"port": c.getsockname()[1], "start_ns": b, "final": tcp_info(c)} for c, b in zip(conns, began)]
+            if repeats > 1
+            else []
+            for conns, began, repeats in zip(self.conns, self.began, self.repeats)
+        ]
+        for c in (c for cs in self.conns for c in cs):
+            # Reset rather than close gracefully: nothing lingers after the run.
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            c.close()
+        write_out(
+            self.cfg["out"],
+            {
+                "samples": self.samples,
+                "final": final,
+                "done_ns": self.done,
+                "end_ns": end_ns,
+                "downloads": downloads,
+                "tcp_ext": tcp_ext(),
+            },
+        )
 
 
 # The namespace's TcpExt counters (/proc/net/netstat) that TCP_INFO has no per-socket

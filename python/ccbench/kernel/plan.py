@@ -45,7 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..scenario import Scenario, Tcp
+from ..scenario import Flow, Scenario, Tcp
 from ..units import format_duration
 from .host import HostFacts, KernelEngineError, ensure_congestion_control
 
@@ -110,9 +110,23 @@ def _defaults() -> Tcp:
 
 
 def make_plan(sc: Scenario, host: HostFacts) -> Plan:
-    notes: list[str] = []
-    tcp, default = sc.tcp, _defaults()
+    """The scenario as the kernel engine runs it on ``host``, or KernelEngineError naming
+    the first value it cannot express (the table above)."""
+    default = _defaults()
+    sc, notes = _with_kernel_hz(sc, host, default)
+    tcp = sc.tcp
+    _check_kernel_fixed(tcp, default)
+    route = _route_options(tcp, default)
+    flows = _flow_plans(sc, host)
+    sender, receiver = _namespace_sysctls(tcp, default, host, flows)
+    return Plan(sc, flows, tcp.mss + HEADER_BYTES, route, sender, receiver, notes)
 
+
+def _with_kernel_hz(sc: Scenario, host: HostFacts, default: Tcp) -> tuple[Scenario, list[str]]:
+    """The scenario with tcp.hz the kernel's CONFIG_HZ (an error when the scenario set
+    another), and a note when that changed it."""
+    tcp = sc.tcp
+    notes: list[str] = []
     if host.kernel_hz is not None and tcp.hz != host.kernel_hz:
         if tcp.hz != default.hz:
             raise KernelEngineError(
@@ -120,8 +134,12 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
                 f"the kernel ticks at CONFIG_HZ={host.kernel_hz}; set hz = {host.kernel_hz} or leave the default",
             )
         sc = sc.model_copy(update={"tcp": tcp.model_copy(update={"hz": host.kernel_hz})})
-        tcp = sc.tcp
         notes.append(f"tcp.hz set to the kernel's CONFIG_HZ={host.kernel_hz}")
+    return sc, notes
+
+
+def _check_kernel_fixed(tcp: Tcp, default: Tcp) -> None:
+    """The [tcp] values the kernel has no knob for must keep their defaults."""
     fixed = (
         ("rto_init", tcp.rto_init_ns, default.rto_init_ns, format_duration),
         ("pacing_shift", tcp.pacing_shift, default.pacing_shift, str),
@@ -133,6 +151,10 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
                 f"tcp.{name}",
                 f"the kernel engine cannot change it (the kernel's value is {fmt(dflt)}); leave the default",
             )
+
+
+def _route_options(tcp: Tcp, default: Tcp) -> list[str]:
+    """The [tcp] values the kernel sets per route (``ip route ... initcwnd N rto_min T``)."""
     route: list[str] = []
     if tcp.init_cwnd != default.init_cwnd:
         route += ["initcwnd", str(tcp.init_cwnd)]
@@ -140,32 +162,14 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
         if tcp.rto_min_ns % MS:
             raise KernelEngineError("tcp.rto_min", "the kernel engine sets it per route in whole milliseconds")
         route += ["rto_min", f"{tcp.rto_min_ns // MS}ms"]
+    return route
 
+
+def _flow_plans(sc: Scenario, host: HostFacts) -> list[FlowPlan]:
+    """Each flow entry, checked against what the kernel can do, ``count`` times."""
     flows: list[FlowPlan] = []
     for entry, f in enumerate(sc.flows):
-        where = f"flows[{entry}]"
-        if f.params:
-            raise KernelEngineError(
-                f"{where}.params",
-                "the kernel engine cannot set per-flow algorithm parameters "
-                "(kernel module parameters are global); remove params",
-            )
-        if f.cca not in host.available_congestion_control:
-            ensure_congestion_control(f.cca, f"{where}.cca")
-        self_paced = f.cca.startswith(SELF_PACED_PREFIX) and not f.cca.endswith(UNPACED_SUFFIX)
-        if self_paced and f.pacing is False:
-            raise KernelEngineError(
-                f"{where}.pacing",
-                f"{f.cca} always paces in the kernel; remove pacing = false "
-                "(the VM engine has BBRv1 without pacing, bbr_unpaced, a module it builds)",
-            )
-        ecn = getattr(f, "ecn", "off")
-        if ecn not in ("off", "classic"):
-            raise KernelEngineError(
-                f"{where}.ecn",
-                f"'{ecn}' needs a kernel with an ECN-low route feature, which "
-                "mainline Linux lacks; allowed here: off, classic",
-            )
+        self_paced, ecn = _check_flow(f, f"flows[{entry}]", host)
         for _ in range(f.count):
             flows.append(
                 FlowPlan(
@@ -186,7 +190,41 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
             )
     if len(flows) > MAX_FLOWS:
         raise KernelEngineError("flows", f"the kernel engine runs at most {MAX_FLOWS} flows, got {len(flows)}")
+    return flows
 
+
+def _check_flow(f: Flow, where: str, host: HostFacts) -> tuple[bool, str]:
+    """A flow entry the kernel can run (its algorithm loaded); whether the algorithm
+    paces by itself, and the flow's ECN."""
+    if f.params:
+        raise KernelEngineError(
+            f"{where}.params",
+            "the kernel engine cannot set per-flow algorithm parameters "
+            "(kernel module parameters are global); remove params",
+        )
+    if f.cca not in host.available_congestion_control:
+        ensure_congestion_control(f.cca, f"{where}.cca")
+    self_paced = f.cca.startswith(SELF_PACED_PREFIX) and not f.cca.endswith(UNPACED_SUFFIX)
+    if self_paced and f.pacing is False:
+        raise KernelEngineError(
+            f"{where}.pacing",
+            f"{f.cca} always paces in the kernel; remove pacing = false "
+            "(the VM engine has BBRv1 without pacing, bbr_unpaced, a module it builds)",
+        )
+    ecn = getattr(f, "ecn", "off")
+    if ecn not in ("off", "classic"):
+        raise KernelEngineError(
+            f"{where}.ecn",
+            f"'{ecn}' needs a kernel with an ECN-low route feature, which "
+            "mainline Linux lacks; allowed here: off, classic",
+        )
+    return self_paced, ecn
+
+
+def _namespace_sysctls(
+    tcp: Tcp, default: Tcp, host: HostFacts, flows: list[FlowPlan]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The sysctls of the sender's and the receiver's namespaces."""
     rwnd_max = max(f.rwnd_bytes for f in flows)
     common = {
         "net.ipv6.conf.all.disable_ipv6": "1",
@@ -202,7 +240,7 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
     receiver = {**common, **stack}
     # Room for the receive window to grow to rwnd whatever the skb overhead.
     receiver["net.ipv4.tcp_rmem"] = f"4096 131072 {max(4 * rwnd_max, 6 * 2**20)}"
-    return Plan(sc, flows, tcp.mss + HEADER_BYTES, route, sender, receiver, notes)
+    return sender, receiver
 
 
 def _tcp_sysctls(tcp: Tcp, default: Tcp, host: HostFacts) -> dict[str, str]:

@@ -350,79 +350,107 @@ def _run(
 ) -> RawRun:
     names = st.names_for()
     ns_r = names["ns_receiver"]
-    tun_s, tun_r = names["tun_sender"], names["tun_receiver"]
     addr_s, addr_r, addr_ecn = _subnet(st.id)
-    duration = plan.duration_ns
-    work = st.workdir
+    tun_s, tun_r = names["tun_sender"], names["tun_receiver"]
     run = RunContext(plan, st, children, names["ns_sender"], tun_s, tun_r, addr_s, addr_r, addr_ecn)
-
-    sender.setup(run)
-    setup_namespace(st, ns_r, plan.receiver_sysctls)
-
-    max_runtime = duration + int((READY_TIMEOUT_S * 4 + FINISH_GRACE_S + 30) * 1e9)
-    emu_cfg = _write_json(work / "emulator.json", emulator_config(plan, tun_s, tun_r, max_runtime, capture))
-    st.add_device(tun_s)
-    st.add_device(tun_r)
-    children.start("emulator", [sys.executable, "-m", "ccbench.kernel.emu", str(emu_cfg)])
-    children.expect("emulator", "ready")
-    sender.attach(run)
-    attach_device(
-        ns_r, tun_r, plan.mtu, addr_r, addr_s, [f"addr add {addr_ecn}/32 dev {tun_r}", *sender.receiver_routes(run)]
-    )
+    _set_up_path(run, ns_r, sender, capture)
 
     # Where the receiver tells the sender that a download is complete (flows that repeat them).
     common = {
         "base_port": BASE_PORT,
-        "duration_ns": duration,
+        "duration_ns": plan.duration_ns,
         "interval_ns": plan.interval_ns,
-        "done_path": str(work / "done.sock"),
+        "done_path": str(run.work / "done.sock"),
     }
-    recv_cfg = _write_json(
-        work / "receiver.json",
-        dict(
-            common,
-            out=str(work / "receiver.out.json"),
-            flows=[
-                {
-                    "addr": addr_ecn if f.ecn else addr_r,
-                    "size": f.size_bytes,
-                    "rwnd": f.rwnd_bytes,
-                    "autotune": f.rwnd_autotune,
-                    "repeat": f.repeat,
-                }
-                for f in plan.flows
-            ],
-        ),
-    )
-    agent = [sys.executable, "-E", "-s", str(AGENT)]
-    children.start("receiver", ["ip", "netns", "exec", ns_r, *agent, "receive", str(recv_cfg)], AGENT_NICENESS)
-    children.expect("receiver", "ready")
-    sender.start(
-        run,
-        dict(
-            common,
-            flows=[
-                {
-                    "addr": addr_ecn if f.ecn else addr_r,
-                    "cca": f.cca,
-                    "start_ns": f.start_ns,
-                    "size": f.size_bytes,
-                    "force_pacing": f.force_pacing,
-                    "repeat": f.repeat,
-                    "pause_ns": f.pause_ns,
-                }
-                for f in plan.flows
-            ],
-        ),
-    )
+    _start_receiver(run, ns_r, common)
+    sender.start(run, dict(common, flows=_sender_flows(run)))
 
+    # What other processes take of the CPUs from here on is noted if it may disturb the run.
     cpu_start = _CpuTimes.now(children)
+    # The epoch a little ahead, so that every process has heard of it when it comes.
     t0 = time.monotonic_ns() + EPOCH_MARGIN_NS
-    children.tell("emulator", f"start {t0} {t0 + duration}")
+    children.tell("emulator", f"start {t0} {t0 + plan.duration_ns}")
     children.tell("receiver", f"go {t0}")
     sender.go(t0)
 
-    deadline = time.monotonic() + (EPOCH_MARGIN_NS + duration) / 1e9 + FINISH_GRACE_S
+    sent = _wait_for_agents(run, sender)
+    emulator = _emulator_report(children)
+    notes = _notes(removed, cpu_start, children)
+    return RawRun(
+        run_id=st.id,
+        t0_ns=t0,
+        emulator=emulator,
+        receiver=_load_json(run.work / "receiver.out.json", "receiver"),
+        sender=sent,
+        notes=notes,
+    )
+
+
+def _set_up_path(run: RunContext, ns_r: str, sender: SenderSide, capture: Optional[dict[str, Any]]) -> None:
+    """The namespaces, then the emulator (which creates both TUN devices), then each
+    device moved into its namespace."""
+    plan, st, children = run.plan, run.st, run.children
+    sender.setup(run)
+    setup_namespace(st, ns_r, plan.receiver_sysctls)
+
+    max_runtime = plan.duration_ns + int((READY_TIMEOUT_S * 4 + FINISH_GRACE_S + 30) * 1e9)
+    emu = emulator_config(plan, run.tun_sender, run.tun_receiver, max_runtime, capture)
+    emu_cfg = _write_json(run.work / "emulator.json", emu)
+    st.add_device(run.tun_sender)
+    st.add_device(run.tun_receiver)
+    children.start("emulator", [sys.executable, "-m", "ccbench.kernel.emu", str(emu_cfg)])
+    children.expect("emulator", "ready")
+    sender.attach(run)
+    attach_device(
+        ns_r,
+        run.tun_receiver,
+        plan.mtu,
+        run.addr_receiver,
+        run.addr_sender,
+        [f"addr add {run.addr_ecn}/32 dev {run.tun_receiver}", *sender.receiver_routes(run)],
+    )
+
+
+def _start_receiver(run: RunContext, ns_r: str, common: dict[str, Any]) -> None:
+    """The receiving agent, listening for every flow (ECN flows on the ECN address)."""
+    flows = [
+        {
+            "addr": run.addr_ecn if f.ecn else run.addr_receiver,
+            "size": f.size_bytes,
+            "rwnd": f.rwnd_bytes,
+            "autotune": f.rwnd_autotune,
+            "repeat": f.repeat,
+        }
+        for f in run.plan.flows
+    ]
+    recv_cfg = _write_json(
+        run.work / "receiver.json", dict(common, out=str(run.work / "receiver.out.json"), flows=flows)
+    )
+    agent = [sys.executable, "-E", "-s", str(AGENT)]
+    run.children.start("receiver", ["ip", "netns", "exec", ns_r, *agent, "receive", str(recv_cfg)], AGENT_NICENESS)
+    run.children.expect("receiver", "ready")
+
+
+def _sender_flows(run: RunContext) -> list[dict[str, Any]]:
+    """The sending agent's flows."""
+    return [
+        {
+            "addr": run.addr_ecn if f.ecn else run.addr_receiver,
+            "cca": f.cca,
+            "start_ns": f.start_ns,
+            "size": f.size_bytes,
+            "force_pacing": f.force_pacing,
+            "repeat": f.repeat,
+            "pause_ns": f.pause_ns,
+        }
+        for f in run.plan.flows
+    ]
+
+
+def _wait_for_agents(run: RunContext, sender: SenderSide) -> dict[str, Any]:
+    """Both agents done, within FINISH_GRACE_S of the run's end; the sender's results."""
+    children = run.children
+    deadline = time.monotonic() + (EPOCH_MARGIN_NS + run.plan.duration_ns) / 1e9 + FINISH_GRACE_S
     sent = sender.finish(deadline - time.monotonic())
     children.close_stdin("receiver")  # the receiver may stop lingering
     try:
@@ -431,16 +459,23 @@ def _run(
         raise children.failure("receiver", "did not finish in time") from None
     if code != 0:
         raise children.failure("receiver", "failed")
+    return sent
 
+
+def _emulator_report(children: _Children) -> dict[str, Any]:
+    """The emulator stopped, and what it reports (its counters, the capture's outcome)."""
     children.tell("emulator", "quit")
     line = children.read_line("emulator", 30.0)
     if not line.startswith("report "):
         raise KernelRunError(f"emulator: unexpected output {line[:200]!r}")
-    emulator = json.loads(line[len("report ") :])
+    emulator: dict[str, Any] = json.loads(line[len("report ") :])
     children.procs["emulator"].wait(timeout=10)
     if emulator.get("capture_error"):
         raise KernelRunError(f"emulator: {emulator['capture_error']}")
+    return emulator
 
+
+def _notes(removed: list[str], cpu_start: _CpuTimes, children: _Children) -> list[str]:
     notes = [f"removed leftovers of an interrupted run: {x}" for x in removed]
     others = cpu_start.others_share(children)
     if others > BUSY_SHARE:
@@ -448,11 +483,4 @@ def _run(
             f"other processes used {min(others, 1.0):.0%} of the machine's CPU time during the run; "
             "kernel figures may be disturbed"
         )
-    return RawRun(
-        run_id=st.id,
-        t0_ns=t0,
-        emulator=emulator,
-        receiver=_load_json(work / "receiver.out.json", "receiver"),
-        sender=sent,
-        notes=notes,
-    )
+    return notes

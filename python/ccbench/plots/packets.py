@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
@@ -54,6 +55,21 @@ def seq_figure(run: RunData, flow: int) -> Figure:
     fig = style.new_figure(11.5, 6.5)
     ax = fig.add_subplot(1, 1, 1)
     fig.suptitle(_title(run, flow, "time-sequence graph"), fontsize=11, x=0.01, ha="left")
+    _draw_segments(ax, data)
+    if len(acks):
+        _draw_acks(ax, acks)
+    ax.autoscale_view()
+    _fit_to_data(ax, data, acks)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("relative sequence number (MB)")
+    ax.set_title("data segments, ACKs and the receive window")
+    _legend(ax)
+    return fig
+
+
+def _draw_segments(ax: Axes, data: pd.DataFrame) -> None:
+    """Each data segment as a bar from its first byte to its end; retransmissions
+    thicker, in red, and marked with a cross."""
     for sel, color, label, lw in (
         (~data["retransmission"], style.BLUE, "data segment", 0.8),
         (data["retransmission"], style.VERMILLION, "retransmission", 1.6),
@@ -79,37 +95,43 @@ def seq_figure(run: RunData, flow: int) -> Figure:
             color=style.VERMILLION,
             zorder=5,
         )
-    if len(acks):
-        t = acks["time_s"].to_numpy(float)
-        ack = acks["ack"].to_numpy(float)
-        ax.plot(*_steps(t, ack / MB), drawstyle="steps-post", color=style.GREEN, lw=1.0, label="cumulative ACK")
-        win = ack + acks["rwnd_bytes"].to_numpy(float)
-        if np.isfinite(win).any():
-            ax.plot(
-                *_steps(t, win / MB),
-                drawstyle="steps-post",
-                color=style.GREY,
-                lw=0.9,
-                ls="--",
-                label="receive window (ACK + window)",
-            )
-        sk = acks[np.isfinite(acks["sack_left"].to_numpy(float))]
-        if len(sk):
-            ts = sk["time_s"].to_numpy(float)
-            segs = np.stack(
-                [
-                    np.stack([ts, sk["sack_left"].to_numpy(float) / MB], 1),
-                    np.stack([ts, sk["sack_right"].to_numpy(float) / MB], 1),
-                ],
-                1,
-            )
-            ax.add_collection(LineCollection(segs, colors=style.PURPLE, linewidths=1.2, label="SACK block"))
-    ax.autoscale_view()
+
+
+def _draw_acks(ax: Axes, acks: pd.DataFrame) -> None:
+    """The cumulative ACK, the receive window's right edge and each ACK's first SACK block."""
+    t = acks["time_s"].to_numpy(float)
+    ack = acks["ack"].to_numpy(float)
+    ax.plot(*_steps(t, ack / MB), drawstyle="steps-post", color=style.GREEN, lw=1.0, label="cumulative ACK")
+    win = ack + acks["rwnd_bytes"].to_numpy(float)
+    if np.isfinite(win).any():
+        ax.plot(
+            *_steps(t, win / MB),
+            drawstyle="steps-post",
+            color=style.GREY,
+            lw=0.9,
+            ls="--",
+            label="receive window (ACK + window)",
+        )
+    sk = acks[np.isfinite(acks["sack_left"].to_numpy(float))]
+    if len(sk):
+        ts = sk["time_s"].to_numpy(float)
+        segs = np.stack(
+            [
+                np.stack([ts, sk["sack_left"].to_numpy(float) / MB], 1),
+                np.stack([ts, sk["sack_right"].to_numpy(float) / MB], 1),
+            ],
+            1,
+        )
+        ax.add_collection(LineCollection(segs, colors=style.PURPLE, linewidths=1.2, label="SACK block"))
+
+
+def _fit_to_data(ax: Axes, data: pd.DataFrame, acks: pd.DataFrame) -> None:
+    """A window far ahead of the data does not limit it: keep the data readable, and
+    say how far the window's edge goes."""
     top = float(np.nanmax(data["end"].to_numpy(float))) / MB if len(data) else 1.0
     if len(acks):
         win_top = float(np.nanmax(np.concatenate([[0.0], (acks["ack"] + acks["rwnd_bytes"]).to_numpy(float)]))) / MB
         if win_top > top * 1.3:
-            # A window far ahead of the data does not limit it: keep the data readable.
             ax.set_ylim(bottom=0, top=top * 1.05)
             ax.text(
                 0.995,
@@ -121,11 +143,6 @@ def seq_figure(run: RunData, flow: int) -> Figure:
                 fontsize=7,
                 color="#555555",
             )
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("relative sequence number (MB)")
-    ax.set_title("data segments, ACKs and the receive window")
-    _legend(ax)
-    return fig
 
 
 def retrans_figure(run: RunData, flow: int) -> Figure:
@@ -140,7 +157,17 @@ def retrans_figure(run: RunData, flow: int) -> Figure:
     a = fig.add_subplot(gs[0])
     b = fig.add_subplot(gs[1], sharex=a)
     fig.suptitle(_title(run, flow, "retransmissions"), fontsize=11, x=0.01, ha="left")
+    _retrans_panel(a, p, interval, duration)
+    _inflight_panel(b, p, str(info.get("capture_side", "?")))
+    a.set_xlim(0, duration)
+    a.tick_params(labelbottom=False)
+    _legend(b)
+    return fig
 
+
+def _retrans_panel(a: Axes, p: pd.DataFrame, interval: float, duration: float) -> None:
+    """(a) retransmitted packets and duplicate ACKs per interval; the cumulative
+    retransmissions on a second axis."""
     edges = np.arange(0.0, duration + interval, interval) if interval > 0 else np.array([0.0, duration])
     data = p[p["kind"] == 0]
     re = data[data["retransmission"]]["time_s"].to_numpy(float)
@@ -177,6 +204,9 @@ def retrans_figure(run: RunData, flow: int) -> Figure:
     h2, l2 = c.get_legend_handles_labels()
     a.legend(handles + h2, labels + l2, loc="upper left", bbox_to_anchor=(1.06, 1.0), borderaxespad=0.0)
 
+
+def _inflight_panel(b: Axes, p: pd.DataFrame, side: str) -> None:
+    """(b) bytes in flight (a capture at the sender sees them) and the receive window."""
     t = p["time_s"].to_numpy(float)
     infl = p["inflight_bytes"].to_numpy(float)
     if np.isfinite(infl).any():
@@ -191,7 +221,7 @@ def retrans_figure(run: RunData, flow: int) -> Figure:
         b.text(
             0.5,
             0.5,
-            f"bytes in flight are not visible from a capture at the {info.get('capture_side', '?')}",
+            f"bytes in flight are not visible from a capture at the {side}",
             transform=b.transAxes,
             ha="center",
             va="center",
@@ -219,7 +249,3 @@ def retrans_figure(run: RunData, flow: int) -> Figure:
             else ""
         )
     )
-    a.set_xlim(0, duration)
-    a.tick_params(labelbottom=False)
-    _legend(b)
-    return fig

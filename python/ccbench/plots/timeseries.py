@@ -148,17 +148,9 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
     """The five-panel figure of one flow, and the timeline rows it drew."""
     run.check_flow(flow)
     info = run.summary["flows"][flow]
-    link = run.summary["link"]
     cca = str(info.get("cca", "?"))
-    f = run.flow_frame(flow)
-    t = f["time_s"].to_numpy(dtype=float)
-    rate = link.get("rate_bps")
-    rate_mbit = rate / MBIT if rate else None
-    n_flows = run.flow_count
-    seg_wire = run.mss + run.header_bytes
-    interval = run.interval_s
-
-    rows = state_timeline(f, cca, interval, run.flow_moves(flow))
+    view = _FlowView(run, info, run.flow_frame(flow))
+    rows = state_timeline(view.f, cca, view.interval, run.flow_moves(flow))
     timeline_h = 0.5 + 0.42 * max(len(rows), 1)
     fig = style.new_figure(11.5, 3.0 + 2.25 * 4 + timeline_h)
     gs = fig.add_gridspec(5, 1, height_ratios=[2.25, 2.25, 2.25, 2.25, timeline_h])
@@ -170,15 +162,59 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
     fig.suptitle(
         f"flow {flow}: {cca}{paced}, {fmt_rate(info.get('goodput_bps'))} goodput, "
         f"{info.get('retransmits', 0)} retransmits"
-        + (f"  [{n_flows} flows]" if n_flows > 1 else "")
+        + (f"  [{view.n_flows} flows]" if view.n_flows > 1 else "")
         + "\n"
         + _run_line(run),
         fontsize=11,
         x=0.01,
         ha="left",
     )
+    _rate_panel(a, view)
+    _rtt_panel(b, view)
+    _window_panel(c, view, cca)
+    _pacing_panel(d, view)
 
-    # (a) throughput and goodput
+    # (e) state timeline
+    t = view.t
+    duration = float(run.summary.get("duration_s") or (t[-1] if len(t) else 1.0))
+    _draw_timeline(e, rows, cca, duration)
+    e.set_xlabel("time (s)")
+
+    a.set_xlim(0, duration)
+    for ax in axes[:-1]:
+        ax.tick_params(labelbottom=False)
+        _legend(ax)
+    _mark_lifetime(axes, info)
+    return fig, rows
+
+
+class _FlowView:
+    """What the panels of a flow's figure draw from: its rows of the series, its
+    summary entry and the link's."""
+
+    def __init__(self, run: RunData, info: dict[str, Any], f: pd.DataFrame) -> None:
+        self.run, self.info, self.f = run, info, f
+        self.link = link = run.summary["link"]
+        self.t = f["time_s"].to_numpy(dtype=float)
+        self.rate = link.get("rate_bps")
+        self.rate_mbit = self.rate / MBIT if self.rate else None
+        self.n_flows = run.flow_count
+        self.seg_wire = run.mss + run.header_bytes
+        self.interval = run.interval_s
+        self.buf_bytes = _buffer_bytes(link, self.seg_wire)
+
+
+def _buffer_bytes(link: dict[str, Any], seg_wire: int) -> Optional[float]:
+    """The bottleneck buffer in bytes (a buffer given in packets holds full segments)."""
+    buf_bytes = link.get("buffer_bytes")
+    if buf_bytes is None and link.get("buffer_packets") is not None:
+        buf_bytes = link["buffer_packets"] * seg_wire
+    return buf_bytes
+
+
+def _rate_panel(a: Axes, view: _FlowView) -> None:
+    """(a) throughput and goodput"""
+    f, t, interval, rate, rate_mbit = view.f, view.t, view.interval, view.rate, view.rate_mbit
     thr = _col(f, "throughput_bps")
     good = _col(f, "goodput_bps")
     smooth = int(round(SMOOTH_S / interval)) if interval > 0 else 1
@@ -205,8 +241,8 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
         else:
             a.plot(t, v / MBIT, label=name, **style.LINE[key])
     _hline(a, rate_mbit, f"bottleneck rate ({fmt_rate(rate)}, wire)")
-    if n_flows > 1 and rate_mbit:
-        _hline(a, rate_mbit / n_flows, f"fair share (1/{n_flows})", style.REFERENCE_2)
+    if view.n_flows > 1 and rate_mbit:
+        _hline(a, rate_mbit / view.n_flows, f"fair share (1/{view.n_flows})", style.REFERENCE_2)
     a.set_ylabel("Mbit/s")
     a.set_title("(a) throughput and goodput (payload)")
     _clip_top(
@@ -220,25 +256,28 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
         " Mbit/s",
     )
 
-    # (b) RTT
+
+def _rtt_panel(b: Axes, view: _FlowView) -> None:
+    """(b) RTT, with the base RTT and the RTT with the bottleneck's buffer full"""
+    f, t, rate, buf_bytes = view.f, view.t, view.rate, view.buf_bytes
     srtt = _col(f, "srtt_ms")
     min_rtt = _col(f, "min_rtt_ms")
     if srtt is not None:
         b.plot(t, srtt, label="smoothed RTT (srtt)", **style.LINE["srtt"])
     if min_rtt is not None:
         b.plot(t, min_rtt, label="min RTT (tcp_min_rtt)", **style.LINE["min_rtt"])
-    base = info.get("base_rtt_ms")
+    base = view.info.get("base_rtt_ms")
     _hline(b, base, f"base RTT ({fmt_ms(base)})")
-    buf_bytes = link.get("buffer_bytes")
-    if buf_bytes is None and link.get("buffer_packets") is not None:
-        buf_bytes = link["buffer_packets"] * seg_wire
     full_q = base + buf_bytes * 8 / rate * 1e3 if (base and rate and buf_bytes) else None
     _hline(b, full_q, f"base RTT + full buffer ({fmt_ms(full_q)})", style.REFERENCE_2)
     b.set_ylabel("ms")
     b.set_title("(b) round-trip time")
     _clip_top(b, [srtt, min_rtt, None if full_q is None else np.array([full_q])], None)
 
-    # (c) cwnd and inflight
+
+def _window_panel(c: Axes, view: _FlowView, cca: str) -> None:
+    """(c) cwnd and inflight, in segments, with the BDP and the BDP plus the buffer"""
+    f, t, seg_wire, buf_bytes = view.f, view.t, view.seg_wire, view.buf_bytes
     cwnd = _col(f, "cwnd")
     inflight = _col(f, "inflight")
     series_c = [cwnd, inflight]
@@ -252,7 +291,7 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
             c.plot(t, v, label=label, drawstyle="steps-post", **style.LINE[label])
             series_c.append(v)
     rwnd = _col(f, "rwnd_bytes")
-    rwnd_seg = None if rwnd is None else rwnd / run.mss
+    rwnd_seg = None if rwnd is None else rwnd / view.run.mss
     if (
         rwnd_seg is not None
         and inflight is not None
@@ -270,7 +309,7 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
         if w_max is not None:
             w_max = np.where(w_max > 0, w_max, np.nan)
             c.plot(t, w_max, label="W_max (cubic)", drawstyle="steps-post", **style.LINE["w_max"])
-    bdp = link.get("bdp_bytes")
+    bdp = view.link.get("bdp_bytes")
     bdp_seg = bdp / seg_wire if bdp else None
     _hline(c, bdp_seg, f"BDP ({bdp_seg:.0f} pkt)" if bdp_seg else "BDP")
     if bdp_seg and buf_bytes:
@@ -281,7 +320,10 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
     c.set_title("(c) congestion window and data in flight")
     _clip_top(c, series_c, None)
 
-    # (d) pacing rate and bandwidth estimate
+
+def _pacing_panel(d: Axes, view: _FlowView) -> None:
+    """(d) pacing rate and bandwidth estimate"""
+    f, t, rate_mbit = view.f, view.t, view.rate_mbit
     pacing = _col(f, "pacing_rate_bps")
     delivery = _col(f, "delivery_rate_bps")
     series_d: list[Optional[np.ndarray]] = [None if rate_mbit is None else np.array([rate_mbit])]
@@ -289,7 +331,7 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
         d.plot(t, delivery / MBIT, label="delivery rate sample", **style.LINE["delivery"])
         series_d.append(delivery / MBIT)
     if pacing is not None:
-        label = "pacing rate" if info.get("paced") else "pacing rate (unpaced: sizes TSO bursts only)"
+        label = "pacing rate" if view.info.get("paced") else "pacing rate (unpaced: sizes TSO bursts only)"
         d.plot(t, pacing / MBIT, label=label, **style.LINE["pacing"])
         series_d.append(pacing / MBIT)
     for name, key, label in (
@@ -305,18 +347,6 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
     d.set_ylabel("Mbit/s")
     d.set_title("(d) pacing rate and bandwidth estimate")
     _clip_top(d, series_d, PACING_CLIP * rate_mbit if rate_mbit else None, " Mbit/s")
-
-    # (e) state timeline
-    duration = float(run.summary.get("duration_s") or (t[-1] if len(t) else 1.0))
-    _draw_timeline(e, rows, cca, duration)
-    e.set_xlabel("time (s)")
-
-    a.set_xlim(0, duration)
-    for ax in axes[:-1]:
-        ax.tick_params(labelbottom=False)
-        _legend(ax)
-    _mark_lifetime(axes, info)
-    return fig, rows
 
 
 def _row_order(row: TimelineRow) -> list[str]:
@@ -420,20 +450,32 @@ def _draw_timeline(ax: Axes, rows: list[TimelineRow], cca: str, span_s: float) -
 
 def link_figure(run: RunData) -> Figure:
     """The bottleneck: throughput (total and per flow), queue, drops."""
-    link = run.summary["link"]
     lf = run.link.sort_values("time_s")
     t = lf["time_s"].to_numpy(dtype=float)
-    rate = link.get("rate_bps")
-    rate_mbit = rate / MBIT if rate else None
-    seg_wire = run.mss + run.header_bytes
-    n = run.flow_count
-
     fig = style.new_figure(11.5, 8.6)
     gs = fig.add_gridspec(3, 1, height_ratios=[2.4, 2.4, 1.6])
     a = fig.add_subplot(gs[0])
     b = fig.add_subplot(gs[1], sharex=a)
     c = fig.add_subplot(gs[2], sharex=a)
     ccas = [str(fl.get("cca", "?")) for fl in run.summary["flows"]]
+    fig.suptitle(_link_title(run, ccas), fontsize=11, x=0.01, ha="left")
+    _link_rate_panel(a, run, lf, t, ccas)
+    _queue_panel(b, run, lf, t)
+    _drops_panel(c, lf, t)
+
+    duration = float(run.summary.get("duration_s") or (t[-1] if len(t) else 1.0))
+    a.set_xlim(0, duration)
+    for ax in (a, b):
+        ax.tick_params(labelbottom=False)
+    for ax in (a, c):
+        _legend(ax)
+    _legend(b, offset_pt=48 if run.summary["link"].get("rate_bps") else 0)
+    return fig
+
+
+def _link_title(run: RunData, ccas: list[str]) -> str:
+    """The flows by algorithm, the link's utilisation and drops, then the run's line."""
+    link, n = run.summary["link"], run.flow_count
     counts: dict[str, int] = {}
     for x in ccas:
         counts[x] = counts.get(x, 0) + 1
@@ -448,14 +490,17 @@ def link_figure(run: RunData) -> Figure:
         )
         if x
     )
-    fig.suptitle(
-        f"link: {n} flow{'s' if n != 1 else ''} ({mix})" + (f", {figures}" if figures else "") + "\n" + _run_line(run),
-        fontsize=11,
-        x=0.01,
-        ha="left",
+    return (
+        f"link: {n} flow{'s' if n != 1 else ''} ({mix})" + (f", {figures}" if figures else "") + "\n" + _run_line(run)
     )
 
-    # (a) throughput
+
+def _link_rate_panel(a: Axes, run: RunData, lf: pd.DataFrame, t: np.ndarray, ccas: list[str]) -> None:
+    """(a) throughput: the link's, each flow's (when there are few enough to tell
+    apart), and the capacity offered"""
+    rate = run.summary["link"].get("rate_bps")
+    rate_mbit = rate / MBIT if rate else None
+    n = run.flow_count
     interval = run.interval_s
     smooth = int(round(SMOOTH_S / interval)) if interval > 0 else 1
     series_a: list[Optional[np.ndarray]] = []
@@ -494,11 +539,13 @@ def link_figure(run: RunData) -> Figure:
     )
     _clip_top(a, series_a, None)
 
-    # (b) queue
+
+def _queue_panel(b: Axes, run: RunData, lf: pd.DataFrame, t: np.ndarray) -> None:
+    """(b) queue, in KB and (on the right) in ms of queueing delay"""
+    link = run.summary["link"]
+    rate = link.get("rate_bps")
     q = _col(lf, "queue_bytes")
-    buf_bytes = link.get("buffer_bytes")
-    if buf_bytes is None and link.get("buffer_packets") is not None:
-        buf_bytes = link["buffer_packets"] * seg_wire
+    buf_bytes = _buffer_bytes(link, run.mss + run.header_bytes)
     if q is not None:
         b.plot(t, q / 1e3, label="queue (at each sample)", **style.LINE["queue"])
     _hline(b, buf_bytes / 1e3 if buf_bytes else None, f"buffer limit ({fmt_buffer(link)})")
@@ -511,7 +558,9 @@ def link_figure(run: RunData) -> Figure:
         sec = b.secondary_yaxis("right", functions=(lambda x: x * k, lambda y: y / k))
         sec.set_ylabel("queueing delay (ms)")
 
-    # (c) drops
+
+def _drops_panel(c: Axes, lf: pd.DataFrame, t: np.ndarray) -> None:
+    """(c) drops"""
     drops = _col(lf, "drops")
     if drops is not None:
         c.plot(t, drops, label="drops (cumulative)", drawstyle="steps-post", **style.LINE["drops"])
@@ -519,12 +568,3 @@ def link_figure(run: RunData) -> Figure:
     c.set_xlabel("time (s)")
     c.set_title("(c) packets dropped at the bottleneck")
     _clip_top(c, [drops], None)
-
-    duration = float(run.summary.get("duration_s") or (t[-1] if len(t) else 1.0))
-    a.set_xlim(0, duration)
-    for ax in (a, b):
-        ax.tick_params(labelbottom=False)
-    for ax in (a, c):
-        _legend(ax)
-    _legend(b, offset_pt=48 if rate else 0)
-    return fig

@@ -282,6 +282,19 @@ def analyse(
     """The findings the runs can speak to: a BBR version, the patch or a time series
     left out of the runs leaves out the findings about it."""
     share = means(frames["share"], ["link.rtt", "host.cpu_slice", "flows[0].cca", "share"])
+    out = _share_findings(share)
+    if {"bbr2", "bbr3"} <= set(share["flows[0].cca"]):
+        out.append(_bbr2_finding(share))
+    out.append(_bandwidth_finding(means(frames["bandwidth"], ["link.rate", "share"]), bandwidth_cca))
+    if "patch" in frames:
+        out += _patch_findings(means(frames["patch"], ["flows[0].cca", "host.cpu_slice", "patch", "share"]))
+    out += _inflight_findings(series)
+    return out
+
+
+def _share_findings(share: pd.DataFrame) -> list[Observation]:
+    """The share experiment (Fig. 4 and 8): BBR at low shares, the share at which it
+    recovers with 10 ms and 1 ms slices, and Cubic."""
     ccas = set(share["flows[0].cca"])
     bbrs = [v for v in ("bbr", "bbr2", "bbr3") if v in ccas]
     pair = [v for v in ("bbr", "bbr3") if v in ccas]
@@ -293,8 +306,6 @@ def analyse(
         for sl in set(share["host.cpu_slice"])
     }
     cubic = share[(share["flows[0].cca"] == "cubic") & (share["host.cpu_slice"] != "20ms") & (share["share"] >= 0.25)]
-    bw = means(frames["bandwidth"], ["link.rate", "share"])
-    capped = {s: bw[bw["share"] == s]["mean"] for s in (0.25, 0.35) if (bw["share"] == s).any()}
     needs = " / ".join(CCAS[v] for v in pair)
 
     def recovery(sl: str) -> str:
@@ -302,7 +313,7 @@ def analyse(
             return f"n/a (no {sl} slices in this grid)"
         return " / ".join(_share(rec.get((v, sl), math.nan)) for v in pair)
 
-    out = [
+    return [
         Observation(
             "low",
             "BBR at 10-25% CPU share, 10 ms slices and longer (100 Mbit/s)",
@@ -331,70 +342,80 @@ def analyse(
             f"{mbps(cubic['mean'].min())} to {mbps(cubic['mean'].max())}" if len(cubic) else "n/a",
         ),
     ]
-    if {"bbr2", "bbr3"} <= ccas:
-        tenth = (share["host.cpu_slice"] == "10ms") & (share["link.rtt"] == "10ms")
-        v2, v3 = (share[tenth & (share["flows[0].cca"] == v)] for v in ("bbr2", "bbr3"))
-        mid = [s for s in (0.35, 0.45, 0.55) if s in set(v2["share"])]
-        out.append(
-            Observation(
-                "bbr2",
-                "BBRv2 (10 ms slices, 35-55% share)",
-                "less affected than v1 and v3, with high variance",
-                ", ".join(
-                    f"{100 * s:.0f}%: v2 {mbps(value(v2, share=s))} vs v3 {mbps(value(v3, share=s))}" for s in mid
-                )
-                or "n/a (no share of 35-55% in this grid)",
-                "ccbench models v2alpha's code; the study saw v2's estimate freeze in some runs",
-            )
-        )
-    rates = sorted(set(bw["link.rate"]), key=_rate_bps)
-    out.append(
-        Observation(
-            "bandwidth",
-            f"{CCAS[bandwidth_cca]}, 10 ms slices, shares up to 35%, 10-1000 Mbit/s",
-            "capped near 20 Mbit/s whatever the bandwidth (BBRv3)",
-            "; ".join(f"at {100 * s:.0f}%: {mbps(v.min())} to {mbps(v.max())}" for s, v in capped.items())
-            + f" over {len(rates)} rates ({', '.join(rates)})",
-            "the spread across rates shows how little the bottleneck matters",
-        )
+
+
+def _bbr2_finding(share: pd.DataFrame) -> Observation:
+    """BBRv2 against v3 at middling shares of 10 ms slices."""
+    tenth = (share["host.cpu_slice"] == "10ms") & (share["link.rtt"] == "10ms")
+    v2, v3 = (share[tenth & (share["flows[0].cca"] == v)] for v in ("bbr2", "bbr3"))
+    mid = [s for s in (0.35, 0.45, 0.55) if s in set(v2["share"])]
+    return Observation(
+        "bbr2",
+        "BBRv2 (10 ms slices, 35-55% share)",
+        "less affected than v1 and v3, with high variance",
+        ", ".join(f"{100 * s:.0f}%: v2 {mbps(value(v2, share=s))} vs v3 {mbps(value(v3, share=s))}" for s in mid)
+        or "n/a (no share of 35-55% in this grid)",
+        "ccbench models v2alpha's code; the study saw v2's estimate freeze in some runs",
     )
-    if "patch" in frames:
-        patch = means(frames["patch"], ["flows[0].cca", "host.cpu_slice", "patch", "share"])
-        for cca in (v for v in ("bbr3", "bbr") if v in set(patch["flows[0].cca"])):
-            pr = {
-                (sl, p): _recovery(patch, **{"flows[0].cca": cca, "host.cpu_slice": sl, "patch": p})
-                for sl in ("1ms", "10ms")
-                for p in (0, 1)
-            }
-            out.append(
-                Observation(
-                    f"patch-{cca}",
-                    f"2BRobust patch, {CCAS[cca]}: recovery share with 1 ms / 10 ms slices",
-                    PATCH_FINDINGS[cca],
-                    f"{_share(pr[('1ms', 1)])} / {_share(pr[('10ms', 1)])} (unpatched {_share(pr[('1ms', 0)])} / "
-                    f"{_share(pr[('10ms', 0)])})",
-                    f"first share above {RECOVERED:g} Mbit/s",
-                )
-            )
-    below = {k: float((inflight_in_bdp(_settled(v)) < 1).mean()) for k, v in series.items()}
-    shown = [v for v in ("bbr3", "bbr") if f"{v} 25%" in below]
-    if shown:
-        figure = "; ".join(
-            f"{CCAS[v]}: below 1 BDP in {100 * below[f'{v} 25%']:.0f}% of samples"
-            + (f", {100 * below[f'{v} 25% + patch']:.0f}% with the patch" if f"{v} 25% + patch" in below else "")
-            + (f", {100 * below[f'{v} 100%']:.0f}% at 100% share" if f"{v} 100%" in below else "")
-            for v in shown
-        )
+
+
+def _bandwidth_finding(bw: pd.DataFrame, bandwidth_cca: str) -> Observation:
+    """The bandwidth experiment (Fig. 7): goodput at low shares over link rates."""
+    capped = {s: bw[bw["share"] == s]["mean"] for s in (0.25, 0.35) if (bw["share"] == s).any()}
+    rates = sorted(set(bw["link.rate"]), key=_rate_bps)
+    return Observation(
+        "bandwidth",
+        f"{CCAS[bandwidth_cca]}, 10 ms slices, shares up to 35%, 10-1000 Mbit/s",
+        "capped near 20 Mbit/s whatever the bandwidth (BBRv3)",
+        "; ".join(f"at {100 * s:.0f}%: {mbps(v.min())} to {mbps(v.max())}" for s, v in capped.items())
+        + f" over {len(rates)} rates ({', '.join(rates)})",
+        "the spread across rates shows how little the bottleneck matters",
+    )
+
+
+def _patch_findings(patch: pd.DataFrame) -> list[Observation]:
+    """The patch experiment (Fig. 10, 15): the recovery share with and without it."""
+    out = []
+    for cca in (v for v in ("bbr3", "bbr") if v in set(patch["flows[0].cca"])):
+        pr = {
+            (sl, p): _recovery(patch, **{"flows[0].cca": cca, "host.cpu_slice": sl, "patch": p})
+            for sl in ("1ms", "10ms")
+            for p in (0, 1)
+        }
         out.append(
             Observation(
-                "inflight",
-                "Inflight at 25% share, 10 ms slices",
-                "below 1 BDP (as BBR estimates it), even after BBR lowered its estimate; the patch lifts it",
-                figure,
-                f"samples every 50 ms after the first {SETTLE_S:g} s (the second half of shorter runs)",
+                f"patch-{cca}",
+                f"2BRobust patch, {CCAS[cca]}: recovery share with 1 ms / 10 ms slices",
+                PATCH_FINDINGS[cca],
+                f"{_share(pr[('1ms', 1)])} / {_share(pr[('10ms', 1)])} (unpatched {_share(pr[('1ms', 0)])} / "
+                f"{_share(pr[('10ms', 0)])})",
+                f"first share above {RECOVERED:g} Mbit/s",
             )
         )
     return out
+
+
+def _inflight_findings(series: dict[str, pd.DataFrame]) -> list[Observation]:
+    """The time series at 25% (Fig. 6, 9, 11): how often inflight stays below 1 BDP."""
+    below = {k: float((inflight_in_bdp(_settled(v)) < 1).mean()) for k, v in series.items()}
+    shown = [v for v in ("bbr3", "bbr") if f"{v} 25%" in below]
+    if not shown:
+        return []
+    figure = "; ".join(
+        f"{CCAS[v]}: below 1 BDP in {100 * below[f'{v} 25%']:.0f}% of samples"
+        + (f", {100 * below[f'{v} 25% + patch']:.0f}% with the patch" if f"{v} 25% + patch" in below else "")
+        + (f", {100 * below[f'{v} 100%']:.0f}% at 100% share" if f"{v} 100%" in below else "")
+        for v in shown
+    )
+    return [
+        Observation(
+            "inflight",
+            "Inflight at 25% share, 10 ms slices",
+            "below 1 BDP (as BBR estimates it), even after BBR lowered its estimate; the patch lifts it",
+            figure,
+            f"samples every 50 ms after the first {SETTLE_S:g} s (the second half of shorter runs)",
+        )
+    ]
 
 
 # The study gives BBRv3's figures in its text; BBRv1's are in a figure only (Fig. 15).

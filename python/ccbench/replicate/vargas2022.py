@@ -142,109 +142,155 @@ def run(
 
 
 def analyse(frames: dict[str, pd.DataFrame]) -> list[Finding]:
-    conn = means(frames["connections"], ["host.cpu", "flows[0].cca", "flows[0].count"])
-    g = lambda cpu, cca, n: value(conn, **{"host.cpu": cpu, "flows[0].cca": cca, "flows[0].count": n})  # noqa: E731
-    lo = "phone-lowend"
-    c1, c20, b1, b20 = g(lo, "cubic", 1), g(lo, "cubic", 20), g(lo, "bbr", 1), g(lo, "bbr", 20)
-    high = conn[conn["host.cpu"] == "phone-highend"]["mean"]
-    pacing = means(frames["pacing"], ["host.cpu", "flows[0].count", "flows[0].pacing"])
-    pacing_rtt = means(frames["pacing"], ["host.cpu", "flows[0].count", "flows[0].pacing"], "rtt_ms")
-    p = lambda t, cpu, n, on: value(t, **{"host.cpu": cpu, "flows[0].count": n, "flows[0].pacing": on})  # noqa: E731
-    lift = {n: 100 * (p(pacing, lo, n, False) / p(pacing, lo, n, True) - 1) for n in (1, 5, 20)}
-    mid_lift = 100 * (p(pacing, "phone-midend", 20, False) / p(pacing, "phone-midend", 20, True) - 1)
-    cubic = means(frames["cubic-pacing"], ["flows[0].pacing"])
-    fixed = means(frames["cubic-fixed"], ["flows[0].fixed_pacing_rate"])
-    bbr_fixed = means(frames["bbr-fixed"], ["flows[0].fixed_pacing_rate"])
-    stride = means(frames["stride"], ["host.cpu", "flows[0].pacing_stride"])
+    figures = _Figures(frames)
+    return figures.connections() + figures.pacing() + figures.fixed_rates() + figures.strides()
 
-    def best_stride(cpu: str) -> tuple[int, float, float]:
-        t = stride[stride["host.cpu"] == cpu]
-        top = t.loc[t["mean"].idxmax()]
-        return int(top["flows[0].pacing_stride"]), float(top["mean"]), value(t, **{"flows[0].pacing_stride": 1})
 
-    s_lo, s_lo_best, s_lo_1 = best_stride(lo)
-    s_mid, s_mid_best, s_mid_1 = best_stride("phone-midend")
-    largest = max(stride["flows[0].pacing_stride"])
-    s_lo_largest = value(stride, **{"host.cpu": lo, "flows[0].pacing_stride": largest})
-    return [
-        Finding(
-            "Low-End, 1 connection: Cubic / BBR",
-            "364 / 325 Mbit/s",
-            f"{mbps(c1)} / {mbps(b1)}",
-            "the calibration point of the phone-lowend preset",
-        ),
-        Finding(
-            "Low-End, 20 connections: Cubic / BBR",
-            "310 / 138 Mbit/s (BBR 55% below Cubic)",
-            f"{mbps(c20)} / {mbps(b20)} (BBR {100 * (1 - b20 / c20):.0f}% below Cubic)",
-            "emerges",
-        ),
-        Finding(
-            "Low-End, 1 -> 20 connections",
-            "Cubic -15%, BBR -58%",
-            f"Cubic {pct(100 * (c20 / c1 - 1))}, BBR {pct(100 * (b20 / b1 - 1))}",
-            "emerges",
-        ),
-        Finding(
-            "High-End, any connection count",
-            "both at least 915 Mbit/s (line rate 1 Gbit/s)",
-            f"{mbps(high.min())} to {mbps(high.max())}",
-            "the 1 Gbit/s link is the bottleneck",
-        ),
-        Finding(
-            "BBR without pacing, Low-End, 20 connections",
-            "goodput x2.7; RTT more than doubles",
-            f"goodput x{p(pacing, lo, 20, False) / p(pacing, lo, 20, True):.1f}; RTT "
-            f"{p(pacing_rtt, lo, 20, True):.1f} -> {p(pacing_rtt, lo, 20, False):.1f} ms",
-            "",
-        ),
-        Finding(
-            "BBR without pacing, Low-End, 1 and 5 connections",
-            "+14% and +19%",
-            f"{pct(lift[1])} and {pct(lift[5])}",
-            "ccbench's BBR falls further already at 5 connections, so pacing costs more there",
-        ),
-        Finding(
-            "BBR without pacing, Mid-End, 20 connections",
-            "+67%",
-            pct(mid_lift),
-            "Mid-End costs are Low-End's scaled by clock (576 MHz -> 1.2 GHz)",
-        ),
-        Finding(
-            "Cubic, Low-End, 20 connections: unpaced / paced at the stack's rate",
-            "pacing drops Cubic's goodput considerably",
-            f"{mbps(value(cubic, **{'flows[0].pacing': False}))} / {mbps(value(cubic, **{'flows[0].pacing': True}))}",
-            "Cubic paced at 120% of cwnd/SRTT (tcp_update_pacing_rate)",
-        ),
-        Finding(
-            "Cubic paced at a fixed 20 / 140 Mbit/s per connection",
-            "147 Mbit/s / about unpaced Cubic",
-            f"{mbps(value(fixed, **{'flows[0].fixed_pacing_rate': '20Mbit'}))} / "
-            f"{mbps(value(fixed, **{'flows[0].fixed_pacing_rate': '140Mbit'}))}",
-            "",
-        ),
-        Finding(
-            "BBR, cwnd 70, model frozen, pacing fixed at 20 / 140 Mbit/s",
-            "only 140 Mbit/s reaches Cubic's goodput",
-            f"{mbps(value(bbr_fixed, **{'flows[0].fixed_pacing_rate': '20Mbit'}))} / "
-            f"{mbps(value(bbr_fixed, **{'flows[0].fixed_pacing_rate': '140Mbit'}))} (Cubic {mbps(c20)})",
-            "",
-        ),
-        Finding(
-            "Pacing stride, Low-End, 20 connections",
-            "best at 10x: below 140 -> 240 Mbit/s; larger strides limited by the socket buffer",
-            f"best at {s_lo}x: {mbps(s_lo_1)} -> {mbps(s_lo_best)}; {largest}x: {mbps(s_lo_largest)}",
-            "ccbench's stride bursts grow until the 64 KB GSO limit (44 segments); the study's stopped near "
-            "15 KB, which it attributes to the socket buffer, and ccbench models no send buffer (the "
-            "application always has data queued), so its best stride comes later",
-        ),
-        Finding(
-            "Pacing stride, Mid-End, 20 connections",
-            "best at 5x",
-            f"best at {s_mid}x: {mbps(s_mid_1)} -> {mbps(s_mid_best)}",
-            "",
-        ),
-    ]
+LOW = "phone-lowend"
+
+
+def _paced(t: pd.DataFrame, cpu: str, n: int, on: bool) -> float:
+    return value(t, **{"host.cpu": cpu, "flows[0].count": n, "flows[0].pacing": on})
+
+
+def _best_stride(stride: pd.DataFrame, cpu: str) -> tuple[int, float, float]:
+    """The stride with the highest goodput on ``cpu``, that goodput, and stride 1's."""
+    t = stride[stride["host.cpu"] == cpu]
+    top = t.loc[t["mean"].idxmax()]
+    return int(top["flows[0].pacing_stride"]), float(top["mean"]), value(t, **{"flows[0].pacing_stride": 1})
+
+
+class _Figures:
+    """ccbench's figures for the study's findings, one method per experiment (the
+    connections, pacing, fixed rates and strides), each giving its findings."""
+
+    def __init__(self, frames: dict[str, pd.DataFrame]) -> None:
+        conn = means(frames["connections"], ["host.cpu", "flows[0].cca", "flows[0].count"])
+
+        def low_end(cca: str, n: int) -> float:
+            return value(conn, **{"host.cpu": LOW, "flows[0].cca": cca, "flows[0].count": n})
+
+        self.c1, self.c20, self.b1, self.b20 = (
+            low_end("cubic", 1),
+            low_end("cubic", 20),
+            low_end("bbr", 1),
+            low_end("bbr", 20),
+        )
+        self.high = conn[conn["host.cpu"] == "phone-highend"]["mean"]
+        self.paced = pacing = means(frames["pacing"], ["host.cpu", "flows[0].count", "flows[0].pacing"])
+        self.paced_rtt = means(frames["pacing"], ["host.cpu", "flows[0].count", "flows[0].pacing"], "rtt_ms")
+        self.lift = {n: 100 * (_paced(pacing, LOW, n, False) / _paced(pacing, LOW, n, True) - 1) for n in (1, 5, 20)}
+        self.mid_lift = 100 * (_paced(pacing, "phone-midend", 20, False) / _paced(pacing, "phone-midend", 20, True) - 1)
+        self.cubic = means(frames["cubic-pacing"], ["flows[0].pacing"])
+        self.fixed = means(frames["cubic-fixed"], ["flows[0].fixed_pacing_rate"])
+        self.bbr_fixed = means(frames["bbr-fixed"], ["flows[0].fixed_pacing_rate"])
+        stride = means(frames["stride"], ["host.cpu", "flows[0].pacing_stride"])
+        self.s_lo, self.s_lo_best, self.s_lo_1 = _best_stride(stride, LOW)
+        self.s_mid, self.s_mid_best, self.s_mid_1 = _best_stride(stride, "phone-midend")
+        self.largest = max(stride["flows[0].pacing_stride"])
+        self.s_lo_largest = value(stride, **{"host.cpu": LOW, "flows[0].pacing_stride": self.largest})
+
+    def connections(self) -> list[Finding]:
+        """§4.1: goodput against the number of connections."""
+        c1, c20, b1, b20 = self.c1, self.c20, self.b1, self.b20
+        return [
+            Finding(
+                "Low-End, 1 connection: Cubic / BBR",
+                "364 / 325 Mbit/s",
+                f"{mbps(c1)} / {mbps(b1)}",
+                "the calibration point of the phone-lowend preset",
+            ),
+            Finding(
+                "Low-End, 20 connections: Cubic / BBR",
+                "310 / 138 Mbit/s (BBR 55% below Cubic)",
+                f"{mbps(c20)} / {mbps(b20)} (BBR {100 * (1 - b20 / c20):.0f}% below Cubic)",
+                "emerges",
+            ),
+            Finding(
+                "Low-End, 1 -> 20 connections",
+                "Cubic -15%, BBR -58%",
+                f"Cubic {pct(100 * (c20 / c1 - 1))}, BBR {pct(100 * (b20 / b1 - 1))}",
+                "emerges",
+            ),
+            Finding(
+                "High-End, any connection count",
+                "both at least 915 Mbit/s (line rate 1 Gbit/s)",
+                f"{mbps(self.high.min())} to {mbps(self.high.max())}",
+                "the 1 Gbit/s link is the bottleneck",
+            ),
+        ]
+
+    def pacing(self) -> list[Finding]:
+        """§5.2.1: BBR with and without pacing."""
+        paced, rtt, lift = self.paced, self.paced_rtt, self.lift
+        return [
+            Finding(
+                "BBR without pacing, Low-End, 20 connections",
+                "goodput x2.7; RTT more than doubles",
+                f"goodput x{_paced(paced, LOW, 20, False) / _paced(paced, LOW, 20, True):.1f}; RTT "
+                f"{_paced(rtt, LOW, 20, True):.1f} -> {_paced(rtt, LOW, 20, False):.1f} ms",
+                "",
+            ),
+            Finding(
+                "BBR without pacing, Low-End, 1 and 5 connections",
+                "+14% and +19%",
+                f"{pct(lift[1])} and {pct(lift[5])}",
+                "ccbench's BBR falls further already at 5 connections, so pacing costs more there",
+            ),
+            Finding(
+                "BBR without pacing, Mid-End, 20 connections",
+                "+67%",
+                pct(self.mid_lift),
+                "Mid-End costs are Low-End's scaled by clock (576 MHz -> 1.2 GHz)",
+            ),
+        ]
+
+    def fixed_rates(self) -> list[Finding]:
+        """§5.2.2 and §5.1: Cubic paced at the stack's rate and at fixed rates; BBR with
+        its model frozen at fixed rates."""
+        cubic, fixed, bbr_fixed = self.cubic, self.fixed, self.bbr_fixed
+        return [
+            Finding(
+                "Cubic, Low-End, 20 connections: unpaced / paced at the stack's rate",
+                "pacing drops Cubic's goodput considerably",
+                f"{mbps(value(cubic, **{'flows[0].pacing': False}))} / {mbps(value(cubic, **{'flows[0].pacing': True}))}",
+                "Cubic paced at 120% of cwnd/SRTT (tcp_update_pacing_rate)",
+            ),
+            Finding(
+                "Cubic paced at a fixed 20 / 140 Mbit/s per connection",
+                "147 Mbit/s / about unpaced Cubic",
+                f"{mbps(value(fixed, **{'flows[0].fixed_pacing_rate': '20Mbit'}))} / "
+                f"{mbps(value(fixed, **{'flows[0].fixed_pacing_rate': '140Mbit'}))}",
+                "",
+            ),
+            Finding(
+                "BBR, cwnd 70, model frozen, pacing fixed at 20 / 140 Mbit/s",
+                "only 140 Mbit/s reaches Cubic's goodput",
+                f"{mbps(value(bbr_fixed, **{'flows[0].fixed_pacing_rate': '20Mbit'}))} / "
+                f"{mbps(value(bbr_fixed, **{'flows[0].fixed_pacing_rate': '140Mbit'}))} (Cubic {mbps(self.c20)})",
+                "",
+            ),
+        ]
+
+    def strides(self) -> list[Finding]:
+        """§6.2: BBR with pacing strides."""
+        return [
+            Finding(
+                "Pacing stride, Low-End, 20 connections",
+                "best at 10x: below 140 -> 240 Mbit/s; larger strides limited by the socket buffer",
+                f"best at {self.s_lo}x: {mbps(self.s_lo_1)} -> {mbps(self.s_lo_best)}; "
+                f"{self.largest}x: {mbps(self.s_lo_largest)}",
+                "ccbench's stride bursts grow until the 64 KB GSO limit (44 segments); the study's stopped near "
+                "15 KB, which it attributes to the socket buffer, and ccbench models no send buffer (the "
+                "application always has data queued), so its best stride comes later",
+            ),
+            Finding(
+                "Pacing stride, Mid-End, 20 connections",
+                "best at 5x",
+                f"best at {self.s_mid}x: {mbps(self.s_mid_1)} -> {mbps(self.s_mid_best)}",
+                "",
+            ),
+        ]
 
 
 def write_report(frames: dict[str, pd.DataFrame], findings: Sequence[Finding], out: Path, mode: str) -> Path:

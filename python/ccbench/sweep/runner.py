@@ -192,6 +192,7 @@ def _run(
     have = store.existing(ids)
     if members:  # points whose run exists already join this sweep now
         store.commit([], [m for m in members if m.run_id in have])
+    # Each run not stored yet, once (points of the plan may name the same run).
     todo: dict[str, Point] = {}
     for p, rid in zip(points, ids):
         if rid not in have and rid not in todo:
@@ -201,62 +202,91 @@ def _run(
         if m.run_id in todo:
             members_of.setdefault(m.run_id, []).append(m)
 
-    done: dict[str, RunRecord] = {}
-    failed: dict[str, str] = {}
-    recorder = _Recorder(store)
-    run_s = 0.0
+    runs = _Runs(store, engine, name, version, todo, members_of)
     tasks = [Task(run_id=rid, scenario=p.scenario, engine=engine, keep_series=keep_series) for rid, p in todo.items()]
-    try:
-        with SweepProgress(name or "", len(tasks), enabled=progress) as bar:
-            for task, outcome in backend.run(tasks):
-                if isinstance(outcome, BaseException):
-                    failed[task.run_id] = f"{type(outcome).__name__}: {outcome}"
-                    bar.advance(failed=True)
-                    continue
-                problem = _mismatch(task, outcome, version)
-                if problem is not None:
-                    failed[task.run_id] = problem
-                    bar.advance(failed=True)
-                    continue
-                point = todo[task.run_id]
-                run_s += outcome.wall_s
-                series_dir = recorder.write_files(task.run_id, outcome.files)
-                record = RunRecord(
-                    run_id=task.run_id,
-                    scenario_hash=outcome.scenario_hash,
-                    seed=outcome.seed,
-                    engine=engine,
-                    code_version=outcome.code_version,
-                    sweep=name,
-                    point=point.values,
-                    repetition=point.repetition,
-                    scenario=outcome.scenario,
-                    summary=outcome.summary,
-                    series_dir=series_dir,
-                )
-                recorder.add(record, members_of.get(task.run_id, []))
-                done[task.run_id] = record
-                bar.advance()
-    finally:
-        recorder.flush()
+    runs.execute(backend, tasks, progress)
+    return runs.report(points, ids, have)
 
-    stored = store.get(have)
-    stored.update(done)
-    records, failures = [], []
-    for p, rid in zip(points, ids):
-        if rid in stored:
-            records.append(replace(stored[rid], sweep=name, point=dict(p.values), repetition=p.repetition))
-        else:
-            failures.append(Failure(p, failed.get(rid, "did not run")))
-    return SweepReport(
-        name=name,
-        records=records,
-        ran=len(done),
-        reused=sum(rid in have for rid in ids),
-        failures=failures,
-        run_s=run_s,
-        store_s=recorder.busy_s,
-    )
+
+class _Runs:
+    """The runs a sweep makes now: each stored as it finishes, or its failure kept."""
+
+    def __init__(
+        self,
+        store: Store,
+        engine: str,
+        name: Optional[str],
+        version: str,
+        todo: dict[str, Point],
+        members_of: dict[str, list[Membership]],
+    ) -> None:
+        self.store, self.engine, self.name, self.version = store, engine, name, version
+        self.todo, self.members_of = todo, members_of
+        self.done: dict[str, RunRecord] = {}
+        self.failed: dict[str, str] = {}
+        self.recorder = _Recorder(store)
+        self.run_s = 0.0
+
+    def execute(self, backend: Backend, tasks: list[Task], progress: bool) -> None:
+        """Run ``tasks`` on ``backend``; whatever happens, the rows of the runs made so
+        far are committed."""
+        try:
+            with SweepProgress(self.name or "", len(tasks), enabled=progress) as bar:
+                for task, outcome in backend.run(tasks):
+                    if isinstance(outcome, BaseException):
+                        self.failed[task.run_id] = f"{type(outcome).__name__}: {outcome}"
+                        bar.advance(failed=True)
+                        continue
+                    problem = _mismatch(task, outcome, self.version)
+                    if problem is not None:
+                        self.failed[task.run_id] = problem
+                        bar.advance(failed=True)
+                        continue
+                    self.store_run(task, outcome)
+                    bar.advance()
+        finally:
+            self.recorder.flush()
+
+    def store_run(self, task: Task, outcome: Outcome) -> None:
+        """The run's files now, its row (and its sweep memberships) with the next batch."""
+        point = self.todo[task.run_id]
+        self.run_s += outcome.wall_s
+        series_dir = self.recorder.write_files(task.run_id, outcome.files)
+        record = RunRecord(
+            run_id=task.run_id,
+            scenario_hash=outcome.scenario_hash,
+            seed=outcome.seed,
+            engine=self.engine,
+            code_version=outcome.code_version,
+            sweep=self.name,
+            point=point.values,
+            repetition=point.repetition,
+            scenario=outcome.scenario,
+            summary=outcome.summary,
+            series_dir=series_dir,
+        )
+        self.recorder.add(record, self.members_of.get(task.run_id, []))
+        self.done[task.run_id] = record
+
+    def report(self, points: list[Point], ids: list[str], have: set[str]) -> SweepReport:
+        """A record per point of the plan, from the store or from this sweep, or a failure."""
+        stored = self.store.get(have)
+        stored.update(self.done)
+        records, failures = [], []
+        for p, rid in zip(points, ids):
+            if rid in stored:
+                records.append(replace(stored[rid], sweep=self.name, point=dict(p.values), repetition=p.repetition))
+            else:
+                failures.append(Failure(p, self.failed.get(rid, "did not run")))
+        return SweepReport(
+            name=self.name,
+            records=records,
+            ran=len(self.done),
+            reused=sum(rid in have for rid in ids),
+            failures=failures,
+            run_s=self.run_s,
+            store_s=self.recorder.busy_s,
+        )
 
 
 def _mismatch(task: Task, outcome: Outcome, version: str) -> Optional[str]:

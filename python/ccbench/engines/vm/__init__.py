@@ -119,10 +119,9 @@ class VmEngine(Engine):
         from ...kernel.plan import make_plan
         from ...kernel.results import assemble
         from ...kernel.session import run_plan
-        from ...vm import deadline, kprofile
+        from ...vm import deadline
         from ...vm.image import agent_binary, guest_image
-        from ...vm.qemu import accelerator, qemu_version, require_qemu
-        from ...vm.sender import IO_WAIT_BOUND, GuestSender, Instruments
+        from ...vm.qemu import accelerator, require_qemu
 
         sc = self.load(scenario)
         super().check(sc)
@@ -135,10 +134,33 @@ class VmEngine(Engine):
         initrd = guest_image(kernel, agent_binary())
         with tempfile.TemporaryDirectory(prefix="ccbench-vm-") as tmp:
             accel = accelerator(kernel, initrd, Path(tmp))
+        sender = self._sender(sc, kernel, initrd, accel)
+        where = capture_dir(sc, capture_to)
+        capture = None if where is None or sc.capture is None else sc.capture.to_core(os.path.abspath(where))
+        booked = deadline.booked_bandwidth()
+        try:
+            raw = run_plan(plan, capture, sender)
+        finally:
+            sender.stop()
+        summary, flows, link = assemble(plan, raw, facts, self.name)
+        summary["vm"] = self._vm_summary(kernel, accel, sender, raw.sender)
+        summary["available_congestion_control"] = sender.info.get(
+            "available_congestion_control", facts.available_congestion_control
+        )
+        summary["kernel"] = summary["vm"]["release"]
+        vm_notes = _vm_notes(kernel, accel, booked, summary["vm"]["io_thread"]["waiting"])
+        summary["notes"] = summary["notes"] + patch_notes + list(kernel.notes) + vm_notes
+        return Result(summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=plan.scenario)
+
+    def _sender(self, sc: "Scenario", kernel: Any, initrd: Any, accel: str) -> Any:
+        """The guest that runs the senders, its vCPUs given the scenario's CPU share (if
+        below 1) in slices of ``host.cpu_slice``."""
+        from ...vm.sender import GuestSender, Instruments
+
         share = sc.host.cpu_share if sc.host is not None and sc.host.cpu_share < 1 else None
         period = sc.host.cpu_slice_ns if sc.host is not None else 10_000_000
         kind = sc.host.cpu_deadline if sc.host is not None else "runtime"
-        sender = GuestSender(
+        return GuestSender(
             kernel,
             initrd,
             accel,
@@ -148,15 +170,14 @@ class VmEngine(Engine):
             kind,
             Instruments(self.trace_tx, self.profile_guest, self.trace_vcpu),
         )
-        where = capture_dir(sc, capture_to)
-        capture = None if where is None or sc.capture is None else sc.capture.to_core(os.path.abspath(where))
-        booked = deadline.booked_bandwidth()
-        try:
-            raw = run_plan(plan, capture, sender)
-        finally:
-            sender.stop()
-        summary, flows, link = assemble(plan, raw, facts, self.name)
-        summary["vm"] = {
+
+    def _vm_summary(self, kernel: Any, accel: str, sender: Any, sent: dict[str, Any]) -> dict[str, Any]:
+        """The summary's ``vm`` object: the guest, its vCPUs and what they did, and what
+        the guest itself measured (``sent``: the agent's results)."""
+        from ...vm import deadline, kprofile
+        from ...vm.qemu import qemu_version
+
+        vm = {
             "guest_kernel": kernel.source,
             "release": sender.info.get("kernel", kernel.release),
             # The Debian packages (name=version) the guest's kernel and built modules came from.
@@ -178,46 +199,19 @@ class VmEngine(Engine):
             "io_thread": sender.io_thread(),
             "placement": sender.placement.describe() if sender.placement else None,
             "run_wall_s": round(sender.wall_s, 6),
-            "work": {**_work(raw.sender.get("final", [])), "skbs": sender.skbs},
+            "work": {**_work(sent.get("final", [])), "skbs": sender.skbs},
             "guest_available_congestion_control": sender.info.get("available_congestion_control"),
         }
-        if "cpu_counters" in raw.sender:
+        if "cpu_counters" in sent:
             # The guest's own account of its CPU over the run, beside the host's above.
-            summary["vm"]["guest_cpu"] = raw.sender["cpu_counters"]
+            vm["guest_cpu"] = sent["cpu_counters"]
         if sender.absences is not None:
-            summary["vm"]["vcpu_absences"] = sender.absences.as_dict()
-        if "kernel_profile" in raw.sender:
-            summary["vm"]["guest_profile"] = kprofile.by_function(raw.sender["kernel_profile"])
-        if "tx_completions" in raw.sender:
-            summary["vm"]["tx_completion"] = tx_completion(raw.sender["tx_completions"])
-        summary["available_congestion_control"] = sender.info.get(
-            "available_congestion_control", facts.available_congestion_control
-        )
-        summary["kernel"] = summary["vm"]["release"]
-        summary["notes"] = (
-            summary["notes"]
-            + patch_notes
-            + list(kernel.notes)
-            + [
-                f"the senders ran in a QEMU guest ({kernel.source}) under {accel.upper()}"
-                + (
-                    "; TCG translates every guest instruction, so guest CPU work costs several times what it costs "
-                    "under KVM or on bare metal"
-                    if accel == "tcg"
-                    else ""
-                ),
-                "deadline bandwidth booked before the run: "
-                + ("unknown (debugfs not mounted)" if booked is None else f"{booked:.2f} CPUs"),
-            ]
-        )
-        waiting = summary["vm"]["io_thread"]["waiting"]
-        if waiting > IO_WAIT_BOUND:
-            summary["notes"].append(
-                f"QEMU's main thread, which carries the guest's packets to and from its TAP, waited for a host CPU "
-                f"{waiting:.0%} of the run: the testbed held the guest's skbs and ACKs, so this run's rate, RTT and "
-                "TX completions are partly the host's, not the guest's (a host with CPUs to spare avoids it)"
-            )
-        return Result(summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=plan.scenario)
+            vm["vcpu_absences"] = sender.absences.as_dict()
+        if "kernel_profile" in sent:
+            vm["guest_profile"] = kprofile.by_function(sent["kernel_profile"])
+        if "tx_completions" in sent:
+            vm["tx_completion"] = tx_completion(sent["tx_completions"])
+        return vm
 
     def code_version(self) -> str:
         """The emulator and the engines' Python side, the host kernel, QEMU and the guest
@@ -300,6 +294,31 @@ def _work(final: list[dict[str, Any]]) -> dict[str, int]:
 ENGINE = VmEngine()
 run = ENGINE.run
 check = ENGINE.check
+
+
+def _vm_notes(kernel: Any, accel: str, booked: Optional[float], io_waiting: float) -> list[str]:
+    """What a reader of a VM run's results should know: where the senders ran, the
+    deadline bandwidth already booked, and a QEMU main thread that waited for a CPU."""
+    from ...vm.sender import IO_WAIT_BOUND
+
+    notes = [
+        f"the senders ran in a QEMU guest ({kernel.source}) under {accel.upper()}"
+        + (
+            "; TCG translates every guest instruction, so guest CPU work costs several times what it costs "
+            "under KVM or on bare metal"
+            if accel == "tcg"
+            else ""
+        ),
+        "deadline bandwidth booked before the run: "
+        + ("unknown (debugfs not mounted)" if booked is None else f"{booked:.2f} CPUs"),
+    ]
+    if io_waiting > IO_WAIT_BOUND:
+        notes.append(
+            f"QEMU's main thread, which carries the guest's packets to and from its TAP, waited for a host CPU "
+            f"{io_waiting:.0%} of the run: the testbed held the guest's skbs and ACKs, so this run's rate, RTT and "
+            "TX completions are partly the host's, not the guest's (a host with CPUs to spare avoids it)"
+        )
+    return notes
 
 
 def _refuse_another_tick(sc: "Scenario") -> None:

@@ -324,10 +324,6 @@ def run(
     (a JSON-lines file), each VM result is appended as it finishes and repetitions
     already there are not run on the VM again: a stopped grid resumes, and after a
     change to the simulator only the simulator runs."""
-    from ...units import parse_rate
-    from ...vm.deadline import host_tick_ns
-    from ..sim import ENGINE as sim
-
     # Runs on a testbed arranged otherwise (see ccbench.vm.placement; a reserved vCPU is
     # not pinned) are not reused.
     done = {}
@@ -340,62 +336,80 @@ def run(
         for rep in range(reps):
             vm = done[cell.reserved].get((cell.name, rep))
             if vm is None:
-                result = vm_engine.run(cell.scenario(duration, None))  # the VM's costs are its own
-                summary = result.summary
-                vm = {
-                    "cell": cell.name,
-                    "rep": rep,
-                    "duration": duration,
-                    "guest": vm_engine.guest_kernel,
-                    "guest_hz": result.scenario.tcp.hz,
-                    "vm_mbps": _goodput(summary),
-                    "vm_rtt_ms": _rtt(summary),
-                    "vm_cpu_use": (summary["vm"]["vcpu_cpu_use"] or [0.0])[0],
-                    "host_tick_ns": summary["vm"].get("host_tick_ns", host_tick_ns()),
-                    # For later analysis: what the guest did and how its vCPU ran.
-                    "work": summary["vm"]["work"],
-                    "vcpu_sleeps": summary["vm"].get("vcpu_sleeps"),
-                    "vcpu_preemptions": summary["vm"].get("vcpu_preemptions"),
-                    "vcpu_run_delay_s": summary["vm"].get("vcpu_run_delay_s"),
-                    "io_waiting": summary["vm"]["io_thread"]["waiting"],
-                    "accelerator": summary["vm"].get("accelerator"),
-                    "placement": summary["vm"].get("placement"),
-                }
-                if kept is not None:
-                    with open(kept, "a") as f:
-                        f.write(json.dumps(vm) + "\n")
+                vm = _vm_run(cell, rep, duration, vm_engine, kept)
             runs.append(vm)
-        # The simulator with the same costs, the tick of the host the VM ran on, the
-        # guest's jiffy and the VM's receive path.
-        sim_summary = sim.run(
-            cell.scenario(duration, costs, runs[0]["host_tick_ns"], runs[0].get("guest_hz"), RECEIVE_PATH_PACKETS)
-        ).summary
-        sim_work = (sim_summary.get("host") or {}).get("work")  # none without a host: no costs, no reservation
-        vm_tx = [
-            TxShape.of(r["work"]["skbs"], r["work"]["segs_out"], duration, cell.slice) for r in runs if r.get("work")
-        ]
-        row = CpuRow(
-            cell,
-            parse_rate(cell.rate) / 1e6,
-            _goodput(sim_summary),
-            [r["vm_mbps"] for r in runs],
-            statistics.median(r["vm_cpu_use"] for r in runs),
-            TxShape.of(sim_work["bursts"], sim_work["packets"], duration, cell.slice) if sim_work else None,
-            TxShape.median(vm_tx) if vm_tx else None,
-            tuple(sorted({_testbed(r) for r in runs})),
-            _rtt(sim_summary),
-            [r["vm_rtt_ms"] for r in runs if r.get("vm_rtt_ms") is not None],
-            _median([r["io_waiting"] for r in runs if r.get("io_waiting") is not None]),
-        )
+        row = _row(cell, runs, duration, costs)
         rows.append(row)
-        ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
-        rtt = f", RTT sim {_ms(row.sim_rtt_ms)} VM {_ms(row.vm_rtt_ms)} ms" if cell.pacing else ""
-        io = "" if row.vm_io_waiting is None else f", I/O waits {row.vm_io_waiting:.0%}"
-        progress(
-            f"  {cell.name}: sim {row.sim_mbps:.1f}, VM {row.vm_shown} Mbit/s (ratio {ratio}, "
-            f"vCPU {row.vm_cpu_use:.0%}{io}{rtt}) {row.verdict.upper()}"
-        )
+        progress(_progress_line(row))
     return rows
+
+
+def _vm_run(cell: CpuCell, rep: int, duration: str, vm_engine: Any, kept: Optional[Path]) -> dict[str, Any]:
+    """Repetition ``rep`` of ``cell`` on the VM, as kept (appended to ``kept``, if given)."""
+    from ...vm.deadline import host_tick_ns
+
+    result = vm_engine.run(cell.scenario(duration, None))  # the VM's costs are its own
+    summary = result.summary
+    vm = {
+        "cell": cell.name,
+        "rep": rep,
+        "duration": duration,
+        "guest": vm_engine.guest_kernel,
+        "guest_hz": result.scenario.tcp.hz,
+        "vm_mbps": _goodput(summary),
+        "vm_rtt_ms": _rtt(summary),
+        "vm_cpu_use": (summary["vm"]["vcpu_cpu_use"] or [0.0])[0],
+        "host_tick_ns": summary["vm"].get("host_tick_ns", host_tick_ns()),
+        # For later analysis: what the guest did and how its vCPU ran.
+        "work": summary["vm"]["work"],
+        "vcpu_sleeps": summary["vm"].get("vcpu_sleeps"),
+        "vcpu_preemptions": summary["vm"].get("vcpu_preemptions"),
+        "vcpu_run_delay_s": summary["vm"].get("vcpu_run_delay_s"),
+        "io_waiting": summary["vm"]["io_thread"]["waiting"],
+        "accelerator": summary["vm"].get("accelerator"),
+        "placement": summary["vm"].get("placement"),
+    }
+    if kept is not None:
+        with open(kept, "a") as f:
+            f.write(json.dumps(vm) + "\n")
+    return vm
+
+
+def _row(cell: CpuCell, runs: list[dict[str, Any]], duration: str, costs: Optional[dict[str, Any]]) -> CpuRow:
+    """The cell's row: its VM runs beside one simulator run."""
+    from ...units import parse_rate
+    from ..sim import ENGINE as sim
+
+    # The simulator with the same costs, the tick of the host the VM ran on, the
+    # guest's jiffy and the VM's receive path.
+    sim_summary = sim.run(
+        cell.scenario(duration, costs, runs[0]["host_tick_ns"], runs[0].get("guest_hz"), RECEIVE_PATH_PACKETS)
+    ).summary
+    sim_work = (sim_summary.get("host") or {}).get("work")  # none without a host: no costs, no reservation
+    vm_tx = [TxShape.of(r["work"]["skbs"], r["work"]["segs_out"], duration, cell.slice) for r in runs if r.get("work")]
+    return CpuRow(
+        cell,
+        parse_rate(cell.rate) / 1e6,
+        _goodput(sim_summary),
+        [r["vm_mbps"] for r in runs],
+        statistics.median(r["vm_cpu_use"] for r in runs),
+        TxShape.of(sim_work["bursts"], sim_work["packets"], duration, cell.slice) if sim_work else None,
+        TxShape.median(vm_tx) if vm_tx else None,
+        tuple(sorted({_testbed(r) for r in runs})),
+        _rtt(sim_summary),
+        [r["vm_rtt_ms"] for r in runs if r.get("vm_rtt_ms") is not None],
+        _median([r["io_waiting"] for r in runs if r.get("io_waiting") is not None]),
+    )
+
+
+def _progress_line(row: CpuRow) -> str:
+    ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
+    rtt = f", RTT sim {_ms(row.sim_rtt_ms)} VM {_ms(row.vm_rtt_ms)} ms" if row.cell.pacing else ""
+    io = "" if row.vm_io_waiting is None else f", I/O waits {row.vm_io_waiting:.0%}"
+    return (
+        f"  {row.cell.name}: sim {row.sim_mbps:.1f}, VM {row.vm_shown} Mbit/s (ratio {ratio}, "
+        f"vCPU {row.vm_cpu_use:.0%}{io}{rtt}) {row.verdict.upper()}"
+    )
 
 
 def _testbed(vm: dict[str, Any]) -> str:
