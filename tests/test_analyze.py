@@ -35,6 +35,20 @@ def close(a: float, b: float, rel: float) -> bool:
     return abs(a - b) <= rel * abs(b)
 
 
+def test_duplicate_acks_are_the_senders_own_count(tmp_path: Path) -> None:
+    # The simulator counts its duplicate ACKs per download; a first download that outlasts
+    # the run is the bulk flow's connection, ACK for ACK. An ACK that moves snd_una is
+    # no duplicate, and one that only SACKs is (tcp_ack: no flag set, data out).
+    doc = scenario(tmp_path, ["sender"])
+    ccbench.run(doc)
+    g = analyze_file(tmp_path / "capture-sender.pcap").summary["flows"][0]
+    del doc["capture"]
+    doc["flows"][0] |= {"size": "100MB", "repeat": 2}
+    first = ccbench.run(doc).summary["flows"][0]["downloads"][0]
+    assert first["retransmits"] == g["retransmits"] > 0
+    assert g["dupacks"] == first["dupacks"] > 0, (g["dupacks"], first["dupacks"])
+
+
 def test_sender_side_capture_reproduces_the_run(tmp_path: Path) -> None:
     res = ccbench.run(scenario(tmp_path, ["sender", "receiver"]))
     f = res.summary["flows"][0]

@@ -372,14 +372,14 @@ class Replay:
             self.rwnd = float(p.win << self.shift)
         # Read before the ACK's own SACK blocks are added.
         sack_newest = self.newest_newly_sacked(p.sacks, a) if self.side == "sender" else None
+        # Judged against snd_una before this ACK: one that moves it is no duplicate (one
+        # that only SACKs is, as tcp_ack counts it).
+        dup = self.is_dupack(p, a)
         if a > self.snd_una:
             self.cumulative_ack(a, t, sack_newest)
-        dup = False
         if sack_newest is not None:
             self.rtt_sample(t - sack_newest)
-        elif self.is_dupack(p, a):
-            dup = True
-            self.fa.dupacks += 1
+        self.fa.dupacks += dup
         self.last_win = p.win
         left, right = self.add_sacks(p.sacks, a)
         nan = math.nan
@@ -427,9 +427,9 @@ class Replay:
             self.fa.completion = t
 
     def is_dupack(self, p: TcpPacket, a: int) -> bool:
-        """A duplicate ACK as RFC 5681 has it: no data, no FIN, data outstanding, the
-        window unchanged and the acknowledgment number equal to snd_una. Called after
-        cumulative_ack, so an ACK that advanced snd_una to ``a`` counts too."""
+        """A duplicate ACK as RFC 5681 (section 2) has it: no data, no FIN, data
+        outstanding, the window unchanged and the acknowledgment number equal to snd_una
+        as it was before this ACK."""
         return (
             a == self.snd_una
             and p.payload == 0
