@@ -130,111 +130,106 @@ def _comparison_sections(
     out: Path,
     fmts: Sequence[str],
 ) -> list[Section]:
-    sections: list[Section] = []
+    """BBR against Cubic, the metric per algorithm, then the distributions, goodput
+    against delay and retransmissions."""
+
+    def save(fig: Any, name: str, title: str, caption: str) -> Image:
+        return save_figure(fig, out, name, title, caption, fmts)
+
+    averaged = _averaged(runs, x, y, facet)
+    sections = [
+        _ratio_section(single, x, y, facet, averaged, save),
+        _metric_section(single, table, x, y, facet, metric, averaged, _averaged(runs, x, None, None), save),
+        Section(
+            "Distributions",
+            images=[
+                save(
+                    figures.cdfs(runs),
+                    "cdfs",
+                    "CDFs over runs",
+                    "Each step is one run; the legend gives the number of runs.",
+                )
+            ],
+        ),
+        Section(
+            "Goodput against delay",
+            images=[
+                save(
+                    figures.goodput_delay(table),
+                    "goodput_delay",
+                    "Goodput against self-inflicted delay",
+                    "One marker per point and algorithm mix, mean ± 95% CI over repetitions.",
+                )
+            ],
+        ),
+        _retransmissions_section(table, x or "buffer_bdp", save),
+    ]
+    return [s for s in sections if s is not None]
+
+
+def _ratio_section(
+    single: pd.DataFrame, x: Optional[str], y: Optional[str], facet: Optional[str], averaged: str, save: Any
+) -> Optional[Section]:
+    """The BBR / Cubic goodput ratio over the two swept axes."""
     ratio = goodput_ratio(single)
-    if not ratio.empty and x is not None and y is not None:
-        fig = figures.heatmap(
-            ratio,
-            x,
-            y,
-            "ratio",
-            facet,
-            ratio=True,
-            title="BBR / Cubic goodput ratio",
-            value_label="goodput ratio BBR / Cubic",
-        )
-        sections.append(
-            Section(
-                "BBR against Cubic",
-                images=[
-                    save_figure(
-                        fig,
-                        out,
-                        "ratio_bbr_cubic",
-                        "Goodput ratio BBR / Cubic",
-                        "Above 1 (orange) BBR's goodput is higher, below 1 (purple) Cubic's; each cell is the ratio of the "
-                        "mean goodputs over repetitions" + _averaged(runs, x, y, facet) + ".",
-                        fmts,
-                    )
-                ],
-            )
-        )
+    if ratio.empty or x is None or y is None:
+        return None
+    fig = figures.heatmap(
+        ratio,
+        x,
+        y,
+        "ratio",
+        facet,
+        ratio=True,
+        title="BBR / Cubic goodput ratio",
+        value_label="goodput ratio BBR / Cubic",
+    )
+    caption = (
+        "Above 1 (orange) BBR's goodput is higher, below 1 (purple) Cubic's; each cell is the ratio of the "
+        "mean goodputs over repetitions" + averaged + "."
+    )
+    return Section("BBR against Cubic", images=[save(fig, "ratio_bbr_cubic", "Goodput ratio BBR / Cubic", caption)])
+
+
+def _metric_section(
+    single: pd.DataFrame,
+    table: pd.DataFrame,
+    x: Optional[str],
+    y: Optional[str],
+    facet: Optional[str],
+    metric: str,
+    averaged: str,
+    averaged_along_x: str,
+    save: Any,
+) -> Optional[Section]:
+    """The metric per algorithm: a heat map each over two axes, lines over one."""
     images: list[Image] = []
     if x is not None and y is not None:
         for cca in sorted(single["cca"].unique()):
             sub = table[table["cca"] == cca].rename(columns={f"{metric}_mean": metric})
             fig = figures.heatmap(sub, x, y, metric, facet, title=f"{LABELS[metric]}: {cca}")
             images.append(
-                save_figure(
-                    fig,
-                    out,
-                    f"heatmap_{metric}_{cca}",
-                    f"{LABELS[metric]}, {cca}",
-                    "Mean over repetitions" + _averaged(runs, x, y, facet) + ".",
-                    fmts,
+                save(
+                    fig, f"heatmap_{metric}_{cca}", f"{LABELS[metric]}, {cca}", "Mean over repetitions" + averaged + "."
                 )
             )
     elif x is not None:
         fig = figures.metric_lines(table, x, metric, title=LABELS[metric])
         images.append(
-            save_figure(
+            save(
                 fig,
-                out,
                 f"lines_{metric}",
                 f"{LABELS[metric]} against {LABELS.get(x, x)}",
-                "Mean ± 95% CI per algorithm" + _averaged(runs, x, None, None) + ".",
-                fmts,
+                "Mean ± 95% CI per algorithm" + averaged_along_x + ".",
             )
         )
-    if images:
-        sections.append(Section(f"{LABELS[metric]} per algorithm", images=images))
-    sections.append(
-        Section(
-            "Distributions",
-            images=[
-                save_figure(
-                    figures.cdfs(runs),
-                    out,
-                    "cdfs",
-                    "CDFs over runs",
-                    "Each step is one run; the legend gives the number of runs.",
-                    fmts,
-                )
-            ],
-        )
-    )
-    sections.append(
-        Section(
-            "Goodput against delay",
-            images=[
-                save_figure(
-                    figures.goodput_delay(table),
-                    out,
-                    "goodput_delay",
-                    "Goodput against self-inflicted delay",
-                    "One marker per point and algorithm mix, mean ± 95% CI over repetitions.",
-                    fmts,
-                )
-            ],
-        )
-    )
-    rx = x or "buffer_bdp"
-    sections.append(
-        Section(
-            "Retransmissions",
-            images=[
-                save_figure(
-                    figures.retransmissions(table, rx),
-                    out,
-                    "retransmissions",
-                    "Retransmission rate",
-                    f"Retransmitted segments per segment sent, per point, against {LABELS.get(rx, rx)}.",
-                    fmts,
-                )
-            ],
-        )
-    )
-    return sections
+    return Section(f"{LABELS[metric]} per algorithm", images=images) if images else None
+
+
+def _retransmissions_section(table: pd.DataFrame, rx: str, save: Any) -> Section:
+    fig = figures.retransmissions(table, rx)
+    caption = f"Retransmitted segments per segment sent, per point, against {LABELS.get(rx, rx)}."
+    return Section("Retransmissions", images=[save(fig, "retransmissions", "Retransmission rate", caption)])
 
 
 def _sharing_section(records: list[Any], dims: Sequence[str], out: Path, fmts: Sequence[str]) -> Section:
