@@ -391,75 +391,82 @@ fn render(f: &FlowWire, kind: Kind, p: &Packet, t: Time, opts: &mut Vec<u8>, buf
     };
     let backward =
         Segment { src: f.dst, dst: f.src, sport: f.dport, dport: f.sport, seq: f.isn_r.wrapping_add(1), ..forward };
-    // MSS option: the payload per segment plus the 12 bytes of timestamps it carries.
-    let mss_opt = (f.mss + 12).min(u16::MAX as u32) as u16;
     let seg = match kind {
-        Kind::Syn => {
-            opt::syn(opts, mss_opt, start_ms, 0, SENDER_WSCALE);
-            let ecn = if f.ecn { pcap::ECE | pcap::CWR } else { 0 };
-            Segment { flags: pcap::SYN | ecn, window: SENDER_WINDOW.min(65_535) as u16, options: opts, ..forward }
-        }
-        Kind::SynAck => {
-            opt::syn(opts, mss_opt, start_ms, start_ms, f.wscale);
-            let ecn = if f.ecn { pcap::ECE } else { 0 };
-            Segment {
-                seq: f.isn_r,
-                ack: f.isn_s.wrapping_add(1),
-                flags: pcap::SYN | pcap::ACK | ecn,
-                window: f.rwnd.min(65_535) as u16,
-                options: opts,
-                ..backward
-            }
-        }
-        Kind::Data => {
-            opt::timestamps(opts, p.ts_val, p.ts_ecr);
-            let probe = p.payload == 0; // a zero-window probe: one byte below snd_una
-            let last = f.size.is_some() && p.seq + 1 >= f.total_segs && !probe;
-            let flags = pcap::ACK
-                | if last { pcap::FIN } else { 0 }
-                | if p.cwr { pcap::CWR } else { 0 }
-                | if p.psh { pcap::PSH } else { 0 };
-            let ecn = if p.ce {
-                pcap::CE
-            } else if p.ect {
-                pcap::ECT0
-            } else {
-                pcap::NOT_ECT
-            };
-            Segment {
-                seq: f.edge(p.seq).wrapping_sub(probe as u32),
-                ack: f.isn_r.wrapping_add(1),
-                flags,
-                window: (SENDER_WINDOW >> SENDER_WSCALE) as u16,
-                ecn,
-                options: opts,
-                payload: p.payload,
-                ..forward
-            }
-        }
-        Kind::Ack => {
-            opt::timestamps(opts, p.ts_val, p.ts_ecr);
-            let blocks: Vec<(u32, u32)> =
-                p.sack_blocks().iter().map(|&(s, e): &SackBlock| (f.edge(s), f.edge(e))).collect();
-            opt::sack(opts, &blocks);
-            let ecn = if p.ce {
-                pcap::CE
-            } else if p.ect {
-                pcap::ECT0
-            } else {
-                pcap::NOT_ECT
-            };
-            Segment {
-                ack: f.edge(p.ack),
-                flags: pcap::ACK | if p.ece { pcap::ECE } else { 0 },
-                window: (p.rwnd >> f.wscale).min(65_535) as u16,
-                ecn,
-                options: opts,
-                ..backward
-            }
-        }
+        Kind::Syn => syn(f, opts, start_ms, forward),
+        Kind::SynAck => syn_ack(f, opts, start_ms, backward),
+        Kind::Data => data(f, p, opts, forward),
+        Kind::Ack => ack(f, p, opts, backward),
     };
     seg.render(buf)
+}
+
+/// The MSS option: the payload per segment plus the 12 bytes of timestamps it carries.
+fn mss_option(f: &FlowWire) -> u16 {
+    (f.mss + 12).min(u16::MAX as u32) as u16
+}
+
+fn syn<'a>(f: &FlowWire, opts: &'a mut Vec<u8>, start_ms: u32, forward: Segment<'a>) -> Segment<'a> {
+    opt::syn(opts, mss_option(f), start_ms, 0, SENDER_WSCALE);
+    let ecn = if f.ecn { pcap::ECE | pcap::CWR } else { 0 };
+    Segment { flags: pcap::SYN | ecn, window: SENDER_WINDOW.min(65_535) as u16, options: opts, ..forward }
+}
+
+fn syn_ack<'a>(f: &FlowWire, opts: &'a mut Vec<u8>, start_ms: u32, backward: Segment<'a>) -> Segment<'a> {
+    opt::syn(opts, mss_option(f), start_ms, start_ms, f.wscale);
+    let ecn = if f.ecn { pcap::ECE } else { 0 };
+    Segment {
+        seq: f.isn_r,
+        ack: f.isn_s.wrapping_add(1),
+        flags: pcap::SYN | pcap::ACK | ecn,
+        window: f.rwnd.min(65_535) as u16,
+        options: opts,
+        ..backward
+    }
+}
+
+fn data<'a>(f: &FlowWire, p: &Packet, opts: &'a mut Vec<u8>, forward: Segment<'a>) -> Segment<'a> {
+    opt::timestamps(opts, p.ts_val, p.ts_ecr);
+    let probe = p.payload == 0; // a zero-window probe: one byte below snd_una
+    let last = f.size.is_some() && p.seq + 1 >= f.total_segs && !probe;
+    let flags = pcap::ACK
+        | if last { pcap::FIN } else { 0 }
+        | if p.cwr { pcap::CWR } else { 0 }
+        | if p.psh { pcap::PSH } else { 0 };
+    Segment {
+        seq: f.edge(p.seq).wrapping_sub(probe as u32),
+        ack: f.isn_r.wrapping_add(1),
+        flags,
+        window: (SENDER_WINDOW >> SENDER_WSCALE) as u16,
+        ecn: ecn_field(p),
+        options: opts,
+        payload: p.payload,
+        ..forward
+    }
+}
+
+fn ack<'a>(f: &FlowWire, p: &Packet, opts: &'a mut Vec<u8>, backward: Segment<'a>) -> Segment<'a> {
+    opt::timestamps(opts, p.ts_val, p.ts_ecr);
+    let blocks: Vec<(u32, u32)> = p.sack_blocks().iter().map(|&(s, e): &SackBlock| (f.edge(s), f.edge(e))).collect();
+    opt::sack(opts, &blocks);
+    Segment {
+        ack: f.edge(p.ack),
+        flags: pcap::ACK | if p.ece { pcap::ECE } else { 0 },
+        window: (p.rwnd >> f.wscale).min(65_535) as u16,
+        ecn: ecn_field(p),
+        options: opts,
+        ..backward
+    }
+}
+
+/// The IP header's ECN field of a packet: CE, ECT(0) or not ECN-capable.
+fn ecn_field(p: &Packet) -> u8 {
+    if p.ce {
+        pcap::CE
+    } else if p.ect {
+        pcap::ECT0
+    } else {
+        pcap::NOT_ECT
+    }
 }
 
 #[cfg(test)]

@@ -205,73 +205,96 @@ impl Receiver {
         self.ecn_on_data(now, pkt, q);
         let (s, e) = (pkt.seq, pkt.seq + 1);
         if e <= self.rcv_nxt {
-            // Old data: report it with DSACK, ACK at once, enter quick-ACK mode
-            // (`tcp_send_dupack`, or `tcp_data_queue`'s retransmit case).
-            self.stats.dup_segments += 1;
-            self.dsack = Some((s, e));
-            self.incr_quickack(MAX_QUICKACKS);
-            self.send_ack(now, q);
-            return;
+            return self.old_data(now, s, e, q);
         }
         if let Some(&block) = self.ooo.iter().find(|b| b.0 <= s && e <= b.1) {
-            // Out-of-order data already held (`tcp_data_queue_ofo`): DSACK it; the SACK
-            // block holding it moves to the front, so the DSACK is seen inside it
-            // (`tcp_sack_new_ofo_skb`); the ACK goes out as for any out-of-order segment.
-            self.stats.dup_segments += 1;
-            self.dsack = Some((s, e));
-            self.sacks.retain(|b| b.1 < block.0 || b.0 > block.1);
-            self.sacks.insert(0, block);
-            self.sacks.truncate(NUM_SACKS);
-            self.ack_pending = true;
-            self.ack_snd_check(now, q);
-            return;
+            return self.held_data(now, block, (s, e), q);
         }
         self.ack_pending = true;
         let in_order = s == self.rcv_nxt;
         if in_order {
-            self.ts_recent = pkt.ts_val;
-            if self.rcvbuf.as_mut().is_some_and(|b| b.on_in_order()) {
-                self.quick |= 1; // tcp_grow_window: ACK a segment that opened the window at once
-            }
-            self.rcv_nxt = e;
-            let had_ooo = !self.ooo.is_empty();
-            while let Some(&(bs, be)) = self.ooo.first() {
-                if bs > self.rcv_nxt {
-                    break;
-                }
-                self.rcv_nxt = self.rcv_nxt.max(be);
-                self.ooo.remove(0);
-            }
-            if had_ooo && self.ooo.is_empty() {
-                self.ack_now = true; // the hole is filled (RFC 5681 4.2)
-            }
-            let nxt = self.rcv_nxt;
-            self.sacks.retain(|b| b.1 > nxt);
-            self.measure_rcv_mss(pkt);
-            self.event_data_recv(now);
-            // The application reads what arrived in order at once.
-            let read = self.delivered_bytes();
-            if let Some(b) = self.rcvbuf.as_mut() {
-                b.adjust(now, read, self.p.rtt);
-            }
-            if let Some(size) = self.p.flow.size_bytes {
-                if self.completed_at.is_none() && self.delivered_bytes() >= size {
-                    self.completed_at = Some(now);
-                }
-            }
+            self.in_order_data(now, pkt, e);
         } else {
-            // A block about to rotate out of the first two reported ones: send any
-            // compressed ACK first, so its news is not lost (`tcp_sack_compress_send_ack`).
-            let idx = self.sacks.iter().position(|b| b.0 <= e && s <= b.1).unwrap_or(self.sacks.len());
-            if idx >= SACK_BLOCKS_EXPECTED && self.compressed_ack > 0 {
-                self.send_ack(now, q);
-            }
-            self.insert_ooo(s, e);
+            self.out_of_order_data(now, s, e, q);
         }
         self.ack_snd_check(now, q);
         if in_order {
             self.cleanup_rbuf(now, q);
         }
+    }
+
+    /// Old data: report it with DSACK, ACK at once, enter quick-ACK mode
+    /// (`tcp_send_dupack`, or `tcp_data_queue`'s retransmit case).
+    fn old_data(&mut self, now: Time, s: u64, e: u64, q: &mut impl Io) {
+        self.stats.dup_segments += 1;
+        self.dsack = Some((s, e));
+        self.incr_quickack(MAX_QUICKACKS);
+        self.send_ack(now, q);
+    }
+
+    /// Out-of-order data already held in `block` (`tcp_data_queue_ofo`): DSACK it; the
+    /// SACK block holding it moves to the front, so the DSACK is seen inside it
+    /// (`tcp_sack_new_ofo_skb`); the ACK goes out as for any out-of-order segment.
+    fn held_data(&mut self, now: Time, block: (u64, u64), (s, e): (u64, u64), q: &mut impl Io) {
+        self.stats.dup_segments += 1;
+        self.dsack = Some((s, e));
+        self.sacks.retain(|b| b.1 < block.0 || b.0 > block.1);
+        self.sacks.insert(0, block);
+        self.sacks.truncate(NUM_SACKS);
+        self.ack_pending = true;
+        self.ack_snd_check(now, q);
+    }
+
+    /// The next segment in sequence (`tcp_data_queue`'s queue case): `rcv_nxt` moves
+    /// over it and over the held data it joins, and the application reads it.
+    fn in_order_data(&mut self, now: Time, pkt: &Packet, e: u64) {
+        self.ts_recent = pkt.ts_val;
+        if self.rcvbuf.as_mut().is_some_and(|b| b.on_in_order()) {
+            self.quick |= 1; // tcp_grow_window: ACK a segment that opened the window at once
+        }
+        self.rcv_nxt = e;
+        self.ofo_queue();
+        let nxt = self.rcv_nxt;
+        self.sacks.retain(|b| b.1 > nxt);
+        self.measure_rcv_mss(pkt);
+        self.event_data_recv(now);
+        // The application reads what arrived in order at once.
+        let read = self.delivered_bytes();
+        if let Some(b) = self.rcvbuf.as_mut() {
+            b.adjust(now, read, self.p.rtt);
+        }
+        if let Some(size) = self.p.flow.size_bytes {
+            if self.completed_at.is_none() && self.delivered_bytes() >= size {
+                self.completed_at = Some(now);
+            }
+        }
+    }
+
+    /// `tcp_ofo_queue`: the held blocks that now follow `rcv_nxt` join it; a filled hole
+    /// is ACKed at once (RFC 5681 4.2).
+    fn ofo_queue(&mut self) {
+        let had_ooo = !self.ooo.is_empty();
+        while let Some(&(bs, be)) = self.ooo.first() {
+            if bs > self.rcv_nxt {
+                break;
+            }
+            self.rcv_nxt = self.rcv_nxt.max(be);
+            self.ooo.remove(0);
+        }
+        if had_ooo && self.ooo.is_empty() {
+            self.ack_now = true;
+        }
+    }
+
+    /// A segment beyond a hole (`tcp_data_queue_ofo`). A block about to rotate out of the
+    /// first two reported ones: send any compressed ACK first, so its news is not lost
+    /// (`tcp_sack_compress_send_ack`).
+    fn out_of_order_data(&mut self, now: Time, s: u64, e: u64, q: &mut impl Io) {
+        let idx = self.sacks.iter().position(|b| b.0 <= e && s <= b.1).unwrap_or(self.sacks.len());
+        if idx >= SACK_BLOCKS_EXPECTED && self.compressed_ack > 0 {
+            self.send_ack(now, q);
+        }
+        self.insert_ooo(s, e);
     }
 
     /// ECN bookkeeping for an arriving data segment (`tcp_ecn_accept_cwr`,
