@@ -116,3 +116,6 @@ impl PathObserver for LinkMeter {
         self.lanes[d.pkt.flow as usize].dropped += 1;
     }
 }
+
+#[cfg(test)]
+mod tests;
