@@ -12,7 +12,7 @@ use crate::config::LinkConfig;
 use crate::net::aqm::Dropped;
 use crate::net::{Packet, Path, PathObserver};
 use crate::observe::recorder::LinkRow;
-use crate::time::{Dur, Time};
+use crate::time::Time;
 
 /// What one lane (a flow; the emulator's packets of no flow) carried through the
 /// bottleneck.
@@ -98,11 +98,6 @@ impl LinkMeter {
             capacity_bps,
             drops: (c.drops_overflow + c.drops_random + c.drops_aqm) as f64,
         }
-    }
-
-    /// The time from the origin to `until`.
-    fn window(&self, until: Time) -> Dur {
-        until.since(self.origin)
     }
 }
 

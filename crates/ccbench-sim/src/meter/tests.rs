@@ -5,6 +5,7 @@ use crate::net::aqm::{DropTail, Qdisc, QueueLimit};
 use crate::net::capacity::{Capacity, RateSchedule};
 use crate::net::loss::LossModel;
 use crate::net::{Bottleneck, PathShape, PathWake};
+use crate::time::Dur;
 use crate::units::BitRate;
 
 const MS: u64 = 1_000_000;

@@ -15,7 +15,7 @@ impl LinkMeter {
         // A constant rate offered its rate: the summary takes it over the whole run.
         let offered = b.capacity().constant_rate().is_none().then(|| Offered {
             capacity_bits: b.capacity_bits(self.origin, until),
-            window_ns: self.window(until).ns(),
+            window_ns: until.since(self.origin).ns(),
         });
         LinkMeasured {
             offered,
