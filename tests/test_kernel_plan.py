@@ -249,7 +249,7 @@ def test_an_outage_in_the_emulators_series_reads_as_nan() -> None:
         "drops": [0, 0, 0],
         "capacity_bps": [2e6, 0, 2.2e6],
     }
-    raw = RawRun(run_id="t", t0_ns=0, emulator={"series": series}, receiver={}, sender={}, notes=[])
+    raw = RawRun(run_id="t", t0_ns=0, emulator={"series": {"link": series}}, receiver={}, sender={}, notes=[])
     table = _link_table(raw, 0.3)
     assert math.isnan(table["utilization"][1]) and table["utilization"][2] == 0.9
 
@@ -284,13 +284,16 @@ def test_a_kernel_runs_summary_is_built_by_the_simulators_code() -> None:
         notes=[],
         emulator={
             "flows": [
-                {"payload_out_bytes": 3_001_000, "dropped": 1, "rtt_ms": rtt, "rtt_samples": 10},
-                {"payload_out_bytes": 1_000_000, "dropped": 0, "rtt_ms": rtt, "rtt_samples": 0},
+                {"bottleneck_bytes": 3_001_000, "dropped": 1, "rtt_ms": rtt, "rtt_samples": 10},
+                {"bottleneck_bytes": 1_000_000, "dropped": 0, "rtt_ms": rtt, "rtt_samples": 0},
             ],
+            # A constant rate: the summary takes it over the run.
             "link": {
+                "offered": None,
                 "wire_bytes_out": 4_200_000,
                 "drops_overflow": 1,
                 "drops_random": 0,
+                "drops_aqm": 0,
                 "ecn_marks": 0,
                 "queue_delay_ms": queue,
                 "queue_bytes": queue,
@@ -298,7 +301,7 @@ def test_a_kernel_runs_summary_is_built_by_the_simulators_code() -> None:
                 "packets_forwarded": 2_800,
             },
             "check": {"ok": True},
-            "series": {"time_s": []},
+            "series": {"link": {"time_s": []}, "flow_throughput_bps": [[], []]},
         },
         receiver={"bytes": [3_000_000, 1_000_000], "completed_ns": [None, 3_000_000_000], "samples": []},
         sender={"final": [info, info], "samples": []},
@@ -314,3 +317,40 @@ def test_a_kernel_runs_summary_is_built_by_the_simulators_code() -> None:
     assert (a["rwnd_limited_ms"], a["sndbuf_limited_ms"], a["rtt_samples"]) == (5.0, 7.0, 10)
     assert summary["engine"] == "kernel" and summary["kernel"] == HOST.kernel
     assert summary["scenario_hash"] == plan.scenario.scenario_hash and summary["emulator"] == {"ok": True}
+
+
+def test_the_emulators_link_totals_reach_the_summary_as_they_are(tmp_path: Path) -> None:
+    """A trace's capacity over the emulator's window gives the rate and utilization; the
+    ACK link's figures (with a reverse buffer, its drops) pass through to the summary."""
+    from ccbench.kernel.results import assemble
+    from ccbench.kernel.session import RawRun
+
+    (tmp_path / "down.trace").write_text("1\n")
+    (tmp_path / "up.trace").write_text("10\n")
+    link = {"trace": str(tmp_path / "down.trace"), "ack_trace": str(tmp_path / "up.trace"), "rtt": "20ms"}
+    sc = from_dict(scenario(duration="4s", link=dict(link, reverse_buffer="8pkt")))
+    stats = {k: 1.0 for k in ("min", "mean", "p50", "p95", "p99", "max")}
+    ack_link = {"trace_mean_bps": 1_200_000, "utilization": 0.25, "packets_forwarded": 900, "queue_delay_ms": stats}
+    raw = RawRun(
+        run_id="t",
+        t0_ns=0,
+        notes=[],
+        emulator={
+            "flows": [{"bottleneck_bytes": 3_000_000, "dropped": 0, "rtt_ms": stats, "rtt_samples": 10}],
+            "link": {
+                "offered": {"capacity_bits": 40e6, "window_ns": 4_000_000_000},
+                "wire_bytes_out": 4_000_000,
+                **{k: 0 for k in ("drops_overflow", "drops_random", "drops_aqm", "ecn_marks")},
+                **{k: stats for k in ("queue_delay_ms", "queue_bytes", "queue_packets")},
+                "packets_forwarded": 2_700,
+                "ack_link": dict(ack_link, drops=3),
+            },
+            "check": {},
+            "series": {"link": {"time_s": []}, "flow_throughput_bps": [[]]},
+        },
+        receiver={"bytes": [3_000_000], "completed_ns": [None], "samples": []},
+        sender={"final": [{"total_retrans": 0, "snd_cwnd": 10}], "samples": []},
+    )
+    summary, _, _ = assemble(make_plan(sc, HOST), raw, HOST, "kernel")
+    assert (summary["link"]["rate_bps"], summary["link"]["utilization"]) == (10_000_000, 0.8)
+    assert summary["link"]["ack_link"] == dict(ack_link, drops=3)

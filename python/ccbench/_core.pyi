@@ -30,6 +30,10 @@ def summarize(scenario_json: str, measured_json: str) -> str:
     """The summary of a run from what an engine measured (``ccbench_sim::summary::Measured``
     as JSON), built as the simulator builds its own, as JSON."""
 
+def series_columns() -> dict[str, list[str]]:
+    """The time-series tables' columns as the simulator writes them, in order: ``flows``
+    (the algorithms' internals, ``cc_<name>``, follow these) and ``link``."""
+
 def schema_facts() -> str:
     """The scenario facts the simulator owns, as JSON: ``defaults`` by table, integer
     ``ranges`` (``{"tcp.mss": {"lo", "hi", "allowed"}}``), the ``aqms`` with their

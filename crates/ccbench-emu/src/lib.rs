@@ -1,9 +1,10 @@
 //! ccbench-emu: a real-time link emulator between two TUN devices.
 //!
 //! It applies a scenario's bottleneck (rate, drop-tail buffer, random loss) and delays
-//! to real packets, with the simulator's own [`Bottleneck`](ccbench_sim::net::Bottleneck)
-//! and [`Pipe`](ccbench_sim::net::Pipe) driven by the monotonic clock, so that the
-//! kernel engine and the simulator share one description of the link. The model of
+//! to real packets, with the simulator's own [`Path`](ccbench_sim::net::Path) driven by
+//! the monotonic clock and measured by its [`LinkMeter`](ccbench_sim::meter::LinkMeter),
+//! so that the kernel engine and the simulator share one description of the link and
+//! one way of measuring it. The model of
 //! the path ([`link`]) is sans-IO and tested with explicit times; [`realtime`] owns
 //! the clock, the devices and the control channel.
 

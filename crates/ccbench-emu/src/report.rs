@@ -1,9 +1,10 @@
-//! What the emulator reports at the end of a run: the bottleneck's counters in the
-//! simulator's terms, per-flow figures, time series, and the emulator's check of itself.
+//! What the emulator reports at the end of a run: the link's totals and samples in the
+//! simulator's types, per-flow figures, and the emulator's check of itself.
 
 use ccbench_sim::base::histogram::Histogram;
-use ccbench_sim::summary::Stats;
-use serde::Serialize;
+use ccbench_sim::observe::recorder::{self, LinkRow};
+use ccbench_sim::summary::{LinkMeasured, Stats};
+use serde::{Serialize, Serializer};
 
 /// Delivered capacity below this fraction of the configured rate flags the run.
 pub const SHORT_RATIO: f64 = 0.97;
@@ -12,7 +13,8 @@ pub const SHORT_RATIO: f64 = 0.97;
 pub struct Report {
     /// Length of the measurement window (from the epoch to the end or to `quit`).
     pub measured_s: f64,
-    pub link: LinkReport,
+    /// The link's totals over the window, as the simulator's summary takes them.
+    pub link: LinkMeasured,
     pub flows: Vec<FlowReport>,
     pub series: SeriesReport,
     pub check: SelfCheck,
@@ -22,29 +24,11 @@ pub struct Report {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct LinkReport {
-    pub packets_forwarded: u64,
-    pub wire_bytes_out: u64,
-    pub drops_overflow: u64,
-    pub drops_random: u64,
-    /// Drops by CoDel at dequeue (with an AQM).
-    pub drops_aqm: u64,
-    /// Capacity the bottleneck offered during the window, in bits (the rate, or the
-    /// trace's opportunities).
-    pub capacity_bits: f64,
-    /// Packets marked Congestion Experienced at the bottleneck.
-    pub ecn_marks: u64,
-    pub queue_delay_ms: Stats,
-    pub queue_bytes: Stats,
-    pub queue_packets: Stats,
-}
-
-#[derive(Clone, Debug, Serialize)]
 pub struct FlowReport {
     /// Data packets of this flow dropped at the bottleneck (overflow or random loss).
     pub dropped: u64,
     /// Payload of this flow that left the bottleneck, retransmissions included.
-    pub payload_out_bytes: u64,
+    pub bottleneck_bytes: u64,
     /// Data packets the sender put on the path.
     pub data_packets_in: u64,
     pub rtt_ms: Stats,
@@ -62,19 +46,18 @@ pub struct ConnectionReport {
     pub rtt_samples: u64,
 }
 
-/// One entry per sampling instant, as the simulator's link series; plus each flow's
-/// payload leaving the bottleneck (`flow_throughput_bps[flow][sample]`). The last entry
-/// closes the window and may cover a partial interval.
+/// The link's samples, one per sampling instant (the last closes the window and may cover a
+/// partial interval): in JSON the simulator's link table, `observe::recorder::LINK_COLUMNS`.
+/// Beside them each flow's payload leaving the bottleneck (`flow_throughput_bps[flow][sample]`).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SeriesReport {
-    pub time_s: Vec<f64>,
-    pub queue_bytes: Vec<f64>,
-    pub queue_packets: Vec<f64>,
-    pub utilization: Vec<f64>,
-    pub throughput_bps: Vec<f64>,
-    pub capacity_bps: Vec<f64>,
-    pub drops: Vec<f64>,
+    #[serde(serialize_with = "link_table")]
+    pub link: Vec<LinkRow>,
     pub flow_throughput_bps: Vec<Vec<f64>>,
+}
+
+fn link_table<S: Serializer>(rows: &[LinkRow], serializer: S) -> Result<S::Ok, S::Error> {
+    recorder::link_table(rows).serialize(serializer)
 }
 
 #[derive(Clone, Debug, Serialize)]

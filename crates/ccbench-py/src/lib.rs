@@ -12,6 +12,7 @@ use ccbench_sim::observe::series::{Table, Values};
 use ccbench_sim::ConfigError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -165,6 +166,15 @@ fn summarize(scenario_json: String, measured_json: String) -> PyResult<String> {
     serde_json::to_string(&summary).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
 }
 
+/// The time-series tables' columns as the simulator writes them, by table: `flows` (the
+/// algorithms' internals, `cc_<name>`, follow these) and `link`. Another engine's tables
+/// take their names from here.
+#[pyfunction]
+fn series_columns() -> BTreeMap<&'static str, Vec<&'static str>> {
+    use ccbench_sim::observe::recorder::{column_names, FLOW_COLUMNS, LINK_COLUMNS};
+    BTreeMap::from([("flows", column_names(&FLOW_COLUMNS)), ("link", column_names(&LINK_COLUMNS))])
+}
+
 /// The defaults, integer ranges and names (AQMs, CPU costs, CPU presets) the front
 /// end's schema takes from the simulator (`ccbench_sim::config::schema_facts`), as JSON.
 #[pyfunction]
@@ -216,6 +226,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(input_ranges, m)?)?;
     m.add_function(wrap_pyfunction!(schema_facts, m)?)?;
     m.add_function(wrap_pyfunction!(summarize, m)?)?;
+    m.add_function(wrap_pyfunction!(series_columns, m)?)?;
     m.add_function(wrap_pyfunction!(set_debug, m)?)?;
     install_panic_hook();
     m.add_function(wrap_pyfunction!(version, m)?)?;

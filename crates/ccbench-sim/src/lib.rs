@@ -7,14 +7,16 @@
 //! `time`, `units` -> `base` (random streams, histograms, min/max filters) -> `event` (the
 //! queue and timers) -> `net` (packets, pipes, the bottleneck) -> `cc` (the algorithms) ->
 //! `tcp` (the endpoints) -> `host` (the sender's CPU) -> `config` (the scenario, its checks,
-//! and what it builds) -> `observe` (series, captures) -> `summary` -> `world` (the
-//! assembly and its run loop).
+//! and what it builds) -> `observe` (series, captures) -> `summary` -> `meter` (the link's
+//! samples and totals, for the simulator and the emulator) -> `world` (the assembly and
+//! its run loop).
 
 pub mod base;
 pub mod cc;
 pub mod config;
 pub mod event;
 pub mod host;
+pub mod meter;
 pub mod net;
 pub mod observe;
 pub mod summary;

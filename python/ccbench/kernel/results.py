@@ -1,7 +1,8 @@
 """A kernel run's reports turned into the simulator's summary schema and time series.
 
 Sources: the receiver agent (goodput, completion), the sender agent (``TCP_INFO`` and
-BBR's ``TCP_CC_INFO``), and the emulator (everything about the bottleneck, per-flow
+BBR's ``TCP_CC_INFO``), and the emulator (the link's totals, already as ``Measured``
+takes them, ACK link included; its samples under the simulator's column names; per-flow
 throughput and drops at the bottleneck, and RTT samples). What the kernel does not
 expose is ``None`` in the summary and NaN in the series: the cumulative count of
 lost-marked segments (``lost``; ``TCP_INFO`` has only the current ``lost_out``) and the
@@ -16,30 +17,12 @@ from typing import Any, Optional
 
 from .. import _core
 from .host import HostFacts, module_params
-from .plan import Plan
+from .plan import FlowPlan, Plan
 from .session import RawRun
 from .tcpinfo import TCP_INFINITE_SSTHRESH
 
 NAN = float("nan")
 CC_COLUMNS = ("cc_bw_bps", "cc_min_rtt_ms", "cc_pacing_gain", "cc_cwnd_gain")
-FLOW_COLUMNS = (
-    "time_s",
-    "flow",
-    "goodput_bps",
-    "throughput_bps",
-    "cwnd",
-    "ssthresh",
-    "inflight",
-    "inflight_bytes",
-    "rwnd_bytes",
-    "pacing_rate_bps",
-    "delivery_rate_bps",
-    "srtt_ms",
-    "min_rtt_ms",
-    "retransmits",
-    "lost",
-    "ca_state",
-)
 
 
 def _undos(tcp_ext: dict[str, int], flows: int) -> dict[str, Optional[int]]:
@@ -53,24 +36,9 @@ def _undos(tcp_ext: dict[str, int], flows: int) -> dict[str, Optional[int]]:
 
 
 def _flow_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
-    """Time-series columns from one TCP_INFO sample."""
+    """Time-series columns from one TCP_INFO sample (none without one: the table writes NaN)."""
     if not info:
-        return {
-            k: NAN
-            for k in (
-                "cwnd",
-                "ssthresh",
-                "inflight",
-                "inflight_bytes",
-                "rwnd_bytes",
-                "pacing_rate_bps",
-                "delivery_rate_bps",
-                "srtt_ms",
-                "min_rtt_ms",
-                "retransmits",
-                "ca_state",
-            )
-        }
+        return {}
     inflight = info["unacked"] - info["sacked"] - info["lost"] + info["retrans"]
     min_rtt = info.get("min_rtt", 0xFFFFFFFF)
     return {
@@ -126,90 +94,65 @@ def _cc_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
     }
 
 
+def _flow_measured(
+    f: FlowPlan, i: int, raw: RawRun, undos: dict[str, Optional[int]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Flow ``i`` as ``Measured`` takes it, and the kernel-only figures the summary adds."""
+    rcv, snd, e = raw.receiver, raw.sender, raw.emulator["flows"][i]
+    delivered = rcv["bytes"][i] if f.size_bytes is None else min(rcv["bytes"][i], f.size_bytes)
+    info = snd["final"][i]
+    downloads = None
+    if f.repeat > 1:
+        downloads = _downloads(rcv["downloads"][i], snd["downloads"][i], e, f.size_bytes)
+        delivered = sum(d["delivered_bytes"] for d in downloads)
+        # The flow's totals are its connections' (as the simulator adds its closed ones).
+        info = dict(
+            info,
+            **{
+                k: sum(c["final"].get(k) or 0 for c in snd["downloads"][i])
+                for k in ("total_retrans", "bytes_sent", "total_rto", "rwnd_limited", "sndbuf_limited")
+            },
+        )
+    measured = {
+        "params": module_params(f.cca),
+        "paced": f.paced,
+        "completed_ns": rcv["completed_ns"][i],
+        "delivered_bytes": delivered,
+        "bottleneck_bytes": e["bottleneck_bytes"],
+        "sent_bytes": info.get("bytes_sent"),
+        "retransmits": info["total_retrans"],
+        "lost": None,
+        "dropped": e["dropped"],
+        "rto_count": info.get("total_rto"),
+        **undos,
+        "rtt_ms": e["rtt_ms"],
+        "rtt_samples": e["rtt_samples"],
+        "final_cwnd": info["snd_cwnd"],
+        # Time limited by the receive window (TCP_INFO, as the simulator reports it).
+        "rwnd_limited_ms": info.get("rwnd_limited", 0) / 1e3,
+        "downloads": downloads,
+    }
+    # Kernel-only diagnostics: time limited by the send buffer, the emulator's RTT samples.
+    extra = {"sndbuf_limited_ms": info.get("sndbuf_limited", 0) / 1e3, "rtt_samples": e["rtt_samples"]}
+    return measured, extra
+
+
 def assemble(
     plan: Plan, raw: RawRun, host: HostFacts, engine: str
 ) -> tuple[dict[str, Any], dict[str, list[Any]], dict[str, list[Any]]]:
     """(summary, flows table, link table) in the simulator's schema: the summary built
     from what the agents and the emulator measured by the simulator's own code
     (``_core.summarize``), with the kernel's own facts added; ``engine`` names the
-    engine that ran it."""
+    engine that ran it. The emulator's link totals are ``Measured``'s as they are."""
     sc = plan.scenario
-    emu, rcv, snd = raw.emulator, raw.receiver, raw.sender
     end_ns = sc.duration_ns
-    completed = rcv["completed_ns"]
+    completed = raw.receiver["completed_ns"]
     if all(f.size_bytes is not None for f in plan.flows) and all(c is not None for c in completed):
         end_ns = min(end_ns, max(completed))
-    duration_s = end_ns / 1e9
-    undos = _undos(snd.get("tcp_ext") or {}, len(plan.flows))
-
-    flows, extras = [], []
-    for i, f in enumerate(plan.flows):
-        delivered = rcv["bytes"][i] if f.size_bytes is None else min(rcv["bytes"][i], f.size_bytes)
-        e = emu["flows"][i]
-        info = snd["final"][i]
-        downloads = None
-        if f.repeat > 1:
-            downloads = _downloads(rcv["downloads"][i], snd["downloads"][i], e, f.size_bytes)
-            delivered = sum(d["delivered_bytes"] for d in downloads)
-            # The flow's totals are its connections' (as the simulator adds its closed ones).
-            info = dict(
-                info,
-                **{
-                    k: sum(c["final"].get(k) or 0 for c in snd["downloads"][i])
-                    for k in ("total_retrans", "bytes_sent", "total_rto", "rwnd_limited", "sndbuf_limited")
-                },
-            )
-        flows.append(
-            {
-                "params": module_params(f.cca),
-                "paced": f.paced,
-                "completed_ns": completed[i],
-                "delivered_bytes": delivered,
-                "bottleneck_bytes": e["payload_out_bytes"],
-                "sent_bytes": info.get("bytes_sent"),
-                "retransmits": info["total_retrans"],
-                "lost": None,
-                "dropped": e["dropped"],
-                "rto_count": info.get("total_rto"),
-                **undos,
-                "rtt_ms": e["rtt_ms"],
-                "rtt_samples": e["rtt_samples"],
-                "final_cwnd": info["snd_cwnd"],
-                # Time limited by the receive window (TCP_INFO, as the simulator reports it).
-                "rwnd_limited_ms": info.get("rwnd_limited", 0) / 1e3,
-                "downloads": downloads,
-            }
-        )
-        # Kernel-only diagnostics: time limited by the send buffer, the emulator's RTT samples.
-        extras.append({"sndbuf_limited_ms": info.get("sndbuf_limited", 0) / 1e3, "rtt_samples": e["rtt_samples"]})
-
-    link = emu["link"]
-    constant = sc.link.trace is None and not sc.link.rate_schedule
-    # A trace's or rate steps' capacity is what they offered in the emulator's window.
-    window_s = duration_s if constant else float(emu.get("measured_s") or duration_s)
-    measured = {
-        "engine": engine,
-        "end_ns": end_ns,
-        "flows": flows,
-        "link": {
-            "capacity_bits": None if constant else float(link.get("capacity_bits", 0.0)),
-            "window_ns": round(window_s * 1e9),
-            **{
-                k: link[k]
-                for k in (
-                    "wire_bytes_out",
-                    "drops_overflow",
-                    "drops_random",
-                    "ecn_marks",
-                    "queue_delay_ms",
-                    "queue_bytes",
-                    "queue_packets",
-                    "packets_forwarded",
-                )
-            },
-            "drops_aqm": link.get("drops_aqm", 0),
-        },
-    }
+    undos = _undos(raw.sender.get("tcp_ext") or {}, len(plan.flows))
+    per_flow = [_flow_measured(f, i, raw, undos) for i, f in enumerate(plan.flows)]
+    flows, extras = [m for m, _ in per_flow], [x for _, x in per_flow]
+    measured = {"engine": engine, "end_ns": end_ns, "flows": flows, "link": raw.emulator["link"]}
     summary: dict[str, Any] = json.loads(_core.summarize(sc.to_json(), json.dumps(measured)))
     for row, extra in zip(summary["flows"], extras):
         row.update(extra)
@@ -220,9 +163,10 @@ def assemble(
             "kernel_hz": host.kernel_hz,
             "available_congestion_control": host.available_congestion_control,
             "notes": plan.notes + raw.notes,
-            "emulator": emu["check"],
+            "emulator": raw.emulator["check"],
         }
     )
+    duration_s = end_ns / 1e9
     return summary, _flows_table(plan, raw, duration_s), _link_table(raw, duration_s)
 
 
@@ -230,13 +174,14 @@ def _flows_table(plan: Plan, raw: RawRun, duration_s: float) -> dict[str, list[A
     """One row per flow per sample. Each source ends with a closing sample at the end of
     the run; the regular samples before it are matched by index."""
     rcv, snd, series = raw.receiver["samples"], raw.sender["samples"], raw.emulator["series"]
-    n_emu = len(series["time_s"])
+    n_emu = len(series["link"]["time_s"])
     regular = max(0, min(len(rcv), len(snd), n_emu) - 1)
     picks = [(k, k, k) for k in range(regular)]
     if rcv and snd and n_emu:
         picks.append((len(rcv) - 1, len(snd) - 1, n_emu - 1))
     any_bbr = any(f.cca.startswith("bbr") for f in plan.flows)
-    table: dict[str, list[Any]] = {c: [] for c in FLOW_COLUMNS + (CC_COLUMNS if any_bbr else ())}
+    columns = _core.series_columns()["flows"] + list(CC_COLUMNS if any_bbr else ())
+    table: dict[str, list[Any]] = {c: [] for c in columns}
 
     prev_t, prev_bytes = 0, [0] * len(plan.flows)
     for row, (kr, ks, ke) in enumerate(picks):
@@ -250,13 +195,13 @@ def _flows_table(plan: Plan, raw: RawRun, duration_s: float) -> dict[str, list[A
                 "flow": i,
                 "goodput_bps": (counts[i] - prev_bytes[i]) * 8.0 / dt,
                 "throughput_bps": float(series["flow_throughput_bps"][i][ke]),
-                "lost": NAN,
                 **_flow_row(infos[i]),
             }
             if any_bbr:
                 values.update(_cc_row(infos[i]))
+            # What the kernel does not expose (`lost`, all of TCP_INFO before a sample) is NaN.
             for name, column in table.items():
-                column.append(values[name])
+                column.append(values.get(name, NAN))
         prev_t, prev_bytes = actual_ns, counts
     return table
 
@@ -265,8 +210,8 @@ def _link_table(raw: RawRun, duration_s: float) -> dict[str, list[Any]]:
     """The emulator's samples before the end of the run, and its closing sample. (When
     sized flows end a run early, the emulator closes its window a moment later, when told
     to quit; that last sample is labelled with the run's end.)"""
-    s = raw.emulator["series"]
-    columns = ("time_s", "queue_bytes", "queue_packets", "utilization", "throughput_bps", "drops", "capacity_bps")
+    s = raw.emulator["series"]["link"]
+    columns = _core.series_columns()["link"]
     n = len(s["time_s"])
     keep = [k for k in range(n - 1) if s["time_s"][k] < duration_s - 1e-9] + ([n - 1] if n else [])
     # JSON carries the emulator's NaN (utilization of an interval with no capacity: a

@@ -1,19 +1,10 @@
-//! The measurement window: per-flow counters, the time series, the self-check of the
-//! real-time writes, and the report built from them.
+//! The measurement window: the link meter's samples and totals over it, the self-check of
+//! the real-time writes, and the report built from them.
 
 use super::{Delivery, Ev, Link, Side};
-use crate::report::{stats, ConnectionReport, FlowReport, LinkReport, Report, SelfCheck, SeriesReport, SHORT_RATIO};
+use crate::report::{stats, ConnectionReport, FlowReport, Report, SelfCheck, SeriesReport, SHORT_RATIO};
 use ccbench_sim::base::histogram::Histogram;
-use ccbench_sim::net::bottleneck::LinkCounters;
 use ccbench_sim::time::{Dur, Time};
-
-#[derive(Default, Clone)]
-pub(super) struct FlowCounters {
-    pub(super) dropped: u64,
-    pub(super) payload_out: u64,
-    pub(super) data_in: u64,
-    pub(super) last_payload_out: u64,
-}
 
 /// The measurement window and the figures collected in it.
 #[derive(Default)]
@@ -22,8 +13,6 @@ pub(super) struct Measure {
     pub(super) end: Time,
     pub(super) interval: Dur,
     pub(super) active: bool,
-    pub(super) last_sample: Time,
-    pub(super) last_wire_bytes: u64,
     pub(super) series: SeriesReport,
     pub(super) busy_bytes: u64,
     pub(super) busy_ns: u64,
@@ -45,16 +34,12 @@ impl Link {
             a.restart_capacity_at(t);
         }
         self.path.start_rtt_schedule(t, &mut self.agenda);
-        self.path.bottleneck.counters = LinkCounters::default();
-        self.m.last_wire_bytes = 0;
-        for c in &mut self.counters {
-            *c = FlowCounters::default();
-        }
+        self.meter.restart(t, &mut self.path);
+        self.data_in.fill(0);
         for r in &mut self.rtt {
             r.clear_samples();
         }
         self.m.series = SeriesReport { flow_throughput_bps: vec![Vec::new(); self.flows], ..SeriesReport::default() };
-        self.m.last_sample = t;
         if self.m.interval > Dur::ZERO && t + self.m.interval < self.m.end {
             self.schedule(t + self.m.interval, Ev::Sample);
         }
@@ -63,30 +48,19 @@ impl Link {
     /// The sample that closes the window (over a possibly partial interval), as the
     /// simulator takes one at the end of a run.
     pub(super) fn final_sample(&mut self, t: Time) {
-        if self.m.interval > Dur::ZERO && t > self.m.last_sample {
+        if self.m.interval > Dur::ZERO && t > self.meter.last_sample() {
             self.sample(t);
         }
     }
 
     pub(super) fn sample(&mut self, t: Time) {
-        let Some(t0) = self.m.t0 else { return };
-        let secs = t.since(self.m.last_sample).secs_f64();
-        let capacity = self.path.bottleneck.capacity_bits(self.m.last_sample, t);
-        self.m.last_sample = t;
-        let c = &self.path.bottleneck.counters;
-        let bits = (c.wire_bytes_out - self.m.last_wire_bytes) as f64 * 8.0;
-        self.m.last_wire_bytes = c.wire_bytes_out;
-        let s = &mut self.m.series;
-        s.time_s.push(t.since(t0).secs_f64());
-        s.queue_bytes.push(self.path.bottleneck.backlog_bytes() as f64);
-        s.queue_packets.push(self.path.bottleneck.backlog_packets() as f64);
-        s.utilization.push(if capacity > 0.0 { bits / capacity } else { f64::NAN });
-        s.throughput_bps.push(bits / secs);
-        s.capacity_bps.push(capacity / secs);
-        s.drops.push((c.drops_overflow + c.drops_random + c.drops_aqm) as f64);
-        for (i, fc) in self.counters.iter_mut().take(self.flows).enumerate() {
-            s.flow_throughput_bps[i].push((fc.payload_out - fc.last_payload_out) as f64 * 8.0 / secs);
-            fc.last_payload_out = fc.payload_out;
+        if self.m.t0.is_none() {
+            return;
+        }
+        let row = self.meter.sample(t, &self.path);
+        self.m.series.link.push(row);
+        for (series, lane) in self.m.series.flow_throughput_bps.iter_mut().zip(self.meter.lanes()) {
+            series.push(lane.throughput_bps);
         }
     }
 
@@ -132,60 +106,56 @@ impl Link {
     }
 
     pub(super) fn measure(&self, now: Time) -> Report {
-        let c = &self.path.bottleneck.counters;
+        // The window closes at its end, or earlier when the report is taken first.
+        let until = self.m.t0.map_or(Time::ZERO, |t0| now.min(self.m.end).max(t0));
+        Report {
+            measured_s: self.m.t0.map_or(0.0, |t0| now.since(t0).secs_f64()),
+            link: self.meter.totals(&self.path, until),
+            flows: (0..self.flows).map(|i| self.flow_report(i)).collect(),
+            series: self.m.series.clone(),
+            check: self.self_check(),
+            capture_error: None,
+        }
+    }
+
+    fn flow_report(&self, i: usize) -> FlowReport {
+        let (lane, rtt) = (&self.meter.lanes()[i], &self.rtt[i]);
+        let samples = rtt.samples();
+        FlowReport {
+            dropped: lane.dropped,
+            bottleneck_bytes: lane.payload_out,
+            data_packets_in: self.data_in[i],
+            rtt_ms: stats(&samples, 1e6),
+            rtt_samples: samples.count(),
+            connections: rtt
+                .connections
+                .iter()
+                .map(|(port, r)| ConnectionReport {
+                    port: *port,
+                    rtt_ms: stats(&r.samples, 1e6),
+                    rtt_samples: r.samples.count(),
+                })
+                .collect(),
+        }
+    }
+
+    fn self_check(&self) -> SelfCheck {
         let delivered = (self.m.busy_ns > 0).then(|| self.m.busy_bytes as f64 * 8.0 / (self.m.busy_ns as f64 / 1e9));
         let ratio =
             (self.m.busy_capacity_bits > 0.0).then(|| self.m.busy_bytes as f64 * 8.0 / self.m.busy_capacity_bits);
-        let window = self.m.t0.map_or(0.0, |t0| self.path.bottleneck.capacity_bits(t0, now.min(self.m.end.max(t0))));
-        Report {
-            measured_s: self.m.t0.map_or(0.0, |t0| now.since(t0).secs_f64()),
-            link: LinkReport {
-                packets_forwarded: c.packets_out,
-                wire_bytes_out: c.wire_bytes_out,
-                drops_overflow: c.drops_overflow,
-                drops_random: c.drops_random,
-                drops_aqm: c.drops_aqm,
-                capacity_bits: window,
-                ecn_marks: c.ecn_marks,
-                queue_delay_ms: stats(&c.sojourn_ns, 1e6),
-                queue_bytes: stats(&c.queue_bytes_seen, 1.0),
-                queue_packets: stats(&c.queue_packets_seen, 1.0),
-            },
-            flows: (0..self.flows)
-                .map(|i| (i, self.rtt[i].samples()))
-                .map(|(i, rtt)| FlowReport {
-                    dropped: self.counters[i].dropped,
-                    payload_out_bytes: self.counters[i].payload_out,
-                    data_packets_in: self.counters[i].data_in,
-                    rtt_ms: stats(&rtt, 1e6),
-                    rtt_samples: rtt.count(),
-                    connections: self.rtt[i]
-                        .connections
-                        .iter()
-                        .map(|(port, r)| ConnectionReport {
-                            port: *port,
-                            rtt_ms: stats(&r.samples, 1e6),
-                            rtt_samples: r.samples.count(),
-                        })
-                        .collect(),
-                })
-                .collect(),
-            series: self.m.series.clone(),
-            check: SelfCheck {
-                configured_rate_bps: self.cfg.scenario.link.reference_rate_bps(),
-                delivered_rate_bps: delivered,
-                delivered_rate_ratio: ratio,
-                flag_short: ratio.is_some_and(|r| r < SHORT_RATIO),
-                busy_s: self.m.busy_ns as f64 / 1e9,
-                busy_bytes: self.m.busy_bytes,
-                lateness_forward_us: stats(&self.m.late_forward, 1e3),
-                lateness_reverse_us: stats(&self.m.late_reverse, 1e3),
-                packets_to_receiver: self.m.to_receiver,
-                packets_to_sender: self.m.to_sender,
-                write_errors: self.m.write_errors,
-                realtime_priority: false,
-            },
-            capture_error: None,
+        SelfCheck {
+            configured_rate_bps: self.cfg.scenario.link.reference_rate_bps(),
+            delivered_rate_bps: delivered,
+            delivered_rate_ratio: ratio,
+            flag_short: ratio.is_some_and(|r| r < SHORT_RATIO),
+            busy_s: self.m.busy_ns as f64 / 1e9,
+            busy_bytes: self.m.busy_bytes,
+            lateness_forward_us: stats(&self.m.late_forward, 1e3),
+            lateness_reverse_us: stats(&self.m.late_reverse, 1e3),
+            packets_to_receiver: self.m.to_receiver,
+            packets_to_sender: self.m.to_sender,
+            write_errors: self.m.write_errors,
+            realtime_priority: false,
         }
     }
 }

@@ -22,7 +22,7 @@
 mod measure;
 mod slab;
 
-use self::measure::{FlowCounters, Measure};
+use self::measure::Measure;
 use self::slab::Slab;
 use crate::capture::EmuCapture;
 use crate::config::EmuConfig;
@@ -31,6 +31,7 @@ use crate::rtt::FlowRtt;
 use crate::wire::{self, TCP_ACK};
 use ccbench_sim::config::build;
 use ccbench_sim::event::Schedule;
+use ccbench_sim::meter::LinkMeter;
 use ccbench_sim::net::aqm::Dropped;
 use ccbench_sim::net::{End, Packet, Path, PathObserver, PathWake};
 use ccbench_sim::observe::capture::Point;
@@ -93,7 +94,10 @@ pub struct Link {
     slab: Slab,
     cfg: EmuConfig,
     flows: usize,
-    counters: Vec<FlowCounters>,
+    /// What the path carried, lane by lane, and the link's samples and totals.
+    meter: LinkMeter,
+    /// Data packets each flow's sender put on the path in the window.
+    data_in: Vec<u64>,
     rtt: Vec<FlowRtt>,
     m: Measure,
     /// Frozen at the end of the window.
@@ -115,7 +119,8 @@ impl Link {
             slab: Slab::default(),
             cfg: cfg.clone(),
             flows,
-            counters: vec![FlowCounters::default(); flows + 1],
+            meter: LinkMeter::new(&s.link, flows + 1),
+            data_in: vec![0; flows],
             rtt: (0..flows).map(|_| FlowRtt::default()).collect(),
             m: Measure { interval: Dur(s.sample_interval_ns), ..Measure::default() },
             snapshot: None,
@@ -176,7 +181,7 @@ impl Link {
                 if let (Some(t), true) = (tcp, flow < self.flows && payload > 0) {
                     self.rtt[flow].on_data(now, t.src_port, t.seq, payload);
                     if self.m.active {
-                        self.counters[flow].data_in += 1;
+                        self.data_in[flow] += 1;
                     }
                 }
                 self.cap(Point::Sender, now, flow, &bytes);
@@ -230,9 +235,8 @@ impl Link {
                 let mut tally = Tally {
                     slab: &mut self.slab,
                     capture: self.capture.as_mut(),
-                    counters: &mut self.counters,
+                    meter: &mut self.meter,
                     flows: self.flows,
-                    active: self.m.active,
                 };
                 let a = self.path.handle(t, wake, &mut self.agenda, &mut tally)?;
                 let (bytes, chained) = self.slab.take(a.pkt.seq);
@@ -287,15 +291,13 @@ fn record(capture: Option<&mut EmuCapture>, flows: usize, point: Point, t: Time,
     }
 }
 
-/// Keeps the packet bytes, the per-flow counters and the capture up to date with what
-/// the path reports.
+/// Keeps the packet bytes, the meter and the capture up to date with what the path
+/// reports. The meter counts from the start; the window's epoch restarts it.
 struct Tally<'a> {
     slab: &'a mut Slab,
     capture: Option<&'a mut EmuCapture>,
-    counters: &'a mut [FlowCounters],
+    meter: &'a mut LinkMeter,
     flows: usize,
-    /// Inside the measurement window.
-    active: bool,
 }
 
 impl PathObserver for Tally<'_> {
@@ -311,16 +313,12 @@ impl PathObserver for Tally<'_> {
         }
         let bytes = self.slab.get(pkt.seq);
         record(self.capture.as_deref_mut(), self.flows, Point::BottleneckOut, now, pkt.flow as usize, bytes);
-        if self.active {
-            self.counters[pkt.flow as usize].payload_out += pkt.payload as u64;
-        }
+        self.meter.left(now, pkt, chained);
     }
 
     fn dropped(&mut self, d: &Dropped) {
         self.slab.take(d.pkt.seq);
-        if self.active {
-            self.counters[d.pkt.flow as usize].dropped += 1;
-        }
+        self.meter.dropped(d);
     }
 }
 

@@ -1,5 +1,6 @@
 use super::*;
 use crate::wire::build_tcp;
+use ccbench_sim::observe::recorder::{column_names, LinkRow, LINK_COLUMNS};
 use ccbench_sim::units::BitRate;
 
 const MS: u64 = 1_000_000;
@@ -22,6 +23,11 @@ fn one_flow(rate: &str, buffer: &str, loss: f64) -> Link {
 
 fn data(seq: u32) -> Vec<u8> {
     build_tcp(40000, PORT, seq, 1, TCP_ACK, 1448)
+}
+
+/// One column of the report's link samples.
+fn series(r: &Report, get: fn(&LinkRow) -> f64) -> Vec<f64> {
+    r.series.link.iter().map(get).collect()
 }
 
 /// Run the link until `until`, collecting (side, due time) of deliveries.
@@ -172,9 +178,10 @@ fn a_window_cut_short_ends_with_a_partial_sample() {
         drain(&mut link, Time(k as u64 * MS));
     }
     let r = link.finish(Time(150 * MS));
-    assert_eq!(r.series.time_s, vec![0.1, 0.15]);
+    assert_eq!(series(&r, |s| s.time_s), vec![0.1, 0.15]);
     // The link was busy all along: full utilisation over the partial interval too.
-    assert!((r.series.utilization[1] - 1.0).abs() < 0.03, "{:?}", r.series.utilization);
+    let utilization = series(&r, |s| s.utilization);
+    assert!((utilization[1] - 1.0).abs() < 0.03, "{utilization:?}");
 }
 
 #[test]
@@ -195,13 +202,18 @@ fn the_series_is_sampled_from_the_epoch() {
     drain(&mut link, Time(1000 * MS));
     let r = link.finish(Time(1000 * MS));
     // Samples at 0.1 and 0.2 s and at the end of the window, 0.3 s.
-    assert_eq!(r.series.time_s.len(), 3);
-    assert!((r.series.time_s[2] - 0.3).abs() < 1e-9);
+    let time_s = series(&r, |s| s.time_s);
+    assert_eq!(time_s.len(), 3);
+    assert!((time_s[2] - 0.3).abs() < 1e-9);
     // Packets arrive at 12 Mbit/s, exactly the link's rate: fully used.
-    assert!((r.series.utilization[0] - 1.0).abs() < 0.02, "{:?}", r.series.utilization);
+    let utilization = series(&r, |s| s.utilization);
+    assert!((utilization[0] - 1.0).abs() < 0.02, "{utilization:?}");
     assert!((r.measured_s - 0.3).abs() < 1e-9);
     // Departures at 401 ms + k ms + 1.2 µs: k = 99..=199 fall in the window.
-    assert_eq!(r.flows[0].payload_out_bytes, 101 * 1448);
+    assert_eq!(r.flows[0].bottleneck_bytes, 101 * 1448);
+    assert_eq!(r.link.packets_forwarded, 101);
+    // A constant rate: the summary takes its rate over the run, not a window's capacity.
+    assert!(r.link.offered.is_none());
 }
 
 #[test]
@@ -287,12 +299,16 @@ fn a_trace_link_delivers_exactly_the_traces_capacity() {
     let opportunities = ms.iter().filter(|&&m| m < 10_000).count() as u64;
     assert_eq!(delivered, opportunities * 1500, "delivered {delivered} B for {opportunities} opportunities");
     let r = link.finish(end);
-    assert!((r.link.capacity_bits - (opportunities * 12_000) as f64).abs() < 1e-6, "{}", r.link.capacity_bits);
+    let offered = r.link.offered.unwrap();
+    assert!((offered.capacity_bits - (opportunities * 12_000) as f64).abs() < 1e-6, "{offered:?}");
+    assert_eq!(offered.window_ns, 10_000 * MS);
     // Backlogged throughout: every opportunity used, every interval fully utilised.
-    assert!(r.series.utilization.iter().all(|u| (u - 1.0).abs() < 1e-9), "{:?}", r.series.utilization);
+    let utilization = series(&r, |s| s.utilization);
+    assert!(utilization.iter().all(|u| (u - 1.0).abs() < 1e-9), "{utilization:?}");
     let ratio = r.check.delivered_rate_ratio.unwrap();
     assert!((ratio - 1.0).abs() < 0.01, "ratio {ratio}");
-    let mean_bps = r.series.capacity_bps.iter().sum::<f64>() / r.series.capacity_bps.len() as f64;
+    let capacity_bps = series(&r, |s| s.capacity_bps);
+    let mean_bps = capacity_bps.iter().sum::<f64>() / capacity_bps.len() as f64;
     assert!((mean_bps - (opportunities * 12_000) as f64 / 10.0).abs() < 1.0, "{mean_bps}");
 }
 
@@ -315,6 +331,7 @@ fn a_full_reverse_buffer_drops_acks_and_frees_them() {
     let extra = r#", "ack_trace": {"opportunities_ms": [10]}, "reverse_buffer": {"packets": 2}"#;
     let mut link = with_link(extra, r#"{"packets": 100}"#);
     link.begin(Time(0), Time(1000 * MS));
+    drain(&mut link, Time(0));
     for (k, at) in [3, 4, 5].into_iter().enumerate() {
         link.arrive(Time(at * MS), Side::Receiver, build_tcp(PORT, 40000, 1, 1 + 1448 * k as u32, TCP_ACK, 0));
     }
@@ -322,7 +339,37 @@ fn a_full_reverse_buffer_drops_acks_and_frees_them() {
     let back = drain(&mut link, Time(100 * MS));
     assert_eq!(back, vec![(Side::Sender, Time(20 * MS), false), (Side::Sender, Time(20 * MS), false)]);
     assert_eq!(link.packets_held(), 0);
-    assert_eq!(link.finish(Time(100 * MS)).flows[0].dropped, 0);
+    let r = link.finish(Time(100 * MS));
+    assert_eq!(r.flows[0].dropped, 0);
+    // The ACK link's figures, as the simulator's summary reports them.
+    let ack_link = r.link.ack_link.expect("an ACK link");
+    assert_eq!((ack_link.packets_forwarded, ack_link.drops), (2, Some(1)));
+}
+
+#[test]
+fn the_epoch_restarts_the_ack_links_counts() {
+    let mut link = with_link(r#", "ack_trace": {"opportunities_ms": [10]}"#, r#"{"packets": 100}"#);
+    link.arrive(Time(3 * MS), Side::Receiver, build_tcp(PORT, 40000, 1, 1449, TCP_ACK, 0));
+    drain(&mut link, Time(50 * MS));
+    link.begin(Time(50 * MS), Time(1000 * MS));
+    link.arrive(Time(53 * MS), Side::Receiver, build_tcp(PORT, 40000, 1, 2897, TCP_ACK, 0));
+    drain(&mut link, Time(100 * MS));
+    let ack_link = link.finish(Time(100 * MS)).link.ack_link.expect("an ACK link");
+    // One ACK in the window; the unlimited queue reports no drops.
+    assert_eq!((ack_link.packets_forwarded, ack_link.drops), (1, None));
+}
+
+#[test]
+fn the_report_carries_the_simulators_link_table() {
+    let mut link = one_flow("12000000", r#"{"packets": 100}"#, 0.0);
+    link.begin(Time(0), Time(250 * MS));
+    drain(&mut link, Time(300 * MS));
+    let json = serde_json::to_string(&link.finish(Time(300 * MS)).series).unwrap();
+    assert!(json.starts_with(r#"{"link":{"time_s":[0.1,0.2,0.25],"queue_bytes":"#), "{json}");
+    // The columns in the simulator's order.
+    let at: Vec<usize> =
+        column_names(&LINK_COLUMNS).iter().map(|c| json.find(&format!(r#""{c}":"#)).unwrap()).collect();
+    assert!(at.is_sorted(), "{json}");
 }
 
 #[test]

@@ -40,6 +40,65 @@ pub struct LinkRow {
     pub drops: f64,
 }
 
+/// How a column's values come out of a row.
+pub enum Column<R> {
+    F64(fn(&R) -> f64),
+    U32(fn(&R) -> u32),
+}
+
+/// A table's columns in order: each name and how a row gives its value.
+pub type Columns<R, const N: usize> = [(&'static str, Column<R>); N];
+
+/// The flow table's columns, before the algorithms' internals (`cc_<name>`).
+pub const FLOW_COLUMNS: Columns<FlowRow, 16> = [
+    ("time_s", Column::F64(|r| r.time_s)),
+    ("flow", Column::U32(|r| r.flow)),
+    ("goodput_bps", Column::F64(|r| r.goodput_bps)),
+    ("throughput_bps", Column::F64(|r| r.throughput_bps)),
+    ("cwnd", Column::F64(|r| r.cwnd)),
+    ("ssthresh", Column::F64(|r| r.ssthresh)),
+    ("inflight", Column::F64(|r| r.inflight)),
+    ("inflight_bytes", Column::F64(|r| r.inflight_bytes)),
+    ("rwnd_bytes", Column::F64(|r| r.rwnd_bytes)),
+    ("pacing_rate_bps", Column::F64(|r| r.pacing_rate_bps)),
+    ("delivery_rate_bps", Column::F64(|r| r.delivery_rate_bps)),
+    ("srtt_ms", Column::F64(|r| r.srtt_ms)),
+    ("min_rtt_ms", Column::F64(|r| r.min_rtt_ms)),
+    ("retransmits", Column::F64(|r| r.retransmits)),
+    ("lost", Column::F64(|r| r.lost)),
+    ("ca_state", Column::F64(|r| r.ca_state)),
+];
+
+/// The link table's columns.
+pub const LINK_COLUMNS: Columns<LinkRow, 7> = [
+    ("time_s", Column::F64(|r| r.time_s)),
+    ("queue_bytes", Column::F64(|r| r.queue_bytes)),
+    ("queue_packets", Column::F64(|r| r.queue_packets)),
+    ("utilization", Column::F64(|r| r.utilization)),
+    ("throughput_bps", Column::F64(|r| r.throughput_bps)),
+    ("drops", Column::F64(|r| r.drops)),
+    ("capacity_bps", Column::F64(|r| r.capacity_bps)),
+];
+
+/// The names of `columns`, in order.
+pub fn column_names<R>(columns: &[(&'static str, Column<R>)]) -> Vec<&'static str> {
+    columns.iter().map(|(name, _)| *name).collect()
+}
+
+/// `rows` as a table of `columns`.
+fn table<R>(rows: &[R], columns: &[(&'static str, Column<R>)]) -> Table {
+    let column = |get: &Column<R>| match get {
+        Column::F64(f) => Values::F64(rows.iter().map(f).collect()),
+        Column::U32(f) => Values::U32(rows.iter().map(f).collect()),
+    };
+    Table { columns: columns.iter().map(|(name, get)| (name.to_string(), column(get))).collect() }
+}
+
+/// The link's samples as the simulator's link table.
+pub fn link_table(rows: &[LinkRow]) -> Table {
+    table(rows, &LINK_COLUMNS)
+}
+
 #[derive(Default)]
 pub struct Recorder {
     flows: Vec<FlowRow>,
@@ -60,27 +119,7 @@ impl Recorder {
 
     pub fn finish(self) -> Series {
         let f = &self.flows;
-        let col = |name: &str, get: fn(&FlowRow) -> f64| (name.to_string(), Values::F64(f.iter().map(get).collect()));
-        let mut flows = Table {
-            columns: vec![
-                col("time_s", |r| r.time_s),
-                ("flow".to_string(), Values::U32(f.iter().map(|r| r.flow).collect())),
-                col("goodput_bps", |r| r.goodput_bps),
-                col("throughput_bps", |r| r.throughput_bps),
-                col("cwnd", |r| r.cwnd),
-                col("ssthresh", |r| r.ssthresh),
-                col("inflight", |r| r.inflight),
-                col("inflight_bytes", |r| r.inflight_bytes),
-                col("rwnd_bytes", |r| r.rwnd_bytes),
-                col("pacing_rate_bps", |r| r.pacing_rate_bps),
-                col("delivery_rate_bps", |r| r.delivery_rate_bps),
-                col("srtt_ms", |r| r.srtt_ms),
-                col("min_rtt_ms", |r| r.min_rtt_ms),
-                col("retransmits", |r| r.retransmits),
-                col("lost", |r| r.lost),
-                col("ca_state", |r| r.ca_state),
-            ],
-        };
+        let mut flows = table(f, &FLOW_COLUMNS);
         // Algorithm internals: the union of names, NaN where a flow has no such value.
         let mut names: BTreeMap<&str, ()> = BTreeMap::new();
         for r in f {
@@ -92,19 +131,7 @@ impl Recorder {
             let v = f.iter().map(|r| r.internals.get(name).copied().unwrap_or(f64::NAN)).collect();
             flows.columns.push((format!("cc_{name}"), Values::F64(v)));
         }
-        let l = &self.link;
-        let lcol = |name: &str, get: fn(&LinkRow) -> f64| (name.to_string(), Values::F64(l.iter().map(get).collect()));
-        let link = Table {
-            columns: vec![
-                lcol("time_s", |r| r.time_s),
-                lcol("queue_bytes", |r| r.queue_bytes),
-                lcol("queue_packets", |r| r.queue_packets),
-                lcol("utilization", |r| r.utilization),
-                lcol("throughput_bps", |r| r.throughput_bps),
-                lcol("drops", |r| r.drops),
-                lcol("capacity_bps", |r| r.capacity_bps),
-            ],
-        };
+        let link = link_table(&self.link);
         // Moves are taken flow by flow at each sample: put them in time order.
         let mut s = self.states;
         s.sort_by_key(|&(flow, t)| (t.at, flow));

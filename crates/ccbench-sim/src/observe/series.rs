@@ -1,9 +1,12 @@
 //! Columnar time series, as handed to the front end (one row per flow per interval, one
 //! per bottleneck interval, one per state-machine move).
 
-use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 
+/// A column's values; in JSON, a plain list.
 #[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
 pub enum Values {
     F64(Vec<f64>),
     U32(Vec<u32>),
@@ -23,8 +26,8 @@ impl Values {
     }
 }
 
-/// A table of equally long named columns.
-#[derive(Clone, Debug, Default, Serialize)]
+/// A table of equally long named columns; in JSON, an object of them in order.
+#[derive(Clone, Debug, Default)]
 pub struct Table {
     pub columns: Vec<(String, Values)>,
 }
@@ -41,6 +44,16 @@ impl Table {
             Values::F64(v) => Some(v),
             _ => None,
         }
+    }
+}
+
+impl Serialize for Table {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.columns.len()))?;
+        for (name, values) in &self.columns {
+            map.serialize_entry(name, values)?;
+        }
+        map.end()
     }
 }
 

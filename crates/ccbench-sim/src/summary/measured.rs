@@ -8,7 +8,7 @@ use super::{Stats, Summary, VERSION};
 use crate::config::Scenario;
 use crate::time::{Dur, Time};
 use crate::units::wire;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -73,14 +73,13 @@ pub struct DownloadMeasured {
     pub rto_count: Option<u64>,
 }
 
-/// The bottleneck's counters.
-#[derive(Clone, Debug, Deserialize)]
+/// The bottleneck's counters, what it offered, and the ACK link's figures.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkMeasured {
-    /// Bits a trace or rate steps let through in `window_ns`; None for a constant rate.
-    pub capacity_bits: Option<f64>,
-    /// The time the counters cover.
-    pub window_ns: u64,
+    /// What a trace or rate steps offered; None for a constant rate, which offered its
+    /// rate over the whole run (`end_ns`).
+    pub offered: Option<Offered>,
     pub wire_bytes_out: u64,
     pub drops_overflow: u64,
     pub drops_random: u64,
@@ -91,8 +90,17 @@ pub struct LinkMeasured {
     pub queue_packets: Stats,
     pub packets_forwarded: u64,
     /// The ACK direction's trace-driven link.
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ack_link: Option<AckLinkSummary>,
+}
+
+/// The capacity a trace or rate steps offered while the counters ran.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Offered {
+    pub capacity_bits: f64,
+    /// The time the counters cover.
+    pub window_ns: u64,
 }
 
 /// Bits per second over `life` (0 for no time).
@@ -128,7 +136,7 @@ impl Summary {
             header_bytes: wire::DATA_OVERHEAD,
             jain_index: jain_index(&goodputs),
             flows,
-            link: link(s, m.link),
+            link: link(s, m.link, end),
             events: m.events,
             host: m.host,
         }
@@ -190,13 +198,15 @@ fn flow(s: &Scenario, i: usize, f: FlowMeasured, end: Time) -> FlowSummary {
     }
 }
 
-fn link(s: &Scenario, m: LinkMeasured) -> LinkSummary {
+fn link(s: &Scenario, m: LinkMeasured, end: Time) -> LinkSummary {
     let configured = ConfiguredLink::of(s);
-    let secs = Dur(m.window_ns).secs_f64().max(1e-9);
+    let secs = |window: Dur| window.secs_f64().max(1e-9);
     let bits = m.wire_bytes_out as f64 * 8.0;
-    let (rate_bps, utilization) = match m.capacity_bits {
-        None => (s.link.rate_bps, bits / (s.link.rate_bps as f64 * secs)),
-        Some(cap) => ((cap / secs).round() as u64, if cap > 0.0 { bits / cap } else { 0.0 }),
+    let (rate_bps, utilization) = match m.offered {
+        None => (s.link.rate_bps, bits / (s.link.rate_bps as f64 * secs(end.since(Time::ZERO)))),
+        Some(Offered { capacity_bits: cap, window_ns }) => {
+            ((cap / secs(Dur(window_ns))).round() as u64, if cap > 0.0 { bits / cap } else { 0.0 })
+        }
     };
     LinkSummary {
         rate_bps,
@@ -268,8 +278,7 @@ mod tests {
             host: None,
         };
         let link = LinkMeasured {
-            capacity_bits: None,
-            window_ns: 4_000_000_000,
+            offered: None,
             wire_bytes_out: 4_000_000,
             drops_overflow: 2,
             drops_random: 0,

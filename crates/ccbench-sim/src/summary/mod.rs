@@ -4,7 +4,7 @@ mod configured;
 mod measured;
 
 pub use configured::ConfiguredLink;
-pub use measured::{DownloadMeasured, FlowMeasured, LinkMeasured, Measured};
+pub use measured::{DownloadMeasured, FlowMeasured, LinkMeasured, Measured, Offered};
 
 use crate::base::histogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -142,7 +142,8 @@ pub struct LinkSummary {
 }
 
 /// The trace-driven link of the ACK direction.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AckLinkSummary {
     pub trace_mean_bps: u64,
     /// Fraction of the opportunities' bytes that ACKs used.
@@ -151,7 +152,7 @@ pub struct AckLinkSummary {
     /// Time ACKs waited for an opportunity, in ms.
     pub queue_delay_ms: Stats,
     /// With a queue that can fill: the ACKs that found it full and were dropped.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drops: Option<u64>,
 }
 

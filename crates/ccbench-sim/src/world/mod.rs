@@ -16,10 +16,11 @@ use crate::cc::Algorithm;
 use crate::config::{build, ConfigError, Scenario};
 use crate::event::{EventQueue, Schedule};
 use crate::host::{Host, Task};
+use crate::meter::LinkMeter;
 use crate::net::aqm::Dropped;
 use crate::net::{End, Packet, Path, PathObserver};
 use crate::observe::capture::{Capture, CaptureSpec, Point, Sink};
-use crate::observe::recorder::{FlowRow, LinkRow, Recorder};
+use crate::observe::recorder::{FlowRow, Recorder};
 use crate::observe::series::Series;
 use crate::summary::{DownloadMeasured, Summary};
 use crate::tcp::receiver::ReceiverParams;
@@ -37,14 +38,10 @@ pub struct RunOutput {
     pub trace_hash: u64,
 }
 
-/// Per-flow facts and counters kept by the network.
+/// Per-flow facts and counters beside the endpoints' own.
 struct FlowMeta {
     size_bytes: Option<u64>,
-    dropped: u64,
-    /// Payload of this flow that left the bottleneck.
-    bottleneck_bytes: u64,
     last_delivered: u64,
-    last_bottleneck: u64,
     /// Repeated downloads: how many more, the pause before each, which connection is
     /// open, when its download started, the ones finished, and the totals of closed
     /// connections.
@@ -102,8 +99,8 @@ pub struct World {
     end: Time,
     interval: Dur,
     recorder: Recorder,
-    last_sample: Time,
-    last_link_bytes: u64,
+    /// What the path carried: per-flow counts, the link's samples and totals.
+    meter: LinkMeter,
     events: u64,
     trace_hash: u64,
     /// Packet capture; none (the default) costs one branch per tap.
@@ -135,10 +132,7 @@ impl World {
             receivers.push(receiver);
             flows.push(FlowMeta {
                 size_bytes: f.size_bytes,
-                dropped: 0,
-                bottleneck_bytes: 0,
                 last_delivered: 0,
-                last_bottleneck: 0,
                 repeats_left: f.repeat - 1,
                 pause: Dur(f.pause_ns),
                 conn: 0,
@@ -170,8 +164,7 @@ impl World {
             end,
             interval,
             recorder: Recorder::default(),
-            last_sample: Time::ZERO,
-            last_link_bytes: 0,
+            meter: LinkMeter::new(link, s.flows.len()),
             events: 0,
             trace_hash: 0xcbf2_9ce4_8422_2325,
             taps: Taps::default(),
@@ -281,7 +274,7 @@ impl World {
                 | Event::ReverseExit(_)
                 | Event::RttStep(_) => {
                     let w = ev.path_wake().expect("a path event");
-                    let mut obs = Counting { taps: &mut self.taps, flows: &mut self.flows };
+                    let mut obs = Counting { taps: &mut self.taps, meter: &mut self.meter };
                     let Some(a) = self.path.handle(now, w, &mut self.q, &mut obs) else { continue };
                     let i = a.lane;
                     match a.to {
@@ -321,7 +314,7 @@ impl World {
             }
         }
         // A last sample for the (possibly partial) interval that ends the run.
-        if self.interval > Dur::ZERO && now > self.last_sample {
+        if self.interval > Dur::ZERO && now > self.meter.last_sample() {
             self.sample(now);
         }
         let capture = self.taps.finish(now.min(self.end));
@@ -407,9 +400,9 @@ impl World {
         for i in 0..self.senders.len() as u32 {
             self.take_transitions(i);
         }
-        let secs = now.since(self.last_sample).secs_f64();
-        let since = self.last_sample;
-        self.last_sample = now;
+        let secs = now.since(self.meter.last_sample()).secs_f64();
+        let link = self.meter.sample(now, &self.path);
+        self.recorder.link(link);
         for (i, sender) in self.senders.iter().enumerate() {
             let f = &mut self.flows[i];
             let delivered = f.closed_delivered + self.receivers[i].delivered_bytes();
@@ -419,7 +412,7 @@ impl World {
                 time_s: now.secs_f64(),
                 flow: i as u32,
                 goodput_bps: (delivered - f.last_delivered) as f64 * 8.0 / secs,
-                throughput_bps: (f.bottleneck_bytes - f.last_bottleneck) as f64 * 8.0 / secs,
+                throughput_bps: self.meter.lanes()[i].throughput_bps,
                 cwnd: s.cwnd as f64,
                 ssthresh: s.ssthresh.map_or(f64::NAN, |x| x as f64),
                 inflight: s.inflight as f64,
@@ -435,29 +428,7 @@ impl World {
                 internals: s.internals,
             });
             f.last_delivered = delivered;
-            f.last_bottleneck = f.bottleneck_bytes;
         }
-        let c = &self.path.bottleneck.counters;
-        let wire_bytes = c.wire_bytes_out - self.last_link_bytes;
-        self.last_link_bytes = c.wire_bytes_out;
-        let bits = wire_bytes as f64 * 8.0;
-        let (utilization, capacity_bps) = match self.path.bottleneck.capacity().constant_rate() {
-            Some(rate) => (bits / (rate.bps() as f64 * secs), rate.bps() as f64),
-            None => {
-                // Unused opportunities count: utilisation is of what was offered.
-                let cap = self.path.bottleneck.capacity_bits(since, now);
-                (if cap > 0.0 { bits / cap } else { f64::NAN }, cap / secs)
-            }
-        };
-        self.recorder.link(LinkRow {
-            time_s: now.secs_f64(),
-            queue_bytes: self.path.bottleneck.backlog_bytes() as f64,
-            queue_packets: self.path.bottleneck.backlog_packets() as f64,
-            utilization,
-            throughput_bps: bits / secs,
-            capacity_bps,
-            drops: (c.drops_overflow + c.drops_random + c.drops_aqm) as f64,
-        });
     }
 
     /// Run with capture: the output, or the first error writing the capture files.
@@ -509,11 +480,10 @@ impl Io for Ports<'_> {
     }
 }
 
-/// Counts per flow what the path reports (bytes through the bottleneck, drops), and
-/// hands it to the capture.
+/// Hands what the path reports to the meter and the capture.
 struct Counting<'a> {
     taps: &'a mut Taps,
-    flows: &'a mut [FlowMeta],
+    meter: &'a mut LinkMeter,
 }
 
 impl PathObserver for Counting<'_> {
@@ -522,12 +492,12 @@ impl PathObserver for Counting<'_> {
         self.taps.tap(|c| c.bottleneck_in(now, pkt));
     }
     #[inline]
-    fn left(&mut self, now: Time, pkt: &Packet, _chained: bool) {
+    fn left(&mut self, now: Time, pkt: &Packet, chained: bool) {
         self.taps.tap(|c| c.bottleneck_out(now, pkt));
-        self.flows[pkt.flow as usize].bottleneck_bytes += pkt.payload as u64;
+        self.meter.left(now, pkt, chained);
     }
     #[inline]
     fn dropped(&mut self, d: &Dropped) {
-        self.flows[d.pkt.flow as usize].dropped += 1;
+        self.meter.dropped(d);
     }
 }
