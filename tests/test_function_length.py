@@ -236,12 +236,6 @@ def long_rust(root: Path = ROOT) -> list[LongFunction]:
     return found
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="other changes are shortening the rest at the same time (crates/ccbench-sim/src/tcp/, "
-    "config/validate.rs, world/finish.rs, net/path.rs, observe/capture.rs; python/ccbench/cli.py, "
-    "scenario/__init__.py, report_html/build.py, kernel/results.py); strict once they land",
-)
 def test_every_long_function_says_why_it_is_long() -> None:
     found = long_python() + long_rust()
     print(f"\n{len(found)} functions over {MAX_LINES} lines:")

@@ -166,77 +166,91 @@ impl Path {
         obs: &mut impl PathObserver,
     ) -> Option<Arrival> {
         match wake {
-            PathWake::NicExit(lane) => {
-                let (pkt, next) = self.nic[lane as usize].pop(now);
-                if let Some(t) = next {
-                    q.push(t, PathWake::NicExit(lane));
-                }
-                obs.entered(now, &pkt);
-                if let Some(t) = self.bottleneck.offer(now, pkt) {
-                    self.on_wire_chained = false;
-                    q.push(t, PathWake::BottleneckService);
-                }
-                self.report_drops(obs);
-                None
-            }
-            PathWake::BottleneckService => {
-                // Usually one packet leaves (always at a rate); more go to `departed`.
-                let (mut first, more) = (None, &mut self.departed);
-                let next = self.bottleneck.service_with(now, |p| match first {
-                    None => first = Some(p),
-                    Some(_) => more.push(p),
-                });
-                if let Some(t) = next {
-                    q.push(t, PathWake::BottleneckService);
-                }
-                if let Some(pkt) = first {
-                    self.forward(now, pkt, q, obs);
-                }
-                if !self.departed.is_empty() {
-                    let mut departed = std::mem::take(&mut self.departed);
-                    for pkt in departed.drain(..) {
-                        self.forward(now, pkt, q, obs);
-                    }
-                    self.departed = departed;
-                }
-                self.on_wire_chained = self.bottleneck.is_busy();
-                self.report_drops(obs);
-                None
-            }
-            PathWake::AckLinkService => {
-                let link = self.ack_link.as_mut().expect("an ACK link");
-                let mut departed = std::mem::take(&mut self.departed);
-                if let Some(t) = link.service(now, &mut departed) {
-                    q.push(t, PathWake::AckLinkService);
-                }
-                for ack in departed.drain(..) {
-                    self.push_reverse(now, ack.flow, ack, q);
-                }
-                self.departed = departed;
-                None
-            }
+            PathWake::NicExit(lane) => self.nic_exit(now, lane, q, obs),
+            PathWake::BottleneckService => self.bottleneck_service(now, q, obs),
+            PathWake::AckLinkService => self.ack_link_service(now, q),
             PathWake::ForwardExit => {
                 let (pkt, next) = self.forward.pop(now);
                 if let Some(t) = next {
                     q.push(t, PathWake::ForwardExit);
                 }
-                Some(Arrival { to: End::Receiver, lane: pkt.flow, pkt })
+                return Some(Arrival { to: End::Receiver, lane: pkt.flow, pkt });
             }
             PathWake::ReverseExit(lane) => {
                 let (pkt, next) = self.reverse[lane as usize].pop(now);
                 if let Some(t) = next {
                     q.push(t, PathWake::ReverseExit(lane));
                 }
-                Some(Arrival { to: End::Sender, lane, pkt })
+                return Some(Arrival { to: End::Sender, lane, pkt });
             }
-            PathWake::RttStep(k) => {
-                let one_way = Dur(self.rtt_steps[k as usize].1.ns() / 2);
-                self.forward.set_delay(one_way);
-                for (r, &a) in self.reverse.iter_mut().zip(&self.access) {
-                    r.set_delay(one_way + a);
-                }
-                None
+            PathWake::RttStep(k) => self.rtt_step(k),
+        }
+        None
+    }
+
+    /// The head of lane `lane`'s NIC reaches the bottleneck.
+    // These steps inline into `handle`, the per-packet path, as its arms did.
+    #[inline(always)]
+    fn nic_exit(&mut self, now: Time, lane: u32, q: &mut impl Schedule<PathWake>, obs: &mut impl PathObserver) {
+        let (pkt, next) = self.nic[lane as usize].pop(now);
+        if let Some(t) = next {
+            q.push(t, PathWake::NicExit(lane));
+        }
+        obs.entered(now, &pkt);
+        if let Some(t) = self.bottleneck.offer(now, pkt) {
+            self.on_wire_chained = false;
+            q.push(t, PathWake::BottleneckService);
+        }
+        self.report_drops(obs);
+    }
+
+    /// The bottleneck's service instant: usually one packet leaves (always at a rate);
+    /// more go to `departed`.
+    #[inline(always)]
+    fn bottleneck_service(&mut self, now: Time, q: &mut impl Schedule<PathWake>, obs: &mut impl PathObserver) {
+        let (mut first, more) = (None, &mut self.departed);
+        let next = self.bottleneck.service_with(now, |p| match first {
+            None => first = Some(p),
+            Some(_) => more.push(p),
+        });
+        if let Some(t) = next {
+            q.push(t, PathWake::BottleneckService);
+        }
+        if let Some(pkt) = first {
+            self.forward(now, pkt, q, obs);
+        }
+        if !self.departed.is_empty() {
+            let mut departed = std::mem::take(&mut self.departed);
+            for pkt in departed.drain(..) {
+                self.forward(now, pkt, q, obs);
             }
+            self.departed = departed;
+        }
+        self.on_wire_chained = self.bottleneck.is_busy();
+        self.report_drops(obs);
+    }
+
+    /// A delivery opportunity of the ACK direction's link: the ACKs it serves go on
+    /// to their lanes' return paths.
+    #[inline(always)]
+    fn ack_link_service(&mut self, now: Time, q: &mut impl Schedule<PathWake>) {
+        let link = self.ack_link.as_mut().expect("an ACK link");
+        let mut departed = std::mem::take(&mut self.departed);
+        if let Some(t) = link.service(now, &mut departed) {
+            q.push(t, PathWake::AckLinkService);
+        }
+        for ack in departed.drain(..) {
+            self.push_reverse(now, ack.flow, ack, q);
+        }
+        self.departed = departed;
+    }
+
+    /// Step `k` of the RTT schedule: the delay lines take its base RTT.
+    fn rtt_step(&mut self, k: u32) {
+        let one_way = Dur(self.rtt_steps[k as usize].1.ns() / 2);
+        self.forward.set_delay(one_way);
+        for (r, &a) in self.reverse.iter_mut().zip(&self.access) {
+            r.set_delay(one_way + a);
         }
     }
 
