@@ -18,7 +18,6 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-import pytest
 
 from conftest import ROOT
 
