@@ -247,6 +247,8 @@ impl Receiver {
 
     /// The next segment in sequence (`tcp_data_queue`'s queue case): `rcv_nxt` moves
     /// over it and over the held data it joins, and the application reads it.
+    // The per-packet path: inline into on_data, as it was written before it was a function.
+    #[inline]
     fn in_order_data(&mut self, now: Time, pkt: &Packet, e: u64) {
         self.ts_recent = pkt.ts_val;
         if self.rcvbuf.as_mut().is_some_and(|b| b.on_in_order()) {
@@ -272,6 +274,7 @@ impl Receiver {
 
     /// `tcp_ofo_queue`: the held blocks that now follow `rcv_nxt` join it; a filled hole
     /// is ACKed at once (RFC 5681 4.2).
+    #[inline]
     fn ofo_queue(&mut self) {
         let had_ooo = !self.ooo.is_empty();
         while let Some(&(bs, be)) = self.ooo.first() {
