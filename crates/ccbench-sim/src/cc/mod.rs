@@ -93,7 +93,20 @@ pub struct ConnInfo {
     /// The data the last loss probe retransmitted was sent app-limited
     /// (`tp->tlp_orig_data_app_limited`, google/bbr tree).
     pub tlp_orig_data_app_limited: bool,
+    /// The timestamp option of the ACK being processed (`tp->rx_opt.rcv_tsval`,
+    /// `rcv_tsecr`): the peer's TSval clock (ms) and the echo of ours; 0 before any.
+    pub rcv_tsval: u32,
+    pub rcv_tsecr: u32,
 }
+
+/// `enum tcp_ca_ack_event_flags`: what `in_ack_event` is told of an ACK.
+/// Not the header-predicted fast path of `tcp_rcv_established`.
+pub const CA_ACK_SLOWPATH: u32 = 1 << 0;
+/// The ACK moved the send window (`FLAG_WIN_UPDATE`: it acknowledged new data, or
+/// opened the window).
+pub const CA_ACK_WIN_UPDATE: u32 = 1 << 1;
+/// The ACK carried ECN-Echo.
+pub const CA_ACK_ECE: u32 = 1 << 2;
 
 /// The window state an algorithm may change, as `tp->snd_cwnd` / `tp->snd_ssthresh`.
 #[derive(Clone, Debug)]
@@ -210,6 +223,17 @@ pub trait CongestionControl {
     /// `cong_control`: model-based algorithms own cwnd and pacing. Returns false for
     /// algorithms that leave control to the stack (then PRR/cong_avoid run).
     fn cong_control(&mut self, _c: &ConnInfo, _w: &mut Window, _rs: &RateSample) -> bool {
+        false
+    }
+
+    /// `in_ack_event`: an acceptable ACK arrived (`tcp_in_ack_event`), with
+    /// `CA_ACK_*` flags; called after `snd_una` moved and SACKs were tagged, before the
+    /// acknowledged segments are counted delivered (Linux 6.1's `tcp_ack`).
+    fn in_ack_event(&mut self, _c: &ConnInfo, _w: &mut Window, _flags: u32) {}
+
+    /// The algorithm has an `in_ack_event` (the kernel tests the op for NULL, and so
+    /// spares the others the call).
+    fn has_in_ack_event(&self) -> bool {
         false
     }
 

@@ -17,6 +17,8 @@ pub struct Timestamps {
     recent: u32,
     /// `rx_opt.rcv_tsecr`: the echo in the ACK being processed; 0: none.
     ecr: u32,
+    /// `rx_opt.rcv_tsval`: the TSval of the ACK being processed.
+    val: u32,
 }
 
 impl Timestamps {
@@ -33,11 +35,17 @@ impl Timestamps {
             self.recent = ts_val;
         }
         self.ecr = ts_ecr;
+        self.val = ts_val;
     }
 
     /// The TSecr of the segments sent (`ts_recent`).
     pub fn recent(&self) -> u32 {
         self.recent
+    }
+
+    /// The TSval of the ACK being processed (`rx_opt.rcv_tsval`).
+    pub fn val(&self) -> u32 {
+        self.val
     }
 
     /// The echo of the ACK being processed (`rx_opt.rcv_tsecr`); 0 if it carries none.

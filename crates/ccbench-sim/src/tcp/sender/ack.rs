@@ -5,7 +5,7 @@
 //! go.
 
 use super::*;
-use crate::cc::{AckSample, RateSample};
+use crate::cc::{AckSample, RateSample, CA_ACK_ECE, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
 use crate::net::{Ecn, Packet};
 use crate::tcp::chrono::Chrono;
 use crate::tcp::io::Io;
@@ -52,6 +52,9 @@ impl Sender {
         self.ack_update_window(now, ack, &mut a);
         if ack.n_sacks > 0 {
             a.flag |= self.sacktag(now, ack, &mut a.scan);
+        }
+        if self.cc.has_in_ack_event() {
+            self.in_ack_event(now, ack, &a);
         }
         a.flag |= self.clean_rtx_queue(now, ack.ack, a.prior_fack, &mut a.scan);
         self.ecn_echo(ack, &mut a);
@@ -129,6 +132,28 @@ impl Sender {
         if a.flag == 0 && self.sb.packets_out() > 0 {
             self.stats.dupacks += 1;
         }
+    }
+
+    /// `tcp_in_ack_event` where Linux 6.1's `tcp_ack` calls it: `snd_una` has moved and
+    /// SACKs are tagged (their deliveries counted, with ECE), the segments acknowledged
+    /// cumulatively not yet. Header prediction (`tcp_rcv_established`) takes a pure ACK
+    /// that advances `snd_una` with the window unchanged, no SACK and no ECE: the fast
+    /// path; any other goes the slow path, where advancing `snd_una` updates the window.
+    fn in_ack_event(&mut self, now: Time, ack: &Packet, a: &AckState) {
+        let ece = ack.ece && self.p.flow.ecn != Ecn::Off;
+        let advanced = a.flag & FLAG_SND_UNA_ADVANCED != 0;
+        let win_update = advanced || a.flag & FLAG_WIN_UPDATE != 0;
+        let fast = advanced && a.flag & (FLAG_WIN_UPDATE | FLAG_DATA) == 0 && ack.n_sacks == 0 && !ece;
+        let flags = match fast {
+            true => CA_ACK_WIN_UPDATE,
+            false => CA_ACK_SLOWPATH | win_update as u32 * CA_ACK_WIN_UPDATE | ece as u32 * CA_ACK_ECE,
+        };
+        let mut info = self.info(now);
+        info.snd_una = ack.ack;
+        if ece {
+            info.delivered_ce += self.delivered - a.prior_delivered;
+        }
+        self.cc.in_ack_event(&info, &mut self.w, flags);
     }
 
     /// `tcp_clean_rtx_queue`: drop cumulatively acknowledged segments.

@@ -73,6 +73,8 @@ impl Sender {
             ecn_low: self.p.flow.ecn == Ecn::Low,
             delivered_us: self.rate.delivered_us,
             tlp_orig_data_app_limited: self.tlp.orig_data_app_limited(),
+            rcv_tsval: self.ts.val(),
+            rcv_tsecr: self.ts.ecr(),
         }
     }
 
