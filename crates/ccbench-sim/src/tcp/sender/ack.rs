@@ -146,7 +146,7 @@ impl Sender {
         let fast = advanced && a.flag & (FLAG_WIN_UPDATE | FLAG_DATA) == 0 && ack.n_sacks == 0 && !ece;
         let flags = match fast {
             true => CA_ACK_WIN_UPDATE,
-            false => CA_ACK_SLOWPATH | win_update as u32 * CA_ACK_WIN_UPDATE | ece as u32 * CA_ACK_ECE,
+            false => CA_ACK_SLOWPATH | (win_update as u32 * CA_ACK_WIN_UPDATE) | (ece as u32 * CA_ACK_ECE),
         };
         let mut info = self.info(now);
         info.snd_una = ack.ack;
