@@ -9,6 +9,7 @@
 pub mod bbr;
 pub mod bbr3;
 pub mod cubic;
+pub mod dctcp;
 pub mod params;
 pub mod reno;
 pub mod transitions;
@@ -266,6 +267,12 @@ pub trait CongestionControl {
         false
     }
 
+    /// The algorithm asks for ECN whatever the sysctl says (`TCP_CONG_NEEDS_ECN`): its
+    /// flows negotiate it, with the per-segment echo of a receiver that runs it too.
+    fn needs_ecn(&self) -> bool {
+        false
+    }
+
     /// The algorithm requires pacing (BBR sets `SK_PACING_NEEDED` in its init).
     fn needs_pacing(&self) -> bool {
         false
@@ -299,11 +306,12 @@ pub enum Algorithm {
     Bbr2,
     /// BBRv3, google/bbr `v3`.
     Bbr3,
+    Dctcp,
 }
 
 impl Algorithm {
     pub const ALL: &'static [Algorithm] =
-        &[Algorithm::Reno, Algorithm::Cubic, Algorithm::Bbr, Algorithm::Bbr2, Algorithm::Bbr3];
+        &[Algorithm::Reno, Algorithm::Cubic, Algorithm::Bbr, Algorithm::Bbr2, Algorithm::Bbr3, Algorithm::Dctcp];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -312,6 +320,7 @@ impl Algorithm {
             Algorithm::Bbr => "bbr",
             Algorithm::Bbr2 => "bbr2",
             Algorithm::Bbr3 => "bbr3",
+            Algorithm::Dctcp => "dctcp",
         }
     }
 
@@ -341,6 +350,7 @@ impl Algorithm {
                 let v = bbr3::Version::V3;
                 Box::new(bbr3::Bbr3::new(v, bbr3::Bbr3Params::from_overrides(v, params)?, rng))
             }
+            Algorithm::Dctcp => Box::new(dctcp::Dctcp::new(dctcp::DctcpParams::from_overrides(params)?)),
         })
     }
 
@@ -362,6 +372,7 @@ impl Algorithm {
             Algorithm::Bbr => params::describe(bbr::BbrParams::TABLE, bbr::BbrParams::default()),
             Algorithm::Bbr2 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
             Algorithm::Bbr3 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V3)),
+            Algorithm::Dctcp => params::describe(dctcp::DctcpParams::TABLE, dctcp::DctcpParams::default()),
         }
     }
 }

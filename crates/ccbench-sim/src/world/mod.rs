@@ -18,11 +18,12 @@ use crate::event::{EventQueue, Schedule};
 use crate::host::{Host, Task};
 use crate::meter::LinkMeter;
 use crate::net::aqm::Dropped;
-use crate::net::{End, Packet, Path, PathObserver};
+use crate::net::{Ecn, End, Packet, Path, PathObserver};
 use crate::observe::capture::{Capture, CaptureSpec, Point, Sink};
 use crate::observe::recorder::{FlowRow, Recorder};
 use crate::observe::series::Series;
 use crate::summary::{DownloadMeasured, Summary};
+use crate::tcp::config::FlowConfig;
 use crate::tcp::receiver::ReceiverParams;
 use crate::tcp::{Io, Receiver, Sender, SenderParams, SenderTotals, Wake};
 use crate::time::{Dur, Time, NS_PER_MS};
@@ -71,12 +72,17 @@ fn connection(s: &Scenario, i: usize, conn: u16) -> Result<(Sender, Receiver), C
     }
     let access = Dur(f.access_delay_ns);
     let base_rtt = Dur(link.rtt_ns) + access + access;
+    // An algorithm that needs ECN negotiates it, and the receiver, running it too,
+    // echoes each segment's mark (`tcp_ca_needs_ecn`, `dctcp_ece_ack_update`).
+    let flow = match cc.needs_ecn() {
+        true => FlowConfig { ecn: Ecn::Low, ..f.clone() },
+        false => f.clone(),
+    };
     let sender = Sender::new(
-        SenderParams { id, tcp: tcp.clone(), flow: f.clone(), handshake_rtt: base_rtt, conn, gso: true },
+        SenderParams { id, tcp: tcp.clone(), flow: flow.clone(), handshake_rtt: base_rtt, conn, gso: true },
         cc,
     );
-
-    let receiver = Receiver::new(ReceiverParams { id, tcp: tcp.clone(), flow: f.clone(), rtt: base_rtt, conn });
+    let receiver = Receiver::new(ReceiverParams { id, tcp: tcp.clone(), flow, rtt: base_rtt, conn });
     Ok((sender, receiver))
 }
 
