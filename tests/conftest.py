@@ -67,9 +67,12 @@ LOAD_SAMPLE_S = 0.5
 def other_cpu_load(seconds: float = LOAD_SAMPLE_S) -> float:
     """The CPUs' worth of work other processes did over ``seconds`` while this one slept:
     about 0 on a quiet host, about 1 beside one busy loop (niced or not: a niced task
-    still delays a vCPU that wakes beside it). Tasks under SCHED_IDLE are left out, such
-    as the rest of the suite that tests/suite.py runs beside the host tests: they give
-    way at once."""
+    still delays a vCPU that wakes beside it). Tasks under SCHED_IDLE in this process's
+    scheduling group are left out, such as the rest of the suite that tests/suite.py runs
+    beside the host tests: they give way at once. In another autogroup (another session,
+    when the kernel groups sessions) SCHED_IDLE gives way only within that group, whose
+    share is any other group's, so such tasks count."""
+    ours = _autogroup("self")
 
     def cpu_ticks() -> dict[str, int]:
         ticks = {}
@@ -82,7 +85,7 @@ def other_cpu_load(seconds: float = LOAD_SAMPLE_S) -> float:
                 continue
             # stat(5): utime and stime are fields 14 and 15, policy field 41 (3 fields
             # precede the remainder read here).
-            if int(fields[38]) != os.SCHED_IDLE:
+            if int(fields[38]) != os.SCHED_IDLE or _autogroup(entry.name) != ours:
                 ticks[entry.name] = int(fields[11]) + int(fields[12])
         return ticks
 
@@ -91,6 +94,15 @@ def other_cpu_load(seconds: float = LOAD_SAMPLE_S) -> float:
     after = cpu_ticks()
     used = sum(t - before.get(pid, t) for pid, t in after.items())
     return used / os.sysconf("SC_CLK_TCK") / seconds
+
+
+def _autogroup(pid: str) -> str:
+    """The process's autogroup (``/autogroup-N``), or "" when the kernel groups no
+    sessions (sched(7), "The autogroup feature")."""
+    try:
+        return Path(f"/proc/{pid}/autogroup").read_text().split()[0]
+    except (OSError, IndexError):
+        return ""
 
 
 def require_quiet_host(what: str) -> None:
