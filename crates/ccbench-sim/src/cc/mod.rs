@@ -10,6 +10,7 @@ pub mod bbr;
 pub mod bbr3;
 pub mod bic;
 pub mod cubic;
+pub mod highspeed;
 pub mod params;
 pub mod reno;
 pub mod transitions;
@@ -278,11 +279,20 @@ pub enum Algorithm {
     Bbr3,
     /// BIC, `tcp_bic.c`.
     Bic,
+    /// HighSpeed TCP (RFC 3649), `tcp_highspeed.c`.
+    HighSpeed,
 }
 
 impl Algorithm {
-    pub const ALL: &'static [Algorithm] =
-        &[Algorithm::Reno, Algorithm::Cubic, Algorithm::Bbr, Algorithm::Bbr2, Algorithm::Bbr3, Algorithm::Bic];
+    pub const ALL: &'static [Algorithm] = &[
+        Algorithm::Reno,
+        Algorithm::Cubic,
+        Algorithm::Bbr,
+        Algorithm::Bbr2,
+        Algorithm::Bbr3,
+        Algorithm::Bic,
+        Algorithm::HighSpeed,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -292,6 +302,7 @@ impl Algorithm {
             Algorithm::Bbr2 => "bbr2",
             Algorithm::Bbr3 => "bbr3",
             Algorithm::Bic => "bic",
+            Algorithm::HighSpeed => "highspeed",
         }
     }
 
@@ -322,6 +333,10 @@ impl Algorithm {
                 Box::new(bbr3::Bbr3::new(v, bbr3::Bbr3Params::from_overrides(v, params)?, rng))
             }
             Algorithm::Bic => Box::new(bic::Bic::new(bic::BicParams::from_overrides(params)?)),
+            Algorithm::HighSpeed => {
+                params::apply("highspeed", &[] as &[params::Param<()>], (), params)?;
+                Box::new(highspeed::HighSpeed::new())
+            }
         })
     }
 
@@ -338,7 +353,7 @@ impl Algorithm {
     /// name and meaning.
     pub fn parameters(self) -> Vec<params::Description> {
         match self {
-            Algorithm::Reno => Vec::new(),
+            Algorithm::Reno | Algorithm::HighSpeed => Vec::new(),
             Algorithm::Cubic => params::describe(cubic::CubicParams::TABLE, cubic::CubicParams::default()),
             Algorithm::Bbr => params::describe(bbr::BbrParams::TABLE, bbr::BbrParams::default()),
             Algorithm::Bbr2 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
