@@ -127,3 +127,26 @@ fn highspeed_cycles_faster_than_reno_at_large_windows() {
     println!("highspeed: peak cwnd {peak}, ssthresh {ssthresh} ({:.3})", ssthresh / peak);
     assert!((0.62..=0.70).contains(&(ssthresh / peak)), "ssthresh {ssthresh} vs peak cwnd {peak}");
 }
+
+#[test]
+fn htcp_fills_the_link() {
+    fills_the_link("htcp");
+}
+
+/// H-TCP's backoff adapts to the queueing it causes: β = min RTT / max RTT, within
+/// 0.5..0.8. With a quarter-BDP buffer max RTT is ~1.25 × min RTT (40 -> 50 ms), so β
+/// settles at the 0.8 cap (102/128); with a one-BDP buffer max RTT is ~2 × min RTT and
+/// β = 0.5 (measured 65/128: 40 ms over 78 ms). Tolerance: the mean of the published β
+/// over 10-20 s at least 0.75 and at most 0.55 respectively.
+#[test]
+fn htcp_backs_off_by_min_over_max_rtt() {
+    let mean_beta = |bdps: f64| {
+        let out = run_ok(&single("htcp", bdps, 20));
+        let b: Vec<f64> = flow_series(&out, 0, "cc_beta").into_iter().filter(|s| s.0 > 10.0).map(|s| s.1).collect();
+        mean(&b)
+    };
+    let (shallow, deep) = (mean_beta(0.25), mean_beta(1.0));
+    println!("htcp beta: quarter-BDP buffer {shallow:.3}, one-BDP buffer {deep:.3}");
+    assert!(shallow >= 0.75, "quarter-BDP buffer: beta {shallow:.3}");
+    assert!(deep <= 0.55, "one-BDP buffer: beta {deep:.3}");
+}

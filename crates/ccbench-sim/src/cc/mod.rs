@@ -11,6 +11,7 @@ pub mod bbr3;
 pub mod bic;
 pub mod cubic;
 pub mod highspeed;
+pub mod htcp;
 pub mod params;
 pub mod reno;
 pub mod transitions;
@@ -281,6 +282,8 @@ pub enum Algorithm {
     Bic,
     /// HighSpeed TCP (RFC 3649), `tcp_highspeed.c`.
     HighSpeed,
+    /// H-TCP, `tcp_htcp.c`.
+    Htcp,
 }
 
 impl Algorithm {
@@ -292,6 +295,7 @@ impl Algorithm {
         Algorithm::Bbr3,
         Algorithm::Bic,
         Algorithm::HighSpeed,
+        Algorithm::Htcp,
     ];
 
     pub fn name(self) -> &'static str {
@@ -303,6 +307,7 @@ impl Algorithm {
             Algorithm::Bbr3 => "bbr3",
             Algorithm::Bic => "bic",
             Algorithm::HighSpeed => "highspeed",
+            Algorithm::Htcp => "htcp",
         }
     }
 
@@ -337,6 +342,7 @@ impl Algorithm {
                 params::apply("highspeed", &[] as &[params::Param<()>], (), params)?;
                 Box::new(highspeed::HighSpeed::new())
             }
+            Algorithm::Htcp => Box::new(htcp::Htcp::new(htcp::HtcpParams::from_overrides(params)?)),
         })
     }
 
@@ -359,6 +365,7 @@ impl Algorithm {
             Algorithm::Bbr2 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
             Algorithm::Bbr3 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V3)),
             Algorithm::Bic => params::describe(bic::BicParams::TABLE, bic::BicParams::default()),
+            Algorithm::Htcp => params::describe(htcp::HtcpParams::TABLE, htcp::HtcpParams::default()),
         }
     }
 }
