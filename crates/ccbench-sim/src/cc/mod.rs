@@ -14,6 +14,7 @@ pub mod highspeed;
 pub mod htcp;
 pub mod params;
 pub mod reno;
+pub mod scalable;
 pub mod transitions;
 
 use crate::time::Time;
@@ -284,6 +285,8 @@ pub enum Algorithm {
     HighSpeed,
     /// H-TCP, `tcp_htcp.c`.
     Htcp,
+    /// Scalable TCP, `tcp_scalable.c`.
+    Scalable,
 }
 
 impl Algorithm {
@@ -296,6 +299,7 @@ impl Algorithm {
         Algorithm::Bic,
         Algorithm::HighSpeed,
         Algorithm::Htcp,
+        Algorithm::Scalable,
     ];
 
     pub fn name(self) -> &'static str {
@@ -308,6 +312,7 @@ impl Algorithm {
             Algorithm::Bic => "bic",
             Algorithm::HighSpeed => "highspeed",
             Algorithm::Htcp => "htcp",
+            Algorithm::Scalable => "scalable",
         }
     }
 
@@ -343,6 +348,10 @@ impl Algorithm {
                 Box::new(highspeed::HighSpeed::new())
             }
             Algorithm::Htcp => Box::new(htcp::Htcp::new(htcp::HtcpParams::from_overrides(params)?)),
+            Algorithm::Scalable => {
+                params::apply("scalable", &[] as &[params::Param<()>], (), params)?;
+                Box::new(scalable::Scalable)
+            }
         })
     }
 
@@ -359,7 +368,7 @@ impl Algorithm {
     /// name and meaning.
     pub fn parameters(self) -> Vec<params::Description> {
         match self {
-            Algorithm::Reno | Algorithm::HighSpeed => Vec::new(),
+            Algorithm::Reno | Algorithm::HighSpeed | Algorithm::Scalable => Vec::new(),
             Algorithm::Cubic => params::describe(cubic::CubicParams::TABLE, cubic::CubicParams::default()),
             Algorithm::Bbr => params::describe(bbr::BbrParams::TABLE, bbr::BbrParams::default()),
             Algorithm::Bbr2 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
