@@ -8,10 +8,14 @@
 
 pub mod bbr;
 pub mod bbr3;
+pub mod bic;
 pub mod cubic;
 pub mod dctcp;
+pub mod highspeed;
+pub mod htcp;
 pub mod params;
 pub mod reno;
+pub mod scalable;
 pub mod transitions;
 
 use crate::time::Time;
@@ -306,12 +310,31 @@ pub enum Algorithm {
     Bbr2,
     /// BBRv3, google/bbr `v3`.
     Bbr3,
+    /// BIC, `tcp_bic.c`.
+    Bic,
+    /// DCTCP, `tcp_dctcp.c`.
     Dctcp,
+    /// HighSpeed TCP (RFC 3649), `tcp_highspeed.c`.
+    HighSpeed,
+    /// H-TCP, `tcp_htcp.c`.
+    Htcp,
+    /// Scalable TCP, `tcp_scalable.c`.
+    Scalable,
 }
 
 impl Algorithm {
-    pub const ALL: &'static [Algorithm] =
-        &[Algorithm::Reno, Algorithm::Cubic, Algorithm::Bbr, Algorithm::Bbr2, Algorithm::Bbr3, Algorithm::Dctcp];
+    pub const ALL: &'static [Algorithm] = &[
+        Algorithm::Reno,
+        Algorithm::Cubic,
+        Algorithm::Bbr,
+        Algorithm::Bbr2,
+        Algorithm::Bbr3,
+        Algorithm::Bic,
+        Algorithm::Dctcp,
+        Algorithm::HighSpeed,
+        Algorithm::Htcp,
+        Algorithm::Scalable,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -321,6 +344,10 @@ impl Algorithm {
             Algorithm::Bbr2 => "bbr2",
             Algorithm::Bbr3 => "bbr3",
             Algorithm::Dctcp => "dctcp",
+            Algorithm::Bic => "bic",
+            Algorithm::HighSpeed => "highspeed",
+            Algorithm::Htcp => "htcp",
+            Algorithm::Scalable => "scalable",
         }
     }
 
@@ -351,6 +378,16 @@ impl Algorithm {
                 Box::new(bbr3::Bbr3::new(v, bbr3::Bbr3Params::from_overrides(v, params)?, rng))
             }
             Algorithm::Dctcp => Box::new(dctcp::Dctcp::new(dctcp::DctcpParams::from_overrides(params)?)),
+            Algorithm::Bic => Box::new(bic::Bic::new(bic::BicParams::from_overrides(params)?)),
+            Algorithm::HighSpeed => {
+                params::apply("highspeed", &[] as &[params::Param<()>], (), params)?;
+                Box::new(highspeed::HighSpeed::new())
+            }
+            Algorithm::Htcp => Box::new(htcp::Htcp::new(htcp::HtcpParams::from_overrides(params)?)),
+            Algorithm::Scalable => {
+                params::apply("scalable", &[] as &[params::Param<()>], (), params)?;
+                Box::new(scalable::Scalable)
+            }
         })
     }
 
@@ -367,12 +404,14 @@ impl Algorithm {
     /// name and meaning.
     pub fn parameters(self) -> Vec<params::Description> {
         match self {
-            Algorithm::Reno => Vec::new(),
+            Algorithm::Reno | Algorithm::HighSpeed | Algorithm::Scalable => Vec::new(),
             Algorithm::Cubic => params::describe(cubic::CubicParams::TABLE, cubic::CubicParams::default()),
             Algorithm::Bbr => params::describe(bbr::BbrParams::TABLE, bbr::BbrParams::default()),
             Algorithm::Bbr2 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
             Algorithm::Bbr3 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V3)),
             Algorithm::Dctcp => params::describe(dctcp::DctcpParams::TABLE, dctcp::DctcpParams::default()),
+            Algorithm::Bic => params::describe(bic::BicParams::TABLE, bic::BicParams::default()),
+            Algorithm::Htcp => params::describe(htcp::HtcpParams::TABLE, htcp::HtcpParams::default()),
         }
     }
 }
