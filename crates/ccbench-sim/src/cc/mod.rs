@@ -12,6 +12,7 @@ pub mod cubic;
 pub mod params;
 pub mod reno;
 pub mod transitions;
+pub mod vegas;
 
 use crate::time::Time;
 use serde::Serialize;
@@ -275,11 +276,13 @@ pub enum Algorithm {
     Bbr2,
     /// BBRv3, google/bbr `v3`.
     Bbr3,
+    /// Vegas, `tcp_vegas.c`.
+    Vegas,
 }
 
 impl Algorithm {
     pub const ALL: &'static [Algorithm] =
-        &[Algorithm::Reno, Algorithm::Cubic, Algorithm::Bbr, Algorithm::Bbr2, Algorithm::Bbr3];
+        &[Algorithm::Reno, Algorithm::Cubic, Algorithm::Bbr, Algorithm::Bbr2, Algorithm::Bbr3, Algorithm::Vegas];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -288,6 +291,7 @@ impl Algorithm {
             Algorithm::Bbr => "bbr",
             Algorithm::Bbr2 => "bbr2",
             Algorithm::Bbr3 => "bbr3",
+            Algorithm::Vegas => "vegas",
         }
     }
 
@@ -317,6 +321,7 @@ impl Algorithm {
                 let v = bbr3::Version::V3;
                 Box::new(bbr3::Bbr3::new(v, bbr3::Bbr3Params::from_overrides(v, params)?, rng))
             }
+            Algorithm::Vegas => Box::new(vegas::Vegas::new(vegas::VegasParams::from_overrides(params)?)),
         })
     }
 
@@ -338,6 +343,7 @@ impl Algorithm {
             Algorithm::Bbr => params::describe(bbr::BbrParams::TABLE, bbr::BbrParams::default()),
             Algorithm::Bbr2 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
             Algorithm::Bbr3 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V3)),
+            Algorithm::Vegas => params::describe(vegas::VegasParams::TABLE, vegas::VegasParams::default()),
         }
     }
 }

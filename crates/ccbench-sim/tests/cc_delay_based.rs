@@ -1,0 +1,78 @@
+//! Delay-based and delay-assisted algorithms (Vegas, Veno, Illinois, YeAH) on the
+//! whole simulator: each fills a 20 Mbit/s, 40 ms path with a one-BDP buffer, repeats
+//! itself exactly, and shows the behaviour it is known for.
+//! Run in release: `cargo test --release -p ccbench-sim --test cc_delay_based`.
+
+mod common;
+
+use ccbench_sim::config::BufferLimit;
+use ccbench_sim::{run, RunOutput, Scenario};
+use common::*;
+
+const RATE: u64 = 20 * MBIT;
+const RTT: u64 = 40 * MS;
+/// One full segment's time on the wire at 20 Mbit/s: 1500·8/20e6 s = 0.6 ms.
+const SEGMENT_MS: f64 = 0.6;
+const SECS: u64 = 20;
+
+fn run_ok(s: &Scenario) -> RunOutput {
+    run(s).unwrap_or_else(|e| panic!("scenario rejected: {e}"))
+}
+
+/// One bulk flow of `cca` on the path for `SECS` seconds, with a buffer of `buffer`.
+fn single(cca: &str, buffer: BufferLimit) -> Scenario {
+    let mut s = dumbbell(RATE, RTT, buffer, vec![flow(cca)]);
+    s.duration_ns = SECS * SEC;
+    s
+}
+
+/// The common checks: goodput at least 85% of the payload rate, retransmissions at most
+/// `max_retrans_pct` % of the segments delivered, and the same output from a second run.
+/// Prints and returns the run.
+fn fills_the_link(cca: &str, max_retrans_pct: f64) -> RunOutput {
+    let s = single(cca, BufferLimit::Bdp(1.0));
+    let out = run_ok(&s);
+    let f = &out.summary.flows[0];
+    let l = &out.summary.link;
+    let payload = payload_share_bps(RATE);
+    let segments = f.delivered_bytes as f64 / MSS as f64;
+    let retrans_pct = 100.0 * f.retransmits as f64 / segments;
+    println!(
+        "{cca}: goodput {:.2} Mbit/s ({:.1}% of payload), retransmits {} ({retrans_pct:.2}%), \
+         queue delay mean {:.2} ms max {:.2} ms, drops {}",
+        f.goodput_bps / 1e6,
+        100.0 * f.goodput_bps / payload,
+        f.retransmits,
+        l.queue_delay_ms.mean,
+        l.queue_delay_ms.max,
+        l.drops
+    );
+    assert!(f.goodput_bps >= 0.85 * payload, "{cca}: goodput {:.0} below 85% of {payload:.0}", f.goodput_bps);
+    assert!(retrans_pct <= max_retrans_pct, "{cca}: {retrans_pct:.2}% retransmitted");
+
+    let again = run_ok(&s);
+    assert_eq!(out.trace_hash, again.trace_hash, "{cca}: a second run differs");
+    assert_eq!(
+        serde_json::to_string(&out.summary).unwrap(),
+        serde_json::to_string(&again.summary).unwrap(),
+        "{cca}: a second summary differs"
+    );
+    out
+}
+
+/// Vegas aims at alpha..beta = 2..4 segments queued, i.e. 1.2..2.4 ms of queue at
+/// 20 Mbit/s, against up to 40 ms for a full one-BDP buffer (20 Mbit/s × 40 ms =
+/// 100 kB). Its mean queue delay must stay below 8 segments' worth (4.8 ms, twice beta,
+/// room for slow start's overshoot), and at most a quarter of Reno's on the same path.
+#[test]
+fn vegas_fills_the_link_with_a_short_queue() {
+    let out = fills_the_link("vegas", 1.0);
+    let l = &out.summary.link;
+    let bound = 2.0 * 4.0 * SEGMENT_MS;
+    assert!(l.queue_delay_ms.mean <= bound, "vegas: mean queue delay {:.2} ms > {bound:.1} ms", l.queue_delay_ms.mean);
+    // Reno fills the same buffer: its mean queue delay is a good part of the 40 ms.
+    let reno = run_ok(&single("reno", BufferLimit::Bdp(1.0)));
+    let r = &reno.summary.link;
+    println!("reno: queue delay mean {:.2} ms, drops {}", r.queue_delay_ms.mean, r.drops);
+    assert!(l.queue_delay_ms.mean * 4.0 <= r.queue_delay_ms.mean, "vegas queues a quarter of reno's or less");
+}
