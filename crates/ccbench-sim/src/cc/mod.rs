@@ -13,6 +13,7 @@ pub mod params;
 pub mod reno;
 pub mod transitions;
 pub mod vegas;
+pub mod veno;
 
 use crate::time::Time;
 use serde::Serialize;
@@ -278,11 +279,20 @@ pub enum Algorithm {
     Bbr3,
     /// Vegas, `tcp_vegas.c`.
     Vegas,
+    /// Veno, `tcp_veno.c`.
+    Veno,
 }
 
 impl Algorithm {
-    pub const ALL: &'static [Algorithm] =
-        &[Algorithm::Reno, Algorithm::Cubic, Algorithm::Bbr, Algorithm::Bbr2, Algorithm::Bbr3, Algorithm::Vegas];
+    pub const ALL: &'static [Algorithm] = &[
+        Algorithm::Reno,
+        Algorithm::Cubic,
+        Algorithm::Bbr,
+        Algorithm::Bbr2,
+        Algorithm::Bbr3,
+        Algorithm::Vegas,
+        Algorithm::Veno,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -292,6 +302,7 @@ impl Algorithm {
             Algorithm::Bbr2 => "bbr2",
             Algorithm::Bbr3 => "bbr3",
             Algorithm::Vegas => "vegas",
+            Algorithm::Veno => "veno",
         }
     }
 
@@ -322,6 +333,10 @@ impl Algorithm {
                 Box::new(bbr3::Bbr3::new(v, bbr3::Bbr3Params::from_overrides(v, params)?, rng))
             }
             Algorithm::Vegas => Box::new(vegas::Vegas::new(vegas::VegasParams::from_overrides(params)?)),
+            Algorithm::Veno => {
+                params::apply("veno", &[] as &[params::Param<()>], (), params)?;
+                Box::new(veno::Veno::new())
+            }
         })
     }
 
@@ -338,7 +353,7 @@ impl Algorithm {
     /// name and meaning.
     pub fn parameters(self) -> Vec<params::Description> {
         match self {
-            Algorithm::Reno => Vec::new(),
+            Algorithm::Reno | Algorithm::Veno => Vec::new(),
             Algorithm::Cubic => params::describe(cubic::CubicParams::TABLE, cubic::CubicParams::default()),
             Algorithm::Bbr => params::describe(bbr::BbrParams::TABLE, bbr::BbrParams::default()),
             Algorithm::Bbr2 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
