@@ -95,3 +95,38 @@ fn veno_fills_the_link_and_rides_out_random_loss() {
     println!("1% random loss: veno {:.2} Mbit/s, reno {:.2} Mbit/s", veno / 1e6, reno / 1e6);
     assert!(veno >= 1.3 * reno, "veno {veno:.0} vs reno {reno:.0} under random loss");
 }
+
+/// (time, value) pairs of two columns of flow 0 after `from` s, zipped.
+fn pairs(out: &RunOutput, a: &str, b: &str, from: f64) -> Vec<(f64, f64)> {
+    let (xa, xb) = (flow_series(out, 0, a), flow_series(out, 0, b));
+    xa.iter().zip(&xb).filter(|(p, _)| p.0 > from).map(|(p, q)| (p.1, q.1)).collect()
+}
+
+/// Illinois sets α (the per-RTT increase) and β (the loss cut) from the queueing delay.
+/// On this path the RTT runs from 40 ms (empty queue) to 80 ms (the full one-BDP buffer),
+/// so d_m ≈ 40 ms. At an SRTT of 70 ms or more, d_a ≈ 30 ms: α = (d_m − d1)·10 /
+/// ((d_m − d1) + (d_a − d1)·(10 − 0.3)/0.3) with d1 = d_m/100 gives 39.6·10/(39.6 +
+/// 29.6·32.3) = 0.40, and β = 1/8 + (1/2 − 1/8)·(d_a − d2)/(d3 − d2) with d2 = 4 ms,
+/// d3 = 32 ms gives 0.47. Asserted: α ≤ 0.5 and β ≥ 0.4 there (after the first 2 s),
+/// and at an SRTT of 55 ms or less α is on average at least twice and β at most 2/3 of
+/// their means at 70 ms or more.
+#[test]
+fn illinois_fills_the_link_and_follows_the_delay() {
+    let out = fills_the_link("illinois", 1.0);
+    let alpha = pairs(&out, "srtt_ms", "cc_alpha", 2.0);
+    let beta = pairs(&out, "srtt_ms", "cc_beta", 2.0);
+    let mean_where = |v: &[(f64, f64)], f: &dyn Fn(f64) -> bool| {
+        let xs: Vec<f64> = v.iter().filter(|p| f(p.0)).map(|p| p.1).collect();
+        assert!(xs.len() >= 5, "only {} samples", xs.len());
+        mean(&xs)
+    };
+    for (&(srtt, a), &(_, b)) in alpha.iter().zip(&beta) {
+        if srtt >= 70.0 {
+            assert!(a <= 0.5 && b >= 0.4, "srtt {srtt:.1} ms: alpha {a:.2}, beta {b:.3}");
+        }
+    }
+    let (a_low, a_high) = (mean_where(&alpha, &|r| r <= 55.0), mean_where(&alpha, &|r| r >= 70.0));
+    let (b_low, b_high) = (mean_where(&beta, &|r| r <= 55.0), mean_where(&beta, &|r| r >= 70.0));
+    println!("illinois: alpha {a_low:.2} / {a_high:.2}, beta {b_low:.3} / {b_high:.3} (srtt <= 55 / >= 70 ms)");
+    assert!(a_low >= 2.0 * a_high && b_low <= b_high * 2.0 / 3.0);
+}

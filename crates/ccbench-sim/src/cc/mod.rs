@@ -9,6 +9,7 @@
 pub mod bbr;
 pub mod bbr3;
 pub mod cubic;
+pub mod illinois;
 pub mod params;
 pub mod reno;
 pub mod transitions;
@@ -281,6 +282,8 @@ pub enum Algorithm {
     Vegas,
     /// Veno, `tcp_veno.c`.
     Veno,
+    /// Illinois, `tcp_illinois.c`.
+    Illinois,
 }
 
 impl Algorithm {
@@ -292,6 +295,7 @@ impl Algorithm {
         Algorithm::Bbr3,
         Algorithm::Vegas,
         Algorithm::Veno,
+        Algorithm::Illinois,
     ];
 
     pub fn name(self) -> &'static str {
@@ -303,6 +307,7 @@ impl Algorithm {
             Algorithm::Bbr3 => "bbr3",
             Algorithm::Vegas => "vegas",
             Algorithm::Veno => "veno",
+            Algorithm::Illinois => "illinois",
         }
     }
 
@@ -337,6 +342,7 @@ impl Algorithm {
                 params::apply("veno", &[] as &[params::Param<()>], (), params)?;
                 Box::new(veno::Veno::new())
             }
+            Algorithm::Illinois => Box::new(illinois::Illinois::new(illinois::IllinoisParams::from_overrides(params)?)),
         })
     }
 
@@ -359,6 +365,9 @@ impl Algorithm {
             Algorithm::Bbr2 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
             Algorithm::Bbr3 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V3)),
             Algorithm::Vegas => params::describe(vegas::VegasParams::TABLE, vegas::VegasParams::default()),
+            Algorithm::Illinois => {
+                params::describe(illinois::IllinoisParams::TABLE, illinois::IllinoisParams::default())
+            }
         }
     }
 }
