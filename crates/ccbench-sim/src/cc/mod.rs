@@ -15,6 +15,7 @@ pub mod reno;
 pub mod transitions;
 pub mod vegas;
 pub mod veno;
+pub mod yeah;
 
 use crate::time::Time;
 use serde::Serialize;
@@ -284,6 +285,8 @@ pub enum Algorithm {
     Veno,
     /// Illinois, `tcp_illinois.c`.
     Illinois,
+    /// YeAH, `tcp_yeah.c`.
+    Yeah,
 }
 
 impl Algorithm {
@@ -296,6 +299,7 @@ impl Algorithm {
         Algorithm::Vegas,
         Algorithm::Veno,
         Algorithm::Illinois,
+        Algorithm::Yeah,
     ];
 
     pub fn name(self) -> &'static str {
@@ -308,6 +312,7 @@ impl Algorithm {
             Algorithm::Vegas => "vegas",
             Algorithm::Veno => "veno",
             Algorithm::Illinois => "illinois",
+            Algorithm::Yeah => "yeah",
         }
     }
 
@@ -343,6 +348,10 @@ impl Algorithm {
                 Box::new(veno::Veno::new())
             }
             Algorithm::Illinois => Box::new(illinois::Illinois::new(illinois::IllinoisParams::from_overrides(params)?)),
+            Algorithm::Yeah => {
+                params::apply("yeah", &[] as &[params::Param<()>], (), params)?;
+                Box::new(yeah::Yeah::new())
+            }
         })
     }
 
@@ -359,7 +368,7 @@ impl Algorithm {
     /// name and meaning.
     pub fn parameters(self) -> Vec<params::Description> {
         match self {
-            Algorithm::Reno | Algorithm::Veno => Vec::new(),
+            Algorithm::Reno | Algorithm::Veno | Algorithm::Yeah => Vec::new(),
             Algorithm::Cubic => params::describe(cubic::CubicParams::TABLE, cubic::CubicParams::default()),
             Algorithm::Bbr => params::describe(bbr::BbrParams::TABLE, bbr::BbrParams::default()),
             Algorithm::Bbr2 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
