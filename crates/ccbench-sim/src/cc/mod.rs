@@ -13,10 +13,14 @@ pub mod cubic;
 pub mod dctcp;
 pub mod highspeed;
 pub mod htcp;
+pub mod illinois;
 pub mod params;
 pub mod reno;
 pub mod scalable;
 pub mod transitions;
+pub mod vegas;
+pub mod veno;
+pub mod yeah;
 
 use crate::time::Time;
 use serde::Serialize;
@@ -320,6 +324,14 @@ pub enum Algorithm {
     Htcp,
     /// Scalable TCP, `tcp_scalable.c`.
     Scalable,
+    /// Vegas, `tcp_vegas.c`.
+    Vegas,
+    /// Veno, `tcp_veno.c`.
+    Veno,
+    /// Illinois, `tcp_illinois.c`.
+    Illinois,
+    /// YeAH, `tcp_yeah.c`.
+    Yeah,
 }
 
 impl Algorithm {
@@ -334,6 +346,10 @@ impl Algorithm {
         Algorithm::HighSpeed,
         Algorithm::Htcp,
         Algorithm::Scalable,
+        Algorithm::Vegas,
+        Algorithm::Veno,
+        Algorithm::Illinois,
+        Algorithm::Yeah,
     ];
 
     pub fn name(self) -> &'static str {
@@ -348,6 +364,10 @@ impl Algorithm {
             Algorithm::HighSpeed => "highspeed",
             Algorithm::Htcp => "htcp",
             Algorithm::Scalable => "scalable",
+            Algorithm::Vegas => "vegas",
+            Algorithm::Veno => "veno",
+            Algorithm::Illinois => "illinois",
+            Algorithm::Yeah => "yeah",
         }
     }
 
@@ -388,6 +408,16 @@ impl Algorithm {
                 params::apply("scalable", &[] as &[params::Param<()>], (), params)?;
                 Box::new(scalable::Scalable)
             }
+            Algorithm::Vegas => Box::new(vegas::Vegas::new(vegas::VegasParams::from_overrides(params)?)),
+            Algorithm::Veno => {
+                params::apply("veno", &[] as &[params::Param<()>], (), params)?;
+                Box::new(veno::Veno::new())
+            }
+            Algorithm::Illinois => Box::new(illinois::Illinois::new(illinois::IllinoisParams::from_overrides(params)?)),
+            Algorithm::Yeah => {
+                params::apply("yeah", &[] as &[params::Param<()>], (), params)?;
+                Box::new(yeah::Yeah::new())
+            }
         })
     }
 
@@ -404,7 +434,9 @@ impl Algorithm {
     /// name and meaning.
     pub fn parameters(self) -> Vec<params::Description> {
         match self {
-            Algorithm::Reno | Algorithm::HighSpeed | Algorithm::Scalable => Vec::new(),
+            Algorithm::Reno | Algorithm::HighSpeed | Algorithm::Scalable | Algorithm::Veno | Algorithm::Yeah => {
+                Vec::new()
+            }
             Algorithm::Cubic => params::describe(cubic::CubicParams::TABLE, cubic::CubicParams::default()),
             Algorithm::Bbr => params::describe(bbr::BbrParams::TABLE, bbr::BbrParams::default()),
             Algorithm::Bbr2 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
@@ -412,6 +444,10 @@ impl Algorithm {
             Algorithm::Dctcp => params::describe(dctcp::DctcpParams::TABLE, dctcp::DctcpParams::default()),
             Algorithm::Bic => params::describe(bic::BicParams::TABLE, bic::BicParams::default()),
             Algorithm::Htcp => params::describe(htcp::HtcpParams::TABLE, htcp::HtcpParams::default()),
+            Algorithm::Vegas => params::describe(vegas::VegasParams::TABLE, vegas::VegasParams::default()),
+            Algorithm::Illinois => {
+                params::describe(illinois::IllinoisParams::TABLE, illinois::IllinoisParams::default())
+            }
         }
     }
 }
