@@ -9,6 +9,7 @@
 pub mod bbr;
 pub mod bbr3;
 pub mod cubic;
+pub mod hybla;
 pub mod params;
 pub mod reno;
 pub mod transitions;
@@ -299,11 +300,13 @@ pub enum Algorithm {
     Bbr2,
     /// BBRv3, google/bbr `v3`.
     Bbr3,
+    /// TCP Hybla, `tcp_hybla.c`.
+    Hybla,
 }
 
 impl Algorithm {
     pub const ALL: &'static [Algorithm] =
-        &[Algorithm::Reno, Algorithm::Cubic, Algorithm::Bbr, Algorithm::Bbr2, Algorithm::Bbr3];
+        &[Algorithm::Reno, Algorithm::Cubic, Algorithm::Bbr, Algorithm::Bbr2, Algorithm::Bbr3, Algorithm::Hybla];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -312,6 +315,7 @@ impl Algorithm {
             Algorithm::Bbr => "bbr",
             Algorithm::Bbr2 => "bbr2",
             Algorithm::Bbr3 => "bbr3",
+            Algorithm::Hybla => "hybla",
         }
     }
 
@@ -341,6 +345,7 @@ impl Algorithm {
                 let v = bbr3::Version::V3;
                 Box::new(bbr3::Bbr3::new(v, bbr3::Bbr3Params::from_overrides(v, params)?, rng))
             }
+            Algorithm::Hybla => Box::new(hybla::Hybla::new(hybla::HyblaParams::from_overrides(params)?)),
         })
     }
 
@@ -362,6 +367,7 @@ impl Algorithm {
             Algorithm::Bbr => params::describe(bbr::BbrParams::TABLE, bbr::BbrParams::default()),
             Algorithm::Bbr2 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
             Algorithm::Bbr3 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V3)),
+            Algorithm::Hybla => params::describe(hybla::HyblaParams::TABLE, hybla::HyblaParams::default()),
         }
     }
 }

@@ -130,7 +130,12 @@ fn nothing_is_clamped() {
 #[test]
 fn the_description_lists_every_algorithm() {
     let all = crate::cc::parameters();
-    assert_eq!(all.keys().copied().collect::<Vec<_>>(), ["bbr", "bbr2", "bbr3", "cubic", "reno"]);
+    let mut names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+    names.sort_unstable();
+    assert_eq!(all.keys().copied().collect::<Vec<_>>(), names);
+    for first in ["reno", "cubic", "bbr", "bbr2", "bbr3"] {
+        assert!(all.contains_key(first), "{first}");
+    }
     let bbr3 = &all["bbr3"];
     let pacing = bbr3.iter().find(|d| d.name == "startup_pacing_gain").unwrap();
     assert_eq!((pacing.default, pacing.kernel), (710.0 / 256.0, "google/bbr v3 tcp_bbr.c: bbr_startup_pacing_gain"));
