@@ -13,6 +13,7 @@ pub mod hybla;
 pub mod params;
 pub mod reno;
 pub mod transitions;
+pub mod westwood;
 
 use crate::time::Time;
 use serde::Serialize;
@@ -302,11 +303,20 @@ pub enum Algorithm {
     Bbr3,
     /// TCP Hybla, `tcp_hybla.c`.
     Hybla,
+    /// TCP Westwood+, `tcp_westwood.c`.
+    Westwood,
 }
 
 impl Algorithm {
-    pub const ALL: &'static [Algorithm] =
-        &[Algorithm::Reno, Algorithm::Cubic, Algorithm::Bbr, Algorithm::Bbr2, Algorithm::Bbr3, Algorithm::Hybla];
+    pub const ALL: &'static [Algorithm] = &[
+        Algorithm::Reno,
+        Algorithm::Cubic,
+        Algorithm::Bbr,
+        Algorithm::Bbr2,
+        Algorithm::Bbr3,
+        Algorithm::Hybla,
+        Algorithm::Westwood,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -316,6 +326,7 @@ impl Algorithm {
             Algorithm::Bbr2 => "bbr2",
             Algorithm::Bbr3 => "bbr3",
             Algorithm::Hybla => "hybla",
+            Algorithm::Westwood => "westwood",
         }
     }
 
@@ -346,6 +357,10 @@ impl Algorithm {
                 Box::new(bbr3::Bbr3::new(v, bbr3::Bbr3Params::from_overrides(v, params)?, rng))
             }
             Algorithm::Hybla => Box::new(hybla::Hybla::new(hybla::HyblaParams::from_overrides(params)?)),
+            Algorithm::Westwood => {
+                westwood::check_overrides(params)?;
+                Box::new(westwood::Westwood::new())
+            }
         })
     }
 
@@ -362,7 +377,7 @@ impl Algorithm {
     /// name and meaning.
     pub fn parameters(self) -> Vec<params::Description> {
         match self {
-            Algorithm::Reno => Vec::new(),
+            Algorithm::Reno | Algorithm::Westwood => Vec::new(),
             Algorithm::Cubic => params::describe(cubic::CubicParams::TABLE, cubic::CubicParams::default()),
             Algorithm::Bbr => params::describe(bbr::BbrParams::TABLE, bbr::BbrParams::default()),
             Algorithm::Bbr2 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
