@@ -10,6 +10,7 @@ pub mod bbr;
 pub mod bbr3;
 pub mod cubic;
 pub mod hybla;
+pub mod lp;
 pub mod params;
 pub mod reno;
 pub mod transitions;
@@ -305,6 +306,8 @@ pub enum Algorithm {
     Hybla,
     /// TCP Westwood+, `tcp_westwood.c`.
     Westwood,
+    /// TCP Low Priority, `tcp_lp.c`.
+    Lp,
 }
 
 impl Algorithm {
@@ -316,6 +319,7 @@ impl Algorithm {
         Algorithm::Bbr3,
         Algorithm::Hybla,
         Algorithm::Westwood,
+        Algorithm::Lp,
     ];
 
     pub fn name(self) -> &'static str {
@@ -327,6 +331,7 @@ impl Algorithm {
             Algorithm::Bbr3 => "bbr3",
             Algorithm::Hybla => "hybla",
             Algorithm::Westwood => "westwood",
+            Algorithm::Lp => "lp",
         }
     }
 
@@ -361,6 +366,10 @@ impl Algorithm {
                 westwood::check_overrides(params)?;
                 Box::new(westwood::Westwood::new())
             }
+            Algorithm::Lp => {
+                lp::check_overrides(params)?;
+                Box::new(lp::Lp::new())
+            }
         })
     }
 
@@ -377,7 +386,7 @@ impl Algorithm {
     /// name and meaning.
     pub fn parameters(self) -> Vec<params::Description> {
         match self {
-            Algorithm::Reno | Algorithm::Westwood => Vec::new(),
+            Algorithm::Reno | Algorithm::Westwood | Algorithm::Lp => Vec::new(),
             Algorithm::Cubic => params::describe(cubic::CubicParams::TABLE, cubic::CubicParams::default()),
             Algorithm::Bbr => params::describe(bbr::BbrParams::TABLE, bbr::BbrParams::default()),
             Algorithm::Bbr2 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
