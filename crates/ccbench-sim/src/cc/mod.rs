@@ -13,13 +13,16 @@ pub mod cubic;
 pub mod dctcp;
 pub mod highspeed;
 pub mod htcp;
+pub mod hybla;
 pub mod illinois;
+pub mod lp;
 pub mod params;
 pub mod reno;
 pub mod scalable;
 pub mod transitions;
 pub mod vegas;
 pub mod veno;
+pub mod westwood;
 pub mod yeah;
 
 use crate::time::Time;
@@ -302,7 +305,7 @@ pub trait CongestionControl {
     }
 }
 
-/// Every algorithm the simulator knows, in one place.
+/// Every algorithm the simulator knows, in one place: Linux's, by their kernel names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Algorithm {
@@ -322,15 +325,21 @@ pub enum Algorithm {
     HighSpeed,
     /// H-TCP, `tcp_htcp.c`.
     Htcp,
+    /// TCP Hybla, `tcp_hybla.c`.
+    Hybla,
+    /// TCP Illinois, `tcp_illinois.c`.
+    Illinois,
+    /// TCP Low Priority, `tcp_lp.c`.
+    Lp,
     /// Scalable TCP, `tcp_scalable.c`.
     Scalable,
-    /// Vegas, `tcp_vegas.c`.
+    /// TCP Vegas, `tcp_vegas.c`.
     Vegas,
-    /// Veno, `tcp_veno.c`.
+    /// TCP Veno, `tcp_veno.c`.
     Veno,
-    /// Illinois, `tcp_illinois.c`.
-    Illinois,
-    /// YeAH, `tcp_yeah.c`.
+    /// TCP Westwood+, `tcp_westwood.c`.
+    Westwood,
+    /// YeAH-TCP, `tcp_yeah.c`.
     Yeah,
 }
 
@@ -345,10 +354,13 @@ impl Algorithm {
         Algorithm::Dctcp,
         Algorithm::HighSpeed,
         Algorithm::Htcp,
+        Algorithm::Hybla,
+        Algorithm::Illinois,
+        Algorithm::Lp,
         Algorithm::Scalable,
         Algorithm::Vegas,
         Algorithm::Veno,
-        Algorithm::Illinois,
+        Algorithm::Westwood,
         Algorithm::Yeah,
     ];
 
@@ -359,14 +371,17 @@ impl Algorithm {
             Algorithm::Bbr => "bbr",
             Algorithm::Bbr2 => "bbr2",
             Algorithm::Bbr3 => "bbr3",
-            Algorithm::Dctcp => "dctcp",
             Algorithm::Bic => "bic",
+            Algorithm::Dctcp => "dctcp",
             Algorithm::HighSpeed => "highspeed",
             Algorithm::Htcp => "htcp",
+            Algorithm::Hybla => "hybla",
+            Algorithm::Illinois => "illinois",
+            Algorithm::Lp => "lp",
             Algorithm::Scalable => "scalable",
             Algorithm::Vegas => "vegas",
             Algorithm::Veno => "veno",
-            Algorithm::Illinois => "illinois",
+            Algorithm::Westwood => "westwood",
             Algorithm::Yeah => "yeah",
         }
     }
@@ -382,11 +397,9 @@ impl Algorithm {
         params: &BTreeMap<String, f64>,
         rng: crate::base::rng::Rng,
     ) -> Result<Box<dyn CongestionControl>, params::ParamError> {
+        let name = self.name();
         Ok(match self {
-            Algorithm::Reno => {
-                params::apply("reno", &[] as &[params::Param<()>], (), params)?;
-                Box::new(reno::Reno)
-            }
+            Algorithm::Reno => params::none(name, params).map(|_| Box::new(reno::Reno))?,
             Algorithm::Cubic => Box::new(cubic::Cubic::new(cubic::CubicParams::from_overrides(params)?)),
             Algorithm::Bbr => Box::new(bbr::Bbr::new(bbr::BbrParams::from_overrides(params)?, rng)),
             Algorithm::Bbr2 => {
@@ -397,27 +410,18 @@ impl Algorithm {
                 let v = bbr3::Version::V3;
                 Box::new(bbr3::Bbr3::new(v, bbr3::Bbr3Params::from_overrides(v, params)?, rng))
             }
-            Algorithm::Dctcp => Box::new(dctcp::Dctcp::new(dctcp::DctcpParams::from_overrides(params)?)),
             Algorithm::Bic => Box::new(bic::Bic::new(bic::BicParams::from_overrides(params)?)),
-            Algorithm::HighSpeed => {
-                params::apply("highspeed", &[] as &[params::Param<()>], (), params)?;
-                Box::new(highspeed::HighSpeed::new())
-            }
+            Algorithm::Dctcp => Box::new(dctcp::Dctcp::new(dctcp::DctcpParams::from_overrides(params)?)),
+            Algorithm::HighSpeed => params::none(name, params).map(|_| Box::new(highspeed::HighSpeed::new()))?,
             Algorithm::Htcp => Box::new(htcp::Htcp::new(htcp::HtcpParams::from_overrides(params)?)),
-            Algorithm::Scalable => {
-                params::apply("scalable", &[] as &[params::Param<()>], (), params)?;
-                Box::new(scalable::Scalable)
-            }
-            Algorithm::Vegas => Box::new(vegas::Vegas::new(vegas::VegasParams::from_overrides(params)?)),
-            Algorithm::Veno => {
-                params::apply("veno", &[] as &[params::Param<()>], (), params)?;
-                Box::new(veno::Veno::new())
-            }
+            Algorithm::Hybla => Box::new(hybla::Hybla::new(hybla::HyblaParams::from_overrides(params)?)),
             Algorithm::Illinois => Box::new(illinois::Illinois::new(illinois::IllinoisParams::from_overrides(params)?)),
-            Algorithm::Yeah => {
-                params::apply("yeah", &[] as &[params::Param<()>], (), params)?;
-                Box::new(yeah::Yeah::new())
-            }
+            Algorithm::Lp => params::none(name, params).map(|_| Box::new(lp::Lp::new()))?,
+            Algorithm::Scalable => params::none(name, params).map(|_| Box::new(scalable::Scalable))?,
+            Algorithm::Vegas => Box::new(vegas::Vegas::new(vegas::VegasParams::from_overrides(params)?)),
+            Algorithm::Veno => params::none(name, params).map(|_| Box::new(veno::Veno::new()))?,
+            Algorithm::Westwood => params::none(name, params).map(|_| Box::new(westwood::Westwood::new()))?,
+            Algorithm::Yeah => params::none(name, params).map(|_| Box::new(yeah::Yeah::new()))?,
         })
     }
 
@@ -431,23 +435,27 @@ impl Algorithm {
     }
 
     /// The parameters a scenario may override, each with its default, range, kernel
-    /// name and meaning.
+    /// name and meaning (none for an algorithm the kernel gives no module parameters).
     pub fn parameters(self) -> Vec<params::Description> {
+        use params::describe;
         match self {
-            Algorithm::Reno | Algorithm::HighSpeed | Algorithm::Scalable | Algorithm::Veno | Algorithm::Yeah => {
-                Vec::new()
-            }
-            Algorithm::Cubic => params::describe(cubic::CubicParams::TABLE, cubic::CubicParams::default()),
-            Algorithm::Bbr => params::describe(bbr::BbrParams::TABLE, bbr::BbrParams::default()),
-            Algorithm::Bbr2 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
-            Algorithm::Bbr3 => params::describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V3)),
-            Algorithm::Dctcp => params::describe(dctcp::DctcpParams::TABLE, dctcp::DctcpParams::default()),
-            Algorithm::Bic => params::describe(bic::BicParams::TABLE, bic::BicParams::default()),
-            Algorithm::Htcp => params::describe(htcp::HtcpParams::TABLE, htcp::HtcpParams::default()),
-            Algorithm::Vegas => params::describe(vegas::VegasParams::TABLE, vegas::VegasParams::default()),
-            Algorithm::Illinois => {
-                params::describe(illinois::IllinoisParams::TABLE, illinois::IllinoisParams::default())
-            }
+            Algorithm::Cubic => describe(cubic::CubicParams::TABLE, cubic::CubicParams::default()),
+            Algorithm::Bbr => describe(bbr::BbrParams::TABLE, bbr::BbrParams::default()),
+            Algorithm::Bbr2 => describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
+            Algorithm::Bbr3 => describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V3)),
+            Algorithm::Bic => describe(bic::BicParams::TABLE, bic::BicParams::default()),
+            Algorithm::Dctcp => describe(dctcp::DctcpParams::TABLE, dctcp::DctcpParams::default()),
+            Algorithm::Htcp => describe(htcp::HtcpParams::TABLE, htcp::HtcpParams::default()),
+            Algorithm::Hybla => describe(hybla::HyblaParams::TABLE, hybla::HyblaParams::default()),
+            Algorithm::Illinois => describe(illinois::IllinoisParams::TABLE, illinois::IllinoisParams::default()),
+            Algorithm::Vegas => describe(vegas::VegasParams::TABLE, vegas::VegasParams::default()),
+            Algorithm::Reno
+            | Algorithm::HighSpeed
+            | Algorithm::Lp
+            | Algorithm::Scalable
+            | Algorithm::Veno
+            | Algorithm::Westwood
+            | Algorithm::Yeah => Vec::new(),
         }
     }
 }

@@ -194,3 +194,8 @@ pub fn describe<P>(table: &[Param<P>], mut defaults: P) -> Vec<Description> {
 
 #[cfg(test)]
 mod tests;
+
+/// An algorithm the kernel gives no module parameters: any override is an error.
+pub fn none(algorithm: &str, overrides: &BTreeMap<String, f64>) -> Result<(), ParamError> {
+    apply(algorithm, &[] as &[Param<()>], (), overrides)
+}
