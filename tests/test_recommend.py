@@ -72,5 +72,5 @@ def test_recommend_command_prints_table_and_choice():
 def test_recommend_rejects_bad_flags_in_one_line():
     bad = run_cli("recommend", "--rate", "50Mbit", "--rtt", "30ms", "--buffer", "64 parsecs")
     assert bad.returncode == 2 and bad.stderr.startswith("error: --buffer: ") and bad.stderr.count("\n") == 1
-    bad = run_cli("recommend", "--rate", "50Mbit", "--rtt", "30ms", "--buffer", "64KB", "--cca", "vegas")
-    assert bad.returncode == 2 and bad.stderr.startswith("error: --cca: unknown algorithm 'vegas'")
+    bad = run_cli("recommend", "--rate", "50Mbit", "--rtt", "30ms", "--buffer", "64KB", "--cca", "copa")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --cca: unknown algorithm 'copa'")

@@ -251,7 +251,7 @@ BASE = MINIMAL
         (BASE.replace('"100Mbit"', "0"), "link.rate", "must be positive"),
         (BASE.replace('"40ms"', '"0ms"'), "link.rtt", "must be positive"),
         (BASE.replace("[link]", '[link]\nbuffer = "-1bdp"'), "link.buffer", "must not be negative"),
-        (BASE.replace('"cubic"', '"vegas"'), "flows[0].cca", "allowed: reno, cubic"),
+        (BASE.replace('"cubic"', '"copa"'), "flows[0].cca", "allowed: reno, cubic"),
         (BASE + "colour = 1\n", "flows[0].colour", "unknown key; allowed keys: cca, count"),
         (BASE.replace("[link]", "[link]\nmtu = 1500"), "link.mtu", "unknown key; allowed keys: rate, trace, rtt"),
         ("speed = 1\n" + BASE, "speed", "unknown key; allowed keys: seed, duration"),

@@ -62,9 +62,9 @@ PLANS = {
     ),
     "params-list": (BASE + "params = [1, 2]\n", "flows[0].params", "cannot be swept as a whole"),
     "invalid-point": (
-        BASE.replace('cca = "cubic"', 'cca = ["cubic", "vegas"]'),
+        BASE.replace('cca = "cubic"', 'cca = ["cubic", "copa"]'),
         "flows[0].cca",
-        "unknown algorithm 'vegas'; allowed: reno, cubic, bbr, bbr2, bbr3 (point 2 of 2",
+        "unknown algorithm 'copa'; allowed: reno, cubic, bbr, bbr2, bbr3, bic, ",
     ),
     "invalid-late-point": (
         BASE.replace('rtt = "20ms"', 'rtt = { from = 20, to = -20, step = -10, unit = "ms" }'),

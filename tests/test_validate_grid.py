@@ -52,20 +52,72 @@ MIX = grid.mix((1.0,))[0]
 
 
 def test_every_cell_of_both_grids_is_a_valid_scenario_with_a_unique_name() -> None:
-    for cells in (grid.quick_grid(), grid.full_grid()):
+    for cells in (grid.quick_grid(), grid.full_grid(), grid.algorithm_grid(True), grid.algorithm_grid(False)):
         names = [c.name for c in cells]
         assert len(names) == len(set(names))
         for c in cells:
             assert c.family in grid.FAMILIES
             c.scenario("5s", 1, 250)  # validates against the scenario schema
     full = grid.full_grid()
-    assert {c.family for c in full} == set(grid.FAMILIES)
+    assert {c.family for c in full + grid.algorithm_grid(False)} == set(grid.FAMILIES)
     losses = {dict(c.axes)["loss"] for c in full if c.family == "loss"}
     assert set(grid.LOSSES) <= losses and "GE 1%" in losses
     assert {dict(c.axes)["buffer"] for c in full if c.family == "mix"} == {f"{b:g}bdp" for b in grid.MIX_BUFFERS}
     rates = {dict(c.axes).get("rate") for c in full if c.family == "base"}
     rtts = {dict(c.axes).get("rtt") for c in full if c.family == "base"}
     assert {"10Mbit", "500Mbit"} <= rates and {"5ms", "200ms"} <= rtts
+
+
+def test_the_algorithms_family_judges_each_algorithm_on_the_vm_and_on_this_kernel() -> None:
+    from ccbench.validate import command
+
+    cells = grid.algorithm_grid(False)
+    assert {c.against for c in cells} == {"vm", "kernel"}
+    per = {(c.against, dict(c.axes)["cca"]) for c in cells}
+    assert len(per) == 2 * len(grid.OTHER_ALGORITHMS) == 28
+    # Three points alone and one beside Cubic, per algorithm and reference.
+    assert len(cells) == 28 * 4
+    beside = [c for c in cells if dict(c.axes)["point"] == "against cubic"]
+    assert all([f["cca"] for f in c.doc["flows"]][1] == "cubic" and c.goodput == grid.OF_CAPACITY for c in beside)
+    lossy = [c for c in cells if "loss" in c.doc["link"]]
+    assert lossy and all(c.goodput == grid.OF_CAPACITY for c in lossy)
+    # Quick: each algorithm once, on the VM; asked for by name only.
+    assert [dict(c.axes)["cca"] for c in grid.algorithm_grid(True)] == list(grid.OTHER_ALGORITHMS)
+    assert all(c.against == "vm" for c in grid.algorithm_grid(True))
+    assert not any(c.family == "algorithms" for c in command.grid(False, None))
+    assert len(command.grid(True, "base,algorithms")) == len(grid.quick_grid()) + 14
+
+
+def test_a_failing_cell_whose_vm_was_held_by_its_testbed_says_so() -> None:
+    cell = grid.algorithm_grid(True)[0]
+    held = {**_run([5e6], [30.0], 3), "testbed_bound": "the guest's vCPU was busy 97% of the run"}
+    res = compare(cell, _engine(_run([19e6], [30.0], 3)), _engine(held))
+    assert res.verdict == "testbed" and res.testbed_bound.startswith("the guest's vCPU")
+    assert ordered([res, compare(ONE, _engine(_run([5e6], [30.0], 3)), _engine(_run([19e6], [30.0], 3)))])[
+        0
+    ].verdict == ("FAIL")
+    # Where it agrees, it passes, held or not.
+    assert compare(cell, _engine(_run([5e6], [30.0], 3)), _engine(held)).verdict == "pass"
+
+
+def test_a_cell_its_reference_cannot_run_is_not_run_at_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ccbench import engines
+    from ccbench.errors import ScenarioError
+    from ccbench.validate.runner import run_cell
+
+    class Refusing:
+        def check(self, scenario):
+            raise ScenarioError("flows[0].cca", "'vegas' is not available in this kernel; available: reno, cubic")
+
+        def run(self, scenario):
+            raise AssertionError("not run")
+
+    real = engines.get
+    monkeypatch.setattr(engines, "get", lambda name, *a, **k: Refusing() if name == "kernel" else real(name, *a, **k))
+    cell = next(c for c in grid.algorithm_grid(False) if c.against == "kernel" and "vegas" in c.name)
+    res = run_cell(cell, "1s", 3, progress=lambda _: None)
+    assert res.verdict == "n/a" and "'vegas' is not available in this kernel" in res.kernel.reason
+    assert not res.sim.runs and res.sim.reason.startswith("not run: ")
 
 
 def test_a_cell_without_its_trace_files_is_reported_not_run(tmp_path: Path) -> None:

@@ -22,8 +22,9 @@ MAX_VALIDATE_REPS = 100
 @click.option(
     "--family",
     metavar="NAME[,NAME...]",
-    help="Only these families of cells: base, loss, mix, fairness, "
-    "rtt-unfairness, staggered, trace, aqm, ecn, rwnd, sized.",
+    help="Only these families of cells: base, loss, mix, fairness, rtt-unfairness, staggered, trace, aqm, ecn, "
+    "rwnd, sized; and algorithms (Linux's other congestion controls against their own modules in a VM guest, "
+    "and this host's kernel where it has them), which runs only when named.",
 )
 @click.option(
     "--cell",
@@ -170,10 +171,9 @@ def _validate_kernel(
 ) -> None:
     """The grid on the simulator and the kernel, printed and with --out written."""
     from .. import validate as v
-    from ..validate import cells as grid
     from ..validate import command
 
-    cells = grid.quick_grid() if quick else grid.full_grid()
+    cells = command.grid(quick, family)
     params: dict[str, Any] = {"duration": "5s", "reps": 1} if quick else {"duration": "20s", "reps": 3}
     params["reps"] = _checked_reps(reps, params["reps"])
     if duration is not None:

@@ -40,6 +40,7 @@ class Cell:
     # seconds, and that is the most timing-sensitive moment of a run on a real kernel).
     min_duration: Optional[str] = None
     missing: Optional[str] = None  # why the cell cannot run here (a trace file not found)
+    against: str = "kernel"  # the engine whose real kernel judges the simulator
 
     @property
     def doc(self) -> dict[str, Any]:
@@ -87,11 +88,14 @@ def _cell(
     min_duration: Optional[str] = None,
     missing: Optional[str] = None,
     tcp: Optional[dict[str, Any]] = None,
+    against: str = "kernel",
 ) -> Cell:
     doc = {"link": link, "flows": flows, **({"tcp": tcp} if tcp else {})}
     if min_duration is None and len(flows) + sum(f.get("count", 1) - 1 for f in flows) > 1:
         min_duration = SHARED_MIN_DURATION
-    return Cell(family, name, json.dumps(doc, sort_keys=True), tuple(axes.items()), goodput, min_duration, missing)
+    return Cell(
+        family, name, json.dumps(doc, sort_keys=True), tuple(axes.items()), goodput, min_duration, missing, against
+    )
 
 
 def _bdp(x: float) -> str:
@@ -349,6 +353,71 @@ def repeated(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     ]
 
 
+# Linux's other congestion controls, each judged against its own module: the VM engine's
+# guest kernel has every one of them, this host's kernel may not.
+OTHER_ALGORITHMS = (
+    "bic",
+    "cdg",
+    "dctcp",
+    "highspeed",
+    "htcp",
+    "hybla",
+    "illinois",
+    "lp",
+    "nv",
+    "scalable",
+    "vegas",
+    "veno",
+    "westwood",
+    "yeah",
+)
+# Where each runs alone: a home link, a lossy fast one, a long (satellite-like) path.
+ALONE = (
+    {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
+    {"rate": "100Mbit", "rtt": "10ms", "buffer": "0.5bdp", "loss": "1%"},
+    {"rate": "10Mbit", "rtt": "200ms", "buffer": "2bdp"},
+)
+AGAINST_CUBIC = {"rate": "20Mbit", "rtt": "40ms", "buffer": "2bdp"}
+# The references: a guest kernel with an unlimited vCPU (up to 100 Mbit/s, where a TCG
+# guest is not the bottleneck), and this host's kernel where it has the module.
+REFERENCES = ("vm", "kernel")
+
+
+def _point(link: dict[str, Any]) -> str:
+    loss = f" loss {link['loss']}" if "loss" in link else ""
+    return f"{link['rate']} {link['rtt']} {link['buffer']}{loss}"
+
+
+def algorithms(
+    ccas: tuple[str, ...] = OTHER_ALGORITHMS,
+    alone: tuple[dict[str, Any], ...] = ALONE,
+    against_cubic: bool = True,
+    references: tuple[str, ...] = REFERENCES,
+) -> list[Cell]:
+    """Each algorithm alone at each point of ``alone``, and beside one Cubic flow, judged
+    against each reference engine."""
+    cells = []
+    for ref, c in itertools.product(references, ccas):
+        for link in alone:
+            name = f"{c} {_point(link)} ({ref})"
+            axes = {"cca": c, "point": _point(link), "against": ref}
+            goodput = OF_CAPACITY if "loss" in link else RELATIVE
+            cells.append(_cell("algorithms", name, link, [{"cca": c}], axes, goodput, against=ref))
+        if against_cubic:
+            name = f"{c}+cubic {_point(AGAINST_CUBIC)} ({ref})"
+            axes = {"cca": c, "point": "against cubic", "against": ref}
+            flows = [{"cca": c}, {"cca": "cubic"}]
+            cells.append(_cell("algorithms", name, AGAINST_CUBIC, flows, axes, OF_CAPACITY, against=ref))
+    return cells
+
+
+def algorithm_grid(quick: bool) -> list[Cell]:
+    """The ``algorithms`` family: quick, each alone at the first point against the VM."""
+    if quick:
+        return algorithms(alone=ALONE[:1], against_cubic=False, references=("vm",))
+    return algorithms()
+
+
 def quick_grid() -> list[Cell]:
     """A cell or two of every family: about four minutes on two cores (cells of flows
     that share the link run 20 s)."""
@@ -384,4 +453,17 @@ def full_grid() -> list[Cell]:
     ]
 
 
-FAMILIES = ("base", "loss", "mix", "fairness", "rtt-unfairness", "staggered", "trace", "aqm", "ecn", "rwnd", "sized")
+FAMILIES = (
+    "base",
+    "loss",
+    "mix",
+    "fairness",
+    "rtt-unfairness",
+    "staggered",
+    "trace",
+    "aqm",
+    "ecn",
+    "rwnd",
+    "sized",
+    "algorithms",
+)

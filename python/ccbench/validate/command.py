@@ -11,6 +11,19 @@ from .judge import CellResult
 from .runner import BenchPoint
 
 
+VERDICTS = ("pass", "FAIL", "testbed", "n/a")
+
+
+def grid(quick: bool, family: Optional[str]) -> list[Cell]:
+    """The quick or full grid, with the ``algorithms`` family (the other algorithms, judged
+    on the VM) when ``--family`` names it: it needs a guest, so it runs only when asked."""
+    from . import cells
+
+    base = cells.quick_grid() if quick else cells.full_grid()
+    wanted = {f.strip() for f in (family or "").split(",")}
+    return base + (cells.algorithm_grid(quick) if "algorithms" in wanted else [])
+
+
 def select(cells: list[Cell], family: Optional[str], cell_names: Optional[str], cca: Optional[str]) -> list[Cell]:
     """The cells of ``--family``, ``--cell`` and ``--cca`` (comma-separated lists), or a
     ScenarioError naming the flag that matches nothing."""
@@ -57,8 +70,9 @@ def print_results(results: list[CellResult], bench: list[BenchPoint]) -> None:
         t.add_row(*row)
     console = Console()
     console.print(t)
-    counts = {verdict: sum(1 for r in results if r.verdict == verdict) for verdict in ("pass", "FAIL", "n/a")}
-    console.print(f"{counts['pass']} pass, {counts['FAIL']} fail, {counts['n/a']} not run on both engines")
+    counts = {verdict: sum(1 for r in results if r.verdict == verdict) for verdict in VERDICTS}
+    held = f", {counts['testbed']} held by the VM's testbed" if counts["testbed"] else ""
+    console.print(f"{counts['pass']} pass, {counts['FAIL']} fail{held}, {counts['n/a']} not run on both engines")
     console.print(f"tolerances: {tables.tolerances_line()}")
     if bench:
         b = Table(

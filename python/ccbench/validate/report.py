@@ -112,12 +112,14 @@ def _row(cell: dict[str, Any]) -> list[str]:
 def build(doc: dict[str, Any], out: Path, formats: tuple[str, ...] = ("png", "svg")) -> Path:
     """Write ``out/index.html`` (and its figures) from a grid's JSON document."""
     cells = doc["cells"]
-    counts = {v: sum(1 for c in cells if c["verdict"] == v) for v in ("pass", "FAIL", "n/a")}
+    counts = {v: sum(1 for c in cells if c["verdict"] == v) for v in ("pass", "FAIL", "testbed", "n/a")}
+    held = f", {counts['testbed']} held by the VM's testbed" if counts["testbed"] else ""
     t = doc["tolerances"]
     summary = Section(
         "Summary",
         paragraphs=[
-            f"{len(cells)} cells: {counts['pass']} pass, {counts['FAIL']} fail, {counts['n/a']} not run on both engines.",
+            f"{len(cells)} cells: {counts['pass']} pass, {counts['FAIL']} fail{held}, {counts['n/a']} not run on both "
+            "engines.",
             f"Kernel {doc.get('kernel', '?')} (CONFIG_HZ={doc.get('kernel_hz', '?')}), ccbench {doc.get('version', '?')}, "
             f"{doc.get('reps', '?')} repetition(s) of {doc.get('duration', '?')} per engine and cell.",
             f"Tolerances (simulator against the kernel's median): goodput {t['goodput']:.0%} (of capacity where loss or "

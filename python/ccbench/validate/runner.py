@@ -6,7 +6,7 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from .. import _core, engines
 from ..errors import ScenarioError
@@ -15,8 +15,12 @@ from ..kernel.host import KernelRunError
 from .cells import Cell, base
 from .judge import CellResult, EngineFigures, compare, run_figures
 
+if TYPE_CHECKING:
+    from ..engines.base import Engine
+
 Progress = Callable[[str], None]
-# The engine the simulator (the default engine) is validated against: the real stack.
+# The engine the simulator (the default engine) is validated against where a cell names
+# none: the real stack of this host.
 AGAINST = "kernel"
 
 
@@ -40,13 +44,13 @@ def run_cell(
     kernel: Optional[EngineFigures] = None,
 ) -> CellResult:
     """Run ``cell`` ``reps`` times on each engine (seeds 1, 2, ...: the kernel varies from
-    run to run, the simulator with the seed). With ``keep``, every run's files are
-    written to ``keep/<cell>/<engine>-seed<N>``. With ``kernel``, the kernel's side is
-    that (runs stored earlier) and only the simulator runs."""
-    sim_engine, kernel_engine = engines.get(engines.DEFAULT), engines.get(AGAINST)
+    run to run, the simulator with the seed): the simulator and the cell's reference, a
+    real kernel (``cell.against``: the kernel engine, or the VM's guest). With ``keep``,
+    every run's files are written to ``keep/<cell>/<engine>-seed<N>``. With ``kernel``,
+    the reference's side is that (runs stored earlier) and only the simulator runs."""
+    sim_engine, kernel_engine = engines.get(engines.DEFAULT), engines.get(cell.against)
     if cell.missing:
         return compare(cell, EngineFigures(False, cell.missing), EngineFigures(False, cell.missing))
-    hz = host.kernel_hz()
     sim_runs: list[dict] = []
     kernel_runs: list[dict] = []
     sim_reason = kernel_reason = ""
@@ -54,6 +58,12 @@ def run_cell(
     for cca in {f["cca"] for f in cell.doc["flows"]}:
         if cca not in _core.algorithms():
             sim_reason = f"{cca} is not available in the simulator"
+    hz, reason = _reference_hz(cell, kernel_engine)
+    if kernel is None and reason:
+        # Nothing to judge against: the simulator's runs are left out too.
+        return compare(cell, EngineFigures(False, sim_reason or "not run: " + reason), EngineFigures(False, reason))
+    if hz is None and cell.against == AGAINST:
+        hz = host.kernel_hz()  # stored runs, judged where the kernel engine cannot run now
     for rep in range(reps):
         seed = rep + 1
         sc = cell.scenario(duration, seed=seed, hz=hz)
@@ -71,27 +81,36 @@ def run_cell(
             try:
                 result = kernel_engine.run(sc)
             except ScenarioError as e:  # KernelEngineError, or a simulator-only knob refused
-                kernel_reason = f"not available in the kernel engine: {e}"
+                kernel_reason = f"not available in the {cell.against} engine: {e}"
             except KernelRunError as e:
-                progress(f"  {cell.name} rep {seed}/{reps}: kernel run failed: {e}")
+                progress(f"  {cell.name} rep {seed}/{reps}: {cell.against} run failed: {e}")
                 kernel_failures.append(str(e))
             else:
                 kernel_runs.append(run_figures(result.summary, mss))
                 if keep is not None:
-                    result.save(keep / cell.slug / f"kernel-seed{seed}")
+                    result.save(keep / cell.slug / f"kernel-seed{seed}")  # the reference's, whichever engine
         s = _describe(sim_runs[-1]) if sim_runs and not sim_reason else sim_reason or "not run"
         if kernel is not None:
             k = "stored runs"
         else:
             k = _describe(kernel_runs[-1]) if kernel_runs and not kernel_reason else kernel_reason or "not run"
-        progress(f"  {cell.name} rep {seed}/{reps}: sim {s}; kernel {k}")
+        progress(f"  {cell.name} rep {seed}/{reps}: sim {s}; {cell.against} {k}")
     sim = EngineFigures(True, "", sim_runs) if sim_runs else EngineFigures(False, sim_reason)
     if kernel is not None:
         return compare(cell, sim, kernel)
     if not kernel_runs and not kernel_reason:
-        kernel_reason = "every kernel run failed: " + (kernel_failures[-1] if kernel_failures else "?")
+        kernel_reason = f"every {cell.against} run failed: " + (kernel_failures[-1] if kernel_failures else "?")
     kern = EngineFigures(True, "", kernel_runs) if kernel_runs else EngineFigures(False, kernel_reason)
     return compare(cell, sim, kern)
+
+
+def _reference_hz(cell: Cell, reference: "Engine") -> tuple[Optional[int], str]:
+    """The tick rate of the reference's sender kernel (``tcp.hz`` both engines run the
+    cell with), and why the reference cannot run the cell here ("" when it can)."""
+    try:
+        return reference.check(cell.scenario("1s", seed=1, hz=None)).tcp.hz, ""
+    except ScenarioError as e:
+        return None, f"not available in the {cell.against} engine: {e}"
 
 
 BENCH_RATES = ("20Mbit", "50Mbit", "100Mbit")

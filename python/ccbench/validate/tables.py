@@ -71,7 +71,7 @@ def _emu(r: CellResult) -> str:
 
 def ordered(results: list[CellResult]) -> list[CellResult]:
     """Failing cells first, then the others in grid order."""
-    return sorted(results, key=lambda r: {"FAIL": 0, "pass": 1}.get(r.verdict, 2))
+    return sorted(results, key=lambda r: {"FAIL": 0, "testbed": 1, "pass": 2}.get(r.verdict, 3))
 
 
 def table_rows(results: list[CellResult]) -> list[tuple[str, ...]]:

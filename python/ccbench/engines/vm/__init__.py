@@ -202,6 +202,7 @@ class VmEngine(Engine):
             "work": {**_work(sent.get("final", [])), "skbs": sender.skbs},
             "guest_available_congestion_control": sender.info.get("available_congestion_control"),
         }
+        vm["testbed_bound"] = _testbed_bound(vm)
         if "cpu_counters" in sent:
             # The guest's own account of its CPU over the run, beside the host's above.
             vm["guest_cpu"] = sent["cpu_counters"]
@@ -294,6 +295,25 @@ def _work(final: list[dict[str, Any]]) -> dict[str, int]:
 ENGINE = VmEngine()
 run = ENGINE.run
 check = ENGINE.check
+
+
+# An unreserved vCPU busy this much of the run: the guest's CPU, not the network, set the pace.
+GUEST_BUSY_BOUND = 0.9
+
+
+def _testbed_bound(vm: dict[str, Any]) -> Optional[str]:
+    """Why the testbed rather than the network held this run's sender, or None: QEMU's
+    main thread (the guest's packets) waited for a host CPU most of the run, or an
+    unreserved vCPU was busy nearly all of it."""
+    from ...vm.sender import IO_WAIT_BOUND
+
+    waiting = vm["io_thread"]["waiting"]
+    if waiting > IO_WAIT_BOUND:
+        return f"QEMU's main thread waited for a host CPU {waiting:.0%} of the run"
+    use = max(vm["vcpu_cpu_use"], default=0.0)
+    if all(share is None for share in vm["cpu_share_applied"]) and use > GUEST_BUSY_BOUND:
+        return f"the guest's vCPU was busy {use:.0%} of the run"
+    return None
 
 
 def _vm_notes(kernel: Any, accel: str, booked: Optional[float], io_waiting: float) -> list[str]:
