@@ -1,6 +1,8 @@
 //! Simulator speed and memory: `cargo bench -p ccbench-sim`, or
-//! `cargo bench -p ccbench-sim --bench throughput -- [--quick] [--repeat N] [CASE]`.
-//! Prints a table; nothing here passes or fails (see docs/benchmarks.md).
+//! `cargo bench -p ccbench-sim --bench throughput -- [--quick] [--repeat N] [--cca NAME] [CASE]`;
+//! `-- --algorithms [--quick]` runs `1flow-1bdp` with every algorithm and compares each
+//! one's per-packet cost with Cubic's. Prints a table; nothing here passes or fails (see
+//! docs/benchmarks.md).
 //!
 //! Each case runs in its own child process (this binary re-invoked with `--case NAME`)
 //! so that its peak resident set (`VmHWM`) is its own.
@@ -284,10 +286,13 @@ impl Measured {
     }
 }
 
-/// Child: run one case and report.
-fn run_case(name: &str, quick: bool) {
+/// Child: run one case (with `cca` instead of its own algorithm, if given) and report.
+fn run_case(name: &str, quick: bool, cca: Option<&str>) {
     let c = CASES.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("unknown case {name}"));
-    let s = scenario(c, quick);
+    let mut s = scenario(c, quick);
+    if let Some(cca) = cca {
+        s.flows.iter_mut().for_each(|f| f.cca = cca.to_string());
+    }
     let rss_before_kb = status_kb("VmRSS:");
     let t = Instant::now();
     let out = ccbench_sim::run(&s).expect("valid scenario");
@@ -307,11 +312,59 @@ fn run_case(name: &str, quick: bool) {
     println!("{}", r.to_line());
 }
 
+/// Runs one case in a child process (see the module's notes).
+fn child(case: &str, quick: bool, cca: Option<&str>) -> Result<Measured, String> {
+    let mut cmd = Command::new(std::env::current_exe().expect("current_exe"));
+    cmd.args(["--case", case]);
+    if quick {
+        cmd.arg("--quick");
+    }
+    if let Some(cca) = cca {
+        cmd.args(["--cca", cca]);
+    }
+    let out = cmd.output().expect("spawn case");
+    Measured::parse(&String::from_utf8_lossy(&out.stdout))
+        .filter(|_| out.status.success())
+        .ok_or_else(|| String::from_utf8_lossy(&out.stderr).trim().to_string())
+}
+
+/// The run with the median wall time.
+fn median(mut runs: Vec<Measured>) -> Measured {
+    runs.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
+    runs.swap_remove(runs.len() / 2)
+}
+
+/// `1flow-1bdp` with each algorithm: wall time per packet the bottleneck forwarded, and
+/// its ratio to Cubic's (each algorithm also sends a different number of packets).
+fn per_algorithm(quick: bool, repeat: usize) {
+    let case = "1flow-1bdp";
+    println!("ccbench-sim {} per-algorithm cost, {case}, median of {repeat} run(s)", ccbench_sim::VERSION);
+    println!(
+        "{:<10} {:>11} {:>8} {:>10} {:>9} {:>12}",
+        "algorithm", "data pkts", "wall s", "pkts/s", "ns/pkt", "/ Cubic's"
+    );
+    let mut measured = Vec::new();
+    for a in ccbench_sim::cc::Algorithm::ALL {
+        match (0..repeat).map(|_| child(case, quick, Some(a.name()))).collect::<Result<Vec<_>, _>>() {
+            Ok(runs) => measured.push((a.name(), median(runs))),
+            Err(e) => println!("{:<10} failed: {e}", a.name()),
+        }
+    }
+    let ns_per_packet = |r: &Measured| r.wall_s * 1e9 / r.packets.max(1) as f64;
+    let cubic = measured.iter().find(|(name, _)| *name == "cubic").map(|(_, r)| ns_per_packet(r));
+    for (name, r) in &measured {
+        let ns = ns_per_packet(r);
+        let ratio = cubic.map_or(f64::NAN, |c| ns / c);
+        println!("{name:<10} {:>11} {:>8.3} {:>10.3e} {ns:>9.1} {ratio:>12.2}", r.packets, r.wall_s, r.pps());
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
+    let cca = args.iter().position(|a| a == "--cca").map(|i| args.get(i + 1).expect("--cca NAME").as_str());
     if let Some(i) = args.iter().position(|a| a == "--case") {
-        run_case(args.get(i + 1).expect("--case NAME"), quick);
+        run_case(args.get(i + 1).expect("--case NAME"), quick, cca);
         return;
     }
     // Each case runs this many times; the run with the median wall time is reported.
@@ -320,15 +373,17 @@ fn main() {
         None if quick => 1,
         None => 3,
     };
+    if args.iter().any(|a| a == "--algorithms") {
+        return per_algorithm(quick, repeat);
+    }
     // `cargo bench` passes `--bench`; any other bare argument filters cases by name.
     let filters: Vec<&String> = args
         .iter()
         .enumerate()
         .skip(1)
-        .filter(|(i, a)| !a.starts_with("--") && args[i - 1] != "--repeat")
+        .filter(|(i, a)| !a.starts_with("--") && args[i - 1] != "--repeat" && args[i - 1] != "--cca")
         .map(|(_, a)| a)
         .collect();
-    let exe = std::env::current_exe().expect("current_exe");
     println!(
         "ccbench-sim {} throughput benchmark{}, median of {repeat} run{}",
         ccbench_sim::VERSION,
@@ -346,22 +401,15 @@ fn main() {
         }
         let mut runs = Vec::new();
         for _ in 0..repeat {
-            let mut cmd = Command::new(&exe);
-            cmd.args(["--case", c.name]);
-            if quick {
-                cmd.arg("--quick");
-            }
-            let out = cmd.output().expect("spawn case");
-            match Measured::parse(&String::from_utf8_lossy(&out.stdout)).filter(|_| out.status.success()) {
-                Some(r) => runs.push(r),
-                None => {
-                    println!("{:<14} failed: {}", c.name, String::from_utf8_lossy(&out.stderr).trim());
+            match child(c.name, quick, cca) {
+                Ok(r) => runs.push(r),
+                Err(e) => {
+                    println!("{:<14} failed: {e}", c.name);
                     continue 'cases;
                 }
             }
         }
-        runs.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
-        let r = runs.swap_remove(runs.len() / 2);
+        let r = median(runs);
         println!(
             "{:<14} {:<42} {:>6.1} {:>7.3} {:>11} {:>10.3e} {:>11} {:>10.3e} {:>9.1}",
             c.name,
