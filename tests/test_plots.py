@@ -153,6 +153,19 @@ def test_cubic_timeline_shows_ca_state(runs: dict[str, Path]) -> None:
     assert {"Open", "Recovery"} <= rows[0].labels  # slow start overflows a 1 BDP buffer
 
 
+@pytest.mark.parametrize(("cca", "title", "series"), [("vegas", "Vegas", "diff"), ("dctcp", "DCTCP", "α")])
+def test_an_algorithm_with_a_state_of_its_own_gets_its_panel(cca: str, title: str, series: str, tmp_path: Path) -> None:
+    run = load_run(simulate(tmp_path / cca, "", duration="3s", flows=[{"cca": cca}]))
+    fig, _ = flow_figure(run, 0)
+    titles = [ax.get_title() for ax in fig.axes]
+    panel = next(ax for ax in fig.axes if ax.get_title().startswith("(e) "))
+    assert title in panel.get_title() and any(series in line.get_label() for line in panel.get_lines())
+    assert titles[-1].startswith("(f) ") and len(fig.axes) == 6
+    # Cubic has none: five panels, the timeline (e).
+    cubic, _ = flow_figure(load_run(simulate(tmp_path / "cubic", "", duration="1s", flows=[{"cca": "cubic"}])), 0)
+    assert len(cubic.axes) == 5 and cubic.axes[-1].get_title().startswith("(e) ")
+
+
 def test_segments_merge_and_cover_each_interval() -> None:
     times = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
     got = segments(times, ["A", "A", None, "B", "B"], 0.1)

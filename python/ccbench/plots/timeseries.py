@@ -13,6 +13,7 @@ from matplotlib.patches import Patch
 from matplotlib.transforms import ScaledTranslation
 
 from . import style
+from .cc_state import StatePanel, panel_for
 from .rundir import RunData, fmt_buffer, fmt_loss, fmt_ms, fmt_rate
 from .states import BBR2_PHASES, BBR_MODES, CA_STATES, TimelineRow, state_timeline
 
@@ -145,18 +146,21 @@ def _mark_lifetime(axes: list[Axes], info: dict[str, Any]) -> None:
 
 
 def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
-    """The five-panel figure of one flow, and the timeline rows it drew."""
+    """The five-panel figure of one flow (six with its algorithm's own state,
+    ``plots.cc_state``), and the timeline rows it drew."""
     run.check_flow(flow)
     info = run.summary["flows"][flow]
     cca = str(info.get("cca", "?"))
     view = _FlowView(run, info, run.flow_frame(flow))
     rows = state_timeline(view.f, cca, view.interval, run.flow_moves(flow))
+    state = panel_for(cca, view.f.columns)
     timeline_h = 0.5 + 0.42 * max(len(rows), 1)
-    fig = style.new_figure(11.5, 3.0 + 2.25 * 4 + timeline_h)
-    gs = fig.add_gridspec(5, 1, height_ratios=[2.25, 2.25, 2.25, 2.25, timeline_h])
+    heights = [2.25] * (4 + (state is not None)) + [timeline_h]
+    fig = style.new_figure(11.5, 3.0 + sum(heights))
+    gs = fig.add_gridspec(len(heights), 1, height_ratios=heights)
     ax_rate = fig.add_subplot(gs[0])
-    axes = [ax_rate] + [fig.add_subplot(gs[i], sharex=ax_rate) for i in range(1, 5)]
-    a, b, c, d, e = axes
+    axes = [ax_rate] + [fig.add_subplot(gs[i], sharex=ax_rate) for i in range(1, len(heights))]
+    a, b, c, d, e = axes[0], axes[1], axes[2], axes[3], axes[-1]
 
     paced = " (paced)" if info.get("paced") else ""
     fig.suptitle(
@@ -173,11 +177,15 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
     _rtt_panel(b, view)
     _window_panel(c, view, cca)
     _pacing_panel(d, view)
+    if state is not None:
+        _state_panel(axes[4], view, state)
 
     # (e) state timeline
     t = view.t
     duration = float(run.summary.get("duration_s") or (t[-1] if len(t) else 1.0))
     _draw_timeline(e, rows, cca, duration)
+    if state is not None:
+        e.set_title(e.get_title().replace("(e)", "(f)", 1))
     e.set_xlabel("time (s)")
 
     a.set_xlim(0, duration)
@@ -308,7 +316,7 @@ def _window_panel(c: Axes, view: _FlowView, cca: str) -> None:
         w_max = _col(f, "cc_w_max")
         if w_max is not None:
             w_max = np.where(w_max > 0, w_max, np.nan)
-            c.plot(t, w_max, label="W_max (cubic)", drawstyle="steps-post", **style.LINE["w_max"])
+            c.plot(t, w_max, label=f"W_max ({cca})", drawstyle="steps-post", **style.LINE["w_max"])
     bdp = view.link.get("bdp_bytes")
     bdp_seg = bdp / seg_wire if bdp else None
     _hline(c, bdp_seg, f"BDP ({bdp_seg:.0f} pkt)" if bdp_seg else "BDP")
@@ -347,6 +355,23 @@ def _pacing_panel(d: Axes, view: _FlowView) -> None:
     d.set_ylabel("Mbit/s")
     d.set_title("(d) pacing rate and bandwidth estimate")
     _clip_top(d, series_d, PACING_CLIP * rate_mbit if rate_mbit else None, " Mbit/s")
+
+
+def _state_panel(ax: Axes, view: _FlowView, panel: StatePanel) -> None:
+    """The algorithm's own state (``plots.cc_state``) and the thresholds it acts on."""
+    colors = (style.BLUE, style.ORANGE)
+    drawn: list[Optional[np.ndarray]] = []
+    for (col, label), color in zip(panel.series, colors):
+        v = _col(view.f, col)
+        if v is not None:
+            ax.plot(view.t, v, label=label, drawstyle="steps-post", color=color, lw=1.0)
+            drawn.append(v)
+    params = view.info.get("params") or {}
+    for (label, value), kind in zip(panel.thresholds, (style.REFERENCE, style.REFERENCE_2)):
+        _hline(ax, value(params), label, kind)
+    ax.set_ylabel(panel.unit)
+    ax.set_title(f"(e) {panel.title}")
+    _clip_top(ax, drawn, None)
 
 
 def _row_order(row: TimelineRow) -> list[str]:
