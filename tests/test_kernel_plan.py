@@ -30,25 +30,25 @@ def scenario(**over: object) -> dict[str, object]:
 
 class TestKernelOnlyAlgorithms:
     def test_a_name_only_the_kernel_knows_loads_and_hashes(self) -> None:
-        sc = from_dict(scenario(flows=[{"cca": "htcp", "count": 2}, {"cca": "cubic"}]))
-        assert [f.cca for f in sc.flows] == ["htcp", "cubic"]
-        assert '"cca":"htcp"' in sc.to_json()
+        sc = from_dict(scenario(flows=[{"cca": "prague", "count": 2}, {"cca": "cubic"}]))
+        assert [f.cca for f in sc.flows] == ["prague", "cubic"]
+        assert '"cca":"prague"' in sc.to_json()
         assert (
             sc.scenario_hash != from_dict(scenario(flows=[{"cca": "reno", "count": 2}, {"cca": "cubic"}])).scenario_hash
         )
 
     def test_flags_keep_the_kernel_names_in_order(self) -> None:
-        sc = from_flags(cca="htcp,cubic", rate="10Mbit", duration="3s")
-        assert [f.cca for f in sc.flows] == ["htcp", "cubic"]
-        base = {"duration": "3s", "link": {"rate": "10Mbit", "rtt": "10ms"}, "flows": [{"cca": "htcp"}]}
-        assert [(f.cca, f.count) for f in from_flags(base=base, flows=3).flows] == [("htcp", 3)]
+        sc = from_flags(cca="prague,cubic", rate="10Mbit", duration="3s")
+        assert [f.cca for f in sc.flows] == ["prague", "cubic"]
+        base = {"duration": "3s", "link": {"rate": "10Mbit", "rtt": "10ms"}, "flows": [{"cca": "prague"}]}
+        assert [(f.cca, f.count) for f in from_flags(base=base, flows=3).flows] == [("prague", 3)]
 
     def test_other_values_are_still_validated(self) -> None:
         with pytest.raises(ScenarioError) as e:
             from_dict(scenario(link={"rate": "fast", "rtt": "20ms"}))
         assert e.value.field == "link.rate"
         with pytest.raises(ScenarioError) as e:
-            from_dict(scenario(flows=[{"cca": "htcp", "params": {"beta": 0.5}}]))
+            from_dict(scenario(flows=[{"cca": "prague", "params": {"beta": 0.5}}]))
         assert e.value.field == "flows[0].params"
 
 
@@ -180,6 +180,33 @@ class TestTcpInfo:
         raw = struct.pack("@5I", 1_250_000, 0, 20_000, 256 * 5 // 4, 512)
         bbr = tcpinfo.parse_bbr_info(raw)
         assert bbr == {"bw_bytes_per_s": 1_250_000.0, "min_rtt_us": 20_000.0, "pacing_gain": 1.25, "cwnd_gain": 2.0}
+
+    def test_vegas_and_dctcp_info_and_which_algorithms_sample_them(self) -> None:
+        import struct
+
+        vegas = tcpinfo.parse_vegas_info(struct.pack("@4I", 1, 12, 40_000, 41_000))
+        assert vegas == {"enabled": 1, "rttcnt": 12, "rtt_us": 40_000, "minrtt_us": 41_000}
+        dctcp = tcpinfo.parse_dctcp_info(struct.pack("@2H3I", 1, 0, 256, 2896, 28960))
+        assert dctcp == {"enabled": 1, "ce_state": 0, "alpha": 256, "ab_ecn": 2896, "ab_tot": 28960}
+        assert tcpinfo.parse_dctcp_info(bytes(15)) is None
+        kinds = {c: tcpinfo.cc_info_kind(c) for c in ("bbr", "bbr3", "vegas", "dctcp", "cubic", "veno")}
+        assert kinds == {"bbr": "bbr", "bbr3": "bbr", "vegas": "vegas", "dctcp": "dctcp", "cubic": None, "veno": None}
+
+    def test_each_structure_becomes_the_simulators_columns(self) -> None:
+        from ccbench.kernel.results import _cc_row
+
+        row = _cc_row({"vegas": {"enabled": 1, "rttcnt": 12, "rtt_us": 40_000, "minrtt_us": 41_000}})
+        assert row == {
+            "cc_doing_vegas_now": 1.0,
+            "cc_cnt_rtt": 12.0,
+            "cc_base_rtt_us": 40_000.0,
+            "cc_min_rtt_us": 41_000.0,
+        }
+        assert _cc_row({"dctcp": {"enabled": 1, "ce_state": 0, "alpha": 512, "ab_ecn": 0, "ab_tot": 0}}) == {
+            "cc_dctcp_alpha": 0.5
+        }
+        assert all(v != v for v in _cc_row({"bbr": None}).values())  # NaN: the kernel gave none
+        assert _cc_row({}) == {} and _cc_row(None) == {}
 
 
 class TestState:

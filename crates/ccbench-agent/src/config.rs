@@ -48,6 +48,9 @@ pub struct FlowConfig {
     /// The pause between a download's completion at the receiver and the next one.
     #[serde(default)]
     pub pause_ns: i64,
+    /// The `TCP_CC_INFO` structure to sample (`bbr`, `vegas`, `dctcp`), if any.
+    #[serde(default)]
+    pub cc_info: Option<String>,
 }
 
 fn one() -> u32 {
@@ -111,10 +114,6 @@ impl FlowConfig {
         self.addr.parse().map_err(|_| format!("a numeric IPv4 address, not {:?}", self.addr))
     }
 
-    pub fn is_bbr(&self) -> bool {
-        self.cca.starts_with("bbr")
-    }
-
     pub fn paced(&self) -> bool {
         self.force_pacing.unwrap_or(false)
     }
@@ -127,14 +126,17 @@ mod tests {
     const KERNEL_ENGINE_CONFIG: &str = r#"{"base_port": 5201, "duration_ns": 2000000000,
         "interval_ns": 100000000, "out": "/tmp/x.json", "flows": [
         {"addr": "10.0.0.2", "cca": "cubic", "start_ns": 0, "size": null, "force_pacing": false},
-        {"addr": "10.0.0.3", "cca": "bbr", "start_ns": 500000000, "size": 1000000, "force_pacing": true}]}"#;
+        {"addr": "10.0.0.3", "cca": "bbr", "start_ns": 500000000, "size": 1000000, "force_pacing": true,
+         "cc_info": "bbr"}]}"#;
 
     #[test]
     fn reads_the_kernel_engines_sender_config() {
         let cfg = SendConfig::from_json(KERNEL_ENGINE_CONFIG).unwrap();
         assert_eq!(cfg.flows.len(), 2);
         assert_eq!(cfg.flows[1].size, Some(1_000_000));
-        assert!(cfg.flows[1].paced() && cfg.flows[1].is_bbr() && !cfg.flows[0].is_bbr());
+        assert!(
+            cfg.flows[1].paced() && cfg.flows[1].cc_info.as_deref() == Some("bbr") && cfg.flows[0].cc_info.is_none()
+        );
         assert_eq!(cfg.out.as_deref(), Some("/tmp/x.json"));
         assert!(cfg.sysctls.is_empty());
         assert_eq!((cfg.flows[0].repeat, cfg.flows[0].pause_ns), (1, 0));

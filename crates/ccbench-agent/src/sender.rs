@@ -230,8 +230,8 @@ pub fn prepare(cfg: &SendConfig) -> Result<Prepared, String> {
 
 pub(crate) fn sample_flow(sock: &FlowSocket, flow: &FlowConfig) -> io::Result<FlowSample> {
     let info = sock.tcp_info()?;
-    let bbr = flow.is_bbr().then(|| sock.bbr_info());
-    Ok(FlowSample { info, bbr })
+    let cc = flow.cc_info.as_ref().map(|kind| (kind.clone(), sock.cc_info(kind)));
+    Ok(FlowSample { info, cc })
 }
 
 /// What one flow is doing.
@@ -542,7 +542,7 @@ impl Prepared {
             let mut conns = Vec::new();
             if self.flows[i].repeat > 1 {
                 for (sock, began) in self.conns[i].iter().zip(&d.began) {
-                    let last = FlowSample { info: sock.tcp_info()?, bbr: None };
+                    let last = FlowSample { info: sock.tcp_info()?, cc: None };
                     conns.push(serde_json::json!({"port": sock.local_port()?, "start_ns": began, "final": last}));
                 }
             }

@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use crate::tcpinfo::{
-    BbrInfo, TcpInfo, BBR_INFO_LEN, SO_MAX_PACING_RATE, TCP_CC_INFO, TCP_CONGESTION, TCP_INFO, TCP_INFO_MAX,
+    CcInfo, TcpInfo, CC_INFO_MAX, SO_MAX_PACING_RATE, TCP_CC_INFO, TCP_CONGESTION, TCP_INFO, TCP_INFO_MAX,
 };
 
 /// A paced flow of an algorithm that does not pace by itself: any cap at all turns on the
@@ -150,11 +150,12 @@ impl FlowSocket {
         Ok(TcpInfo::parse(&buf[..n]))
     }
 
-    /// `TCP_CC_INFO` as BBR's structure; `None` when the kernel has none to give.
-    pub fn bbr_info(&self) -> Option<BbrInfo> {
-        let mut buf = [0u8; BBR_INFO_LEN];
+    /// `TCP_CC_INFO` as the structure `kind` names (`CcInfo::parse`); `None` when the
+    /// kernel has none to give.
+    pub fn cc_info(&self, kind: &str) -> Option<CcInfo> {
+        let mut buf = [0u8; CC_INFO_MAX];
         let n = getsockopt_bytes(self.fd.as_raw_fd(), libc::IPPROTO_TCP, TCP_CC_INFO, &mut buf).ok()?;
-        BbrInfo::parse(&buf[..n])
+        CcInfo::parse(kind, &buf[..n])
     }
 
     pub fn raw_fd(&self) -> RawFd {

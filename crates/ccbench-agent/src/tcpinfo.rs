@@ -203,23 +203,95 @@ impl BbrInfo {
     }
 }
 
-/// One flow's sample as the Python sender writes it: the `TCP_INFO` fields, plus `bbr`
-/// (an object, or null when `TCP_CC_INFO` gave nothing) for `bbr*` algorithms only.
+/// `struct tcpvegas_info` (`get_info` of Vegas, and of Illinois): four `__u32`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct VegasInfo {
+    pub enabled: u32,
+    pub rttcnt: u32,
+    /// Vegas reports its base RTT here, in µs.
+    pub rtt_us: u32,
+    pub minrtt_us: u32,
+}
+
+pub const VEGAS_INFO_LEN: usize = 16;
+
+impl VegasInfo {
+    pub fn parse(raw: &[u8]) -> Option<VegasInfo> {
+        if raw.len() < VEGAS_INFO_LEN {
+            return None;
+        }
+        let word = |i: usize| read_ne(raw, 4 * i, 4) as u32;
+        Some(VegasInfo { enabled: word(0), rttcnt: word(1), rtt_us: word(2), minrtt_us: word(3) })
+    }
+}
+
+/// `struct tcp_dctcp_info`: two `__u16`, then α (in 1/1024) and the bytes ACKed with and
+/// without ECE in the current window.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct DctcpInfo {
+    pub enabled: u32,
+    pub ce_state: u32,
+    pub alpha: u32,
+    pub ab_ecn: u32,
+    pub ab_tot: u32,
+}
+
+pub const DCTCP_INFO_LEN: usize = 16;
+
+impl DctcpInfo {
+    pub fn parse(raw: &[u8]) -> Option<DctcpInfo> {
+        if raw.len() < DCTCP_INFO_LEN {
+            return None;
+        }
+        let half = |at: usize| read_ne(raw, at, 2) as u32;
+        let word = |at: usize| read_ne(raw, at, 4) as u32;
+        Some(DctcpInfo { enabled: half(0), ce_state: half(2), alpha: word(4), ab_ecn: word(8), ab_tot: word(12) })
+    }
+}
+
+/// What an algorithm's `TCP_CC_INFO` holds, by the structure its `get_info` fills.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum CcInfo {
+    Bbr(BbrInfo),
+    Vegas(VegasInfo),
+    Dctcp(DctcpInfo),
+}
+
+impl CcInfo {
+    /// The structure named `kind` (`bbr`, `vegas`, `dctcp`: the flow's `cc_info`), read
+    /// from `raw`; `None` for a kind it does not know or a short answer.
+    pub fn parse(kind: &str, raw: &[u8]) -> Option<CcInfo> {
+        match kind {
+            "bbr" => BbrInfo::parse(raw).map(CcInfo::Bbr),
+            "vegas" => VegasInfo::parse(raw).map(CcInfo::Vegas),
+            "dctcp" => DctcpInfo::parse(raw).map(CcInfo::Dctcp),
+            _ => None,
+        }
+    }
+}
+
+/// The longest `TCP_CC_INFO` structure read.
+pub const CC_INFO_MAX: usize = BBR_INFO_LEN;
+
+/// One flow's sample as the Python sender writes it: the `TCP_INFO` fields, plus the
+/// algorithm's `TCP_CC_INFO` under its kind (`bbr`, `vegas`, `dctcp`; null when the
+/// kernel gave nothing) for the flows whose plan asks for it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowSample {
     pub info: TcpInfo,
-    pub bbr: Option<Option<BbrInfo>>,
+    pub cc: Option<(String, Option<CcInfo>)>,
 }
 
 impl Serialize for FlowSample {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let entries = self.info.entries();
-        let mut map = serializer.serialize_map(Some(entries.len() + usize::from(self.bbr.is_some())))?;
+        let mut map = serializer.serialize_map(Some(entries.len() + usize::from(self.cc.is_some())))?;
         for (name, value) in entries {
             map.serialize_entry(name, &value)?;
         }
-        if let Some(bbr) = &self.bbr {
-            map.serialize_entry("bbr", bbr)?;
+        if let Some((kind, cc)) = &self.cc {
+            map.serialize_entry(kind, cc)?;
         }
         map.end()
     }
@@ -290,7 +362,7 @@ mod tests {
 
     #[test]
     fn serializes_in_the_python_decoders_order() {
-        let sample = FlowSample { info: TcpInfo::parse(&image()), bbr: None };
+        let sample = FlowSample { info: TcpInfo::parse(&image()), cc: None };
         let text = serde_json::to_string(&sample).unwrap();
         let keys: Vec<String> = text
             .trim_matches(|c| c == '{' || c == '}')
@@ -315,7 +387,7 @@ mod tests {
         raw[6] = 0x97;
         raw[7] = 0x03;
         let json =
-            |len: usize| serde_json::to_string(&FlowSample { info: TcpInfo::parse(&raw[..len]), bbr: None }).unwrap();
+            |len: usize| serde_json::to_string(&FlowSample { info: TcpInfo::parse(&raw[..len]), cc: None }).unwrap();
         assert_eq!(json(TCP_INFO_MAX), PYTHON_FULL);
         assert_eq!(json(232), PYTHON_232);
     }
@@ -332,12 +404,32 @@ mod tests {
         assert_eq!(bbr.pacing_gain, 739.0 / 256.0);
         assert_eq!(bbr.cwnd_gain, 2.0);
         assert_eq!(BbrInfo::parse(&raw[..19]), None);
-        let with_null = FlowSample { info: TcpInfo::parse(&[1]), bbr: Some(None) };
+        let with_null = FlowSample { info: TcpInfo::parse(&[1]), cc: Some(("bbr".into(), None)) };
         assert_eq!(serde_json::to_string(&with_null).unwrap(), r#"{"state":1,"bbr":null}"#);
-        let with_bbr = FlowSample { info: TcpInfo::parse(&[]), bbr: Some(Some(bbr)) };
+        let with_bbr = FlowSample { info: TcpInfo::parse(&[]), cc: Some(("bbr".into(), Some(CcInfo::Bbr(bbr)))) };
         assert_eq!(
             serde_json::to_string(&with_bbr).unwrap(),
             r#"{"bbr":{"bw_bytes_per_s":4294967312.0,"min_rtt_us":20000.0,"pacing_gain":2.88671875,"cwnd_gain":2.0}}"#
         );
+    }
+
+    #[test]
+    fn vegas_and_dctcp_info_decode_their_structures() {
+        // struct tcpvegas_info: enabled 1, 12 RTTs counted, base RTT 40 ms, min RTT 41 ms.
+        let raw: Vec<u8> = [1u32, 12, 40_000, 41_000].iter().flat_map(|w| w.to_ne_bytes()).collect();
+        let v = CcInfo::parse("vegas", &raw).unwrap();
+        assert_eq!(v, CcInfo::Vegas(VegasInfo { enabled: 1, rttcnt: 12, rtt_us: 40_000, minrtt_us: 41_000 }));
+        assert_eq!(serde_json::to_string(&v).unwrap(), r#"{"enabled":1,"rttcnt":12,"rtt_us":40000,"minrtt_us":41000}"#);
+        // struct tcp_dctcp_info: enabled 1, ce_state 0 (u16 each), alpha 256, 2896 and 28960 bytes.
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&1u16.to_ne_bytes());
+        raw.extend_from_slice(&0u16.to_ne_bytes());
+        for w in [256u32, 2896, 28960] {
+            raw.extend_from_slice(&w.to_ne_bytes());
+        }
+        let d = CcInfo::parse("dctcp", &raw).unwrap();
+        assert_eq!(d, CcInfo::Dctcp(DctcpInfo { enabled: 1, ce_state: 0, alpha: 256, ab_ecn: 2896, ab_tot: 28960 }));
+        assert_eq!(CcInfo::parse("dctcp", &raw[..15]), None);
+        assert_eq!(CcInfo::parse("cubic", &raw), None);
     }
 }

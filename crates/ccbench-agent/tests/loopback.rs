@@ -52,7 +52,7 @@ fn a_bulk_flow_sends_until_the_end_with_a_sample_per_interval() {
     assert!(result.end_ns >= 300_000_000 && result.done_ns == [None]);
     let last = &result.final_samples[0];
     assert_eq!(result.samples.last().unwrap().2[0], *last);
-    assert!(last.bbr.is_none());
+    assert!(last.cc.is_none());
     // The reset at the end may discard what the sink had not read yet, so what it read
     // is only a lower bound of what was acknowledged.
     let acked = last.info.get("bytes_acked").unwrap();

@@ -26,9 +26,9 @@ import time
 from typing import Any, Optional
 
 if __package__:
-    from .tcpinfo import SO_MAX_PACING_RATE, TCP_CONGESTION, TCP_WINDOW_CLAMP, bbr_info, tcp_info
+    from .tcpinfo import SO_MAX_PACING_RATE, TCP_CONGESTION, TCP_WINDOW_CLAMP, cc_info, tcp_info
 else:  # run by path
-    from tcpinfo import SO_MAX_PACING_RATE, TCP_CONGESTION, TCP_WINDOW_CLAMP, bbr_info, tcp_info  # type: ignore[no-redef,import-not-found]
+    from tcpinfo import SO_MAX_PACING_RATE, TCP_CONGESTION, TCP_WINDOW_CLAMP, cc_info, tcp_info  # type: ignore[no-redef,import-not-found]
 
 RECV_BYTES = 1 << 18
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
@@ -283,10 +283,12 @@ def linger(sel: selectors.BaseSelector, view: memoryview) -> None:
 # The sender
 
 
-def sample_flow(sock: socket.socket, cca: str) -> dict[str, Any]:
+def sample_flow(sock: socket.socket, flow: dict[str, Any]) -> dict[str, Any]:
+    """``TCP_INFO``, and under its kind the ``TCP_CC_INFO`` structure the flow's plan names."""
     info: dict[str, Any] = tcp_info(sock)
-    if cca.startswith("bbr"):
-        info["bbr"] = bbr_info(sock)
+    kind = flow.get("cc_info")
+    if kind:
+        info[kind] = cc_info(sock, kind)
     return info
 
 
@@ -381,7 +383,7 @@ class Sender:
                     self.write(key.data)
 
     def sample_flows(self) -> list[dict[str, Any]]:
-        return [sample_flow(self.live(i), f["cca"]) for i, f in enumerate(self.flows)]
+        return [sample_flow(self.live(i), f) for i, f in enumerate(self.flows)]
 
     def start_downloads(self, now: int) -> None:
         """The downloads due by ``now`` begin: on their spare connection after the first."""

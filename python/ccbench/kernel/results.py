@@ -13,16 +13,32 @@ as /sys shows them, which apply to every flow of that algorithm on the machine.
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from .. import _core
 from .host import HostFacts, module_params
 from .plan import FlowPlan, Plan
 from .session import RawRun
-from .tcpinfo import TCP_INFINITE_SSTHRESH
+from .tcpinfo import TCP_INFINITE_SSTHRESH, cc_info_kind
 
 NAN = float("nan")
-CC_COLUMNS = ("cc_bw_bps", "cc_min_rtt_ms", "cc_pacing_gain", "cc_cwnd_gain")
+# What each TCP_CC_INFO structure gives, under the simulator's names for the same state
+# (``internals()`` of cc/bbr, cc/vegas.rs, cc/dctcp.rs), so that both engines' series compare.
+CC_COLUMNS: dict[str, dict[str, Callable[[dict[str, Any]], float]]] = {
+    "bbr": {
+        "cc_bw_bps": lambda i: i["bw_bytes_per_s"] * 8.0,
+        "cc_min_rtt_ms": lambda i: i["min_rtt_us"] / 1e3,
+        "cc_pacing_gain": lambda i: i["pacing_gain"],
+        "cc_cwnd_gain": lambda i: i["cwnd_gain"],
+    },
+    "vegas": {
+        "cc_doing_vegas_now": lambda i: float(i["enabled"]),
+        "cc_cnt_rtt": lambda i: float(i["rttcnt"]),
+        "cc_base_rtt_us": lambda i: float(i["rtt_us"]),
+        "cc_min_rtt_us": lambda i: float(i["minrtt_us"]),
+    },
+    "dctcp": {"cc_dctcp_alpha": lambda i: i["alpha"] / 1024.0},
+}
 
 
 def _undos(tcp_ext: dict[str, int], flows: int) -> dict[str, Optional[int]]:
@@ -83,15 +99,14 @@ def _downloads(
 
 
 def _cc_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
-    bbr = (info or {}).get("bbr")
-    if not bbr:
-        return {k: NAN for k in CC_COLUMNS}
-    return {
-        "cc_bw_bps": bbr["bw_bytes_per_s"] * 8.0,
-        "cc_min_rtt_ms": bbr["min_rtt_us"] / 1e3,
-        "cc_pacing_gain": bbr["pacing_gain"],
-        "cc_cwnd_gain": bbr["cwnd_gain"],
-    }
+    """The columns of the ``TCP_CC_INFO`` structure a sample carries (NaN where the
+    kernel gave none)."""
+    row: dict[str, float] = {}
+    for kind, columns in CC_COLUMNS.items():
+        if info is not None and kind in info:
+            got = info[kind]
+            row.update({name: NAN if got is None else value(got) for name, value in columns.items()})
+    return row
 
 
 def _flow_measured(
@@ -179,8 +194,8 @@ def _flows_table(plan: Plan, raw: RawRun, duration_s: float) -> dict[str, list[A
     picks = [(k, k, k) for k in range(regular)]
     if rcv and snd and n_emu:
         picks.append((len(rcv) - 1, len(snd) - 1, n_emu - 1))
-    any_bbr = any(f.cca.startswith("bbr") for f in plan.flows)
-    columns = _core.series_columns()["flows"] + list(CC_COLUMNS if any_bbr else ())
+    kinds = {cc_info_kind(f.cca) for f in plan.flows}
+    columns = _core.series_columns()["flows"] + [c for k in CC_COLUMNS if k in kinds for c in CC_COLUMNS[k]]
     table: dict[str, list[Any]] = {c: [] for c in columns}
 
     prev_t, prev_bytes = 0, [0] * len(plan.flows)
@@ -197,8 +212,7 @@ def _flows_table(plan: Plan, raw: RawRun, duration_s: float) -> dict[str, list[A
                 "throughput_bps": float(series["flow_throughput_bps"][i][ke]),
                 **_flow_row(infos[i]),
             }
-            if any_bbr:
-                values.update(_cc_row(infos[i]))
+            values.update(_cc_row(infos[i]))
             # What the kernel does not expose (`lost`, all of TCP_INFO before a sample) is NaN.
             for name, column in table.items():
                 column.append(values.get(name, NAN))

@@ -34,6 +34,7 @@ from ..lifecycle import die_with_parent, signals_interrupt
 from .host import KernelRunError
 from .plan import BASE_PORT, Plan, emulator_config
 from .state import RunState, recorded_run
+from .tcpinfo import cc_info_kind
 
 AGENT = Path(__file__).with_name("agent.py")
 READY_TIMEOUT_S = 20.0
@@ -442,6 +443,7 @@ def _sender_flows(run: RunContext) -> list[dict[str, Any]]:
             "force_pacing": f.force_pacing,
             "repeat": f.repeat,
             "pause_ns": f.pause_ns,
+            "cc_info": cc_info_kind(f.cca),
         }
         for f in run.plan.flows
     ]

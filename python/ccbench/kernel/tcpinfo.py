@@ -1,4 +1,5 @@
-"""``struct tcp_info`` (``TCP_INFO``) and BBR's ``struct tcp_bbr_info`` (``TCP_CC_INFO``).
+"""``struct tcp_info`` (``TCP_INFO``) and the algorithms' ``TCP_CC_INFO`` structures (BBR's
+``tcp_bbr_info``, Vegas's ``tcpvegas_info``, DCTCP's ``tcp_dctcp_info``).
 
 Standard library only: the traffic agent imports this module inside the network
 namespaces without the rest of the package. Fields follow ``include/uapi/linux/tcp.h``
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import Optional
+from typing import Any, Callable, Optional
 
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
@@ -124,8 +125,43 @@ def parse_bbr_info(raw: bytes) -> Optional[dict[str, float]]:
     }
 
 
-def bbr_info(sock: socket.socket) -> Optional[dict[str, float]]:
+def parse_vegas_info(raw: bytes) -> Optional[dict[str, int]]:
+    """``struct tcpvegas_info`` (Vegas's and Illinois's): Vegas reports its base RTT as
+    ``rtt``, in µs."""
+    if len(raw) < 16:
+        return None
+    enabled, rttcnt, rtt_us, minrtt_us = struct.unpack_from("@4I", raw)
+    return {"enabled": enabled, "rttcnt": rttcnt, "rtt_us": rtt_us, "minrtt_us": minrtt_us}
+
+
+def parse_dctcp_info(raw: bytes) -> Optional[dict[str, int]]:
+    """``struct tcp_dctcp_info``: α in 1/1024, and the bytes ACKed with ECE and in all in
+    the current window."""
+    if len(raw) < 16:
+        return None
+    enabled, ce_state, alpha, ab_ecn, ab_tot = struct.unpack_from("@2H3I", raw)
+    return {"enabled": enabled, "ce_state": ce_state, "alpha": alpha, "ab_ecn": ab_ecn, "ab_tot": ab_tot}
+
+
+# The TCP_CC_INFO structures read, by the kind a flow's plan names (``cc_info_kind``).
+CC_INFO_PARSERS: dict[str, Callable[[bytes], Optional[dict[str, Any]]]] = {
+    "bbr": parse_bbr_info,
+    "vegas": parse_vegas_info,
+    "dctcp": parse_dctcp_info,
+}
+CC_INFO_MAX = 20
+
+
+def cc_info_kind(cca: str) -> Optional[str]:
+    """The ``TCP_CC_INFO`` structure an algorithm's ``get_info`` fills (bbr*, Vegas, DCTCP;
+    the others report none a flow's figures use)."""
+    if cca.startswith("bbr"):
+        return "bbr"
+    return cca if cca in ("vegas", "dctcp") else None
+
+
+def cc_info(sock: socket.socket, kind: str) -> Optional[dict[str, Any]]:
     try:
-        return parse_bbr_info(sock.getsockopt(socket.IPPROTO_TCP, TCP_CC_INFO, 20))
+        return CC_INFO_PARSERS[kind](sock.getsockopt(socket.IPPROTO_TCP, TCP_CC_INFO, CC_INFO_MAX))
     except OSError:
         return None
