@@ -37,7 +37,8 @@ CC_COLUMNS: dict[str, dict[str, Callable[[dict[str, Any]], float]]] = {
         "cc_base_rtt_us": lambda i: float(i["rtt_us"]),
         "cc_min_rtt_us": lambda i: float(i["minrtt_us"]),
     },
-    "dctcp": {"cc_dctcp_alpha": lambda i: i["alpha"] / 1024.0},
+    # Without ECN negotiated DCTCP runs as dctcp-reno, whose structure says enabled = 0.
+    "dctcp": {"cc_dctcp_alpha": lambda i: i["alpha"] / 1024.0 if i["enabled"] else NAN},
 }
 
 
@@ -177,12 +178,31 @@ def assemble(
             "kernel": host.kernel,
             "kernel_hz": host.kernel_hz,
             "available_congestion_control": host.available_congestion_control,
-            "notes": plan.notes + raw.notes,
+            "notes": plan.notes + raw.notes + _fallback_notes(plan, raw),
             "emulator": raw.emulator["check"],
         }
     )
     duration_s = end_ns / 1e9
     return summary, _flows_table(plan, raw, duration_s), _link_table(raw, duration_s)
+
+
+def _fallback_notes(plan: Plan, raw: RawRun) -> list[str]:
+    """A DCTCP flow whose connection did not negotiate ECN ran as Reno (``dctcp_init``
+    falls back to ``dctcp_reno``): Linux accepts an ECT SYN's ECN only where the listener's
+    algorithm needs ECN too (``tcp_ecn_create_request``), and this receiver's may not."""
+    final = raw.sender.get("final") or []
+    fell_back = [
+        i
+        for i, f in enumerate(plan.flows)
+        if f.cca == "dctcp" and i < len(final) and (final[i].get("dctcp") or {}).get("enabled") == 0
+    ]
+    if not fell_back:
+        return []
+    return [
+        f"flows {', '.join(map(str, fell_back))}: DCTCP ran as Reno without ECN (dctcp-reno): the receiver's "
+        "kernel answers an ECN-capable SYN only when its own algorithm needs ECN, and it does not run DCTCP; "
+        "the simulator's DCTCP receiver does"
+    ]
 
 
 def _flows_table(plan: Plan, raw: RawRun, duration_s: float) -> dict[str, list[Any]]:
