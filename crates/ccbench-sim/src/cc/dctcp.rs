@@ -9,7 +9,7 @@
 //! asks for ECN whatever the flow's `ecn` says (`TCP_CONG_NEEDS_ECN`).
 
 use super::params::{apply, Kind, Param, ParamError};
-use super::reno::{cong_avoid_ai, slow_start};
+use super::reno::Reno;
 use super::*;
 use serde::Serialize;
 
@@ -126,18 +126,7 @@ impl CongestionControl for Dctcp {
 
     /// `tcp_reno_cong_avoid`.
     fn cong_avoid(&mut self, c: &ConnInfo, w: &mut Window, acked: u32) {
-        if !c.is_cwnd_limited {
-            return;
-        }
-        let mut acked = acked;
-        if w.in_slow_start() {
-            acked = slow_start(w, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let cwnd = w.cwnd;
-        cong_avoid_ai(w, cwnd, acked);
+        Reno.cong_avoid(c, w, acked);
     }
 
     /// `dctcp_update_alpha`: once `snd_una` passes the window's end, α moves toward the

@@ -213,6 +213,8 @@ pub struct AckSample {
     pub pkts_acked: u32,
     /// `ca_rtt` in µs, -1 if none.
     pub rtt_us: i64,
+    /// Segments delivered while the newest one this ACK delivered was in flight
+    /// (`tp->delivered - rs->prior_delivered`: the kernel passes it times `mss_cache`).
     pub in_flight: u32,
 }
 

@@ -43,6 +43,14 @@ pub struct Pick {
     lost: u64,
 }
 
+impl Pick {
+    /// `rs->prior_delivered`: `tp->delivered` when the newest delivered segment was sent
+    /// (0 when the ACK delivered none).
+    pub fn prior_delivered(&self) -> u64 {
+        self.prior_delivered
+    }
+}
+
 /// `tcp_skb_sent_after`: later send time, ties broken by higher end sequence.
 fn sent_after(t1: u64, t2: u64, seq1: u64, seq2: u64) -> bool {
     t1 > t2 || (t1 == t2 && seq1 > seq2)

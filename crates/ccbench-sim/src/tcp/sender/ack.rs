@@ -270,7 +270,9 @@ impl Sender {
             return;
         }
         let info = self.info(now);
-        let sample = AckSample { pkts_acked: a.scan.pkts_acked, rtt_us: a.ca_rtt_us, in_flight: a.prior_in_flight };
+        // `tcp_clean_rtx_queue`: what was delivered while the newest segment was out.
+        let in_flight = (self.delivered - a.scan.pick.prior_delivered()) as u32;
+        let sample = AckSample { pkts_acked: a.scan.pkts_acked, rtt_us: a.ca_rtt_us, in_flight };
         self.cc.pkts_acked(&info, &mut self.w, &sample);
     }
 
