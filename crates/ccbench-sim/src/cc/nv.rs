@@ -1,5 +1,5 @@
-//! TCP-NV ("New Vegas") as Linux implements it (`net/ipv4/tcp_nv.c`, Linux 6.1; mainline
-//! since differs only in drawing the random byte with `get_random_u8`).
+//! TCP-NV ("New Vegas") as Linux implements it (`net/ipv4/tcp_nv.c`, Linux 6.1; later
+//! kernels differ at most in the helper that draws the one random byte).
 //!
 //! NV estimates the rate each ACK shows, `in_flight` bytes over a moving average of the
 //! RTT (in 100 bit/s: `in_flight · 80000 / avg_rtt`), keeps the largest of a round, and
