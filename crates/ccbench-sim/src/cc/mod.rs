@@ -16,6 +16,7 @@ pub mod htcp;
 pub mod hybla;
 pub mod illinois;
 pub mod lp;
+pub mod nv;
 pub mod params;
 pub mod reno;
 pub mod scalable;
@@ -333,6 +334,8 @@ pub enum Algorithm {
     Illinois,
     /// TCP Low Priority, `tcp_lp.c`.
     Lp,
+    /// TCP-NV (New Vegas), `tcp_nv.c`.
+    Nv,
     /// Scalable TCP, `tcp_scalable.c`.
     Scalable,
     /// TCP Vegas, `tcp_vegas.c`.
@@ -359,6 +362,7 @@ impl Algorithm {
         Algorithm::Hybla,
         Algorithm::Illinois,
         Algorithm::Lp,
+        Algorithm::Nv,
         Algorithm::Scalable,
         Algorithm::Vegas,
         Algorithm::Veno,
@@ -380,6 +384,7 @@ impl Algorithm {
             Algorithm::Hybla => "hybla",
             Algorithm::Illinois => "illinois",
             Algorithm::Lp => "lp",
+            Algorithm::Nv => "nv",
             Algorithm::Scalable => "scalable",
             Algorithm::Vegas => "vegas",
             Algorithm::Veno => "veno",
@@ -419,6 +424,7 @@ impl Algorithm {
             Algorithm::Hybla => Box::new(hybla::Hybla::new(hybla::HyblaParams::from_overrides(params)?)),
             Algorithm::Illinois => Box::new(illinois::Illinois::new(illinois::IllinoisParams::from_overrides(params)?)),
             Algorithm::Lp => params::none(name, params).map(|_| Box::new(lp::Lp::new()))?,
+            Algorithm::Nv => Box::new(nv::Nv::new(nv::NvParams::from_overrides(params)?, rng)),
             Algorithm::Scalable => params::none(name, params).map(|_| Box::new(scalable::Scalable))?,
             Algorithm::Vegas => Box::new(vegas::Vegas::new(vegas::VegasParams::from_overrides(params)?)),
             Algorithm::Veno => params::none(name, params).map(|_| Box::new(veno::Veno::new()))?,
@@ -450,6 +456,7 @@ impl Algorithm {
             Algorithm::Htcp => describe(htcp::HtcpParams::TABLE, htcp::HtcpParams::default()),
             Algorithm::Hybla => describe(hybla::HyblaParams::TABLE, hybla::HyblaParams::default()),
             Algorithm::Illinois => describe(illinois::IllinoisParams::TABLE, illinois::IllinoisParams::default()),
+            Algorithm::Nv => describe(nv::NvParams::TABLE, nv::NvParams::default()),
             Algorithm::Vegas => describe(vegas::VegasParams::TABLE, vegas::VegasParams::default()),
             Algorithm::Reno
             | Algorithm::HighSpeed
