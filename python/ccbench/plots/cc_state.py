@@ -63,6 +63,11 @@ PANELS: dict[str, StatePanel] = {
         "segments",
         (("cc_bw_rtt_min_segs", "estimate × min RTT"),),
     ),
+    "nv": StatePanel(
+        "NV: the window its delivery rate allows (max_win = cwnd_by_slope + nv_pad)",
+        "segments",
+        (("cc_max_win", "max_win"), ("cc_cwnd_by_slope", "cwnd_by_slope")),
+    ),
     "lp": StatePanel(
         "LP: smoothed one-way delay and the early-congestion threshold",
         "ms",
