@@ -9,6 +9,7 @@
 pub mod bbr;
 pub mod bbr3;
 pub mod bic;
+pub mod cdg;
 pub mod cubic;
 pub mod dctcp;
 pub mod highspeed;
@@ -137,6 +138,10 @@ pub struct Window {
     /// in PROBE_RTT (`tp->app_limited = delivered + inflight`); the stack applies and
     /// clears it.
     pub mark_app_limited: bool,
+    /// Set by the algorithm to start a CWR reduction now, as CDG's backoff calls
+    /// `tcp_enter_cwr` from `cong_avoid`; the stack applies and clears it (asking the
+    /// algorithm's `ssthresh` for the target).
+    pub enter_cwr: bool,
 }
 
 /// `TCP_INFINITE_SSTHRESH`.
@@ -151,6 +156,7 @@ impl Window {
             cwnd_cnt: 0,
             pacing_rate: 0,
             mark_app_limited: false,
+            enter_cwr: false,
         }
     }
     /// `tcp_in_slow_start`.
@@ -322,6 +328,8 @@ pub enum Algorithm {
     Bbr3,
     /// BIC, `tcp_bic.c`.
     Bic,
+    /// CAIA Delay-Gradient, `tcp_cdg.c`.
+    Cdg,
     /// DCTCP, `tcp_dctcp.c`.
     Dctcp,
     /// HighSpeed TCP (RFC 3649), `tcp_highspeed.c`.
@@ -356,6 +364,7 @@ impl Algorithm {
         Algorithm::Bbr2,
         Algorithm::Bbr3,
         Algorithm::Bic,
+        Algorithm::Cdg,
         Algorithm::Dctcp,
         Algorithm::HighSpeed,
         Algorithm::Htcp,
@@ -378,6 +387,7 @@ impl Algorithm {
             Algorithm::Bbr2 => "bbr2",
             Algorithm::Bbr3 => "bbr3",
             Algorithm::Bic => "bic",
+            Algorithm::Cdg => "cdg",
             Algorithm::Dctcp => "dctcp",
             Algorithm::HighSpeed => "highspeed",
             Algorithm::Htcp => "htcp",
@@ -418,6 +428,7 @@ impl Algorithm {
                 Box::new(bbr3::Bbr3::new(v, bbr3::Bbr3Params::from_overrides(v, params)?, rng))
             }
             Algorithm::Bic => Box::new(bic::Bic::new(bic::BicParams::from_overrides(params)?)),
+            Algorithm::Cdg => Box::new(cdg::Cdg::new(cdg::CdgParams::from_overrides(params)?, rng)),
             Algorithm::Dctcp => Box::new(dctcp::Dctcp::new(dctcp::DctcpParams::from_overrides(params)?)),
             Algorithm::HighSpeed => params::none(name, params).map(|_| Box::new(highspeed::HighSpeed::new()))?,
             Algorithm::Htcp => Box::new(htcp::Htcp::new(htcp::HtcpParams::from_overrides(params)?)),
@@ -452,6 +463,7 @@ impl Algorithm {
             Algorithm::Bbr2 => describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V2)),
             Algorithm::Bbr3 => describe(bbr3::Bbr3Params::TABLE, bbr3::Bbr3Params::defaults(bbr3::Version::V3)),
             Algorithm::Bic => describe(bic::BicParams::TABLE, bic::BicParams::default()),
+            Algorithm::Cdg => describe(cdg::CdgParams::TABLE, cdg::CdgParams::default()),
             Algorithm::Dctcp => describe(dctcp::DctcpParams::TABLE, dctcp::DctcpParams::default()),
             Algorithm::Htcp => describe(htcp::HtcpParams::TABLE, htcp::HtcpParams::default()),
             Algorithm::Hybla => describe(hybla::HyblaParams::TABLE, hybla::HyblaParams::default()),

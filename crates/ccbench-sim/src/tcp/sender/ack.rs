@@ -324,6 +324,9 @@ impl Sender {
             self.cwnd_reduction(rs.acked_sacked, rs.losses, flag);
         } else if self.may_raise_cwnd(flag) {
             self.cc.cong_avoid(&info, &mut self.w, rs.acked_sacked);
+            if std::mem::take(&mut self.w.enter_cwr) {
+                self.enter_cwr(now); // CDG's backoff
+            }
         }
         self.update_pacing_rate();
     }
