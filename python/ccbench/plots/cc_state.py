@@ -29,6 +29,12 @@ def _const(value: float) -> Threshold:
 
 
 PANELS: dict[str, StatePanel] = {
+    "cdg": StatePanel(
+        "CDG: the delay gradient summed over its window (a positive one may back off)",
+        "µs",
+        (("cc_grad_us", "gradient sum"),),
+        (("0: no backoff at or below", lambda params: 0.0),),
+    ),
     "dctcp": StatePanel(
         "DCTCP: α, the moving average of the marked fraction", "α", (("cc_dctcp_alpha", "α (1 = every segment)"),)
     ),
