@@ -218,6 +218,26 @@ def test_the_guest_takes_the_scenarios_initial_window_minimum_rto_and_mss() -> N
     assert f["delivered_bytes"] / link["packets_forwarded"] > 3900, (f["delivered_bytes"], link["packets_forwarded"])
 
 
+def test_vegas_and_dctcp_report_their_state_as_the_simulator_names_it() -> None:
+    # TCP_CC_INFO: Vegas's base RTT (the path's 40 ms plus the guest's own delay) on the
+    # guest and in the simulator; DCTCP, whose ECT SYN this host's receiver refuses ECN
+    # (it does not run DCTCP), as dctcp-reno: no alpha, and a note saying why.
+    doc = {
+        "duration": "3s",
+        "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
+        "flows": [{"cca": "vegas"}, {"cca": "dctcp"}],
+    }
+    vm, sim = (ccbench.run(doc, engine=e) for e in ("vm", "sim"))
+    base = {
+        e: r.flows[(r.flows["flow"] == 0) & (r.flows["time_s"] > 1)]["cc_base_rtt_us"].median()
+        for e, r in (("vm", vm), ("sim", sim))
+    }
+    assert 40_000 <= base["sim"] <= 42_000 and abs(base["vm"] - base["sim"]) < 2_000, base
+    assert vm.flows[vm.flows["flow"] == 1]["cc_dctcp_alpha"].isna().all()
+    assert any("DCTCP ran as Reno without ECN" in n for n in vm.summary["notes"])
+    assert sim.flows[sim.flows["flow"] == 1]["cc_dctcp_alpha"].notna().any()
+
+
 def test_a_classic_ecn_flow_in_the_guest_negotiates_ecn_and_is_marked() -> None:
     # The guest's route to the ECN receiver address carries `features ecn`, as the
     # kernel engine's sender route does; without it the guest would not ask for ECN.
