@@ -12,6 +12,7 @@ from .. import _core, engines
 from ..errors import ScenarioError
 from ..kernel import host
 from ..kernel.host import KernelRunError
+from ..vm.qemu import VmError
 from .cells import Cell, base
 from .judge import CellResult, EngineFigures, compare, run_figures
 
@@ -82,7 +83,7 @@ def run_cell(
                 result = kernel_engine.run(sc)
             except ScenarioError as e:  # KernelEngineError, or a simulator-only knob refused
                 kernel_reason = f"not available in the {cell.against} engine: {e}"
-            except KernelRunError as e:
+            except (KernelRunError, VmError) as e:  # a run that failed: the others may not
                 progress(f"  {cell.name} rep {seed}/{reps}: {cell.against} run failed: {e}")
                 kernel_failures.append(str(e))
             else:
