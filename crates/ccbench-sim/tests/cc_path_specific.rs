@@ -1,6 +1,6 @@
 //! Algorithms built for one kind of path, each run whole on the dumbbell: Hybla on a
-//! long-RTT (satellite) path, Westwood+ on a lossy link, LP as a background transfer
-//! beside a Cubic flow. Each fills an ordinary link (20 Mbit/s, 40 ms, 1 BDP buffer)
+//! long-RTT (satellite) path, Westwood+ on a lossy link, LP (meant as a background
+//! transfer) beside a Cubic flow. Each fills an ordinary link (20 Mbit/s, 40 ms, 1 BDP buffer)
 //! deterministically, and shows the property it is known for, with the tolerance stated.
 //! Run in release: `cargo test --release -p ccbench-sim --test cc_path_specific`.
 
@@ -117,67 +117,45 @@ fn westwood_keeps_its_rate_through_random_loss() {
     assert!(w.goodput_bps >= 1.8 * r.goodput_bps, "westwood {:.0} vs reno {:.0}", w.goodput_bps, r.goodput_bps);
 }
 
-/// LP alone on the ordinary link does not fill it, and that is the kernel's arithmetic:
-/// the remote clock rate is estimated from ms timestamps as floor(1000·ΔTSval/ΔTSecr)
-/// per ACK pair, which averages above 1000 Hz; whenever the estimate exceeds 1000,
-/// `LP_RESOL / remote_hz` is 0 and the OWD becomes 2^32 − TSecr (u32). The smoothed OWD
-/// then jumps to a wrapped value, the next sample below it reads as early congestion
-/// within inference, cwnd drops to 1, and it takes seconds at one ACK per RTT for the
-/// smoothed OWD to decay. Checked: deterministic, retransmissions at most 20% of the
-/// segments delivered, goodput at most 20% of the payload rate (measured 3.5%): a model
-/// that filled the link here would not be Linux 6.1's LP.
+/// LP alone on the ordinary link, as 6.1's LP runs on a real connection: each end adds a
+/// random offset to its TSvals (`tcp_timestamps = 1`), and LP reads its one-way delay and
+/// inference time from the offset values (and the offset-free `tcp_time_stamp`). How its
+/// delay estimate then behaves depends on the offsets the connection drew: with most it
+/// never reads early congestion and fills the link like Reno (the VM's guest, three runs
+/// at 20 Mbit/s, 40 ms, 1 BDP: 19.08 Mbit/s each); with some its wrapped delay estimate
+/// reads as early congestion again and again and holds it to a few segments. Over seeds
+/// 1 to 6 (the offsets are drawn from the run's seed): at least four fill at least 85%
+/// of the payload rate (measured: five), any other stays under 20% (seed 5: 3.6%).
 #[test]
-fn lp_alone_is_held_down_by_its_own_delay_estimate() {
-    let s = alone("lp", RTT, 20);
-    let out = run_ok(&s);
-    let f = &out.summary.flows[0];
+fn lp_alone_fills_the_link_unless_its_timestamp_offsets_fool_its_delay_estimate() {
     let payload = payload_share_bps(RATE);
-    let delivered_segs = f.delivered_bytes / MSS;
-    println!(
-        "lp alone: goodput {:.2} Mbit/s ({:.1}% of payload), {} retransmits of {delivered_segs} segments",
-        f.goodput_bps / 1e6,
-        100.0 * f.goodput_bps / payload,
-        f.retransmits
-    );
-    assert!(f.goodput_bps <= 0.2 * payload, "lp: goodput {:.0} of {payload:.0}", f.goodput_bps);
-    assert!(f.retransmits * 5 <= delivered_segs, "lp: {} retransmits of {delivered_segs}", f.retransmits);
-    let again = run_ok(&s);
-    assert_eq!(serde_json::to_string(&out.summary).unwrap(), serde_json::to_string(&again.summary).unwrap());
+    let mut full = 0;
+    for seed in 1..=6 {
+        let mut s = alone("lp", RTT, 20);
+        s.seed = seed;
+        let f = &run_ok(&s).summary.flows[0];
+        println!("lp alone, seed {seed}: {:.2} Mbit/s ({:.1}%)", f.goodput_bps / 1e6, 100.0 * f.goodput_bps / payload);
+        assert!(f.goodput_bps >= 0.85 * payload || f.goodput_bps <= 0.2 * payload, "seed {seed}");
+        full += (f.goodput_bps >= 0.85 * payload) as u32;
+    }
+    assert!(full >= 4, "{full} of 6 seeds fill the link");
+    let s = alone("lp", RTT, 20);
+    let (a, b) = (run_ok(&s), run_ok(&s));
+    assert_eq!(serde_json::to_string(&a.summary).unwrap(), serde_json::to_string(&b.summary).unwrap());
 }
 
-/// A background transfer: LP beside one Cubic flow on 20 Mbit/s, 40 ms, 1 BDP, 30 s,
-/// started together and 5 s after it. Cubic fills the buffer, so LP sees its one-way
-/// delay above min + 15% of the spread and halves, and again within 3 RTTs drops to 1
-/// segment. Its share is at most 10% of the goodput (measured about 4-5%), where a
-/// Reno flow in its place takes over a quarter; Cubic keeps at least 85% of the payload
-/// rate.
+/// LP beside one Cubic flow on 20 Mbit/s, 40 ms, 2 BDP (the algorithms family's cell):
+/// with offsets under which it reads no early congestion it does not yield, and takes
+/// about what a Reno flow in its place would; the guest's LP took 9.4 to 10.7 of the
+/// 19.2 Mbit/s in three runs. Checked: LP's share between 35 and 65% at seed 1
+/// (measured 59%).
 #[test]
-fn lp_yields_to_a_cubic_flow() {
-    let payload = payload_share_bps(RATE);
-    for start_s in [0, 5] {
-        let pair = |bg: &str| {
-            let mut background = flow(bg);
-            background.start_ns = start_s * SEC;
-            let mut s = dumbbell(RATE, RTT, BufferLimit::Bdp(1.0), vec![flow("cubic"), background]);
-            s.duration_ns = 30 * SEC;
-            run_ok(&s)
-        };
-        let (lp, reno) = (pair("lp"), pair("reno"));
-        let share = |o: &RunOutput| {
-            let (c, b) = (o.summary.flows[0].goodput_bps, o.summary.flows[1].goodput_bps);
-            (c, b, b / (c + b))
-        };
-        let (cubic, background, lp_share) = share(&lp);
-        let reno_share = share(&reno).2;
-        println!(
-            "start {start_s} s: cubic {:.2} Mbit/s, lp {:.2} Mbit/s ({:.1}%), reno in its place {:.1}%",
-            cubic / 1e6,
-            background / 1e6,
-            100.0 * lp_share,
-            100.0 * reno_share
-        );
-        assert!(lp_share <= 0.10, "start {start_s}: lp share {lp_share:.3}");
-        assert!(reno_share >= 0.25, "start {start_s}: reno share {reno_share:.3}");
-        assert!(cubic >= 0.85 * payload, "start {start_s}: cubic {cubic:.0} of {payload:.0}");
-    }
+fn lp_beside_cubic_does_not_yield_on_a_real_connection() {
+    let mut s = dumbbell(RATE, RTT, BufferLimit::Bdp(2.0), vec![flow("lp"), flow("cubic")]);
+    s.duration_ns = 10 * SEC;
+    let out = run_ok(&s);
+    let (lp, cubic) = (out.summary.flows[0].goodput_bps, out.summary.flows[1].goodput_bps);
+    let share = lp / (lp + cubic);
+    println!("lp {:.2} Mbit/s beside cubic {:.2} Mbit/s: {:.1}%", lp / 1e6, cubic / 1e6, 100.0 * share);
+    assert!((0.35..=0.65).contains(&share), "lp share {share:.3}");
 }

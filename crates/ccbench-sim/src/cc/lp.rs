@@ -11,6 +11,13 @@
 //! kernel's integer widths are kept, quirks included: the 32-bit products and
 //! differences wrap, and `LP_RESOL / remote_hz` is 0 once the remote clock is
 //! estimated above 1000 Hz.
+//!
+//! What LP reads of the timestamp option is as the kernel's socket sees it: with
+//! `net.ipv4.tcp_timestamps = 1` (the default) each end adds a random offset of its own
+//! to its TSvals (`secure_tcp_ts_off`), and 6.1's LP compares the echo of its offset
+//! TSval with the offset-free `tcp_time_stamp`. The wire's timestamps carry no offset in
+//! the simulator (only their differences matter elsewhere), so LP adds the two offsets,
+//! drawn from the flow's seeded stream, to what it reads.
 
 use super::reno::Reno;
 use super::*;
@@ -35,9 +42,7 @@ const THRESHOLD_PERCENT: u32 = 15;
 /// `tcp_lp_init`: no OWD seen yet.
 const OWD_MIN_INIT: u32 = 0xffff_ffff;
 
-/// `tcp_time_stamp`: ms of the stack's clock. The simulator's TSvals carry no per-
-/// connection offset, so this and the echoed TSecr share one clock (in 6.1 the kernel
-/// compares the offset-free `tcp_time_stamp` with the echo of an offset TSval).
+/// `tcp_time_stamp`: ms of the stack's clock, without the connection's TSval offset.
 fn tcp_time_stamp(c: &ConnInfo) -> u32 {
     (c.now.ns() / 1_000_000) as u32
 }
@@ -62,17 +67,21 @@ pub struct Lp {
     last_drop: u32,
     /// Inference time, ms.
     inference: u32,
-}
-
-impl Default for Lp {
-    fn default() -> Self {
-        Lp::new()
-    }
+    /// The TSval offsets (`tp->tsoffset`) of this end and of the peer.
+    ts_offset: u32,
+    peer_ts_offset: u32,
 }
 
 impl Lp {
-    /// `tcp_lp_init`.
-    pub fn new() -> Self {
+    /// LP on a connection whose ends drew their TSval offsets from `rng`.
+    pub fn new(mut rng: crate::base::rng::Rng) -> Self {
+        use rand::RngCore;
+        let ours = rng.next_u32();
+        Lp::with_ts_offsets(ours, rng.next_u32())
+    }
+
+    /// `tcp_lp_init`, with these TSval offsets (this end's and the peer's).
+    pub fn with_ts_offsets(ts_offset: u32, peer_ts_offset: u32) -> Self {
         Lp {
             flag: 0,
             sowd: 0,
@@ -84,7 +93,14 @@ impl Lp {
             local_ref_time: 0,
             last_drop: 0,
             inference: 0,
+            ts_offset,
+            peer_ts_offset,
         }
+    }
+
+    /// The ACK's `rcv_tsval` and `rcv_tsecr` as the kernel's socket holds them.
+    fn rcv_ts(&self, c: &ConnInfo) -> (u32, u32) {
+        (c.rcv_tsval.wrapping_add(self.peer_ts_offset), c.rcv_tsecr.wrapping_add(self.ts_offset))
     }
 
     fn set_flag(&mut self, bit: u32, on: bool) {
@@ -98,11 +114,12 @@ impl Lp {
     /// `tcp_lp_remote_hz_estimator`: TCP_TS_HZ × ΔTSval / ΔTSecr between consecutive
     /// ACKs, smoothed by 1/64. Both differences and the product are u32 in the kernel.
     fn remote_hz_estimator(&mut self, c: &ConnInfo) -> u32 {
+        let (tsval, tsecr) = self.rcv_ts(c);
         let mut rhz = (self.remote_hz << RHZ_SHIFT) as i64;
         let have_refs = self.remote_ref_time != 0 && self.local_ref_time != 0;
-        if have_refs && c.rcv_tsval != self.remote_ref_time && c.rcv_tsecr != self.local_ref_time {
-            let dval = c.rcv_tsval.wrapping_sub(self.remote_ref_time);
-            let decr = c.rcv_tsecr.wrapping_sub(self.local_ref_time);
+        if have_refs && tsval != self.remote_ref_time && tsecr != self.local_ref_time {
+            let dval = tsval.wrapping_sub(self.remote_ref_time);
+            let decr = tsecr.wrapping_sub(self.local_ref_time);
             let m = (TCP_TS_HZ.wrapping_mul(dval) / decr) as i64;
             if rhz > 0 {
                 rhz += m - (rhz >> RHZ_SHIFT);
@@ -111,8 +128,7 @@ impl Lp {
             }
         }
         self.set_flag(LP_VALID_RHZ, (rhz >> RHZ_SHIFT) > 0);
-        self.remote_ref_time = c.rcv_tsval;
-        self.local_ref_time = c.rcv_tsecr;
+        (self.remote_ref_time, self.local_ref_time) = (tsval, tsecr);
         (rhz >> RHZ_SHIFT) as u32
     }
 
@@ -124,7 +140,8 @@ impl Lp {
             // remote_hz > 0 here; the kernel divides unguarded.
             let remote_scale = LP_RESOL.checked_div(self.remote_hz).unwrap_or(0);
             let local_scale = LP_RESOL / TCP_TS_HZ;
-            owd = c.rcv_tsval.wrapping_mul(remote_scale).wrapping_sub(c.rcv_tsecr.wrapping_mul(local_scale));
+            let (tsval, tsecr) = self.rcv_ts(c);
+            owd = tsval.wrapping_mul(remote_scale).wrapping_sub(tsecr.wrapping_mul(local_scale));
         }
         self.set_flag(LP_VALID_OWD, owd > 0);
         owd
@@ -167,7 +184,7 @@ impl CongestionControl for Lp {
     }
 
     fn init(&mut self, _c: &ConnInfo, _w: &mut Window) {
-        *self = Lp::new();
+        *self = Lp::with_ts_offsets(self.ts_offset, self.peer_ts_offset);
     }
 
     /// `tcp_reno_ssthresh`.
@@ -189,7 +206,7 @@ impl CongestionControl for Lp {
         if s.rtt_us > 0 {
             self.rtt_sample(c);
         }
-        let delta = now.wrapping_sub(c.rcv_tsecr);
+        let delta = now.wrapping_sub(self.rcv_ts(c).1);
         if delta as i32 > 0 {
             self.inference = INFERENCE_RTTS.wrapping_mul(delta);
         }

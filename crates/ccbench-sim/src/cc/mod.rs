@@ -434,7 +434,7 @@ impl Algorithm {
             Algorithm::Htcp => Box::new(htcp::Htcp::new(htcp::HtcpParams::from_overrides(params)?)),
             Algorithm::Hybla => Box::new(hybla::Hybla::new(hybla::HyblaParams::from_overrides(params)?)),
             Algorithm::Illinois => Box::new(illinois::Illinois::new(illinois::IllinoisParams::from_overrides(params)?)),
-            Algorithm::Lp => params::none(name, params).map(|_| Box::new(lp::Lp::new()))?,
+            Algorithm::Lp => params::none(name, params).map(|_| Box::new(lp::Lp::new(rng)))?,
             Algorithm::Nv => Box::new(nv::Nv::new(nv::NvParams::from_overrides(params)?, rng)),
             Algorithm::Scalable => params::none(name, params).map(|_| Box::new(scalable::Scalable))?,
             Algorithm::Vegas => Box::new(vegas::Vegas::new(vegas::VegasParams::from_overrides(params)?)),

@@ -8,7 +8,7 @@ use crate::time::Time;
 fn started() -> (Lp, ConnInfo, Window) {
     let c = ConnInfo { is_cwnd_limited: true, ..ConnInfo::default() };
     let mut w = Window::new(10);
-    let mut lp = Lp::new();
+    let mut lp = Lp::with_ts_offsets(0, 0);
     lp.init(&c, &mut w);
     (lp, c, w)
 }
