@@ -168,7 +168,7 @@ class Flow(_Table):
         "rwnd_autotune",
     )
 
-    cca: str = Field(description="reno, cubic, bbr (v1), bbr2, bbr3", examples=["cubic"])
+    cca: str = Field(description=f"{', '.join(algorithms())} (bbr is v1)", examples=["cubic"])
     count: Annotated[int, _int_range(1, MAX_FLOWS_PER_ENTRY)] = Field(
         1, description="expands to N identical flows", examples=[1]
     )
