@@ -40,6 +40,11 @@ impl Time {
     }
 }
 
+/// `usecs_to_jiffies` (include/linux/jiffies.h), which rounds up, at `hz` ticks a second.
+pub fn usecs_to_jiffies(us: u64, hz: u32) -> u64 {
+    (us * hz as u64).div_ceil(1_000_000)
+}
+
 impl Dur {
     pub const ZERO: Dur = Dur(0);
     pub const fn from_us(us: u64) -> Dur {

@@ -11,6 +11,7 @@
 use super::params::{apply, Kind, Param, ParamError};
 use super::reno::{cong_avoid_ai, slow_start};
 use super::*;
+use crate::time::usecs_to_jiffies;
 use serde::Serialize;
 
 /// `BICTCP_BETA_SCALE`: beta is a fraction of 1024.
@@ -189,11 +190,6 @@ pub fn cubic_root(a: u64) -> u32 {
     x as u32
 }
 
-/// `usecs_to_jiffies`, which rounds up.
-fn usecs_to_jiffies(us: u32, hz: u32) -> u64 {
-    (us as u64 * hz as u64).div_ceil(USEC_PER_SEC)
-}
-
 /// `after(a, b)` on 32-bit wrapping counters.
 fn after(a: u32, b: u32) -> bool {
     (b.wrapping_sub(a) as i32) < 0
@@ -346,7 +342,7 @@ impl Cubic {
         // t in 1/1024 s: jiffies since the epoch began, plus delay_min rounded up to
         // whole jiffies. The kernel sign-extends the 32-bit difference into 64 bits.
         let since_epoch = now.wrapping_sub(self.epoch_start) as i32 as i64 as u64;
-        let t = since_epoch.wrapping_add(usecs_to_jiffies(self.delay_min_us, c.hz));
+        let t = since_epoch.wrapping_add(usecs_to_jiffies(self.delay_min_us as u64, c.hz));
         let t = (t << BICTCP_HZ) / c.hz as u64;
         let k = self.k as u64;
         let offs = t.abs_diff(k);

@@ -11,6 +11,7 @@
 use super::params::{apply, Kind, Param, ParamError};
 use super::reno::slow_start;
 use super::*;
+use crate::time::usecs_to_jiffies;
 use serde::Serialize;
 
 /// `ALPHA_BASE`: α = 1.0 in 1/128.
@@ -79,11 +80,6 @@ impl HtcpParams {
     pub fn from_overrides(overrides: &BTreeMap<String, f64>) -> Result<Self, ParamError> {
         apply("htcp", Self::TABLE, HtcpParams::default(), overrides)
     }
-}
-
-/// `usecs_to_jiffies`, which rounds up.
-fn usecs_to_jiffies(us: u32, hz: u32) -> u32 {
-    (us as u64 * hz as u64).div_ceil(1_000_000) as u32
 }
 
 /// `msecs_to_jiffies`, which rounds up.
@@ -297,7 +293,7 @@ impl CongestionControl for Htcp {
             self.pkts_acked = s.pkts_acked as u16;
         }
         if s.rtt_us > 0 {
-            self.measure_rtt(c, usecs_to_jiffies(s.rtt_us as u32, c.hz));
+            self.measure_rtt(c, usecs_to_jiffies(s.rtt_us as u32 as u64, c.hz) as u32);
         }
         if self.p.use_bandwidth_switch {
             self.measure_throughput(c, w.cwnd, s.pkts_acked);

@@ -11,6 +11,7 @@
 
 use super::reno::Reno;
 use super::*;
+use crate::time::usecs_to_jiffies;
 
 /// `TCP_WESTWOOD_RTT_MIN`: a bandwidth sample spans at least HZ/20 jiffies (50 ms).
 const RTT_MIN_DIVISOR: u32 = 20;
@@ -21,12 +22,6 @@ const FILTER_OLD_WEIGHT: u32 = 7;
 const FILTER_SHIFT: u32 = 3;
 /// `tcp_westwood_bw_rttmin`: the window never set below 2 segments.
 const MIN_CWND: u32 = 2;
-const USEC_PER_SEC: u64 = 1_000_000;
-
-/// `usecs_to_jiffies`, which rounds up.
-fn usecs_to_jiffies(us: u64, hz: u32) -> u32 {
-    (us * hz as u64).div_ceil(USEC_PER_SEC) as u32
-}
 
 /// `snd_una` as the kernel's 32-bit sequence number (bytes; every segment full-sized).
 fn seq(c: &ConnInfo, segments: u64) -> u32 {
@@ -187,7 +182,7 @@ impl CongestionControl for Westwood {
     /// `tcp_westwood_pkts_acked`: the latest RTT sample, in jiffies.
     fn pkts_acked(&mut self, c: &ConnInfo, _w: &mut Window, s: &AckSample) {
         if s.rtt_us > 0 {
-            self.rtt = usecs_to_jiffies(s.rtt_us as u64, c.hz);
+            self.rtt = usecs_to_jiffies(s.rtt_us as u64, c.hz) as u32;
         }
     }
 
