@@ -136,7 +136,9 @@ impl Sender {
 
     /// `tcp_in_ack_event` where Linux 6.1's `tcp_ack` calls it: `snd_una` has moved and
     /// SACKs are tagged (their deliveries counted, with ECE), the segments acknowledged
-    /// cumulatively not yet. Header prediction (`tcp_rcv_established`) takes a pure ACK
+    /// cumulatively not yet. (Later kernels, and the shared reference's §1.1, call it
+    /// after `tcp_clean_rtx_queue`; the guest's 6.1 is the judge, and DCTCP's and
+    /// Westwood+'s cells agree with it.) Header prediction (`tcp_rcv_established`) takes a pure ACK
     /// that advances `snd_una` with the window unchanged, no SACK and no ECE: the fast
     /// path; any other goes the slow path, where advancing `snd_una` updates the window.
     fn in_ack_event(&mut self, now: Time, ack: &Packet, a: &AckState) {
