@@ -29,8 +29,11 @@ def scenario(extra: str) -> Scenario:
 
 def test_presets_come_from_the_simulator():
     p = presets()
-    assert set(p) == {"server", "phone-lowend", "phone-midend", "phone-highend"}
+    assert set(p) == {"server", "vm", "phone-lowend", "phone-midend", "phone-highend"}
     assert all(v == 0 for v in p["server"].values())
+    # A KVM guest: the server's work, and costs for each return of its vCPU.
+    returns = {"per_idle_exit_ns", "per_idle_refill_ns", "per_resume_ns", "cache_decay_ns"}
+    assert {k for k, v in p["vm"].items() if v != p["server"][k]} == returns
     low, mid, high = p["phone-lowend"], p["phone-midend"], p["phone-highend"]
     for key, cost in low.items():
         assert cost >= mid[key] >= high[key], key
@@ -41,7 +44,7 @@ def test_the_host_tables_facts_are_the_simulators():
     from ccbench.scenario.host import COST_FIELDS, Host, HostCost
 
     assert list(HostCost.model_fields) == list(COST_FIELDS) == [c["key"] for c in facts.CPU_COSTS]
-    assert list(presets()) == ["server", "phone-lowend", "phone-midend", "phone-highend"]
+    assert list(presets()) == ["server", "vm", "phone-lowend", "phone-midend", "phone-highend"]
     host = Host.model_validate({})
     defaults = facts.FACTS["defaults"]["host"]
     assert (host.cpu, host.rx_ring, host.tx_completion_ns) == (
@@ -92,8 +95,12 @@ def test_share_and_slice_become_a_deadline_reservation():
     }
     slice_ = scenario('[host]\ncpu_share = "25%"\ncpu_deadline = "slice"\ncpu_tick = "1ms"\n').to_core()["host"]
     assert slice_["cpu"]["deadline"]["deadline_ns"] == 10_000_000 and slice_["cpu"]["deadline"]["tick_ns"] == 1_000_000
-    assert core["cost"] == presets()["server"] and core["rx_ring"] == 256
+    # A reserved share without a preset is a KVM guest's vCPU; naming one keeps it.
+    assert core["cost"] == presets()["vm"] and core["rx_ring"] == 256
+    named = scenario('[host]\ncpu = "server"\ncpu_share = "25%"\n').to_core()["host"]
+    assert named["cost"] == presets()["server"]
     assert scenario("[host]\n").to_core()["host"]["cpu"] == "always"
+    assert scenario("[host]\n").host.preset == "server" and s.host.preset == "vm"
 
 
 def test_cost_overrides_and_effective_toml_round_trip():

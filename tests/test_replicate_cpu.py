@@ -73,6 +73,10 @@ def test_vm_comparison_and_figures(vm):
     # reservation (docs/replications.md), the highest of the three.
     assert float(low.split("at most ")[1].split(" ")[0]) < 50
     assert "below 1 BDP in" in r["Inflight at 25% share, 10 ms slices"]["ccbench"]
+    # Beside the server preset, the vm preset (a KVM guest); its one fitted row says so.
+    assert all(v["vm_preset"] and v["basis"] for v in r.values())
+    fitted = [p for p, v in r.items() if v["basis"].startswith("fitted")]
+    assert fitted == ["1 ms slices: share where BBRv1 / BBRv3 approach the link rate"]
     assert "half a burst" in printed
     for stem in ("share", "bandwidth", "patch", "spiral", "inflight"):
         assert (out / f"{stem}.png").stat().st_size > 1000, stem

@@ -459,10 +459,10 @@ def test_replicate_elmenhorst2026_on_the_vm_puts_the_vm_beside_the_simulator(tmp
     assert "BBRv1, 10 ms slices, shares up to 35%, 10-1000 Mbit/s" in rows
     assert not any("BBRv2" in p or "BBRv3" in p for p in rows)
     assert "2BRobust patch, BBRv1: recovery share with 1 ms / 10 ms slices" in rows
-    assert all(r["study"] and r["ccbench"] and r["vm"] for r in rows.values())
+    assert all(r["study"] and r["ccbench"] and r["vm"] and r["vm_preset"] for r in rows.values())
     assert rows["1 ms slices: share where BBRv1 approaches the link rate"]["vm"] == "n/a (no 1ms slices in this grid)"
     assert "with the patch" in rows["Inflight at 25% share, 10 ms slices"]["vm"]
     printed = console.file.getvalue()
     assert "the VM's and the simulator's" in printed and "TCG" in printed
     page = (tmp_path / "out" / "index.html").read_text()
-    assert ">VM</th>" in page and page.count("data:image/svg+xml;base64,") == 5
+    assert ">VM engine</th>" in page and page.count("data:image/svg+xml;base64,") == 5

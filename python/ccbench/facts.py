@@ -35,4 +35,5 @@ AQM_PARAMS: dict[str, dict[str, Any]] = {a["name"]: a["params"] for a in FACTS["
 # Each CPU cost: {"key", "field", "unit" ("ns" or "ps"), "about", "example"}, in order.
 CPU_COSTS: tuple[dict[str, str], ...] = tuple(FACTS["cpu_costs"])
 CPU_PRESETS: dict[str, dict[str, int]] = {p["name"]: p["costs"] for p in FACTS["cpu_presets"]}
+CPU_PRESET_WHEN_RESERVED: str = FACTS["cpu_preset_when_reserved"]
 MAX_BDP_MULTIPLE: float = FACTS["limits"]["max_bdp_multiple"]

@@ -201,4 +201,15 @@ def render(summary: Mapping[str, Any], console: Optional[Console] = None) -> Non
         parts += [Text(""), downloads_table(summary)]
     if summary.get("host"):
         parts += [Text(""), host_table(summary)]
+        if summary["host"].get("preset"):
+            parts.append(Text(host_costs_line(summary["host"])))
+    if summary.get("notes"):
+        parts += [Text(""), *(Text(f"note: {n}") for n in summary["notes"])]
     console.print(Group(*parts))
+
+
+def host_costs_line(host: Mapping[str, Any]) -> str:
+    """Which preset's costs the sender CPU had, and which the scenario set itself."""
+    overrides = host.get("cost_overrides") or []
+    line = f"CPU costs: those of the {host['preset']} preset"
+    return line + (f", except [host.cost] {', '.join(overrides)} (set by the scenario)" if overrides else "")

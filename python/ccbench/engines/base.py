@@ -124,8 +124,11 @@ def _differing(model: "BaseModel", path: str) -> Iterator[str]:
         return
     from pydantic import BaseModel, ValidationError
 
-    try:  # the default as validation resolves it (a table's defaults may depend on each other)
-        default = getattr(type(model).model_validate({}), head)
+    try:  # a table: the default as validation resolves it from the table's other fields
+        # (`host.cpu` and `host.cost` follow `host.cpu_share`)
+        type(model).model_validate({})
+        others = {k: v for k, v in model.model_dump(mode="json", by_alias=True).items() if k != shown}
+        default = getattr(type(model).model_validate(others), head)
     except ValidationError:  # a model with required fields: its declared default
         default = info.get_default(call_default_factory=True)
     if value == default:
@@ -133,10 +136,9 @@ def _differing(model: "BaseModel", path: str) -> Iterator[str]:
 
     if default is None and isinstance(value, BaseModel):
         # An optional table: set, but maybe only to its defaults.
-        fresh = type(value).model_validate({})
-        for name, sub in type(value).model_fields.items():
-            if getattr(value, name) != getattr(fresh, name):
-                yield f"{shown}.{sub.alias or name}"
+        for name in type(value).model_fields:
+            for field in _differing(value, name):
+                yield f"{shown}.{field}"
                 return
         return
     yield shown

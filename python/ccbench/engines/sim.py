@@ -51,6 +51,7 @@ class SimEngine(Engine):
             raise ScenarioError(sc._entry_field(e.field), e.message) from None
         summary = json.loads(summary_json)
         summary["scenario_hash"] = sc.scenario_hash
+        _name_host_costs(summary, sc)
         return Result(
             summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=sc, states=table_frame(states)
         )
@@ -59,6 +60,17 @@ class SimEngine(Engine):
         from ..store.version import core_version
 
         return core_version()
+
+
+def _name_host_costs(summary: dict[str, Any], sc: "Scenario") -> None:
+    """Say in the summary whose costs a modelled sender CPU had: its preset, the costs
+    the scenario set otherwise, and the preset's note."""
+    if sc.host is None or not summary.get("host"):
+        return
+    summary["host"]["preset"] = sc.host.preset
+    summary["host"]["cost_overrides"] = sc.host.overridden_costs()
+    if sc.host.notes():
+        summary["notes"] = sc.host.notes()
 
 
 ENGINE = SimEngine()

@@ -2,9 +2,10 @@
 virtual machines under CPU contention", 2026.
 
 A VM sends one bulk flow; its vCPU gets ``share`` of every ``slice`` (SCHED_DEADLINE).
-The host CPU model gates every sender task on those slices; work itself is free here
-(the ``server`` preset), so only availability matters. Experiments, each a sweep into
-the results store:
+The host CPU model gates every sender task on those slices. Every experiment runs twice:
+with the ``server`` preset (free work: only availability matters) and with the ``vm``
+preset (a KVM guest: each return of the vCPU costs CPU time; docs/host-cpu.md). Each is a
+sweep into the results store:
 
 * share: BBRv1, v2, v3 and Cubic over CPU shares, slice lengths (and RTTs) at 100 Mbit/s
   (the study's Fig. 4 and 8);
@@ -31,22 +32,30 @@ from ..plots import style
 from ..report_html import Page, Section, Table, save_figure, write_page
 from . import study
 from ._runs import conclude, execute_plans, line, mbps, means, runs, value
-from .compare import Finding
+from .compare import Finding, layout
 
 STUDY = "Elmenhorst & Aschenbruck, 2026"
 NOTE = (
     "ccbench runs the sender's work under the vCPU's SCHED_DEADLINE reservation as the host kernel does "
-    "(deadline = runtime, as the study set it; a 4 ms host tick), with free work (the server preset): what a "
-    "guest's work costs under a hypervisor is measured by the VM engine (ccbench validate --cpu), not assumed here. "
-    "With free work the vCPU never runs on to the tick, and with 1 ms slices EDT pacing's lateness credit of half "
-    "a burst (about 0.5 ms) absorbs most of each off-period, so ccbench's BBR recovers at far lower shares than "
-    "the study's (45%). The study ran BBRv1 on Linux 6.1, v2 on Google's 5.13 and v3 on Google's 6.13 kernels; "
+    "(deadline = runtime, as the study set it; a 4 ms host tick), twice: with free work (the server preset) and "
+    "as a KVM guest (the vm preset: free work per packet and per ACK, and a cost for each return of the vCPU: "
+    "the host core's C6 exit and KVM's wake-up path from published figures, and a cache refill fitted to one "
+    "point, BBRv1 at 45% of 1 ms slices; docs/host-cpu.md). The basis column says which figures of the vm column "
+    "were fitted and which predicted. With free work and 1 ms slices EDT pacing's lateness credit of half a burst "
+    "(about 0.5 ms) absorbs most of each off-period, so the server column's BBR recovers at far lower shares than "
+    "the study's. The study ran BBRv1 on Linux 6.1, v2 on Google's 5.13 and v3 on Google's 6.13 kernels; "
     "ccbench models each algorithm's current code on one stack."
 )
+# The simulator's two hosts: free work, and a KVM guest whose returns cost (docs/host-cpu.md).
+PRESETS = ("server", "vm")
+# Which of the vm preset's figures were fitted to the study: its refill was set so that
+# BBRv1 recovers at the study's 45% of 1 ms slices; everything else is predicted.
+FITTED = {"recovery-1ms": "fitted (BBRv1 at 1 ms: the vm preset's refill); BBRv3 predicted"}
+PREDICTED = "predicted"
 VM_NOTE = (
-    "The VM column ran the sender in a QEMU guest ({guest}) with its vCPU under SCHED_DEADLINE (deadline = "
-    "runtime, as the study set it), the bottleneck in ccbench's emulator; the simulator column ran the same grid "
-    "with free sender work (the server preset). Of BBR, the guest's kernel has {versions}: findings about other "
+    "The VM engine column ran the sender in a QEMU guest ({guest}) with its vCPU under SCHED_DEADLINE (deadline = "
+    "runtime, as the study set it), the bottleneck in ccbench's emulator; the server and vm columns ran the same "
+    "grid on the simulator with free sender work (the server preset) and as a KVM guest (the vm preset). Of BBR, the guest's kernel has {versions}: findings about other "
     "versions are the simulator's alone (ccbench replicate elmenhorst2026). The 2BRobust patch (in no released "
     "kernel) runs in the guest as bbr_2brobust or bbr3_2brobust: the guest kernel's own tcp_bbr.c with "
     "ccbench's patch (ccbench.vm.patched). Under TCG, which runs here when KVM cannot, every guest "
@@ -100,31 +109,36 @@ def _plan(grid: Grid, name: str, link: dict[str, Any], host: dict[str, Any], flo
     return {
         "duration": grid.duration,
         "link": {"buffer": "1bdp", **link},
-        "host": host,
+        "host": {k: v for k, v in host.items() if v is not None},
         "flows": [flow],
         "sweep": {"name": name, "repetitions": grid.repetitions},
     }
 
 
 def plans(
-    grid: Grid, prefix: str, ccas: Sequence[str] = tuple(CCAS), bandwidth_cca: str = "bbr3"
+    grid: Grid,
+    prefix: str,
+    ccas: Sequence[str] = tuple(CCAS),
+    bandwidth_cca: str = "bbr3",
+    cpu: Optional[str] = None,
 ) -> dict[str, dict[str, Any]]:
     """The study's sweeps: ``ccas`` over shares and slices, ``bandwidth_cca`` over
-    shares and rates, and (when ``grid.patched`` names algorithms) the patch."""
+    shares and rates, and (when ``grid.patched`` names algorithms) the patch; on the
+    simulator with the CPU preset ``cpu`` (None: a VM engine's runs, which name none)."""
     shares = list(grid.shares)
     out = {
         "share": _plan(
             grid,
             f"{prefix}-share",
             {"rate": "100Mbit", "rtt": list(grid.rtts)},
-            {"cpu_slice": list(grid.slices), "cpu_share": shares},
+            {"cpu": cpu, "cpu_slice": list(grid.slices), "cpu_share": shares},
             {"cca": list(ccas)},
         ),
         "bandwidth": _plan(
             grid,
             f"{prefix}-bandwidth",
             {"rate": list(grid.rates), "rtt": "10ms"},
-            {"cpu_slice": "10ms", "cpu_share": shares},
+            {"cpu": cpu, "cpu_slice": "10ms", "cpu_share": shares},
             {"cca": bandwidth_cca},
         ),
     }
@@ -133,7 +147,7 @@ def plans(
             grid,
             f"{prefix}-patch",
             {"rate": "100Mbit", "rtt": "10ms"},
-            {"cpu_slice": ["1ms", "10ms"], "cpu_share": shares},
+            {"cpu": cpu, "cpu_slice": ["1ms", "10ms"], "cpu_share": shares},
             {"cca": list(grid.patched), "params": {"inflight_deficit": [0, 1]}},
         )
     return out
@@ -151,18 +165,48 @@ def run(
     grid = grid or (QUICK if quick else FULL)
     mode = "quick" if quick else "full"
     store = store if store is not None else open_store()
-    records = execute_plans(plans(grid, f"elmenhorst2026-{mode}"), store, workers, console, STUDY)
-    frames = {part: _with_share(runs(recs)) for part, recs in records.items()}
-    series = spiral_runs(grid.duration)
-    findings = [Finding(o.point, o.study, o.figure, o.note) for o in analyse(frames, series)]
+    frames, series, found = {}, {}, {}
+    for cpu in PRESETS:
+        docs = plans(grid, _prefix(f"elmenhorst2026-{mode}", cpu), cpu=cpu)
+        records = execute_plans(docs, store, workers, console, f"{STUDY}, {cpu} preset")
+        frames[cpu] = {part: _with_share(runs(recs)) for part, recs in records.items()}
+        series[cpu] = spiral_runs(grid.duration, cpu=cpu)
+        found[cpu] = {o.key: o for o in analyse(frames[cpu], series[cpu])}
+    findings = _findings(found)
     conclude(
         findings,
         console,
         out,
-        f"{STUDY}: the study's figures and ccbench's ({mode} mode)",
+        f"{STUDY}: the study's figures and ccbench's with each CPU preset ({mode} mode)",
         NOTE,
-        lambda path: write_report({"": frames}, {"": series}, findings, path, mode, NOTE),
+        lambda path: write_report(frames, series, findings, path, mode, NOTE),
     )
+
+
+def _prefix(prefix: str, cpu: str) -> str:
+    """The sweeps' name prefix: the server preset's keep the names they had before the
+    vm preset (its runs are the same scenarios, so the store still holds them)."""
+    return prefix if cpu == "server" else f"{prefix}-{cpu}"
+
+
+def _findings(
+    found: dict[str, dict[str, "Observation"]], engine: Optional[dict[str, "Observation"]] = None
+) -> list[Finding]:
+    """One row per finding of the server preset's runs: its figure, the vm preset's and
+    (given) the VM engine's, and whether the vm preset's was fitted or predicted."""
+    vm = found["vm"]
+    return [
+        Finding(
+            o.point,
+            o.study,
+            o.figure,
+            o.note,
+            vm=None if engine is None else engine[key].figure if key in engine else "n/a",
+            vm_preset=vm[key].figure if key in vm else "n/a",
+            basis=FITTED.get(key, PREDICTED),
+        )
+        for key, o in found["server"].items()
+    ]
 
 
 # The engine the study's second run is written for: a guest whose vCPU takes the slices.
@@ -189,20 +233,17 @@ def run_vm(
     bandwidth_cca = "bbr3" if "bbr3" in offered else "bbr"
     deficit = vm.patched("inflight_deficit")
     grid = replace(grid, patched=tuple(v for v in grid.patched if v in versions and v in deficit))
-    docs = plans(grid, f"elmenhorst2026-vm-{mode}", (*versions, "cubic"), bandwidth_cca)
+    prefix = f"elmenhorst2026-vm-{mode}"
     spiral = tuple(v for v in ("bbr", "bbr3") if v in versions)
     frames, series, found = {}, {}, {}
-    for label, engine in (("VM", ON_A_GUEST), ("simulator", engines.DEFAULT)):
+    for label, engine, cpu in (("VM engine", ON_A_GUEST, None), *((p, engines.DEFAULT, p) for p in PRESETS)):
+        docs = plans(grid, prefix if cpu is None else _prefix(prefix, cpu), (*versions, "cubic"), bandwidth_cca, cpu)
         records = execute_plans(docs, store, workers, console, f"{STUDY} on the {label}", engine=engine)
         frames[label] = {part: _with_share(runs(recs)) for part, recs in records.items()}
-        series[label] = spiral_runs(grid.duration, engine, spiral, patched=bool(grid.patched))
+        series[label] = spiral_runs(grid.duration, engine, spiral, patched=bool(grid.patched), cpu=cpu)
         found[label] = {o.key: o for o in analyse(frames[label], series[label], bandwidth_cca)}
     note = VM_NOTE.format(guest=vm.guest_kernel, versions=", ".join(CCAS[v] for v in versions))
-    findings = [
-        Finding(o.point, o.study, found["simulator"][key].figure, o.note, vm=o.figure)
-        for key, o in found["VM"].items()
-        if key in found["simulator"]
-    ]
+    findings = _findings(found, found["VM engine"])
     conclude(
         findings,
         console,
@@ -222,10 +263,15 @@ def _with_share(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def spiral_runs(
-    duration: str, engine: str = engines.DEFAULT, ccas: Sequence[str] = ("bbr", "bbr3"), patched: bool = True
+    duration: str,
+    engine: str = engines.DEFAULT,
+    ccas: Sequence[str] = ("bbr", "bbr3"),
+    patched: bool = True,
+    cpu: Optional[str] = None,
 ) -> dict[str, Any]:
     """Single runs with time series: each BBR version at 25% of 10 ms slices (with and
-    without the patch) and at 100% (no contention)."""
+    without the patch) and at 100% (no contention), on the simulator with the CPU preset
+    ``cpu`` (None: on a VM engine)."""
     from ..scenario import Scenario
 
     runner = engines.get(engine)
@@ -241,7 +287,7 @@ def spiral_runs(
                 "flows": [flow],
             }
             if host is not None:
-                doc["host"] = {"cpu_share": host, "cpu_slice": "10ms"}
+                doc["host"] = {"cpu_share": host, "cpu_slice": "10ms", **({} if cpu is None else {"cpu": cpu})}
             out[f"{cca} {label}"] = runner.run(Scenario.from_dict(doc)).flows
     return out
 
@@ -433,9 +479,9 @@ def _settled(flows: pd.DataFrame) -> pd.DataFrame:
     return flows[flows["time_s"] >= start]
 
 
-# Engines in one figure: the VM (or the one engine of a simulator-only run) solid, the
-# simulator beside it dashed.
-DASHES = {"": "-", "VM": "-", "simulator": "--"}
+# Runs in one figure: the VM engine's solid, the simulator's with the server preset dashed,
+# with the vm preset dotted.
+DASHES = {"VM engine": "-", "server": "--", "vm": ":"}
 
 
 def _label(name: str, engine: str) -> str:
@@ -451,7 +497,7 @@ def write_report(
     note: str,
 ) -> Path:
     """The figures and the findings as an HTML page. ``frames`` and ``series`` are keyed
-    by engine label ("" when there is one engine)."""
+    by what ran them: the VM engine, or the simulator with a preset."""
     with matplotlib.rc_context(style.RC):
         images = [
             save_figure(
@@ -495,15 +541,8 @@ def write_report(
                 "25% of 10 ms slices.",
             ),
         ]
-    vm = any(f.vm is not None for f in findings)
-    columns = (
-        ["point / finding", "study", "simulator", "VM", "note"]
-        if vm
-        else ["point / finding", "study", "ccbench", "note"]
-    )
-    comparison = Table(
-        "Findings", columns, [[f.point, f.study, f.ccbench, *([f.vm or ""] if vm else []), f.note] for f in findings]
-    )
+    names, headings = layout(findings)
+    comparison = Table("Findings", list(headings), [[getattr(f, n) or "" for n in names] for f in findings])
     page = Page(
         title=f"ccbench replication: {STUDY}, 2BRobust",
         subtitle=mode,
@@ -636,15 +675,14 @@ def spiral_figure(series: dict[str, dict[str, pd.DataFrame]]) -> Figure:
 
 def inflight_figure(series: dict[str, dict[str, pd.DataFrame]]) -> Figure:
     """Per BBR version, inflight in BDP and the pacing gain at 25%: with and without
-    the patch (one engine), or per engine."""
+    the patch (grey and in colour), per engine or preset (line style)."""
     ccas = [c for c in ("bbr", "bbr3") if any(f"{c} 25%" in s for s in series.values())]
     fig = Figure(figsize=(8, 2.6 * len(ccas)))
     axes = fig.subplots(len(ccas), 2, sharex=True, squeeze=False)
     for i, cca in enumerate(ccas):
-        curves = [(_label("original", engine), engine, f"{cca} 25%") for engine in series]
-        curves += [(_label("patched", engine), engine, f"{cca} 25% + patch") for engine in series]
-        for k, (label, engine, key) in enumerate(c for c in curves if c[2] in series[c[1]]):
-            color = (style.GREY, COLORS[cca])[k % 2] if "" in series else COLORS[cca]
+        curves = [(_label("original", engine), engine, f"{cca} 25%", style.GREY) for engine in series]
+        curves += [(_label("patched", engine), engine, f"{cca} 25% + patch", COLORS[cca]) for engine in series]
+        for label, engine, key, color in (c for c in curves if c[2] in series[c[1]]):
             f = series[engine][key]
             axes[i][0].plot(f["time_s"], inflight_in_bdp(f), color=color, lw=0.9, ls=DASHES[engine], label=label)
             axes[i][1].plot(f["time_s"], f["cc_pacing_gain"], color=color, lw=0.9, ls=DASHES[engine], label=label)

@@ -31,6 +31,12 @@ def _host(name: str) -> Any:
     return core_default("host", name)
 
 
+# The preset of a [host] that names none: the ideal server, or a VM's vCPU when the CPU is
+# reserved in part.
+DEFAULT_PRESET: str = _host("cpu")
+RESERVED_PRESET: str = facts.CPU_PRESET_WHEN_RESERVED
+
+
 def parse_share(value: object) -> float:
     """A CPU share: ``"25%"`` or a fraction, above 0 and at most 1."""
     number, unit = _split(value, "a CPU share", "25%")
@@ -132,7 +138,14 @@ class Host(_Table):
     not_in_core = frozenset({"cpu", "cpu_share", "cpu_slice_ns", "cpu_deadline", "cpu_tick_ns", "cpu_trace", "cost"})
     core_when_changed = ("tx_completion_ns",)
 
-    cpu: str = Field(_host("cpu"), description=f"preset: {', '.join(presets())}", examples=["phone-lowend"])
+    # Unnamed, it is resolved from the rest of the table: a run that reserves a share of the
+    # CPU is a VM's vCPU under a deadline reservation, as in the 2BRobust study.
+    cpu: Optional[str] = Field(
+        None,
+        description=f"preset: {', '.join(presets())}; unnamed: {RESERVED_PRESET} when cpu_share < 100% or cpu_trace "
+        f"is given, else {DEFAULT_PRESET}",
+        examples=["phone-lowend"],
+    )
     cpu_share: Share = Field(1.0, description="SCHED_DEADLINE runtime as a share of every cpu_slice", examples=["25%"])
     cpu_slice_ns: Annotated[Duration, positive("10ms")] = Field(
         _host("cpu_slice_ns"), alias="cpu_slice", description="the reservation's period", examples=["10ms"]
@@ -167,8 +180,8 @@ class Host(_Table):
 
     @field_validator("cpu")
     @classmethod
-    def _known_preset(cls, v: str) -> str:
-        if v not in presets():
+    def _known_preset(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and v not in presets():
             raise ValueError(f"unknown CPU preset {v!r}; allowed: {', '.join(presets())}")
         return v
 
@@ -179,14 +192,42 @@ class Host(_Table):
         runtime = round(self.cpu_share * self.cpu_slice_ns)
         if self.cpu_share < 1 and runtime < 1:
             raise ScenarioError("host.cpu_share", "leaves less than 1 ns of each slice")
+        if self.cpu is None:
+            object.__setattr__(self, "cpu", RESERVED_PRESET if self.reserves_share else DEFAULT_PRESET)
         # Spell every cost out, so that a host and its effective TOML compare equal.
         resolved = {name: self._cost(name) for name in COST_FIELDS}
         object.__setattr__(self, "cost", HostCost.model_construct(**resolved))
         return self
 
+    @property
+    def reserves_share(self) -> bool:
+        """The CPU is available only part of the time: a share of it, or an on/off trace."""
+        return self.cpu_share < 1 or self.cpu_trace is not None
+
+    @property
+    def preset(self) -> str:
+        """The preset whose costs the host starts from (``cpu``, resolved)."""
+        assert self.cpu is not None, "resolved when the table is validated"
+        return self.cpu
+
     def _cost(self, name: str) -> int:
         value = getattr(self.cost, name)
-        return presets()[self.cpu][_CORE_FIELD[name]] if value is None else value
+        return presets()[self.preset][_CORE_FIELD[name]] if value is None else value
+
+    def overridden_costs(self) -> list[str]:
+        """The ``[host.cost]`` keys whose value is not the preset's."""
+        preset = presets()[self.preset]
+        return [name for name in COST_FIELDS if getattr(self.cost, name) != preset[_CORE_FIELD[name]]]
+
+    def notes(self) -> list[str]:
+        """What a run's summary says of this host's costs."""
+        if self.preset != RESERVED_PRESET:
+            return []
+        return [
+            f"The sender's costs are the {RESERVED_PRESET} preset's, a KVM guest's vCPU: each wake from idle and each "
+            "return after an absence costs CPU time (docs/host-cpu.md). A run that reserves a CPU share without naming "
+            f'a preset gets it; [host] cpu = "{DEFAULT_PRESET}" gives free sender work instead.'
+        ]
 
     def costs(self) -> dict[str, int]:
         """Effective costs in the core's units: the preset with overrides applied."""

@@ -54,8 +54,9 @@ pub fn input_ranges() -> Vec<(String, String)> {
 /// bounds [`Scenario::validate`] checks integer values against with what they allow as
 /// its errors word it, by dotted field (`tcp.mss`, `host.cost.per_ack_ns`); `aqms`, every
 /// AQM's name and parameters; `cpu_costs`, every cost's `[host.cost]` key, field, unit,
-/// description and example; `cpu_presets`, the named hosts' costs; `limits`, the bounds
-/// the front end's parsers apply.
+/// description and example; `cpu_presets`, the named hosts' costs;
+/// `cpu_preset_when_reserved`, the one a `[host]` that reserves a CPU share without naming
+/// a preset takes; `limits`, the bounds the front end's parsers apply.
 pub fn schema_facts() -> Value {
     let flow: FlowConfig = serde_json::from_value(json!({"cca": ""})).expect("only cca is required");
     let scenario: Scenario = serde_json::from_value(json!({
@@ -78,6 +79,7 @@ pub fn schema_facts() -> Value {
         "aqms": Aqm::all().iter().map(|a| json!({"name": a.name(), "params": a.params()})).collect::<Vec<_>>(),
         "cpu_costs": cpu_costs(),
         "cpu_presets": presets::NAMES.map(|n| json!({"name": n, "costs": presets::preset(n).expect("listed").cost})),
+        "cpu_preset_when_reserved": presets::WHEN_RESERVED,
         "limits": {"max_bdp_multiple": limits::MAX_BDP_MULTIPLE},
     })
 }
