@@ -284,6 +284,8 @@ def test_the_share_read_back_is_the_share_asked_for_and_used(deadline: str, poli
     "args, line",
     [
         (["--cpu", "phone-lowend"], "error: host.cpu: has no meaning for a VM"),
+        # A share implies the vm preset's costs on the simulator; on the VM they are the guest's.
+        (["--cpu-share", "25%", "--set", "host.cost.ack=5us"], "error: host.cost: has no meaning for a VM"),
         (["--cca", "bbr3"], "error: flows[0].cca: 'bbr3' is not available in the guest kernel"),
         (["--pacing-stride", "4"], "error: flows[0].pacing_stride: is a simulator option"),
         # No kernel has CONFIG_HZ = 1000/7.

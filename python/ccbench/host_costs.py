@@ -23,11 +23,19 @@ def read(path: Union[str, Path]) -> dict[str, Any]:
     return {k: v for k, v in host.items() if k in ("cost", "tx_completion")}
 
 
+# What measured costs go over when the scenario names no preset: a calibration measures a
+# host, so none of an assumed preset's costs (the vm preset's, implied by a reserved share)
+# may fill what it left out.
+BASE_PRESET = "server"
+
+
 def laid_over(doc: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
     """The scenario document ``doc`` (TOML form) with the ``measured`` host entries over
-    its own: the file's costs replace the scenario's cost by cost."""
+    its own: the file's costs replace the scenario's cost by cost, over the preset the
+    scenario names (else ``BASE_PRESET``)."""
     doc = dict(doc)
     host = dict(doc.get("host") or {})
+    host.setdefault("cpu", BASE_PRESET)
     host.update({k: v for k, v in measured.items() if k != "cost"})
     host["cost"] = {**host.get("cost", {}), **measured["cost"]}
     doc["host"] = host

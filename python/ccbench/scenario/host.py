@@ -138,8 +138,8 @@ class Host(_Table):
     not_in_core = frozenset({"cpu", "cpu_share", "cpu_slice_ns", "cpu_deadline", "cpu_tick_ns", "cpu_trace", "cost"})
     core_when_changed = ("tx_completion_ns",)
 
-    # Unnamed, it is resolved from the rest of the table: a run that reserves a share of the
-    # CPU is a VM's vCPU under a deadline reservation, as in the 2BRobust study.
+    # Unnamed, the rest of the table implies it (``preset``): a run that reserves a share of
+    # the CPU is a VM's vCPU under a deadline reservation, as in the 2BRobust study.
     cpu: Optional[str] = Field(
         None,
         description=f"preset: {', '.join(presets())}; unnamed: {RESERVED_PRESET} when cpu_share < 100% or cpu_trace "
@@ -192,8 +192,9 @@ class Host(_Table):
         runtime = round(self.cpu_share * self.cpu_slice_ns)
         if self.cpu_share < 1 and runtime < 1:
             raise ScenarioError("host.cpu_share", "leaves less than 1 ns of each slice")
-        if self.cpu is None:
-            object.__setattr__(self, "cpu", RESERVED_PRESET if self.reserves_share else DEFAULT_PRESET)
+        if self.cpu == self._implied_preset():
+            # Naming the preset the table implies says nothing more: equal tables compare equal.
+            object.__setattr__(self, "cpu", None)
         # Spell every cost out, so that a host and its effective TOML compare equal.
         resolved = {name: self._cost(name) for name in COST_FIELDS}
         object.__setattr__(self, "cost", HostCost.model_construct(**resolved))
@@ -206,9 +207,12 @@ class Host(_Table):
 
     @property
     def preset(self) -> str:
-        """The preset whose costs the host starts from (``cpu``, resolved)."""
-        assert self.cpu is not None, "resolved when the table is validated"
-        return self.cpu
+        """The preset whose costs the host starts from: the one ``cpu`` names, else the
+        one the rest of the table implies."""
+        return self._implied_preset() if self.cpu is None else self.cpu
+
+    def _implied_preset(self) -> str:
+        return RESERVED_PRESET if self.reserves_share else DEFAULT_PRESET
 
     def _cost(self, name: str) -> int:
         value = getattr(self.cost, name)

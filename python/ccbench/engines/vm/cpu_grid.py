@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from ... import host_costs
 from ...kernel.plan import UNPACED_SUFFIX
 from ...vm import patched, placement
 from ...vm.sender import IO_WAIT_BOUND, RECEIVE_PATH_PACKETS
@@ -123,12 +124,8 @@ class CpuCell:
         kernel's CONFIG_HZ (the sender's jiffy) and the ACKs the VM's receive path holds
         (``rx_ring``, for a cell with a host)."""
         host: dict[str, Any] = {"cpu_share": self.share, "cpu_slice": self.slice} if self.reserved else {}
-        if costs:
-            host.update(costs)
         if tick_ns is not None and self.reserved:
             host["cpu_tick"] = f"{tick_ns}ns"
-        if rx_ring is not None and host:
-            host["rx_ring"] = rx_ring
         link = {"rate": self.rate, "rtt": self.rtt, "buffer": PACING_BUFFER if self.pacing else "1bdp"}
         doc: dict[str, Any] = {
             "duration": duration,
@@ -137,6 +134,10 @@ class CpuCell:
         }
         if host:
             doc["host"] = host
+        if costs:
+            doc = host_costs.laid_over(doc, costs)
+        if rx_ring is not None and "host" in doc:
+            doc["host"]["rx_ring"] = rx_ring
         tcp: dict[str, Any] = {"tso_rtt_log": 0} if self.pacing else {}
         if hz is not None:
             tcp["hz"] = hz
