@@ -43,7 +43,7 @@ def layout(rows: Sequence[Finding]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     if has["vm"]:
         columns.append(("vm", "VM engine" if has["vm_preset"] else "VM"))
     if has["basis"]:
-        columns.append(("basis", "fitted or predicted"))
+        columns.append(("basis", "vm: fitted or predicted" if has["vm_preset"] else "fitted or predicted"))
     columns.append(("note", "note"))
     names, headings = zip(*columns)
     return names, headings

@@ -50,7 +50,7 @@ NOTE = (
 PRESETS = ("server", "vm")
 # Which of the vm preset's figures were fitted to the study: its refill was set so that
 # BBRv1 recovers at the study's 45% of 1 ms slices; everything else is predicted.
-FITTED = {"recovery-1ms": "fitted (BBRv1 at 1 ms: the vm preset's refill); BBRv3 predicted"}
+FITTED = {"recovery-1ms": "fitted for BBRv1 (the vm preset's refill); other versions predicted"}
 PREDICTED = "predicted"
 VM_NOTE = (
     "The VM engine column ran the sender in a QEMU guest ({guest}) with its vCPU under SCHED_DEADLINE (deadline = "
@@ -238,7 +238,8 @@ def run_vm(
     frames, series, found = {}, {}, {}
     for label, engine, cpu in (("VM engine", ON_A_GUEST, None), *((p, engines.DEFAULT, p) for p in PRESETS)):
         docs = plans(grid, prefix if cpu is None else _prefix(prefix, cpu), (*versions, "cubic"), bandwidth_cca, cpu)
-        records = execute_plans(docs, store, workers, console, f"{STUDY} on the {label}", engine=engine)
+        where = "the VM engine" if cpu is None else f"the simulator, {cpu} preset"
+        records = execute_plans(docs, store, workers, console, f"{STUDY} on {where}", engine=engine)
         frames[label] = {part: _with_share(runs(recs)) for part, recs in records.items()}
         series[label] = spiral_runs(grid.duration, engine, spiral, patched=bool(grid.patched), cpu=cpu)
         found[label] = {o.key: o for o in analyse(frames[label], series[label], bandwidth_cca)}
