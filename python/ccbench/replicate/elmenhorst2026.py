@@ -40,8 +40,8 @@ NOTE = (
     "(deadline = runtime, as the study set it; a 4 ms host tick), twice: with free work (the server preset) and "
     "as a KVM guest (the vm preset: free work per packet and per ACK, and a cost for each return of the vCPU: "
     "the host core's C6 exit and KVM's wake-up path from published figures, and a cache refill fitted to one "
-    "point, BBRv1 at 45% of 1 ms slices; docs/host-cpu.md). The basis column says which figures of the vm column "
-    "were fitted and which predicted. With free work and 1 ms slices EDT pacing's lateness credit of half a burst "
+    "point, BBRv1 at 45% of 1 ms slices; docs/host-cpu.md). The last column but one says which of the vm "
+    "column's figures were fitted and which predicted. With free work and 1 ms slices EDT pacing's lateness credit of half a burst "
     "(about 0.5 ms) absorbs most of each off-period, so the server column's BBR recovers at far lower shares than "
     "the study's. The study ran BBRv1 on Linux 6.1, v2 on Google's 5.13 and v3 on Google's 6.13 kernels; "
     "ccbench models each algorithm's current code on one stack."
@@ -55,14 +55,14 @@ PREDICTED = "predicted"
 VM_NOTE = (
     "The VM engine column ran the sender in a QEMU guest ({guest}) with its vCPU under SCHED_DEADLINE (deadline = "
     "runtime, as the study set it), the bottleneck in ccbench's emulator; the server and vm columns ran the same "
-    "grid on the simulator with free sender work (the server preset) and as a KVM guest (the vm preset). Of BBR, the guest's kernel has {versions}: findings about other "
-    "versions are the simulator's alone (ccbench replicate elmenhorst2026). The 2BRobust patch (in no released "
-    "kernel) runs in the guest as bbr_2brobust or bbr3_2brobust: the guest kernel's own tcp_bbr.c with "
-    "ccbench's patch (ccbench.vm.patched). Under TCG, which runs here when KVM cannot, every guest "
-    "instruction is translated, so guest work costs several times what it does under the study's KVM, and the "
-    "guest does not reach 1 Gbit/s even "
-    "unlimited (a few hundred Mbit/s): 1 Gbit/s cells are held by QEMU, not by the share. ccbench validate --cpu "
-    "compares the engines cell by cell with the guest's measured costs."
+    "grid on the simulator with free sender work (the server preset) and as a KVM guest (the vm preset). Of BBR, "
+    "the guest's kernel has {versions}: findings about other versions are the simulator's alone (ccbench "
+    "replicate elmenhorst2026). The 2BRobust patch (in no released kernel) runs in the guest as bbr_2brobust or "
+    "bbr3_2brobust: the guest kernel's own tcp_bbr.c with ccbench's patch (ccbench.vm.patched). Under TCG, which "
+    "runs here when KVM cannot, every guest instruction is translated, so guest work costs several times what it "
+    "does under the study's KVM, and the guest does not reach 1 Gbit/s even unlimited (a few hundred Mbit/s): "
+    "1 Gbit/s cells are held by QEMU, not by the share. ccbench validate --cpu compares the engines cell by cell "
+    "with the guest's measured costs."
 )
 CCAS = {"bbr": "BBRv1", "bbr2": "BBRv2", "bbr3": "BBRv3", "cubic": "Cubic"}
 COLORS = {"bbr": style.BLUE, "bbr2": style.GREEN, "bbr3": style.VERMILLION, "cubic": style.ORANGE}
@@ -194,15 +194,18 @@ def _findings(
 ) -> list[Finding]:
     """One row per finding of the server preset's runs: its figure, the vm preset's and
     (given) the VM engine's, and whether the vm preset's was fitted or predicted."""
-    vm = found["vm"]
+
+    def figure(observed: dict[str, Observation], key: str) -> str:
+        return observed[key].figure if key in observed else "n/a"
+
     return [
         Finding(
             o.point,
             o.study,
             o.figure,
             o.note,
-            vm=None if engine is None else engine[key].figure if key in engine else "n/a",
-            vm_preset=vm[key].figure if key in vm else "n/a",
+            vm=None if engine is None else figure(engine, key),
+            vm_preset=figure(found["vm"], key),
             basis=FITTED.get(key, PREDICTED),
         )
         for key, o in found["server"].items()
