@@ -69,8 +69,9 @@ def _name_host_costs(summary: dict[str, Any], sc: "Scenario") -> None:
         return
     summary["host"]["preset"] = sc.host.preset
     summary["host"]["cost_overrides"] = sc.host.overridden_costs()
-    if sc.host.notes():
-        summary["notes"] = sc.host.notes()
+    notes = sc.host.notes()
+    if notes:
+        summary["notes"] = notes
 
 
 ENGINE = SimEngine()

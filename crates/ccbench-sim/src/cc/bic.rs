@@ -24,8 +24,6 @@ const ACK_RATIO_SHIFT: u32 = 4;
 const INITIAL_DELAYED_ACK: u32 = 2 << ACK_RATIO_SHIFT;
 /// `bictcp_update`: while no W_max is known grow at least 5% per RTT (cnt ≤ 20).
 const CNT_MAX_WITHOUT_WMAX: u32 = 20;
-/// `bictcp_recalc_ssthresh`: the floor of the new ssthresh.
-const MIN_SSTHRESH: u32 = 2;
 
 /// BIC's module parameters (`/sys/module/tcp_bic/parameters/*`), with the kernel's
 /// defaults. Overridable by name from a scenario file.

@@ -16,6 +16,7 @@
 //! The backoff asks the stack for a CWR reduction (`Window::enter_cwr`, the kernel's
 //! `tcp_enter_cwr` from `cong_avoid`), whose target is this `ssthresh`.
 
+use super::cubic::{HYSTART_ACK_TRAIN, HYSTART_DELAY};
 use super::params::{apply, Kind, Param, ParamError};
 use super::reno::Reno;
 use super::*;
@@ -23,10 +24,6 @@ use crate::base::rng::Rng;
 use rand::RngCore;
 use serde::Serialize;
 
-/// `HYSTART_ACK_TRAIN`: the bit of `hystart_detect` enabling the ACK-train test.
-const HYSTART_ACK_TRAIN: u32 = 1;
-/// `HYSTART_DELAY`: the bit of `hystart_detect` enabling the delay test.
-const HYSTART_DELAY: u32 = 2;
 /// `tcp_cdg_hystart_update`: ACKs closer than this (µs) belong to one train.
 const ACK_TRAIN_GAP_US: u32 = 3000;
 /// `tcp_cdg_hystart_update`: floor (µs) of the train length and of the delay threshold.
@@ -39,8 +36,6 @@ const EFFECTUAL_GRAD_US: i32 = -32;
 const TOLERANCE_US: i32 = 64;
 /// `tcp_cdg_acked`: the most delayed ACKs the filter expects in a row.
 const MAX_DELACK: u8 = 5;
-/// `tcp_cdg_ssthresh`: the window floor after a reduction.
-const MIN_SSTHRESH: u32 = 2;
 /// `backoff_beta` is a fraction of this.
 const BETA_SCALE: u32 = 1024;
 /// `tcp_cdg_register`: the largest gradient window.

@@ -448,7 +448,7 @@ impl CongestionControl for Cubic {
         } else {
             w.cwnd
         };
-        (w.cwnd.wrapping_mul(self.p.beta) / BETA_SCALE).max(2)
+        (w.cwnd.wrapping_mul(self.p.beta) / BETA_SCALE).max(MIN_SSTHRESH)
     }
 
     /// `cubictcp_cong_avoid`.

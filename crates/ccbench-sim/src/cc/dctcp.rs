@@ -17,8 +17,6 @@ use serde::Serialize;
 const MAX_ALPHA: u32 = 1024;
 /// `dctcp_ssthresh` shifts cwnd·α by 11: α/1024 halved.
 const ALPHA_REDUCTION_SHIFT: u32 = 11;
-/// `dctcp_ssthresh`, `dctcp_react_to_loss`: the window never drops below this.
-const MIN_SSTHRESH: u32 = 2;
 /// `dctcp_shift_g_set`: `param_set_uint_minmax(val, kp, 0, 10)`.
 const MAX_SHIFT_G: u32 = 10;
 

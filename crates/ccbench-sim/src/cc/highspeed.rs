@@ -44,8 +44,6 @@ pub const AIMD: [AimdRow; 72] = [
 
 /// `hstcp_init`: cwnd·md must fit in 32 bits (md ≤ 128), so cwnd ≤ 2^32/128.
 const MAX_CLAMP: u32 = u32::MAX / 128;
-/// `hstcp_ssthresh`: the floor of the new ssthresh.
-const MIN_SSTHRESH: u32 = 2;
 
 /// `struct hstcp`.
 #[derive(Clone, Debug, Default)]

@@ -28,8 +28,6 @@ const ADAPTIVE_MIN_RTT_MS: u32 = 10;
 const CCOUNT_FRESH: u32 = 3;
 /// `htcp_param_update`: max RTT fades 5% of its excess over min RTT per event.
 const MAX_RTT_KEEP_PERCENT: u32 = 95;
-/// `htcp_recalc_ssthresh`: the floor of the new ssthresh.
-const MIN_SSTHRESH: u32 = 2;
 /// `INITIAL_JIFFIES` (include/linux/jiffies.h): the kernel's jiffies start 300 s before
 /// they wrap, so a stored jiffy is 0 (H-TCP's "nothing to undo") only by chance.
 const INITIAL_JIFFIES_S: u32 = 300;

@@ -39,8 +39,6 @@ const D2_DIVISOR: u32 = 10;
 const D3_NUMERATOR: u32 = 8;
 /// `tcp_illinois_init`: baseRTT before any sample.
 const RTT_UNSET: u32 = 0x7fff_ffff;
-/// `tcp_illinois_ssthresh`: the window floor.
-const MIN_SSTHRESH: u32 = 2;
 
 /// Illinois's module parameters (`/sys/module/tcp_illinois/parameters/*`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

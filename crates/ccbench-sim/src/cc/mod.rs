@@ -32,6 +32,10 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 pub use transitions::{Transition, Transitions};
 
+/// The floor of ssthresh after a reduction: the `2U` of `tcp_reno_ssthresh` that every
+/// module's `ssthresh` repeats (tcp_bic.c, tcp_cdg.c, tcp_cubic.c, tcp_dctcp.c, ...).
+pub const MIN_SSTHRESH: u32 = 2;
+
 /// `enum tcp_ca_state` (include/net/tcp.h).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum CaState {

@@ -392,7 +392,7 @@ impl CongestionControl for Nv {
 
     /// `tcpnv_recalc_ssthresh`: 80% of cwnd, at least 2.
     fn ssthresh(&mut self, _c: &ConnInfo, w: &Window) -> u32 {
-        (w.cwnd.wrapping_mul(NV_LOSS_DEC_FACTOR) >> 10).max(2)
+        (w.cwnd.wrapping_mul(NV_LOSS_DEC_FACTOR) >> 10).max(MIN_SSTHRESH)
     }
 
     /// `tcpnv_cong_avoid`: slow start, then +1 per cwnd·2^−f ACKed (f < 0) or per

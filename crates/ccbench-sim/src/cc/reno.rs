@@ -7,9 +7,6 @@
 
 use super::*;
 
-/// `tcp_reno_ssthresh`: the window never drops below this on a reduction.
-const MIN_SSTHRESH: u32 = 2;
-
 /// `tcp_slow_start`: grow cwnd by the number of segments ACKed, but not past ssthresh
 /// (and never past the clamp). A stretch ACK of N segments counts as N single ACKs.
 /// Returns the ACKed segments left over once cwnd reached ssthresh, which the caller

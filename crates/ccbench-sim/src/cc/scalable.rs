@@ -13,8 +13,6 @@ use super::*;
 const AI_CNT: u32 = 100;
 /// `TCP_SCALABLE_MD_SCALE`: a loss removes cwnd >> 3 (b = 1/8).
 const MD_SCALE: u32 = 3;
-/// `tcp_scalable_ssthresh`: the floor of the new ssthresh.
-const MIN_SSTHRESH: u32 = 2;
 
 /// `struct tcp_congestion_ops tcp_scalable`.
 #[derive(Clone, Copy, Debug, Default)]
