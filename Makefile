@@ -26,15 +26,19 @@ CONFORMANCE_TEST_PACKAGES := bison flex ethtool
 # kernel of one's own (ccbench vm build-kernel) also needs flex, bison, bc, libelf-dev
 # and libssl-dev.
 VM_BUILD_PACKAGES := gcc-12 make patch binutils flex bison bc libelf-dev libssl-dev
+# The BPF tests compile congestion controls written in C (bpf:PATH.c) with clang's BPF
+# target against libbpf's headers (libbpf-dev), read the objects with llvm's tools, and
+# register them in this kernel with bpftool.
+BPF_TEST_PACKAGES := clang llvm libbpf-dev bpftool
 
 .PHONY: example test style agent kernel-test-deps report-test-deps capture-test-deps vm-test-deps \
-	conformance-test-deps
+	conformance-test-deps bpf-test-deps
 
 example:
 	$(PIP) .
 	$(SCRIPTS)/ccbench run scenarios/example.toml
 
-test: kernel-test-deps report-test-deps capture-test-deps vm-test-deps conformance-test-deps
+test: kernel-test-deps report-test-deps capture-test-deps vm-test-deps conformance-test-deps bpf-test-deps
 	$(PIP) -e '.[test]'
 	$(MAKE) style
 	$(PYTHON) tests/suite.py
@@ -101,4 +105,14 @@ conformance-test-deps:
 		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
 		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
 		|| echo "could not install$$missing; the conformance tests that need them will be skipped"; \
+	fi
+
+bpf-test-deps:
+	@missing=""; for pkg in $(BPF_TEST_PACKAGES); do dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q "ok installed" \
+		|| missing="$$missing $$pkg"; done; \
+	if [ "$$(id -u)" = 0 ] && [ -n "$$missing" ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing$$missing for the BPF tests"; \
+		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
+		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
+		|| echo "could not install$$missing; the BPF tests that need them will be skipped (and fail where CI is set)"; \
 	fi

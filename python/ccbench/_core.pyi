@@ -96,3 +96,13 @@ class ScriptedSender:
     def written_segs(self) -> int: ...
     def tcp_info(self) -> dict[str, int]:
         """``TCP_INFO`` fields the model has, by their ``tcpi_`` names."""
+
+def bpf_object(path: str, hz: int = 1000) -> str:
+    """What a BPF struct_ops object holds, as JSON: ``maps`` (symbol, name, flags,
+    callbacks), settable ``globals`` (name, section, size, value), ``kfuncs``,
+    ``helpers``, ``kconfig`` and ``ca_fields``. Raises ScenarioError("cca", ...) for an
+    object the simulator refuses."""
+
+def bpf_prepare(path: str, out: str, names_json: str, params_json: str) -> None:
+    """Write a copy of the object at ``path`` to ``out`` with its struct_ops maps renamed
+    (``names_json``: {map symbol: new name}) and globals set (``params_json``)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Iterable, Mapping, Optional
 
 from rich import box
@@ -44,6 +45,14 @@ def _table(title: str) -> Table:
     )
 
 
+def cca_label(cca: Any) -> str:
+    """An algorithm as a table shows it: a BPF object by its file's name, not its path."""
+    text = str(cca)
+    if text.startswith("bpf:"):
+        return "bpf:" + os.path.basename(text[len("bpf:") :])
+    return text
+
+
 def flows_table(summary: Mapping[str, Any]) -> Table:
     t = _table("Flows")
     t.add_column("\n\nflow", justify="right", no_wrap=True)
@@ -59,7 +68,7 @@ def flows_table(summary: Mapping[str, Any]) -> Table:
     for i, f in enumerate(summary.get("flows") or []):
         t.add_row(
             str(f.get("id", i)),
-            str(f.get("cca", DASH)),
+            cca_label(f.get("cca", DASH)),
             _num(f.get("goodput_bps"), 1e-6),
             _num(f.get("throughput_bps"), 1e-6),
             _int(f.get("retransmits")),
@@ -123,7 +132,7 @@ def downloads_table(summary: Mapping[str, Any]) -> Table:
         done = [x["completion_s"] for x in d if x.get("completion_s") is not None]
         t.add_row(
             str(f.get("id")),
-            str(f.get("cca")),
+            cca_label(f.get("cca")),
             f"{len(done)}/{len(d)}",
             _num(_quantile(done, 0.5), digits=3),
             _num(_quantile(done, 0.9), digits=3),

@@ -45,7 +45,12 @@ fn install_panic_hook() {
 /// Run `work`, turning a panic into `ccbench.errors.InternalError` (exit status 1 from
 /// the command line) instead of unwinding into Python.
 fn guarded<T>(py: Python<'_>, work: impl FnOnce() -> T) -> PyResult<T> {
-    catch_unwind(AssertUnwindSafe(work)).map_err(|_| {
+    catch_unwind(AssertUnwindSafe(work)).map_err(|payload| {
+        // A BPF program's run-time fault is the scenario's doing, not the simulator's.
+        if let Some(f) = payload.downcast_ref::<ccbench_sim::cc::bpf::Fault>() {
+            LAST_PANIC.lock().ok().map(|mut l| l.take());
+            return scenario_error(py, ConfigError { field: f.field.clone(), message: f.message.clone() });
+        }
         let what = LAST_PANIC.lock().ok().and_then(|mut l| l.take()).unwrap_or_else(|| "panic".to_string());
         match py
             .import("ccbench.errors")
@@ -218,6 +223,29 @@ fn parameters() -> PyResult<String> {
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
 }
 
+/// What a BPF object holds, as JSON: its struct_ops maps, settable globals, kfuncs,
+/// helpers and kconfig values. A refusal is a `ScenarioError` on `cca`.
+#[pyfunction]
+#[pyo3(signature = (path, hz=1000))]
+fn bpf_object(py: Python<'_>, path: String, hz: u32) -> PyResult<String> {
+    ccbench_sim::cc::bpf::describe(&path, hz).map(|v| v.to_string()).map_err(|r| bpf_refusal(py, r))
+}
+
+/// Write a copy of a BPF object for a kernel loader: its struct_ops maps renamed
+/// (`names_json`: {map symbol: new name}) and `params_json` ({global: value}) set.
+#[pyfunction]
+fn bpf_prepare(py: Python<'_>, path: String, out: String, names_json: String, params_json: String) -> PyResult<()> {
+    let bad = |e: serde_json::Error| pyo3::exceptions::PyValueError::new_err(e.to_string());
+    let names = serde_json::from_str(&names_json).map_err(bad)?;
+    let params = serde_json::from_str(&params_json).map_err(bad)?;
+    ccbench_sim::cc::bpf::prepare(&path, &out, &names, &params).map_err(|r| bpf_refusal(py, r))
+}
+
+fn bpf_refusal(py: Python<'_>, r: ccbench_sim::cc::bpf::Refusal) -> PyErr {
+    let field = r.param.map_or_else(|| "cca".to_string(), |p| format!("params.{p}"));
+    scenario_error(py, ConfigError { field, message: r.message })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
@@ -233,6 +261,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(emulate, m)?)?;
     m.add_function(wrap_pyfunction!(parameters, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_object, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_prepare, m)?)?;
     m.add_class::<scripted::ScriptedSender>()?;
     m.add("ScenarioError", scenario_error_type(m.py())?)?;
     Ok(())

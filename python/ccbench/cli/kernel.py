@@ -15,7 +15,8 @@ def kernel_cleanup() -> None:
     """Remove what interrupted kernel runs left behind.
 
     Only runs whose owner process is gone are touched, and only the namespaces,
-    devices and processes their state files (under /run/ccbench) recorded.
+    devices, processes and BPF congestion controls (struct_ops maps, matched by
+    algorithm name, map name and id) their state files (under /run/ccbench) recorded.
     """
     from ..kernel import host, state
 

@@ -26,9 +26,9 @@ import time
 from typing import Any, Optional
 
 if __package__:
-    from .tcpinfo import SO_MAX_PACING_RATE, TCP_CONGESTION, TCP_WINDOW_CLAMP, cc_info, tcp_info
+    from .tcpinfo import SO_MAX_PACING_RATE, TCP_CONGESTION, TCP_WINDOW_CLAMP, cc_info, congestion_control, tcp_info
 else:  # run by path
-    from tcpinfo import SO_MAX_PACING_RATE, TCP_CONGESTION, TCP_WINDOW_CLAMP, cc_info, tcp_info  # type: ignore[no-redef,import-not-found]
+    from tcpinfo import SO_MAX_PACING_RATE, TCP_CONGESTION, TCP_WINDOW_CLAMP, cc_info, congestion_control, tcp_info  # type: ignore[no-redef,import-not-found]
 
 RECV_BYTES = 1 << 18
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
@@ -451,6 +451,8 @@ class Sender:
         """The last sample, every connection reset, and the results written to the
         configuration's ``out``."""
         final = self.sample_flows()
+        # The algorithm each flow's socket ran, as the kernel names it.
+        algorithms = [congestion_control(self.live(i)) for i in range(len(self.flows))]
         end_ns = now_ns() - self.t0
         finished = [d for d in self.done if d is not None]
         closing = self.duration if not (self.all_sized and len(finished) == len(self.flows)) else max(finished)
@@ -475,6 +477,7 @@ class Sender:
                 "end_ns": end_ns,
                 "downloads": downloads,
                 "tcp_ext": tcp_ext(),
+                "cca": algorithms,
             },
         )
 

@@ -18,6 +18,7 @@ from ..errors import ScenarioError
 
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 TUN_DEVICE = Path("/dev/net/tun")
+VMLINUX_BTF = Path("/sys/kernel/btf/vmlinux")
 
 
 class KernelEngineError(ScenarioError):
@@ -78,6 +79,33 @@ def tun_usable() -> Optional[str]:
     return None
 
 
+def bpf_unavailable() -> Optional[str]:
+    """Why this host cannot register a congestion control given as a BPF object
+    (``cca = "bpf:PATH"``, ``ccbench.kernel.bpf_ca``), or None if it can."""
+    from . import bpftool
+
+    if os.geteuid() != 0:
+        return "a BPF congestion control needs root to register it; run as root"
+    if not VMLINUX_BTF.is_file():
+        return f"a BPF congestion control needs a kernel with BTF; {VMLINUX_BTF} is missing (CONFIG_DEBUG_INFO_BTF)"
+    if bpftool.path() is None:
+        return "a BPF congestion control needs bpftool, which is not on PATH (Debian: apt-get install bpftool)"
+    return bpf_core_missing()
+
+
+def bpf_core_missing() -> Optional[str]:
+    """Why this build cannot prepare BPF objects, or None if it can."""
+    from .. import _core
+
+    missing = [fn for fn in ("bpf_object", "bpf_prepare") if not hasattr(_core, fn)]
+    if missing:
+        return (
+            f"this build of ccbench cannot prepare BPF objects (ccbench._core lacks {', '.join(missing)}); "
+            "install it again"
+        )
+    return None
+
+
 @lru_cache(maxsize=1)
 def kernel_hz() -> Optional[int]:
     """CONFIG_HZ of the running kernel, from /proc/config.gz or /boot; None if unknown."""
@@ -127,6 +155,8 @@ class HostFacts:
     available_congestion_control: list[str]
     # The kernel's net.ipv4 sysctls; None when not known (a guest's, checked as it boots).
     ipv4_sysctls: Optional[frozenset[str]] = None
+    # Why a flow's ``bpf:`` algorithm cannot run on this kernel; None if it can.
+    bpf_unavailable: Optional[str] = None
 
     def has_sysctl(self, key: str) -> bool:
         return self.ipv4_sysctls is None or key.removeprefix("net.ipv4.") in self.ipv4_sysctls
@@ -138,4 +168,5 @@ def facts() -> HostFacts:
         kernel_hz(),
         available_congestion_control(),
         frozenset(p.name for p in Path("/proc/sys/net/ipv4").iterdir()),
+        bpf_unavailable(),
     )

@@ -18,7 +18,9 @@ tcp.tsq_limit, tso_rtt_log, frto, sack, tso_win_divisor, min_tso_segs, slow_star
 tcp.hz              must be the kernel's CONFIG_HZ; the default (1000) is replaced by it
 tcp.rto_init, tcp.pacing_shift, tcp.delack_min
                     fixed in the kernel: only their defaults are accepted
-flows[].cca         ``TCP_CONGESTION`` per socket; must be in tcp_available_congestion_control
+flows[].cca         ``TCP_CONGESTION`` per socket; must be in tcp_available_congestion_control,
+                    or be ``bpf:PATH``: an object registered under a name of the run's own
+                    (``bpf_ca``)
 flows[].pacing      ``true`` for an algorithm that does not pace: ``SO_MAX_PACING_RATE`` (any
                     cap turns on the kernel's internal pacing); ``false`` for BBR is refused
 flows[].rwnd        the receiver's window: its buffer locked (``SO_RCVBUFFORCE``) and
@@ -30,7 +32,8 @@ flows[].ecn         ``classic``: the flow connects to a second receiver address 
                     has ``features ecn`` (so ECN can differ per flow); ``low`` is refused
                     (mainline kernels have no ECN-low route feature)
 link.ecn_threshold  the emulator marks ECN-capable packets CE, exactly as the simulator
-flows[].params      refused (kernel module parameters are global)
+flows[].params      refused (kernel module parameters are global), but for a ``bpf:`` algorithm:
+                    the object's globals, set in the run's copy of it
 flows[].start, size, access_delay, count
                     the sender agent and the emulator
 flows[].repeat, pause
@@ -47,6 +50,7 @@ from typing import Any, Optional
 
 from ..scenario import Flow, Scenario, Tcp
 from ..units import format_duration
+from .bpf_ca import is_bpf
 from .host import HostFacts, KernelEngineError, ensure_congestion_control
 
 HEADER_BYTES = 52
@@ -196,13 +200,17 @@ def _flow_plans(sc: Scenario, host: HostFacts) -> list[FlowPlan]:
 def _check_flow(f: Flow, where: str, host: HostFacts) -> tuple[bool, str]:
     """A flow entry the kernel can run (its algorithm loaded); whether the algorithm
     paces by itself, and the flow's ECN."""
-    if f.params:
+    if is_bpf(f.cca):
+        # Its params are the object's globals, set in the run's own copy.
+        if host.bpf_unavailable is not None:
+            raise KernelEngineError(f"{where}.cca", host.bpf_unavailable)
+    elif f.params:
         raise KernelEngineError(
             f"{where}.params",
             "the kernel engine cannot set per-flow algorithm parameters "
             "(kernel module parameters are global); remove params",
         )
-    if f.cca not in host.available_congestion_control:
+    elif f.cca not in host.available_congestion_control:
         ensure_congestion_control(f.cca, f"{where}.cca")
     self_paced = f.cca.startswith(SELF_PACED_PREFIX) and not f.cca.endswith(UNPACED_SUFFIX)
     if self_paced and f.pacing is False:

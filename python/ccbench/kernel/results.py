@@ -7,7 +7,9 @@ throughput and drops at the bottleneck, and RTT samples). What the kernel does n
 expose is ``None`` in the summary and NaN in the series: the cumulative count of
 lost-marked segments (``lost``; ``TCP_INFO`` has only the current ``lost_out``) and the
 number of simulator events (``events``). ``params`` are the kernel module's parameters
-as /sys shows them, which apply to every flow of that algorithm on the machine.
+as /sys shows them, which apply to every flow of that algorithm on the machine; for a
+BPF algorithm (``cca = "bpf:PATH"``) the object's globals the flow set, and its ``bpf``
+says what ran: the object's digest and the name it was registered under.
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ def _flow_measured(
             },
         )
     measured = {
-        "params": module_params(f.cca),
+        "params": module_params(f.cca) if raw.bpf is None or f.index not in raw.bpf.flows else bpf_params(f, raw),
         "paced": f.paced,
         "completed_ns": rcv["completed_ns"][i],
         "delivered_bytes": delivered,
@@ -150,7 +152,18 @@ def _flow_measured(
     }
     # Kernel-only diagnostics: time limited by the send buffer, the emulator's RTT samples.
     extra = {"sndbuf_limited_ms": info.get("sndbuf_limited", 0) / 1e3, "rtt_samples": e["rtt_samples"]}
+    if raw.bpf is not None:
+        # What ran, for every flow of a run with a BPF algorithm (None for the others).
+        reported = (snd.get("cca") or [None] * (i + 1))[i]
+        extra["bpf"] = raw.bpf.record(f.index, reported) if f.index in raw.bpf.flows else None
     return measured, extra
+
+
+def bpf_params(f: FlowPlan, raw: RawRun) -> dict[str, object]:
+    """The globals a BPF algorithm's flow ran with: those it set in its copy."""
+    assert raw.bpf is not None
+    copy, _ = raw.bpf.flows[f.index]
+    return dict(raw.bpf.copies[copy].params)
 
 
 def assemble(
@@ -178,7 +191,7 @@ def assemble(
             "kernel": host.kernel,
             "kernel_hz": host.kernel_hz,
             "available_congestion_control": host.available_congestion_control,
-            "notes": plan.notes + raw.notes + _fallback_notes(plan, raw),
+            "notes": plan.notes + raw.notes + (raw.bpf.notes if raw.bpf else []) + _fallback_notes(plan, raw),
             "emulator": raw.emulator["check"],
         }
     )

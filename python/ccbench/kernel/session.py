@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO, Any, Optional, Protocol
 
 from ..lifecycle import die_with_parent, signals_interrupt
+from . import bpf_ca
 from .host import KernelRunError
 from .plan import BASE_PORT, Plan, emulator_config
 from .state import RunState, recorded_run
@@ -57,6 +58,8 @@ class RawRun:
     receiver: dict[str, Any]
     sender: dict[str, Any]
     notes: list[str]
+    # The run's BPF congestion controls (``cca = "bpf:PATH"``), as registered.
+    bpf: Optional[bpf_ca.BpfSet] = None
 
 
 def run_ip(*args: str, stdin: Optional[str] = None) -> None:
@@ -246,6 +249,8 @@ class RunContext:
     addr_sender: str
     addr_receiver: str
     addr_ecn: str
+    # The run's BPF congestion controls, prepared; the sender side registers them.
+    bpf: Optional[bpf_ca.BpfSet] = None
 
     @property
     def work(self) -> Path:
@@ -257,7 +262,8 @@ class SenderSide(Protocol):
     or a guest behind one (the VM engine). Called in this order by ``run_plan``."""
 
     def setup(self, run: RunContext) -> None:
-        """Create the sender's namespace (before the emulator starts)."""
+        """Create the sender's namespace (before the emulator starts), and register
+        the run's BPF congestion controls (``run.bpf``) where the senders run."""
 
     def attach(self, run: RunContext) -> None:
         """Bring the emulator's sender-side TUN device into service, with routes."""
@@ -283,6 +289,8 @@ class NamespaceSender:
         self.run: Optional[RunContext] = None
 
     def setup(self, run: RunContext) -> None:
+        if run.bpf is not None:
+            bpf_ca.register(run.st, run.bpf)  # the senders' kernel is this host's
         setup_namespace(run.st, run.ns_sender, run.plan.sender_sysctls)
 
     def attach(self, run: RunContext) -> None:
@@ -354,6 +362,7 @@ def _run(
     addr_s, addr_r, addr_ecn = _subnet(st.id)
     tun_s, tun_r = names["tun_sender"], names["tun_receiver"]
     run = RunContext(plan, st, children, names["ns_sender"], tun_s, tun_r, addr_s, addr_r, addr_ecn)
+    run.bpf = bpf_ca.prepare(plan, st.workdir)
     _set_up_path(run, ns_r, sender, capture)
 
     # Where the receiver tells the sender that a download is complete (flows that repeat them).
@@ -384,6 +393,7 @@ def _run(
         receiver=_load_json(run.work / "receiver.out.json", "receiver"),
         sender=sent,
         notes=notes,
+        bpf=run.bpf,
     )
 
 
@@ -437,7 +447,8 @@ def _sender_flows(run: RunContext) -> list[dict[str, Any]]:
     return [
         {
             "addr": run.addr_ecn if f.ecn else run.addr_receiver,
-            "cca": f.cca,
+            # A BPF algorithm by the name the run registered it under.
+            "cca": run.bpf.name(f.index) if run.bpf is not None and f.index in run.bpf.flows else f.cca,
             "start_ns": f.start_ns,
             "size": f.size_bytes,
             "force_pacing": f.force_pacing,

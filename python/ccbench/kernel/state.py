@@ -6,8 +6,9 @@ its owner process is gone (its pid no longer exists, or now belongs to a process
 started at a different time). :func:`cleanup_stale` removes what stale runs recorded,
 and only that: processes by pid (after checking their start time, so a reused pid is
 never signalled), network namespaces, devices and tracing instances whose names carry
-the ``ccb-`` prefix and appear in the record, a tracefs mount the run made, and the
-run's working directory under the state directory.
+the ``ccb-`` prefix and appear in the record, a tracefs mount the run made, struct_ops
+maps (BPF congestion controls) whose algorithm name, map name and id are the recorded
+ones, and the run's working directory under the state directory.
 """
 
 from __future__ import annotations
@@ -61,6 +62,26 @@ class Proc:
 
 
 @dataclass
+class StructOps:
+    """A BPF congestion control the run registers: the algorithm's name (unique to the
+    run), the map's own name, and the map's id once the kernel has given one. ``after``
+    is the highest struct_ops map id the kernel held just before the registration, so
+    that a map registered by a run killed before it recorded the id is still told
+    apart (the kernel hands out map ids in increasing order)."""
+
+    name: str
+    map: str
+    id: Optional[int] = None
+    after: int = 0
+
+    def matches(self, held: Any) -> bool:
+        """Whether ``held`` (a ``bpftool.StructOpsMap``) is this registration."""
+        if held.name != self.name or held.map != self.map:
+            return False
+        return held.id == self.id if self.id is not None else held.id > self.after
+
+
+@dataclass
 class RunState:
     id: str
     owner_pid: int
@@ -73,6 +94,8 @@ class RunState:
     # made for them when the host had none.
     traces: list[str] = field(default_factory=list)
     mounts: list[str] = field(default_factory=list)
+    # BPF congestion controls, recorded before they are registered.
+    struct_ops: list[StructOps] = field(default_factory=list)
 
     @property
     def path(self) -> Path:
@@ -136,11 +159,23 @@ class RunState:
         self.mounts.append(path)
         self.save()
 
+    def add_struct_ops(self, entries: list[StructOps]) -> None:
+        self.struct_ops.extend(entries)
+        self.save()
+
+    def set_struct_ops_ids(self, ids: dict[str, int]) -> None:
+        """The map ids the kernel gave, by algorithm name."""
+        for entry in self.struct_ops:
+            if entry.name in ids:
+                entry.id = ids[entry.name]
+        self.save()
+
     @classmethod
     def load(cls, path: Path) -> Optional["RunState"]:
         try:
             d: dict[str, Any] = json.loads(path.read_text())
             d["processes"] = [Proc(**p) for p in d.get("processes", [])]
+            d["struct_ops"] = [StructOps(**s) for s in d.get("struct_ops", [])]
             return cls(**d)
         except (OSError, ValueError, TypeError):
             return None
@@ -236,12 +271,33 @@ def unmount(path: str) -> bool:
     return mounted and subprocess.run(["umount", path], capture_output=True).returncode == 0
 
 
+def unregister_struct_ops(recorded: list[StructOps]) -> tuple[list[str], bool]:
+    """Unregister the struct_ops maps that are the ``recorded`` ones (algorithm name, map
+    name and id) and nothing else; a line per map, and False if bpftool could not tell
+    which maps the kernel holds (the record is then kept for a later cleanup)."""
+    from . import bpftool
+
+    if not recorded:
+        return [], True
+    try:
+        held = bpftool.maps()
+    except bpftool.BpftoolError:
+        return [], False
+    removed = []
+    for m in held:
+        if m.registered and any(r.matches(m) for r in recorded) and bpftool.unregister(m.id):
+            removed.append(f"BPF congestion control {m.name} (struct_ops map {m.map}, id {m.id})")
+    return removed, True
+
+
 def remove_run(st: RunState) -> list[str]:
     """Remove everything ``st`` recorded; returns a line per thing removed."""
     removed: list[str] = []
     for p in reversed(st.processes):
         if kill_process(p.pid, p.start):
             removed.append(f"process {p.pid} ({p.role})")
+    unregistered, known = unregister_struct_ops(st.struct_ops)
+    removed += unregistered
     for ns in st.namespaces:
         if delete_namespace(ns):
             removed.append(f"namespace {ns}")
@@ -256,6 +312,8 @@ def remove_run(st: RunState) -> list[str]:
             removed.append(f"mount {path}")
     if st.workdir.is_dir():
         shutil.rmtree(st.workdir, ignore_errors=True)
+    if not known:
+        return removed
     for path in (st.path, st.path.with_suffix(".tmp")):
         try:
             path.unlink()
@@ -291,7 +349,8 @@ def cleanup_stale() -> list[str]:
     removed: list[str] = []
     for st in stale_runs():
         removed.extend(f"run {st.id}: {what}" for what in remove_run(st))
-        removed.append(f"run {st.id}: state file")
+        if not st.path.exists():
+            removed.append(f"run {st.id}: state file")
     return removed
 
 

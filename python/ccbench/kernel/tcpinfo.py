@@ -160,6 +160,15 @@ def cc_info_kind(cca: str) -> Optional[str]:
     return cca if cca in ("vegas", "dctcp") else None
 
 
+def congestion_control(sock: socket.socket) -> Optional[str]:
+    """The algorithm the socket runs (``TCP_CONGESTION`` read back; names are at most 15
+    bytes), None if the kernel does not say."""
+    try:
+        return sock.getsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, 16).split(b"\0")[0].decode()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def cc_info(sock: socket.socket, kind: str) -> Optional[dict[str, Any]]:
     try:
         return CC_INFO_PARSERS[kind](sock.getsockopt(socket.IPPROTO_TCP, TCP_CC_INFO, CC_INFO_MAX))

@@ -295,7 +295,11 @@ def read_toml(path: Union[str, os.PathLike[str]]) -> dict[str, Any]:
 
 
 def _resolve_paths(doc: dict[str, Any], base: Path) -> dict[str, Any]:
-    """Trace paths in a scenario file are relative to the file's directory."""
+    """Trace and BPF object paths in a scenario file are relative to the file's directory."""
+    for flow in doc.get("flows") or []:
+        cca = flow.get("cca") if isinstance(flow, dict) else None
+        if isinstance(cca, str) and cca.startswith("bpf:") and not os.path.isabs(cca[4:]):
+            flow["cca"] = "bpf:" + os.path.normpath(os.path.join(base, cca[4:]))
     link = doc.get("link")
     if isinstance(link, dict):
         for key in ("trace", "ack_trace"):

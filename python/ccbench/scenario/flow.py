@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import Field, field_validator
 
 from .. import _core
+from ..bpf import name as bpf_name
 
 from .fields import MAX_FLOWS_PER_ENTRY, Duration, Rate, Size, _int_range, _Table, core_default, core_range, positive
 
@@ -231,10 +232,14 @@ class Flow(_Table):
     @field_validator("cca")
     @classmethod
     def _known_cca(cls, v: str) -> str:
+        if bpf_name.is_bpf(v.strip()):
+            return bpf_name.resolve(v)
         name = v.strip().lower()
         allowed = algorithms()
         if name not in allowed:
-            raise ValueError(f"unknown algorithm {v!r}; allowed: {', '.join(allowed)}")
+            raise ValueError(
+                f"unknown algorithm {v!r}; allowed: {', '.join(allowed)}, or bpf:PATH (a BPF object or its C source)"
+            )
         return name
 
     @field_validator("params")

@@ -42,6 +42,8 @@ INIT = r"""#!/bin/sh
 export PATH=/bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp
 for m in $(cat /etc/modules.order); do insmod /lib/modules/$m.ko || echo "ccbench: insmod $m failed"; done
+# A run's BPF congestion controls, from an archive appended for the run (ccbench.vm.bpf).
+if [ -f /etc/ccbench-bpf.sh ]; then sh /etc/ccbench-bpf.sh; fi
 MODE=probe; IP=; GW=; MTU=; BUSY=0
 for a in $(cat /proc/cmdline); do
   case $a in

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import ScenarioError
+from ..kernel.bpf_ca import is_bpf
 from ..kernel.plan import UNPACED_SUFFIX
 from . import debian, guest
 from .debian import Package
@@ -103,6 +104,9 @@ def substitute(sc: "Scenario") -> "tuple[Scenario, list[Patch], list[str]]":
     patches asked of one flow."""
     flows, needed, notes = [], [], []
     for i, f in enumerate(sc.flows):
+        if is_bpf(f.cca):  # an object of one's own: its params are its globals
+            flows.append(f)
+            continue
         mine = [p for p in PATCHES if p.base == f.cca and p.asked(f) is not None]
         asked = [p for p in PATCHES if p.switch != PACING and p.asked(f)]
         if asked and not any(p.switch == asked[0].switch for p in mine):

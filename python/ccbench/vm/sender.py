@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 from ..kernel.host import KernelRunError
 from ..kernel.session import RunContext, attach_device, run_ip, setup_namespace
-from . import deadline, kprofile, placement, switches
+from . import bpf, deadline, kprofile, placement, switches
 from .guest import GuestKernel
 from .qemu import Vm, VmError
 
@@ -264,9 +264,16 @@ class GuestSender:
             return 0
 
     def _boot(self, run: RunContext, tap: str, guest_addr: str, gateway: str) -> None:
+        # The run's BPF congestion controls go in with an archive of their own, and the
+        # guest registers them before it is ready.
+        initrd = (
+            self.initrd
+            if run.bpf is None
+            else bpf.initrd(self.initrd, run.bpf, self.kernel, run.work / "initrd-bpf.gz")
+        )
         vm = Vm(
             self.kernel,
-            self.initrd,
+            initrd,
             run.work / "vm",
             vcpus=self.vcpus,
             accel=self.accel,
@@ -285,6 +292,8 @@ class GuestSender:
         )
         self.vm = vm
         vm.start()
+        if run.bpf is not None:
+            bpf.registered(vm.console_text(), run.bpf, vm.ready.get("cc", "").split(","))
         self.threads = vm.vcpu_threads()
         self.policies = [deadline.get_policy(t) for t in self.threads]
         self.channel = vm.control()

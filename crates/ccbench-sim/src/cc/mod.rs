@@ -9,6 +9,7 @@
 pub mod bbr;
 pub mod bbr3;
 pub mod bic;
+pub mod bpf;
 pub mod cdg;
 pub mod cubic;
 pub mod dctcp;
@@ -115,6 +116,24 @@ pub struct ConnInfo {
     /// `rcv_tsecr`): the peer's TSval clock (ms) and the echo of ours; 0 before any.
     pub rcv_tsval: u32,
     pub rcv_tsecr: u32,
+    /// Scoreboard counts in segments (`sacked_out`, `lost_out`, `retrans_out`).
+    pub sacked_out: u32,
+    pub lost_out: u32,
+    pub retrans_out: u32,
+    /// `srtt_us` and `mdev_us` as the kernel holds them: 8 and 4 times the value in µs.
+    pub srtt_us8: u64,
+    pub mdev_us4: u64,
+    /// `max_packets_out` and the `is_cwnd_limited` bit of the last cwnd-use window
+    /// (`tcp_cwnd_validate`; `is_cwnd_limited` above is what `tcp_is_cwnd_limited` makes
+    /// of them).
+    pub max_packets_out: u32,
+    pub cwnd_limited_bit: bool,
+    /// `total_retrans`.
+    pub total_retrans: u32,
+    /// The peer's window in bytes (`snd_wnd`).
+    pub snd_wnd: u32,
+    /// ECN was negotiated (`TCP_ECN_OK`).
+    pub ecn_ok: bool,
 }
 
 /// `enum tcp_ca_ack_event_flags`: what `in_ack_event` is told of an ACK.

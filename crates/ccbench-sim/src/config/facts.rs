@@ -35,7 +35,13 @@ pub fn input_ranges() -> Vec<(String, String)> {
     rows.extend(ranged("tcp", TcpConfig::RANGES));
     rows.extend([
         ("flows (in all)".into(), format!("1 to {MAX_FLOWS}")),
-        ("flows[i].cca".into(), crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")),
+        (
+            "flows[i].cca".into(),
+            format!(
+                "{}, or bpf:PATH (a BPF struct_ops object)",
+                crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
+            ),
+        ),
         ("flows[i].start".into(), "before the end of the run".into()),
         ("flows[i].access_delay".into(), format!("link.rtt + 2 x access_delay at most {}", fmt_ns(MAX_PATH_RTT_NS))),
         ("flows[i].size".into(), "positive (none: bulk)".into()),

@@ -66,12 +66,22 @@ impl Scenario {
     /// Flow `i`'s values, named as `flows[i]`.
     fn check_flow(&self, i: usize, f: &FlowConfig) -> Result<(), ConfigError> {
         use limits::*;
-        let alg = crate::cc::Algorithm::from_name(&f.cca).ok_or_else(|| {
-            let names: Vec<_> = crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect();
-            err(format!("flows[{i}].cca"), format!("unknown algorithm '{}'; allowed: {}", f.cca, names.join(", ")))
-        })?;
-        alg.instance(&f.params, crate::base::rng::stream(0, "cc", 0))
-            .map_err(|e| err(format!("flows[{i}].params.{}", e.name), e.message))?;
+        if let Some(spec) = crate::cc::bpf::Spec::parse(&f.cca) {
+            crate::cc::bpf::check(&spec, &f.params).map_err(|r| match r.param {
+                Some(p) => err(format!("flows[{i}].params.{p}"), r.message),
+                None => err(format!("flows[{i}].cca"), format!("{}: {}", spec.path, r.message)),
+            })?;
+        } else {
+            let alg = crate::cc::Algorithm::from_name(&f.cca).ok_or_else(|| {
+                let names: Vec<_> = crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect();
+                err(
+                    format!("flows[{i}].cca"),
+                    format!("unknown algorithm '{}'; allowed: {}, bpf:PATH", f.cca, names.join(", ")),
+                )
+            })?;
+            alg.instance(&f.params, crate::base::rng::stream(0, "cc", 0))
+                .map_err(|e| err(format!("flows[{i}].params.{}", e.name), e.message))?;
+        }
         if f.start_ns >= self.duration_ns {
             return Err(err(format!("flows[{i}].start"), "must be before the end of the run"));
         }

@@ -28,6 +28,15 @@ impl CwndUse {
         }
     }
 
+    pub fn max_packets_out(&self) -> u32 {
+        self.max_packets_out
+    }
+
+    /// The `tp->is_cwnd_limited` bit itself.
+    pub fn flag(&self) -> bool {
+        self.is_cwnd_limited
+    }
+
     /// `tcp_is_cwnd_limited`: cwnd limited the last window, or, in slow start, it is less
     /// than twice what was out (so that slow start keeps doubling).
     pub fn is_limited(&self, in_slow_start: bool, cwnd: u32) -> bool {

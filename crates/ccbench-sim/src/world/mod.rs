@@ -12,7 +12,7 @@ use finish::download_measured;
 pub use event::Event;
 
 use crate::base::rng;
-use crate::cc::Algorithm;
+use crate::cc::{bpf, Algorithm};
 use crate::config::{build, ConfigError, Scenario};
 use crate::event::{EventQueue, Schedule};
 use crate::host::{Host, Task};
@@ -58,13 +58,20 @@ struct FlowMeta {
 
 /// A flow's connection `conn`: its sender and receiver (`rng` streams per connection, the
 /// first one's as for a single connection).
-fn connection(s: &Scenario, i: usize, conn: u16) -> Result<(Sender, Receiver), ConfigError> {
+fn connection(s: &Scenario, i: usize, conn: u16, objects: &bpf::Objects) -> Result<(Sender, Receiver), ConfigError> {
     let (link, tcp, f) = (&s.link, &s.tcp, &s.flows[i]);
     let id = i as u32;
-    let alg = Algorithm::from_name(&f.cca).expect("validated");
-    let mut cc = alg
-        .build(&f.params, rng::stream(s.seed, "cc", id as u64 | (conn as u64) << 32))
-        .map_err(|m| ConfigError { field: format!("flows[{i}].params"), message: m })?;
+    let stream = rng::stream(s.seed, "cc", id as u64 | (conn as u64) << 32);
+    let mut cc = match bpf::Spec::parse(&f.cca) {
+        Some(spec) => objects.instance(i, &spec, &f.params, tcp.hz, stream).map_err(|r| match r.param {
+            Some(p) => ConfigError { field: format!("flows[{i}].params.{p}"), message: r.message },
+            None => ConfigError { field: format!("flows[{i}].cca"), message: format!("{}: {}", spec.path, r.message) },
+        })?,
+        None => Algorithm::from_name(&f.cca)
+            .expect("validated")
+            .build(&f.params, stream)
+            .map_err(|m| ConfigError { field: format!("flows[{i}].params"), message: m })?,
+    };
     if s.sample_interval_ns > 0 {
         if let Some(log) = cc.transitions() {
             log.listen();
@@ -88,6 +95,8 @@ fn connection(s: &Scenario, i: usize, conn: u16) -> Result<(Sender, Receiver), C
 
 pub struct World {
     scenario: Scenario,
+    /// The run's BPF objects, loaded once and shared by the connections that run them.
+    objects: bpf::Objects,
     q: EventQueue<Event>,
     senders: Vec<Sender>,
     receivers: Vec<Receiver>,
@@ -131,9 +140,10 @@ impl World {
         let mut receivers = Vec::new();
         let mut flows = Vec::new();
         let mut q = EventQueue::default();
+        let objects = bpf::Objects::default();
         for (i, f) in s.flows.iter().enumerate() {
             let id = i as u32;
-            let (sender, receiver) = connection(s, i, 0)?;
+            let (sender, receiver) = connection(s, i, 0, &objects)?;
             senders.push(sender);
             receivers.push(receiver);
             flows.push(FlowMeta {
@@ -157,6 +167,7 @@ impl World {
         path.start_rtt_schedule(Time::ZERO, &mut q);
         q.push(end, Event::End);
         Ok(World {
+            objects,
             scenario: s.clone(),
             q,
             senders,
@@ -355,7 +366,7 @@ impl World {
         f.closed.add(&self.senders[k].totals(now));
         self.take_transitions(i);
         let f = &self.flows[k];
-        let (sender, receiver) = connection(&self.scenario, k, f.conn).expect("validated at the start");
+        let (sender, receiver) = connection(&self.scenario, k, f.conn, &self.objects).expect("validated at the start");
         self.senders[k] = sender;
         self.receivers[k] = receiver;
         self.sender_task(now, i, Task::Start);

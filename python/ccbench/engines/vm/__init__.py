@@ -266,19 +266,22 @@ class VmEngine(Engine):
         return scenario, patched.with_patches(guest.resolve(self.guest_kernel), patches), notes
 
     def _facts(self, scenario: "Scenario", kernel: Any = None) -> "HostFacts":
+        from ...kernel.bpf_ca import is_bpf
         from ...kernel.host import HostFacts
-        from ...vm import guest
+        from ...vm import bpf, guest
 
         kernel = kernel or guest.resolve(self.guest_kernel)
         offered = kernel.congestion_control()
         for i, f in enumerate(scenario.flows):
-            if f.cca not in offered:
+            if f.cca not in offered and not is_bpf(f.cca):
                 raise ScenarioError(
                     f"flows[{i}].cca",
                     f"'{f.cca}' is not available in the guest kernel "
                     f"({kernel.source}); available: {', '.join(offered)}",
                 )
-        return HostFacts(kernel.release, kernel.hz(), offered)
+        # A BPF algorithm is registered in the guest as it boots (ccbench.vm.bpf).
+        unavailable = bpf.unavailable(kernel) if any(is_bpf(f.cca) for f in scenario.flows) else None
+        return HostFacts(kernel.release, kernel.hz(), offered, bpf_unavailable=unavailable)
 
 
 def _work(final: list[dict[str, Any]]) -> dict[str, int]:

@@ -75,6 +75,16 @@ impl Sender {
             tlp_orig_data_app_limited: self.tlp.orig_data_app_limited(),
             rcv_tsval: self.ts.val(),
             rcv_tsecr: self.ts.ecr(),
+            sacked_out: self.sb.sacked_out,
+            lost_out: self.sb.lost_out,
+            retrans_out: self.sb.retrans_out,
+            srtt_us8: self.rtt.srtt_us8,
+            mdev_us4: self.rtt.mdev_us() << 2,
+            max_packets_out: self.cwnd_use.max_packets_out(),
+            cwnd_limited_bit: self.cwnd_use.flag(),
+            total_retrans: self.stats.retransmits as u32,
+            snd_wnd: self.snd_wnd.min(u32::MAX as u64) as u32,
+            ecn_ok: self.p.flow.ecn != Ecn::Off,
         }
     }
 
