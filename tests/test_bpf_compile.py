@@ -19,7 +19,7 @@ from ccbench.errors import ScenarioError
 from conftest import ROOT
 
 BPF = ROOT / "tests" / "bpf"
-RENO = ROOT / "examples" / "bpf" / "reno.bpf.c"
+RENO = ROOT / "scenarios" / "bpf" / "reno.bpf.c"
 TCP_CA_H = ROOT / "python" / "ccbench" / "bpf" / "include" / "ccbench" / "tcp_ca.h"
 INSTALL = "apt-get install clang llvm libbpf-dev bpftool"
 

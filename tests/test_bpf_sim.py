@@ -21,7 +21,7 @@ from test_cli_errors import assert_one_line_error
 
 LINUX = ROOT / "tests" / "bpf" / "linux"
 BAD = ROOT / "tests" / "bpf" / "bad"
-RENO = ROOT / "examples" / "bpf" / "reno.bpf.c"
+RENO = ROOT / "scenarios" / "bpf" / "reno.bpf.c"
 # The agreement the issue asks for.
 TOLERANCE = 0.01
 
@@ -179,6 +179,7 @@ def test_an_object_with_two_struct_ops_needs_one_named() -> None:
     obj = compile_source(LINUX / "bpf_dctcp.c").path
     out = run_cli("run", "--cca", f"bpf:{obj}", "--duration", "1s")
     assert_one_line_error(out, "flows[0].cca", "holds 2 struct_ops maps (dctcp_nouse, dctcp)")
+    assert run_cli("run", "--cca", f"bpf:{LINUX / 'bpf_dctcp.c'}:dctcp", "--duration", "1s").returncode == 0
     # The kernel refuses dctcp_nouse too: it lacks ssthresh and undo_cwnd.
     out = run_cli("run", "--cca", f"bpf:{obj}:dctcp_nouse", "--duration", "1s")
     assert_one_line_error(out, "flows[0].cca", "lacks ssthresh, undo_cwnd")

@@ -32,6 +32,7 @@ import pytest
 from ccbench import ScenarioError
 from ccbench.cli import exits
 from ccbench.engines import kernel as kernel_engine
+from ccbench.bpf.name import BpfName, parse
 from ccbench.kernel import bpf_ca, bpftool, host, state
 from ccbench.kernel.plan import make_plan
 
@@ -397,9 +398,9 @@ def test_the_command_line_runs_a_bpf_object_and_refuses_one_without_bpftool(
 def test_a_cca_names_its_object_and_map_and_a_refusal_the_verifiers_reason(tmp_path: Path) -> None:
     obj = tmp_path / "x:y.bpf.o"
     obj.write_bytes(b"")
-    assert bpf_ca.split(f"bpf:{obj}") == (str(obj), None)
-    assert bpf_ca.split(f"bpf:{obj}:dctcp") == (str(obj), "dctcp")
-    assert bpf_ca.split("bpf:/no/such.o") == ("/no/such.o", None)
+    assert parse(f"bpf:{obj}") == BpfName(str(obj), None)
+    assert parse(f"bpf:{obj}:dctcp") == BpfName(str(obj), "dctcp")
+    assert parse("bpf:/no/such.o") == BpfName("/no/such.o", None)
     log = (
         "libbpf: prog 'x_cong_avoid': BPF program load failed: Permission denied\n"
         "libbpf: prog 'x_cong_avoid': -- BEGIN PROG LOAD LOG --\n"

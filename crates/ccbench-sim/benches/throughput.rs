@@ -1,8 +1,8 @@
 //! Simulator speed and memory: `cargo bench -p ccbench-sim`, or
 //! `cargo bench -p ccbench-sim --bench throughput -- [--quick] [--repeat N] [--cca NAME] [CASE]`;
-//! `-- --algorithms [--quick]` runs `1flow-1bdp` with every algorithm and compares each
-//! one's per-packet cost with Cubic's. Prints a table; nothing here passes or fails (see
-//! docs/benchmarks.md).
+//! `-- --algorithms [--quick] [--also bpf:PATH ...]` runs `1flow-1bdp` with every
+//! algorithm (and each BPF object named) and compares each one's per-packet cost with
+//! Cubic's. Prints a table; nothing here passes or fails (see docs/benchmarks.md).
 //!
 //! Each case runs in its own child process (this binary re-invoked with `--case NAME`)
 //! so that its peak resident set (`VmHWM`) is its own.
@@ -336,7 +336,7 @@ fn median(mut runs: Vec<Measured>) -> Measured {
 
 /// `1flow-1bdp` with each algorithm: wall time per packet the bottleneck forwarded, and
 /// its ratio to Cubic's (each algorithm also sends a different number of packets).
-fn per_algorithm(quick: bool, repeat: usize) {
+fn per_algorithm(quick: bool, repeat: usize, also: &[&str]) {
     let case = "1flow-1bdp";
     println!("ccbench-sim {} per-algorithm cost, {case}, median of {repeat} run(s)", ccbench_sim::VERSION);
     println!(
@@ -344,10 +344,11 @@ fn per_algorithm(quick: bool, repeat: usize) {
         "algorithm", "data pkts", "wall s", "pkts/s", "ns/pkt", "/ Cubic's"
     );
     let mut measured = Vec::new();
-    for a in ccbench_sim::cc::Algorithm::ALL {
-        match (0..repeat).map(|_| child(case, quick, Some(a.name()))).collect::<Result<Vec<_>, _>>() {
-            Ok(runs) => measured.push((a.name(), median(runs))),
-            Err(e) => println!("{:<10} failed: {e}", a.name()),
+    let names = ccbench_sim::cc::Algorithm::ALL.iter().map(|a| a.name()).chain(also.iter().copied());
+    for name in names {
+        match (0..repeat).map(|_| child(case, quick, Some(name))).collect::<Result<Vec<_>, _>>() {
+            Ok(runs) => measured.push((name, median(runs))),
+            Err(e) => println!("{name:<10} failed: {e}"),
         }
     }
     let ns_per_packet = |r: &Measured| r.wall_s * 1e9 / r.packets.max(1) as f64;
@@ -355,7 +356,11 @@ fn per_algorithm(quick: bool, repeat: usize) {
     for (name, r) in &measured {
         let ns = ns_per_packet(r);
         let ratio = cubic.map_or(f64::NAN, |c| ns / c);
-        println!("{name:<10} {:>11} {:>8.3} {:>10.3e} {ns:>9.1} {ratio:>12.2}", r.packets, r.wall_s, r.pps());
+        // A BPF object by its file's name.
+        let label = name
+            .strip_prefix("bpf:")
+            .map_or(name.to_string(), |p| format!("bpf:{}", p.rsplit('/').next().unwrap_or(p)));
+        println!("{label:<10} {:>11} {:>8.3} {:>10.3e} {ns:>9.1} {ratio:>12.2}", r.packets, r.wall_s, r.pps());
     }
 }
 
@@ -374,14 +379,15 @@ fn main() {
         None => 3,
     };
     if args.iter().any(|a| a == "--algorithms") {
-        return per_algorithm(quick, repeat);
+        let also: Vec<&str> = args.windows(2).filter(|w| w[0] == "--also").map(|w| w[1].as_str()).collect();
+        return per_algorithm(quick, repeat, &also);
     }
     // `cargo bench` passes `--bench`; any other bare argument filters cases by name.
     let filters: Vec<&String> = args
         .iter()
         .enumerate()
         .skip(1)
-        .filter(|(i, a)| !a.starts_with("--") && args[i - 1] != "--repeat" && args[i - 1] != "--cca")
+        .filter(|(i, a)| !a.starts_with("--") && !["--repeat", "--cca", "--also"].contains(&args[i - 1].as_str()))
         .map(|(_, a)| a)
         .collect();
     println!(

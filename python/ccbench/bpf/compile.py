@@ -150,7 +150,16 @@ def _compile(clang: str, src: Path, args: list[str], recipe: str, field: str, vm
     headers = f"vmlinux.h from this host's BTF (kernel {os.uname().release})" if used else "without vmlinux.h"
     description = f"clang {_clang_version(clang)}, {' '.join(FLAGS)}, {headers}"
     _write_json(cache / f"{recipe}.json", {"deps": deps, "description": description, "source": src.name})
+    _write_json(obj.with_suffix(".json"), {"source": str(src.resolve()), "description": description})
     return Compiled(obj, description)
+
+
+def compiled_from(obj: Path) -> Optional[dict[str, str]]:
+    """For an object this cache compiled: its source and what compiled it."""
+    try:
+        return dict(json.loads(obj.with_suffix(".json").read_text()))
+    except (OSError, ValueError):
+        return None
 
 
 def _object_path(recipe: str, hashes: list[Optional[str]], source: str) -> Path:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -17,7 +16,7 @@ from .. import _core
 from ..errors import ScenarioError
 
 PREFIX = "bpf:"
-_MAP = re.compile(r"^(?P<path>.+\.o):(?P<map>[A-Za-z0-9_]+)$")
+_MAP = re.compile(r"^(?P<path>.+\.[oc]):(?P<map>[A-Za-z0-9_]+)$")
 
 
 @dataclass(frozen=True)
@@ -89,16 +88,21 @@ def _sha256(path: str) -> str:
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def ops(cca: str) -> dict[str, Any]:
-    """The struct_ops map a resolved ``bpf:`` name runs."""
+def provenance(cca: str) -> dict[str, Any]:
+    """What a resolved ``bpf:`` name ran, for a run's summary: the object, its sha256,
+    the struct_ops map and the name it gives itself, and, for an object compiled from
+    C, the source and what compiled it."""
+    from .compile import compiled_from
+
     name = parse(cca)
-    maps = describe(name.path)["maps"]
-    return next(m for m in maps if name.map in (None, m["symbol"]))
-
-
-def display(cca: str) -> str:
-    """A short label: the ops name the object gives itself."""
-    try:
-        return str(ops(cca)["name"])
-    except (OSError, ScenarioError, StopIteration):
-        return os.path.basename(parse(cca).path)
+    info = describe(name.path)
+    ops = next(m for m in info["maps"] if name.map in (None, m["symbol"]))
+    built = compiled_from(Path(name.path))
+    return {
+        "object": name.path,
+        "sha256": info["sha256"],
+        "map": ops["symbol"],
+        "name": ops["name"],
+        "source": built["source"] if built else None,
+        "compiled": built["description"] if built else None,
+    }

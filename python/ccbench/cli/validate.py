@@ -23,7 +23,7 @@ MAX_VALIDATE_REPS = 100
     "--family",
     metavar="NAME[,NAME...]",
     help="Only these families of cells: base, loss, mix, fairness, rtt-unfairness, staggered, trace, aqm, ecn, "
-    "rwnd, sized; and algorithms (Linux's other congestion controls against their own modules in a VM guest, "
+    "rwnd, sized, bpf (the kernel's own BPF congestion controls as objects on both engines); and algorithms (Linux's other congestion controls against their own modules in a VM guest, "
     "and this host's kernel where it has them), which runs only when named.",
 )
 @click.option(
@@ -45,6 +45,12 @@ MAX_VALIDATE_REPS = 100
     help="Only cells whose flows all use these algorithms; with --cpu, "
     "the grid's algorithms (default: every BBR version the guest kernel has, and cubic; bbr_2brobust and "
     "bbr3_2brobust are BBR with the 2BRobust patch).",
+)
+@click.option(
+    "--substitute",
+    metavar="NAME=bpf:PATH",
+    help="Run a BPF congestion control (a .bpf.o, or its C source) in place of NAME in the cells that use it, "
+    "on both engines: e.g. cubic=bpf:my_cubic.bpf.c.",
 )
 @click.option("--no-bench", is_flag=True, help="Skip the emulator's capacity benchmark (20, 50, 100 Mbit/s).")
 @click.option(
@@ -99,6 +105,7 @@ def validate(
     reps: Optional[int],
     duration: Optional[str],
     cca: Optional[str],
+    substitute: Optional[str],
     no_bench: bool,
     out: Optional[str],
     rerun_sim: bool,
@@ -116,7 +123,7 @@ def validate(
     Mbit/s, 5 to 200 ms, 0.5 to 8 BDP; random loss 0.1-30% (also without SACK) and
     bursty loss; BBR and Cubic sharing at 0.25-16 BDP; 2 and 4 flows; RTTs 10 and 50 ms;
     staggered starts; LTE traces; CoDel and FQ-CoDel; ECN; receive windows; sized and
-    repeated downloads.
+    repeated downloads; the kernel's BPF Cubic and DCTCP as objects on both engines.
     Needs root (the kernel engine). With --cpu, the 2BRobust grid on the simulator and
     the VM engine instead (--quick: 6 cells); with --cpu --pacing, the phone study's
     (--quick: 6 cells).
@@ -125,7 +132,13 @@ def validate(
 
     host.require_root()
     if cpu:
-        not_with_cpu = {"--family": family, "--cell": cell_names, "--report": html, "--rerun-sim": rerun_sim}
+        not_with_cpu = {
+            "--family": family,
+            "--cell": cell_names,
+            "--report": html,
+            "--rerun-sim": rerun_sim,
+            "--substitute": substitute,
+        }
         _refuse("not with --cpu", not_with_cpu)
         validate_cpu(quick, pacing, duration, cca, cpu_costs, guest_kernel, out, rates, rtts, _checked_reps(reps, 3))
         return
@@ -134,7 +147,7 @@ def validate(
         raise ScenarioError("--report", "needs --out DIR (the page is written to DIR/report)")
     if rerun_sim and (out is None or not (Path(out) / "cells.jsonl").is_file()):
         raise ScenarioError("--rerun-sim", "needs --out DIR holding a grid's cells.jsonl")
-    _validate_kernel(quick, family, cell_names, reps, duration, cca, no_bench, out, rerun_sim, html)
+    _validate_kernel(quick, family, cell_names, reps, duration, cca, substitute, no_bench, out, rerun_sim, html)
 
 
 def _refuse(why: str, flags: dict[str, Any]) -> None:
@@ -164,6 +177,7 @@ def _validate_kernel(
     reps: Optional[int],
     duration: Optional[str],
     cca: Optional[str],
+    substitute: Optional[str],
     no_bench: bool,
     out: Optional[str],
     rerun_sim: bool,
@@ -179,7 +193,7 @@ def _validate_kernel(
     if duration is not None:
         duration_flag(duration, "--duration")
         params["duration"] = duration
-    cells = command.select(cells, family, cell_names, cca)
+    cells = command.substitute(command.select(cells, family, cell_names, cca), substitute)
     out_dir(out)
     click.echo(
         f"validating {len(cells)} scenario(s) x {params['reps']} repetition(s) of {params['duration']} on both engines",

@@ -52,6 +52,7 @@ class SimEngine(Engine):
         summary = json.loads(summary_json)
         summary["scenario_hash"] = sc.scenario_hash
         _name_host_costs(summary, sc)
+        _name_bpf_objects(summary)
         return Result(
             summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=sc, states=table_frame(states)
         )
@@ -72,6 +73,22 @@ def _name_host_costs(summary: dict[str, Any], sc: "Scenario") -> None:
     notes = sc.host.notes()
     if notes:
         summary["notes"] = notes
+
+
+def _name_bpf_objects(summary: dict[str, Any]) -> None:
+    """Say in the summary what each BPF flow ran (``bpf``: the object, its digest, its
+    map and name, what compiled it), and, in the notes, what compiled each source."""
+    from ..bpf import name as bpf_name
+
+    compiled = []
+    for f in summary.get("flows") or []:
+        if not bpf_name.is_bpf(str(f.get("cca", ""))):
+            continue
+        f["bpf"] = bpf_name.provenance(f["cca"])
+        if f["bpf"]["compiled"]:
+            compiled.append(f"{f['bpf']['source']}: compiled with {f['bpf']['compiled']}")
+    if compiled:
+        summary["notes"] = [*summary.get("notes", []), *dict.fromkeys(compiled)]
 
 
 ENGINE = SimEngine()

@@ -102,6 +102,15 @@ def listen(cfg: dict[str, Any]) -> selectors.BaseSelector:
             # socket starts with. The accepted connection inherits lock and clamp.
             ls.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, int(flow["rwnd"]))
         ls.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, int(flow["rwnd"]))
+        if flow.get("cca"):
+            # An algorithm that needs ECN on both ends (DCTCP): the accepted connection
+            # inherits it, and so answers an ECN-capable SYN and echoes as DCTCP does.
+            # A kernel without it keeps its default; the sender then runs without ECN,
+            # which the run's notes say (results.py, _fallback_notes).
+            try:
+                ls.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, flow["cca"].encode())
+            except OSError:
+                pass
         ls.bind((flow["addr"], cfg["base_port"] + i))
         ls.listen(4)
         ls.setblocking(False)

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..bpf.name import is_bpf, parse
 from ..errors import ScenarioError
 from . import bpftool
 from .host import KernelEngineError, available_congestion_control
@@ -41,25 +41,12 @@ from .state import RunState, StructOps
 if TYPE_CHECKING:
     from .plan import FlowPlan, Plan
 
-PREFIX = "bpf:"
 NAME_PREFIX = "ccb"
+# include/net/tcp.h: the algorithm negotiates ECN whatever the sysctl says.
+TCP_CONG_NEEDS_ECN = 0x2
 # The kernel's TCP_CA_NAME_MAX (16) less the NUL; BPF_OBJ_NAME_LEN (16) for a map's name.
 NAME_MAX = 15
 MAP_NAME_MAX = 15
-_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def is_bpf(cca: str) -> bool:
-    return cca.startswith(PREFIX)
-
-
-def split(cca: str) -> tuple[str, Optional[str]]:
-    """(the object's path, the struct_ops map's symbol or None) of a ``bpf:`` cca."""
-    rest = cca[len(PREFIX) :]
-    head, sep, tail = rest.rpartition(":")
-    if sep and _SYMBOL.fullmatch(tail) and not Path(rest).exists():
-        return head, tail
-    return rest, None
 
 
 @dataclass(frozen=True)
@@ -90,6 +77,14 @@ class BpfSet:
     # What a reader should know: maps of an object that no flow runs and the kernel
     # did not register.
     notes: list[str] = field(default_factory=list)
+
+    def needs_ecn(self, flow: int) -> bool:
+        """Whether flow ``flow``'s map asks for ECN (``TCP_CONG_NEEDS_ECN``)."""
+        from ..bpf.name import describe
+
+        copy, symbol = self.flows[flow]
+        maps = describe(str(self.copies[copy].path))["maps"]
+        return any(m["symbol"] == symbol and m["flags"] & TCP_CONG_NEEDS_ECN for m in maps)
 
     def name(self, flow: int) -> str:
         """The algorithm name flow ``flow`` sets with ``TCP_CONGESTION``."""
@@ -200,7 +195,8 @@ def prepare(plan: "Plan", workdir: Path) -> Optional[BpfSet]:
     objects: dict[str, dict[str, Any]] = {}
     groups: dict[tuple[str, str], list[tuple["FlowPlan", str]]] = {}
     for f in wanted:
-        path, symbol = split(f.cca)
+        name = parse(f.cca)
+        path, symbol = name.path, name.map
         if path not in objects:
             objects[path] = describe(path, f.field)
         symbol = _flow_map(f, symbol, path, objects[path]["maps"])

@@ -50,7 +50,7 @@ from typing import Any, Optional
 
 from ..scenario import Flow, Scenario, Tcp
 from ..units import format_duration
-from .bpf_ca import is_bpf
+from ..bpf.name import is_bpf
 from .host import HostFacts, KernelEngineError, ensure_congestion_control
 
 HEADER_BYTES = 52

@@ -202,7 +202,8 @@ def assemble(
 def _fallback_notes(plan: Plan, raw: RawRun) -> list[str]:
     """A DCTCP flow whose connection did not negotiate ECN ran as Reno (``dctcp_init``
     falls back to ``dctcp_reno``): Linux accepts an ECT SYN's ECN only where the listener's
-    algorithm needs ECN too (``tcp_ecn_create_request``), and this receiver's may not."""
+    algorithm needs ECN too (``tcp_ecn_create_request``): the receiver's listener runs
+    DCTCP where its kernel has it (session.py, ``_receiver_cca``)."""
     final = raw.sender.get("final") or []
     fell_back = [
         i
@@ -213,8 +214,8 @@ def _fallback_notes(plan: Plan, raw: RawRun) -> list[str]:
         return []
     return [
         f"flows {', '.join(map(str, fell_back))}: DCTCP ran as Reno without ECN (dctcp-reno): the receiver's "
-        "kernel answers an ECN-capable SYN only when its own algorithm needs ECN, and it does not run DCTCP; "
-        "the simulator's DCTCP receiver does"
+        "kernel answers an ECN-capable SYN only when its own algorithm needs ECN, and its listener could not "
+        "run DCTCP (a kernel without the module); the simulator's DCTCP receiver does"
     ]
 
 

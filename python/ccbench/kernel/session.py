@@ -372,7 +372,7 @@ def _run(
         "interval_ns": plan.interval_ns,
         "done_path": str(run.work / "done.sock"),
     }
-    _start_receiver(run, ns_r, common)
+    _start_receiver(run, ns_r, common, bpf_here=isinstance(sender, NamespaceSender))
     sender.start(run, dict(common, flows=_sender_flows(run)))
 
     # What other processes take of the CPUs from here on is noted if it may disturb the run.
@@ -422,7 +422,7 @@ def _set_up_path(run: RunContext, ns_r: str, sender: SenderSide, capture: Option
     )
 
 
-def _start_receiver(run: RunContext, ns_r: str, common: dict[str, Any]) -> None:
+def _start_receiver(run: RunContext, ns_r: str, common: dict[str, Any], bpf_here: bool) -> None:
     """The receiving agent, listening for every flow (ECN flows on the ECN address)."""
     flows = [
         {
@@ -431,6 +431,7 @@ def _start_receiver(run: RunContext, ns_r: str, common: dict[str, Any]) -> None:
             "rwnd": f.rwnd_bytes,
             "autotune": f.rwnd_autotune,
             "repeat": f.repeat,
+            "cca": _receiver_cca(run, f, bpf_here),
         }
         for f in run.plan.flows
     ]
@@ -440,6 +441,19 @@ def _start_receiver(run: RunContext, ns_r: str, common: dict[str, Any]) -> None:
     agent = [sys.executable, "-E", "-s", str(AGENT)]
     run.children.start("receiver", ["ip", "netns", "exec", ns_r, *agent, "receive", str(recv_cfg)], AGENT_NICENESS)
     run.children.expect("receiver", "ready")
+
+
+def _receiver_cca(run: RunContext, f: Any, bpf_here: bool) -> Optional[str]:
+    """The algorithm the receiver's listener runs, where the flow's needs ECN: as a DCTCP
+    receiver runs DCTCP, so that it accepts an ECN-capable SYN and echoes each segment's
+    mark (`tcp_ecn_create_request`, `dctcp_ece_ack_update`), as the simulator's receiver
+    does. A BPF algorithm only where this host's kernel has it registered (the kernel
+    engine, not the VM's guest)."""
+    if f.cca == "dctcp":
+        return "dctcp"
+    if bpf_here and run.bpf is not None and f.index in run.bpf.flows and run.bpf.needs_ecn(f.index):
+        return run.bpf.name(f.index)
+    return None
 
 
 def _sender_flows(run: RunContext) -> list[dict[str, Any]]:

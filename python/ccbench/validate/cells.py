@@ -25,6 +25,8 @@ SIZES = ("100KB", "1MB", "10MB")
 # Mahimahi's LTE traces as shipped in the repository's traces/ folder.
 TRACES = ("TMobile-LTE-short", "ATT-LTE-driving-2016")
 TRACE_DIR = Path(__file__).resolve().parents[3] / "traces"
+# The kernel's BPF selftests' congestion controls, kept in the repository as test inputs.
+BPF_DIR = Path(__file__).resolve().parents[3] / "tests" / "bpf" / "linux"
 SHARED_MIN_DURATION = "20s"
 
 
@@ -411,6 +413,51 @@ def algorithms(
     return cells
 
 
+def bpf(bpf_dir: Path = BPF_DIR) -> list[Cell]:
+    """The kernel's own BPF congestion controls (``bpf_cubic.c``, ``bpf_dctcp.c``) as
+    objects on both engines: the same object in the simulator's interpreter and
+    registered with the kernel. bpf_cubic alone, under loss, and beside the built-in
+    Cubic; bpf_dctcp on a link that marks ECN above 20 packets."""
+    import shutil
+
+    cubic, dctcp = f"bpf:{bpf_dir / 'bpf_cubic.c'}", f"bpf:{bpf_dir / 'bpf_dctcp.c'}:dctcp"
+    missing = None
+    if not (bpf_dir / "bpf_cubic.c").is_file():
+        missing = f"{bpf_dir} is not here (it is in the repository, not in an installed package)"
+    elif shutil.which("clang") is None:
+        missing = "compiling the objects needs clang (apt-get install clang llvm libbpf-dev bpftool)"
+    link = {"rate": "20Mbit", "rtt": "20ms", "buffer": "2bdp"}
+
+    def cell(
+        name: str, link: dict[str, Any], flows: list[dict[str, Any]], axes: dict[str, str], goodput: str = RELATIVE
+    ) -> Cell:
+        return _cell("bpf", name, link, flows, axes, goodput, missing=missing)
+
+    return [
+        cell("bpf_cubic 20Mbit 20ms 2bdp", link, [{"cca": cubic}], {"object": "bpf_cubic", "point": "alone"}),
+        cell(
+            "bpf_cubic loss 1%",
+            {**link, "loss": "1%"},
+            [{"cca": cubic}],
+            {"object": "bpf_cubic", "point": "loss 1%"},
+            OF_CAPACITY,
+        ),
+        cell(
+            "bpf_cubic+cubic 20Mbit 20ms 1bdp",
+            {**link, "buffer": "1bdp"},
+            [{"cca": cubic}, {"cca": "cubic"}],
+            {"object": "bpf_cubic", "point": "beside cubic"},
+            OF_CAPACITY,
+        ),
+        cell(
+            "bpf_dctcp ecn 20pkt 20Mbit 20ms",
+            {**link, "ecn_threshold": "20pkt"},
+            [{"cca": dctcp}],
+            {"object": "bpf_dctcp", "point": "ECN above 20 packets"},
+        ),
+    ]
+
+
 def algorithm_grid(quick: bool) -> list[Cell]:
     """The ``algorithms`` family: quick, each alone at the first point against the VM."""
     if quick:
@@ -450,6 +497,7 @@ def full_grid() -> list[Cell]:
         *rwnd(),
         *sized(SIZES),
         *repeated(),
+        *bpf(),
     ]
 
 
@@ -465,5 +513,6 @@ FAMILIES = (
     "ecn",
     "rwnd",
     "sized",
+    "bpf",
     "algorithms",
 )

@@ -48,6 +48,39 @@ def select(cells: list[Cell], family: Optional[str], cell_names: Optional[str], 
     return cells
 
 
+def substitute(cells: list[Cell], spec: Optional[str]) -> list[Cell]:
+    """``--substitute NAME=bpf:PATH``: the cells whose flows run NAME, with a BPF object
+    in its place on both engines (``PATH`` a ``.bpf.o`` or its C source)."""
+    if spec is None:
+        return cells
+    import dataclasses
+    import json
+
+    from ..bpf import name as bpf_name
+
+    builtin, _, obj = spec.partition("=")
+    builtin = builtin.strip().lower()
+    if not builtin or not bpf_name.is_bpf(obj.strip()):
+        raise ScenarioError("--substitute", "must be NAME=bpf:PATH, e.g. cubic=bpf:my_cubic.bpf.c")
+    try:
+        resolved = bpf_name.resolve(obj.strip())
+    except ValueError as e:
+        raise ScenarioError("--substitute", str(e)) from None
+    label = "bpf:" + bpf_name.parse(resolved).path.rsplit("/", 1)[-1]
+    out = []
+    for c in cells:
+        doc = c.doc
+        if not any(f["cca"] == builtin for f in doc["flows"]):
+            continue
+        doc["flows"] = [{**f, "cca": resolved} if f["cca"] == builtin else f for f in doc["flows"]]
+        axes = tuple((k, label if v == builtin else v) for k, v in c.axes)
+        name = c.name.replace(builtin, label, 1)
+        out.append(dataclasses.replace(c, name=name, scenario_json=json.dumps(doc, sort_keys=True), axes=axes))
+    if not out:
+        raise ScenarioError("--substitute", f"no selected cell runs {builtin}")
+    return out
+
+
 def print_results(results: list[CellResult], bench: list[BenchPoint]) -> None:
     """The grid's table (failing cells first), the counts and tolerances, and the
     emulator's capacity benchmark, on the terminal."""

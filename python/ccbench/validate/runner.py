@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
 from .. import _core, engines
+from ..bpf.name import is_bpf
 from ..errors import ScenarioError
 from ..kernel import host
 from ..kernel.host import KernelRunError
@@ -57,7 +58,7 @@ def run_cell(
     sim_reason = kernel_reason = ""
     kernel_failures: list[str] = []
     for cca in {f["cca"] for f in cell.doc["flows"]}:
-        if cca not in _core.algorithms():
+        if cca not in _core.algorithms() and not is_bpf(cca):
             sim_reason = f"{cca} is not available in the simulator"
     hz, reason = _reference_hz(cell, kernel_engine)
     if kernel is None and reason:

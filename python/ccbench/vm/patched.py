@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import ScenarioError
-from ..kernel.bpf_ca import is_bpf
+from ..bpf.name import is_bpf
 from ..kernel.plan import UNPACED_SUFFIX
 from . import debian, guest
 from .debian import Package

@@ -258,6 +258,9 @@ pub trait CongestionControl {
     /// `init`: called once before the first transmission.
     fn init(&mut self, _c: &ConnInfo, _w: &mut Window) {}
 
+    /// `release`: the connection is closing (`tcp_cleanup_congestion_control`).
+    fn release(&mut self, _c: &ConnInfo, _w: &mut Window) {}
+
     /// `ssthresh`: new slow-start threshold on entering Recovery, CWR or Loss.
     fn ssthresh(&mut self, c: &ConnInfo, w: &Window) -> u32;
 

@@ -364,6 +364,7 @@ impl World {
         f.download_start = now;
         f.closed_delivered += self.receivers[k].delivered_bytes();
         f.closed.add(&self.senders[k].totals(now));
+        self.senders[k].close(now);
         self.take_transitions(i);
         let f = &self.flows[k];
         let (sender, receiver) = connection(&self.scenario, k, f.conn, &self.objects).expect("validated at the start");

@@ -266,7 +266,7 @@ class VmEngine(Engine):
         return scenario, patched.with_patches(guest.resolve(self.guest_kernel), patches), notes
 
     def _facts(self, scenario: "Scenario", kernel: Any = None) -> "HostFacts":
-        from ...kernel.bpf_ca import is_bpf
+        from ...bpf.name import is_bpf
         from ...kernel.host import HostFacts
         from ...vm import bpf, guest
 

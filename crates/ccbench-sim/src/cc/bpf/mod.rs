@@ -293,6 +293,10 @@ impl CongestionControl for BpfCc {
         self.call("init", c, w, &[], None, None);
     }
 
+    fn release(&mut self, c: &ConnInfo, w: &mut Window) {
+        self.call("release", c, w, &[], None, None);
+    }
+
     fn ssthresh(&mut self, c: &ConnInfo, w: &Window) -> u32 {
         self.call_pure("ssthresh", c, w) as u32
     }

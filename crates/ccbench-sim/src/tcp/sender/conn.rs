@@ -88,6 +88,12 @@ impl Sender {
         }
     }
 
+    /// The connection closes: the algorithm lets go of it (`tcp_cleanup_congestion_control`).
+    pub fn close(&mut self, now: Time) {
+        let info = self.info(now);
+        self.cc.release(&info, &mut self.w);
+    }
+
     /// `tcp_set_ca_state`: tell the algorithm, then switch.
     pub(super) fn set_ca_state(&mut self, now: Time, state: CaState) {
         let info = self.info(now);

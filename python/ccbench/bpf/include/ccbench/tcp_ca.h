@@ -215,14 +215,17 @@ static inline bool tcp_in_slow_start(const struct tcp_sock *tp)
 	return tp->snd_cwnd < tp->snd_ssthresh;
 }
 
-/* include/net/tcp.h: in slow start, let cwnd grow to twice what was in flight. */
+/* include/net/tcp.h (Linux 6.x): cwnd limited the last window, or, in slow start, let
+ * cwnd grow to twice what was in flight. */
 static inline bool tcp_is_cwnd_limited(const struct sock *sk)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 
+	if (BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited))
+		return true;
 	if (tcp_in_slow_start(tp))
 		return tp->snd_cwnd < 2 * tp->max_packets_out;
-	return !!BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited);
+	return false;
 }
 
 /* Sequence numbers compared modulo 2^32. */

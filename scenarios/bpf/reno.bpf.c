@@ -4,7 +4,7 @@
  * tcp_reno_cong_avoid, tcp_slow_start, tcp_cong_avoid_ai, tcp_reno_ssthresh and
  * tcp_reno_undo_cwnd (net/ipv4/tcp_cong.c), written out here instead of called as kfuncs.
  *
- *   ccbench run --cca bpf:examples/bpf/reno.bpf.c --rate 20Mbit --rtt 30ms --duration 10s
+ *   ccbench run --cca bpf:scenarios/bpf/reno.bpf.c --rate 20Mbit --rtt 30ms --duration 10s
  */
 #include <ccbench/tcp_ca.h>
 
