@@ -113,18 +113,21 @@ fn two_cubic_flows_share_fairly() {
 /// A Cubic flow that joins 3 s after another (100 Mbit/s, 40 ms, one BDP of drop-tail
 /// buffer) stays behind for a minute and more: Cubic's epochs last about 10 s here, and
 /// the losses at the queue are not shared in proportion to rate. Linux 6.18 on the
-/// kernel engine (`ccbench run --engine kernel`, this scenario for 90 s): 68.8 / 28.5
-/// Mbit/s, the late flow's share of the goodput over 30-90 s 0.345 (Jain 0.91). The
-/// simulator must show that slow convergence, not a fair split (which it showed while
-/// it deferred small skbs by the pre-6.18 rule, docs/validation.md).
+/// kernel engine (`ccbench run --engine kernel`, this scenario for 90 s, HZ 250), the
+/// late flow's share of the goodput over 30-90 s in four runs: 0.345, 0.356, 0.242,
+/// 0.316. The simulator, at the kernel's HZ, must show that slow convergence, not a fair
+/// split (which it showed while it deferred small skbs by the pre-6.18 rule,
+/// docs/validation.md). Which flow a loss hits decides it, so the band is the kernel's
+/// spread with a margin, below an even split.
 #[test]
 fn a_cubic_flow_joining_later_converges_as_slowly_as_on_linux() {
     let mut s = bulk("cubic", 2, BufferLimit::Bdp(1.0), 90);
+    s.tcp.hz = 250;
     s.flows[1].start_ns = 3_000 * MS;
     let out = run_ok(&s);
     let (early, late) = (mean_goodput(&out, 0, 30.0, 90.0), mean_goodput(&out, 1, 30.0, 90.0));
     let share = late / (early + late);
-    assert!((0.265..=0.425).contains(&share), "late flow's share over 30-90 s {share:.3} (Linux 0.345)");
+    assert!((0.22..=0.42).contains(&share), "late flow's share over 30-90 s {share:.3} (Linux 0.24-0.36)");
     assert!(out.summary.link.utilization >= 0.95);
 }
 

@@ -82,7 +82,29 @@ PANELS: dict[str, StatePanel] = {
 }
 
 
-def panel_for(cca: str, columns: Any) -> Optional[StatePanel]:
-    """The algorithm's panel, if it has one and the run recorded its series."""
+def panel_for(cca: str, frame: Any) -> Optional[StatePanel]:
+    """The algorithm's panel, if it has one and the run recorded its series (``frame``:
+    the flow's rows)."""
+    if cca.startswith("bpf:"):
+        return _bpf_panel(cca, frame)
     p = PANELS.get(cca)
-    return p if p is not None and any(col in columns for col, _ in p.series) else None
+    return p if p is not None and any(col in frame.columns for col, _ in p.series) else None
+
+
+# How many of a BPF object's values one panel draws.
+BPF_SERIES = 2
+
+
+def _bpf_panel(cca: str, frame: Any) -> Optional[StatePanel]:
+    """A BPF object's own state: the first values of its private area that move over the
+    run, by its struct's field names where its BTF gives them (``cc_ca_<field>``), else
+    as the area's 32-bit words (``cc_ca_priv_u32_NN``)."""
+    words = [c for c in frame.columns if c.startswith("cc_ca_priv_u32_")]
+    named = [c for c in frame.columns if c.startswith("cc_ca_") and c not in words]
+    moving = [c for c in (named or words) if frame[c].nunique(dropna=True) > 1][:BPF_SERIES]
+    if not moving:
+        return None
+    name = cca.rsplit("/", 1)[-1]
+    return StatePanel(
+        f"{name}: its private state (icsk_ca_priv)", "value", tuple((c, c[len("cc_ca_") :]) for c in moving)
+    )

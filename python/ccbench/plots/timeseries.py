@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.transforms import ScaledTranslation
 
+from ..report import cca_label
 from . import style
 from .cc_state import StatePanel, panel_for
 from .rundir import RunData, fmt_buffer, fmt_loss, fmt_ms, fmt_rate
@@ -153,7 +154,7 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
     cca = str(info.get("cca", "?"))
     view = _FlowView(run, info, run.flow_frame(flow))
     rows = state_timeline(view.f, cca, view.interval, run.flow_moves(flow))
-    state = panel_for(cca, view.f.columns)
+    state = panel_for(cca, view.f)
     timeline_h = 0.5 + 0.42 * max(len(rows), 1)
     heights = [2.25] * (4 + (state is not None)) + [timeline_h]
     fig = style.new_figure(11.5, 3.0 + sum(heights))
@@ -164,7 +165,7 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
 
     paced = " (paced)" if info.get("paced") else ""
     fig.suptitle(
-        f"flow {flow}: {cca}{paced}, {fmt_rate(info.get('goodput_bps'))} goodput, "
+        f"flow {flow}: {cca_label(cca)}{paced}, {fmt_rate(info.get('goodput_bps'))} goodput, "
         f"{info.get('retransmits', 0)} retransmits"
         + (f"  [{view.n_flows} flows]" if view.n_flows > 1 else "")
         + "\n"
@@ -482,7 +483,7 @@ def link_figure(run: RunData) -> Figure:
     a = fig.add_subplot(gs[0])
     b = fig.add_subplot(gs[1], sharex=a)
     c = fig.add_subplot(gs[2], sharex=a)
-    ccas = [str(fl.get("cca", "?")) for fl in run.summary["flows"]]
+    ccas = [cca_label(fl.get("cca", "?")) for fl in run.summary["flows"]]
     fig.suptitle(_link_title(run, ccas), fontsize=11, x=0.01, ha="left")
     _link_rate_panel(a, run, lf, t, ccas)
     _queue_panel(b, run, lf, t)

@@ -106,7 +106,7 @@ impl vm::Env for Env<'_> {
             8 => 0,
             118 => self.c.jiffies as u64,
             107 => sk_storage_get(mem, a[0], a[1], a[2], a[3])?,
-            108 => sk_storage_delete(mem, a[0], a[1])?,
+            108 => sk_storage_delete(mem, a[0])?,
             57 if a[1] == SOL_TCP && a[2] == TCP_CONGESTION => {
                 let len = a[4] as usize;
                 let mut name = self.ops_name.as_bytes().to_vec();
@@ -269,10 +269,10 @@ fn sk_storage_get(mem: &mut Mem, map: u64, sk: u64, init: u64, flags: u64) -> Re
     Ok(tag::addr(tag::MAP_VALUES + i as u64, (slot * def.value_size) as u64))
 }
 
-fn sk_storage_delete(mem: &mut Mem, map: u64, sk: u64) -> Result<u64, String> {
+/// `bpf_sk_storage_delete`: the socket is always the connection's own (its `sk`).
+fn sk_storage_delete(mem: &mut Mem, map: u64) -> Result<u64, String> {
     let i = map_index(mem, map)?;
     let id = mem.conn.id;
-    let _ = sk;
     Ok(match &mut mem.shared.maps[i].1 {
         MapStore::SkStorage { slots, .. } => slots.remove(&id).map_or(neg(ENOENT), |_| 0),
         _ => neg(-22),

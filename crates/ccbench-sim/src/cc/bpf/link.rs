@@ -170,7 +170,6 @@ impl Object {
                 .ok_or_else(|| Refusal::new(format!("{} has a size no load has", f.path)))?;
         }
         insn.off = i16::try_from(byte).map_err(|_| Refusal::new(format!("{} is too far into its struct", f.path)))?;
-        let _ = off::BLOCK;
         Ok(())
     }
 

@@ -180,7 +180,7 @@ impl Object {
                 None => Vec::new(),
             };
             obj.collect_kconfig(&btf, hz)?;
-            obj.collect_maps(&btf, &secs)?;
+            obj.collect_maps(&btf)?;
             obj.relocate(&secs)?;
             obj.apply_core(&btf, &relos, &secs)?;
         }
@@ -308,9 +308,8 @@ impl Object {
     }
 
     /// BTF-defined maps in `.maps` (`__uint(type, ...)`, `__type(key, ...)`, ...).
-    fn collect_maps(&mut self, btf: &Btf, secs: &Sections) -> Result<(), Refusal> {
+    fn collect_maps(&mut self, btf: &Btf) -> Result<(), Refusal> {
         let Some(sec) = btf.types.iter().find(|t| t.kind == Kind::Datasec && t.name == ".maps") else { return Ok(()) };
-        let _ = secs;
         for v in &sec.vars {
             let var = btf.get(v.var)?;
             let (_, def) = btf.resolve(var.size_or_type)?;
