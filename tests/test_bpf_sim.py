@@ -19,7 +19,8 @@ from conftest import ROOT, run_cli
 from test_bpf_compile import needs_clang, needs_vmlinux
 from test_cli_errors import assert_one_line_error
 
-LINUX = ROOT / "tests" / "bpf" / "linux"
+BPF = ROOT / "tests" / "bpf"
+LINUX = BPF / "linux"
 BAD = ROOT / "tests" / "bpf" / "bad"
 RENO = ROOT / "scenarios" / "bpf" / "reno.bpf.c"
 # The agreement the issue asks for.
@@ -147,6 +148,24 @@ def test_the_reno_example_runs_from_the_command_line() -> None:
     out = run_cli("run", "--cca", f"bpf:{RENO}", "--rate", "20Mbit", "--rtt", "20ms", "--duration", "2s")
     assert out.returncode == 0, out.stderr
     assert "bpf:" in out.stdout and ".bpf.o" in out.stdout, out.stdout
+
+
+@needs_clang
+def test_maps_and_globals_are_shared_and_sk_storage_is_per_socket() -> None:
+    # tests/bpf/maps.bpf.c counts Recovery entries in an array and a global, events in a
+    # hash, and each socket's ACKs in its sk_storage, the largest in a global.
+    doc = {
+        "duration": "5s",
+        "interval": "100ms",
+        "link": {"rate": "20Mbit", "rtt": "20ms", "loss": "1%"},
+        "flows": [{"cca": f"bpf:{BPF / 'maps.bpf.c'}", "count": 2}],
+    }
+    r = ccbench.run(doc)
+    last = r.flows.groupby("flow").last()
+    # One object, one set of globals: both flows read the same values.
+    assert last["cc_global_losses"].nunique() == 1 and last["cc_global_losses"].iloc[0] > 0
+    acks = last["cc_global_acks_seen"].iloc[0]
+    assert 0 < acks < sum(f["delivered_bytes"] for f in r.summary["flows"]) / 1448
 
 
 BAD_OBJECTS = {

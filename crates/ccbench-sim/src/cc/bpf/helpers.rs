@@ -259,9 +259,18 @@ fn sk_storage_get(mem: &mut Mem, map: u64, sk: u64, init: u64, flags: u64) -> Re
         None if flags & F_CREATE == 0 => return Ok(0),
         None => {
             let v = if init != 0 { mem.read_vec(init, def.value_size)? } else { vec![0; def.value_size] };
-            let MapStore::SkStorage { slots, values } = &mut mem.shared.maps[i].1 else { unreachable!() };
-            let s = values.len() / def.value_size.max(1);
-            values.extend_from_slice(&v);
+            let MapStore::SkStorage { slots, values, free } = &mut mem.shared.maps[i].1 else { unreachable!() };
+            let size = def.value_size;
+            let s = match free.pop_first() {
+                Some(s) => {
+                    values[s * size..(s + 1) * size].copy_from_slice(&v);
+                    s
+                }
+                None => {
+                    values.extend_from_slice(&v);
+                    values.len() / size.max(1) - 1
+                }
+            };
             slots.insert(id, s);
             s
         }
@@ -274,7 +283,13 @@ fn sk_storage_delete(mem: &mut Mem, map: u64) -> Result<u64, String> {
     let i = map_index(mem, map)?;
     let id = mem.conn.id;
     Ok(match &mut mem.shared.maps[i].1 {
-        MapStore::SkStorage { slots, .. } => slots.remove(&id).map_or(neg(ENOENT), |_| 0),
+        m @ MapStore::SkStorage { .. } => {
+            if m.forget_socket(id) {
+                0
+            } else {
+                neg(ENOENT)
+            }
+        }
         _ => neg(-22),
     })
 }

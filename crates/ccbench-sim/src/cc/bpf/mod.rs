@@ -284,6 +284,18 @@ impl BpfCc {
     }
 }
 
+impl Drop for BpfCc {
+    /// The socket's storage in sk_storage maps goes with it, as the kernel frees it.
+    fn drop(&mut self) {
+        let id = self.state.borrow().conn.id;
+        if let Ok(mut shared) = self.shared.try_borrow_mut() {
+            for (_, store) in shared.maps.iter_mut() {
+                store.forget_socket(id);
+            }
+        }
+    }
+}
+
 impl CongestionControl for BpfCc {
     fn name(&self) -> &'static str {
         self.name

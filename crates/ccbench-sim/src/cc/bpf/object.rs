@@ -336,6 +336,9 @@ impl Object {
                 }
             };
             let max_entries = if kind == MapKind::SkStorage { 0 } else { get("max_entries", "max_entries") };
+            if get("value", "value_size") == 0 || (kind != MapKind::SkStorage && max_entries == 0) {
+                return Err(Refusal::new(format!("map {} has no value size or no entries", var.name)));
+            }
             self.maps.push(MapDef {
                 name: var.name.clone(),
                 kind,

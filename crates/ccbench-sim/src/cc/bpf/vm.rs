@@ -41,7 +41,18 @@ impl Conn {
 pub enum MapStore {
     Array(Vec<u8>),
     Hash { slots: BTreeMap<Vec<u8>, usize>, free: BTreeSet<usize>, values: Vec<u8> },
-    SkStorage { slots: BTreeMap<u64, usize>, values: Vec<u8> },
+    /// Per-socket values: each connection's slot, and the slots freed for reuse.
+    SkStorage { slots: BTreeMap<u64, usize>, values: Vec<u8>, free: BTreeSet<usize> },
+}
+
+impl MapStore {
+    /// A socket's storage goes when the socket does (`bpf_sk_storage_free`).
+    pub fn forget_socket(&mut self, id: u64) -> bool {
+        match self {
+            MapStore::SkStorage { slots, free, .. } => slots.remove(&id).map(|s| free.insert(s)).is_some(),
+            _ => false,
+        }
+    }
 }
 
 /// What every connection running one object shares, as the kernel shares one loaded
@@ -64,7 +75,7 @@ impl Shared {
                         free: (0..m.max_entries).collect(),
                         values: vec![0; m.value_size * m.max_entries],
                     },
-                    MapKind::SkStorage => MapStore::SkStorage { slots: BTreeMap::new(), values: Vec::new() },
+                    MapKind::SkStorage => MapStore::SkStorage { slots: BTreeMap::new(), values: Vec::new(), free: BTreeSet::new() },
                 };
                 (m.clone(), store)
             })

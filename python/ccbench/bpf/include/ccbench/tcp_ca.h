@@ -36,6 +36,21 @@ typedef __u32 __wsum;
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+/* include/uapi/linux/bpf.h: the map types the simulator provides, and the flags their
+ * helpers take. */
+enum {
+	BPF_MAP_TYPE_HASH = 1,
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_HASH = 5,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_SK_STORAGE = 24,
+};
+#define BPF_ANY 0
+#define BPF_NOEXIST 1
+#define BPF_EXIST 2
+#define BPF_F_NO_PREALLOC (1U << 0)
+#define BPF_SK_STORAGE_GET_F_CREATE (1ULL << 0)
+
 /* include/net/tcp.h */
 #define TCP_CA_NAME_MAX 16
 #define TCP_INFINITE_SSTHRESH 0x7fffffff
