@@ -40,9 +40,17 @@ impl Conn {
 /// A map's contents. Keys are kept in order so that iteration is deterministic.
 pub enum MapStore {
     Array(Vec<u8>),
-    Hash { slots: BTreeMap<Vec<u8>, usize>, free: BTreeSet<usize>, values: Vec<u8> },
+    Hash {
+        slots: BTreeMap<Vec<u8>, usize>,
+        free: BTreeSet<usize>,
+        values: Vec<u8>,
+    },
     /// Per-socket values: each connection's slot, and the slots freed for reuse.
-    SkStorage { slots: BTreeMap<u64, usize>, values: Vec<u8>, free: BTreeSet<usize> },
+    SkStorage {
+        slots: BTreeMap<u64, usize>,
+        values: Vec<u8>,
+        free: BTreeSet<usize>,
+    },
 }
 
 impl MapStore {
@@ -75,7 +83,9 @@ impl Shared {
                         free: (0..m.max_entries).collect(),
                         values: vec![0; m.value_size * m.max_entries],
                     },
-                    MapKind::SkStorage => MapStore::SkStorage { slots: BTreeMap::new(), values: Vec::new(), free: BTreeSet::new() },
+                    MapKind::SkStorage => {
+                        MapStore::SkStorage { slots: BTreeMap::new(), values: Vec::new(), free: BTreeSet::new() }
+                    }
                 };
                 (m.clone(), store)
             })
