@@ -169,7 +169,10 @@ class Flow(_Table):
         "rwnd_autotune",
     )
 
-    cca: str = Field(description=f"{', '.join(algorithms())} (bbr is v1)", examples=["cubic"])
+    cca: str = Field(
+        description=f"{', '.join(algorithms())} (bbr is v1), or bpf:PATH (a BPF object or its C source)",
+        examples=["cubic"],
+    )
     count: Annotated[int, _int_range(1, MAX_FLOWS_PER_ENTRY)] = Field(
         1, description="expands to N identical flows", examples=[1]
     )
