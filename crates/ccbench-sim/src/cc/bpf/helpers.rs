@@ -231,6 +231,8 @@ fn map_delete(mem: &mut Mem, map: u64, key: u64) -> Result<u64, String> {
 }
 
 fn probe_read(mem: &mut Mem, dst: u64, len: usize, src: u64) -> Result<u64, String> {
+    // The destination is the program's own memory and bounds the length.
+    mem.bytes(dst, len, true)?;
     // A bad source reads as zeros and -EFAULT, as copy_from_kernel_nofault fails.
     let (bytes, r) = match mem.read_vec(src, len) {
         Ok(b) => (b, 0),

@@ -116,6 +116,8 @@ pub fn stack(name: &str, k: &mut Call) -> Result<u64, String> {
     let a = k.args;
     Ok(match name {
         "tcp_slow_start" => reno::slow_start(k.w, a[1] as u32) as u64,
+        // The kernel would divide by zero.
+        "tcp_cong_avoid_ai" if a[1] as u32 == 0 => return Err("calls tcp_cong_avoid_ai with w = 0".into()),
         "tcp_cong_avoid_ai" => {
             reno::cong_avoid_ai(k.w, a[1] as u32, a[2] as u32);
             0

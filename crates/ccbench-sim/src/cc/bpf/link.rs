@@ -5,7 +5,7 @@
 use super::btf::{self, Btf, Kind};
 use super::core::{self, Resolved};
 use super::isa::{self, class, Insn};
-use super::object::{tag, Object, Ops, Sections, CALLBACKS};
+use super::object::{elf_error, tag, Object, Ops, Sections, CALLBACKS};
 use super::view::{self, off};
 use super::{kfuncs, Refusal};
 use object::{Object as _, ObjectSection, ObjectSymbol, RelocationTarget};
@@ -14,10 +14,6 @@ use std::collections::BTreeMap;
 /// `TCP_CONG_MASK`: the flags an ops value may carry (`TCP_CONG_NON_RESTRICTED`,
 /// `TCP_CONG_NEEDS_ECN`).
 const TCP_CONG_MASK: u32 = 0x3;
-
-fn elf_error(e: object::read::Error) -> Refusal {
-    Refusal::new(format!("is not a readable BPF ELF object ({e})"))
-}
 
 impl Object {
     /// ELF relocations of the executable sections.
@@ -36,7 +32,7 @@ impl Object {
                     .ok_or_else(|| Refusal::new(format!("a relocation in {sec_name} points past its code")))?;
                 if insn.op == isa::CALL {
                     self.link_call(secs, at, &sym, &name)?;
-                } else if insn.op == isa::LD_IMM64 {
+                } else if insn.op == isa::LD_IMM64 && at + 1 < self.insns.len() {
                     self.link_load(secs, at, &sym, &name)?;
                 } else {
                     return Err(Refusal::new(format!(
@@ -320,7 +316,7 @@ fn list_or_none(names: &[&str]) -> String {
 /// Patch a CO-RE value into an instruction's immediate (a move, an ALU op or a 64-bit load).
 fn patch_value(insns: &mut [Insn], at: usize, v: u64) -> Result<(), Refusal> {
     let insn = insns[at];
-    if insn.op == isa::LD_IMM64 {
+    if insn.op == isa::LD_IMM64 && at + 1 < insns.len() {
         isa::set_imm64(insns, at, v);
         return Ok(());
     }

@@ -263,6 +263,10 @@ impl BpfCc {
         let result = vm::run(&self.loaded.object, entry, &mut mem, &mut env);
         let r0 = result.unwrap_or_else(|e| self.fault(format!("bpf program {prog} ({cb}) {e}")));
         view::drain(&before, &view::written(&st.conn.sock), w);
+        if w.cwnd == 0 {
+            // tcp_snd_cwnd_set warns on it; the sender could never send again.
+            self.fault(format!("bpf program {prog} ({cb}) set snd_cwnd to 0"));
+        }
         r0
     }
 
@@ -310,7 +314,12 @@ impl CongestionControl for BpfCc {
     }
 
     fn ssthresh(&mut self, c: &ConnInfo, w: &Window) -> u32 {
-        self.call_pure("ssthresh", c, w) as u32
+        let t = self.call_pure("ssthresh", c, w) as u32;
+        if t == 0 {
+            // The reduction would end at a window of zero (tcp_snd_cwnd_set warns on it).
+            self.fault("bpf ssthresh returned 0".into());
+        }
+        t
     }
 
     fn cong_avoid(&mut self, c: &ConnInfo, w: &mut Window, acked: u32) {

@@ -46,6 +46,10 @@ pub struct Global {
     pub integer: bool,
 }
 
+/// The most memory one section or map may take: a map's values are allocated whole, so
+/// a `max_entries` from the object cannot be allowed to ask for more than a run can hold.
+pub const MAX_MEMORY: usize = 64 << 20;
+
 /// `BPF_MAP_TYPE_*` the simulator provides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MapKind {
@@ -117,7 +121,7 @@ pub const CALLBACKS: &[&str] = &[
     "sndbuf_expand",
 ];
 
-fn elf_error(e: object::read::Error) -> Refusal {
+pub(super) fn elf_error(e: object::read::Error) -> Refusal {
     Refusal::new(format!("is not a readable BPF ELF object ({e})"))
 }
 
@@ -232,6 +236,12 @@ impl Object {
                 (_, ".maps") => s.maps = Some(sec.index()),
                 (_, ".struct_ops" | ".struct_ops.link") => s.struct_ops = Some(sec.index()),
                 (_, n) if n.starts_with(".data") || n.starts_with(".rodata") || n.starts_with(".bss") => {
+                    if sec.size() > MAX_MEMORY as u64 {
+                        return Err(Refusal::new(format!(
+                            "section {n} holds {} bytes; the simulator takes at most {MAX_MEMORY}",
+                            sec.size()
+                        )));
+                    }
                     let bytes = if sec.kind() == SectionKind::UninitializedData {
                         vec![0; sec.size() as usize]
                     } else {
@@ -336,8 +346,16 @@ impl Object {
                 }
             };
             let max_entries = if kind == MapKind::SkStorage { 0 } else { get("max_entries", "max_entries") };
-            if get("value", "value_size") == 0 || (kind != MapKind::SkStorage && max_entries == 0) {
+            let (key, value) = (get("key", "key_size"), get("value", "value_size"));
+            if value == 0 || (kind != MapKind::SkStorage && max_entries == 0) {
                 return Err(Refusal::new(format!("map {} has no value size or no entries", var.name)));
+            }
+            let bytes = value.saturating_mul(max_entries.max(1));
+            if bytes > MAX_MEMORY || key > MAX_MEMORY {
+                return Err(Refusal::new(format!(
+                    "map {} needs {bytes} bytes; the simulator takes at most {MAX_MEMORY} per map",
+                    var.name
+                )));
             }
             self.maps.push(MapDef {
                 name: var.name.clone(),

@@ -228,3 +228,18 @@ fn bpf_names_parse_with_and_without_a_map() {
     assert_eq!(Spec::parse("bpf:/a:b/x.c"), Some(Spec { path: "/a:b/x.c".into(), map: None }));
     assert_eq!(Spec::parse("cubic"), None);
 }
+
+#[test]
+fn code_that_falls_off_its_end_stops_with_an_error() {
+    let e = run(vec![insn(0xb7, 0, 0, 0, 1)]).unwrap_err();
+    assert!(e.contains("runs past the end of its code"), "{e}");
+}
+
+#[test]
+fn a_read_of_an_impossible_length_is_refused_not_allocated() {
+    let mut mem_conn = Conn::new(1);
+    let obj = Object::bare(vec![EXIT]);
+    let mut shared = Shared::new(&obj);
+    let mut mem = Mem { conn: &mut mem_conn, shared: &mut shared, stack_top: vm::STACK };
+    assert!(mem.bytes(tag::addr(tag::STACK, 8), usize::MAX, false).is_err());
+}

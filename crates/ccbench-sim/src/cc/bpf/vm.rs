@@ -143,7 +143,8 @@ impl Mem<'_> {
             }
             _ => return Err(bad()),
         };
-        region.get_mut(at..at + len).ok_or_else(bad)
+        let end = at.checked_add(len).ok_or_else(bad)?;
+        region.get_mut(at..end).ok_or_else(bad)
     }
 
     pub fn load(&mut self, addr: u64, len: usize) -> Result<u64, String> {
@@ -202,7 +203,8 @@ pub fn run(obj: &Object, entry: usize, mem: &mut Mem, env: &mut dyn Env) -> Resu
                 return Err(format!("reached an access to {what}, which the simulator's socket does not have"));
             }
         }
-        let i = insns[pc];
+        // The verifier refuses code that can fall off its end; here it stops the run.
+        let Some(&i) = insns.get(pc) else { return Err(format!("runs past the end of its code at instruction {pc}")) };
         let (d, s) = (i.dst as usize, i.src as usize);
         pc += 1;
         match class(i.op) {
