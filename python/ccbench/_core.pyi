@@ -73,6 +73,14 @@ class ScriptedSender:
         MSS, no slow start after idle)."""
     def write(self, now_ns: int, bytes: int, more: bool = False) -> None:
         """The application writes, with MSG_MORE if ``more``."""
+    def write_pending(self) -> int:
+        """Bytes of the last write still waiting for room in the send buffer."""
+    def set_sndbuf(self, bytes: int) -> None:
+        """SO_SNDBUF as the kernel keeps it (doubled): the buffer, locked."""
+    def sndbuf(self) -> int:
+        """``sk_sndbuf``."""
+    def written(self) -> int:
+        """Bytes the send buffer has taken from the application's writes."""
     def setsockopt(self, now_ns: int, option: str, on: bool) -> None:
         """TCP_NODELAY (``"nodelay"``) or TCP_CORK (``"cork"``) on or off."""
     def seg_floor(self, byte: int) -> tuple[int, int]:

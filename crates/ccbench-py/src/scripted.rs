@@ -74,6 +74,26 @@ impl ScriptedSender {
         crate::guarded(py, || self.h.write(Time(now_ns), bytes, more))
     }
 
+    /// Bytes of the last write still waiting for room in the send buffer.
+    fn write_pending(&self) -> u64 {
+        self.h.write_pending()
+    }
+
+    /// SO_SNDBUF as the kernel keeps it (doubled, at least SOCK_MIN_SNDBUF), locked.
+    fn set_sndbuf(&mut self, bytes: u64) {
+        self.h.set_sndbuf(bytes);
+    }
+
+    /// `sk_sndbuf`, as SO_SNDBUF reads it.
+    fn sndbuf(&self) -> u64 {
+        self.h.sender.sndbuf()
+    }
+
+    /// Bytes the send buffer has taken from the application's writes.
+    fn written(&self) -> u64 {
+        self.h.written()
+    }
+
     /// From now on the local qdisc refuses every packet (`drop`), or takes them again.
     fn set_qdisc_drops(&mut self, drop: bool) {
         self.h.set_qdisc_drops(drop);

@@ -77,7 +77,10 @@ fn cubic_fills_a_one_bdp_buffer_link() {
 #[test]
 fn cubic_fills_deep_buffers() {
     let mut s = bulk("cubic", 1, BufferLimit::Bdp(10.0), 30);
+    // 11 BDPs (5.5 MB) in flight need a larger send buffer than tcp_wmem's 4 MB ceiling
+    // and a larger receive window than 6 MB, as a host tuned for deep buffers has.
     s.flows[0].rwnd_bytes = 100_000_000;
+    s.tcp.wmem[2] = 64 << 20;
     let out = run_ok(&s);
     let f = &out.summary.flows[0];
     let l = &out.summary.link;

@@ -493,10 +493,14 @@ def _command(text: str, script_path: Path, r: _Reader, line: int, depth: int = 0
 
 def _code(body: str, r: _Reader, line: int) -> Code:
     stmts: list[tuple[str, Any]] = []
-    src = re.sub(r"\\\s*\n", " ", body)
-    for ln_off, raw in enumerate(src.splitlines()):
+    for raw, line_of in _logical_lines(body):
+        at = 0
         for part in _split_semicolons(raw):
             s = part.strip()
+            at = raw.find(part, at)
+            # The line a statement starts on, as Python reports it in a continued line.
+            ln_off = line_of(at + len(part) - len(part.lstrip()))
+            at += len(part)
             if not s or s.startswith("#"):
                 continue
             try:
@@ -522,6 +526,25 @@ def _code(body: str, r: _Reader, line: int) -> Code:
             else:
                 raise r.error(f"unsupported statement in code block: {s!r}", line + ln_off)
     return Code(body, tuple(stmts))
+
+
+def _logical_lines(body: str) -> list[tuple[str, Any]]:
+    """The code's lines with backslash continuations joined, each with a map from a
+    character offset in it to its physical line (counted from the block's first)."""
+    out: list[tuple[str, Any]] = []
+    text, starts = "", []  # the joined text, and (offset, physical line) of each piece
+    for n, phys in enumerate(body.split("\n")):
+        cont = re.search(r"\\\s*$", phys)
+        starts.append((len(text), n))
+        text += phys[: cont.start()] + " " if cont else phys
+        if not cont:
+            pieces = list(starts)
+            out.append((text, lambda off, pieces=pieces: max(ln for start, ln in pieces if start <= off)))
+            text, starts = "", []
+    if starts:
+        pieces = list(starts)
+        out.append((text, lambda off, pieces=pieces: max(ln for start, ln in pieces if start <= off)))
+    return out
 
 
 def _split_semicolons(s: str) -> list[str]:

@@ -17,8 +17,10 @@ application's system calls in ``sim_calls``.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any, Optional
 
@@ -36,7 +38,7 @@ from .script import (
     expr_names,
     parse_file,
 )
-from .sim_calls import inbound_after_close, syscall
+from .sim_calls import inbound_after_close, syscall, write_returned
 from .sim_state import (
     _MODULE_PARAM,
     CUBIC_MODULE_PARAMS,
@@ -82,6 +84,9 @@ def run_script(path: Path, name: str, tolerance_us: Optional[int] = None,
             _event(run, ev)
         if run.failed_assertion is not None:
             raise Failed(run.failed_assertion)
+        if run.blocked is not None:
+            ev = run.blocked[0]
+            raise Failed(Mismatch(ev.line, ev.text, "write() still waiting for the send buffer at the end", run.now_us))
     except Unsupported as u:
         return Verdict(name, STACK, "unsupported", reason=u.reason)
     except Failed as f:
@@ -164,9 +169,30 @@ def _setting(name: str, value: str) -> Any:
         return value != "0"
     key = Tcp.model_fields[field_name].alias or field_name
     try:
-        return getattr(Tcp.model_validate({key: int(value)}), field_name)
+        numbers = [int(v) for v in _shell_arithmetic(value).split()]
+        return getattr(Tcp.model_validate({key: numbers if len(numbers) > 1 else numbers[0]}), field_name)
     except ValueError:  # pydantic's ValidationError is one
         raise Unsupported(f"sysctl {name}={value}") from None
+
+
+_ARITHMETIC = re.compile(r"\$\(\(([0-9+\-*/ ()]+)\)\)")
+
+
+def _shell_arithmetic(value: str) -> str:
+    """A sysctl value with bash's integer arithmetic (``$((256*1024))``) worked out."""
+
+    def evaluate(node: ast.AST) -> int:
+        if isinstance(node, ast.Expression):
+            return evaluate(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+            a, b = evaluate(node.left), evaluate(node.right)
+            ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
+            return ops[type(node.op)] if type(node.op) in ops else int(a / b)
+        raise ValueError("not integer arithmetic")
+
+    return _ARITHMETIC.sub(lambda m: str(evaluate(ast.parse(m.group(1).replace("/", "//"), mode="eval"))), value)
 
 
 # --- events ----------------------------------------------------------------------------
@@ -209,6 +235,9 @@ def _event(run: Run, ev: Event) -> None:
     elif ev.kind == "syscall":
         _wait_until(run, t_us)
         assert isinstance(ev.body, Syscall)
+        # A blocking call's "...end": when it returns, from its start if relative.
+        end = ev.body.end_us
+        run.event_end_us = None if end is None else end + (t_us if ev.time.kind == "relative" else 0)
         syscall(run, ev, ev.body, t_us)
     elif ev.kind == "code":
         _wait_until(run, t_us)
@@ -266,6 +295,7 @@ def _inbound(run: Run, ev: Event, p: Packet, t_us: int) -> None:
     ece = "E" in p.flags
     run.h.receive(t_us * 1000, ack, rwnd, sacks, ece, p.length if not run.closed else 0)
     collect(run, run.h.sent())
+    write_returned(run, t_us)
 
 
 def _inbound_data(run: Run, ev: Event, p: Packet, t_us: int) -> None:
@@ -370,7 +400,7 @@ def _new_harness(run: Run, rtt_us: int, rwnd: int) -> Any:
     from ccbench import _core
 
     tcp = {**run.stack, "mss": run.conn.mss, "hz": KERNEL_HZ, "tlp": run.tlp, "sack": run.conn.sack_ok}
-    return _core.ScriptedSender(
+    h = _core.ScriptedSender(
         cca=run.cca,
         cc_params={**(run.cubic_module if run.cca == "cubic" else {}), **run.cc_params},
         handshake_rtt_ns=max(rtt_us, 1) * 1000,
@@ -380,6 +410,9 @@ def _new_harness(run: Run, rtt_us: int, rwnd: int) -> Any:
         gso=run.gso,
         tcp=json.dumps(tcp),
     )
+    if run.sndbuf is not None:
+        h.set_sndbuf(run.sndbuf)
+    return h
 
 
 # --- outbound packets ------------------------------------------------------------------

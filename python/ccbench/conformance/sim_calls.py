@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from ..scenario import Tcp
 from .script import Event, Packet, Syscall
 from .sim_state import (
     MAX_RW_COUNT,
@@ -27,6 +28,8 @@ from .verdict import Mismatch
 
 def syscall(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
     name = sc.name
+    if run.blocked is not None:
+        raise Unsupported(f"line {ev.line}: {name}() while a write() waits for the send buffer")
     if name in NO_OP_CALLS:
         return
     if name == "connect":
@@ -41,13 +44,10 @@ def syscall(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
         if opt == "SO_ERROR":
             return
         if opt == "SO_SNDBUF":
-            if run.sndbuf is None:
-                raise Unsupported(
-                    f"line {ev.line}: getsockopt SO_SNDBUF without a SO_SNDBUF set (the send "
-                    "buffer's autotuning is not modelled)"
-                )
-            if sc.int_arg(3) != run.sndbuf:
-                raise Failed(Mismatch(ev.line, ev.text, f"SO_SNDBUF = {run.sndbuf}", t_us))
+            # `sk_sndbuf`: as set, else tcp_wmem[1] until the connection autotunes it.
+            have = run.h.sndbuf() if run.h is not None else run.sndbuf or _wmem(run)[1]
+            if sc.int_arg(3) != have:
+                raise Failed(Mismatch(ev.line, ev.text, f"SO_SNDBUF = {have}", t_us))
             return
         if opt == "TCP_MAXSEG":
             # `do_tcp_getsockopt`: `tp->mss_cache`, or before the connection the user's
@@ -174,6 +174,8 @@ def _setsockopt(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
             raise Unsupported(f"line {ev.line}: SO_SNDBUF {val}")
         # `sk_setsockopt`: the value as a u32, at most wmem_max, doubled for overhead.
         run.sndbuf = max(min(v % 2**32, WMEM_MAX) * 2, SOCK_MIN_SNDBUF)
+        if run.h is not None:
+            run.h.set_sndbuf(run.sndbuf)
         return
     if opt in NO_OP_IP_OPTIONS and sc.args[1] == "SOL_IP":
         return
@@ -194,17 +196,33 @@ def _setsockopt(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
 
 
 def _write(run: Run, ev: Event, n: int, more: bool, t_us: int) -> None:
+    """A write: what the send buffer takes goes at once; the rest waits for the ACKs
+    that make room (a blocking write, `sk_stream_wait_memory`), and the write returns
+    when the last byte is in (see ``write_returned``)."""
     if run.h is None:
         raise Unsupported(f"line {ev.line}: a write before the connection is established")
-    queued = run.written - run.h.tcp_info()["tcpi_bytes_acked"]
-    if run.sndbuf is not None and queued + n > run.sndbuf:
-        raise Unsupported(
-            f"line {ev.line}: {queued + n} bytes queued beyond SO_SNDBUF {run.sndbuf} (a write that "
-            "blocks on the send buffer is not modelled)"
-        )
     try:
         run.h.write(t_us * 1000, n, more)
     except OverflowError as e:
         raise Unsupported(f"line {ev.line}: write of {n} bytes: {e}") from None
-    run.written += n
     collect(run, run.h.sent())
+    if run.h.write_pending() > 0:
+        run.blocked = (ev, run.event_end_us)
+    elif run.event_end_us is not None and run.event_end_us - t_us > run.tolerance_us:
+        raise Failed(Mismatch(ev.line, ev.text, f"write() returned at {t_us / 1e6:.6f} s", t_us))
+
+
+def write_returned(run: Run, t_us: int) -> None:
+    """A blocked write whose last byte the buffer took at ``t_us`` returns then; packetdrill
+    checks that against the end of the call's time range."""
+    if run.blocked is None or run.h.write_pending() > 0:
+        return
+    ev, end_us = run.blocked
+    run.blocked = None
+    if end_us is not None and abs(t_us - end_us) > run.tolerance_us:
+        raise Failed(Mismatch(ev.line, ev.text, f"write() returned at {t_us / 1e6:.6f} s", t_us))
+
+
+def _wmem(run: Run) -> tuple[int, int, int]:
+    """net.ipv4.tcp_wmem as the script left it."""
+    return tuple(run.stack.get("wmem", Tcp().wmem))  # type: ignore[return-value]

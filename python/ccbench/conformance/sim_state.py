@@ -50,7 +50,7 @@ MODELLED_DEFAULTS = {
 STACK_SYSCTLS = {k: v for k, v in Tcp.sysctl_fields().items() if k not in MODELLED_DEFAULTS}
 #: Settings that do not reach the data sender of these scripts.
 IGNORED_SYSCTLS = {
-    "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_timestamps", "net.ipv4.tcp_syn_retries",
+    "net.ipv4.tcp_rmem", "net.ipv4.tcp_timestamps", "net.ipv4.tcp_syn_retries",
     "net.ipv4.tcp_synack_retries", "net.ipv4.tcp_dsack", "net.ipv4.tcp_fack", "net.ipv4.tcp_ecn_option",
     "net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_fastopen", "net.ipv4.tcp_fastopen_key",
     "net.ipv4.tcp_syncookies",
@@ -61,9 +61,7 @@ IGNORED_SYSCTLS = {
 DROP_ALL_QDISC = "tc qdisc replace dev tun0 root pfifo limit 0"
 IGNORED_COMMANDS = ("ip tcp_metrics flush", "tc qdisc add dev tun0 root pfifo", "/tmp/sysctl_restore_")
 #: TCP_INFO fields the harness has no state for.
-NO_STATE = {
-    "tcpi_sndbuf_limited": "send-buffer-limited time: the send buffer is not modelled",
-}
+NO_STATE: dict[str, str] = {}
 #: Module parameters of tcp_cubic a script may write, which the simulator's Cubic
 #: takes under the same names.
 CUBIC_MODULE_PARAMS = {
@@ -143,7 +141,6 @@ class Run:
     last_event: Optional[Event] = None
     last_event_us: int = 0
     fifo: list[Skb] = field(default_factory=list)
-    written: int = 0
     # TCP_NODELAY and TCP_CORK as set before the connection is up (applied as it opens);
     # the tun device's TSO/GSO (`ethtool -K tun0 tso off gso off` turns them off).
     nodelay: bool = False
@@ -152,7 +149,12 @@ class Run:
     # `tc qdisc replace dev tun0 root pfifo limit 0`: from then on nothing leaves.
     qdisc_drops: bool = False
     user_mss: Optional[int] = None
+    # SO_SNDBUF as the kernel keeps it (doubled), if the script set it.
     sndbuf: Optional[int] = None
+    # A write() that waits for room in the send buffer: its event and the end of its
+    # expected time range; the end of the current event's range (a syscall's).
+    blocked: Optional[tuple[Event, Optional[int]]] = None
+    event_end_us: Optional[int] = None
     namespace: dict[str, Any] = field(default_factory=dict)
     failed_assertion: Optional[Mismatch] = None
     # close() sent our FIN or RST (see _close); the peer's FIN came and was acknowledged.
@@ -166,6 +168,11 @@ class Run:
     quickacks: int = 0
     # When the last challenge ACK left (`tp->last_oow_ack_time`).
     last_oow_ack_us: Optional[int] = None
+
+    @property
+    def written(self) -> int:
+        """Bytes the application's writes have put in the send buffer."""
+        return self.h.written() if self.h is not None else 0
 
     @property
     def ack(self) -> int:

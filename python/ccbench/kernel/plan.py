@@ -60,7 +60,6 @@ BASE_PORT = 20000
 # for the VM engine's BBR built without it (``bbr_unpaced``: ccbench.vm.patched).
 SELF_PACED_PREFIX = "bbr"
 UNPACED_SUFFIX = "_unpaced"
-SEND_BUFFER_MAX = 64 * 2**20
 MS = 1_000_000
 # SCHED_FIFO priority of the emulator's thread: on a two-CPU machine it cuts the 99th
 # percentile of its lateness at 100 Mbit/s from milliseconds to tens of microseconds.
@@ -242,9 +241,8 @@ def _namespace_sysctls(
     # The [tcp] sysctls, in both namespaces: the receiver's tcp_sack decides the
     # handshake as much as the sender's; the rest act on the sender only.
     stack = _tcp_sysctls(tcp, default, host)
+    # tcp.wmem among them: the sender's send buffer as the simulator models it.
     sender = {**common, **stack}
-    # The simulator's sender always has data ready: no send-buffer limit in practice.
-    sender["net.ipv4.tcp_wmem"] = f"4096 16384 {SEND_BUFFER_MAX}"
     receiver = {**common, **stack}
     # Room for the receive window to grow to rwnd whatever the skb overhead.
     receiver["net.ipv4.tcp_rmem"] = f"4096 131072 {max(4 * rwnd_max, 6 * 2**20)}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator
 
 from .. import _core
 from ..bpf import name as bpf_name
@@ -16,6 +16,20 @@ from .fields import MAX_FLOWS_PER_ENTRY, Duration, Rate, Size, _int_range, _Tabl
 
 
 BBR_FAMILY = ("bbr", "bbr2", "bbr3")
+#: The largest `tcp_wmem` value the kernel takes (INT_MAX).
+WMEM_LIMIT = 2**31 - 1
+
+
+def _as_tuple(value: Any) -> Any:
+    """A TOML array as the tuple a fixed-length setting is."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _sysctl_text(value: Any) -> str:
+    """A setting as its sysctl reads: an integer, or a vector's values space-separated."""
+    if isinstance(value, tuple):
+        return " ".join(str(int(v)) for v in value)
+    return str(int(value))
 
 
 def algorithms() -> list[str]:
@@ -48,6 +62,7 @@ class Tcp(_Table):
         "slow_start_after_idle",
         "pacing_ss_ratio",
         "pacing_ca_ratio",
+        "wmem",
     )
 
     mss: Annotated[int, core_range("tcp.mss")] = Field(_tcp("mss"), description="bytes, 64..9000", examples=[1448])
@@ -129,6 +144,24 @@ class Tcp(_Table):
         json_schema_extra=_sysctl("tcp_pacing_ca_ratio"),
     )
 
+    wmem: Annotated[tuple[Size, Size, Size], BeforeValidator(_as_tuple)] = Field(
+        tuple(_tcp("wmem")),
+        description="net.ipv4.tcp_wmem: the send buffer's minimum, its size as a socket "
+        "opens, and how far autotuning may grow it",
+        examples=[["4KiB", "16KiB", "4MiB"]],
+        json_schema_extra=_sysctl("tcp_wmem"),
+    )
+
+    @field_validator("wmem")
+    @classmethod
+    def _wmem_in_order(cls, v: tuple[int, int, int]) -> tuple[int, int, int]:
+        if not 1 <= v[0] <= v[1] <= v[2] <= WMEM_LIMIT:
+            raise ValueError(
+                f"must be [min, default, max] with 1 B <= min <= default <= max <= {WMEM_LIMIT} B "
+                "(INT_MAX, the most the kernel takes)"
+            )
+        return v
+
     @classmethod
     def sysctl_fields(cls) -> dict[str, str]:
         """``net.ipv4`` sysctl -> the field that is it."""
@@ -140,7 +173,7 @@ class Tcp(_Table):
 
     def sysctls(self) -> dict[str, str]:
         """The fields that are ``net.ipv4`` sysctls, as a kernel takes them."""
-        return {key: str(int(getattr(self, name))) for key, name in self.sysctl_fields().items()}
+        return {key: _sysctl_text(getattr(self, name)) for key, name in self.sysctl_fields().items()}
 
     @field_validator("hz")
     @classmethod

@@ -307,6 +307,12 @@ pub trait CongestionControl {
         2
     }
 
+    /// `sndbuf_expand`: the send buffer autotunes to this many times cwnd's memory
+    /// (`tcp_sndbuf_expand`; 2 without the callback, 3 for BBR).
+    fn sndbuf_expand(&self, _c: &ConnInfo) -> u32 {
+        2
+    }
+
     /// The algorithm implements `cong_control` and so owns cwnd even at the end of a
     /// reduction (`tcp_end_cwnd_reduction` leaves it alone).
     fn owns_cwnd(&self) -> bool {

@@ -53,6 +53,9 @@ pub struct TcpConfig {
     /// cwnd is below half of ssthresh, the second after (`tcp_update_pacing_rate`).
     pub pacing_ss_ratio: u32,
     pub pacing_ca_ratio: u32,
+    /// `net.ipv4.tcp_wmem`: the send buffer's minimum (kept under memory pressure, which
+    /// is not modelled), its size as a socket opens, and autotuning's ceiling, bytes.
+    pub wmem: [u64; 3],
 }
 
 impl Default for TcpConfig {
@@ -75,6 +78,7 @@ impl Default for TcpConfig {
             tlp: true,
             pacing_ss_ratio: 200,
             pacing_ca_ratio: 120,
+            wmem: [4096, 16_384, 4_194_304],
         }
     }
 }

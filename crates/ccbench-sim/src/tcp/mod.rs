@@ -17,6 +17,7 @@ pub mod sack;
 pub mod scoreboard;
 pub mod scripted;
 pub mod sender;
+pub mod sndbuf;
 pub mod tlp;
 pub mod tsopt;
 pub mod tsq;

@@ -77,8 +77,6 @@ pub struct ScriptedSender {
     /// A tun device: each skb is taken (and its TSQ budget freed) the instant it is sent.
     q: Loopback,
     now: Time,
-    /// Bytes written by the application so far.
-    written: u64,
 }
 
 impl ScriptedSender {
@@ -90,7 +88,7 @@ impl ScriptedSender {
         let mut sender = Sender::new(sp, cc);
         sender.set_snd_wnd(p.snd_wnd);
         sender.tx_log = Some(Vec::new());
-        Ok(ScriptedSender { sender, q: Loopback::default(), now: Time::ZERO, written: 0 })
+        Ok(ScriptedSender { sender, q: Loopback::default(), now: Time::ZERO })
     }
 
     pub fn now(&self) -> Time {
@@ -126,13 +124,23 @@ impl ScriptedSender {
         self.q.sent.clear();
     }
 
-    /// The application writes `bytes` at `now`, with MSG_MORE if `more`.
+    /// The application writes `bytes` at `now`, with MSG_MORE if `more`. What the send
+    /// buffer does not take waits ([`ScriptedSender::write_pending`]) for ACKs.
     pub fn write(&mut self, now: Time, bytes: u64, more: bool) {
         self.advance(now);
         let now = self.now;
         self.sender.app_write(now, bytes, more, &mut self.q);
-        self.written += bytes;
         self.drain_nic();
+    }
+
+    /// Bytes of the last write still waiting for room in the send buffer.
+    pub fn write_pending(&self) -> u64 {
+        self.sender.write_pending()
+    }
+
+    /// SO_SNDBUF as the kernel keeps it (doubled): the buffer is that, not autotuned.
+    pub fn set_sndbuf(&mut self, bytes: u64) {
+        self.sender.set_sndbuf(bytes);
     }
 
     /// From now on the local qdisc refuses every packet (`drop`), or takes them again.
@@ -184,9 +192,9 @@ impl ScriptedSender {
         std::mem::take(self.sender.tx_log.get_or_insert_with(Vec::new))
     }
 
-    /// Bytes the application has written.
+    /// Bytes the send buffer has taken from the application's writes.
     pub fn written(&self) -> u64 {
-        self.written
+        self.sender.written_bytes()
     }
 
     /// `TCP_INFO` as `tcp_get_info` (net/ipv4/tcp.c) fills the fields the model has.
@@ -224,14 +232,15 @@ impl ScriptedSender {
         m.insert("tcpi_delivered_ce", s.delivered_ce as i64);
         m.insert("tcpi_bytes_sent", s.stats.bytes_sent as i64);
         m.insert("tcpi_bytes_acked", s.seg_start(s.sb.snd_una) as i64);
-        m.insert("tcpi_notsent_bytes", (self.written - s.seg_start(s.snd_nxt())) as i64);
+        m.insert("tcpi_notsent_bytes", (s.written_bytes() - s.seg_start(s.snd_nxt())) as i64);
         m.insert("tcpi_snd_wnd", s.snd_wnd() as i64);
         m.insert("tcpi_pacing_rate", s.w.pacing_rate.min(u64::MAX >> 1) as i64);
         m.insert("tcpi_reordering", s.reordering().degree() as i64);
         m.insert("tcpi_reord_seen", s.reordering().seen() as i64);
-        let (busy, rwnd_limited, _) = s.chronos.info_us(self.now);
+        let (busy, rwnd_limited, sndbuf_limited) = s.chronos.info_us(self.now);
         m.insert("tcpi_busy_time", busy as i64);
         m.insert("tcpi_rwnd_limited", rwnd_limited as i64);
+        m.insert("tcpi_sndbuf_limited", sndbuf_limited as i64);
         m
     }
 }

@@ -37,17 +37,15 @@ pub struct WriteQueue {
 }
 
 impl WriteQueue {
-    /// A flow of `size_bytes` written at once (its end short if the MSS does not divide
-    /// it), or without end (None: bulk).
-    pub fn new(mss: u32, size_bytes: Option<u64>) -> WriteQueue {
-        let m = mss as u64;
-        let total_segs = size_bytes.map_or(u64::MAX, |b| b.div_ceil(m));
-        let mut short_segs = BTreeMap::new();
-        if let Some(b) = size_bytes.filter(|b| b % m != 0) {
-            short_segs.insert(total_segs - 1, (b % m) as u32);
-        }
-        let fin = size_bytes.is_some_and(|b| b > 0);
-        WriteQueue { mss, fin, total_segs, short_segs, nonagle: 0, snd_sml: 0 }
+    /// An empty queue; `fin`: the stream ends (a sized flow), so its last data carries
+    /// the FIN.
+    pub fn new(mss: u32, fin: bool) -> WriteQueue {
+        WriteQueue { mss, fin, total_segs: 0, short_segs: BTreeMap::new(), nonagle: 0, snd_sml: 0 }
+    }
+
+    /// The bytes written so far.
+    pub fn written_bytes(&self) -> u64 {
+        self.seg_start(self.total_segs)
     }
 
     /// The segments written so far.
@@ -205,20 +203,19 @@ mod tests {
 
     #[test]
     fn a_sized_flow_ends_with_its_short_segment_and_offsets_follow_the_layout() {
-        let w = WriteQueue::new(MSS, Some(2_500));
-        assert_eq!(w.written_segs(), 3);
+        let mut w = WriteQueue::new(MSS, true);
+        w.append(2_500, 0, true);
+        assert_eq!((w.written_segs(), w.written_bytes()), (3, 2_500));
         assert_eq!((w.seg_len(1), w.seg_len(2)), (1_000, 500));
         assert_eq!((w.seg_start(2), w.seg_start(3)), (2_000, 2_500));
         assert_eq!(w.seg_floor(2_499), (2, 2_000));
         assert_eq!(w.seg_floor(9_999), (3, 2_500), "past the end: the end of the written data");
         assert_eq!(w.skb_segs(0, 10), 3, "the short segment ends the skb");
-        let bulk = WriteQueue::new(MSS, None);
-        assert_eq!((bulk.written_segs(), bulk.seg_start(7), bulk.skb_segs(0, 10)), (u64::MAX, 7_000, 10));
     }
 
     #[test]
     fn a_write_fills_the_unsent_short_tail_before_it_starts_new_segments() {
-        let mut w = WriteQueue::new(MSS, Some(0));
+        let mut w = WriteQueue::new(MSS, false);
         w.append(300, 0, true);
         w.append(900, 0, true);
         // 300 + 700 fill segment 0; the other 200 start segment 1.
@@ -232,7 +229,7 @@ mod tests {
 
     #[test]
     fn minshall_holds_a_short_tail_only_behind_an_unacknowledged_short_segment() {
-        let mut w = WriteQueue::new(MSS, Some(0));
+        let mut w = WriteQueue::new(MSS, false);
         w.append(1_500, 0, true);
         // Nothing short in flight: the burst of two goes whole.
         assert_eq!(w.nagle_segs(0, 2, 0, 0, 0), 2);
@@ -245,7 +242,7 @@ mod tests {
 
     #[test]
     fn cork_splits_a_burst_before_its_short_tail_and_nodelay_uncorked_pushes() {
-        let mut w = WriteQueue::new(MSS, Some(0));
+        let mut w = WriteQueue::new(MSS, false);
         assert!(!w.set_cork(true));
         w.append(2_100, 0, true);
         assert_eq!(w.nagle_segs(0, 3, w.nonagle(), 0, 0), 2, "tcp_mss_split_point");
@@ -260,7 +257,8 @@ mod tests {
 
     #[test]
     fn a_sized_flows_last_segment_carries_the_fin_and_is_never_held() {
-        let w = WriteQueue::new(MSS, Some(1_500));
+        let mut w = WriteQueue::new(MSS, true);
+        w.append(1_500, 0, true);
         assert_eq!(w.nagle_segs(1, 1, NAGLE_CORK, 0, 1), 1);
     }
 }

@@ -458,6 +458,11 @@ impl CongestionControl for Bbr {
         true
     }
 
+    /// `bbr_sndbuf_expand`: room for the cwnd boosts of startup and probing.
+    fn sndbuf_expand(&self, _c: &ConnInfo) -> u32 {
+        3
+    }
+
     /// `bbr_ssthresh`: save cwnd, leave ssthresh alone.
     fn ssthresh(&mut self, _c: &ConnInfo, w: &Window) -> u32 {
         self.save_cwnd(w);

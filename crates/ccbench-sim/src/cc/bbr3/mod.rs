@@ -456,6 +456,11 @@ impl CongestionControl for Bbr3 {
         true
     }
 
+    /// `bbr_sndbuf_expand`: room for the cwnd boosts of startup and probing.
+    fn sndbuf_expand(&self, _c: &ConnInfo) -> u32 {
+        3
+    }
+
     /// `bbr_ssthresh`: save cwnd and the bounds, in case the recovery is undone.
     fn ssthresh(&mut self, _c: &ConnInfo, w: &Window) -> u32 {
         self.save_cwnd(w);

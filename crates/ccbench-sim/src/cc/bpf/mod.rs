@@ -381,6 +381,13 @@ impl CongestionControl for BpfCc {
         self.has("cong_control")
     }
 
+    fn sndbuf_expand(&self, c: &ConnInfo) -> u32 {
+        if !self.has("sndbuf_expand") {
+            return 2;
+        }
+        self.call_pure("sndbuf_expand", c, &Window::new(0)) as u32
+    }
+
     fn needs_ecn(&self) -> bool {
         // `TCP_CONG_NEEDS_ECN`.
         self.loaded.object.ops[self.loaded.ops].flags & 0x2 != 0

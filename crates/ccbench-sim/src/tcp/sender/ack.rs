@@ -75,7 +75,9 @@ impl Sender {
             self.ack_probe(now, q); // `no_queue`
         }
         self.xmit_recovery(now, a.rexmit, q);
-        self.push_pending_frames(now, q); // tcp_data_snd_check
+        // tcp_data_snd_check
+        self.push_pending_frames(now, q);
+        self.check_space(now, q);
     }
 
     /// `tcp_ack`'s `old_ack`: an ACK below `snd_una` (reordered on the way back) may still
@@ -125,6 +127,7 @@ impl Sender {
             a.flag |= FLAG_WIN_UPDATE;
             self.snd_wnd = ack.rwnd;
             self.undo.note_window(ack.rwnd);
+            self.sndbuf.note_window(ack.rwnd);
             if self.has_unsent() {
                 self.slow_start_after_idle_check(now);
             }
@@ -205,6 +208,7 @@ impl Sender {
             self.sack.forget();
             self.chronos.stop(now, Chrono::Busy, !self.has_unsent());
         }
+        self.sndbuf.on_acked(self.sb.snd_una);
         // Forget acknowledged transmissions so the send order stays window-sized.
         self.sb.prune_send_order();
         flag

@@ -42,7 +42,7 @@ impl Sender {
     }
 
     /// `tcp_is_cwnd_limited`.
-    fn cwnd_limited(&self) -> bool {
+    pub(super) fn cwnd_limited(&self) -> bool {
         self.cwnd_use.is_limited(self.w.in_slow_start(), self.w.cwnd)
     }
 

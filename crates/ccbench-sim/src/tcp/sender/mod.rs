@@ -47,6 +47,7 @@ use super::rate::{Pick, RateState};
 use super::rtt::RttEstimator;
 use super::sack::SackState;
 use super::scoreboard::Scoreboard;
+use super::sndbuf::SendBuffer;
 use super::tlp::Tlp;
 use super::tsopt::Timestamps;
 use super::tsq::Tsq;
@@ -171,6 +172,11 @@ pub struct Sender {
     started: bool,
     /// What the application has written, and its Nagle setting.
     write: WriteQueue,
+    /// Bytes of the application's current write not yet copied (`u64::MAX`: a bulk
+    /// writer's, without end).
+    app_pending: u64,
+    /// The send buffer: its size, autotuning, and the writer waiting for room.
+    sndbuf: SendBuffer,
     /// Peer's advertised window in bytes (`snd_wnd`).
     snd_wnd: u64,
     /// `high_seq`: `snd_nxt` when the current reduction or Loss episode began.
@@ -244,7 +250,9 @@ impl Sender {
             chronos: Chronos::new(p.tcp.hz),
             tx_log: None,
             started: false,
-            write: WriteQueue::new(p.tcp.mss, p.flow.size_bytes),
+            write: WriteQueue::new(p.tcp.mss, p.flow.size_bytes.is_some_and(|b| b > 0)),
+            app_pending: 0,
+            sndbuf: SendBuffer::new(p.tcp.wmem),
             snd_wnd: 65535,
             high_seq: 0,
             last_send: Time::ZERO,
@@ -267,6 +275,10 @@ impl Sender {
         };
         let info = s.info(Time::ZERO);
         s.cc.init(&info, &mut s.w);
+        // `tcp_init_buffer_space`, as the connection is established.
+        s.sndbuf.note_window(s.snd_wnd);
+        let factor = s.cc.sndbuf_expand(&info);
+        s.sndbuf.init(s.w.cwnd, s.reordering.degree(), s.p.tcp.mss + super::sndbuf::MSS_OPTION_SLACK, factor);
         if !s.cc.owns_cwnd() {
             s.update_pacing_rate();
         }
@@ -287,10 +299,21 @@ impl Sender {
     /// Set the peer's advertised window (bytes), as the handshake leaves it.
     pub fn set_snd_wnd(&mut self, bytes: u64) {
         self.snd_wnd = bytes;
+        self.sndbuf.set_max_window(bytes);
     }
 
     pub fn all_acked(&self) -> bool {
-        self.sb.snd_una >= self.write.written_segs()
+        self.app_pending == 0 && self.sb.snd_una >= self.write.written_segs()
+    }
+
+    /// The bytes the application has written so far (the send buffer took).
+    pub fn written_bytes(&self) -> u64 {
+        self.write.written_bytes()
+    }
+
+    /// `sk_sndbuf`.
+    pub fn sndbuf(&self) -> u64 {
+        self.sndbuf.size()
     }
 
     /// The segments the application has written so far.

@@ -262,7 +262,7 @@ impl Sender {
         }
         is_cwnd_limited |= self.inflight() >= self.w.cwnd;
         if sent > 0 || is_cwnd_limited {
-            self.cwnd_validate(is_cwnd_limited);
+            self.cwnd_validate(now, is_cwnd_limited);
         }
         if sent > 0 {
             if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
@@ -344,6 +344,7 @@ impl Sender {
             return false;
         }
         let n = (segs.end - segs.start) as u32;
+        let segs_end = segs.end;
         let prior_wstamp = self.pacing.wstamp();
         let tx_time = self.pacing.departure(now);
         if self.inflight() == 0 {
@@ -360,7 +361,9 @@ impl Sender {
         self.stats.data_segs_out += n as u64;
         self.stats.bytes_sent += skb.payload;
         self.stats.skbs_sent += 1;
-        if kind != TxKind::New {
+        if kind == TxKind::New {
+            self.sndbuf.on_sent(segs_end);
+        } else {
             self.stats.retransmits += n as u64;
         }
         self.last_send = now;
@@ -456,8 +459,11 @@ impl Sender {
     }
 
     /// `tcp_cwnd_validate`: remember whether the last window was cwnd-limited.
-    fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+    fn cwnd_validate(&mut self, now: Time, is_cwnd_limited: bool) {
         let (packets_out, snd_una, snd_nxt) = (self.sb.packets_out(), self.sb.snd_una, self.snd_nxt());
         self.cwnd_use.validate(is_cwnd_limited, packets_out, snd_una, snd_nxt);
+        if !self.cwnd_limited() {
+            self.note_sndbuf_limited(now);
+        }
     }
 }

@@ -6,12 +6,14 @@
 use super::Sender;
 use crate::tcp::chrono::Chrono;
 use crate::tcp::io::Io;
-use crate::tcp::write::NAGLE_CORK;
+use crate::tcp::sndbuf::MSS_OPTION_SLACK;
+use crate::tcp::write::{NAGLE_CORK, NAGLE_PUSH};
 use crate::time::Time;
 
 impl Sender {
-    /// The application writes its data (at flow start): `tcp_sendmsg` checks whether the
-    /// socket was app-limited, then pushes.
+    /// The application starts its write (at flow start): a sized flow's whole size, or
+    /// without end for a bulk flow. `tcp_sendmsg` checks whether the socket was
+    /// app-limited, copies what the send buffer takes, then pushes.
     pub fn start(&mut self, now: Time, q: &mut impl Io) {
         self.started = true;
         self.pacing.start(now);
@@ -20,32 +22,135 @@ impl Sender {
         // The check runs before the write is queued, when nothing is unsent: a flow's
         // first flight is app-limited, and BBR's TX_START sees `idle_restart`.
         self.check_app_limited(false);
-        self.push_pending_frames(now, q);
+        self.app_pending = self.p.flow.size_bytes.unwrap_or(u64::MAX);
+        self.copy_from_app(now);
+        self.push_written(now, false, q);
     }
 
-    /// The application writes `bytes` at `now` (`tcp_sendmsg_locked`): they go into the
-    /// write queue, then `tcp_push` sends what may go, corked for this push if `more`
-    /// (MSG_MORE).
+    /// The application writes `bytes` at `now` (`tcp_sendmsg_locked`): what the send
+    /// buffer takes goes into the write queue, then `tcp_push` sends what may go, corked
+    /// for this push if `more` (MSG_MORE). What does not fit waits (a blocking write)
+    /// for the ACKs that make room: [`Sender::write_pending`].
     pub fn app_write(&mut self, now: Time, bytes: u64, more: bool, q: &mut impl Io) {
         if bytes == 0 {
             return;
         }
         // `tcp_rate_check_app_limited`, before the data is queued.
         self.check_app_limited(self.has_unsent());
-        if !self.has_unsent() {
-            // The first unsent data (`tcp_add_write_queue_tail`).
-            self.chronos.start(now, Chrono::Busy);
-        }
-        self.write.append(bytes, self.snd_nxt(), self.p.gso);
+        self.app_pending = bytes;
+        self.copy_from_app(now);
         if !self.started {
             self.started = true;
             self.pacing.start(now);
         }
-        self.slow_start_after_idle_check(now);
-        let nonagle = if more { NAGLE_CORK } else { self.write.nonagle() };
+        self.push_written(now, more, q);
+    }
+
+    /// Bytes of the application's write still waiting for room in the send buffer.
+    pub fn write_pending(&self) -> u64 {
+        self.app_pending
+    }
+
+    /// SO_SNDBUF: the send buffer is `bytes` (as the kernel keeps it), not autotuned.
+    pub fn set_sndbuf(&mut self, bytes: u64) {
+        self.sndbuf.set(bytes);
+    }
+
+    /// `sk_wmem_queued`: what the write and retransmit queues charge the send buffer.
+    pub fn wmem_queued(&self) -> u64 {
+        let goal = self.sndbuf.size_goal(self.p.tcp.mss, self.p.gso);
+        self.wmem_queued_at(goal)
+    }
+
+    fn wmem_queued_at(&self, goal: u64) -> u64 {
+        let written = self.write.written_bytes();
+        let unacked = written - self.write.seg_start(self.sb.snd_una);
+        let unsent = written - self.write.seg_start(self.snd_nxt());
+        self.sndbuf.queued(unacked, unsent, goal)
+    }
+
+    /// `tcp_sendmsg_locked`'s copy loop over what the application's write has left: the
+    /// unsent tail skb fills up to the size goal whatever the buffer holds; a new skb
+    /// needs room (`sk_stream_memory_free`), else the write waits (`SOCK_NOSPACE`). A new
+    /// skb clears a pending push and checks for a restart after idle (`tcp_skb_entail`);
+    /// the first unsent data starts the busy chronograph (`tcp_add_write_queue_tail`).
+    fn copy_from_app(&mut self, now: Time) {
+        let goal = self.sndbuf.size_goal(self.p.tcp.mss, self.p.gso);
+        while self.app_pending > 0 {
+            let written = self.write.written_bytes();
+            let unsent = written - self.write.seg_start(self.snd_nxt());
+            let tail_room = (goal - unsent % goal) % goal;
+            let room = if tail_room > 0 {
+                tail_room
+            } else if self.sndbuf.has_room(self.wmem_queued_at(goal)) {
+                goal
+            } else {
+                self.sndbuf.set_nospace(true);
+                return;
+            };
+            if unsent == 0 {
+                self.chronos.start(now, Chrono::Busy);
+            }
+            let n = room.min(self.app_pending);
+            self.write.append(n, self.snd_nxt(), self.p.gso);
+            if self.app_pending != u64::MAX {
+                self.app_pending -= n;
+            }
+            if tail_room == 0 {
+                self.slow_start_after_idle_check(now);
+            }
+        }
+    }
+
+    /// `tcp_push` after a write's copy: a write that waits for room pushes everything
+    /// (`TCP_NAGLE_PUSH`, at `wait_for_space`); one that finished pushes with the
+    /// socket's Nagle setting, corked if `more`.
+    fn push_written(&mut self, now: Time, more: bool, q: &mut impl Io) {
+        let nonagle = if self.app_pending > 0 {
+            NAGLE_PUSH
+        } else if more {
+            NAGLE_CORK
+        } else {
+            self.write.nonagle()
+        };
         self.push_frames(now, nonagle, q);
     }
 
+    /// `tcp_check_space` after an ACK freed room: with a writer waiting, `tcp_new_space`
+    /// lets autotuning grow the buffer (`tcp_sndbuf_expand`) and wakes the writer once
+    /// half of what is queued fits in what is free (`sk_stream_write_space`); it then
+    /// copies more, as a new write (`tcp_rate_check_app_limited`), and pushes.
+    pub(super) fn check_space(&mut self, now: Time, q: &mut impl Io) {
+        if !self.sndbuf.nospace() {
+            return;
+        }
+        if self.sndbuf.may_expand(self.w.cwnd, self.inflight()) {
+            let mss_clamp = self.p.tcp.mss + MSS_OPTION_SLACK;
+            let factor = self.cc.sndbuf_expand(&self.info(now));
+            self.sndbuf.expand(self.w.cwnd, self.inflight(), self.reordering.degree(), mss_clamp, factor);
+        }
+        if !self.sndbuf.writeable(self.wmem_queued()) {
+            return;
+        }
+        self.sndbuf.set_nospace(false);
+        let empty = self.sb.is_empty() && !self.has_unsent();
+        self.chronos.stop(now, Chrono::SndbufLimited, empty);
+        if self.app_pending == u64::MAX {
+            // A bulk writer's next write() (`tcp_rate_check_app_limited`); a sized
+            // flow's single write goes on where it stopped.
+            self.check_app_limited(self.has_unsent());
+        }
+        self.copy_from_app(now);
+        self.push_written(now, false, q);
+    }
+
+    /// `tcp_cwnd_validate` on a send that left cwnd unused: with nothing left to send
+    /// and a writer waiting for room, the send buffer is what starves the connection.
+    pub(super) fn note_sndbuf_limited(&mut self, now: Time) {
+        if !self.has_unsent() && self.sndbuf.nospace() {
+            self.chronos.start(now, Chrono::SndbufLimited);
+        }
+    }
     /// TCP_NODELAY on or off (`__tcp_sock_set_nodelay`): on pushes what waits.
     pub fn set_nodelay(&mut self, now: Time, on: bool, q: &mut impl Io) {
         if self.write.set_nodelay(on) {
