@@ -324,6 +324,17 @@ def rwnd(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     return cells
 
 
+def sndbuf(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+    """A send buffer that binds: tcp_wmem's ceiling at 256 KB on a 100 Mbit/s, 100 ms
+    path (a BDP of 1.25 MB), where autotuning stops long before cwnd does."""
+    link = {"rate": "100Mbit", "rtt": "100ms", "buffer": "1bdp"}
+    wmem = ["4KiB", "16KiB", "256KiB"]
+    return [
+        _cell("sndbuf", f"{c} wmem 256KB 100Mbit 100ms", link, [{"cca": c}], {"cca": c, "wmem": "256KB"}, tcp={"wmem": wmem})
+        for c in ccas
+    ]
+
+
 def sized(sizes: tuple[str, ...], ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     """One download of each size at 20 Mbit/s, 40 ms, 1 BDP: completion time (the run
     ends when it completes; 30 s at most)."""
@@ -495,6 +506,7 @@ def full_grid() -> list[Cell]:
         *aqm(),
         *ecn(),
         *rwnd(),
+        *sndbuf(),
         *sized(SIZES),
         *repeated(),
         *bpf(),
@@ -512,6 +524,7 @@ FAMILIES = (
     "aqm",
     "ecn",
     "rwnd",
+    "sndbuf",
     "sized",
     "bpf",
     "algorithms",
