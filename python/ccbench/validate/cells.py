@@ -330,7 +330,14 @@ def sndbuf(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     link = {"rate": "100Mbit", "rtt": "100ms", "buffer": "1bdp"}
     wmem = ["4KiB", "16KiB", "256KiB"]
     return [
-        _cell("sndbuf", f"{c} wmem 256KB 100Mbit 100ms", link, [{"cca": c}], {"cca": c, "wmem": "256KB"}, tcp={"wmem": wmem})
+        _cell(
+            "sndbuf",
+            f"{c} wmem 256KB 100Mbit 100ms",
+            link,
+            [{"cca": c}],
+            {"cca": c, "wmem": "256KB"},
+            tcp={"wmem": wmem},
+        )
         for c in ccas
     ]
 
