@@ -87,10 +87,13 @@ def test_bufferbloat_example_tells_its_story():
     c, b = cubic.summary["flows"][0], bbr.summary["flows"][0]
     assert c["rtt_ms"]["p95"] > 1000 and b["rtt_ms"]["p95"] < 200
     assert min(c["goodput_bps"], b["goodput_bps"]) > 3.0e6
-    # The receive window is in the time series, and Cubic runs into it.
+    # The receive window is in the time series, and Cubic runs into it; the 4 MB send
+    # buffer, refilled when a third is free, pulls the flight back below it between
+    # refills. The kernel engine on the same scenario: late flight 2.17 to 3.00 MB.
     late = cubic.flows[cubic.flows["time_s"] > 30]
     assert (late["rwnd_bytes"] == 3_000_000).all()
-    assert (late["inflight_bytes"] > 0.9 * late["rwnd_bytes"]).mean() > 0.9
+    flight = late["inflight_bytes"]
+    assert flight.max() > 0.95 * 3_000_000 and flight.min() > 0.6 * 3_000_000
 
 
 def test_lte_repeated_downloads_example():
