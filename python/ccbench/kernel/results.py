@@ -148,10 +148,12 @@ def _flow_measured(
         "final_cwnd": info["snd_cwnd"],
         # Time limited by the receive window (TCP_INFO, as the simulator reports it).
         "rwnd_limited_ms": info.get("rwnd_limited", 0) / 1e3,
+        # and by the send buffer.
+        "sndbuf_limited_ms": info.get("sndbuf_limited", 0) / 1e3,
         "downloads": downloads,
     }
-    # Kernel-only diagnostics: time limited by the send buffer, the emulator's RTT samples.
-    extra = {"sndbuf_limited_ms": info.get("sndbuf_limited", 0) / 1e3, "rtt_samples": e["rtt_samples"]}
+    # Kernel-only diagnostics: the emulator's RTT samples.
+    extra = {"rtt_samples": e["rtt_samples"]}
     if raw.bpf is not None:
         # What ran, for every flow of a run with a BPF algorithm (None for the others).
         reported = (snd.get("cca") or [None] * (i + 1))[i]

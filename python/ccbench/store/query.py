@@ -36,6 +36,7 @@ FLOW_METRICS = (
     "completion_s",
     "final_cwnd",
     "rwnd_limited_ms",
+    "sndbuf_limited_ms",
 )
 LINK_METRICS = ("utilization", "drops", "ecn_marks")
 

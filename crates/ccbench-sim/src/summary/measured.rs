@@ -54,6 +54,9 @@ pub struct FlowMeasured {
     pub rtt_samples: u64,
     pub final_cwnd: u32,
     pub rwnd_limited_ms: f64,
+    /// Absent from measurements of engines that have no such clock.
+    #[serde(default)]
+    pub sndbuf_limited_ms: f64,
     /// Each download of a flow that repeats them.
     #[serde(default)]
     pub downloads: Option<Vec<DownloadMeasured>>,
@@ -194,6 +197,7 @@ fn flow(s: &Scenario, i: usize, f: FlowMeasured, end: Time) -> FlowSummary {
         completion_s: done.map(|t| t.since(start).secs_f64()),
         final_cwnd: f.final_cwnd,
         rwnd_limited_ms: f.rwnd_limited_ms,
+        sndbuf_limited_ms: f.sndbuf_limited_ms,
         downloads,
     }
 }
@@ -258,6 +262,7 @@ mod tests {
             rtt_samples: 10,
             final_cwnd: 10,
             rwnd_limited_ms: 0.0,
+            sndbuf_limited_ms: 0.0,
             downloads: None,
         }
     }

@@ -79,6 +79,9 @@ pub struct FlowSummary {
     /// Time the peer's window held back new data (`tcpi_rwnd_limited`, whole jiffies),
     /// summed over the flow's connections, in ms.
     pub rwnd_limited_ms: f64,
+    /// Time a writer waited for the send buffer while nothing was left to send
+    /// (`tcpi_sndbuf_limited`, whole jiffies), summed over the flow's connections, in ms.
+    pub sndbuf_limited_ms: f64,
     /// Repeated downloads (`repeat` > 1): one entry per download, in order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub downloads: Option<Vec<DownloadSummary>>,

@@ -45,6 +45,9 @@ pub struct SenderTotals {
     pub spurious_rtos: u64,
     /// Time the peer's window held new data back (`tcpi_rwnd_limited`), microseconds.
     pub rwnd_limited_us: u64,
+    /// Time a writer waited for the send buffer with nothing left to send
+    /// (`tcpi_sndbuf_limited`), microseconds.
+    pub sndbuf_limited_us: u64,
     pub rtt_ns: Histogram,
 }
 
@@ -57,6 +60,7 @@ impl SenderTotals {
         self.undos += o.undos;
         self.spurious_rtos += o.spurious_rtos;
         self.rwnd_limited_us += o.rwnd_limited_us;
+        self.sndbuf_limited_us += o.sndbuf_limited_us;
         self.rtt_ns.merge(&o.rtt_ns);
     }
 }
@@ -103,6 +107,7 @@ impl Sender {
             undos: self.stats.undos(),
             spurious_rtos: self.stats.spurious_rtos,
             rwnd_limited_us: self.chronos.info_us(now).1,
+            sndbuf_limited_us: self.chronos.info_us(now).2,
             rtt_ns: self.stats.rtt_ns.clone(),
         }
     }

@@ -65,6 +65,7 @@ impl World {
             rtt_samples: t.rtt_ns.count(),
             final_cwnd: s.w.cwnd,
             rwnd_limited_ms: t.rwnd_limited_us as f64 / 1e3,
+            sndbuf_limited_ms: t.sndbuf_limited_us as f64 / 1e3,
             downloads,
         }
     }
