@@ -59,8 +59,9 @@ def conclude(
 
 def runs(records: Iterable[Any]) -> pd.DataFrame:
     """One row per run: the swept values (dotted keys as columns), the flows' algorithms,
-    the aggregate goodput of all flows, their mean RTT, retransmissions and the host
-    CPU's busy fraction."""
+    the aggregate goodput of all flows, their mean RTT, retransmissions, the host
+    CPU's busy fraction, and the flows' mean share of the run spent waiting for the
+    send buffer."""
     rows = []
     for r in records:
         flows = r.summary["flows"]
@@ -74,6 +75,8 @@ def runs(records: Iterable[Any]) -> pd.DataFrame:
                 "rtt_ms": float(np.mean([f["rtt_ms"]["mean"] for f in flows])),
                 "retransmits": sum(f["retransmits"] for f in flows),
                 "cpu_busy": host.get("busy_fraction", math.nan),
+                "sndbuf_limited": float(np.mean([f.get("sndbuf_limited_ms", 0.0) for f in flows]))
+                / (1e3 * r.summary["duration_s"]),
             }
         )
     return pd.DataFrame(rows)

@@ -185,6 +185,7 @@ class _Figures:
         self.fixed = means(frames["cubic-fixed"], ["flows[0].fixed_pacing_rate"])
         self.bbr_fixed = means(frames["bbr-fixed"], ["flows[0].fixed_pacing_rate"])
         stride = means(frames["stride"], ["host.cpu", "flows[0].pacing_stride"])
+        self.stride_sndbuf = float(frames["stride"]["sndbuf_limited"].max())
         self.s_lo, self.s_lo_best, self.s_lo_1 = _best_stride(stride, LOW)
         self.s_mid, self.s_mid_best, self.s_mid_1 = _best_stride(stride, "phone-midend")
         self.largest = max(stride["flows[0].pacing_stride"])
@@ -281,8 +282,10 @@ class _Figures:
                 f"best at {self.s_lo}x: {mbps(self.s_lo_1)} -> {mbps(self.s_lo_best)}; "
                 f"{self.largest}x: {mbps(self.s_lo_largest)}",
                 "ccbench's stride bursts grow until the 64 KB GSO limit (44 segments); the study's stopped near "
-                "15 KB, which it attributes to the socket buffer, and ccbench models no send buffer (the "
-                "application always has data queued), so its best stride comes later",
+                "15 KB, which it attributes to the socket buffer. ccbench's send buffer autotunes as Linux's "
+                "does (BBR: 3 x cwnd x 2304 bytes, up to tcp_wmem's 4 MB), and held these runs back at most "
+                f"{100 * self.stride_sndbuf:.1f}% of the time, so its best stride comes later; the phones' buffer "
+                "must have been smaller than Linux's defaults give, which the study does not state",
             ),
             Finding(
                 "Pacing stride, Mid-End, 20 connections",

@@ -127,9 +127,9 @@ impl SendBuffer {
     }
 
     /// `tcp_should_expand_sndbuf`: not locked, and `in_flight` below `cwnd` (global memory
-    /// pressure is not modelled).
+    /// pressure is not modelled); false too at `tcp_wmem[2]`, where expanding changes nothing.
     pub fn may_expand(&self, cwnd: u32, in_flight: u32) -> bool {
-        !self.locked && in_flight < cwnd
+        !self.locked && in_flight < cwnd && self.size < self.max
     }
 
     /// `tcp_sndbuf_expand`, if `tcp_should_expand_sndbuf`: room for `factor`
