@@ -309,7 +309,6 @@ def test_a_silent_sender_fails_after_packetdrills_wait(tmp_path):
     ("   +0 `sysctl -q net.ipv4.tcp_tso_win_divisor=10`\n", "a shell command after the connection is established"),
     ("   +0 write(4, ..., 1500) = 1000\n", "line 8: write() returning 1000 of 1500 bytes"),
     ("   +0 send(4, ..., 100, MSG_DONTWAIT) = 100\n", "line 8: send flags MSG_DONTWAIT"),
-    ("   +0 read(4, ..., 1000) = 1000\n", "line 8: a read with no data waiting"),
     ("   +0 read(4, ..., -5) = 0\n", "line 8: read of length -5"),
     ("   +0 write(4, ..., 4294967296) = 4294967296\n", "line 8: write of 4294967296 bytes: Linux copies at most"),
 ])  # fmt: skip
@@ -486,6 +485,28 @@ def test_a_write_beyond_the_send_buffer_blocks_until_acks_make_room(tmp_path):
     (tmp_path / "early.pkt").write_text(early)
     v = run_script(tmp_path / "early.pkt", "early.pkt")
     assert v.outcome == "fail" and v.mismatch.actual == "write() returned at 0.500000 s", v
+
+
+@pytest.mark.parametrize("script", ["data-before-accept.pkt", "read-nothing-waiting.pkt"])
+def test_our_passive_open_and_read_scripts_pass_as_on_linux(script):
+    # Linux 6.18 passes both (tests/test_conformance_kernel.py): data that came before
+    # accept() waits to be read; a read that finds nothing fails with EAGAIN on a
+    # non-blocking socket and waits for the peer's data on a blocking one.
+    own = Path(__file__).parent / "conformance" / "scripts" / script
+    assert run_script(own, own.name).outcome == "pass"
+
+
+def test_a_read_that_finds_nothing_fails_or_waits_as_linux_says(tmp_path):
+    eagain = "   +0 fcntl(4, F_SETFL, O_RDWR|O_NONBLOCK) = 0\n   +0 read(4, ..., 1000) = 0\n"
+    v = verdict(tmp_path, eagain)
+    assert v.outcome == "fail" and v.mismatch.actual == "read() = -1 EAGAIN", v
+    # Linux 6.18 said the same of that line: "returned -1 (errno 11: Resource temporarily
+    # unavailable)". A blocking read with no data ever coming never returns.
+    v = verdict(tmp_path, "   +0 read(4, ..., 1000) = 1000\n")
+    assert v.outcome == "fail" and v.mismatch.actual == "read() still waiting for data at the end", v
+    early = "   +0...0.05 read(4, ..., 1000) = 300\n  +.1 < P. 1:301(300) ack 1 win 500\n"
+    v = verdict(tmp_path, early)
+    assert v.outcome == "fail" and v.mismatch.actual == "read() returned at 0.300000 s", v
 
 
 def test_a_sack_edge_inside_a_segment_tags_only_the_whole_segments_it_covers():

@@ -38,7 +38,7 @@ from .script import (
     expr_names,
     parse_file,
 )
-from .sim_calls import inbound_after_close, syscall, write_returned
+from .sim_calls import inbound_after_close, read_returned, syscall, write_returned
 from .sim_state import (
     _MODULE_PARAM,
     CUBIC_MODULE_PARAMS,
@@ -87,6 +87,9 @@ def run_script(path: Path, name: str, tolerance_us: Optional[int] = None,
         if run.blocked is not None:
             ev = run.blocked[0]
             raise Failed(Mismatch(ev.line, ev.text, "write() still waiting for the send buffer at the end", run.now_us))
+        if run.read_waiting is not None:
+            ev = run.read_waiting[0]
+            raise Failed(Mismatch(ev.line, ev.text, "read() still waiting for data at the end", run.now_us))
     except Unsupported as u:
         return Verdict(name, STACK, "unsupported", reason=u.reason)
     except Failed as f:
@@ -319,6 +322,7 @@ def _inbound_data(run: Run, ev: Event, p: Packet, t_us: int) -> None:
     run.lrcvtime_us = t_us
     run.quickacks -= 1  # `tcp_dec_quickack_mode` as the ACK leaves
     emit(run, Skb(t_us, snd_nxt_byte(run), 0, False, False, False, ack=run.ack))
+    read_returned(run, t_us)
 
 
 def _challenge_ack(run: Run, t_us: int) -> None:

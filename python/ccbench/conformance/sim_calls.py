@@ -30,6 +30,11 @@ def syscall(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
     name = sc.name
     if run.blocked is not None:
         raise Unsupported(f"line {ev.line}: {name}() while a write() waits for the send buffer")
+    if run.read_waiting is not None:
+        raise Unsupported(f"line {ev.line}: {name}() while a read() waits for data")
+    if name == "fcntl":
+        _fcntl(run, sc)
+        return
     if name in NO_OP_CALLS:
         return
     if name == "connect":
@@ -142,16 +147,49 @@ def _read(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
     """The application reads what the peer sent, up to the length asked for. Reading
     leaves the receive window as it was (the model keeps no receive buffer, and a
     window that grows by less than it can be advertised sends no update,
-    `tcp_cleanup_rbuf`)."""
+    `tcp_cleanup_rbuf`). With nothing waiting, a non-blocking read fails with EAGAIN
+    and a blocking one waits for the peer's next data (`tcp_recvmsg_locked`,
+    `sk_wait_data`)."""
     n = sc.int_arg(2)
     if n is None or n <= 0:
         raise Unsupported(f"line {ev.line}: read of length {sc.args[2] if len(sc.args) > 2 else '?'}")
+    if run.received == run.consumed:
+        if sc.args[0] in run.nonblocking:
+            if sc.result != "-1" or sc.errno != "EAGAIN":
+                raise Failed(Mismatch(ev.line, ev.text, "read() = -1 EAGAIN", t_us))
+            return
+        run.read_waiting = (ev, n, run.event_end_us)
+        return
+    _take(run, ev, sc.result, n, t_us)
+
+
+def _take(run: Run, ev: Event, expected: str, n: int, t_us: int) -> None:
     got = min(n, run.received - run.consumed)
-    if got == 0:
-        raise Unsupported(f"line {ev.line}: a read with no data waiting (EAGAIN) is not modelled")
-    if sc.result != str(got):
+    if expected != str(got):
         raise Failed(Mismatch(ev.line, ev.text, f"read() = {got}", t_us))
     run.consumed += got
+
+
+def read_returned(run: Run, t_us: int) -> None:
+    """A read that waited returns with the peer's data that came at ``t_us``; packetdrill
+    checks that time against the end of the call's time range."""
+    if run.read_waiting is None or run.received == run.consumed:
+        return
+    ev, n, end_us = run.read_waiting
+    run.read_waiting = None
+    assert isinstance(ev.body, Syscall)
+    _take(run, ev, ev.body.result, n, t_us)
+    if end_us is not None and abs(t_us - end_us) > run.tolerance_us:
+        raise Failed(Mismatch(ev.line, ev.text, f"read() returned at {t_us / 1e6:.6f} s", t_us))
+
+
+def _fcntl(run: Run, sc: Syscall) -> None:
+    """O_NONBLOCK on or off (F_SETFL); F_GETFL reads nothing the model keeps."""
+    if len(sc.args) > 2 and sc.args[1] == "F_SETFL":
+        if "O_NONBLOCK" in sc.args[2]:
+            run.nonblocking.add(sc.args[0])
+        else:
+            run.nonblocking.discard(sc.args[0])
 
 
 def _setsockopt(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:

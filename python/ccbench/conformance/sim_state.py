@@ -70,7 +70,7 @@ CUBIC_MODULE_PARAMS = {
 }  # fmt: skip
 _MODULE_PARAM = re.compile(r"echo\s+(?:-n\s+)?(\d+)\s*>\s*/sys/module/(\w+)/parameters/(\w+)$")
 #: Socket calls with nothing to do in the model.
-NO_OP_CALLS = {"socket", "bind", "listen", "accept", "fcntl"}
+NO_OP_CALLS = {"socket", "bind", "listen", "accept"}
 #: IP-level socket options that change nothing the model has: path-MTU discovery (no
 #: path-MTU model) and the TOS byte (Linux keeps a TCP socket's ECN bits whatever
 #: IP_TOS says, `__ip_sock_set_tos`; the route refresh it forces has nothing to refresh).
@@ -155,6 +155,10 @@ class Run:
     # expected time range; the end of the current event's range (a syscall's).
     blocked: Optional[tuple[Event, Optional[int]]] = None
     event_end_us: Optional[int] = None
+    # Descriptors set O_NONBLOCK (fcntl F_SETFL), and a read() waiting for the peer's
+    # data: its event, its length, and the end of its expected time range.
+    nonblocking: set[str] = field(default_factory=set)
+    read_waiting: Optional[tuple[Event, int, Optional[int]]] = None
     namespace: dict[str, Any] = field(default_factory=dict)
     failed_assertion: Optional[Mismatch] = None
     # close() sent our FIN or RST (see _close); the peer's FIN came and was acknowledged.
