@@ -71,8 +71,8 @@ class ScriptedSender:
         """``gso``: the device takes multi-segment skbs; ``tcp``: JSON of stack settings
         (the simulator's ``TcpConfig`` fields) over packetdrill's defaults (a 1000-byte
         MSS, no slow start after idle)."""
-    def write(self, now_ns: int, bytes: int, more: bool = False) -> None:
-        """The application writes, with MSG_MORE if ``more``."""
+    def write(self, now_ns: int, bytes: int, more: bool = False, eor: bool = False) -> None:
+        """The application writes, with MSG_MORE if ``more`` and MSG_EOR if ``eor``."""
     def write_pending(self) -> int:
         """Bytes of the last write still waiting for room in the send buffer."""
     def set_sndbuf(self, bytes: int) -> None:

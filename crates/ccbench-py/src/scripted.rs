@@ -5,6 +5,7 @@
 
 use ccbench_sim::config::{Ecn, TcpConfig};
 use ccbench_sim::tcp::scripted::{PeerAck, ScriptedParams, ScriptedSender as Harness};
+use ccbench_sim::tcp::sender::WriteFlags;
 use ccbench_sim::time::{Dur, Time};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -68,10 +69,11 @@ impl ScriptedSender {
         Ok(ScriptedSender { h })
     }
 
-    /// The application writes `bytes` at `now_ns`, with MSG_MORE if `more`.
-    #[pyo3(signature = (now_ns, bytes, more=false))]
-    fn write(&mut self, py: Python<'_>, now_ns: u64, bytes: u64, more: bool) -> PyResult<()> {
-        crate::guarded(py, || self.h.write(Time(now_ns), bytes, more))
+    /// The application writes `bytes` at `now_ns`, with MSG_MORE if `more` and MSG_EOR if
+    /// `eor`.
+    #[pyo3(signature = (now_ns, bytes, more = false, eor = false))]
+    fn write(&mut self, py: Python<'_>, now_ns: u64, bytes: u64, more: bool, eor: bool) -> PyResult<()> {
+        crate::guarded(py, || self.h.write_with(Time(now_ns), bytes, WriteFlags { more, eor }))
     }
 
     /// Bytes of the last write still waiting for room in the send buffer.

@@ -63,12 +63,12 @@ def syscall(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
             return
         raise Unsupported(f"line {ev.line}: getsockopt {opt}")
     if name in ("write", "send", "sendmsg"):
-        n, more = _write_args(ev, sc)
+        n, more, eor = _write_args(ev, sc)
         if sc.result != str(n) or sc.errno:
             raise Unsupported(
                 f"line {ev.line}: {name}() returning {sc.result} of {n} bytes (a short or failed write is not modelled)"
             )
-        _write(run, ev, n, more, t_us)
+        _write(run, ev, n, more, eor, t_us)
         return
     if name == "read":
         _read(run, ev, sc, t_us)
@@ -119,8 +119,8 @@ def inbound_after_close(run: Run, ev: Event, p: Packet, t_us: int) -> None:
         emit(run, Skb(t_us, fin_acked, 0, False, False, False, ack=run.ack))
 
 
-def _write_args(ev: Event, sc: Syscall) -> tuple[int, bool]:
-    """Bytes and MSG_MORE of a write(), send() or sendmsg() (its iovecs' lengths)."""
+def _write_args(ev: Event, sc: Syscall) -> tuple[int, bool, bool]:
+    """Bytes, MSG_MORE and MSG_EOR of a write(), send() or sendmsg() (its iovecs' lengths)."""
     if sc.name == "sendmsg":
         msg = sc.args[1] if len(sc.args) > 1 else ""
         lengths = re.findall(r"\{\.\.\.,\s*(\d+)\}", msg)
@@ -137,10 +137,10 @@ def _write_args(ev: Event, sc: Syscall) -> tuple[int, bool]:
         raise Unsupported(
             f"line {ev.line}: {sc.name} of {n} bytes: Linux copies at most MAX_RW_COUNT ({MAX_RW_COUNT}) bytes a call"
         )
-    known = {"0", "MSG_MORE"}
+    known = {"0", "MSG_MORE", "MSG_EOR"}
     if not set(f.strip() for f in flags.split("|")) <= known:
         raise Unsupported(f"line {ev.line}: {sc.name} flags {flags}")
-    return n, "MSG_MORE" in flags
+    return n, "MSG_MORE" in flags, "MSG_EOR" in flags
 
 
 def _read(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
@@ -233,14 +233,14 @@ def _setsockopt(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
     raise Unsupported(f"line {ev.line}: setsockopt {opt}")
 
 
-def _write(run: Run, ev: Event, n: int, more: bool, t_us: int) -> None:
+def _write(run: Run, ev: Event, n: int, more: bool, eor: bool, t_us: int) -> None:
     """A write: what the send buffer takes goes at once; the rest waits for the ACKs
     that make room (a blocking write, `sk_stream_wait_memory`), and the write returns
     when the last byte is in (see ``write_returned``)."""
     if run.h is None:
         raise Unsupported(f"line {ev.line}: a write before the connection is established")
     try:
-        run.h.write(t_us * 1000, n, more)
+        run.h.write(t_us * 1000, n, more, eor)
     except OverflowError as e:
         raise Unsupported(f"line {ev.line}: write of {n} bytes: {e}") from None
     collect(run, run.h.sent())

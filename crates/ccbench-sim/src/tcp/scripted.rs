@@ -6,7 +6,7 @@
 
 use super::config::{FlowConfig, TcpConfig};
 use super::io::Loopback;
-use super::sender::{Sender, SenderParams, TxRecord};
+use super::sender::{Sender, SenderParams, TxRecord, WriteFlags};
 use super::wake::Wake;
 use crate::base::rng;
 use crate::cc::{Algorithm, CaState, INFINITE_SSTHRESH};
@@ -127,9 +127,14 @@ impl ScriptedSender {
     /// The application writes `bytes` at `now`, with MSG_MORE if `more`. What the send
     /// buffer does not take waits ([`ScriptedSender::write_pending`]) for ACKs.
     pub fn write(&mut self, now: Time, bytes: u64, more: bool) {
+        self.write_with(now, bytes, WriteFlags { more, eor: false });
+    }
+
+    /// The application writes `bytes` at `now` with `flags` (MSG_MORE, MSG_EOR).
+    pub fn write_with(&mut self, now: Time, bytes: u64, flags: WriteFlags) {
         self.advance(now);
         let now = self.now;
-        self.sender.app_write(now, bytes, more, &mut self.q);
+        self.sender.app_write(now, bytes, flags, &mut self.q);
         self.drain_nic();
     }
 

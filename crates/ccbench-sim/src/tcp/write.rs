@@ -8,9 +8,11 @@
 //! Segments are numbered; each is one MSS long except those in `short_segs`. A short
 //! segment is a write's end: a sized flow's last one, or, with small writes, one that
 //! left before a later write could fill it (Linux appends a write to the queue's tail
-//! skb only while that skb has not been sent). A short segment always ends an skb.
+//! skb only while that skb has not been sent). A short segment always ends an skb, as
+//! does the last segment of a write with MSG_EOR (`TCP_SKB_CB(skb)->eor`, which
+//! `tcp_skb_can_collapse_to` keeps later writes out of).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// `TCP_NAGLE_OFF`: TCP_NODELAY is set.
 pub const NAGLE_OFF: u8 = 1;
@@ -30,6 +32,8 @@ pub struct WriteQueue {
     total_segs: u64,
     /// The segments shorter than the MSS, by number, and their lengths.
     short_segs: BTreeMap<u64, u32>,
+    /// The last segments of writes sent with MSG_EOR.
+    eor_segs: BTreeSet<u64>,
     /// `tp->nonagle`: TCP_NODELAY, TCP_CORK and a pending push (`NAGLE_*`).
     nonagle: u8,
     /// `snd_sml`: the end (a segment number) of the last short segment sent.
@@ -40,7 +44,15 @@ impl WriteQueue {
     /// An empty queue; `fin`: the stream ends (a sized flow), so its last data carries
     /// the FIN.
     pub fn new(mss: u32, fin: bool) -> WriteQueue {
-        WriteQueue { mss, fin, total_segs: 0, short_segs: BTreeMap::new(), nonagle: 0, snd_sml: 0 }
+        WriteQueue {
+            mss,
+            fin,
+            total_segs: 0,
+            short_segs: BTreeMap::new(),
+            eor_segs: BTreeSet::new(),
+            nonagle: 0,
+            snd_sml: 0,
+        }
     }
 
     /// The bytes written so far.
@@ -73,7 +85,7 @@ impl WriteQueue {
         let mss = self.mss;
         let nothing_unsent = snd_nxt == self.total_segs;
         let mut left = bytes;
-        if let Some(tail) = self.total_segs.checked_sub(1).filter(|&t| t >= snd_nxt) {
+        if let Some(tail) = self.total_segs.checked_sub(1).filter(|&t| t >= snd_nxt && !self.eor_segs.contains(&t)) {
             if let Some(len) = self.short_segs.get_mut(&tail) {
                 let add = left.min((mss - *len) as u64) as u32;
                 *len += add;
@@ -93,6 +105,18 @@ impl WriteQueue {
         if !left.is_multiple_of(mss as u64) {
             self.short_segs.insert(self.total_segs - 1, (left % mss as u64) as u32);
         }
+    }
+
+    /// The write just appended was sent with MSG_EOR: its last segment ends its skb.
+    pub fn mark_eor(&mut self) {
+        if let Some(last) = self.total_segs.checked_sub(1) {
+            self.eor_segs.insert(last);
+        }
+    }
+
+    /// The unsent tail may take more of a write (`tcp_skb_can_collapse_to`).
+    pub fn tail_open(&self) -> bool {
+        self.total_segs.checked_sub(1).is_none_or(|t| !self.eor_segs.contains(&t))
     }
 
     /// TCP_NODELAY on or off (`__tcp_sock_set_nodelay`). Returns whether to push what
@@ -154,11 +178,14 @@ impl WriteQueue {
     /// Segments from `seq` that one skb may hold, at most `nsegs`: a short segment ends
     /// its skb.
     pub fn skb_segs(&self, seq: u64, nsegs: u32) -> u32 {
-        if self.short_segs.is_empty() {
-            return nsegs;
+        if self.short_segs.is_empty() && self.eor_segs.is_empty() {
+            return nsegs; // a bulk flow's: on the per-skb path
         }
-        match self.short_segs.range(seq..seq + nsegs as u64).next() {
-            Some((&short, _)) => (short - seq + 1) as u32,
+        let end = seq + nsegs as u64;
+        let short = self.short_segs.range(seq..end).next().map(|(&s, _)| s);
+        let eor = self.eor_segs.range(seq..end).next().copied();
+        match short.into_iter().chain(eor).min() {
+            Some(last) => (last - seq + 1) as u32,
             None => nsegs,
         }
     }
@@ -253,6 +280,25 @@ mod tests {
         // A write that starts a new skb clears the push; TCP_NODELAY stays.
         w.append(100, 3, true);
         assert_eq!(w.nonagle(), NAGLE_OFF);
+    }
+
+    #[test]
+    fn msg_eor_ends_an_skb_that_no_later_write_fills() {
+        let mut w = WriteQueue::new(MSS, false);
+        w.append(1_500, 0, true);
+        w.mark_eor();
+        assert!(!w.tail_open());
+        // The next write starts a segment of its own instead of filling segment 1.
+        w.append(1_500, 0, true);
+        assert_eq!((w.written_segs(), w.seg_len(1), w.seg_len(2), w.seg_len(3)), (4, 500, 1_000, 500));
+        assert_eq!(w.skb_segs(0, 10), 2, "the EOR write's skb ends at its short end");
+        // A full-sized EOR segment ends its skb too.
+        let mut w = WriteQueue::new(MSS, false);
+        w.append(2_000, 0, true);
+        w.mark_eor();
+        w.append(2_000, 0, true);
+        assert_eq!(w.skb_segs(0, 10), 2);
+        assert_eq!(w.skb_segs(2, 10), 10, "the second write's skb ends where the burst does");
     }
 
     #[test]

@@ -31,6 +31,8 @@ mod reduction;
 mod reno;
 mod sacktag;
 mod socket;
+
+pub use socket::WriteFlags;
 mod timeouts;
 mod timer;
 mod undo;
@@ -175,6 +177,8 @@ pub struct Sender {
     /// Bytes of the application's current write not yet copied (`u64::MAX`: a bulk
     /// writer's, without end).
     app_pending: u64,
+    /// That write was sent with MSG_EOR.
+    app_eor: bool,
     /// The send buffer: its size, autotuning, and the writer waiting for room.
     sndbuf: SendBuffer,
     /// Peer's advertised window in bytes (`snd_wnd`).
@@ -252,6 +256,7 @@ impl Sender {
             started: false,
             write: WriteQueue::new(p.tcp.mss, p.flow.size_bytes.is_some_and(|b| b > 0)),
             app_pending: 0,
+            app_eor: false,
             sndbuf: SendBuffer::new(p.tcp.wmem),
             snd_wnd: 65535,
             high_seq: 0,

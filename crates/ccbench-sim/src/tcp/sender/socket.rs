@@ -10,6 +10,15 @@ use crate::tcp::sndbuf::MSS_OPTION_SLACK;
 use crate::tcp::write::{NAGLE_CORK, NAGLE_PUSH};
 use crate::time::Time;
 
+/// A write's flags (`MSG_MORE`, `MSG_EOR`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteFlags {
+    /// More data follows: this push stays corked.
+    pub more: bool,
+    /// The write ends a record: its last skb takes no later write.
+    pub eor: bool,
+}
+
 impl Sender {
     /// The application starts its write (at flow start): a sized flow's whole size, or
     /// without end for a bulk flow. `tcp_sendmsg` checks whether the socket was
@@ -29,21 +38,23 @@ impl Sender {
 
     /// The application writes `bytes` at `now` (`tcp_sendmsg_locked`): what the send
     /// buffer takes goes into the write queue, then `tcp_push` sends what may go, corked
-    /// for this push if `more` (MSG_MORE). What does not fit waits (a blocking write)
-    /// for the ACKs that make room: [`Sender::write_pending`].
-    pub fn app_write(&mut self, now: Time, bytes: u64, more: bool, q: &mut impl Io) {
+    /// for this push if MSG_MORE. What does not fit waits (a blocking write) for the
+    /// ACKs that make room: [`Sender::write_pending`]. With MSG_EOR the write's last
+    /// skb takes no later write.
+    pub fn app_write(&mut self, now: Time, bytes: u64, flags: WriteFlags, q: &mut impl Io) {
         if bytes == 0 {
             return;
         }
         // `tcp_rate_check_app_limited`, before the data is queued.
         self.check_app_limited(self.has_unsent());
         self.app_pending = bytes;
+        self.app_eor = flags.eor;
         self.copy_from_app(now);
         if !self.started {
             self.started = true;
             self.pacing.start(now);
         }
-        self.push_written(now, more, q);
+        self.push_written(now, flags.more, q);
     }
 
     /// Bytes of the application's write still waiting for room in the send buffer.
@@ -79,7 +90,7 @@ impl Sender {
         while self.app_pending > 0 {
             let written = self.write.written_bytes();
             let unsent = written - self.write.seg_start(self.snd_nxt());
-            let tail_room = (goal - unsent % goal) % goal;
+            let tail_room = if self.write.tail_open() { (goal - unsent % goal) % goal } else { 0 };
             let room = if tail_room > 0 {
                 tail_room
             } else if self.sndbuf.has_room(self.wmem_queued_at(goal)) {
@@ -95,6 +106,9 @@ impl Sender {
             self.write.append(n, self.snd_nxt(), self.p.gso);
             if self.app_pending != u64::MAX {
                 self.app_pending -= n;
+                if self.app_pending == 0 && self.app_eor {
+                    self.write.mark_eor();
+                }
             }
             if tail_room == 0 {
                 self.slow_start_after_idle_check(now);
