@@ -185,6 +185,21 @@ def test_hash_ignores_spelling_but_not_values() -> None:
     assert two.scenario_hash == split.scenario_hash
 
 
+def test_the_send_buffer_settings_reach_the_core_only_when_set() -> None:
+    plain = Scenario.from_toml(MINIMAL)
+    assert "wmem" not in plain.to_core()["tcp"] and "sndbuf_bytes" not in plain.to_core()["flows"][0]
+    tuned = Scenario.from_toml(MINIMAL + 'sndbuf = "64KiB"\n[tcp]\nwmem = ["4KiB", "16KiB", "256KiB"]\n')
+    core = tuned.to_core()
+    assert list(core["tcp"]["wmem"]) == [4096, 16384, 262144] and core["flows"][0]["sndbuf_bytes"] == 65536
+    assert tuned.tcp.sysctls()["net.ipv4.tcp_wmem"] == "4096 16384 262144"
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_toml(MINIMAL + '[tcp]\nwmem = ["4KiB", "16KiB", "1KiB"]\n')
+    assert e.value.field == "tcp.wmem" and "min <= default <= max" in str(e.value)
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_toml(MINIMAL + 'sndbuf = "2GiB"\n')
+    assert e.value.field == "flows[0].sndbuf"
+
+
 def test_from_flags_defaults() -> None:
     s = Scenario.from_flags()
     assert s.link.rate_bps == 100 * 10**6 and s.link.rtt_ns == 40 * 10**6

@@ -434,3 +434,20 @@ fn rwnd_limited_time_covers_the_run_when_the_window_binds() {
     assert!(small.rwnd_limited_ms > 9_500.0 && small.rwnd_limited_ms <= 10_000.0, "{}", small.rwnd_limited_ms);
     assert_eq!(large.rwnd_limited_ms, 0.0);
 }
+
+/// A send buffer locked by SO_SNDBUF binds: 128 KiB (the kernel keeps 256 KiB) on a
+/// 100 Mbit/s, 40 ms path whose BDP is 500 KB. At most the buffer's bytes are in flight
+/// per RTT, less each skb's 832-byte charge: goodput stays below 256 KiB / 40 ms
+/// (52 Mbit/s) and above half of it (the writer refills at a third free), and the
+/// writer waits for the buffer most of the run.
+#[test]
+fn a_locked_send_buffer_bounds_the_flight() {
+    let mut s = bulk("cubic", 1, BufferLimit::Bdp(1.0), 10);
+    s.flows[0].sndbuf_bytes = Some(128 << 10);
+    let out = run_ok(&s);
+    let f = &out.summary.flows[0];
+    let ceiling = (256u64 << 10) as f64 * 8.0 / (RTT as f64 / 1e9);
+    assert!(f.goodput_bps < ceiling && f.goodput_bps > 0.5 * ceiling, "{:.2} Mbit/s", f.goodput_bps / 1e6);
+    assert!(f.sndbuf_limited_ms > 0.5 * 10_000.0, "sndbuf-limited {} ms", f.sndbuf_limited_ms);
+    assert_eq!(f.retransmits, 0, "the buffer, not the link, limits the flow");
+}

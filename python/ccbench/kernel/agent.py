@@ -32,6 +32,7 @@ else:  # run by path
 
 RECV_BYTES = 1 << 18
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
 SEND_CHUNK = 1 << 20
 CONNECT_TIMEOUT_S = 10.0
 # The receiver waits this long for `go`, and for its connections, before giving up.
@@ -306,6 +307,9 @@ def open_connection(flow: dict[str, Any], port: int, wait: bool) -> socket.socke
     when ``wait``, else left connecting (it becomes writable once connected)."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, flow["cca"].encode())
+    if flow.get("sndbuf"):
+        # SO_SNDBUFFORCE: as root, past net.core.wmem_max, as the simulator takes it.
+        s.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, int(flow["sndbuf"]))
     if flow.get("force_pacing"):
         s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, struct.pack("@I", PACING_ANY_RATE))
     if wait:

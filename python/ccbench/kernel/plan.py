@@ -81,6 +81,7 @@ class FlowPlan:
     paced: bool
     force_pacing: bool
     ecn: bool
+    sndbuf_bytes: Optional[int] = None
 
     @property
     def field(self) -> str:
@@ -189,6 +190,7 @@ def _flow_plans(sc: Scenario, host: HostFacts) -> list[FlowPlan]:
                     paced=self_paced or f.pacing is True,
                     force_pacing=not self_paced and f.pacing is True,
                     ecn=ecn == "classic",
+                    sndbuf_bytes=f.sndbuf_bytes,
                 )
             )
     if len(flows) > MAX_FLOWS:

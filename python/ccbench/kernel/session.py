@@ -466,6 +466,7 @@ def _sender_flows(run: RunContext) -> list[dict[str, Any]]:
             "start_ns": f.start_ns,
             "size": f.size_bytes,
             "force_pacing": f.force_pacing,
+            "sndbuf": f.sndbuf_bytes,
             "repeat": f.repeat,
             "pause_ns": f.pause_ns,
             "cc_info": cc_info_kind(f.cca),

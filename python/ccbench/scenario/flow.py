@@ -200,6 +200,7 @@ class Flow(_Table):
         "repeat",
         "pause_ns",
         "rwnd_autotune",
+        "sndbuf_bytes",
     )
 
     cca: str = Field(
@@ -226,6 +227,13 @@ class Flow(_Table):
     )
     rwnd_bytes: Size = Field(
         _flow("rwnd_bytes"), alias="rwnd", description="receive-window limit, at least one MSS", examples=["6MiB"]
+    )
+    sndbuf_bytes: Optional[Annotated[Size, core_range("flows.sndbuf_bytes")]] = Field(
+        None,
+        alias="sndbuf",
+        description="SO_SNDBUF as the application sets it (iperf3 -w): the kernel keeps twice "
+        "this, not autotuned; omit for tcp.wmem's autotuning",
+        examples=["64KiB"],
     )
     params: dict[str, float] = Field(
         default_factory=dict, description="algorithm parameter overrides by name (numbers)", examples=[{}]

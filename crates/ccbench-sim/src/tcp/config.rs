@@ -134,6 +134,10 @@ pub struct FlowConfig {
     /// does, instead of advertising `rwnd_bytes` from the start.
     #[serde(default)]
     pub rwnd_autotune: bool,
+    /// SO_SNDBUF as the application sets it (iperf3's `-w`): the kernel keeps twice this
+    /// and does not autotune it. None: `tcp.wmem` and autotuning.
+    #[serde(default)]
+    pub sndbuf_bytes: Option<u64>,
     /// Algorithm parameter overrides by name.
     #[serde(default)]
     pub params: BTreeMap<String, f64>,
@@ -172,6 +176,8 @@ impl FlowConfig {
     /// docs/input-ranges.md read them too).
     pub const RANGES: &'static [Range] = &[
         Range { field: "pacing_stride", lo: 1, hi: 1_000, unit: Unit::Count(""), why: "" },
+        // `sk_setsockopt` doubles the value into an int.
+        Range { field: "sndbuf_bytes", lo: 1, hi: (i32::MAX / 2) as u64, unit: Unit::Bytes, why: "INT_MAX / 2" },
         // cwnd is a u32 of segments; the kernel's own limit for snd_cwnd_clamp.
         Range { field: "fixed_cwnd", lo: 1, hi: 1_000_000_000, unit: Unit::Count("segments"), why: "" },
         Range {
@@ -194,6 +200,7 @@ impl FlowConfig {
             pacing: None,
             rwnd_bytes: default_rwnd(),
             rwnd_autotune: false,
+            sndbuf_bytes: None,
             params: BTreeMap::new(),
             ecn: Ecn::Off,
             pacing_stride: 1,

@@ -280,7 +280,11 @@ impl Sender {
         };
         let info = s.info(Time::ZERO);
         s.cc.init(&info, &mut s.w);
-        // `tcp_init_buffer_space`, as the connection is established.
+        // SO_SNDBUF before connect(), then `tcp_init_buffer_space`, as the connection is
+        // established.
+        if let Some(bytes) = s.p.flow.sndbuf_bytes {
+            s.sndbuf.set(2 * bytes);
+        }
         s.sndbuf.note_window(s.snd_wnd);
         let factor = s.cc.sndbuf_expand(&info);
         s.sndbuf.init(s.w.cwnd, s.reordering.degree(), s.p.tcp.mss + super::sndbuf::MSS_OPTION_SLACK, factor);
