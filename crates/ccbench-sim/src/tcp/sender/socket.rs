@@ -165,6 +165,7 @@ impl Sender {
             self.chronos.start(now, Chrono::SndbufLimited);
         }
     }
+
     /// TCP_NODELAY on or off (`__tcp_sock_set_nodelay`): on pushes what waits.
     pub fn set_nodelay(&mut self, now: Time, on: bool, q: &mut impl Io) {
         if self.write.set_nodelay(on) {
