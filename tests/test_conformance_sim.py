@@ -309,6 +309,8 @@ def test_a_silent_sender_fails_after_packetdrills_wait(tmp_path):
     ("   +0 `sysctl -q net.ipv4.tcp_tso_win_divisor=10`\n", "a shell command after the connection is established"),
     ("   +0 write(4, ..., 1500) = 1000\n", "line 8: write() returning 1000 of 1500 bytes"),
     ("   +0 send(4, ..., 100, MSG_DONTWAIT) = 100\n", "line 8: send flags MSG_DONTWAIT"),
+    ("   +0 fcntl(4, F_SETFL, O_RDWR|O_NONBLOCK) = 0\n   +0 setsockopt(4, SOL_SOCKET, SO_SNDBUF, [5000], 4) = 0\n"
+     "   +0 write(4, ..., 100000) = 100000\n", "line 10: a non-blocking write beyond the send buffer"),
     ("   +0 read(4, ..., -5) = 0\n", "line 8: read of length -5"),
     ("   +0 write(4, ..., 4294967296) = 4294967296\n", "line 8: write of 4294967296 bytes: Linux copies at most"),
 ])  # fmt: skip
