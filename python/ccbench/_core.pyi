@@ -75,6 +75,8 @@ class ScriptedSender:
         """The application writes, with MSG_MORE if ``more`` and MSG_EOR if ``eor``."""
     def write_pending(self) -> int:
         """Bytes of the last write still waiting for room in the send buffer."""
+    def return_short(self) -> None:
+        """A non-blocking write returns short: what waits is the application's again."""
     def set_sndbuf(self, bytes: int) -> None:
         """SO_SNDBUF as the kernel keeps it (doubled): the buffer, locked."""
     def sndbuf(self) -> int:

@@ -81,6 +81,11 @@ impl ScriptedSender {
         self.h.write_pending()
     }
 
+    /// A non-blocking write returns short: what waits is the application's again.
+    fn return_short(&mut self) {
+        self.h.return_short();
+    }
+
     /// SO_SNDBUF as the kernel keeps it (doubled, at least SOCK_MIN_SNDBUF), locked.
     fn set_sndbuf(&mut self, bytes: u64) {
         self.h.set_sndbuf(bytes);

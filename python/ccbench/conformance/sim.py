@@ -38,7 +38,7 @@ from .script import (
     expr_names,
     parse_file,
 )
-from .sim_calls import inbound_after_close, read_returned, syscall, write_returned
+from .sim_calls import check_returned, inbound_after_close, read_returned, syscall, write_returned
 from .sim_state import (
     _MODULE_PARAM,
     CUBIC_MODULE_PARAMS,
@@ -84,6 +84,7 @@ def run_script(path: Path, name: str, tolerance_us: Optional[int] = None,
             _event(run, ev)
         if run.failed_assertion is not None:
             raise Failed(run.failed_assertion)
+        check_returned(run)
         if run.blocked is not None:
             ev = run.blocked[0]
             raise Failed(Mismatch(ev.line, ev.text, "write() still waiting for the send buffer at the end", run.now_us))

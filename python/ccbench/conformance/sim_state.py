@@ -155,6 +155,8 @@ class Run:
     # expected time range; the end of the current event's range (a syscall's).
     blocked: Optional[tuple[Event, Optional[int]]] = None
     event_end_us: Optional[int] = None
+    # A blocked write that returned outside its time range, checked lazily.
+    late_return: Optional[Mismatch] = None
     # Descriptors set O_NONBLOCK (fcntl F_SETFL), and a read() waiting for the peer's
     # data: its event, its length, and the end of its expected time range.
     nonblocking: set[str] = field(default_factory=set)

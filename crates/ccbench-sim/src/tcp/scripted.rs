@@ -143,6 +143,11 @@ impl ScriptedSender {
         self.sender.write_pending()
     }
 
+    /// A non-blocking write returns short: what waits is the application's again.
+    pub fn return_short(&mut self) {
+        self.sender.return_short();
+    }
+
     /// SO_SNDBUF as the kernel keeps it (doubled): the buffer is that, not autotuned.
     pub fn set_sndbuf(&mut self, bytes: u64) {
         self.sender.set_sndbuf(bytes);

@@ -74,6 +74,11 @@ impl SendBuffer {
         self.nospace = on;
     }
 
+    /// `max_window`: the largest window the peer has offered.
+    pub fn max_window(&self) -> u64 {
+        self.max_window
+    }
+
     /// The handshake's window is the largest so far.
     pub fn set_max_window(&mut self, wnd: u64) {
         self.max_window = wnd;

@@ -179,6 +179,8 @@ pub struct Sender {
     app_pending: u64,
     /// That write was sent with MSG_EOR.
     app_eor: bool,
+    /// `pushed_seq`: the end (bytes) of what the last push covered (`tcp_mark_push`).
+    pushed_seq: u64,
     /// The send buffer: its size, autotuning, and the writer waiting for room.
     sndbuf: SendBuffer,
     /// Peer's advertised window in bytes (`snd_wnd`).
@@ -257,6 +259,7 @@ impl Sender {
             write: WriteQueue::new(p.tcp.mss, p.flow.size_bytes.is_some_and(|b| b > 0)),
             app_pending: 0,
             app_eor: false,
+            pushed_seq: 0,
             sndbuf: SendBuffer::new(p.tcp.wmem),
             snd_wnd: 65535,
             high_seq: 0,

@@ -32,7 +32,7 @@ impl Sender {
         // first flight is app-limited, and BBR's TX_START sees `idle_restart`.
         self.check_app_limited(false);
         self.app_pending = self.p.flow.size_bytes.unwrap_or(u64::MAX);
-        self.copy_from_app(now);
+        self.copy_from_app(now, q);
         self.push_written(now, false, q);
     }
 
@@ -47,19 +47,26 @@ impl Sender {
         }
         // `tcp_rate_check_app_limited`, before the data is queued.
         self.check_app_limited(self.has_unsent());
-        self.app_pending = bytes;
-        self.app_eor = flags.eor;
-        self.copy_from_app(now);
         if !self.started {
             self.started = true;
             self.pacing.start(now);
         }
+        self.app_pending = bytes;
+        self.app_eor = flags.eor;
+        self.copy_from_app(now, q);
         self.push_written(now, flags.more, q);
     }
 
     /// Bytes of the application's write still waiting for room in the send buffer.
     pub fn write_pending(&self) -> u64 {
         self.app_pending
+    }
+
+    /// A non-blocking write returns with what the buffer took (`sk_stream_wait_memory`
+    /// gives EAGAIN at once); the rest is the application's again. `SOCK_NOSPACE` stays
+    /// set, as `wait_for_space` left it.
+    pub fn return_short(&mut self) {
+        self.app_pending = 0;
     }
 
     /// SO_SNDBUF: the send buffer is `bytes` (as the kernel keeps it), not autotuned.
@@ -82,10 +89,14 @@ impl Sender {
 
     /// `tcp_sendmsg_locked`'s copy loop over what the application's write has left: the
     /// unsent tail skb fills up to the size goal whatever the buffer holds; a new skb
-    /// needs room (`sk_stream_memory_free`), else the write waits (`SOCK_NOSPACE`). A new
-    /// skb clears a pending push and checks for a restart after idle (`tcp_skb_entail`);
-    /// the first unsent data starts the busy chronograph (`tcp_add_write_queue_tail`).
-    fn copy_from_app(&mut self, now: Time) {
+    /// needs room (`sk_stream_memory_free`), else the write waits (`SOCK_NOSPACE`). A
+    /// filled skb that is all that waits goes at once, one skb's worth (`tcp_push_one`),
+    /// or, past half the largest window since the last push, everything does
+    /// (`forced_push`); what that sends leaves the tail short, and the copy fills it
+    /// again, so a write runs past the buffer while cwnd takes what it copies. A new skb
+    /// clears a pending push and checks for a restart after idle (`tcp_skb_entail`); the
+    /// first unsent data starts the busy chronograph (`tcp_add_write_queue_tail`).
+    fn copy_from_app(&mut self, now: Time, q: &mut impl Io) {
         let goal = self.sndbuf.size_goal(self.p.tcp.mss, self.p.gso);
         while self.app_pending > 0 {
             let written = self.write.written_bytes();
@@ -113,6 +124,16 @@ impl Sender {
             if tail_room == 0 {
                 self.slow_start_after_idle_check(now);
             }
+            if self.app_pending == 0 || n < room {
+                continue; // the write is done, or its skb is not full
+            }
+            let written = self.write.written_bytes();
+            if written > self.pushed_seq + self.sndbuf.max_window() / 2 {
+                self.pushed_seq = written; // `tcp_mark_push`
+                self.push_frames(now, NAGLE_PUSH, q);
+            } else if unsent + n == goal {
+                self.write_xmit(now, 1, NAGLE_PUSH, q);
+            }
         }
     }
 
@@ -120,6 +141,9 @@ impl Sender {
     /// (`TCP_NAGLE_PUSH`, at `wait_for_space`); one that finished pushes with the
     /// socket's Nagle setting, corked if `more`.
     fn push_written(&mut self, now: Time, more: bool, q: &mut impl Io) {
+        if !more {
+            self.pushed_seq = self.write.written_bytes(); // `tcp_mark_push`
+        }
         let nonagle = if self.app_pending > 0 {
             NAGLE_PUSH
         } else if more {
@@ -154,7 +178,7 @@ impl Sender {
             // flow's single write goes on where it stopped.
             self.check_app_limited(self.has_unsent());
         }
-        self.copy_from_app(now);
+        self.copy_from_app(now, q);
         self.push_written(now, false, q);
     }
 
