@@ -54,6 +54,13 @@ impl Scenario {
         if let Some((r, _)) = self.tcp.out_of_range() {
             return Err(err(format!("tcp.{}", r.key()), format!("must be {}", describe(r))));
         }
+        let [min, default, max] = self.tcp.wmem;
+        if !(1 <= min && min <= default && default <= max && max <= i32::MAX as u64) {
+            return Err(err(
+                "tcp.wmem",
+                "must be [min, default, max] with 1 <= min <= default <= max <= 2147483647 bytes (INT_MAX)",
+            ));
+        }
         for (i, f) in self.flows.iter().enumerate() {
             self.check_flow(i, f)?;
         }

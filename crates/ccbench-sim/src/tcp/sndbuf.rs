@@ -27,7 +27,7 @@ pub const SOCK_MIN_SNDBUF: u64 = 2 * (2048 + SK_BUFF);
 const GSO_MAX_SIZE: u64 = 65_536 - MAX_TCP_HEADER - 1;
 /// The peer's MSS option (`mss_clamp`, which sizes autotuning) exceeds the MSS in use
 /// by the timestamp option's 12 bytes.
-pub const MSS_OPTION_SLACK: u32 = 12;
+const MSS_OPTION_SLACK: u32 = 12;
 /// `TCP_MSS_DEFAULT`: below it, `tcp_bound_to_half_wnd` takes the whole window.
 const TCP_MSS_DEFAULT: u64 = 536;
 
@@ -140,22 +140,24 @@ impl SendBuffer {
     /// `tcp_sndbuf_expand`, if `tcp_should_expand_sndbuf`: room for `factor`
     /// (`ca_ops->sndbuf_expand`, else 2) times the segments of cwnd (at least
     /// `TCP_INIT_CWND`, and `reordering + 1`) at a non-GSO skb's memory each, whose head
-    /// holds `mss_clamp` and headers rounded up to a power of two. Never shrinks.
-    pub fn expand(&mut self, cwnd: u32, in_flight: u32, reordering: u32, mss_clamp: u32, factor: u32) {
+    /// holds the peer's MSS option (`mss_clamp`: `mss` and the timestamp option) and
+    /// headers, rounded up to a power of two. Never shrinks.
+    pub fn expand(&mut self, cwnd: u32, in_flight: u32, reordering: u32, mss: u32, factor: u32) {
         if self.may_expand(cwnd, in_flight) {
-            self.grow(cwnd, reordering, mss_clamp, factor);
+            self.grow(cwnd, reordering, mss, factor);
         }
     }
 
     /// `tcp_init_buffer_space`'s expansion as the connection opens (unless locked).
-    pub fn init(&mut self, cwnd: u32, reordering: u32, mss_clamp: u32, factor: u32) {
+    pub fn init(&mut self, cwnd: u32, reordering: u32, mss: u32, factor: u32) {
         if !self.locked {
-            self.grow(cwnd, reordering, mss_clamp, factor);
+            self.grow(cwnd, reordering, mss, factor);
         }
     }
 
-    fn grow(&mut self, cwnd: u32, reordering: u32, mss_clamp: u32, factor: u32) {
-        let per_mss = (mss_clamp as u64 + MAX_TCP_HEADER + SHINFO).next_power_of_two() + SK_BUFF;
+    fn grow(&mut self, cwnd: u32, reordering: u32, mss: u32, factor: u32) {
+        let mss_clamp = (mss + MSS_OPTION_SLACK) as u64;
+        let per_mss = (mss_clamp + MAX_TCP_HEADER + SHINFO).next_power_of_two() + SK_BUFF;
         let segs = cwnd.max(10).max(reordering + 1) as u64;
         let want = factor as u64 * segs * per_mss;
         if self.size < want {
@@ -177,33 +179,33 @@ mod tests {
 
     #[test]
     fn the_opening_expansion_matches_a_fresh_linux_socket() {
-        // `ss -m` on Linux 6.18, MSS option 1460: Cubic's tb46080, BBR's tb69120.
+        // `ss -m` on Linux 6.18, MSS 1448 (option 1460): Cubic's tb46080, BBR's tb69120.
         let mut b = SendBuffer::new(WMEM);
-        b.init(10, 3, 1460, 2);
+        b.init(10, 3, 1448, 2);
         assert_eq!(b.size(), 46_080);
         let mut b = SendBuffer::new(WMEM);
-        b.init(10, 3, 1460, 3);
+        b.init(10, 3, 1448, 3);
         assert_eq!(b.size(), 69_120);
         // tcp_wmem[2] caps it; SO_SNDBUF locks it.
         let mut b = SendBuffer::new([4096, 16_384, 30_000]);
-        b.init(10, 3, 1460, 2);
+        b.init(10, 3, 1448, 2);
         assert_eq!(b.size(), 30_000);
         let mut b = SendBuffer::new(WMEM);
         b.set(20_000);
-        b.init(10, 3, 1460, 2);
-        b.expand(100, 0, 3, 1460, 2);
+        b.init(10, 3, 1448, 2);
+        b.expand(100, 0, 3, 1448, 2);
         assert_eq!(b.size(), 20_000);
     }
 
     #[test]
     fn autotuning_grows_with_cwnd_only_when_the_window_is_not_full() {
         let mut b = SendBuffer::new(WMEM);
-        b.init(10, 3, 1460, 2);
-        b.expand(100, 100, 3, 1460, 2);
+        b.init(10, 3, 1448, 2);
+        b.expand(100, 100, 3, 1448, 2);
         assert_eq!(b.size(), 46_080, "in flight fills cwnd: no growth");
-        b.expand(100, 60, 3, 1460, 2);
+        b.expand(100, 60, 3, 1448, 2);
         assert_eq!(b.size(), 2 * 100 * 2304);
-        b.expand(50, 10, 3, 1460, 2);
+        b.expand(50, 10, 3, 1448, 2);
         assert_eq!(b.size(), 2 * 100 * 2304, "never shrinks");
     }
 

@@ -290,7 +290,7 @@ impl Sender {
         }
         s.sndbuf.note_window(s.snd_wnd);
         let factor = s.cc.sndbuf_expand(&info);
-        s.sndbuf.init(s.w.cwnd, s.reordering.degree(), s.p.tcp.mss + super::sndbuf::MSS_OPTION_SLACK, factor);
+        s.sndbuf.init(s.w.cwnd, s.reordering.degree(), s.p.tcp.mss, factor);
         if !s.cc.owns_cwnd() {
             s.update_pacing_rate();
         }

@@ -6,7 +6,6 @@
 use super::Sender;
 use crate::tcp::chrono::Chrono;
 use crate::tcp::io::Io;
-use crate::tcp::sndbuf::MSS_OPTION_SLACK;
 use crate::tcp::write::{NAGLE_CORK, NAGLE_PUSH};
 use crate::time::Time;
 
@@ -75,7 +74,7 @@ impl Sender {
     }
 
     /// `sk_wmem_queued`: what the write and retransmit queues charge the send buffer.
-    pub fn wmem_queued(&self) -> u64 {
+    fn wmem_queued(&self) -> u64 {
         let goal = self.sndbuf.size_goal(self.p.tcp.mss, self.p.gso);
         self.wmem_queued_at(goal)
     }
@@ -163,9 +162,8 @@ impl Sender {
             return;
         }
         if self.sndbuf.may_expand(self.w.cwnd, self.inflight()) {
-            let mss_clamp = self.p.tcp.mss + MSS_OPTION_SLACK;
             let factor = self.cc.sndbuf_expand(&self.info(now));
-            self.sndbuf.expand(self.w.cwnd, self.inflight(), self.reordering.degree(), mss_clamp, factor);
+            self.sndbuf.expand(self.w.cwnd, self.inflight(), self.reordering.degree(), self.p.tcp.mss, factor);
         }
         if !self.sndbuf.writeable(self.wmem_queued()) {
             return;
