@@ -207,6 +207,29 @@ def test_repeated_downloads_each_on_a_new_connection() -> None:
     assert math.isclose(s["flows"][0]["completion_s"], last["start_s"] + last["completion_s"], rel_tol=1e-6)
 
 
+def test_downloads_that_connect_when_due_count_the_handshake_and_fast_open_takes_it_back() -> None:
+    """1 KB downloads at 20 ms: a handshake made when due adds a round trip; with Fast
+    Open, from the second connection on, the data goes in the SYN and that round trip
+    goes away again."""
+
+    def medians(**flow: object) -> list[float]:
+        doc = {
+            "duration": "10s",
+            "link": {"rate": "20Mbit", "rtt": "20ms", "buffer": "1bdp"},
+            "flows": [{"cca": "cubic", "size": "1KB", "repeat": 5, "pause": "100ms", **flow}],
+        }
+        downloads = run(doc).summary["flows"][0]["downloads"]
+        assert len(downloads) == 5 and all(d["delivered_bytes"] == 1000 for d in downloads)
+        return [d["completion_s"] for d in downloads]
+
+    ahead = medians()
+    due = medians(connect="sender")
+    tfo = medians(connect="sender", fastopen=True)
+    mid = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    assert 0.016 < mid(due) - mid(ahead) < 0.026, (ahead, due)
+    assert tfo[0] > 0.025 and mid(tfo[1:]) < mid(ahead) + 0.003, (tfo, ahead)
+
+
 def test_a_killed_run_leaves_state_that_cleanup_removes(tmp_path: Path) -> None:
     env = dict(os.environ, NO_COLOR="1")
     proc = subprocess.Popen(

@@ -114,6 +114,14 @@ class TestPlan:
             make_plan(from_dict(scenario(tcp={"tso_rtt_log": 0})), old)
         assert e.value.field == "tcp.tso_rtt_log" and "has no net.ipv4.tcp_tso_rtt_log" in e.value.message
 
+    def test_fast_open_is_on_in_both_namespaces_only_when_a_flow_uses_it(self) -> None:
+        plain = make_plan(from_dict(scenario()), HOST)
+        assert "net.ipv4.tcp_fastopen" not in plain.sender_sysctls
+        flows = [{"cca": "cubic", "size": "20KB", "repeat": 3, "connect": "sender", "fastopen": True}]
+        plan = make_plan(from_dict(scenario(flows=flows)), HOST)
+        assert plan.sender_sysctls["net.ipv4.tcp_fastopen"] == plan.receiver_sysctls["net.ipv4.tcp_fastopen"] == "3"
+        assert (plan.flows[0].connect, plan.flows[0].fastopen) == ("sender", True)
+
     def test_pacing_and_counts(self) -> None:
         sc = from_dict(scenario(flows=[{"cca": "cubic", "pacing": True, "count": 2}, {"cca": "bbr", "start": "1s"}]))
         flows = make_plan(sc, HOST).flows

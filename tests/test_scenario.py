@@ -150,6 +150,8 @@ def test_effective_toml_is_complete() -> None:
         "repeat",
         "pause",
         "rwnd_autotune",
+        "connect",
+        "fastopen",
     }
     assert s.scenario_hash in s.effective_toml()
 
@@ -198,6 +200,20 @@ def test_the_send_buffer_settings_reach_the_core_only_when_set() -> None:
     with pytest.raises(ScenarioError) as e:
         Scenario.from_toml(MINIMAL + 'sndbuf = "2GiB"\n')
     assert e.value.field == "flows[0].sndbuf"
+
+
+def test_connecting_when_due_and_fast_open_reach_the_core_only_when_set() -> None:
+    plain = Scenario.from_toml(MINIMAL)
+    assert not {"connect", "fastopen"} & set(plain.to_core()["flows"][0])
+    tfo = Scenario.from_toml(MINIMAL + 'size = "20KB"\nrepeat = 3\nconnect = "sender"\nfastopen = true\n')
+    flow = tfo.to_core()["flows"][0]
+    assert (flow["connect"], flow["fastopen"]) == ("sender", True)
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_toml(MINIMAL + "fastopen = true\n")
+    assert e.value.field == "flows[0].fastopen" and 'needs connect = "sender"' in e.value.message
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_toml(MINIMAL + 'connect = "receiver"\n')
+    assert e.value.field == "flows[0].connect" and "'ahead' or 'sender'" in str(e.value)
 
 
 def test_from_flags_defaults() -> None:

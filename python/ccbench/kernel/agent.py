@@ -33,6 +33,10 @@ else:  # run by path
 RECV_BYTES = 1 << 18
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
+TCP_FASTOPEN = getattr(socket, "TCP_FASTOPEN", 23)
+TCP_FASTOPEN_CONNECT = getattr(socket, "TCP_FASTOPEN_CONNECT", 30)
+# Fast Open requests a listener holds before accept() (its TCP_FASTOPEN queue length).
+FASTOPEN_QLEN = 16
 SEND_CHUNK = 1 << 20
 CONNECT_TIMEOUT_S = 10.0
 # The receiver waits this long for `go`, and for its connections, before giving up.
@@ -112,6 +116,8 @@ def listen(cfg: dict[str, Any]) -> selectors.BaseSelector:
                 ls.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, flow["cca"].encode())
             except OSError:
                 pass
+        if flow.get("fastopen"):
+            ls.setsockopt(socket.IPPROTO_TCP, TCP_FASTOPEN, FASTOPEN_QLEN)
         ls.bind((flow["addr"], cfg["base_port"] + i))
         ls.listen(4)
         ls.setblocking(False)
@@ -302,9 +308,8 @@ def sample_flow(sock: socket.socket, flow: dict[str, Any]) -> dict[str, Any]:
     return info
 
 
-def open_connection(flow: dict[str, Any], port: int, wait: bool) -> socket.socket:
-    """A connection of ``flow`` to the receiver's ``port``: connected before returning
-    when ``wait``, else left connecting (it becomes writable once connected)."""
+def new_socket(flow: dict[str, Any]) -> socket.socket:
+    """A socket of ``flow``, set up as the scenario says and not yet connected."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, flow["cca"].encode())
     if flow.get("sndbuf"):
@@ -312,6 +317,17 @@ def open_connection(flow: dict[str, Any], port: int, wait: bool) -> socket.socke
         s.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, int(flow["sndbuf"]))
     if flow.get("force_pacing"):
         s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, struct.pack("@I", PACING_ANY_RATE))
+    if flow.get("fastopen"):
+        # connect() waits for the first write, whose data goes in the SYN when a cookie
+        # for the server is cached; without one, the SYN asks for it.
+        s.setsockopt(socket.IPPROTO_TCP, TCP_FASTOPEN_CONNECT, 1)
+    return s
+
+
+def open_connection(flow: dict[str, Any], port: int, wait: bool) -> socket.socket:
+    """A connection of ``flow`` to the receiver's ``port``: connected before returning
+    when ``wait``, else left connecting (it becomes writable once connected)."""
+    s = new_socket(flow)
     if wait:
         s.settimeout(CONNECT_TIMEOUT_S)
         s.connect((flow["addr"], port))
@@ -320,6 +336,11 @@ def open_connection(flow: dict[str, Any], port: int, wait: bool) -> socket.socke
         s.setblocking(False)
         s.connect_ex((flow["addr"], port))
     return s
+
+
+def connects_when_due(flow: dict[str, Any]) -> bool:
+    """The flow's sender calls connect() when each download is due (``connect = "sender"``)."""
+    return flow.get("connect") == "sender"
 
 
 def send(cfg: dict[str, Any]) -> None:
@@ -348,9 +369,13 @@ class Sender:
         # Each flow's connections in order: one per download. A flow that repeats
         # downloads keeps the next one connected ahead (a spare), so that, as in the
         # simulator, each download starts with its handshake done.
-        self.conns = [[open_connection(f, self.ports[i], True)] for i, f in enumerate(flows)]
+        # A flow that connects when its download is due has a socket not yet connected.
+        self.conns = [
+            [new_socket(f) if connects_when_due(f) else open_connection(f, self.ports[i], True)]
+            for i, f in enumerate(flows)
+        ]
         for i, f in enumerate(flows):
-            if self.repeats[i] > 1:
+            if self.repeats[i] > 1 and not connects_when_due(f):
                 self.conns[i].append(open_connection(f, self.ports[i], True))
         self.sel = selectors.DefaultSelector()
         self.notify: Optional[socket.socket] = None
@@ -405,14 +430,24 @@ class Sender:
             if start is None or now < start:
                 continue
             self.next_start[i] = None
+            flow = self.flows[i]
             if self.began[i]:  # a download after the first: the spare takes over
                 self.current[i] += 1
-                self.remaining[i] = self.flows[i].get("size")
+                self.remaining[i] = flow.get("size")
                 self.draining[i] = False  # the last one's ACKs no longer matter
-                if self.current[i] + 1 < self.repeats[i]:
-                    self.conns[i].append(open_connection(self.flows[i], self.ports[i], False))
+                if connects_when_due(flow):
+                    self.conns[i].append(new_socket(flow))
+                elif self.current[i] + 1 < self.repeats[i]:
+                    self.conns[i].append(open_connection(flow, self.ports[i], False))
             self.began[i].append(now - self.t0)
-            self.sel.register(self.live(i), selectors.EVENT_WRITE, i)
+            sock = self.live(i)
+            if connects_when_due(flow):
+                sock.setblocking(False)
+                sock.connect_ex((flow["addr"], self.ports[i]))
+            self.sel.register(sock, selectors.EVENT_WRITE, i)
+            if flow.get("fastopen"):
+                # A deferred connect() is not writable yet: the first write opens it.
+                self.write(i)
 
     def check_drained(self, now: int) -> None:
         """A sized download is done when all of it is acknowledged; the flow is done at

@@ -40,6 +40,9 @@ flows[].repeat, pause
                     one connection per download, connected ahead of it; the receiver
                     tells the sender when it has a download (a Unix socket outside the
                     emulated path), and the next starts ``pause`` later, as in the simulator
+flows[].connect     ``sender``: the sender agent calls connect() when each download is due
+flows[].fastopen    ``net.ipv4.tcp_fastopen = 3`` in both namespaces, ``TCP_FASTOPEN`` on the
+                    listener, ``TCP_FASTOPEN_CONNECT`` on the sender's sockets
 ==================  =====================================================================
 """
 
@@ -82,6 +85,8 @@ class FlowPlan:
     force_pacing: bool
     ecn: bool
     sndbuf_bytes: Optional[int] = None
+    connect: str = "ahead"
+    fastopen: bool = False
 
     @property
     def field(self) -> str:
@@ -191,6 +196,8 @@ def _flow_plans(sc: Scenario, host: HostFacts) -> list[FlowPlan]:
                     force_pacing=not self_paced and f.pacing is True,
                     ecn=ecn == "classic",
                     sndbuf_bytes=f.sndbuf_bytes,
+                    connect=f.connect,
+                    fastopen=f.fastopen,
                 )
             )
     if len(flows) > MAX_FLOWS:
@@ -246,6 +253,9 @@ def _namespace_sysctls(
     # tcp.wmem among them: the sender's send buffer as the simulator models it.
     sender = {**common, **stack}
     receiver = {**common, **stack}
+    if any(f.fastopen for f in flows):
+        # Fast Open as a client and as a server (the default, 1, is client only).
+        sender["net.ipv4.tcp_fastopen"] = receiver["net.ipv4.tcp_fastopen"] = "3"
     # Room for the receive window to grow to rwnd whatever the skb overhead.
     receiver["net.ipv4.tcp_rmem"] = f"4096 131072 {max(4 * rwnd_max, 6 * 2**20)}"
     return sender, receiver

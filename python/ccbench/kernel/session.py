@@ -431,6 +431,7 @@ def _start_receiver(run: RunContext, ns_r: str, common: dict[str, Any], bpf_here
             "rwnd": f.rwnd_bytes,
             "autotune": f.rwnd_autotune,
             "repeat": f.repeat,
+            "fastopen": f.fastopen,
             "cca": _receiver_cca(run, f, bpf_here),
         }
         for f in run.plan.flows
@@ -469,6 +470,8 @@ def _sender_flows(run: RunContext) -> list[dict[str, Any]]:
             "sndbuf": f.sndbuf_bytes,
             "repeat": f.repeat,
             "pause_ns": f.pause_ns,
+            "connect": f.connect,
+            "fastopen": f.fastopen,
             "cc_info": cc_info_kind(f.cca),
         }
         for f in run.plan.flows

@@ -201,6 +201,8 @@ class Flow(_Table):
         "pause_ns",
         "rwnd_autotune",
         "sndbuf_bytes",
+        "connect",
+        "fastopen",
     )
 
     cca: str = Field(
@@ -270,6 +272,19 @@ class Flow(_Table):
     rwnd_autotune: bool = Field(
         _flow("rwnd_autotune"),
         description="true: the receive buffer starts at 128 KiB and grows (Linux DRS) up to rwnd",
+        examples=[False],
+    )
+
+    connect: Literal["ahead", "sender"] = Field(
+        _flow("connect"),
+        description="ahead: connected before the data is due (as iperf3 runs a test); sender: the sender "
+        "connects when its data is due, so the SYN and SYN-ACK cross the path and count in a download's time",
+        examples=["ahead"],
+    )
+    fastopen: bool = Field(
+        _flow("fastopen"),
+        description="TCP Fast Open on both ends: after a flow's first connection, data goes in the SYN; "
+        'needs connect = "sender"',
         examples=[False],
     )
 

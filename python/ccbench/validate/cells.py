@@ -373,6 +373,25 @@ def repeated(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     ]
 
 
+def connect(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+    """A hundred downloads in a row, 100 ms apart, each on a connection its sender opens
+    when it is due, with and without Fast Open: 20 KB (past the initial window either
+    way), and for Cubic 1 KB, which fits in the SYN."""
+    link = {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"}
+    transfers = [(c, "20KB") for c in ccas] + [("cubic", "1KB")] * ("cubic" in ccas)
+    return [
+        _cell(
+            "connect",
+            f"{c} 100x{size}{' fastopen' if fastopen else ''} 20Mbit 40ms",
+            link,
+            [{"cca": c, "size": size, "repeat": 100, "pause": "100ms", "connect": "sender", "fastopen": fastopen}],
+            {"cca": c, "transfer": f"{size}{' TFO' if fastopen else ''}"},
+            min_duration="30s",
+        )
+        for (c, size), fastopen in itertools.product(transfers, (False, True))
+    ]
+
+
 # Linux's other congestion controls, each judged against its own module: the VM engine's
 # guest kernel has every one of them, this host's kernel may not.
 OTHER_ALGORITHMS = (
@@ -516,6 +535,7 @@ def full_grid() -> list[Cell]:
         *sndbuf(),
         *sized(SIZES),
         *repeated(),
+        *connect(),
         *bpf(),
     ]
 
@@ -533,6 +553,7 @@ FAMILIES = (
     "rwnd",
     "sndbuf",
     "sized",
+    "connect",
     "bpf",
     "algorithms",
 )

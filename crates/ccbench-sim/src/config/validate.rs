@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::base::range::{first_out_of_range, Range, Unit};
+use crate::tcp::config::Connect;
 
 impl Scenario {
     pub fn from_json(json: &str) -> Result<Scenario, ConfigError> {
@@ -113,6 +114,12 @@ impl Scenario {
         }
         if f.repeat > 1 && f.size_bytes.is_none() {
             return Err(err(format!("flows[{i}].repeat"), "repeats a download: give the flow a size"));
+        }
+        if f.fastopen && f.connect == Connect::Ahead {
+            return Err(err(
+                format!("flows[{i}].fastopen"),
+                "needs connect = \"sender\": Fast Open saves part of the handshake, which a connection made ahead does not count",
+            ));
         }
         if let Some(r) = f.fixed_pacing_rate_bps {
             check_rate(&format!("flows[{i}].fixed_pacing_rate"), r)?;

@@ -116,7 +116,11 @@ impl Bottleneck {
     /// A packet arrives at `now`. Returns the time of a service event the caller must
     /// schedule, if the link was idle. Dropped packets go to `drops`.
     pub fn offer(&mut self, now: Time, mut pkt: Packet) -> Option<Time> {
-        if (pkt.payload > 0 || !self.loss_data_only) && self.loss.lose() {
+        // A SYN without data is spared as the emulator spares it (it spares every packet
+        // without payload), so that both engines open connections alike; a Fast Open
+        // SYN with data can be lost.
+        let spared = pkt.payload == 0 && (self.loss_data_only || pkt.syn);
+        if !spared && self.loss.lose() {
             self.counters.drops_random += 1;
             self.drops.push(Dropped { pkt, reason: DropReason::Random });
             return None;

@@ -45,6 +45,10 @@ pub struct Packet {
     /// PSH: on the last segment of every skb of more than one segment and at the end of
     /// the application's data (`__tcp_transmit_skb`, `tcp_push`).
     pub psh: bool,
+    /// A SYN (from the sender) or SYN-ACK (from the receiver) of a connection that opens
+    /// in time (`tcp::handshake`), with the Fast Open option if `fastopen`.
+    pub syn: bool,
+    pub fastopen: bool,
     /// When the packet entered the bottleneck queue (for sojourn time).
     pub enqueued: Time,
     /// Which of the flow's connections sent it (repeated downloads open a new one each

@@ -165,6 +165,18 @@ enum Kind {
     Ack,
 }
 
+impl Kind {
+    /// A packet's kind: a timed handshake's SYN or SYN-ACK, else `other` (what its
+    /// direction carries).
+    fn of(pkt: &Packet, other: Kind) -> Kind {
+        match (pkt.syn, other) {
+            (true, Kind::Data) => Kind::Syn,
+            (true, _) => Kind::SynAck,
+            (false, _) => other,
+        }
+    }
+}
+
 struct Pending {
     t: Time,
     n: u64,
@@ -297,24 +309,24 @@ impl Capture {
     pub fn sent(&mut self, flow: u32, pkts: impl Iterator<Item = (Time, Packet)>) {
         let Some(Some(_)) = self.flows.get(flow as usize) else { return };
         for (at, pkt) in pkts {
-            self.push(Point::Sender, at, Kind::Data, &pkt);
+            self.push(Point::Sender, at, Kind::of(&pkt, Kind::Data), &pkt);
         }
     }
     pub fn bottleneck_in(&mut self, now: Time, pkt: &Packet) {
         if self.captured(pkt.flow) {
-            self.push(Point::BottleneckIn, now, Kind::Data, pkt);
+            self.push(Point::BottleneckIn, now, Kind::of(pkt, Kind::Data), pkt);
         }
     }
 
     pub fn bottleneck_out(&mut self, now: Time, pkt: &Packet) {
         if self.captured(pkt.flow) {
-            self.push(Point::BottleneckOut, now, Kind::Data, pkt);
+            self.push(Point::BottleneckOut, now, Kind::of(pkt, Kind::Data), pkt);
         }
     }
 
     pub fn receiver_data(&mut self, now: Time, pkt: &Packet) {
         if self.captured(pkt.flow) {
-            self.push(Point::Receiver, now, Kind::Data, pkt);
+            self.push(Point::Receiver, now, Kind::of(pkt, Kind::Data), pkt);
         }
     }
 
@@ -327,16 +339,16 @@ impl Capture {
         }
         let router = now + self.one_way;
         for pkt in pkts {
-            let pkt = &pkt;
-            self.push(Point::Receiver, now, Kind::Ack, pkt);
-            self.push(Point::BottleneckIn, router, Kind::Ack, pkt);
-            self.push(Point::BottleneckOut, router, Kind::Ack, pkt);
+            let (pkt, kind) = (&pkt, Kind::of(&pkt, Kind::Ack));
+            self.push(Point::Receiver, now, kind, pkt);
+            self.push(Point::BottleneckIn, router, kind, pkt);
+            self.push(Point::BottleneckOut, router, kind, pkt);
         }
     }
 
     pub fn ack_arrival(&mut self, now: Time, pkt: &Packet) {
         if self.captured(pkt.flow) {
-            self.push(Point::Sender, now, Kind::Ack, pkt);
+            self.push(Point::Sender, now, Kind::of(pkt, Kind::Ack), pkt);
         }
     }
 

@@ -165,6 +165,26 @@ pub struct FlowConfig {
     pub repeat: u32,
     #[serde(default)]
     pub pause_ns: u64,
+    /// Who opens each connection, and when (`tcp::handshake`).
+    #[serde(default)]
+    pub connect: Connect,
+    /// TCP Fast Open on both ends (`net.ipv4.tcp_fastopen = 3`, `TCP_FASTOPEN` on the
+    /// listener, `TCP_FASTOPEN_CONNECT` on the client); needs a connection opened in time.
+    #[serde(default)]
+    pub fastopen: bool,
+}
+
+/// Who opens a connection, and when.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Connect {
+    /// Connected before its data is due, as iperf3 connects before a test: the data
+    /// starts at the flow's start, with the path's base RTT as the first RTT sample.
+    #[default]
+    Ahead,
+    /// The sender calls `connect()` when its data is due, then writes (an upload): the
+    /// SYN and SYN-ACK cross the path, and a download's time counts them.
+    Sender,
 }
 
 fn one_u32() -> u32 {
@@ -209,6 +229,8 @@ impl FlowConfig {
             freeze_cc: false,
             repeat: 1,
             pause_ns: 0,
+            connect: Connect::Ahead,
+            fastopen: false,
         }
     }
 }

@@ -4,6 +4,7 @@
 pub mod chrono;
 pub mod config;
 pub mod cwnd_use;
+pub mod handshake;
 pub mod io;
 pub mod pacing;
 pub mod prr;

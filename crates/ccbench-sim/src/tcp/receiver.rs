@@ -5,6 +5,7 @@
 //! The application reads at once, so the advertised window stays at its limit.
 
 use super::config::{FlowConfig, TcpConfig};
+use super::handshake;
 use super::io::Io;
 use super::rcvbuf::RcvBuf;
 use super::wake::Wake;
@@ -55,6 +56,8 @@ pub struct ReceiverStats {
 pub struct Receiver {
     p: ReceiverParams,
     pub rcv_nxt: u64,
+    /// Bytes a Fast Open SYN delivered, ahead of the numbered segments.
+    syn_data: u64,
     /// `rcv_nxt` when the last ACK was sent.
     rcv_wup: u64,
     /// Out-of-order segment ranges held, sorted and disjoint.
@@ -92,6 +95,7 @@ impl Receiver {
     pub fn new(p: ReceiverParams) -> Receiver {
         Receiver {
             rcv_nxt: 0,
+            syn_data: 0,
             rcv_wup: 0,
             ooo: Vec::new(),
             sacks: Vec::new(),
@@ -133,7 +137,7 @@ impl Receiver {
     }
 
     fn bytes_upto(&self, seq: u64) -> u64 {
-        let b = seq * self.p.tcp.mss as u64;
+        let b = self.syn_data + seq * self.p.tcp.mss as u64;
         self.p.flow.size_bytes.map_or(b, |s| b.min(s))
     }
 
@@ -194,6 +198,9 @@ impl Receiver {
         if pkt.conn != self.p.conn {
             return; // a closed connection's segment still in flight
         }
+        if pkt.syn {
+            return self.on_syn(now, pkt, q);
+        }
         if pkt.payload == 0 {
             // A zero-window probe, one byte below `rcv_nxt`: out of the window, so
             // `tcp_validate_incoming` answers it with an ACK at once (`tcp_send_dupack`;
@@ -221,6 +228,24 @@ impl Receiver {
         if in_order {
             self.cleanup_rbuf(now, q);
         }
+    }
+
+    /// A SYN of a connection that opens in time (`tcp_conn_request`; one sent again
+    /// finds the request and is answered again, `tcp_check_req`). A Fast Open server
+    /// takes the data of a SYN with a cookie (`tcp_fastopen_create_child`), which the
+    /// application reads at once.
+    fn on_syn(&mut self, now: Time, pkt: &Packet, q: &mut impl Io) {
+        self.ts_recent = pkt.ts_val;
+        let taken = handshake::server_takes(pkt, self.p.flow.fastopen) as u64;
+        if taken > 0 && self.syn_data == 0 {
+            self.syn_data = taken;
+            if self.p.flow.size_bytes.is_some_and(|size| self.delivered_bytes() >= size) {
+                self.completed_at.get_or_insert(now);
+            }
+        }
+        let rwnd = self.advertised_window();
+        let synack = handshake::syn_ack(now, pkt, rwnd, self.p.flow.fastopen, self.syn_data as u32);
+        q.reply(now, self.p.id, synack);
     }
 
     /// Old data: report it with DSACK, ACK at once, enter quick-ACK mode

@@ -23,7 +23,7 @@ use crate::observe::capture::{Capture, CaptureSpec, Point, Sink};
 use crate::observe::recorder::{FlowRow, Recorder};
 use crate::observe::series::Series;
 use crate::summary::{DownloadMeasured, Summary};
-use crate::tcp::config::FlowConfig;
+use crate::tcp::config::{Connect, FlowConfig};
 use crate::tcp::receiver::ReceiverParams;
 use crate::tcp::{Io, Receiver, Sender, SenderParams, SenderTotals, Wake};
 use crate::time::{Dur, Time, NS_PER_MS};
@@ -229,9 +229,9 @@ impl World {
 
     fn run_task(&mut self, now: Time, i: u32, task: Task) {
         match task {
-            Task::Start => self.at_sender(now, i, |s, io| s.start(now, io)),
-            Task::Ack(pkt) => self.at_sender(now, i, |s, io| s.on_ack(now, &pkt, io)),
-            Task::Timer(which) => self.at_sender(now, i, |s, io| s.on_timer_expired(now, which, io)),
+            Task::Start => self.at_sender(now, i, |s, io| s.open(now, io)),
+            Task::Ack(pkt) => self.at_sender(now, i, |s, io| s.on_packet(now, &pkt, io)),
+            Task::Timer(which) => self.at_sender(now, i, |s, io| s.on_timer(now, which, io)),
         }
     }
 
@@ -281,7 +281,10 @@ impl World {
             self.taps.tap(|c| c.flush(now));
             match ev {
                 Event::FlowStart(i) => {
-                    self.taps.tap(|c| c.flow_start(now, i));
+                    // A connection opened in time has its SYN and SYN-ACK captured as they go.
+                    if self.scenario.flows[i as usize].connect == Connect::Ahead {
+                        self.taps.tap(|c| c.flow_start(now, i));
+                    }
                     self.sender_task(now, i, Task::Start);
                 }
                 Event::NicExit(_)
@@ -367,7 +370,10 @@ impl World {
         self.senders[k].close(now);
         self.take_transitions(i);
         let f = &self.flows[k];
-        let (sender, receiver) = connection(&self.scenario, k, f.conn, &self.objects).expect("validated at the start");
+        let (mut sender, receiver) =
+            connection(&self.scenario, k, f.conn, &self.objects).expect("validated at the start");
+        // The client keeps what it learned of the server for Fast Open.
+        sender.fastopen = self.senders[k].fastopen;
         self.senders[k] = sender;
         self.receivers[k] = receiver;
         self.sender_task(now, i, Task::Start);

@@ -103,6 +103,7 @@ class VmEngine(Engine):
 
         super().check(scenario)
         _refuse_another_tick(scenario)
+        _refuse_connecting_when_due(scenario)
         host.require_root("VM")
         require_qemu()
         scenario, kernel, _ = self._guest_for(scenario)
@@ -126,6 +127,7 @@ class VmEngine(Engine):
         sc = self.load(scenario)
         super().check(sc)
         _refuse_another_tick(sc)
+        _refuse_connecting_when_due(sc)
         host.require_root("VM")
         require_qemu()
         sc, kernel, patch_notes = self._guest_for(sc)
@@ -358,6 +360,18 @@ def _refuse_another_tick(sc: "Scenario") -> None:
             f"is this host kernel's scheduler tick, {format_duration(tick)} "
             "(1 / CONFIG_HZ); the VM engine cannot change it: leave it out or give that value",
         )
+
+
+def _refuse_connecting_when_due(sc: "Scenario") -> None:
+    """The guest's agent connects every flow ahead of its data, without Fast Open."""
+    for i, f in enumerate(sc.flows):
+        if f.connect != "ahead" or f.fastopen:
+            key = "connect" if f.connect != "ahead" else "fastopen"
+            raise ScenarioError(
+                f"flows[{i}].{key}",
+                "the VM engine's agent connects ahead of the data, without Fast Open; "
+                "use the simulator or the kernel engine",
+            )
 
 
 def tx_completion(traced: dict[str, Any]) -> dict[str, Any]:

@@ -18,12 +18,15 @@
 //!   reordering timeout, zero-window probe) and the other timers;
 //! - `sacktag.rs`: SACK and DSACK tagging (`tcp_sacktag_write_queue`);
 //! - `ack.rs`: `tcp_ack`, step by step;
-//! - `socket.rs`: what the application does (writes, TCP_NODELAY, TCP_CORK).
+//! - `socket.rs`: what the application does (writes, TCP_NODELAY, TCP_CORK);
+//! - `connect.rs`: the world's entry points, which open a connection in time first
+//!   (`tcp_connect`, `tcp_rcv_synsent_state_process`).
 //!
 //! This file holds the connection's state and the reads the world makes of it.
 
 mod ack;
 mod conn;
+mod connect;
 mod output;
 mod probe0;
 mod recovery;
@@ -40,8 +43,9 @@ mod undo;
 mod undo_tests;
 
 use super::chrono::Chronos;
-use super::config::{FlowConfig, TcpConfig};
+use super::config::{Connect, FlowConfig, TcpConfig};
 use super::cwnd_use::CwndUse;
+use super::handshake::{Connecting, FastOpenCache, INIT_CWND_AT_SYN};
 use super::pacing::Pacing;
 use super::prr::Prr;
 use super::rack::{Rack, Reordering};
@@ -172,6 +176,11 @@ pub struct Sender {
     pub tx_log: Option<Vec<TxRecord>>,
     /// The application has written (the flow started).
     started: bool,
+    /// A connection that opens in time, until its SYN-ACK arrives (`SYN_SENT`).
+    connecting: Option<Connecting>,
+    /// What the client knows of the server for Fast Open; the world carries it from one
+    /// connection of a flow to the next.
+    pub fastopen: FastOpenCache,
     /// What the application has written, and its Nagle setting.
     write: WriteQueue,
     /// Bytes of the application's current write not yet copied (`u64::MAX`: a bulk
@@ -237,10 +246,7 @@ pub struct TxRecord {
 
 impl Sender {
     pub fn new(p: SenderParams, cc: Box<dyn CongestionControl>) -> Sender {
-        let mut rtt = RttEstimator::new(p.tcp.hz, Dur(p.tcp.rto_min_ns), Dur(p.tcp.rto_init_ns));
-        let hs = p.handshake_rtt.us().max(1);
-        rtt.update_min(0, hs, false);
-        rtt.sample(hs, 0, 0);
+        let rtt = RttEstimator::new(p.tcp.hz, Dur(p.tcp.rto_min_ns), Dur(p.tcp.rto_init_ns));
         let paced = p.flow.pacing.unwrap_or_else(|| cc.needs_pacing());
         let mut s = Sender {
             cc,
@@ -256,6 +262,8 @@ impl Sender {
             chronos: Chronos::new(p.tcp.hz),
             tx_log: None,
             started: false,
+            connecting: None,
+            fastopen: FastOpenCache::default(),
             write: WriteQueue::new(p.tcp.mss, p.flow.size_bytes.is_some_and(|b| b > 0)),
             app_pending: 0,
             app_eor: false,
@@ -281,21 +289,43 @@ impl Sender {
             // Last: the fields above are read from it.
             p,
         };
-        let info = s.info(Time::ZERO);
-        s.cc.init(&info, &mut s.w);
+        if s.p.flow.connect == Connect::Ahead {
+            s.establish(Time::ZERO, s.p.handshake_rtt, 0);
+        }
+        s
+    }
+
+    /// The connection is established at `now` (`tcp_init_transfer`): the handshake's
+    /// RTT sample seeds SRTT, min RTT and the RTO; after SYN retransmissions, ssthresh is
+    /// what the algorithm said at the first timeout (`tcp_enter_loss`, with cwnd at
+    /// `TCP_INIT_CWND`) and, after more than one, cwnd starts at 1 (RFC 6298 5.7). Then
+    /// the algorithm starts, and the send buffer is sized.
+    fn establish(&mut self, now: Time, rtt: Dur, syn_retransmits: u32) {
+        let hs = rtt.us().max(1);
+        self.rtt.update_min(now.jiffies(self.p.tcp.hz), hs, false);
+        self.rtt.sample(hs, 0, 0);
+        if syn_retransmits > 0 {
+            let info = self.info(now);
+            let at_syn = Window { cwnd: INIT_CWND_AT_SYN, ..self.w.clone() };
+            self.w.ssthresh = self.cc.ssthresh(&info, &at_syn);
+        }
+        if syn_retransmits > 1 {
+            self.w.cwnd = 1;
+        }
+        let info = self.info(now);
+        self.cc.init(&info, &mut self.w);
         // SO_SNDBUF before connect(), then `tcp_init_buffer_space`, as the connection is
         // established.
-        if let Some(bytes) = s.p.flow.sndbuf_bytes {
-            s.sndbuf.set(2 * bytes);
+        if let Some(bytes) = self.p.flow.sndbuf_bytes {
+            self.sndbuf.set(2 * bytes);
         }
-        s.sndbuf.note_window(s.snd_wnd);
-        let factor = s.cc.sndbuf_expand(&info);
-        s.sndbuf.init(s.w.cwnd, s.reordering.degree(), s.p.tcp.mss, factor);
-        if !s.cc.owns_cwnd() {
-            s.update_pacing_rate();
+        self.sndbuf.note_window(self.snd_wnd);
+        let factor = self.cc.sndbuf_expand(&info);
+        self.sndbuf.init(self.w.cwnd, self.reordering.degree(), self.p.tcp.mss, factor);
+        if !self.cc.owns_cwnd() {
+            self.update_pacing_rate();
         }
-        s.hold_overrides();
-        s
+        self.hold_overrides();
     }
 
     /// Whether the internal pacing timer paces this connection.

@@ -23,14 +23,20 @@ impl Sender {
     /// without end for a bulk flow. `tcp_sendmsg` checks whether the socket was
     /// app-limited, copies what the send buffer takes, then pushes.
     pub fn start(&mut self, now: Time, q: &mut impl Io) {
-        self.started = true;
-        self.pacing.start(now);
         // The (unmodelled) SYN-ACK's timestamp, as a capture's synthetic handshake shows it.
         self.ts.start(now);
+        self.start_write(now, self.p.flow.size_bytes.unwrap_or(u64::MAX), q);
+    }
+
+    /// The application's write of `bytes` (`u64::MAX`: without end) starts at `now`, on
+    /// a connection just established.
+    pub(super) fn start_write(&mut self, now: Time, bytes: u64, q: &mut impl Io) {
+        self.started = true;
+        self.pacing.start(now);
         // The check runs before the write is queued, when nothing is unsent: a flow's
         // first flight is app-limited, and BBR's TX_START sees `idle_restart`.
         self.check_app_limited(false);
-        self.app_pending = self.p.flow.size_bytes.unwrap_or(u64::MAX);
+        self.app_pending = bytes;
         self.copy_from_app(now, q);
         self.push_written(now, false, q);
     }

@@ -1,0 +1,84 @@
+//! The world's entry points to a sender. A sender that connects when its data is due
+//! opens its connection first (`tcp::handshake`): `tcp_connect` sends the SYN and arms the
+//! retransmit timer, which resends it (`tcp_retransmit_timer` in `SYN_SENT`), and the
+//! SYN-ACK (`tcp_rcv_synsent_state_process`) establishes the connection, whose write
+//! then starts. Until then nothing else it receives has a meaning.
+
+use super::Sender;
+use crate::net::Packet;
+use crate::tcp::config::Connect;
+use crate::tcp::handshake::{syn_data_bytes, Connecting};
+use crate::tcp::io::Io;
+use crate::tcp::wake::SenderTimer;
+use crate::tcp::xmit_timer::XmitTimer;
+use crate::time::{Dur, Time};
+
+impl Sender {
+    /// The flow's data is due at `now`: write it, or first `connect()`.
+    pub fn open(&mut self, now: Time, q: &mut impl Io) {
+        if self.p.flow.connect == Connect::Ahead {
+            return self.start(now, q);
+        }
+        let fastopen = self.p.flow.fastopen;
+        let data = match fastopen && self.fastopen.may_send_data(now) {
+            true => syn_data_bytes(self.p.tcp.mss, self.p.flow.size_bytes.unwrap_or(u64::MAX)),
+            false => 0,
+        };
+        let c = Connecting::new(now, data, fastopen);
+        self.send_syn(now, &c, q);
+        self.connecting = Some(c);
+    }
+
+    /// A packet from the receiver arrives at `now`.
+    pub fn on_packet(&mut self, now: Time, pkt: &Packet, q: &mut impl Io) {
+        match self.connecting {
+            None => self.on_ack(now, pkt, q),
+            Some(_) if pkt.syn && pkt.conn == self.p.conn => self.on_syn_ack(now, pkt, q),
+            Some(_) => {}
+        }
+    }
+
+    /// The sender's timer `which` has expired at `now`.
+    pub fn on_timer(&mut self, now: Time, which: SenderTimer, q: &mut impl Io) {
+        match self.connecting {
+            None => self.on_timer_expired(now, which, q),
+            Some(_) if which == SenderTimer::Retransmit => self.syn_timeout(now, q),
+            Some(_) => {}
+        }
+    }
+
+    /// Hand the current SYN to the NIC and time it out (`inet_csk_reset_xmit_timer`
+    /// with `icsk_rto`, `TCP_TIMEOUT_INIT` doubled per retransmission).
+    fn send_syn(&mut self, now: Time, c: &Connecting, q: &mut impl Io) {
+        let syn = c.syn(now, self.p.id, self.p.conn);
+        q.transmit(now, self.p.id, syn);
+        self.xmit.reset(now, XmitTimer::Rto, c.timeout(), Dur::ZERO, q);
+    }
+
+    /// The SYN timed out: send it again, or give up after `tcp_syn_retries` (the
+    /// connection then never opens).
+    fn syn_timeout(&mut self, now: Time, q: &mut impl Io) {
+        let mut c = self.connecting.take().expect("connecting");
+        if c.retransmit(now).is_some() {
+            self.stats.retransmits += 1;
+            self.send_syn(now, &c, q);
+        }
+        self.connecting = Some(c);
+    }
+
+    /// The SYN-ACK: the connection is established, and the write starts with what the
+    /// SYN's data did not already deliver.
+    fn on_syn_ack(&mut self, now: Time, synack: &Packet, q: &mut impl Io) {
+        let c = self.connecting.take().expect("connecting");
+        self.xmit.cancel();
+        let e = c.established(now, synack, &mut self.fastopen);
+        self.ts.on_ack(synack.ts_val, synack.ts_ecr);
+        self.snd_wnd = synack.rwnd;
+        self.establish(now, e.rtt, e.syn_retransmits);
+        let bytes = match self.p.flow.size_bytes {
+            Some(size) => size - e.data_acked as u64,
+            None => u64::MAX,
+        };
+        self.start_write(now, bytes, q);
+    }
+}
