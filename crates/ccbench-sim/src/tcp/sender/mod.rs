@@ -18,12 +18,14 @@
 //!   reordering timeout, zero-window probe) and the other timers;
 //! - `sacktag.rs`: SACK and DSACK tagging (`tcp_sacktag_write_queue`);
 //! - `ack.rs`: `tcp_ack`, step by step;
-//! - `socket.rs`: what the application does (writes, TCP_NODELAY, TCP_CORK).
+//! - `socket.rs`: what the application does (writes, TCP_NODELAY, TCP_CORK);
+//! - `fin.rs`: our FIN (`tcp_send_fin`) and its retransmission.
 //!
 //! This file holds the connection's state and the reads the world makes of it.
 
 mod ack;
 mod conn;
+mod fin;
 mod output;
 mod probe0;
 mod recovery;
@@ -233,6 +235,8 @@ pub struct TxRecord {
     pub cwr: bool,
     /// PSH on the skb's last segment.
     pub psh: bool,
+    /// FIN on the skb's last segment.
+    pub fin: bool,
 }
 
 impl Sender {
