@@ -302,8 +302,11 @@ def test_a_silent_sender_fails_after_packetdrills_wait(tmp_path):
     ("  +.1 < P. 1001:2001(1000) ack 1 win 500\n", "line 8: inbound data out of order"),
     ("  +.1 < P. 1:1001(1000) ack 1 win 500\n   +0 write(4, ..., 1000) = 1000\n"
      "  +.1 < P. 1001:2001(1000) ack 1001 win 500\n", "line 10: inbound data after an exchange"),
-    ("   +0 write(4, ..., 1000) = 1000\n   +0 close(4) = 0\n", "line 9: close() with data not yet acknowledged"),
-    ("  +.1 < F. 1:1(0) ack 1 win 500\n", "line 8: inbound FIN"),
+    ("  +.1 < F. 1:1001(1000) ack 1 win 500\n", "line 8: a FIN with data"),
+    ("  +.1 < P. 1:1001(1000) ack 1 win 500\n  +.1 < F. 1001:1001(0) ack 1 win 500\n",
+     "line 9: a FIN after the peer's data (its ACK waits for the delayed-ACK timer"),
+    ("  +.1 < R. 2:2(0) ack 1 win 500\n", "line 8: a RST not at rcv_nxt"),
+    ("   +0 shutdown(4, SHUT_RD) = 0\n", "line 8: shutdown(SHUT_RD) (only SHUT_WR is modelled)"),
     ("  +.1 < P. 1:1001(1000) ack 1 win 500\n  +.1 < P. 2001:3001(1000) ack 1 win 500\n",
      "line 9: inbound data out of order"),
     ("   +0 `sysctl -q net.ipv4.tcp_tso_win_divisor=10`\n", "a shell command after the connection is established"),
