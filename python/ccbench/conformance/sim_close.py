@@ -21,21 +21,29 @@ from .verdict import Mismatch
 
 
 def close(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
-    """close(fd). The listener's close with no connection waiting on it sends nothing. The
-    connection's: before it is established (an active open: `tcp_close` on SYN_SENT)
+    """close(fd). The listener's close with no connection waiting on it sends nothing; one
+    established and not accepted is reset. The connection's: before it is established (an active open: `tcp_close` on SYN_SENT)
     nothing goes out and whatever the peer sends next is answered as for no socket;
     with data received and never read, a RST aborts it (`tcp_send_active_reset`); else
     the FIN is queued behind the data (`tcp_close_state`, `tcp_send_fin`)."""
     fd = sc.args[0] if sc.args else ""
     if fd != run.conn_fd:
-        if fd == run.listen_fd and not (run.conn.syn_seen and run.h is None):
+        waiting = run.conn.syn_seen and run.conn_fd is None and not run.closed_fd
+        if fd == run.listen_fd and not waiting:
             return  # a listener with nothing in its queue
+        if fd == run.listen_fd and run.h is not None:
+            # `inet_csk_listen_stop`: a connection established but not accepted is
+            # disconnected with a RST (`tcp_disconnect` -> `tcp_send_active_reset`).
+            run.h.close(t_us * 1000, True)
+            run.closed_fd = True
+            emit(run, Skb(t_us, snd_nxt_byte(run), 0, False, False, False, ack=run.ack, rst=True))
+            return
+        if fd == run.listen_fd:
+            raise Unsupported(f"line {ev.line}: close() of the listener during a handshake")
         raise Unsupported(f"line {ev.line}: close({fd}) of a socket the model does not have")
     if run.h is None:
-        if run.conn.active:
-            run.gone = True
-            return
-        raise Unsupported(f"line {ev.line}: close() of a connection not yet accepted")
+        run.gone = True  # an active open (conn_fd is connect's)
+        return
     if run.blocked is not None or run.read_waiting is not None:
         raise Unsupported(f"line {ev.line}: close() while a call waits")
     unread = run.received > run.consumed
