@@ -13,6 +13,9 @@ use crate::time::{Dur, Time};
 
 /// `TCP_TIMEWAIT_LEN`: how long a socket stays in TIME_WAIT (60 s).
 pub const TIMEWAIT_LEN: Dur = Dur::from_secs(60);
+/// `net.ipv4.tcp_fin_timeout`'s default: how long a closed socket waits in FIN_WAIT2 for
+/// the peer's FIN (`tcp_fin_time`, which is at least 3.5 RTOs).
+pub const FIN_TIMEOUT: Dur = Dur::from_secs(60);
 
 /// The socket's state (`sk_state`), from the established connection on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +37,21 @@ pub enum TcpState {
 }
 
 impl TcpState {
+    /// `tcpi_state` of the application's socket (`TCP_ESTABLISHED` = 1, ...). In
+    /// TIME_WAIT that socket is closed: `tcp_time_wait` hands the connection to a
+    /// timewait socket and ends its own (`tcp_done`).
+    pub fn tcpi_state(self) -> u8 {
+        match self {
+            TcpState::Established => 1,
+            TcpState::FinWait1 => 4,
+            TcpState::FinWait2 => 5,
+            TcpState::TimeWait | TcpState::Closed => 7,
+            TcpState::CloseWait => 8,
+            TcpState::LastAck => 9,
+            TcpState::Closing => 11,
+        }
+    }
+
     /// The kernel's name of the state, as `ss` shows it.
     pub fn name(self) -> &'static str {
         match self {
@@ -87,12 +105,14 @@ pub struct Close {
     send_shutdown: bool,
     /// `sk_shutdown & RCV_SHUTDOWN`: the peer's FIN came, or the socket was reset.
     rcv_shutdown: bool,
+    /// `SOCK_DONE`: the peer's FIN came (a read at the end returns 0 before any error).
+    fin_in: bool,
     /// `sk_err`: the error a reset left, which the next system call returns once.
     err: Option<Errno>,
     /// The application closed the socket (`SOCK_DEAD`: an orphan from then on).
     orphan: bool,
-    /// When TIME_WAIT ends (`inet_twsk_schedule`).
-    time_wait_until: Option<Time>,
+    /// When TIME_WAIT, or an orphan's FIN_WAIT2, ends (`inet_twsk_schedule`).
+    ends_at: Option<Time>,
 }
 
 impl Default for Close {
@@ -107,15 +127,16 @@ impl Close {
             state: TcpState::Established,
             send_shutdown: false,
             rcv_shutdown: false,
+            fin_in: false,
             err: None,
             orphan: false,
-            time_wait_until: None,
+            ends_at: None,
         }
     }
 
-    /// The state at `now` (TIME_WAIT ends on its own).
+    /// The state at `now` (TIME_WAIT and an orphan's FIN_WAIT2 end on their own).
     pub fn state(&self, now: Time) -> TcpState {
-        match self.time_wait_until {
+        match self.ends_at {
             Some(t) if now >= t => TcpState::Closed,
             _ => self.state,
         }
@@ -149,14 +170,14 @@ impl Close {
         self.close_state()
     }
 
-    /// `close()` (`tcp_close`), with `unread` bytes received and never read: those abort
+    /// `close()` at `now` (`tcp_close`), with `unread` bytes received and never read: those abort
     /// the connection (RFC 2525 2.17) with a RST and the socket goes to CLOSED;
     /// otherwise as `tcp_close_state`.
-    pub fn close(&mut self, unread: bool) -> CloseAction {
+    pub fn close(&mut self, now: Time, unread: bool) -> CloseAction {
         self.orphan = true;
         self.send_shutdown = true;
         self.rcv_shutdown = true;
-        if self.state(Time::ZERO) == TcpState::Closed {
+        if self.state(now) == TcpState::Closed {
             return CloseAction::Nothing;
         }
         if unread {
@@ -173,7 +194,10 @@ impl Close {
     /// at once (`tcp_send_ack`); in ESTABLISHED the ACK is only scheduled
     /// (`inet_csk_schedule_ack`) and the socket enters pingpong mode.
     pub fn on_fin(&mut self, now: Time) -> bool {
-        self.rcv_shutdown = true;
+        if self.state(now) != TcpState::Closed {
+            self.rcv_shutdown = true;
+            self.fin_in = true;
+        }
         match self.state(now) {
             TcpState::Established => {
                 self.state = TcpState::CloseWait;
@@ -200,10 +224,18 @@ impl Close {
         }
     }
 
-    /// `tcp_rcv_state_process`: the peer acknowledged our FIN at `now`.
+    /// `tcp_rcv_state_process`: the peer acknowledged our FIN at `now`. A closed
+    /// socket's FIN_WAIT2 lasts `tcp_fin_timeout` (a timewait socket in its FIN_WAIT2
+    /// substate, `tcp_time_wait(sk, TCP_FIN_WAIT2, tmo)`); one only shut for writing
+    /// waits for the peer's FIN as long as it takes.
     pub fn on_fin_acked(&mut self, now: Time) {
         match self.state(now) {
-            TcpState::FinWait1 => self.state = TcpState::FinWait2,
+            TcpState::FinWait1 => {
+                self.state = TcpState::FinWait2;
+                if self.orphan {
+                    self.ends_at = Some(now + FIN_TIMEOUT);
+                }
+            }
             TcpState::Closing => self.time_wait(now),
             TcpState::LastAck => self.done(),
             _ => {}
@@ -232,13 +264,13 @@ impl Close {
     /// `tcp_time_wait`: TIME_WAIT for `TCP_TIMEWAIT_LEN` from `now`.
     fn time_wait(&mut self, now: Time) {
         self.state = TcpState::TimeWait;
-        self.time_wait_until = Some(now + TIMEWAIT_LEN);
+        self.ends_at = Some(now + TIMEWAIT_LEN);
     }
 
     /// `tcp_done`: CLOSED, both directions shut.
     fn done(&mut self) {
         self.state = TcpState::Closed;
-        self.time_wait_until = None;
+        self.ends_at = None;
         self.send_shutdown = true;
         self.rcv_shutdown = true;
     }
@@ -252,10 +284,14 @@ impl Close {
         self.send_shutdown.then_some(Errno::Pipe)
     }
 
-    /// What a read with nothing queued returns (`tcp_recvmsg_locked`): a pending error
-    /// once, else `Ok(true)` for the end of the stream (0 bytes) once the peer's FIN came
-    /// or the socket closed, `Ok(false)` to wait for data.
+    /// What a read with nothing queued returns (`tcp_recvmsg_locked`): the end of the
+    /// stream (`Ok(true)`, 0 bytes) once the peer's FIN came (`SOCK_DONE`, before any
+    /// error), else a pending error once, else the end of the stream once the socket is
+    /// shut for reading, `Ok(false)` to wait for data.
     pub fn read_error(&mut self) -> Result<bool, Errno> {
+        if self.fin_in {
+            return Ok(true);
+        }
         if let Some(e) = self.err.take() {
             return Err(e);
         }
@@ -272,7 +308,7 @@ mod tests {
     #[test]
     fn active_close_goes_through_fin_wait_to_time_wait_and_closed() {
         let mut c = Close::new();
-        assert_eq!(c.close(false), CloseAction::Fin);
+        assert_eq!(c.close(T, false), CloseAction::Fin);
         assert_eq!(c.state(T), TcpState::FinWait1);
         c.on_fin_acked(T);
         assert_eq!(c.state(T), TcpState::FinWait2);
@@ -283,13 +319,25 @@ mod tests {
     }
 
     #[test]
+    fn a_closed_socket_waits_in_fin_wait2_for_tcp_fin_timeout_a_shut_one_for_ever() {
+        let mut c = Close::new();
+        c.close(T, false);
+        c.on_fin_acked(T);
+        assert_eq!(c.state(T + FIN_TIMEOUT), TcpState::Closed);
+        let mut c = Close::new();
+        c.shutdown_wr();
+        c.on_fin_acked(T);
+        assert_eq!(c.state(T + Dur::from_secs(3_600)), TcpState::FinWait2);
+    }
+
+    #[test]
     fn passive_close_goes_through_close_wait_and_last_ack() {
         let mut c = Close::new();
         assert!(!c.on_fin(T), "ESTABLISHED schedules the ACK");
         assert_eq!(c.state(T), TcpState::CloseWait);
         assert_eq!(c.read_error(), Ok(true), "a read sees the end of the stream");
         assert_eq!(c.write_error(), None, "writing is still open");
-        assert_eq!(c.close(false), CloseAction::Fin);
+        assert_eq!(c.close(T, false), CloseAction::Fin);
         assert_eq!(c.state(T), TcpState::LastAck);
         c.on_fin_acked(T);
         assert_eq!(c.state(T), TcpState::Closed);
@@ -298,7 +346,7 @@ mod tests {
     #[test]
     fn simultaneous_close_goes_through_closing() {
         let mut c = Close::new();
-        c.close(false);
+        c.close(T, false);
         assert!(c.on_fin(T));
         assert_eq!(c.state(T), TcpState::Closing);
         c.on_fin_acked(T);
@@ -313,13 +361,13 @@ mod tests {
         assert_eq!(c.write_error(), Some(Errno::Pipe));
         assert_eq!(c.read_error(), Ok(false), "reading waits for data");
         assert!(!c.shutdown_wr(), "a second shutdown sends no FIN");
-        assert_eq!(c.close(false), CloseAction::Nothing);
+        assert_eq!(c.close(T, false), CloseAction::Nothing);
     }
 
     #[test]
     fn close_with_unread_data_resets() {
         let mut c = Close::new();
-        assert_eq!(c.close(true), CloseAction::Reset);
+        assert_eq!(c.close(T, true), CloseAction::Reset);
         assert_eq!(c.state(T), TcpState::Closed);
     }
 
@@ -331,10 +379,12 @@ mod tests {
         assert_eq!(c.write_error(), Some(Errno::ConnReset));
         assert_eq!(c.write_error(), Some(Errno::Pipe));
         assert_eq!(c.read_error(), Ok(true), "then reads see the end of the stream");
-        // In CLOSE_WAIT the error is EPIPE.
+        // In CLOSE_WAIT the error is EPIPE, which a read does not see: the peer's FIN
+        // came first (`SOCK_DONE`).
         let mut c = Close::new();
         c.on_fin(T);
         c.on_reset(T);
-        assert_eq!(c.read_error(), Err(Errno::Pipe));
+        assert_eq!(c.read_error(), Ok(true));
+        assert_eq!(c.write_error(), Some(Errno::Pipe));
     }
 }

@@ -231,6 +231,7 @@ impl ScriptedSender {
             CaState::Loss => 4,
         };
         m.insert("tcpi_ca_state", ca);
+        m.insert("tcpi_state", self.state().tcpi_state() as i64);
         m.insert("tcpi_snd_cwnd", s.w.cwnd as i64);
         // `tcp_in_initial_slowstart` reports TCP_INFINITE_SSTHRESH.
         m.insert("tcpi_snd_ssthresh", s.w.ssthresh.min(INFINITE_SSTHRESH) as i64);

@@ -33,7 +33,7 @@ impl ScriptedSender {
     pub fn close(&mut self, now: Time, unread: bool) -> CloseAction {
         self.advance(now);
         let now = self.now;
-        let action = self.close.close(unread);
+        let action = self.close.close(now, unread);
         if action == CloseAction::Fin {
             self.sender.send_fin(now, &mut self.q);
             self.drain_nic();
