@@ -514,6 +514,7 @@ CLOSE_SCRIPTS = [
     "close-then-data-rst.pkt",
     "close-time-wait.pkt",
     "close-unread-rst.pkt",
+    "rst-in-close-wait.pkt",
     "rst-then-read.pkt",
     "rst-then-write.pkt",
     "shutdown-wr.pkt",
