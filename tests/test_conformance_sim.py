@@ -307,6 +307,8 @@ def test_a_silent_sender_fails_after_packetdrills_wait(tmp_path):
      "line 9: a FIN after the peer's data (its ACK waits for the delayed-ACK timer"),
     ("  +.1 < R. 2:2(0) ack 1 win 500\n", "line 8: a RST not at rcv_nxt"),
     ("   +0 shutdown(4, SHUT_RD) = 0\n", "line 8: shutdown(SHUT_RD) (only SHUT_WR is modelled)"),
+    ("   +0 setsockopt(4, SOL_SOCKET, SO_LINGER, {onoff=1, linger=5}, 8) = 0\n",
+     "line 8: SO_LINGER of 5 s (a close() that waits is not modelled)"),
     ("  +.1 < P. 1:1001(1000) ack 1 win 500\n  +.1 < P. 2001:3001(1000) ack 1 win 500\n",
      "line 9: inbound data out of order"),
     ("   +0 `sysctl -q net.ipv4.tcp_tso_win_divisor=10`\n", "a shell command after the connection is established"),
@@ -508,6 +510,7 @@ CLOSE_SCRIPTS = [
     "close-fin-behind-data.pkt",
     "close-fin-on-unsent-data.pkt",
     "close-last-ack-rto.pkt",
+    "close-linger-zero-rst.pkt",
     "close-listener-rst.pkt",
     "close-passive.pkt",
     "close-simultaneous.pkt",
@@ -525,8 +528,8 @@ CLOSE_SCRIPTS = [
 def test_our_close_scripts_pass_as_on_linux(script):
     # Linux 6.18 passes all of them (tests/test_conformance_kernel.py): the FIN behind
     # data or on it, the passive, simultaneous and half close, TIME_WAIT, the RSTs of
-    # close() with unread data, of data after close() and of the listener's close(), the
-    # peer's RST, and close() before an active open completes.
+    # close() with unread data or a zero linger time, of data after close() and of the
+    # listener's close(), the peer's RST, and close() before an active open completes.
     own = Path(__file__).parent / "conformance" / "scripts" / script
     assert run_script(own, own.name).outcome == "pass"
 

@@ -169,6 +169,9 @@ def _setsockopt(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
     val = sc.args[3] if len(sc.args) > 3 else ""
     if opt == "SO_REUSEADDR":
         return
+    if opt == "SO_LINGER":
+        sim_close.set_linger(run, ev, val)
+        return
     if opt in ("TCP_NODELAY", "TCP_CORK"):
         on = sc.int_arg(3) not in (None, 0)
         option = "nodelay" if opt == "TCP_NODELAY" else "cork"

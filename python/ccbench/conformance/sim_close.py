@@ -11,6 +11,7 @@ our RSTs. What is not modelled says why in one line.
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from .script import Event, Packet, Syscall
@@ -22,10 +23,11 @@ from .verdict import Mismatch
 
 def close(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
     """close(fd). The listener's close with no connection waiting on it sends nothing; one
-    established and not accepted is reset. The connection's: before it is established (an active open: `tcp_close` on SYN_SENT)
-    nothing goes out and whatever the peer sends next is answered as for no socket;
-    with data received and never read, a RST aborts it (`tcp_send_active_reset`); else
-    the FIN is queued behind the data (`tcp_close_state`, `tcp_send_fin`)."""
+    established and not accepted is reset. The connection's: before it is established
+    (an active open: `tcp_close` on SYN_SENT) nothing goes out and whatever the peer
+    sends next is answered as for no socket; with data received and never read, or
+    SO_LINGER on with a zero time, a RST aborts it (`tcp_send_active_reset`); else the
+    FIN is queued behind the data (`tcp_close_state`, `tcp_send_fin`)."""
     fd = sc.args[0] if sc.args else ""
     if fd != run.conn_fd:
         waiting = run.conn.syn_seen and run.conn_fd is None and not run.closed_fd
@@ -47,6 +49,12 @@ def close(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
     if run.blocked is not None or run.read_waiting is not None:
         raise Unsupported(f"line {ev.line}: close() while a call waits")
     unread = run.received > run.consumed
+    if run.linger_zero and not unread:
+        # `tcp_close` -> `tcp_disconnect`: a RST in the states that need one
+        # (`tcp_need_reset`), the write queue dropped.
+        if run.h.state() not in ("ESTABLISHED", "CLOSE_WAIT", "FIN_WAIT1", "FIN_WAIT2"):
+            raise Unsupported(f"line {ev.line}: close() with a zero linger time in {run.h.state()}")
+        unread = True
     action = run.h.close(t_us * 1000, unread)
     run.conn_fd = None
     run.closed_fd = True
@@ -54,6 +62,19 @@ def close(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
         # `tcp_send_active_reset`: RST|ACK at `tcp_acceptable_seq` (snd_nxt).
         emit(run, Skb(t_us, snd_nxt_byte(run), 0, False, False, False, ack=run.ack, rst=True))
     _collect(run)
+
+
+def set_linger(run: Run, ev: Event, value: str) -> None:
+    """SO_LINGER: on with a zero time, close() aborts the connection with a RST; off, it
+    closes as usual. A linger time makes close() wait for the FIN's ACK, which is not
+    modelled."""
+    m = re.fullmatch(r"\{\s*onoff\s*=\s*(\d+)\s*,\s*linger\s*=\s*(\d+)\s*\}", value.strip())
+    if m is None:
+        raise Unsupported(f"line {ev.line}: SO_LINGER {value}")
+    on, secs = int(m.group(1)) != 0, int(m.group(2))
+    if on and secs:
+        raise Unsupported(f"line {ev.line}: SO_LINGER of {secs} s (a close() that waits is not modelled)")
+    run.linger_zero = on
 
 
 def shutdown(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:

@@ -170,6 +170,8 @@ class Run:
     # close() of the connection's was called (see sim_close); a connection closed before
     # it was established is gone; the peer's FIN came and was acknowledged.
     listen_fd: Optional[str] = None
+    # SO_LINGER on with a zero time: close() resets the connection.
+    linger_zero: bool = False
     conn_fd: Optional[str] = None
     closed_fd: bool = False
     gone: bool = False
