@@ -139,7 +139,9 @@ def inbound(run: Run, ev: Event, p: Packet, t_us: int) -> bool:
     if "R" in p.flags:
         _reset(run, ev, p, t_us)
         return True
-    if p.length > 0 and run.closed_fd and state in ("FIN_WAIT1", "FIN_WAIT2", "CLOSING", "LAST_ACK"):
+    if p.length > 0 and run.peer_fin:
+        raise Unsupported(f"line {ev.line}: data after the peer's FIN")
+    if p.length > 0 and run.closed_fd and state in ("FIN_WAIT1", "FIN_WAIT2"):
         # `tcp_rcv_state_process`: new data after close() resets the connection
         # (RFC 1122 4.2.2.13, `LINUX_MIB_TCPABORTONDATA`).
         if p.start + p.length <= run.ack:
@@ -147,8 +149,6 @@ def inbound(run: Run, ev: Event, p: Packet, t_us: int) -> bool:
         run.h.peer_reset(t_us * 1000)
         emit(run, _rst_for(p, t_us))
         return True
-    if p.length > 0 and run.peer_fin:
-        raise Unsupported(f"line {ev.line}: data after the peer's FIN")
     return False
 
 

@@ -85,7 +85,7 @@ mod tests {
         let mut h = harness(20_000);
         h.write(Time(200 * MS), 3_000, false);
         assert_eq!(sent(&mut h), vec![(0, 2_000, false, false), (2_000, 1_000, false, false)]);
-        h.sender.send_fin(Time(200 * MS), &mut crate::tcp::io::Loopback::default());
+        h.shutdown(Time(200 * MS)); // `tcp_send_fin` with the data sent
         assert_eq!(sent(&mut h), vec![(3_000, 0, true, false)]);
         assert_eq!(h.sender.fin_seg(), Some(3));
         assert!(h.sender.fin_sent() && !h.sender.fin_acked());
