@@ -302,8 +302,13 @@ def test_a_silent_sender_fails_after_packetdrills_wait(tmp_path):
     ("  +.1 < P. 1001:2001(1000) ack 1 win 500\n", "line 8: inbound data out of order"),
     ("  +.1 < P. 1:1001(1000) ack 1 win 500\n   +0 write(4, ..., 1000) = 1000\n"
      "  +.1 < P. 1001:2001(1000) ack 1001 win 500\n", "line 10: inbound data after an exchange"),
-    ("   +0 write(4, ..., 1000) = 1000\n   +0 close(4) = 0\n", "line 9: close() with data not yet acknowledged"),
-    ("  +.1 < F. 1:1(0) ack 1 win 500\n", "line 8: inbound FIN"),
+    ("  +.1 < F. 1:1001(1000) ack 1 win 500\n", "line 8: a FIN with data"),
+    ("  +.1 < P. 1:1001(1000) ack 1 win 500\n  +.1 < F. 1001:1001(0) ack 1 win 500\n",
+     "line 9: a FIN after the peer's data (its ACK waits for the delayed-ACK timer"),
+    ("  +.1 < R. 2:2(0) ack 1 win 500\n", "line 8: a RST not at rcv_nxt"),
+    ("   +0 shutdown(4, SHUT_RD) = 0\n", "line 8: shutdown(SHUT_RD) (only SHUT_WR is modelled)"),
+    ("   +0 setsockopt(4, SOL_SOCKET, SO_LINGER, {onoff=1, linger=5}, 8) = 0\n",
+     "line 8: SO_LINGER of 5 s (a close() that waits is not modelled)"),
     ("  +.1 < P. 1:1001(1000) ack 1 win 500\n  +.1 < P. 2001:3001(1000) ack 1 win 500\n",
      "line 9: inbound data out of order"),
     ("   +0 `sysctl -q net.ipv4.tcp_tso_win_divisor=10`\n", "a shell command after the connection is established"),
@@ -498,6 +503,63 @@ def test_our_passive_open_read_and_eor_scripts_pass_as_on_linux(script):
     # of 30000 bytes, tcp_push_one having sent pieces of its one skb while it copied.
     own = Path(__file__).parent / "conformance" / "scripts" / script
     assert run_script(own, own.name).outcome == "pass"
+
+
+CLOSE_SCRIPTS = [
+    "close-before-established.pkt",
+    "close-fin-behind-data.pkt",
+    "close-fin-on-unsent-data.pkt",
+    "close-last-ack-rto.pkt",
+    "close-linger-zero-rst.pkt",
+    "close-listener-rst.pkt",
+    "close-passive.pkt",
+    "close-simultaneous.pkt",
+    "close-then-data-rst.pkt",
+    "close-time-wait.pkt",
+    "close-unread-rst.pkt",
+    "rst-in-close-wait.pkt",
+    "rst-then-read.pkt",
+    "rst-then-write.pkt",
+    "shutdown-wr.pkt",
+]
+
+
+@pytest.mark.parametrize("script", CLOSE_SCRIPTS)
+def test_our_close_scripts_pass_as_on_linux(script):
+    # Linux 6.18 passes all of them (tests/test_conformance_kernel.py): the FIN behind
+    # data or on it, the passive, simultaneous and half close, TIME_WAIT, the RSTs of
+    # close() with unread data or a zero linger time, of data after close() and of the
+    # listener's close(), the peer's RST, and close() before an active open completes.
+    own = Path(__file__).parent / "conformance" / "scripts" / script
+    assert run_script(own, own.name).outcome == "pass"
+
+
+@pytest.mark.parametrize(
+    ("script", "old", "new", "actual"),
+    [
+        # The FIN rides on the data the window held back: not a segment of its own.
+        ("close-fin-on-unsent-data.pkt", "   +0 > FP. 2001:3501(1500) ack 1\n",
+         "   +0 > P. 2001:3501(1500) ack 1\n   +0 > F. 3501:3501(0) ack 1\n", "F. 2001:3501(1500) ack 1"),
+        # The FIN leaves at close(), not with the ACK of the data.
+        ("close-fin-behind-data.pkt", "   +0 > F. 3001:3001(0) ack 1\n  +.1 <",
+         "  +.1 < . 1:1(0) ack 3001 win 20000\n   +0 > F. 3001:3001(0) ack 1\n  +0 <", "F. 3001:3001(0) ack 1"),
+        # The first call after the RST fails with ECONNRESET, not EPIPE.
+        ("rst-then-write.pkt", "-1 ECONNRESET (Connection reset by peer)", "-1 EPIPE (Broken pipe)",
+         "write() = -1 ECONNRESET"),
+        # The SYN-ACK after close() gets a RST without ACK.
+        ("close-before-established.pkt", "> R 1:1(0)", "> R. 1:1(0) ack 1", "R 1:1(0)"),
+        # In FIN_WAIT1 the peer's FIN is acknowledged at once, not 50 ms later.
+        ("close-simultaneous.pkt", "   +0 > . 2:2(0) ack 2", "  +.05 > . 2:2(0) ack 2", ". 2:2(0) ack 2"),
+    ],
+)  # fmt: skip
+def test_a_planted_fault_in_a_close_script_fails_where_linux_does(tmp_path, script, old, new, actual):
+    # Each fault checked on Linux 6.18 too: it fails there at the same line.
+    text = (Path(__file__).parent / "conformance" / "scripts" / script).read_text()
+    assert old in text
+    f = tmp_path / script
+    f.write_text(text.replace(old, new, 1))
+    v = run_script(f, script)
+    assert v.outcome == "fail" and v.mismatch.actual.startswith(actual), v
 
 
 def test_without_msg_eor_the_second_write_fills_the_first_skb(tmp_path):

@@ -54,7 +54,7 @@ class ScriptedSender:
     """The simulator's TCP sender driven by a script (a packetdrill peer): writes, socket
     options and the peer's ACKs go in at explicit times; every skb that leaves TCP comes
     out as ``(time_ns, first_segment, stream_offset, segments, bytes, retransmission, ect,
-    cwr, psh)``. Sequence numbers count segments (an MSS each, except a write's short
+    cwr, psh, fin)``. Sequence numbers count segments (an MSS each, except a write's short
     end); segment 0 starts at stream offset 0, the first data byte."""
 
     def __init__(
@@ -98,12 +98,31 @@ class ScriptedSender:
     def refused_packet(self, now_ns: int) -> None:
         """The local qdisc refused an ACK, FIN or RST sent for the stack: a CWR reduction
         starts, as for any refused segment."""
-    def advance(self, until_ns: int) -> list[tuple[int, int, int, int, int, bool, bool, bool, bool]]:
+    def advance(self, until_ns: int) -> list[tuple[int, int, int, int, int, bool, bool, bool, bool, bool]]:
         """Run the timers up to ``until_ns``; the skbs sent since the last call."""
-    def sent(self) -> list[tuple[int, int, int, int, int, bool, bool, bool, bool]]: ...
+    def sent(self) -> list[tuple[int, int, int, int, int, bool, bool, bool, bool, bool]]: ...
     def next_event_ns(self) -> int | None: ...
     def now_ns(self) -> int: ...
     def written_segs(self) -> int: ...
+    def close(self, now_ns: int, unread: bool) -> str:
+        """close(): "fin" (queued behind the data), "reset" (aborted for unread data:
+        the caller sends the RST) or "nothing"."""
+    def shutdown(self, now_ns: int) -> None:
+        """shutdown(SHUT_WR): the FIN is queued behind the data."""
+    def peer_fin(self, now_ns: int) -> bool:
+        """The peer's FIN, in order, after ``receive`` took its ACK; whether it is
+        acknowledged at once."""
+    def peer_reset(self, now_ns: int) -> None:
+        """The peer's RST, in sequence: the connection is gone."""
+    def state(self) -> str:
+        """The socket's state by its kernel name (ESTABLISHED, FIN_WAIT1, ...)."""
+    def write_error(self) -> str | None:
+        """What a write finds: ECONNRESET once after a reset, EPIPE once writing is shut."""
+    def read_error(self) -> str | None:
+        """What a read with nothing queued finds: an errno name once after a reset,
+        "EOF" at the end of the stream, None to wait."""
+    def fin(self) -> tuple[int, bool, bool, bool] | None:
+        """Our FIN once queued: (its segment, alone in it, sent, acknowledged)."""
     def tcp_info(self) -> dict[str, int]:
         """``TCP_INFO`` fields the model has, by their ``tcpi_`` names."""
 

@@ -4,6 +4,7 @@
 //! offset and `seg_floor`.
 
 use ccbench_sim::config::{Ecn, TcpConfig};
+use ccbench_sim::tcp::close::CloseAction;
 use ccbench_sim::tcp::scripted::{PeerAck, ScriptedParams, ScriptedSender as Harness};
 use ccbench_sim::tcp::sender::WriteFlags;
 use ccbench_sim::time::{Dur, Time};
@@ -12,8 +13,8 @@ use pyo3::prelude::*;
 use std::collections::BTreeMap;
 
 /// One skb as it left TCP: (time_ns, first segment, its stream offset, segments, bytes,
-/// retransmission, ECT, CWR, PSH).
-type Sent = (u64, u64, u64, u32, u64, bool, bool, bool, bool);
+/// retransmission, ECT, CWR, PSH, FIN).
+type Sent = (u64, u64, u64, u32, u64, bool, bool, bool, bool, bool);
 
 #[pyclass(unsendable)]
 pub struct ScriptedSender {
@@ -174,6 +175,63 @@ impl ScriptedSender {
         self.h.sender.written_segs()
     }
 
+    /// close() at `now_ns`, with `unread` data received and never read: "fin" (queued
+    /// behind the data), "reset" (the connection aborted: the caller sends the RST) or
+    /// "nothing".
+    fn close(&mut self, py: Python<'_>, now_ns: u64, unread: bool) -> PyResult<&'static str> {
+        crate::guarded(py, || match self.h.close(Time(now_ns), unread) {
+            CloseAction::Fin => "fin",
+            CloseAction::Reset => "reset",
+            CloseAction::Nothing => "nothing",
+        })
+    }
+
+    /// shutdown(SHUT_WR) at `now_ns`: the FIN is queued behind the data.
+    fn shutdown(&mut self, py: Python<'_>, now_ns: u64) -> PyResult<()> {
+        crate::guarded(py, || self.h.shutdown(Time(now_ns)))
+    }
+
+    /// The peer's FIN at `now_ns`, in order (after `receive` took its ACK); returns
+    /// whether it is acknowledged at once.
+    fn peer_fin(&mut self, py: Python<'_>, now_ns: u64) -> PyResult<bool> {
+        crate::guarded(py, || self.h.peer_fin(Time(now_ns)))
+    }
+
+    /// The peer's RST at `now_ns`, in sequence: the connection is gone.
+    fn peer_reset(&mut self, py: Python<'_>, now_ns: u64) -> PyResult<()> {
+        crate::guarded(py, || self.h.peer_reset(Time(now_ns)))
+    }
+
+    /// The socket's state by its kernel name ("ESTABLISHED", "FIN_WAIT1", ...).
+    fn state(&self) -> &'static str {
+        self.h.state().name()
+    }
+
+    /// What a write finds instead of room: "ECONNRESET" once after a reset, "EPIPE" once
+    /// writing is shut, else None.
+    fn write_error(&mut self) -> Option<&'static str> {
+        self.h.write_error().map(|e| e.name())
+    }
+
+    /// What a read with nothing queued finds: an errno name once after a reset, "EOF"
+    /// once the peer's FIN came or the socket closed, else None (it waits).
+    fn read_error(&mut self) -> Option<&'static str> {
+        match self.h.read_error() {
+            Err(e) => Some(e.name()),
+            Ok(true) => Some("EOF"),
+            Ok(false) => None,
+        }
+    }
+
+    /// Our FIN once queued: (the segment that carries it, whether that segment is the
+    /// FIN's alone, sent, acknowledged).
+    fn fin(&self) -> Option<(u64, bool, bool, bool)> {
+        let s = &self.h.sender;
+        let seg = s.fin_seg()?;
+        let alone = s.seg_start(seg) == s.seg_start(seg + 1);
+        Some((seg, alone, s.fin_sent(), s.fin_acked()))
+    }
+
     /// `TCP_INFO` fields the model has, by their `tcpi_` names.
     fn tcp_info(&self) -> BTreeMap<&'static str, i64> {
         self.h.tcp_info()
@@ -193,7 +251,7 @@ impl ScriptedSender {
         self.h
             .take_sent()
             .into_iter()
-            .map(|r| (r.time.ns(), r.seq, r.start, r.segs, r.bytes, r.retrans, r.ect, r.cwr, r.psh))
+            .map(|r| (r.time.ns(), r.seq, r.start, r.segs, r.bytes, r.retrans, r.ect, r.cwr, r.psh, r.fin))
             .collect()
     }
 }

@@ -20,6 +20,18 @@ DEFAULT_TOLERANCE_US = 4000
 
 #: Names packetdrill's Python prelude defines for ``%{ }%`` blocks (tcp.h).
 CODE_CONSTANTS: dict[str, int] = {
+    # `tcpi_state` values (include/net/tcp_states.h), as packetdrill's code.c names them.
+    "TCP_ESTABLISHED": 1,
+    "TCP_SYN_SENT": 2,
+    "TCP_SYN_RECV": 3,
+    "TCP_FIN_WAIT1": 4,
+    "TCP_FIN_WAIT2": 5,
+    "TCP_TIME_WAIT": 6,
+    "TCP_CLOSE": 7,
+    "TCP_CLOSE_WAIT": 8,
+    "TCP_LAST_ACK": 9,
+    "TCP_LISTEN": 10,
+    "TCP_CLOSING": 11,
     "TCP_CA_Open": 0,
     "TCP_CA_Disorder": 1,
     "TCP_CA_CWR": 2,

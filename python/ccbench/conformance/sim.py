@@ -8,7 +8,7 @@ lines: outbound skbs form a queue that each ``>`` line reads from, consecutive s
 aggregated up to the expected length as packetdrill does without ``--strict_segments``.
 
 What the simulator has no mechanism for (the peer's data out of order or in an
-exchange, a FIN behind unacknowledged data, a write that blocks on the send buffer,
+exchange, a FIN with data or after data, a write that blocks on the send buffer,
 socket options it has no meaning for, IPv6, sysctls changed away from the defaults file
 without a matching knob) makes the script ``unsupported`` with the reason, never a
 verdict on a stack that was not modelled. The run's state is in ``sim_state``, the
@@ -38,7 +38,8 @@ from .script import (
     expr_names,
     parse_file,
 )
-from .sim_calls import check_returned, inbound_after_close, read_returned, syscall, write_returned
+from . import sim_close
+from .sim_calls import check_returned, read_returned, syscall, write_returned
 from .sim_state import (
     _MODULE_PARAM,
     CUBIC_MODULE_PARAMS,
@@ -263,6 +264,8 @@ def _wait_until(run: Run, t_us: int) -> None:
 
 def _inbound(run: Run, ev: Event, p: Packet, t_us: int) -> None:
     c = run.conn
+    if sim_close.inbound(run, ev, p, t_us):
+        return
     if p.is_syn:
         if "." in p.flags:  # SYN-ACK to our connect()
             if not c.active:
@@ -279,27 +282,26 @@ def _inbound(run: Run, ev: Event, p: Packet, t_us: int) -> None:
             _establish(run, p, t_us, rtt_us=t_us - c.syn_time_us, ack_time_us=t_us)
             return
         raise Unsupported(f"line {ev.line}: a packet before the connection is established")
-    if not run.closed and p.ack is not None and p.ack > snd_nxt_byte(run):
+    if p.ack is not None and p.ack > snd_nxt_byte(run):
         _challenge_ack(run, t_us)
         return
-    if p.length > 0 and not run.closed:
+    if p.length > 0:
         _inbound_data(run, ev, p, t_us)
-    if run.closed:
-        inbound_after_close(run, ev, p, t_us)
-        return
-    if "R" in p.flags or "F" in p.flags:
-        raise Unsupported(f"line {ev.line}: inbound {'RST' if 'R' in p.flags else 'FIN'}")
     if p.ack is None:
         raise Unsupported(f"line {ev.line}: inbound packet without ACK")
     if p.ecn not in (None, "noecn", "ect0", "ect1"):
         raise Unsupported(f"line {ev.line}: inbound CE mark (the sender's receive path is not modelled)")
-    ack = _to_seg(run, ev, p.ack, "ack")
+    ack = sim_close.ack_to_seg(run, ev, p.ack)
+    if ack is None:
+        ack = _to_seg(run, ev, p.ack, "ack")
     sacks = [blk for blk in (_sack_to_segs(run, ev, a, b) for a, b in p.sack_blocks()) if blk[0] < blk[1]]
     rwnd = (p.win or 0) << (c.peer_wscale if c.wscale_ok else 0)
     ece = "E" in p.flags
-    run.h.receive(t_us * 1000, ack, rwnd, sacks, ece, p.length if not run.closed else 0)
+    run.h.receive(t_us * 1000, ack, rwnd, sacks, ece, p.length)
     collect(run, run.h.sent())
     write_returned(run, t_us)
+    if "F" in p.flags:
+        sim_close.inbound_fin(run, ev, p, t_us)
 
 
 def _inbound_data(run: Run, ev: Event, p: Packet, t_us: int) -> None:
@@ -425,7 +427,7 @@ def _new_harness(run: Run, rtt_us: int, rwnd: int) -> Any:
 
 def _outbound(run: Run, ev: Event, p: Packet, t_us: int, t_end: Optional[int]) -> None:
     c = run.conn
-    if run.h is None:
+    if run.h is None and not run.gone:
         # Our SYN or SYN-ACK: checked loosely (flags), no time or options.
         if p.is_syn:
             if c.active and "." in p.flags:
@@ -434,8 +436,8 @@ def _outbound(run: Run, ev: Event, p: Packet, t_us: int, t_end: Optional[int]) -
         raise Unsupported(f"line {ev.line}: an outbound packet before the handshake completes")
     if p.is_syn:
         raise Unsupported(f"line {ev.line}: an outbound SYN on an established connection")
-    handshake_ack = c.active and p.start == 1 and p.ack == 1 and "F" not in p.flags
-    if p.length == 0 and not run.closed and not run.written and handshake_ack:
+    handshake_ack = c.active and p.start == 1 and p.ack == 1 and not set(p.flags) & set("FR")
+    if p.length == 0 and not run.closed_fd and not run.written and handshake_ack:
         return  # the handshake's third packet, which the harness does not send
     deadline = (t_end if t_end is not None else t_us) + SNIFF_TIMEOUT_US
     skbs: list[Skb] = []
@@ -455,7 +457,18 @@ def _outbound(run: Run, ev: Event, p: Packet, t_us: int, t_end: Optional[int]) -
             raise Failed(Mismatch(ev.line, ev.text, f"nothing sent by {deadline / 1e6:.6f} s", t_us))
         skbs.append(skb)
     first, last = skbs[0], skbs[-1]
-    agg = Skb(last.time_us, first.start, total, first.retrans, first.ect, first.cwr, last.fin, last.ack, last.rst)
+    agg = Skb(
+        last.time_us,
+        first.start,
+        total,
+        first.retrans,
+        first.ect,
+        first.cwr,
+        last.fin,
+        last.ack,
+        last.rst,
+        last.ack_flag,
+    )
     actual = f"{agg.text()} at {agg.time_us / 1e6:.6f} s"
     if len(skbs) > 1:
         actual += f" ({len(skbs)} skbs)"
@@ -489,7 +502,12 @@ def _flags_match(expected: str, skb: Skb) -> bool:
     PSH would part from the kernel on retransmissions (`sack-route-refresh-ip-tos`, line
     34) and inside long writes (`cubic-rto-ss-ca-cwnd-bump`, line 88)."""
     want = set(expected.replace("-", "")) - {"P"}
-    have = {"."} | ({"W"} if skb.cwr else set()) | ({"F"} if skb.fin else set()) | ({"R"} if skb.rst else set())
+    have = (
+        ({"."} if skb.ack_flag else set())
+        | ({"W"} if skb.cwr else set())
+        | ({"F"} if skb.fin else set())
+        | ({"R"} if skb.rst else set())
+    )
     return want == have
 
 
@@ -507,6 +525,8 @@ def _next_skb(run: Run, deadline_us: Optional[int]) -> Optional[Skb]:
     """The next outbound skb, running the sender's timers until one leaves or the
     deadline passes."""
     while not run.fifo:
+        if run.h is None:
+            return None
         nxt = run.h.next_event_ns()
         if nxt is None:
             return None

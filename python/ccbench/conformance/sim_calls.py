@@ -1,5 +1,5 @@
 """The application's side of a script on the simulator: system calls (writes with their
-flags, reads, socket options) and the teardown the driver plays for the stack."""
+flags, reads, socket options); close() and shutdown() are in ``sim_close``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import re
 from typing import Optional
 
 from ..scenario import Tcp
-from .script import Event, Packet, Syscall
+from . import sim_close
+from .script import Event, Syscall
 from .sim_state import (
     MAX_RW_COUNT,
     NO_OP_CALLS,
@@ -17,11 +18,9 @@ from .sim_state import (
     WMEM_MAX,
     Failed,
     Run,
-    Skb,
     Unsupported,
     cca_name,
     collect,
-    emit,
 )
 from .verdict import Mismatch
 
@@ -36,11 +35,16 @@ def syscall(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
     if name == "fcntl":
         _fcntl(run, sc)
         return
+    if name == "listen":
+        run.listen_fd = sc.args[0]
+    if name == "accept":
+        run.conn_fd = sc.result
     if name in NO_OP_CALLS:
         return
     if name == "connect":
         run.conn.active = True
         run.conn.syn_time_us = t_us
+        run.conn_fd = sc.args[0]
         return
     if name == "setsockopt":
         _setsockopt(run, ev, sc, t_us)
@@ -65,6 +69,8 @@ def syscall(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
         raise Unsupported(f"line {ev.line}: getsockopt {opt}")
     if name in ("write", "send", "sendmsg"):
         n, more, eor = _write_args(ev, sc)
+        if sim_close.write_refused(run, ev, sc, t_us):
+            return
         if (sc.result != str(n) or sc.errno) and sc.args[0] not in run.nonblocking:
             raise Unsupported(
                 f"line {ev.line}: {name}() returning {sc.result} of {n} bytes (a short or failed write is not modelled)"
@@ -75,49 +81,12 @@ def syscall(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
         _read(run, ev, sc, t_us)
         return
     if name == "close":
-        _close(run, ev, t_us)
+        sim_close.close(run, ev, sc, t_us)
+        return
+    if name == "shutdown":
+        sim_close.shutdown(run, ev, sc, t_us)
         return
     raise Unsupported(f"line {ev.line}: system call {name}()")
-
-
-# --- teardown --------------------------------------------------------------------------
-# The simulator's connections end with the run; like the handshake, the FIN exchange of
-# an idle connection is played here. close() with everything written acknowledged sends
-# the FIN at once (`tcp_send_fin`: nothing queued ahead of it, and `tcp_cwnd_test` lets a
-# lone FIN past cwnd); the peer's FIN is acknowledged at once (`tcp_fin` in FIN_WAIT2
-# calls `tcp_send_ack`). A FIN behind unsent or unacknowledged data would share the
-# sender's queue and retransmission timer, which is not modelled: such scripts are
-# unsupported.
-
-
-def _close(run: Run, ev: Event, t_us: int) -> None:
-    if run.h is None:
-        raise Unsupported(f"line {ev.line}: close() before the connection is established")
-    if run.closed:
-        raise Unsupported(f"line {ev.line}: close() twice")
-    if run.h.tcp_info()["tcpi_bytes_acked"] != run.written:
-        raise Unsupported(
-            f"line {ev.line}: close() with data not yet acknowledged (a FIN queued behind data is not modelled)"
-        )
-    run.closed = True
-    if run.received > run.consumed:
-        # `tcp_close`: data the application never read aborts the connection with a RST
-        # (`tcp_send_active_reset`) instead of a FIN.
-        emit(run, Skb(t_us, run.written + 1, 0, False, False, False, ack=run.ack, rst=True))
-        return
-    emit(run, Skb(t_us, run.written + 1, 0, False, False, False, fin=True, ack=run.ack))
-
-
-def inbound_after_close(run: Run, ev: Event, p: Packet, t_us: int) -> None:
-    """The peer's ACK of our FIN and its own FIN, which we acknowledge."""
-    fin_acked = run.written + 2
-    if run.received or "R" in p.flags or p.length > 0 or p.ack is None or p.ack not in (run.written + 1, fin_acked):
-        raise Unsupported(f"line {ev.line}: after close(), only the peer's ACK of our FIN and its FIN are modelled")
-    if "F" in p.flags:
-        if p.ack != fin_acked or run.peer_fin:
-            raise Unsupported(f"line {ev.line}: a FIN from the peer that does not acknowledge ours")
-        run.peer_fin = True
-        emit(run, Skb(t_us, fin_acked, 0, False, False, False, ack=run.ack))
 
 
 def _write_args(ev: Event, sc: Syscall) -> tuple[int, bool, bool]:
@@ -148,13 +117,15 @@ def _read(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
     """The application reads what the peer sent, up to the length asked for. Reading
     leaves the receive window as it was (the model keeps no receive buffer, and a
     window that grows by less than it can be advertised sends no update,
-    `tcp_cleanup_rbuf`). With nothing waiting, a non-blocking read fails with EAGAIN
-    and a blocking one waits for the peer's next data (`tcp_recvmsg_locked`,
-    `sk_wait_data`)."""
+    `tcp_cleanup_rbuf`). With nothing waiting, a read after the peer's FIN returns 0
+    (see sim_close), a non-blocking read fails with EAGAIN and a blocking one waits for
+    the peer's next data (`tcp_recvmsg_locked`, `sk_wait_data`)."""
     n = sc.int_arg(2)
     if n is None or n <= 0:
         raise Unsupported(f"line {ev.line}: read of length {sc.args[2] if len(sc.args) > 2 else '?'}")
     if run.received == run.consumed:
+        if sim_close.read_at_end(run, ev, sc, t_us):
+            return
         if sc.args[0] in run.nonblocking:
             if sc.result != "-1" or sc.errno != "EAGAIN":
                 raise Failed(Mismatch(ev.line, ev.text, "read() = -1 EAGAIN", t_us))
@@ -197,6 +168,9 @@ def _setsockopt(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
     opt = sc.args[2] if len(sc.args) > 2 else ""
     val = sc.args[3] if len(sc.args) > 3 else ""
     if opt == "SO_REUSEADDR":
+        return
+    if opt == "SO_LINGER":
+        sim_close.set_linger(run, ev, val)
         return
     if opt in ("TCP_NODELAY", "TCP_CORK"):
         on = sc.int_arg(3) not in (None, 0)

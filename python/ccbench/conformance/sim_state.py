@@ -100,11 +100,14 @@ class Skb:
     fin: bool = False
     ack: int = 1  # 1 + the peer's data bytes received, + 1 once its FIN is acknowledged
     rst: bool = False
+    ack_flag: bool = True  # a RST for no socket answering a segment with ACK has none
 
     def text(self) -> str:
         # PSH is left out: it is not compared (see _flags_match).
-        flags = ("F" if self.fin else "") + ("R" if self.rst else "") + ("W" if self.cwr else "") + "."
-        return f"{flags} {self.start}:{self.start + self.length}({self.length}) ack {self.ack}"
+        flags = ("F" if self.fin else "") + ("R" if self.rst else "") + ("W" if self.cwr else "")
+        if not self.ack_flag:
+            return f"{flags} {self.start}:{self.start + self.length}({self.length})"
+        return f"{flags}. {self.start}:{self.start + self.length}({self.length}) ack {self.ack}"
 
 
 @dataclass
@@ -163,8 +166,15 @@ class Run:
     read_waiting: Optional[tuple[Event, int, Optional[int]]] = None
     namespace: dict[str, Any] = field(default_factory=dict)
     failed_assertion: Optional[Mismatch] = None
-    # close() sent our FIN or RST (see _close); the peer's FIN came and was acknowledged.
-    closed: bool = False
+    # The listening socket's and the connection's descriptors (accept's or connect's);
+    # close() of the connection's was called (see sim_close); a connection closed before
+    # it was established is gone; the peer's FIN came and was acknowledged.
+    listen_fd: Optional[str] = None
+    # SO_LINGER on with a zero time: close() resets the connection.
+    linger_zero: bool = False
+    conn_fd: Optional[str] = None
+    closed_fd: bool = False
+    gone: bool = False
     peer_fin: bool = False
     # The peer's data (see _inbound_data): bytes received in order and read by the
     # application; when data last arrived (`icsk_ack.lrcvtime`); quick ACKs left.
@@ -194,13 +204,13 @@ def cca_name(name: str) -> str:
     return name
 
 
-def collect(run: Run, sent: list[tuple[int, int, int, int, int, bool, bool, bool, bool]]) -> None:
+def collect(run: Run, sent: list[tuple[int, int, int, int, int, bool, bool, bool, bool, bool]]) -> None:
     """The skbs the sender reports, queued for the script's ``>`` lines in its numbering."""
-    for time_ns, _seg, offset, segs, nbytes, retrans, ect, cwr, _psh in sent:
+    for time_ns, _seg, offset, segs, nbytes, retrans, ect, cwr, _psh, fin in sent:
         if segs == 0:  # a zero-window probe: empty, one byte below snd_una
             run.fifo.append(Skb(time_ns / 1000, offset, 0, False, False, False, ack=run.ack))
             continue
-        run.fifo.append(Skb(time_ns / 1000, offset + 1, nbytes, retrans, ect, cwr, ack=run.ack))
+        run.fifo.append(Skb(time_ns / 1000, offset + 1, nbytes, retrans, ect, cwr, fin, ack=run.ack))
 
 
 def emit(run: Run, skb: Skb) -> None:
@@ -214,7 +224,9 @@ def emit(run: Run, skb: Skb) -> None:
 
 
 def snd_nxt_byte(run: Run) -> int:
-    return 1 + run.written - run.h.tcp_info()["tcpi_notsent_bytes"]
+    """`snd_nxt` in the script's numbering: past our FIN once it has left."""
+    fin = run.h.fin()
+    return 1 + run.written - run.h.tcp_info()["tcpi_notsent_bytes"] + bool(fin and fin[2])
 
 
 def snd_una_byte(run: Run) -> int:

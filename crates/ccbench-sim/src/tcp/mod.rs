@@ -2,6 +2,7 @@
 //! tcp_rate.c, tcp_recovery.c, tcp_timer.c).
 
 pub mod chrono;
+pub mod close;
 pub mod config;
 pub mod cwnd_use;
 pub mod handshake;

@@ -4,6 +4,9 @@
 //! remote peer: the host parts a packetdrill tun device does not have are off (no NIC
 //! rate limit, no access delay), so what leaves TCP is what the script sees.
 
+mod close;
+
+use super::close::Close;
 use super::config::{FlowConfig, TcpConfig};
 use super::io::Loopback;
 use super::sender::{Sender, SenderParams, TxRecord, WriteFlags};
@@ -77,6 +80,8 @@ pub struct ScriptedSender {
     /// A tun device: each skb is taken (and its TSQ budget freed) the instant it is sent.
     q: Loopback,
     now: Time,
+    /// The socket's state, from ESTABLISHED to CLOSED (see `scripted/close.rs`).
+    close: Close,
 }
 
 impl ScriptedSender {
@@ -88,7 +93,7 @@ impl ScriptedSender {
         let mut sender = Sender::new(sp, cc);
         sender.set_snd_wnd(p.snd_wnd);
         sender.tx_log = Some(Vec::new());
-        Ok(ScriptedSender { sender, q: Loopback::default(), now: Time::ZERO })
+        Ok(ScriptedSender { sender, q: Loopback::default(), now: Time::ZERO, close: Close::new() })
     }
 
     pub fn now(&self) -> Time {
@@ -106,6 +111,9 @@ impl ScriptedSender {
             self.now = self.now.max(t);
             let now = self.now;
             if let Wake::Sender(_, which) = ev {
+                if self.aborted() {
+                    continue; // `tcp_done` stopped the timers
+                }
                 if self.sender.timer_due(now, which, &mut self.q) {
                     self.sender.on_timer_expired(now, which, &mut self.q);
                 }
@@ -193,8 +201,12 @@ impl ScriptedSender {
             pkt.dsack = s < a.ack || a.sacks.get(1).is_some_and(|&(s2, e2)| s >= s2 && e <= e2);
             let _ = e;
         }
+        if self.aborted() {
+            return;
+        }
         self.sender.on_ack(now, &pkt, &mut self.q);
         self.drain_nic();
+        self.on_ack_state(now);
     }
 
     /// The skbs sent since the last call, in order.
@@ -219,6 +231,7 @@ impl ScriptedSender {
             CaState::Loss => 4,
         };
         m.insert("tcpi_ca_state", ca);
+        m.insert("tcpi_state", self.state().tcpi_state() as i64);
         m.insert("tcpi_snd_cwnd", s.w.cwnd as i64);
         // `tcp_in_initial_slowstart` reports TCP_INFINITE_SSTHRESH.
         m.insert("tcpi_snd_ssthresh", s.w.ssthresh.min(INFINITE_SSTHRESH) as i64);
@@ -241,7 +254,8 @@ impl ScriptedSender {
         m.insert("tcpi_delivered", s.delivered as i64 + 1);
         m.insert("tcpi_delivered_ce", s.delivered_ce as i64);
         m.insert("tcpi_bytes_sent", s.stats.bytes_sent as i64);
-        m.insert("tcpi_bytes_acked", s.seg_start(s.sb.snd_una) as i64);
+        // `tcp_snd_una_update` counts our FIN's sequence number once it is acknowledged.
+        m.insert("tcpi_bytes_acked", (s.seg_start(s.sb.snd_una) + s.fin_acked() as u64) as i64);
         m.insert("tcpi_notsent_bytes", (s.written_bytes() - s.seg_start(s.snd_nxt())) as i64);
         m.insert("tcpi_snd_wnd", s.snd_wnd() as i64);
         m.insert("tcpi_pacing_rate", s.w.pacing_rate.min(u64::MAX >> 1) as i64);

@@ -11,6 +11,11 @@
 //! skb only while that skb has not been sent). A short segment always ends an skb, as
 //! does the last segment of a write with MSG_EOR (`TCP_SKB_CB(skb)->eor`, which
 //! `tcp_skb_can_collapse_to` keeps later writes out of).
+//!
+//! A FIN the application queues (`close()`, `shutdown(SHUT_WR)`) takes one sequence
+//! number after the data, as `tcp_send_fin` places it: on the unsent tail segment if
+//! there is one, else in a segment of its own with no payload (a zero-length short
+//! segment). Either way it rides the queue like data and Nagle never holds it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -38,6 +43,8 @@ pub struct WriteQueue {
     nonagle: u8,
     /// `snd_sml`: the end (a segment number) of the last short segment sent.
     snd_sml: u64,
+    /// The segment whose end carries the FIN the application queued, if it did.
+    fin_seg: Option<u64>,
 }
 
 impl WriteQueue {
@@ -52,7 +59,32 @@ impl WriteQueue {
             eor_segs: BTreeSet::new(),
             nonagle: 0,
             snd_sml: 0,
+            fin_seg: None,
         }
+    }
+
+    /// `tcp_send_fin`: the FIN goes on the unsent tail segment, or, with nothing unsent
+    /// (`snd_nxt` the next segment to send), in a new segment of no payload. Returns the
+    /// segment that carries it.
+    pub fn queue_fin(&mut self, snd_nxt: u64) -> u64 {
+        if !self.has_unsent(snd_nxt) {
+            self.short_segs.insert(self.total_segs, 0);
+            self.total_segs += 1;
+        }
+        let seg = self.total_segs - 1;
+        self.fin_seg = Some(seg);
+        seg
+    }
+
+    /// The segment that carries the queued FIN, if any.
+    pub fn fin_seg(&self) -> Option<u64> {
+        self.fin_seg
+    }
+
+    /// Segment `seq` carries the FIN.
+    #[inline]
+    pub fn carries_fin(&self, seq: u64) -> bool {
+        self.fin_seg == Some(seq)
     }
 
     /// The bytes written so far.
@@ -202,7 +234,7 @@ impl WriteQueue {
         let held = self.nagle_check(nonagle, snd_una, snd_nxt);
         if nsegs == 1 {
             // tcp_nagle_test for the short tail: a push or a FIN sends it.
-            return (nonagle & NAGLE_PUSH != 0 || self.fin || !held) as u32;
+            return (nonagle & NAGLE_PUSH != 0 || self.fin || self.carries_fin(last) || !held) as u32;
         }
         nsegs - held as u32
     }
@@ -299,6 +331,24 @@ mod tests {
         w.append(2_000, 0, true);
         assert_eq!(w.skb_segs(0, 10), 2);
         assert_eq!(w.skb_segs(2, 10), 10, "the second write's skb ends where the burst does");
+    }
+
+    #[test]
+    fn a_fin_rides_the_unsent_tail_or_takes_a_segment_of_no_payload() {
+        let mut w = WriteQueue::new(MSS, false);
+        w.append(1_500, 0, true);
+        // Segment 1 (500 bytes) unsent: the FIN goes on it, and Nagle lets it go corked.
+        assert_eq!(w.queue_fin(1), 1);
+        assert_eq!((w.written_segs(), w.written_bytes()), (2, 1_500));
+        assert_eq!(w.nagle_segs(1, 1, NAGLE_CORK, 0, 1), 1);
+        // Everything sent: the FIN is a segment of its own, after the data.
+        let mut w = WriteQueue::new(MSS, false);
+        w.append(1_500, 0, true);
+        assert_eq!(w.queue_fin(2), 2);
+        assert_eq!((w.written_segs(), w.written_bytes(), w.seg_len(2)), (3, 1_500, 0));
+        assert_eq!((w.seg_start(2), w.seg_start(3)), (1_500, 1_500));
+        assert_eq!(w.skb_segs(2, 10), 1);
+        assert_eq!(w.nagle_segs(2, 1, 0, 1, 2), 1, "held by no unacknowledged short segment");
     }
 
     #[test]

@@ -38,7 +38,9 @@ impl Sender {
 
     /// `tcp_snd_wnd_test`: segment `seq` fits in the peer's window.
     pub(super) fn rwnd_allows(&self, seq: u64) -> bool {
-        self.write.seg_start(seq) + self.write.seg_len(seq) as u64 <= self.wnd_end()
+        // A FIN takes a sequence number of the window too (`end_seq`).
+        let fin = self.write.carries_fin(seq) as u64;
+        self.write.seg_start(seq) + self.write.seg_len(seq) as u64 + fin <= self.wnd_end()
     }
 
     /// `tcp_is_cwnd_limited`.

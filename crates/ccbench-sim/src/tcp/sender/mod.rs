@@ -19,6 +19,7 @@
 //! - `sacktag.rs`: SACK and DSACK tagging (`tcp_sacktag_write_queue`);
 //! - `ack.rs`: `tcp_ack`, step by step;
 //! - `socket.rs`: what the application does (writes, TCP_NODELAY, TCP_CORK);
+//! - `fin.rs`: our FIN (`tcp_send_fin`) and its retransmission;
 //! - `connect.rs`: the world's entry points, which open a connection in time first
 //!   (`tcp_connect`, `tcp_rcv_synsent_state_process`).
 //!
@@ -27,6 +28,7 @@
 mod ack;
 mod conn;
 mod connect;
+mod fin;
 mod output;
 mod probe0;
 mod recovery;
@@ -242,6 +244,8 @@ pub struct TxRecord {
     pub cwr: bool,
     /// PSH on the skb's last segment.
     pub psh: bool,
+    /// FIN on the skb's last segment.
+    pub fin: bool,
 }
 
 impl Sender {

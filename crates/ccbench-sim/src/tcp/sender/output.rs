@@ -181,14 +181,15 @@ impl Sender {
             if self.pacing.check(now, q) {
                 break;
             }
+            let seq = self.snd_nxt();
             let mut quota = self.cwnd_quota();
             if quota == 0 {
-                if push_one != 2 {
+                // `tcp_cwnd_test` lets a final FIN of one segment past cwnd.
+                if push_one != 2 && !self.write.carries_fin(seq) {
                     break;
                 }
                 quota = 1;
             }
-            let seq = self.snd_nxt();
             if !self.rwnd_allows(seq) {
                 is_rwnd_limited = true;
                 break;
@@ -197,7 +198,7 @@ impl Sender {
             if nsegs == 0 {
                 break;
             }
-            if max_segs > 1 && push_one == 0 {
+            if max_segs > 1 && push_one == 0 && !self.write.carries_fin(seq) {
                 match self.should_defer(now, max_segs) {
                     Defer::No => {}
                     Defer::ForCwnd => {
@@ -295,6 +296,7 @@ impl Sender {
                 .enumerate()
                 .take_while(|(i, &s)| s == first + *i as u64)
                 .count() as u64;
+            let run = self.retrans_fin_cut(first, run);
             if self.tsq_throttled(now, run as u32, 1, q) {
                 break;
             }
@@ -321,10 +323,12 @@ impl Sender {
     pub(super) fn retransmit_head(&mut self, now: Time, q: &mut impl Io) -> bool {
         let head = self.sb.snd_una;
         if self.sb.to_retransmit.contains(&head) {
-            if !self.send_skb(now, head..head + 1, TxKind::Retrans, q) {
+            let lost_fin = self.write.carries_fin(head + 1) && self.sb.to_retransmit.contains(&(head + 1));
+            let end = head + self.retrans_fin_cut(head, 1 + lost_fin as u64);
+            if !self.send_skb(now, head..end, TxKind::Retrans, q) {
                 return false;
             }
-            self.undo.on_retransmit(1, self.sb.get(head).tx_time);
+            self.undo.on_retransmit((end - head) as u32, self.sb.get(head).tx_time);
         }
         true
     }
@@ -440,6 +444,7 @@ impl Sender {
             ect: self.p.flow.ecn != Ecn::Off,
             cwr: skb.cwr,
             psh: self.psh_at(&segs).is_some(),
+            fin: self.write.carries_fin(segs.end - 1),
         };
         if let Some(log) = self.tx_log.as_mut() {
             log.push(record);
