@@ -208,9 +208,9 @@ def test_repeated_downloads_each_on_a_new_connection() -> None:
 
 
 def test_downloads_that_connect_when_due_count_the_handshake_and_fast_open_takes_it_back() -> None:
-    """1 KB downloads at 20 ms: a handshake made when due adds a round trip; with Fast
-    Open, from the second connection on, the data goes in the SYN and that round trip
-    goes away again."""
+    """1 KB downloads at 20 ms: a handshake the sender makes when due adds a round trip;
+    with Fast Open, from the second connection on, the data goes in the SYN and that
+    round trip goes away again."""
 
     def medians(**flow: object) -> list[float]:
         doc = {
@@ -228,6 +228,12 @@ def test_downloads_that_connect_when_due_count_the_handshake_and_fast_open_takes
     mid = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
     assert 0.016 < mid(due) - mid(ahead) < 0.026, (ahead, due)
     assert tfo[0] > 0.025 and mid(tfo[1:]) < mid(ahead) + 0.003, (tfo, ahead)
+    # Opened by the receiver, which asks with a request: a round trip and a half, and
+    # with Fast Open (the request in the SYN) half of one.
+    asked = medians(connect="receiver")
+    asked_tfo = medians(connect="receiver", fastopen=True)
+    assert 0.026 < mid(asked) - mid(ahead) < 0.036, (ahead, asked)
+    assert 0.006 < mid(asked_tfo[1:]) - mid(ahead) < 0.016, (ahead, asked_tfo)
 
 
 def test_a_killed_run_leaves_state_that_cleanup_removes(tmp_path: Path) -> None:

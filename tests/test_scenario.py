@@ -210,10 +210,11 @@ def test_connecting_when_due_and_fast_open_reach_the_core_only_when_set() -> Non
     assert (flow["connect"], flow["fastopen"]) == ("sender", True)
     with pytest.raises(ScenarioError) as e:
         Scenario.from_toml(MINIMAL + "fastopen = true\n")
-    assert e.value.field == "flows[0].fastopen" and 'needs connect = "sender"' in e.value.message
+    assert e.value.field == "flows[0].fastopen" and 'needs connect = "sender" or "receiver"' in e.value.message
+    assert Scenario.from_toml(MINIMAL + 'size = "20KB"\nconnect = "receiver"\n').flows[0].connect == "receiver"
     with pytest.raises(ScenarioError) as e:
-        Scenario.from_toml(MINIMAL + 'connect = "receiver"\n')
-    assert e.value.field == "flows[0].connect" and "'ahead' or 'sender'" in str(e.value)
+        Scenario.from_toml(MINIMAL + 'connect = "client"\n')
+    assert e.value.field == "flows[0].connect" and "'ahead', 'sender' or 'receiver'" in str(e.value)
 
 
 def test_from_flags_defaults() -> None:

@@ -72,4 +72,16 @@ impl EmuConfig {
         let i = port.checked_sub(self.base_port)? as usize;
         (i < self.scenario.flows.len()).then_some(i)
     }
+
+    /// The flow of a segment between the data's sender port and receiver port, and the
+    /// port that tells its connections apart: the receiver listens on `base_port + i`
+    /// (the sender's port varies), or, for a flow whose receiver opens the connections,
+    /// the sender does (the receiver's port varies).
+    pub fn flow_and_connection(&self, sender_port: u16, receiver_port: u16) -> Option<(usize, u16)> {
+        match (self.flow_of_port(receiver_port), self.flow_of_port(sender_port)) {
+            (Some(i), _) => Some((i, sender_port)),
+            (None, Some(i)) => Some((i, receiver_port)),
+            (None, None) => None,
+        }
+    }
 }

@@ -1,8 +1,10 @@
-//! Connections opened when their data is due (`flows[].connect = "sender"`), with and
-//! without TCP Fast Open, against closed forms on an idle path: the handshake adds one
-//! round trip (and the SYN's and SYN-ACK's serialisation) to a download; Fast Open takes
-//! it back for data that fits in the SYN, from the second connection on; a lost SYN
-//! costs `TCP_TIMEOUT_INIT`.
+//! Connections opened when their data is due, with and without TCP Fast Open, against
+//! closed forms on an idle path. Opened by the sender (`connect = "sender"`), the
+//! handshake adds one round trip (and the SYN's serialisation) to a download; Fast Open
+//! takes it back for data that fits in the SYN, from the second connection on; a lost
+//! SYN costs `TCP_TIMEOUT_INIT`. Opened by the receiver (`connect = "receiver"`, a
+//! request the sender answers), it adds one and a half; Fast Open, with the request in
+//! the SYN, takes one of them back.
 
 mod common;
 
@@ -93,5 +95,26 @@ fn a_lost_syn_with_data_costs_the_initial_timeout_and_is_sent_again_without_it()
         // The SYN goes again after 1 s (a little more on the timer wheel), then the data
         // one RTT later (or again later if that is lost too).
         assert!(*x >= 1.0 + 1.5 * rtt, "{x} s");
+    }
+}
+
+#[test]
+fn a_download_the_receiver_opens_waits_a_round_trip_and_a_half_and_fast_open_takes_one_back() {
+    let rtt = RTT as f64 / 1e9;
+    for cca in ["cubic", "bbr"] {
+        let ahead = completions(&downloads(cca, 20_000, 4, Connect::Ahead, false));
+        let plain = completions(&downloads(cca, 20_000, 4, Connect::Receiver, false));
+        let tfo = completions(&downloads(cca, 20_000, 4, Connect::Receiver, true));
+        for k in 0..4 {
+            // SYN and SYN-ACK, then the ACK with the 100-byte request (152 bytes on the
+            // wire), whose path back has no rate of its own here; the SYN-ACK's 60 bytes
+            // go ahead of the response on the bottleneck.
+            let opened = ahead[k] + 1.5 * rtt + tx_s(60);
+            assert!((plain[k] - opened).abs() < 200e-6, "{cca} download {k}: {} s, ahead {} s", plain[k], ahead[k]);
+            // With Fast Open the request goes in the SYN from the second connection on:
+            // the response follows the SYN-ACK.
+            let expect = if k == 0 { opened } else { ahead[k] + 0.5 * rtt + tx_s(60) };
+            assert!((tfo[k] - expect).abs() < 200e-6, "{cca} download {k} with Fast Open: {} s", tfo[k]);
+        }
     }
 }

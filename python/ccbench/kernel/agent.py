@@ -37,6 +37,9 @@ TCP_FASTOPEN = getattr(socket, "TCP_FASTOPEN", 23)
 TCP_FASTOPEN_CONNECT = getattr(socket, "TCP_FASTOPEN_CONNECT", 30)
 # Fast Open requests a listener holds before accept() (its TCP_FASTOPEN queue length).
 FASTOPEN_QLEN = 16
+# The request a receiver that opens its connection sends for its download (as the
+# simulator's `tcp::handshake::REQUEST_BYTES`).
+REQUEST = b"G" * 100
 SEND_CHUNK = 1 << 20
 CONNECT_TIMEOUT_S = 10.0
 # The receiver waits this long for `go`, and for its connections, before giving up.
@@ -94,28 +97,43 @@ def receive(cfg: dict[str, Any]) -> None:
     linger(sel, receiver.view)
 
 
+def receiving_socket(flow: dict[str, Any]) -> socket.socket:
+    """A socket that receives ``flow``'s data (a listener, or a receiver's own
+    connection), its window and algorithm set as the scenario says."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if not flow["autotune"]:
+        # A fixed window: the buffer locked (SOCK_RCVBUF_LOCK, so tcp_rcv_space_adjust
+        # never grows it) at twice rwnd, which gives rwnd at the 50% scaling ratio a
+        # socket starts with. The accepted connection inherits lock and clamp.
+        s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, int(flow["rwnd"]))
+    s.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, int(flow["rwnd"]))
+    if flow.get("cca"):
+        # An algorithm that needs ECN on both ends (DCTCP): the accepted connection
+        # inherits it, and so answers an ECN-capable SYN and echoes as DCTCP does.
+        # A kernel without it keeps its default; the sender then runs without ECN,
+        # which the run's notes say (results.py, _fallback_notes).
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, flow["cca"].encode())
+        except OSError:
+            pass
+    return s
+
+
+def opened_by_receiver(flow: dict[str, Any]) -> bool:
+    """The flow's receiver opens each download's connection (``connect = "receiver"``)."""
+    return flow.get("connect") == "receiver"
+
+
 def listen(cfg: dict[str, Any]) -> selectors.BaseSelector:
-    """A listening socket per flow (on the flow's port: base_port + its index), and
-    stdin for ``go``, registered in a new selector."""
+    """A listening socket per flow (on the flow's port: base_port + its index) but for
+    flows whose receiver opens the connections, and stdin for ``go``, registered in a
+    new selector."""
     sel = selectors.DefaultSelector()
     for i, flow in enumerate(cfg["flows"]):
-        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if not flow["autotune"]:
-            # A fixed window: the buffer locked (SOCK_RCVBUF_LOCK, so tcp_rcv_space_adjust
-            # never grows it) at twice rwnd, which gives rwnd at the 50% scaling ratio a
-            # socket starts with. The accepted connection inherits lock and clamp.
-            ls.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, int(flow["rwnd"]))
-        ls.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, int(flow["rwnd"]))
-        if flow.get("cca"):
-            # An algorithm that needs ECN on both ends (DCTCP): the accepted connection
-            # inherits it, and so answers an ECN-capable SYN and echoes as DCTCP does.
-            # A kernel without it keeps its default; the sender then runs without ECN,
-            # which the run's notes say (results.py, _fallback_notes).
-            try:
-                ls.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, flow["cca"].encode())
-            except OSError:
-                pass
+        if opened_by_receiver(flow):
+            continue
+        ls = receiving_socket(flow)
         if flow.get("fastopen"):
             ls.setsockopt(socket.IPPROTO_TCP, TCP_FASTOPEN, FASTOPEN_QLEN)
         ls.bind((flow["addr"], cfg["base_port"] + i))
@@ -131,7 +149,9 @@ class Receiver:
     bytes, samples the counts, and tells the sender when a download is complete.
 
     A flow that repeats downloads opens one connection per download, in order: the k-th
-    connection accepted on its port carries download k."""
+    connection accepted on its port carries download k. A flow whose receiver opens the
+    connections connects for each download when it is due, sends its request, and opens
+    the next one ``pause`` after the last is complete."""
 
     def __init__(self, cfg: dict[str, Any], sel: selectors.BaseSelector) -> None:
         self.cfg, self.sel = cfg, sel
@@ -152,21 +172,64 @@ class Receiver:
         self.next_sample = self.end = 0
         self.setup_deadline = now_ns() + int(SETUP_TIMEOUT_S * 1e9)
         self.all_sized = all(s is not None for s in self.sizes)
+        # Flows whose receiver opens the connections: when each download began, and when
+        # the next one is due.
+        self.began: list[list[int]] = [[] for _ in range(n)]
+        self.next_connect: list[Optional[int]] = [None] * n
 
     def run(self) -> None:
         """Until the run ends, or every flow is sized and complete."""
         while True:
-            timeout = self.sample(now_ns())
+            now = now_ns()
+            self.connect_due(now)
+            timeout = self.sample(now)
             if timeout is None:
                 break
+            due = [t for t in self.next_connect if t is not None]
+            if due:
+                timeout = min(timeout, max(0.0, (min(due) - now) / 1e9))
             for key, _ in self.sel.select(timeout):
                 kind, i, k = key.data
                 if kind == "listen":
                     self.accept(key.fileobj, i)  # type: ignore[arg-type]
                 elif kind == "control":
                     self.go()
+                elif kind == "request":
+                    self.request(key.fileobj, i, k)  # type: ignore[arg-type]
                 else:
                     self.read(key.fileobj, i, k)  # type: ignore[arg-type]
+
+    def connect_due(self, now: int) -> None:
+        """The downloads due by ``now`` of flows whose receiver opens the connections:
+        connect (non-blocking), and send the request once connected, or at once with
+        Fast Open, whose first write goes in the SYN when a cookie is cached."""
+        for i, due in enumerate(self.next_connect):
+            if due is None or now < due or self.t0 is None:
+                continue
+            self.next_connect[i] = None
+            flow, k = self.flows[i], len(self.got[i])
+            sock = receiving_socket(flow)
+            if flow.get("fastopen"):
+                sock.setsockopt(socket.IPPROTO_TCP, TCP_FASTOPEN_CONNECT, 1)
+            sock.setblocking(False)
+            self.began[i].append(now - self.t0)
+            self.got[i].append(0)
+            self.got_at[i].append(None)
+            sock.connect_ex((flow["peer"], self.cfg["base_port"] + i))
+            self.sel.register(sock, selectors.EVENT_WRITE, ("request", i, k))
+            if flow.get("fastopen"):
+                self.request(sock, i, k)
+
+    def request(self, sock: socket.socket, i: int, k: int) -> None:
+        """Send download ``k``'s request on a connection that may take it, then read."""
+        try:
+            sock.send(REQUEST)
+        except (BlockingIOError, InterruptedError):
+            return
+        except ConnectionError:
+            self.sel.unregister(sock)
+            return
+        self.sel.modify(sock, selectors.EVENT_READ, ("data", i, k))
 
     def sample(self, now: int) -> Optional[float]:
         """Take the samples due by ``now``; how long to wait for the next (in seconds),
@@ -199,6 +262,9 @@ class Receiver:
         self.t0 = t0 = read_go(line)
         self.next_sample, self.end = t0 + self.interval, t0 + self.duration
         self.sel.unregister(sys.stdin)
+        for i, flow in enumerate(self.flows):
+            if opened_by_receiver(flow):
+                self.next_connect[i] = t0 + int(flow.get("start_ns", 0))
 
     def read(self, sock: socket.socket, i: int, k: int) -> None:
         """What arrived on download ``k`` of flow ``i``."""
@@ -221,6 +287,8 @@ class Receiver:
         self.got_at[i][k] = now_ns() - self.t0
         if k + 1 == self.repeats[i]:
             self.completed[i] = self.got_at[i][k]
+        elif opened_by_receiver(self.flows[i]):
+            self.next_connect[i] = self.t0 + self.got_at[i][k] + int(self.flows[i].get("pause_ns", 0))
         elif self.notify is not None:
             # The sender opens the next download `pause` after this instant.
             try:
@@ -237,7 +305,11 @@ class Receiver:
         closing = self.duration if not (self.all_sized and len(done) == len(self.flows)) else max(done)
         self.samples.append([closing, now_ns() - t0, list(self.counts)])
         downloads = [
-            [{"bytes": b, "completed_ns": c} for b, c in zip(got, got_at)] for got, got_at in zip(self.got, self.got_at)
+            [
+                {"bytes": b, "completed_ns": c, **({"start_ns": began[k]} if k < len(began) else {})}
+                for k, (b, c) in enumerate(zip(got, got_at))
+            ]
+            for got, got_at, began in zip(self.got, self.got_at, self.began)
         ]
         write_out(
             self.cfg["out"],
@@ -343,6 +415,15 @@ def connects_when_due(flow: dict[str, Any]) -> bool:
     return flow.get("connect") == "sender"
 
 
+def connection_port(sock: socket.socket, flow: dict[str, Any]) -> int:
+    """The port that tells a flow's connections apart, as the emulator keys them: the
+    sender's, or where the receiver opens them, the receiver's."""
+    try:
+        return sock.getpeername()[1] if opened_by_receiver(flow) else sock.getsockname()[1]
+    except OSError:
+        return 0
+
+
 def send(cfg: dict[str, Any]) -> None:
     set_sysctls(cfg.get("sysctls", {}))
     sender = Sender(cfg)
@@ -369,15 +450,32 @@ class Sender:
         # Each flow's connections in order: one per download. A flow that repeats
         # downloads keeps the next one connected ahead (a spare), so that, as in the
         # simulator, each download starts with its handshake done.
-        # A flow that connects when its download is due has a socket not yet connected.
+        # A flow that connects when its download is due has a socket not yet connected,
+        # as has one whose receiver opens the connections until it accepts the first.
         self.conns = [
-            [new_socket(f) if connects_when_due(f) else open_connection(f, self.ports[i], True)]
+            [
+                new_socket(f)
+                if connects_when_due(f) or opened_by_receiver(f)
+                else open_connection(f, self.ports[i], True)
+            ]
             for i, f in enumerate(flows)
         ]
         for i, f in enumerate(flows):
-            if self.repeats[i] > 1 and not connects_when_due(f):
+            if self.repeats[i] > 1 and not (connects_when_due(f) or opened_by_receiver(f)):
                 self.conns[i].append(open_connection(f, self.ports[i], True))
         self.sel = selectors.DefaultSelector()
+        # Where a receiver opens the connections, the sender listens on the flow's port.
+        self.requested = [0] * len(flows)  # request bytes read on the live connection
+        for i, f in enumerate(flows):
+            if opened_by_receiver(f):
+                ls = new_socket(f)
+                if f.get("fastopen"):
+                    ls.setsockopt(socket.IPPROTO_TCP, TCP_FASTOPEN, FASTOPEN_QLEN)
+                ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                ls.bind((f["listen_addr"], self.ports[i]))
+                ls.listen(4)
+                ls.setblocking(False)
+                self.sel.register(ls, selectors.EVENT_READ, ("accept", i))
         self.notify: Optional[socket.socket] = None
         if any(r > 1 for r in self.repeats):
             self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -391,7 +489,10 @@ class Sender:
         self.current = [0] * n  # the download under way
         # When each download began (ns after t0); the next one's start, once announced.
         self.began: list[list[int]] = [[] for _ in range(n)]
-        self.next_start: list[Optional[int]] = [t0 + int(f["start_ns"]) for f in flows]
+        # A flow whose receiver opens the connections starts when one arrives.
+        self.next_start: list[Optional[int]] = [
+            None if opened_by_receiver(f) else t0 + int(f["start_ns"]) for f in flows
+        ]
         self.remaining: list[Optional[int]] = [f.get("size") for f in flows]
         self.done: list[Optional[int]] = [None] * n
         self.draining = [False] * n
@@ -415,10 +516,48 @@ class Sender:
             if now >= self.end or (self.all_sized and all(d is not None for d in self.done)):
                 break
             for key, _ in self.sel.select(self.timeout(now)):
-                if key.data < 0:
+                if isinstance(key.data, tuple):
+                    kind, i = key.data
+                    self.accept(key.fileobj, i) if kind == "accept" else self.read_request(i)  # type: ignore[arg-type]
+                elif key.data < 0:
                     self.next_announced()
                 else:
                     self.write(key.data)
+
+    def accept(self, listener: socket.socket, i: int) -> None:
+        """A receiver opens download k of flow ``i``: the k-th connection accepted (with
+        Fast Open, before the handshake's last ACK, its request already in)."""
+        conn, _ = listener.accept()
+        conn.setblocking(False)
+        if self.began[i]:
+            self.conns[i].append(conn)
+            self.current[i] += 1
+        else:
+            self.conns[i][0].close()  # the placeholder sampled until now
+            self.conns[i][0] = conn
+        self.began[i].append(now_ns() - self.t0)
+        self.remaining[i] = self.flows[i].get("size")
+        self.draining[i] = False
+        self.requested[i] = 0
+        self.sel.register(conn, selectors.EVENT_READ, ("request", i))
+        self.read_request(i)
+
+    def read_request(self, i: int) -> None:
+        """Read flow ``i``'s request; once it is all in, write the response."""
+        sock = self.live(i)
+        try:
+            got = sock.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except ConnectionError:
+            got = b""
+        if not got:
+            self.sel.unregister(sock)
+            return
+        self.requested[i] += len(got)
+        if self.requested[i] >= len(REQUEST):
+            self.sel.modify(sock, selectors.EVENT_WRITE, i)
+            self.write(i)
 
     def sample_flows(self) -> list[dict[str, Any]]:
         return [sample_flow(self.live(i), f) for i, f in enumerate(self.flows)]
@@ -507,10 +646,10 @@ class Sender:
         self.samples.append([closing, end_ns, final])
         # Every download's connection as it ended (a flow that repeats them only).
         downloads = [
-            [{"port": c.getsockname()[1], "start_ns": b, "final": tcp_info(c)} for c, b in zip(conns, began)]
+            [{"port": connection_port(c, f), "start_ns": b, "final": tcp_info(c)} for c, b in zip(conns, began)]
             if repeats > 1
             else []
-            for conns, began, repeats in zip(self.conns, self.began, self.repeats)
+            for conns, began, repeats, f in zip(self.conns, self.began, self.repeats, self.flows)
         ]
         for c in (c for cs in self.conns for c in cs):
             # Reset rather than close gracefully: nothing lingers after the run.

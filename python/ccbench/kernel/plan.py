@@ -40,7 +40,10 @@ flows[].repeat, pause
                     one connection per download, connected ahead of it; the receiver
                     tells the sender when it has a download (a Unix socket outside the
                     emulated path), and the next starts ``pause`` later, as in the simulator
-flows[].connect     ``sender``: the sender agent calls connect() when each download is due
+flows[].connect     ``sender``: the sender agent calls connect() when each download is due;
+                    ``receiver``: the sender agent listens on its own address and the
+                    receiver agent connects when each download is due and sends a
+                    100-byte request, which the sender reads before it writes
 flows[].fastopen    ``net.ipv4.tcp_fastopen = 3`` in both namespaces, ``TCP_FASTOPEN`` on the
                     listener, ``TCP_FASTOPEN_CONNECT`` on the sender's sockets
 ==================  =====================================================================
@@ -228,6 +231,12 @@ def _check_flow(f: Flow, where: str, host: HostFacts) -> tuple[bool, str]:
             "(the VM engine has BBRv1 without pacing, bbr_unpaced, a module it builds)",
         )
     ecn = getattr(f, "ecn", "off")
+    if f.connect == "receiver" and ecn != "off":
+        raise KernelEngineError(
+            f"{where}.ecn",
+            "the kernel engine negotiates ECN on the receiver's address, which a receiver that "
+            'opens its connections does not use; with connect = "receiver", leave ecn off',
+        )
     if ecn not in ("off", "classic"):
         raise KernelEngineError(
             f"{where}.ecn",

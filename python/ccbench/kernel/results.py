@@ -89,7 +89,8 @@ def _downloads(
         rtt = rtt_by_port.get(conn["port"], {"rtt_samples": 0})  # no samples: the summary writes zeros
         out.append(
             {
-                "start_ns": conn["start_ns"],
+                # Where the receiver opens the connections, it knows when it asked.
+                "start_ns": got.get("start_ns", conn["start_ns"]),
                 "completed_ns": got["completed_ns"],
                 "delivered_bytes": min(got["bytes"], size_bytes or got["bytes"]),
                 **{k: rtt[k] for k in ("rtt_ms", "rtt_samples") if k in rtt},

@@ -432,6 +432,11 @@ def _start_receiver(run: RunContext, ns_r: str, common: dict[str, Any], bpf_here
             "autotune": f.rwnd_autotune,
             "repeat": f.repeat,
             "fastopen": f.fastopen,
+            # A receiver that opens the connections connects to the sender's address.
+            "connect": f.connect,
+            "peer": run.addr_sender,
+            "start_ns": f.start_ns,
+            "pause_ns": f.pause_ns,
             "cca": _receiver_cca(run, f, bpf_here),
         }
         for f in run.plan.flows
@@ -472,6 +477,7 @@ def _sender_flows(run: RunContext) -> list[dict[str, Any]]:
             "pause_ns": f.pause_ns,
             "connect": f.connect,
             "fastopen": f.fastopen,
+            "listen_addr": run.addr_sender,
             "cc_info": cc_info_kind(f.cca),
         }
         for f in run.plan.flows

@@ -275,16 +275,18 @@ class Flow(_Table):
         examples=[False],
     )
 
-    connect: Literal["ahead", "sender"] = Field(
+    connect: Literal["ahead", "sender", "receiver"] = Field(
         _flow("connect"),
         description="ahead: connected before the data is due (as iperf3 runs a test); sender: the sender "
-        "connects when its data is due, so the SYN and SYN-ACK cross the path and count in a download's time",
+        "connects when its data is due, then writes; receiver: the receiver connects when its download is "
+        "due and sends a 100-byte request, which the sender answers (a web download). The handshake counts "
+        "in a download's time",
         examples=["ahead"],
     )
     fastopen: bool = Field(
         _flow("fastopen"),
-        description="TCP Fast Open on both ends: after a flow's first connection, data goes in the SYN; "
-        'needs connect = "sender"',
+        description="TCP Fast Open on both ends: after a flow's first connection, the opener's data "
+        '(the sender\'s, or the receiver\'s request) goes in the SYN; needs connect = "sender" or "receiver"',
         examples=[False],
     )
 

@@ -374,21 +374,27 @@ def repeated(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
 
 
 def connect(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
-    """A hundred downloads in a row, 100 ms apart, each on a connection its sender opens
-    when it is due, with and without Fast Open: 20 KB (past the initial window either
-    way), and for Cubic 1 KB, which fits in the SYN."""
+    """A hundred downloads in a row, 100 ms apart, each on a connection opened when it is
+    due, with and without Fast Open: opened by the receiver, which sends a request the
+    sender answers (a web download), for 20 KB; opened by the sender, which writes at
+    once, for 20 KB (past the initial window either way) and, for Cubic, 1 KB (which
+    fits in the SYN)."""
     link = {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"}
-    transfers = [(c, "20KB") for c in ccas] + [("cubic", "1KB")] * ("cubic" in ccas)
+    transfers = (
+        [(c, "20KB", "receiver") for c in ccas]
+        + [(c, "20KB", "sender") for c in ccas]
+        + [("cubic", "1KB", "sender")] * ("cubic" in ccas)
+    )
     return [
         _cell(
             "connect",
-            f"{c} 100x{size}{' fastopen' if fastopen else ''} 20Mbit 40ms",
+            f"{c} 100x{size} {opener}-opened{' fastopen' if fastopen else ''} 20Mbit 40ms",
             link,
-            [{"cca": c, "size": size, "repeat": 100, "pause": "100ms", "connect": "sender", "fastopen": fastopen}],
-            {"cca": c, "transfer": f"{size}{' TFO' if fastopen else ''}"},
+            [{"cca": c, "size": size, "repeat": 100, "pause": "100ms", "connect": opener, "fastopen": fastopen}],
+            {"cca": c, "transfer": f"{size} {opener}{' TFO' if fastopen else ''}"},
             min_duration="30s",
         )
-        for (c, size), fastopen in itertools.product(transfers, (False, True))
+        for (c, size, opener), fastopen in itertools.product(transfers, (False, True))
     ]
 
 

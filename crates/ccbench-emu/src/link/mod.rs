@@ -176,10 +176,11 @@ impl Link {
         let wire_bytes = bytes.len() as u32;
         match from {
             Side::Sender => {
-                let flow = tcp.and_then(|t| self.cfg.flow_of_port(t.dst_port)).unwrap_or(self.flows);
+                let found = tcp.and_then(|t| self.cfg.flow_and_connection(t.src_port, t.dst_port));
+                let flow = found.map_or(self.flows, |(i, _)| i);
                 let payload = tcp.map_or(0, |t| t.payload);
-                if let (Some(t), true) = (tcp, flow < self.flows && payload > 0) {
-                    self.rtt[flow].on_data(now, t.src_port, t.seq, payload);
+                if let (Some(t), Some((_, conn)), true) = (tcp, found, payload > 0) {
+                    self.rtt[flow].on_data(now, conn, t.seq, payload);
                     if self.m.active {
                         self.data_in[flow] += 1;
                     }
@@ -198,7 +199,9 @@ impl Link {
                 self.path.send(now, flow as u32, pkt, &mut self.agenda);
             }
             Side::Receiver => {
-                let flow = tcp.and_then(|t| self.cfg.flow_of_port(t.src_port)).unwrap_or(self.flows);
+                let flow = tcp
+                    .and_then(|t| self.cfg.flow_and_connection(t.dst_port, t.src_port))
+                    .map_or(self.flows, |(i, _)| i);
                 self.cap(Point::Receiver, now, flow, &bytes);
                 let router = now + self.one_way;
                 self.cap(Point::BottleneckIn, router, flow, &bytes);
@@ -251,7 +254,9 @@ impl Link {
                         if lane < self.flows {
                             if let Some(tcp) = wire::parse_tcp(&bytes).filter(|t| t.has(TCP_ACK)) {
                                 let sacks = wire::sack_blocks(&bytes);
-                                self.rtt[lane].on_ack(t, tcp.dst_port, tcp.ack, &sacks, self.m.active);
+                                if let Some((_, conn)) = self.cfg.flow_and_connection(tcp.dst_port, tcp.src_port) {
+                                    self.rtt[lane].on_ack(t, conn, tcp.ack, &sacks, self.m.active);
+                                }
                             }
                         }
                         Some(Delivery { to: Side::Sender, due: t, chained: false, bytes })

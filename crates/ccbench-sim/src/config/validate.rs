@@ -118,7 +118,7 @@ impl Scenario {
         if f.fastopen && f.connect == Connect::Ahead {
             return Err(err(
                 format!("flows[{i}].fastopen"),
-                "needs connect = \"sender\": Fast Open saves part of the handshake, which a connection made ahead does not count",
+                "needs connect = \"sender\" or \"receiver\": Fast Open saves part of the handshake, which a connection made ahead does not count",
             ));
         }
         if let Some(r) = f.fixed_pacing_rate_bps {

@@ -119,7 +119,7 @@ impl Bottleneck {
         // A SYN without data is spared as the emulator spares it (it spares every packet
         // without payload), so that both engines open connections alike; a Fast Open
         // SYN with data can be lost.
-        let spared = pkt.payload == 0 && (self.loss_data_only || pkt.syn);
+        let spared = pkt.payload == 0 && (self.loss_data_only || pkt.is_syn());
         if !spared && self.loss.lose() {
             self.counters.drops_random += 1;
             self.drops.push(Dropped { pkt, reason: DropReason::Random });

@@ -18,6 +18,20 @@ pub enum Ecn {
 /// A SACK block `[start, end)` in segments.
 pub type SackBlock = (u64, u64);
 
+/// The handshake's segments. Their `seq` and `ack` count bytes of the data they carry
+/// (a Fast Open SYN's, a client's request), outside the numbered segments of the stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Control {
+    /// A segment of the stream, or one of its ACKs.
+    #[default]
+    None,
+    Syn,
+    SynAck,
+    /// The opener's ACK of the SYN-ACK, with the client's request if the SYN did not
+    /// carry it.
+    Ack,
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Packet {
     pub flow: u32,
@@ -45,9 +59,9 @@ pub struct Packet {
     /// PSH: on the last segment of every skb of more than one segment and at the end of
     /// the application's data (`__tcp_transmit_skb`, `tcp_push`).
     pub psh: bool,
-    /// A SYN (from the sender) or SYN-ACK (from the receiver) of a connection that opens
-    /// in time (`tcp::handshake`), with the Fast Open option if `fastopen`.
-    pub syn: bool,
+    /// A handshake segment of a connection that opens in time (`tcp::handshake`), with
+    /// the Fast Open option if `fastopen`.
+    pub ctl: Control,
     pub fastopen: bool,
     /// When the packet entered the bottleneck queue (for sojourn time).
     pub enqueued: Time,
@@ -57,6 +71,9 @@ pub struct Packet {
 }
 
 impl Packet {
+    pub fn is_syn(&self) -> bool {
+        self.ctl == Control::Syn
+    }
     pub fn is_data(&self) -> bool {
         self.payload > 0
     }

@@ -22,7 +22,7 @@
 use super::pcap::{self, opt, PcapWriter, Segment};
 use crate::base::rng;
 use crate::config::{ConfigError, Ecn, Scenario};
-use crate::net::packet::SackBlock;
+use crate::net::packet::{Control, SackBlock};
 use crate::net::Packet;
 use crate::time::{Dur, Time};
 use rand::RngCore;
@@ -166,13 +166,13 @@ enum Kind {
 }
 
 impl Kind {
-    /// A packet's kind: a timed handshake's SYN or SYN-ACK, else `other` (what its
-    /// direction carries).
+    /// A packet's kind: a handshake's SYN or SYN-ACK, else `other` (what its direction
+    /// carries).
     fn of(pkt: &Packet, other: Kind) -> Kind {
-        match (pkt.syn, other) {
-            (true, Kind::Data) => Kind::Syn,
-            (true, _) => Kind::SynAck,
-            (false, _) => other,
+        match pkt.ctl {
+            Control::Syn => Kind::Syn,
+            Control::SynAck => Kind::SynAck,
+            Control::Ack | Control::None => other,
         }
     }
 }

@@ -169,7 +169,7 @@ pub struct FlowConfig {
     #[serde(default)]
     pub connect: Connect,
     /// TCP Fast Open on both ends (`net.ipv4.tcp_fastopen = 3`, `TCP_FASTOPEN` on the
-    /// listener, `TCP_FASTOPEN_CONNECT` on the client); needs a connection opened in time.
+    /// listener, `TCP_FASTOPEN_CONNECT` on the opener); needs a connection opened in time.
     #[serde(default)]
     pub fastopen: bool,
 }
@@ -185,6 +185,9 @@ pub enum Connect {
     /// The sender calls `connect()` when its data is due, then writes (an upload): the
     /// SYN and SYN-ACK cross the path, and a download's time counts them.
     Sender,
+    /// The receiver calls `connect()` when its download is due and sends a request; the
+    /// sender, listening, reads it and writes its response (a web download).
+    Receiver,
 }
 
 fn one_u32() -> u32 {

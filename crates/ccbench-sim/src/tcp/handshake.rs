@@ -16,6 +16,7 @@
 //! On the SYN and SYN-ACK, `seq` and `ack` count bytes of the SYN's data, outside the
 //! segment numbers of the data that follows.
 
+use crate::net::packet::Control;
 use crate::net::Packet;
 use crate::time::{Dur, Time};
 use crate::units::wire;
@@ -127,7 +128,7 @@ impl Connecting {
         Packet {
             flow,
             conn,
-            syn: true,
+            ctl: Control::Syn,
             fastopen,
             payload,
             ts_val: super::tsopt::ts_ms(now),
@@ -180,6 +181,89 @@ impl Connecting {
     }
 }
 
+/// The request a client sends when it opens a connection for a download (an HTTP GET
+/// of a few headers); with Fast Open it goes in the SYN.
+pub const REQUEST_BYTES: u32 = 100;
+
+/// The opener's ACK of `synack` at `now`, carrying `request` bytes (0: none, or the SYN
+/// carried it). Linux sends the request as a segment of its own just after the ACK, when
+/// the application writes it; here they are one.
+pub fn handshake_ack(now: Time, synack: &Packet, request: u32) -> Packet {
+    Packet {
+        flow: synack.flow,
+        conn: synack.conn,
+        ctl: Control::Ack,
+        payload: request,
+        ts_val: super::tsopt::ts_ms(now),
+        ts_ecr: synack.ts_val,
+        wire_bytes: wire::DATA_OVERHEAD + request,
+        ..Default::default()
+    }
+}
+
+/// The client's retransmission timeout for its request after the SYN-ACK's `rtt` sample
+/// (`__tcp_set_rto` from a first sample: SRTT plus four times half of it, at least
+/// SRTT + `rto_min`), doubled per retransmission.
+pub fn request_timeout(rtt: Dur, rto_min: Dur, retransmits: u32) -> Dur {
+    let base = rtt + Dur((2 * rtt.ns()).max(rto_min.ns()));
+    Dur(base.ns().saturating_mul(1 << retransmits.min(16)).min(super::rtt::RTO_MAX.ns()))
+}
+
+/// A server's connection from the SYN to its establishment (`TCP_SYN_RECV`) and, after
+/// a Fast Open one (established at the SYN), until the opener's ACK gives the first RTT
+/// sample.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Accepting {
+    /// When the first SYN-ACK left, and whether another followed it.
+    synack_sent: Option<Time>,
+    synack_again: bool,
+    /// Bytes of a Fast Open SYN's request the server took, which established it.
+    pub taken: u32,
+}
+
+impl Accepting {
+    /// Established already, by a Fast Open SYN.
+    pub fn established(&self) -> bool {
+        self.taken > 0
+    }
+
+    /// A SYN-ACK leaves at `now` (one answers each SYN, `tcp_check_req`).
+    pub fn synack_sent(&mut self, now: Time) {
+        match self.synack_sent {
+            Some(_) => self.synack_again = true,
+            None => self.synack_sent = Some(now),
+        }
+    }
+
+    /// `tcp_synack_rtt_meas`: the SYN-ACK's RTT, to the opener's ACK at `now`; none if
+    /// the SYN-ACK went more than once (Karn).
+    pub fn rtt(&self, now: Time) -> Option<Dur> {
+        match self.synack_again {
+            true => None,
+            false => self.synack_sent.map(|t| now.since(t)),
+        }
+    }
+}
+
+/// A client's connection opened for a download: its SYN until the SYN-ACK, then its
+/// request until the response's first data shows that the server has it.
+#[derive(Clone, Debug)]
+pub struct Client {
+    pub syn: Connecting,
+    /// Once established: the SYN-ACK (its TSval, for the echo) and its RTT sample.
+    pub synack: Option<(Packet, Dur)>,
+    /// The request waits for the response (it went with the handshake's ACK), and how
+    /// often it was sent again.
+    pub request_pending: bool,
+    pub request_retransmits: u32,
+}
+
+impl Client {
+    pub fn new(syn: Connecting) -> Client {
+        Client { syn, synack: None, request_pending: false, request_retransmits: 0 }
+    }
+}
+
 /// The server's SYN-ACK to `syn` at `now` (`tcp_conn_request`, `tcp_make_synack`):
 /// `data_taken` bytes of the SYN's data acknowledged; a cookie if the SYN asked for one.
 pub fn syn_ack(now: Time, syn: &Packet, rwnd: u64, fastopen_server: bool, data_taken: u32) -> Packet {
@@ -187,7 +271,7 @@ pub fn syn_ack(now: Time, syn: &Packet, rwnd: u64, fastopen_server: bool, data_t
     Packet {
         flow: syn.flow,
         conn: syn.conn,
-        syn: true,
+        ctl: Control::SynAck,
         fastopen: cookie,
         ack: data_taken as u64,
         // The window of a SYN-ACK is never scaled (RFC 7323 2.2).

@@ -5,11 +5,12 @@
 //! The application reads at once, so the advertised window stays at its limit.
 
 use super::config::{FlowConfig, TcpConfig};
-use super::handshake;
+use super::handshake::{self, Client, FastOpenCache};
 use super::io::Io;
 use super::rcvbuf::RcvBuf;
 use super::wake::Wake;
 use crate::event::{Timer, TimerFire};
+use crate::net::packet::Control;
 use crate::net::packet::SackBlock;
 use crate::net::Ecn;
 use crate::net::Packet;
@@ -30,6 +31,8 @@ const NUM_SACKS: usize = 4;
 const SACKS_PER_ACK: usize = 3;
 /// `TCP_SACK_BLOCKS_EXPECTED`: blocks a peer is assumed to see from one ACK.
 const SACK_BLOCKS_EXPECTED: usize = 2;
+
+mod client;
 
 #[derive(Clone, Debug)]
 pub struct ReceiverParams {
@@ -89,6 +92,12 @@ pub struct Receiver {
     pub stats: ReceiverStats,
     /// The autotuned receive buffer, if autotuning.
     rcvbuf: Option<RcvBuf>,
+    /// The client's side of a connection it opens for its download, and its timer.
+    client: Option<Client>,
+    connect_timer: Timer,
+    /// What the client knows of the server for Fast Open; the world carries it from one
+    /// connection of a flow to the next.
+    pub fastopen: FastOpenCache,
 }
 
 impl Receiver {
@@ -118,6 +127,9 @@ impl Receiver {
             completed_at: None,
             stats: ReceiverStats::default(),
             rcvbuf: p.flow.rwnd_autotune.then(|| RcvBuf::new(p.flow.rwnd_bytes, p.tcp.mss)),
+            client: None,
+            connect_timer: Timer::default(),
+            fastopen: FastOpenCache::default(),
             p,
         }
     }
@@ -198,8 +210,14 @@ impl Receiver {
         if pkt.conn != self.p.conn {
             return; // a closed connection's segment still in flight
         }
-        if pkt.syn {
-            return self.on_syn(now, pkt, q);
+        match pkt.ctl {
+            Control::None => {}
+            Control::Syn => return self.on_syn(now, pkt, q),
+            Control::SynAck => return self.on_syn_ack(now, pkt, q),
+            Control::Ack => return,
+        }
+        if self.client.is_some() && pkt.payload > 0 {
+            self.response_started();
         }
         if pkt.payload == 0 {
             // A zero-window probe, one byte below `rcv_nxt`: out of the window, so

@@ -21,4 +21,6 @@ pub enum Wake {
     DelayedAck(u32),
     /// The receiver's SACK-compression timer.
     SackCompress(u32),
+    /// The retransmit timer of a receiver that opens its connection (its SYN, its request).
+    Connect(u32),
 }

@@ -20,6 +20,8 @@ pub enum Event {
     DelayedAck(u32),
     /// The receiver's SACK-compression timer.
     SackCompress(u32),
+    /// The retransmit timer of a receiver that opens its connection.
+    Connect(u32),
     /// The sender host's CPU may take its next task.
     CpuRun,
     /// A flow opens its next connection for another download.
@@ -35,6 +37,7 @@ impl From<Wake> for Event {
             Wake::Sender(i, k) => Event::Sender(i, k),
             Wake::DelayedAck(i) => Event::DelayedAck(i),
             Wake::SackCompress(i) => Event::SackCompress(i),
+            Wake::Connect(i) => Event::Connect(i),
         }
     }
 }
@@ -92,6 +95,7 @@ impl Event {
             Event::RttStep(k) => 12 | (k as u64) << 8,
             Event::FlowRestart(i) => 13 | (i as u64) << 8,
             Event::CpuRun => 14,
+            Event::Connect(i) => 15 | (i as u64) << 8,
         }
     }
 }

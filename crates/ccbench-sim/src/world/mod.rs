@@ -285,7 +285,7 @@ impl World {
                     if self.scenario.flows[i as usize].connect == Connect::Ahead {
                         self.taps.tap(|c| c.flow_start(now, i));
                     }
-                    self.sender_task(now, i, Task::Start);
+                    self.open(now, i);
                 }
                 Event::NicExit(_)
                 | Event::BottleneckService
@@ -326,6 +326,7 @@ impl World {
                 Event::FlowRestart(i) => self.next_download(i, now),
                 Event::DelayedAck(i) => self.at_receiver(now, i, |r, io| r.on_delack_timer(now, io)),
                 Event::SackCompress(i) => self.at_receiver(now, i, |r, io| r.on_sack_compress_timer(now, io)),
+                Event::Connect(i) => self.at_receiver(now, i, |r, io| r.on_connect_timer(now, io)),
                 Event::Sample => {
                     self.sample(now);
                     self.q.push(now + self.interval, Event::Sample);
@@ -370,13 +371,23 @@ impl World {
         self.senders[k].close(now);
         self.take_transitions(i);
         let f = &self.flows[k];
-        let (mut sender, receiver) =
+        let (mut sender, mut receiver) =
             connection(&self.scenario, k, f.conn, &self.objects).expect("validated at the start");
         // The client keeps what it learned of the server for Fast Open.
         sender.fastopen = self.senders[k].fastopen;
+        receiver.fastopen = self.receivers[k].fastopen;
         self.senders[k] = sender;
         self.receivers[k] = receiver;
-        self.sender_task(now, i, Task::Start);
+        self.open(now, i);
+    }
+
+    /// Flow `i`'s download is due at `now`: its sender writes (or first connects), or its
+    /// receiver connects to ask for it.
+    fn open(&mut self, now: Time, i: u32) {
+        match self.scenario.flows[i as usize].connect {
+            Connect::Receiver => self.at_receiver(now, i, |r, io| r.connect(now, io)),
+            Connect::Ahead | Connect::Sender => self.sender_task(now, i, Task::Start),
+        }
     }
 
     /// Invariants: the scoreboard's counters match its bits, inflight never exceeds

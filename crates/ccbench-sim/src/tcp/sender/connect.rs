@@ -2,12 +2,19 @@
 //! opens its connection first (`tcp::handshake`): `tcp_connect` sends the SYN and arms the
 //! retransmit timer, which resends it (`tcp_retransmit_timer` in `SYN_SENT`), and the
 //! SYN-ACK (`tcp_rcv_synsent_state_process`) establishes the connection, whose write
-//! then starts. Until then nothing else it receives has a meaning.
+//! then starts. A sender whose receiver opens the connection listens: it answers each
+//! SYN with a SYN-ACK (`tcp_conn_request`), and the opener's ACK with the request
+//! establishes the connection (`tcp_rcv_state_process` in `TCP_SYN_RECV`), after which
+//! the application reads the request and writes its response. A Fast Open SYN with the
+//! request establishes it at once (`tcp_fastopen_create_child`), without an RTT sample
+//! until the opener's ACK. Until the connection is established nothing else it receives
+//! has a meaning.
 
 use super::Sender;
+use crate::net::packet::Control;
 use crate::net::Packet;
 use crate::tcp::config::Connect;
-use crate::tcp::handshake::{syn_data_bytes, Connecting};
+use crate::tcp::handshake::{server_takes, syn_ack, syn_data_bytes, Connecting};
 use crate::tcp::io::Io;
 use crate::tcp::wake::SenderTimer;
 use crate::tcp::xmit_timer::XmitTimer;
@@ -31,10 +38,20 @@ impl Sender {
 
     /// A packet from the receiver arrives at `now`.
     pub fn on_packet(&mut self, now: Time, pkt: &Packet, q: &mut impl Io) {
-        match self.connecting {
-            None => self.on_ack(now, pkt, q),
-            Some(_) if pkt.syn && pkt.conn == self.p.conn => self.on_syn_ack(now, pkt, q),
-            Some(_) => {}
+        if pkt.ctl == Control::None {
+            if self.connecting.is_none() && self.accepting.is_none_or(|a| a.established()) {
+                self.on_ack(now, pkt, q);
+            }
+            return;
+        }
+        if pkt.conn != self.p.conn {
+            return; // a closed connection's handshake, still in flight
+        }
+        match pkt.ctl {
+            Control::SynAck if self.connecting.is_some() => self.on_syn_ack(now, pkt, q),
+            Control::Syn if self.accepting.is_some() => self.on_syn(now, pkt, q),
+            Control::Ack if self.accepting.is_some() => self.on_opener_ack(now, pkt, q),
+            _ => {}
         }
     }
 
@@ -74,11 +91,46 @@ impl Sender {
         let e = c.established(now, synack, &mut self.fastopen);
         self.ts.on_ack(synack.ts_val, synack.ts_ecr);
         self.snd_wnd = synack.rwnd;
-        self.establish(now, e.rtt, e.syn_retransmits);
+        self.establish(now, Some(e.rtt), e.syn_retransmits);
         let bytes = match self.p.flow.size_bytes {
             Some(size) => size - e.data_acked as u64,
             None => u64::MAX,
         };
         self.start_write(now, bytes, q);
+    }
+
+    /// The opener's SYN: a SYN-ACK answers it. A Fast Open SYN carrying the request
+    /// establishes the connection now; the response follows the SYN-ACK.
+    fn on_syn(&mut self, now: Time, syn: &Packet, q: &mut impl Io) {
+        let mut a = self.accepting.expect("listening");
+        let fresh = !a.established() && server_takes(syn, self.p.flow.fastopen) > 0;
+        if fresh {
+            a.taken = syn.payload;
+        }
+        self.ts.on_ack(syn.ts_val, 0);
+        // The SYN-ACK acknowledges the request taken, by this SYN or an earlier one.
+        q.transmit(now, self.p.id, syn_ack(now, syn, self.p.flow.rwnd_bytes, self.p.flow.fastopen, a.taken));
+        a.synack_sent(now);
+        self.accepting = Some(a);
+        if fresh {
+            self.establish(now, None, 0);
+            self.start_write(now, self.p.flow.size_bytes.unwrap_or(u64::MAX), q);
+        }
+    }
+
+    /// The opener's ACK of the SYN-ACK, with its request unless the SYN carried it: the
+    /// connection is established with the SYN-ACK's RTT, and the response is written; a
+    /// Fast Open connection takes its first RTT sample.
+    fn on_opener_ack(&mut self, now: Time, ack: &Packet, q: &mut impl Io) {
+        let a = self.accepting.take().expect("listening");
+        self.ts.on_ack(ack.ts_val, ack.ts_ecr);
+        if a.established() {
+            if let Some(rtt) = a.rtt(now) {
+                self.handshake_rtt_sample(now, rtt);
+            }
+            return;
+        }
+        self.establish(now, a.rtt(now), 0);
+        self.start_write(now, self.p.flow.size_bytes.unwrap_or(u64::MAX), q);
     }
 }

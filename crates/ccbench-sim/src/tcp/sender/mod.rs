@@ -47,7 +47,7 @@ mod undo_tests;
 use super::chrono::Chronos;
 use super::config::{Connect, FlowConfig, TcpConfig};
 use super::cwnd_use::CwndUse;
-use super::handshake::{Connecting, FastOpenCache, INIT_CWND_AT_SYN};
+use super::handshake::{Accepting, Connecting, FastOpenCache, INIT_CWND_AT_SYN};
 use super::pacing::Pacing;
 use super::prr::Prr;
 use super::rack::{Rack, Reordering};
@@ -178,8 +178,11 @@ pub struct Sender {
     pub tx_log: Option<Vec<TxRecord>>,
     /// The application has written (the flow started).
     started: bool,
-    /// A connection that opens in time, until its SYN-ACK arrives (`SYN_SENT`).
+    /// A connection the sender opens in time, until its SYN-ACK arrives (`SYN_SENT`).
     connecting: Option<Connecting>,
+    /// A connection the receiver opens, until it is established and measured
+    /// (`TCP_LISTEN`, `TCP_SYN_RECV`).
+    accepting: Option<Accepting>,
     /// What the client knows of the server for Fast Open; the world carries it from one
     /// connection of a flow to the next.
     pub fastopen: FastOpenCache,
@@ -267,6 +270,7 @@ impl Sender {
             tx_log: None,
             started: false,
             connecting: None,
+            accepting: (p.flow.connect == Connect::Receiver).then(Accepting::default),
             fastopen: FastOpenCache::default(),
             write: WriteQueue::new(p.tcp.mss, p.flow.size_bytes.is_some_and(|b| b > 0)),
             app_pending: 0,
@@ -294,20 +298,28 @@ impl Sender {
             p,
         };
         if s.p.flow.connect == Connect::Ahead {
-            s.establish(Time::ZERO, s.p.handshake_rtt, 0);
+            s.establish(Time::ZERO, Some(s.p.handshake_rtt), 0);
         }
         s
     }
 
+    /// The handshake's RTT sample (`tcp_ack_update_rtt` of the SYN-ACK at the client,
+    /// `tcp_synack_rtt_meas` at the server).
+    fn handshake_rtt_sample(&mut self, now: Time, rtt: Dur) {
+        let us = rtt.us().max(1);
+        self.rtt.update_min(now.jiffies(self.p.tcp.hz), us, false);
+        self.rtt.sample(us, 0, 0);
+    }
+
     /// The connection is established at `now` (`tcp_init_transfer`): the handshake's
-    /// RTT sample seeds SRTT, min RTT and the RTO; after SYN retransmissions, ssthresh is
+    /// RTT sample, if any, seeds SRTT, min RTT and the RTO; after SYN retransmissions, ssthresh is
     /// what the algorithm said at the first timeout (`tcp_enter_loss`, with cwnd at
     /// `TCP_INIT_CWND`) and, after more than one, cwnd starts at 1 (RFC 6298 5.7). Then
     /// the algorithm starts, and the send buffer is sized.
-    fn establish(&mut self, now: Time, rtt: Dur, syn_retransmits: u32) {
-        let hs = rtt.us().max(1);
-        self.rtt.update_min(now.jiffies(self.p.tcp.hz), hs, false);
-        self.rtt.sample(hs, 0, 0);
+    fn establish(&mut self, now: Time, rtt: Option<Dur>, syn_retransmits: u32) {
+        if let Some(rtt) = rtt {
+            self.handshake_rtt_sample(now, rtt);
+        }
         if syn_retransmits > 0 {
             let info = self.info(now);
             let at_syn = Window { cwnd: INIT_CWND_AT_SYN, ..self.w.clone() };
