@@ -23,7 +23,7 @@ MAX_VALIDATE_REPS = 100
     "--family",
     metavar="NAME[,NAME...]",
     help="Only these families of cells: base, loss, mix, fairness, rtt-unfairness, staggered, trace, aqm, ecn, "
-    "rwnd, sndbuf, sized, connect (connections opened when due, with and without Fast Open), bpf (the kernel's own BPF congestion controls as objects on both engines); and algorithms (Linux's other congestion controls against their own modules in a VM guest, "
+    "rwnd, sndbuf, rmem, sized, connect (connections opened when due, with and without Fast Open), bpf (the kernel's own BPF congestion controls as objects on both engines); and algorithms (Linux's other congestion controls against their own modules in a VM guest, "
     "and this host's kernel where it has them), which runs only when named.",
 )
 @click.option(

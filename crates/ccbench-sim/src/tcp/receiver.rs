@@ -117,7 +117,7 @@ impl Receiver {
             ce_state: false,
             completed_at: None,
             stats: ReceiverStats::default(),
-            rcvbuf: p.flow.rwnd_autotune.then(|| RcvBuf::new(p.flow.rwnd_bytes, p.tcp.mss)),
+            rcvbuf: p.flow.rwnd_autotune.then(|| RcvBuf::new(p.flow.rwnd_bytes, p.tcp.rmem, p.tcp.mss)),
             p,
         }
     }
