@@ -92,6 +92,17 @@ class TestPlan:
         plan = make_plan(from_dict(scenario(tcp={**knobs, "hz": 250})), HOST)
         assert [plan.sender_sysctls[f"net.ipv4.tcp_{k}"] for k in knobs] == ["0", "0", "4", "0"]
 
+    def test_tcp_rmem_is_the_receivers_tcp_rmem_only_when_set(self) -> None:
+        # Left at Linux's default: the receiver keeps room for rwnd to grow (max(4 rwnd,
+        # 6 MiB)), as before the setting; the sender's namespace is not touched.
+        plan = make_plan(from_dict(scenario(flows=[{"cca": "cubic", "rwnd": "4MiB", "rwnd_autotune": True}])), HOST)
+        assert plan.receiver_sysctls["net.ipv4.tcp_rmem"] == f"4096 131072 {16 * 2**20}"
+        assert "net.ipv4.tcp_rmem" not in plan.sender_sysctls
+        tuned = scenario(tcp={"hz": 250, "rmem": ["4KiB", "128KiB", "256KiB"]})
+        plan = make_plan(from_dict(tuned), HOST)
+        assert plan.receiver_sysctls["net.ipv4.tcp_rmem"] == "4096 131072 262144"
+        assert "net.ipv4.tcp_rmem" not in plan.sender_sysctls
+
     def test_a_sysctl_the_kernel_lacks_must_keep_its_default(self) -> None:
         old = HostFacts(
             kernel="5.10-test",

@@ -187,6 +187,39 @@ def test_hash_ignores_spelling_but_not_values() -> None:
     assert two.scenario_hash == split.scenario_hash
 
 
+def test_the_receive_buffer_setting_reaches_the_core_only_when_set() -> None:
+    plain = Scenario.from_toml(MINIMAL)
+    assert "rmem" not in plain.to_core()["tcp"]
+    assert plain.tcp.sysctls()["net.ipv4.tcp_rmem"] == "4096 131072 6291456"
+    # Linux's default written out is the default: the core does not see it either.
+    same = Scenario.from_toml(MINIMAL + '[tcp]\nrmem = [4096, "128KiB", "6MiB"]\n')
+    assert "rmem" not in same.to_core()["tcp"] and same.scenario_hash == plain.scenario_hash
+    tuned = Scenario.from_toml(MINIMAL + '[tcp]\nrmem = ["4KiB", "128KiB", "256KiB"]\n')
+    assert list(tuned.to_core()["tcp"]["rmem"]) == [4096, 131072, 262144]
+    assert tuned.tcp.sysctls()["net.ipv4.tcp_rmem"] == "4096 131072 262144"
+    assert tuned.scenario_hash != plain.scenario_hash
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_toml(MINIMAL + '[tcp]\nrmem = ["4KiB", "256KiB", "128KiB"]\n')
+    assert e.value.field == "tcp.rmem" and "min <= default <= max" in str(e.value)
+    # Half the buffer is advertised: the core refuses a first window under one segment.
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_toml(MINIMAL + '[tcp]\nrmem = ["1KiB", "2KiB", "256KiB"]\n')
+    assert e.value.field == "tcp.rmem" and "twice tcp.mss" in str(e.value)
+
+
+def test_a_small_tcp_rmem_max_limits_an_autotuned_window() -> None:
+    """A 256 KiB tcp_rmem[2] holds an autotuned window to half of it: about 10.4 Mbit/s
+    over 100 ms, where rwnd alone lets the flow fill 100 Mbit/s."""
+    from ccbench import run
+
+    base = MINIMAL.replace('"40ms"', '"100ms"') + "rwnd_autotune = true\n"
+    limited = run(Scenario.from_toml(base + '[tcp]\nrmem = ["4KiB", "128KiB", "256KiB"]\n'))
+    free = run(Scenario.from_toml(base))
+    bound = 131072 // 1448 * 1448 * 8 / 0.1
+    assert 0.9 * bound <= limited.summary["flows"][0]["goodput_bps"] <= bound
+    assert free.summary["flows"][0]["goodput_bps"] > 5 * bound
+
+
 def test_the_send_buffer_settings_reach_the_core_only_when_set() -> None:
     plain = Scenario.from_toml(MINIMAL)
     assert "wmem" not in plain.to_core()["tcp"] and "sndbuf_bytes" not in plain.to_core()["flows"][0]

@@ -451,3 +451,42 @@ fn a_locked_send_buffer_bounds_the_flight() {
     assert!(f.sndbuf_limited_ms > 0.5 * 10_000.0, "sndbuf-limited {} ms", f.sndbuf_limited_ms);
     assert_eq!(f.retransmits, 0, "the buffer, not the link, limits the flow");
 }
+
+/// `tcp.rmem` sizes an autotuned receive buffer as Linux's `tcp_rmem` does: its ceiling
+/// holds the window to half of `tcp_rmem[2]` however large `rwnd` is, and `tcp_rmem[1]`
+/// sizes the first window (`tcp_select_initial_window`).
+#[test]
+fn tcp_rmem_bounds_an_autotuned_window_and_sizes_the_first_one() {
+    let rtt = 100 * MS;
+    let mut s = dumbbell(RATE, rtt, BufferLimit::Bdp(1.0), vec![flow("cubic")]);
+    s.flows[0].rwnd_autotune = true;
+    s.tcp.rmem = Some([4096, 131_072, 262_144]);
+    let out = run_ok(&s);
+    let f = &out.summary.flows[0];
+    // Half of 256 KiB in whole segments: 90 x 1448 = 130,320 bytes a round trip.
+    let window = (131_072 / MSS * MSS) as f64;
+    let bound = window * 8.0 / (rtt as f64 / 1e9);
+    assert!(f.goodput_bps <= bound, "goodput {:.0} above window / RTT {bound:.0}", f.goodput_bps);
+    assert!(f.goodput_bps >= 0.9 * bound, "goodput {:.0} well below window / RTT {bound:.0}", f.goodput_bps);
+    assert_eq!(out.summary.link.drops, 0, "a window of a tenth of the BDP never fills the buffer");
+    // Without tcp.rmem the same flow opens its window to the link.
+    s.tcp.rmem = None;
+    let free = run_ok(&s);
+    assert!(free.summary.flows[0].goodput_bps >= 5.0 * bound);
+
+    // 40 segments with an initial cwnd of 40: a 128 KiB tcp_rmem[1] lets them all go in
+    // the first round trip (a 64 KB first window); 16 KiB (a 5-segment first window)
+    // takes further round trips while the window grows.
+    let first = |default: u64| {
+        let mut s = dumbbell(RATE, rtt, BufferLimit::Bdp(1.0), vec![flow("cubic")]);
+        s.tcp.init_cwnd = 40;
+        s.flows[0].rwnd_autotune = true;
+        s.flows[0].size_bytes = Some(40 * MSS);
+        s.tcp.rmem = Some([4096, default, 262_144]);
+        run_ok(&s).summary.flows[0].completion_s.expect("the download completes")
+    };
+    let (large, small) = (first(131_072), first(16_384));
+    let rtt_s = rtt as f64 / 1e9;
+    assert!(large < 1.6 * rtt_s, "128 KiB: {large:.3} s, more than one round trip and a half");
+    assert!(small > large + 0.9 * rtt_s, "16 KiB: {small:.3} s against {large:.3} s");
+}

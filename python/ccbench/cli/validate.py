@@ -23,7 +23,7 @@ MAX_VALIDATE_REPS = 100
     "--family",
     metavar="NAME[,NAME...]",
     help="Only these families of cells: base, loss, mix, fairness, rtt-unfairness, staggered, trace, aqm, ecn, "
-    "rwnd, sndbuf, sized, connect (connections opened when due, with and without Fast Open), bpf (the kernel's own BPF congestion controls as objects on both engines); and algorithms (Linux's other congestion controls against their own modules in a VM guest, "
+    "rwnd, sndbuf, rmem, sized, connect (connections opened when due, with and without Fast Open), bpf (the kernel's own BPF congestion controls as objects on both engines); and algorithms (Linux's other congestion controls against their own modules in a VM guest, "
     "and this host's kernel where it has them), which runs only when named.",
 )
 @click.option(
@@ -122,7 +122,7 @@ def validate(
     The full grid (about 120 cells, 20 s, 3 repetitions): one flow at 10, 100 and 500
     Mbit/s, 5 to 200 ms, 0.5 to 8 BDP; random loss 0.1-30% (also without SACK) and
     bursty loss; BBR and Cubic sharing at 0.25-16 BDP; 2 and 4 flows; RTTs 10 and 50 ms;
-    staggered starts; LTE traces; CoDel and FQ-CoDel; ECN; receive windows; send
+    staggered starts; LTE traces; CoDel and FQ-CoDel; ECN; receive windows and buffers; send
     buffers; sized and repeated downloads, also on connections opened when due, with and
     without Fast Open; the kernel's BPF Cubic and DCTCP as objects on both engines.
     Needs root (the kernel engine). With --cpu, the 2BRobust grid on the simulator and

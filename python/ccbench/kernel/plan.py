@@ -28,6 +28,9 @@ flows[].rwnd        the receiver's window: its buffer locked (``SO_RCVBUFFORCE``
                     read, since Linux recomputes the clamp from the buffer)
 flows[].rwnd_autotune
                     the buffer left to autotuning, the clamp held at no more than rwnd
+tcp.rmem            ``net.ipv4.tcp_rmem`` in the receiver's namespace as set; left at its
+                    default, ``4096 131072 max(4 rwnd, 6 MiB)`` (the largest flow's rwnd),
+                    room for autotuning to reach rwnd as the simulator's buffer does
 flows[].ecn         ``classic``: the flow connects to a second receiver address whose route
                     has ``features ecn`` (so ECN can differ per flow); ``low`` is refused
                     (mainline kernels have no ECN-low route feature)
@@ -259,14 +262,20 @@ def _namespace_sysctls(
     # The [tcp] sysctls, in both namespaces: the receiver's tcp_sack decides the
     # handshake as much as the sender's; the rest act on the sender only.
     stack = _tcp_sysctls(tcp, default, host)
-    # tcp.wmem among them: the sender's send buffer as the simulator models it.
+    # tcp.wmem among them: the sender's send buffer as the simulator models it. tcp.rmem
+    # acts on the receiver only, the one whose buffer the simulator models.
+    stack.pop("net.ipv4.tcp_rmem", None)
     sender = {**common, **stack}
     receiver = {**common, **stack}
     if any(f.fastopen for f in flows):
         # Fast Open as a client and as a server (the default, 1, is client only).
         sender["net.ipv4.tcp_fastopen"] = receiver["net.ipv4.tcp_fastopen"] = "3"
-    # Room for the receive window to grow to rwnd whatever the skb overhead.
-    receiver["net.ipv4.tcp_rmem"] = f"4096 131072 {max(4 * rwnd_max, 6 * 2**20)}"
+    if tcp.rmem != default.rmem:
+        receiver["net.ipv4.tcp_rmem"] = tcp.sysctls()["net.ipv4.tcp_rmem"]
+    else:
+        # Room for the receive window to grow to rwnd whatever the skb overhead, as the
+        # simulator sizes the buffer when tcp.rmem is left at its default.
+        receiver["net.ipv4.tcp_rmem"] = f"4096 131072 {max(4 * rwnd_max, 6 * 2**20)}"
     return sender, receiver
 
 

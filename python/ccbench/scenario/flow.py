@@ -18,6 +18,9 @@ from .fields import MAX_FLOWS_PER_ENTRY, Duration, Rate, Size, _int_range, _Tabl
 BBR_FAMILY = ("bbr", "bbr2", "bbr3")
 #: The largest `tcp_wmem` value the kernel takes (INT_MAX).
 WMEM_LIMIT = 2**31 - 1
+#: Linux's `tcp_rmem` (`tcp_init`). The core has no default of its own: it takes
+#: `tcp.rmem` only when set, and otherwise sizes the buffer as before the setting.
+RMEM_DEFAULT = (4096, 131072, 6291456)
 
 
 def _as_tuple(value: Any) -> Any:
@@ -63,6 +66,7 @@ class Tcp(_Table):
         "pacing_ss_ratio",
         "pacing_ca_ratio",
         "wmem",
+        "rmem",
     )
 
     mss: Annotated[int, core_range("tcp.mss")] = Field(_tcp("mss"), description="bytes, 64..9000", examples=[1448])
@@ -151,6 +155,25 @@ class Tcp(_Table):
         examples=[["4KiB", "16KiB", "4MiB"]],
         json_schema_extra=_sysctl("tcp_wmem"),
     )
+
+    rmem: Annotated[tuple[Size, Size, Size], BeforeValidator(_as_tuple)] = Field(
+        RMEM_DEFAULT,
+        description="net.ipv4.tcp_rmem: the receive buffer's minimum, its size as a socket opens "
+        "(which sizes the first window), and how far autotuning may grow it; acts on rwnd_autotune "
+        "flows. Left at the default, the buffer may grow to room for rwnd",
+        examples=[["4KiB", "128KiB", "6MiB"]],
+        json_schema_extra=_sysctl("tcp_rmem"),
+    )
+
+    @field_validator("rmem")
+    @classmethod
+    def _rmem_in_order(cls, v: tuple[int, int, int]) -> tuple[int, int, int]:
+        if not 1 <= v[0] <= v[1] <= v[2] <= WMEM_LIMIT:
+            raise ValueError(
+                f"must be [min, default, max] with 1 B <= min <= default <= max <= {WMEM_LIMIT} B "
+                "(INT_MAX, the most the kernel takes)"
+            )
+        return v
 
     @field_validator("wmem")
     @classmethod
@@ -271,7 +294,8 @@ class Flow(_Table):
     )
     rwnd_autotune: bool = Field(
         _flow("rwnd_autotune"),
-        description="true: the receive buffer starts at 128 KiB and grows (Linux DRS) up to rwnd",
+        description="true: the receive buffer starts at tcp.rmem's default and grows (Linux DRS) up to "
+        "tcp.rmem's max (room for rwnd when tcp.rmem is left at its default); rwnd clamps the window",
         examples=[False],
     )
 

@@ -342,6 +342,25 @@ def sndbuf(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     ]
 
 
+def rmem(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+    """A receive buffer that binds: tcp_rmem's ceiling at 256 KB for an autotuned
+    receiver on a 100 Mbit/s, 100 ms path (a BDP of 1.25 MB), where the window stops
+    at what the buffer advertises, long before rwnd (6 MiB) or cwnd."""
+    link = {"rate": "100Mbit", "rtt": "100ms", "buffer": "1bdp"}
+    rmem_ = ["4KiB", "128KiB", "256KiB"]
+    return [
+        _cell(
+            "rmem",
+            f"{c} rmem 256KB 100Mbit 100ms",
+            link,
+            [{"cca": c, "rwnd_autotune": True}],
+            {"cca": c, "rmem": "256KB"},
+            tcp={"rmem": rmem_},
+        )
+        for c in ccas
+    ]
+
+
 def sized(sizes: tuple[str, ...], ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     """One download of each size at 20 Mbit/s, 40 ms, 1 BDP: completion time (the run
     ends when it completes; 30 s at most)."""
@@ -539,6 +558,7 @@ def full_grid() -> list[Cell]:
         *ecn(),
         *rwnd(),
         *sndbuf(),
+        *rmem(),
         *sized(SIZES),
         *repeated(),
         *connect(),
@@ -558,6 +578,7 @@ FAMILIES = (
     "ecn",
     "rwnd",
     "sndbuf",
+    "rmem",
     "sized",
     "connect",
     "bpf",

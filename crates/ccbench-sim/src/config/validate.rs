@@ -62,6 +62,18 @@ impl Scenario {
                 "must be [min, default, max] with 1 <= min <= default <= max <= 2147483647 bytes (INT_MAX)",
             ));
         }
+        if let Some([min, default, max]) = self.tcp.rmem {
+            if !(1 <= min && min <= default && default <= max && max <= i32::MAX as u64) {
+                return Err(err(
+                    "tcp.rmem",
+                    "must be [min, default, max] with 1 <= min <= default <= max <= 2147483647 bytes (INT_MAX)",
+                ));
+            }
+            // Half the buffer is advertised: less than a segment would never open.
+            if default < 2 * self.tcp.mss as u64 {
+                return Err(err("tcp.rmem", "default must be at least twice tcp.mss, a window of one segment"));
+            }
+        }
         for (i, f) in self.flows.iter().enumerate() {
             self.check_flow(i, f)?;
         }

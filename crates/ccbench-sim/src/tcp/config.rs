@@ -56,6 +56,11 @@ pub struct TcpConfig {
     /// `net.ipv4.tcp_wmem`: the send buffer's minimum (kept under memory pressure, which
     /// is not modelled), its size as a socket opens, and autotuning's ceiling, bytes.
     pub wmem: [u64; 3],
+    /// `net.ipv4.tcp_rmem`: the receive buffer's minimum (memory pressure, not modelled),
+    /// its size as a socket opens, and autotuning's ceiling, bytes; it sizes the buffer of
+    /// `rwnd_autotune` flows (`tcp/rcvbuf.rs`). None: the sizing from before the setting,
+    /// 128 KiB growing to room for each flow's `rwnd`.
+    pub rmem: Option<[u64; 3]>,
 }
 
 impl Default for TcpConfig {
@@ -79,6 +84,7 @@ impl Default for TcpConfig {
             pacing_ss_ratio: 200,
             pacing_ca_ratio: 120,
             wmem: [4096, 16_384, 4_194_304],
+            rmem: None,
         }
     }
 }

@@ -126,7 +126,7 @@ impl Receiver {
             ce_state: false,
             completed_at: None,
             stats: ReceiverStats::default(),
-            rcvbuf: p.flow.rwnd_autotune.then(|| RcvBuf::new(p.flow.rwnd_bytes, p.tcp.mss)),
+            rcvbuf: p.flow.rwnd_autotune.then(|| RcvBuf::new(p.flow.rwnd_bytes, p.tcp.rmem, p.tcp.mss)),
             client: None,
             connect_timer: Timer::default(),
             fastopen: FastOpenCache::default(),

@@ -277,7 +277,7 @@ impl Sender {
             app_eor: false,
             pushed_seq: 0,
             sndbuf: SendBuffer::new(p.tcp.wmem),
-            snd_wnd: 65535,
+            snd_wnd: super::rcvbuf::syn_ack_window(&p.flow, &p.tcp).unwrap_or(65535),
             high_seq: 0,
             last_send: Time::ZERO,
             ecn_queue_cwr: false,
