@@ -537,6 +537,7 @@ def test_our_close_scripts_pass_as_on_linux(script):
 FASTOPEN_SCRIPTS = [
     "fastopen-cookie-request.pkt",
     "fastopen-cookie.pkt",
+    "fastopen-sendto-blocking.pkt",
     "fastopen-server.pkt",
     "fastopen-syn-data-not-acked.pkt",
 ]
@@ -545,8 +546,10 @@ FASTOPEN_SCRIPTS = [
 @pytest.mark.parametrize("script", FASTOPEN_SCRIPTS)
 def test_our_fastopen_scripts_pass_as_on_linux(script):
     # Linux 6.18 passes all of them (tests/test_conformance_kernel.py): the cookie
-    # request, the SYN with the cookie and 960 bytes (the cached MSS 1000 less 40), its
-    # data sent again after a SYN-ACK that does not take it, and the server that takes
+    # request (after TCP_FASTOPEN_CONNECT, or in a blocking sendto(MSG_FASTOPEN) that
+    # returns when the handshake is done), the SYN with the cookie and 960 bytes (the
+    # cached MSS 1000 less 40), its data sent again after a SYN-ACK that does not take it,
+    # and the server that takes
     # a SYN's data without a cookie and lets accept() return before the third ACK.
     own = Path(__file__).parent / "conformance" / "scripts" / script
     assert run_script(own, own.name).outcome == "pass"
@@ -560,6 +563,8 @@ def test_our_fastopen_scripts_pass_as_on_linux(script):
          "   +0 write(4, ..., 3000) = 1000\n   +0 > S 0:1000(1000)", "write() = 960"),
         # Without a cookie, the SYN asks for one.
         ("fastopen-cookie-request.pkt", "wscale 10,FO,nop,nop>", "wscale 10>", "S 0:0(0) with FO"),
+        # A blocking sendto(MSG_FASTOPEN) returns when the handshake is done.
+        ("fastopen-sendto-blocking.pkt", "+0...0.1 sendto", "+0...0.05 sendto", "write() returned at 0.100000 s"),
         # The server's SYN-ACK acknowledges the SYN's data.
         ("fastopen-server.pkt", "> S. 0:0(0) ack 501", "> S. 0:0(0) ack 1", "S. 0:0(0) ack 501"),
     ],
