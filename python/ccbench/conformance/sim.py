@@ -12,7 +12,7 @@ exchange, a FIN with data or after data, a write that blocks on the send buffer,
 socket options it has no meaning for, IPv6, sysctls changed away from the defaults file
 without a matching knob) makes the script ``unsupported`` with the reason, never a
 verdict on a stack that was not modelled. The run's state is in ``sim_state``, the
-application's system calls in ``sim_calls``.
+application's system calls in ``sim_calls``, Fast Open in ``sim_fastopen``.
 """
 
 from __future__ import annotations
