@@ -40,6 +40,14 @@ CLOSE_SCRIPTS = [
     "rst-then-write.pkt",
     "shutdown-wr.pkt",
 ]
+#: Our Fast Open scripts (also run on the simulator by test_conformance_sim.py).
+FASTOPEN_SCRIPTS = [
+    "fastopen-cookie-request.pkt",
+    "fastopen-cookie.pkt",
+    "fastopen-sendto-blocking.pkt",
+    "fastopen-server.pkt",
+    "fastopen-syn-data-not-acked.pkt",
+]
 # packetdrill's TCP scripts (GPL test data kept outside the project) and its source.
 PACKETDRILL_DIR = Path(os.environ.get("CCBENCH_PACKETDRILL_DIR", "/work/shared/packetdrill"))
 TCP = PACKETDRILL_DIR / "tcp"
@@ -509,6 +517,7 @@ def test_real_run_of_our_own_scripts(packetdrill_binary: Path) -> None:
             OWN / "sack-edge-inside-segment.pkt",
             OWN / "sndbuf-blocking-write.pkt",
             *(OWN / name for name in CLOSE_SCRIPTS),
+            *(OWN / name for name in FASTOPEN_SCRIPTS),
         ],
         packetdrill_binary,
         None,
@@ -517,7 +526,7 @@ def test_real_run_of_our_own_scripts(packetdrill_binary: Path) -> None:
     # tso-defer-ack-due puts an ACK exactly at the edge of the kernel's deferral rule (due
     # within min(srtt/2, 1 ms)); on a busy machine the kernel's decision can flip with a
     # late wake-up, which is not a timing-only mismatch, so it gets two more runs here.
-    tso, listener = 22, 23  # their places: verdicts come sorted by name
+    tso, listener = 27, 28  # their places: verdicts come sorted by name
     for _ in range(2):
         if verdicts[tso].outcome == "pass":
             break
@@ -535,6 +544,11 @@ def test_real_run_of_our_own_scripts(packetdrill_binary: Path) -> None:
         ("scripts/close-time-wait.pkt", "pass"),
         ("scripts/close-unread-rst.pkt", "pass"),
         ("scripts/data-before-accept.pkt", "pass"),
+        ("scripts/fastopen-cookie-request.pkt", "pass"),
+        ("scripts/fastopen-cookie.pkt", "pass"),
+        ("scripts/fastopen-sendto-blocking.pkt", "pass"),
+        ("scripts/fastopen-server.pkt", "pass"),
+        ("scripts/fastopen-syn-data-not-acked.pkt", "pass"),
         ("scripts/handshake.pkt", "pass"),
         ("scripts/msg-eor.pkt", "pass"),
         ("scripts/nonblocking-short-write.pkt", "pass"),

@@ -155,3 +155,15 @@ def test_spot_checks_on_the_suite():
     assert bulk.init.sysctls["net.ipv4.tcp_early_retrans"] == "0"
     v6 = parse_file(SUITE / "mtu_probe/basic-v6.pkt")
     assert v6.options["ip_version"] == "ipv6" and "strict_segments" in v6.options
+
+
+def test_fast_open_options_keep_their_cookie():
+    s = parse(
+        "0 > S 0:0(0) <mss 1460,nop,nop,sackOK,nop,wscale 10,FO,nop,nop>\n"
+        "+.1 < S. 0:0(0) ack 1 win 20000 <mss 1000,FO 0102ABCD05060708,nop,nop>\n",
+        "t.pkt",
+    )
+    request, reply = (e.body for e in s.events)
+    assert request.option("FO").cookie == "" and reply.option("FO").cookie == "0102abcd05060708"
+    with pytest.raises(ScriptError, match="hex digits"):
+        parse("0 < S 0:0(0) win 20000 <FO 123>\n", "t.pkt")

@@ -534,6 +534,52 @@ def test_our_close_scripts_pass_as_on_linux(script):
     assert run_script(own, own.name).outcome == "pass"
 
 
+FASTOPEN_SCRIPTS = [
+    "fastopen-cookie-request.pkt",
+    "fastopen-cookie.pkt",
+    "fastopen-sendto-blocking.pkt",
+    "fastopen-server.pkt",
+    "fastopen-syn-data-not-acked.pkt",
+]
+
+
+@pytest.mark.parametrize("script", FASTOPEN_SCRIPTS)
+def test_our_fastopen_scripts_pass_as_on_linux(script):
+    # Linux 6.18 passes all of them (tests/test_conformance_kernel.py): the cookie
+    # request (after TCP_FASTOPEN_CONNECT, or in a blocking sendto(MSG_FASTOPEN) that
+    # returns when the handshake is done), the SYN with the cookie and 960 bytes (the
+    # cached MSS 1000 less 40), its data sent again after a SYN-ACK that does not take it,
+    # and the server that takes
+    # a SYN's data without a cookie and lets accept() return before the third ACK.
+    own = Path(__file__).parent / "conformance" / "scripts" / script
+    assert run_script(own, own.name).outcome == "pass"
+
+
+@pytest.mark.parametrize(
+    ("script", "old", "new", "actual"),
+    [
+        # The SYN carries what the MSS kept with the cookie leaves, not a whole MSS.
+        ("fastopen-cookie.pkt", "   +0 write(4, ..., 3000) = 960\n   +0 > S 0:960(960)",
+         "   +0 write(4, ..., 3000) = 1000\n   +0 > S 0:1000(1000)", "write() = 960"),
+        # Without a cookie, the SYN asks for one.
+        ("fastopen-cookie-request.pkt", "wscale 10,FO,nop,nop>", "wscale 10>", "S 0:0(0) with FO"),
+        # A blocking sendto(MSG_FASTOPEN) returns when the handshake is done.
+        ("fastopen-sendto-blocking.pkt", "+0...0.1 sendto", "+0...0.05 sendto", "write() returned at 0.100000 s"),
+        # The server's SYN-ACK acknowledges the SYN's data.
+        ("fastopen-server.pkt", "> S. 0:0(0) ack 501", "> S. 0:0(0) ack 1", "S. 0:0(0) ack 501"),
+    ],
+)  # fmt: skip
+def test_a_planted_fault_in_a_fastopen_script_fails_where_linux_does(tmp_path, script, old, new, actual):
+    # Each fault checked on Linux 6.18 too: it fails there at the same line.
+    text = (Path(__file__).parent / "conformance" / "scripts" / script).read_text()
+    assert old in text
+    f = tmp_path / script
+    f.write_text(text.replace(old, new, 1))
+    v = run_script(f, script)
+    assert v.outcome == "fail" and v.mismatch is not None, v
+    assert v.mismatch.actual.startswith(actual), v.mismatch
+
+
 @pytest.mark.parametrize(
     ("script", "old", "new", "actual"),
     [

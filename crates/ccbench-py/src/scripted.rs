@@ -77,6 +77,11 @@ impl ScriptedSender {
         crate::guarded(py, || self.h.write_with(Time(now_ns), bytes, WriteFlags { more, eor }))
     }
 
+    /// A Fast Open SYN's data that the SYN-ACK did not acknowledge, sent again at `now_ns`.
+    fn resend_syn_data(&mut self, py: Python<'_>, now_ns: u64, bytes: u64) -> PyResult<()> {
+        crate::guarded(py, || self.h.resend_syn_data(Time(now_ns), bytes))
+    }
+
     /// Bytes of the last write still waiting for room in the send buffer.
     fn write_pending(&self) -> u64 {
         self.h.write_pending()
@@ -121,6 +126,14 @@ impl ScriptedSender {
             other => return Err(PyValueError::new_err(format!("option must be nodelay or cork, not {other:?}"))),
         };
         crate::guarded(py, || self.h.setsockopt(Time(now_ns), nodelay, on))
+    }
+
+    /// The bytes of a write of `pending` that a Fast Open SYN carries, for an MSS of
+    /// `mss` with the timestamp option's room taken (`tcp_send_syn_data`, see
+    /// `ccbench_sim::tcp::handshake::syn_data_bytes`).
+    #[staticmethod]
+    fn syn_data_bytes(mss: u32, pending: u64) -> u32 {
+        ccbench_sim::tcp::handshake::syn_data_bytes(mss, pending)
     }
 
     /// The last segment that starts at or before stream offset `byte` (the end of what

@@ -66,6 +66,7 @@ class TcpOption:
     ts_val: Optional[int] = None
     ts_ecr: Optional[int] = None
     blocks: tuple[tuple[int, int], ...] = ()  # sack
+    cookie: Optional[str] = None  # FO, FOEXP: the cookie's hex digits ("" for a cookie request)
 
 
 @dataclass(frozen=True)
@@ -409,7 +410,12 @@ def _option(s: str, r: _Reader, line: int) -> TcpOption:
             a, _, e = b.partition(":")
             blocks.append((int(a), int(e)))
         return TcpOption("sack", blocks=tuple(blocks))
-    if k in ("FO", "FOEXP", "md5"):
+    if k in ("FO", "FOEXP") and len(words) <= 2:
+        cookie = words[1].lower() if len(words) == 2 else ""
+        if len(cookie) % 2 or not all(c in "0123456789abcdef" for c in cookie):
+            raise r.error(f"Fast Open cookie {s!r} is not an even number of hex digits", line)
+        return TcpOption(k, cookie=cookie)
+    if k == "md5":
         return TcpOption(k)
     raise r.error(f"unrecognised TCP option {s!r}", line)
 

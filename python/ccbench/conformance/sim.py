@@ -12,7 +12,7 @@ exchange, a FIN with data or after data, a write that blocks on the send buffer,
 socket options it has no meaning for, IPv6, sysctls changed away from the defaults file
 without a matching knob) makes the script ``unsupported`` with the reason, never a
 verdict on a stack that was not modelled. The run's state is in ``sim_state``, the
-application's system calls in ``sim_calls``.
+application's system calls in ``sim_calls``, Fast Open in ``sim_fastopen``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from .script import (
     expr_names,
     parse_file,
 )
-from . import sim_close
+from . import sim_close, sim_fastopen
 from .sim_calls import check_returned, read_returned, syscall, write_returned
 from .sim_state import (
     _MODULE_PARAM,
@@ -148,6 +148,8 @@ def _apply_command(run: Run, cmd: Any, initial: bool) -> None:
     for name, value in cmd.sysctls.items():
         if name == "net.ipv4.tcp_congestion_control":
             run.cca = cca_name(value)
+        elif name == "net.ipv4.tcp_fastopen":
+            sim_fastopen.sysctl(run, value)
         elif name == "net.ipv4.tcp_ecn":
             run.ecn_sysctl = int(value)
         elif name == "net.ipv4.tcp_early_retrans":
@@ -271,9 +273,12 @@ def _inbound(run: Run, ev: Event, p: Packet, t_us: int) -> None:
             if not c.active:
                 raise Unsupported(f"line {ev.line}: SYN-ACK without a connect()")
             _peer_syn_options(run, p)
+            resend = sim_fastopen.synack(run, ev, p)
             _establish(run, p, t_us, rtt_us=t_us - c.syn_time_us, ack_time_us=t_us)
+            sim_fastopen.established(run, resend, t_us)
         else:  # the peer's SYN to our listener; the SYN-ACK leaves at once
             _peer_syn_options(run, p)
+            sim_fastopen.passive_syn(run, ev, p)
             c.syn_time_us = t_us
             c.syn_seen = True
         return
@@ -344,7 +349,7 @@ def _sack_to_segs(run: Run, ev: Event, start: int, end: int) -> tuple[int, int]:
     write's short end) of a partly covered skb (`tcp_match_skb_to_sack`): an edge inside
     a segment rounds inward, so a block that covers no whole segment tags nothing and
     leaves an empty range here."""
-    lo, hi = start - 1, end - 1
+    lo, hi = start - 1 - run.syn_data, end - 1 - run.syn_data
     if lo < 0:
         raise Unsupported(f"line {ev.line}: SACK block {start} before the first data byte")
     seg, seg_start = run.h.seg_floor(lo)
@@ -354,7 +359,7 @@ def _sack_to_segs(run: Run, ev: Event, start: int, end: int) -> tuple[int, int]:
 
 
 def _to_seg(run: Run, ev: Event, byte: int, what: str) -> int:
-    off = byte - 1
+    off = byte - 1 - run.syn_data
     if off < 0:
         raise Unsupported(f"line {ev.line}: {what} {byte} before the first data byte")
     seg, seg_start = run.h.seg_floor(off)
@@ -432,11 +437,12 @@ def _outbound(run: Run, ev: Event, p: Packet, t_us: int, t_end: Optional[int]) -
         if p.is_syn:
             if c.active and "." in p.flags:
                 raise Failed(Mismatch(ev.line, ev.text, "S 0:0(0) (an active open sends a SYN)", t_us))
+            sim_fastopen.outbound_syn(run, ev, p, t_us)
             return
         raise Unsupported(f"line {ev.line}: an outbound packet before the handshake completes")
     if p.is_syn:
         raise Unsupported(f"line {ev.line}: an outbound SYN on an established connection")
-    handshake_ack = c.active and p.start == 1 and p.ack == 1 and not set(p.flags) & set("FR")
+    handshake_ack = c.active and p.start == 1 + run.syn_data and p.ack == 1 and not set(p.flags) & set("FR")
     if p.length == 0 and not run.closed_fd and not run.written and handshake_ack:
         return  # the handshake's third packet, which the harness does not send
     deadline = (t_end if t_end is not None else t_us) + SNIFF_TIMEOUT_US

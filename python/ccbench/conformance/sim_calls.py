@@ -7,7 +7,7 @@ import re
 from typing import Optional
 
 from ..scenario import Tcp
-from . import sim_close
+from . import sim_close, sim_fastopen
 from .script import Event, Syscall
 from .sim_state import (
     MAX_RW_COUNT,
@@ -39,9 +39,13 @@ def syscall(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
         run.listen_fd = sc.args[0]
     if name == "accept":
         run.conn_fd = sc.result
+    if name == "socket":
+        sim_fastopen.new_connection(run, ev)
     if name in NO_OP_CALLS:
         return
     if name == "connect":
+        if sim_fastopen.connect(run, ev, sc, t_us):
+            return
         run.conn.active = True
         run.conn.syn_time_us = t_us
         run.conn_fd = sc.args[0]
@@ -71,11 +75,21 @@ def syscall(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
         n, more, eor = _write_args(ev, sc)
         if sim_close.write_refused(run, ev, sc, t_us):
             return
+        if run.h is None and sim_fastopen.write(run, ev, sc, n, t_us):
+            return
         if (sc.result != str(n) or sc.errno) and sc.args[0] not in run.nonblocking:
             raise Unsupported(
                 f"line {ev.line}: {name}() returning {sc.result} of {n} bytes (a short or failed write is not modelled)"
             )
         _write(run, ev, n, more, eor, t_us)
+        return
+    if name == "sendto":
+        flags = sc.args[3] if len(sc.args) > 3 else "0"
+        n = sc.int_arg(2)
+        if "MSG_FASTOPEN" not in flags or n is None or not set(flags.split("|")) <= {"MSG_FASTOPEN", "MSG_DONTWAIT"}:
+            raise Unsupported(f"line {ev.line}: sendto() with flags {flags}")
+        if not sim_fastopen.write(run, ev, sc, n, t_us, fastopen_flag=True):
+            raise Unsupported(f"line {ev.line}: sendto() with MSG_FASTOPEN on a connecting or connected socket")
         return
     if name == "read":
         _read(run, ev, sc, t_us)
@@ -199,6 +213,8 @@ def _setsockopt(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
         if v is None or not 88 <= v <= 65535 - 40:
             raise Unsupported(f"line {ev.line}: TCP_MAXSEG {sc.args[3]}")
         run.user_mss = v  # `tp->rx_opt.user_mss`
+        return
+    if sim_fastopen.setsockopt(run, ev, sc):
         return
     if opt == "TCP_CONGESTION":
         if run.h is not None:

@@ -194,7 +194,7 @@ def ack_to_seg(run: Run, ev: Event, byte: int) -> Optional[int]:
     if fin is None or not fin[2]:
         return None
     seg, alone, _sent, _acked = fin
-    fin_byte = 1 + run.written
+    fin_byte = 1 + run.syn_data + run.written
     if byte == fin_byte + 1:
         return seg + 1
     if byte == fin_byte:

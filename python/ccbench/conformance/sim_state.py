@@ -52,7 +52,7 @@ STACK_SYSCTLS = {k: v for k, v in Tcp.sysctl_fields().items() if k not in MODELL
 IGNORED_SYSCTLS = {
     "net.ipv4.tcp_rmem", "net.ipv4.tcp_timestamps", "net.ipv4.tcp_syn_retries",
     "net.ipv4.tcp_synack_retries", "net.ipv4.tcp_dsack", "net.ipv4.tcp_fack", "net.ipv4.tcp_ecn_option",
-    "net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_fastopen", "net.ipv4.tcp_fastopen_key",
+    "net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_fastopen_key",
     "net.ipv4.tcp_syncookies",
 }  # fmt: skip
 #: Shell lines with no effect on the simulated sender.
@@ -184,6 +184,13 @@ class Run:
     quickacks: int = 0
     # When the last challenge ACK left (`tp->last_oow_ack_time`).
     last_oow_ack_us: Optional[int] = None
+    # Fast Open (see sim_fastopen): net.ipv4.tcp_fastopen (TFO_CLIENT_ENABLE by
+    # default), the state of the connection and the client's cookie cache, and the bytes
+    # of data our SYN carried that its SYN-ACK acknowledged, which come before the
+    # sender's own numbering (its byte 0 is the script's byte 1 + syn_data).
+    fastopen_sysctl: int = 1
+    fo: Any = None
+    syn_data: int = 0
 
     @property
     def written(self) -> int:
@@ -210,7 +217,7 @@ def collect(run: Run, sent: list[tuple[int, int, int, int, int, bool, bool, bool
         if segs == 0:  # a zero-window probe: empty, one byte below snd_una
             run.fifo.append(Skb(time_ns / 1000, offset, 0, False, False, False, ack=run.ack))
             continue
-        run.fifo.append(Skb(time_ns / 1000, offset + 1, nbytes, retrans, ect, cwr, fin, ack=run.ack))
+        run.fifo.append(Skb(time_ns / 1000, offset + 1 + run.syn_data, nbytes, retrans, ect, cwr, fin, ack=run.ack))
 
 
 def emit(run: Run, skb: Skb) -> None:
@@ -226,11 +233,11 @@ def emit(run: Run, skb: Skb) -> None:
 def snd_nxt_byte(run: Run) -> int:
     """`snd_nxt` in the script's numbering: past our FIN once it has left."""
     fin = run.h.fin()
-    return 1 + run.written - run.h.tcp_info()["tcpi_notsent_bytes"] + bool(fin and fin[2])
+    return 1 + run.syn_data + run.written - run.h.tcp_info()["tcpi_notsent_bytes"] + bool(fin and fin[2])
 
 
 def snd_una_byte(run: Run) -> int:
-    return run.h.tcp_info()["tcpi_bytes_acked"] + 1
+    return run.h.tcp_info()["tcpi_bytes_acked"] + 1 + run.syn_data
 
 
 def advmss(run: Run) -> int:

@@ -146,6 +146,14 @@ impl ScriptedSender {
         self.drain_nic();
     }
 
+    /// A Fast Open SYN's data that the SYN-ACK did not acknowledge, sent again at `now`
+    /// as the connection opens (`tcp_rcv_fastopen_synack`): in the model new data, which
+    /// Linux retransmits outside `tcp_write_xmit`, so it sets no Nagle state.
+    pub fn resend_syn_data(&mut self, now: Time, bytes: u64) {
+        self.write_with(now, bytes, WriteFlags::default());
+        self.sender.forget_short_sent();
+    }
+
     /// Bytes of the last write still waiting for room in the send buffer.
     pub fn write_pending(&self) -> u64 {
         self.sender.write_pending()
@@ -294,6 +302,23 @@ mod tests {
         let sent = h.take_sent();
         assert_eq!(sent.iter().map(|r| r.segs).sum::<u32>(), 4, "{sent:?}");
         assert_eq!(sent[0].seq, 10);
+    }
+
+    /// A Fast Open SYN's data sent again after the SYN-ACK is a short segment that holds
+    /// no later one: the next write's short tail goes with its full segments at once.
+    #[test]
+    fn resent_syn_data_does_not_hold_the_next_short_segment() {
+        let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
+        h.resend_syn_data(Time(200_000_000), 960);
+        h.write(Time(200_000_000), 2_040, false);
+        let sent = h.take_sent();
+        assert_eq!(sent.iter().map(|r| r.bytes).sum::<u64>(), 3_000, "{sent:?}");
+        assert!(sent.iter().all(|r| r.time == Time(200_000_000)), "{sent:?}");
+        // The same data written by the application holds the 40-byte tail (Minshall).
+        let mut h = ScriptedSender::new(&ScriptedParams { snd_wnd: 1 << 20, ..Default::default() }).unwrap();
+        h.write(Time(200_000_000), 960, false);
+        h.write(Time(200_000_000), 2_040, false);
+        assert!(h.take_sent().iter().map(|r| r.bytes).sum::<u64>() < 3_000);
     }
 
     /// PSH as `__tcp_transmit_skb` and `tcp_push` set it: on every skb of more than one

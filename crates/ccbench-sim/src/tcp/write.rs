@@ -246,6 +246,12 @@ impl WriteQueue {
         nonagle & NAGLE_CORK != 0 || (nonagle == 0 && snd_nxt > snd_una && minshall)
     }
 
+    /// No short segment sent counts for `tcp_minshall_check` (`snd_sml` back at the
+    /// start, as `tcp_connect_init` leaves it).
+    pub fn forget_short_sent(&mut self) {
+        self.snd_sml = 0;
+    }
+
     /// `tcp_minshall_update`, for new data sent as segments up to `end`.
     pub fn minshall_update(&mut self, end: u64) {
         if self.short_segs.contains_key(&(end - 1)) {

@@ -74,6 +74,13 @@ impl Sender {
         self.app_pending = 0;
     }
 
+    /// Data that Linux sends outside `tcp_write_xmit` (a Fast Open SYN's data sent again
+    /// after a SYN-ACK that did not take it, `tcp_rcv_fastopen_synack`) leaves `snd_sml`
+    /// alone: no short segment of it holds a later one (`tcp_minshall_check`).
+    pub fn forget_short_sent(&mut self) {
+        self.write.forget_short_sent();
+    }
+
     /// SO_SNDBUF: the send buffer is `bytes` (as the kernel keeps it), not autotuned.
     pub fn set_sndbuf(&mut self, bytes: u64) {
         self.sndbuf.set(bytes);
