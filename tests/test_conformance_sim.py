@@ -391,6 +391,8 @@ def test_tcp_maxseg_set_before_the_handshake_clamps_the_mss(tmp_path):
    +0 getsockopt(3, SOL_TCP, TCP_MAXSEG, [800], [4]) = 0
 """,
         )
+        # The SYN-ACK offers the user's MSS (tcp_mss_clamp of the route's advmss).
+        .replace("<mss 1460,", "<mss 800,")
         + """\
    +0 %{ assert tcpi_snd_mss == 800 and tcpi_advmss == 800, tcpi_snd_mss }%
    +0 write(4, ..., 4000) = 4000
@@ -490,6 +492,21 @@ def test_a_write_beyond_the_send_buffer_blocks_until_acks_make_room(tmp_path):
     (tmp_path / "early.pkt").write_text(early)
     v = run_script(tmp_path / "early.pkt", "early.pkt")
     assert v.outcome == "fail" and v.mismatch.actual == "write() returned at 0.500000 s", v
+
+
+def test_options_that_change_only_the_environment_are_taken_and_mtu_sets_the_mss(tmp_path):
+    # --mtu=1200: advmss 1160, offered in the SYN-ACK and capping the segments; --speed
+    # and --tolerance_percent change nothing the stack does. Linux 6.18 passes it
+    # (tests/test_conformance_kernel.py); offering 1460 fails at the SYN-ACK, as there.
+    own = Path(__file__).parent / "conformance" / "scripts" / "environment-options.pkt"
+    assert run_script(own, own.name).outcome == "pass"
+    fault = tmp_path / "fault.pkt"
+    fault.write_text(own.read_text().replace("<mss 1160,", "<mss 1460,"))
+    v = run_script(fault, fault.name)
+    assert v.outcome == "fail" and v.mismatch.line == 18 and v.mismatch.actual == "S. with <mss 1160>", v
+    odd = tmp_path / "odd.pkt"
+    odd.write_text(own.read_text().replace("--speed=1000", "--non_fatal=packet"))
+    assert run_script(odd, odd.name).reason == "command-line option --non_fatal=packet"
 
 
 @pytest.mark.parametrize(

@@ -44,9 +44,11 @@ from .sim_state import (
     _MODULE_PARAM,
     CUBIC_MODULE_PARAMS,
     DROP_ALL_QDISC,
+    ENVIRONMENT_OPTIONS,
     IGNORED_COMMANDS,
     IGNORED_SYSCTLS,
     INVALID_RATELIMIT_US,
+    IPV4_TCP_HEADERS,
     KERNEL_HZ,
     MODELLED_DEFAULTS,
     NO_STATE,
@@ -54,7 +56,6 @@ from .sim_state import (
     STACK,
     STACK_SYSCTLS,
     TCP_MAX_QUICKACKS,
-    TOLERANCE_PERCENT,
     TS_OPTION_BYTES,
     Failed,
     Run,
@@ -105,19 +106,34 @@ def run_script(path: Path, name: str, tolerance_us: Optional[int] = None,
 def _setup(run: Run) -> None:
     s = run.script
     for opt, value in s.options.items():
-        if opt == "tolerance_usecs":
+        if opt in ("tolerance_usecs", "tcp_ts_tick_usecs") or opt in ENVIRONMENT_OPTIONS:
             continue
         if opt == "strict_segments":
             run.strict_segments = True
-        elif opt == "tcp_ts_tick_usecs":
-            continue
         elif opt == "ip_version" and value == "ipv4":
             continue
+        elif opt == "mtu" and _positive(value) >= 68 + IPV4_TCP_HEADERS:
+            run.tun_mtu = int(value)
+        elif opt == "mss" and _positive(value):
+            run.gro_mss = int(value)
+        elif opt == "tolerance_percent" and _number(value) >= 0:
+            run.tolerance_percent = float(value)
         else:
             raise Unsupported(f"command-line option --{opt}{'=' + value if value else ''}")
     commands = [s.init] if s.init else []
     for c in commands:
         _apply_command(run, c, initial=True)
+
+
+def _positive(value: str) -> int:
+    return int(value) if value.isdigit() else 0
+
+
+def _number(value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        return -1.0
 
 
 def _apply_command(run: Run, cmd: Any, initial: bool) -> None:
@@ -326,6 +342,8 @@ def _inbound_data(run: Run, ev: Event, p: Packet, t_us: int) -> None:
         )
     if run.quickacks == 0:
         raise Unsupported(f"line {ev.line}: inbound data after the quick ACKs (delayed ACKs are not modelled)")
+    if run.gro_mss is not None and p.length > run.gro_mss:
+        raise Unsupported(f"line {ev.line}: inbound data as one GRO packet of several segments (--mss)")
     run.received += p.length
     run.lrcvtime_us = t_us
     run.quickacks -= 1  # `tcp_dec_quickack_mode` as the ACK leaves
@@ -433,10 +451,12 @@ def _new_harness(run: Run, rtt_us: int, rwnd: int) -> Any:
 def _outbound(run: Run, ev: Event, p: Packet, t_us: int, t_end: Optional[int]) -> None:
     c = run.conn
     if run.h is None and not run.gone:
-        # Our SYN or SYN-ACK: checked loosely (flags), no time or options.
+        # Our SYN or SYN-ACK: its flags, the MSS it offers and its Fast Open part; no
+        # time, and no other options.
         if p.is_syn:
             if c.active and "." in p.flags:
                 raise Failed(Mismatch(ev.line, ev.text, "S 0:0(0) (an active open sends a SYN)", t_us))
+            _syn_mss_option(run, ev, p, t_us)
             sim_fastopen.outbound_syn(run, ev, p, t_us)
             return
         raise Unsupported(f"line {ev.line}: an outbound packet before the handshake completes")
@@ -491,10 +511,18 @@ def _outbound(run: Run, ev: Event, p: Packet, t_us: int, t_end: Optional[int]) -
         raise Failed(Mismatch(ev.line, ev.text, actual, t_us, timing_only=True))
 
 
+def _syn_mss_option(run: Run, ev: Event, p: Packet, t_us: int) -> None:
+    """The MSS our SYN or SYN-ACK offers: the route's advmss (the tun device's MTU less
+    headers), lowered by TCP_MAXSEG (`tcp_advertise_mss`, `tcp_synack_options`)."""
+    opt = p.option("mss")
+    if opt is not None and opt.value != advmss(run):
+        raise Failed(Mismatch(ev.line, ev.text, f"{p.flags} with <mss {advmss(run)}>", t_us))
+
+
 def _tolerance(run: Run, t_us: int) -> int:
     tol = run.tolerance_us
     if run.last_event is not None:
-        dynamic = int(TOLERANCE_PERCENT / 100.0 * (t_us - run.last_event_us))
+        dynamic = int(run.tolerance_percent / 100.0 * (t_us - run.last_event_us))
         tol = max(tol, dynamic)
     return tol
 

@@ -19,8 +19,15 @@ STACK = "simulator"
 KERNEL_HZ = 250
 TCP_MAX_QUICKACKS = 16
 INVALID_RATELIMIT_US = 500_000  # net.ipv4.tcp_invalid_ratelimit
-#: The tun device's MTU (1500) less IPv4 and TCP headers: `advmss`, the cap on the MSS.
-TUN_ADVMSS = 1460
+#: The tun device's MTU unless `--mtu` sets another (`TUN_DRIVER_DEFAULT_MTU`); less
+#: IPv4 and TCP headers, the route's `advmss`, the cap on the MSS.
+TUN_MTU = 1500
+IPV4_TCP_HEADERS = 40
+#: packetdrill's command-line options that change only the script's environment:
+#: addresses and ports (within IPv4), the tun device's reported speed, output.
+ENVIRONMENT_OPTIONS = frozenset(
+    {"local_ip", "remote_ip", "gateway_ip", "netmask_ip", "bind_port", "connect_port", "speed", "verbose", "debug"}
+)
 #: `TCP_MSS_DEFAULT`: what TCP_MAXSEG reads before a connection when none was set.
 TCP_MSS_DEFAULT = 536
 #: TCP timestamp option bytes taken from the MSS when timestamps are negotiated.
@@ -152,6 +159,11 @@ class Run:
     # `tc qdisc replace dev tun0 root pfifo limit 0`: from then on nothing leaves.
     qdisc_drops: bool = False
     user_mss: Optional[int] = None
+    # `--mtu`: the tun device's MTU; `--mss`: the segment size of the peer's data that the
+    # tun device hands to the stack as one GRO packet; `--tolerance_percent`.
+    tun_mtu: int = TUN_MTU
+    gro_mss: Optional[int] = None
+    tolerance_percent: float = TOLERANCE_PERCENT
     # SO_SNDBUF as the kernel keeps it (doubled), if the script set it.
     sndbuf: Optional[int] = None
     # A write() that waits for room in the send buffer: its event and the end of its
@@ -241,5 +253,7 @@ def snd_una_byte(run: Run) -> int:
 
 
 def advmss(run: Run) -> int:
-    """`tp->advmss`: the route's, lowered by the user's TCP_MAXSEG."""
-    return min(TUN_ADVMSS, run.user_mss) if run.user_mss else TUN_ADVMSS
+    """`tp->advmss`: the route's (the tun device's MTU less headers), lowered by the
+    user's TCP_MAXSEG."""
+    route = run.tun_mtu - IPV4_TCP_HEADERS
+    return min(route, run.user_mss) if run.user_mss else route
