@@ -187,3 +187,32 @@ def assert_three_downloads_one_after_another(summary: dict, max_gap_s: float) ->
     assert all(0.08 < d["completion_s"] < 2 * downloads[0]["completion_s"] for d in downloads)
     assert summary["duration_s"] < 20
     return downloads
+
+
+#: Our scripts of the close paths and of Fast Open (tests/conformance/scripts), which
+#: both stacks run: the kernel in test_conformance_kernel.py, the simulator in
+#: test_conformance_sim.py.
+CLOSE_SCRIPTS = [
+    "close-before-established.pkt",
+    "close-fin-behind-data.pkt",
+    "close-fin-on-unsent-data.pkt",
+    "close-last-ack-rto.pkt",
+    "close-linger-zero-rst.pkt",
+    "close-listener-rst.pkt",
+    "close-passive.pkt",
+    "close-simultaneous.pkt",
+    "close-then-data-rst.pkt",
+    "close-time-wait.pkt",
+    "close-unread-rst.pkt",
+    "rst-in-close-wait.pkt",
+    "rst-then-read.pkt",
+    "rst-then-write.pkt",
+    "shutdown-wr.pkt",
+]
+FASTOPEN_SCRIPTS = [
+    "fastopen-cookie-request.pkt",
+    "fastopen-cookie.pkt",
+    "fastopen-sendto-blocking.pkt",
+    "fastopen-server.pkt",
+    "fastopen-syn-data-not-acked.pkt",
+]

@@ -17,37 +17,11 @@ from ccbench.conformance.packetdrill_output import event_times, read_output
 from ccbench.conformance.verdict import Mismatch, Verdict
 from ccbench.errors import ScenarioError
 
-from conftest import assert_nothing_left_behind
+from conftest import CLOSE_SCRIPTS, FASTOPEN_SCRIPTS, assert_nothing_left_behind
 
 DATA = Path(__file__).resolve().parent / "conformance"
 OUTPUT = DATA / "packetdrill-output"
 OWN = DATA / "scripts"
-#: Our scripts of the close paths (also run on the simulator by test_conformance_sim.py).
-CLOSE_SCRIPTS = [
-    "close-before-established.pkt",
-    "close-fin-behind-data.pkt",
-    "close-fin-on-unsent-data.pkt",
-    "close-last-ack-rto.pkt",
-    "close-linger-zero-rst.pkt",
-    "close-listener-rst.pkt",
-    "close-passive.pkt",
-    "close-simultaneous.pkt",
-    "close-then-data-rst.pkt",
-    "close-time-wait.pkt",
-    "close-unread-rst.pkt",
-    "rst-in-close-wait.pkt",
-    "rst-then-read.pkt",
-    "rst-then-write.pkt",
-    "shutdown-wr.pkt",
-]
-#: Our Fast Open scripts (also run on the simulator by test_conformance_sim.py).
-FASTOPEN_SCRIPTS = [
-    "fastopen-cookie-request.pkt",
-    "fastopen-cookie.pkt",
-    "fastopen-sendto-blocking.pkt",
-    "fastopen-server.pkt",
-    "fastopen-syn-data-not-acked.pkt",
-]
 # packetdrill's TCP scripts (GPL test data kept outside the project) and its source.
 PACKETDRILL_DIR = Path(os.environ.get("CCBENCH_PACKETDRILL_DIR", "/work/shared/packetdrill"))
 TCP = PACKETDRILL_DIR / "tcp"

@@ -13,6 +13,7 @@ from ccbench.cli import main
 from ccbench.conformance import command
 from ccbench.conformance.sim import run_script
 from ccbench.conformance.verdict import Verdict
+from conftest import CLOSE_SCRIPTS, FASTOPEN_SCRIPTS
 
 SUITE = Path("/work/shared/packetdrill/tcp")
 RECORDED = Path(__file__).parent / "conformance" / "linux-verdicts.json"
@@ -522,25 +523,6 @@ def test_our_passive_open_read_and_eor_scripts_pass_as_on_linux(script):
     assert run_script(own, own.name).outcome == "pass"
 
 
-CLOSE_SCRIPTS = [
-    "close-before-established.pkt",
-    "close-fin-behind-data.pkt",
-    "close-fin-on-unsent-data.pkt",
-    "close-last-ack-rto.pkt",
-    "close-linger-zero-rst.pkt",
-    "close-listener-rst.pkt",
-    "close-passive.pkt",
-    "close-simultaneous.pkt",
-    "close-then-data-rst.pkt",
-    "close-time-wait.pkt",
-    "close-unread-rst.pkt",
-    "rst-in-close-wait.pkt",
-    "rst-then-read.pkt",
-    "rst-then-write.pkt",
-    "shutdown-wr.pkt",
-]
-
-
 @pytest.mark.parametrize("script", CLOSE_SCRIPTS)
 def test_our_close_scripts_pass_as_on_linux(script):
     # Linux 6.18 passes all of them (tests/test_conformance_kernel.py): the FIN behind
@@ -549,15 +531,6 @@ def test_our_close_scripts_pass_as_on_linux(script):
     # listener's close(), the peer's RST, and close() before an active open completes.
     own = Path(__file__).parent / "conformance" / "scripts" / script
     assert run_script(own, own.name).outcome == "pass"
-
-
-FASTOPEN_SCRIPTS = [
-    "fastopen-cookie-request.pkt",
-    "fastopen-cookie.pkt",
-    "fastopen-sendto-blocking.pkt",
-    "fastopen-server.pkt",
-    "fastopen-syn-data-not-acked.pkt",
-]
 
 
 @pytest.mark.parametrize("script", FASTOPEN_SCRIPTS)

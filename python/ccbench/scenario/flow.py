@@ -165,19 +165,9 @@ class Tcp(_Table):
         json_schema_extra=_sysctl("tcp_rmem"),
     )
 
-    @field_validator("rmem")
+    @field_validator("wmem", "rmem")
     @classmethod
-    def _rmem_in_order(cls, v: tuple[int, int, int]) -> tuple[int, int, int]:
-        if not 1 <= v[0] <= v[1] <= v[2] <= WMEM_LIMIT:
-            raise ValueError(
-                f"must be [min, default, max] with 1 B <= min <= default <= max <= {WMEM_LIMIT} B "
-                "(INT_MAX, the most the kernel takes)"
-            )
-        return v
-
-    @field_validator("wmem")
-    @classmethod
-    def _wmem_in_order(cls, v: tuple[int, int, int]) -> tuple[int, int, int]:
+    def _buffer_sizes_in_order(cls, v: tuple[int, int, int]) -> tuple[int, int, int]:
         if not 1 <= v[0] <= v[1] <= v[2] <= WMEM_LIMIT:
             raise ValueError(
                 f"must be [min, default, max] with 1 B <= min <= default <= max <= {WMEM_LIMIT} B "
