@@ -116,3 +116,14 @@ def test_engine_options_belong_to_their_engine() -> None:
     with pytest.raises(ScenarioError) as e:
         engines.get("vm", vcpus=0)
     assert e.value.field == "--vcpus"
+
+
+@pytest.mark.parametrize("opener", ["sender", "receiver"])
+def test_the_vm_engine_refuses_connections_opened_when_due(opener: str) -> None:
+    # Its guest agent connects every flow ahead of its data (refused before QEMU or root
+    # matter).
+    flow = {"cca": "cubic", "size": "20KB", "connect": opener}
+    sc = ccbench.Scenario.from_dict({"duration": "5s", "link": {"rate": "10Mbit", "rtt": "20ms"}, "flows": [flow]})
+    with pytest.raises(ScenarioError) as e:
+        engines.get("vm").check(sc)
+    assert e.value.field == "flows[0].connect" and "connects ahead of the data" in e.value.message
