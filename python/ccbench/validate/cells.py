@@ -327,35 +327,29 @@ def rwnd(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
 def sndbuf(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     """A send buffer that binds: tcp_wmem's ceiling at 256 KB on a 100 Mbit/s, 100 ms
     path (a BDP of 1.25 MB), where autotuning stops long before cwnd does."""
-    link = {"rate": "100Mbit", "rtt": "100ms", "buffer": "1bdp"}
-    wmem = ["4KiB", "16KiB", "256KiB"]
-    return [
-        _cell(
-            "sndbuf",
-            f"{c} wmem 256KB 100Mbit 100ms",
-            link,
-            [{"cca": c}],
-            {"cca": c, "wmem": "256KB"},
-            tcp={"wmem": wmem},
-        )
-        for c in ccas
-    ]
+    return _buffer_at_256k("wmem", ["4KiB", "16KiB", "256KiB"], {}, ccas)
 
 
 def rmem(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     """A receive buffer that binds: tcp_rmem's ceiling at 256 KB for an autotuned
     receiver on a 100 Mbit/s, 100 ms path (a BDP of 1.25 MB), where the window stops
     at what the buffer advertises, long before rwnd (6 MiB) or cwnd."""
+    return _buffer_at_256k("rmem", ["4KiB", "128KiB", "256KiB"], {"rwnd_autotune": True}, ccas)
+
+
+def _buffer_at_256k(key: str, sizes: list[str], flow: dict[str, Any], ccas: tuple[str, ...]) -> list[Cell]:
+    """One flow of each algorithm whose `tcp.<key>` caps a buffer at 256 KiB, on a
+    100 Mbit/s, 100 ms path; the family is named after the buffer (sndbuf, rmem)."""
+    family = {"wmem": "sndbuf", "rmem": "rmem"}[key]
     link = {"rate": "100Mbit", "rtt": "100ms", "buffer": "1bdp"}
-    rmem_ = ["4KiB", "128KiB", "256KiB"]
     return [
         _cell(
-            "rmem",
-            f"{c} rmem 256KB 100Mbit 100ms",
+            family,
+            f"{c} {key} 256KB 100Mbit 100ms",
             link,
-            [{"cca": c, "rwnd_autotune": True}],
-            {"cca": c, "rmem": "256KB"},
-            tcp={"rmem": rmem_},
+            [{"cca": c, **flow}],
+            {"cca": c, key: "256KB"},
+            tcp={key: sizes},
         )
         for c in ccas
     ]

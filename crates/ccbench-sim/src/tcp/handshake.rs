@@ -16,6 +16,7 @@
 //! On the SYN and SYN-ACK, `seq` and `ack` count bytes of the SYN's data, outside the
 //! segment numbers of the data that follows.
 
+use super::rtt::RttEstimator;
 use crate::net::packet::Control;
 use crate::net::Packet;
 use crate::time::{Dur, Time};
@@ -57,7 +58,10 @@ impl FastOpenCache {
     /// `tcp_send_syn_data`: the SYN carries data if there is a cookie, and not while
     /// more than one SYN with data has been lost recently.
     pub fn may_send_data(&self, now: Time) -> bool {
-        let backoff = Dur(SYN_LOSS_BACKOFF.ns().checked_shl(self.syn_loss).unwrap_or(u64::MAX));
+        let backoff = Dur(match self.syn_loss {
+            0..=31 => SYN_LOSS_BACKOFF.ns().saturating_mul(1 << self.syn_loss),
+            _ => u64::MAX,
+        });
         let backing_off = self.syn_loss > 1 && now.ns() < self.last_syn_loss.ns().saturating_add(backoff.ns());
         self.cookie && !backing_off
     }
@@ -201,14 +205,6 @@ pub fn handshake_ack(now: Time, synack: &Packet, request: u32) -> Packet {
     }
 }
 
-/// The client's retransmission timeout for its request after the SYN-ACK's `rtt` sample
-/// (`__tcp_set_rto` from a first sample: SRTT plus four times half of it, at least
-/// SRTT + `rto_min`), doubled per retransmission.
-pub fn request_timeout(rtt: Dur, rto_min: Dur, retransmits: u32) -> Dur {
-    let base = rtt + Dur((2 * rtt.ns()).max(rto_min.ns()));
-    Dur(base.ns().saturating_mul(1 << retransmits.min(16)).min(super::rtt::RTO_MAX.ns()))
-}
-
 /// A server's connection from the SYN to its establishment (`TCP_SYN_RECV`) and, after
 /// a Fast Open one (established at the SYN), until the opener's ACK gives the first RTT
 /// sample.
@@ -250,17 +246,16 @@ impl Accepting {
 #[derive(Clone, Debug)]
 pub struct Client {
     pub syn: Connecting,
-    /// Once established: the SYN-ACK (its TSval, for the echo) and its RTT sample.
-    pub synack: Option<(Packet, Dur)>,
-    /// The request waits for the response (it went with the handshake's ACK), and how
-    /// often it was sent again.
+    /// Once established: the SYN-ACK (its TSval, for the echo), and the RTO its RTT
+    /// sample gives, backed off by each retransmission of the request.
+    pub synack: Option<(Packet, RttEstimator)>,
+    /// The request waits for the response (it went with the handshake's ACK).
     pub request_pending: bool,
-    pub request_retransmits: u32,
 }
 
 impl Client {
     pub fn new(syn: Connecting) -> Client {
-        Client { syn, synack: None, request_pending: false, request_retransmits: 0 }
+        Client { syn, synack: None, request_pending: false }
     }
 }
 

@@ -11,6 +11,16 @@ use crate::time::{Dur, Time, NS_PER_SEC};
 /// `TCP_TIMEOUT_MIN_US`: slack added to RACK's reordering timer and the loss probe's.
 pub const TIMEOUT_MIN: Dur = Dur::from_ms(2);
 
+/// When a jiffy timer armed at `now` to expire `after` from it fires: in whole jiffies
+/// (at most `TCP_RTO_MAX`), as the kernel's timer wheel rounds them
+/// (`inet_csk_reset_xmit_timer`, `calc_wheel_index`).
+pub fn jiffy_deadline(now: Time, after: Dur, hz: u32) -> Time {
+    let tick = NS_PER_SEC / hz as u64;
+    let jiffies = after.ns().div_ceil(tick).min(RTO_MAX.ns() / tick);
+    let clk = now.ns() / tick;
+    Time(timer_wheel_expiry(clk + jiffies, clk) * tick)
+}
+
 /// Which handler the retransmit timer runs (`icsk_pending`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum XmitTimer {
@@ -45,10 +55,7 @@ impl RetransmitTimer {
     /// `tcp_reset_xmit_timer`: arm for `kind`, `when` from `now` plus the pending pacing
     /// delay, in whole jiffies (at most `TCP_RTO_MAX`) as the timer wheel rounds them.
     pub fn reset(&mut self, now: Time, kind: XmitTimer, when: Dur, pacing_delay: Dur, q: &mut impl Schedule<Wake>) {
-        let tick = NS_PER_SEC / self.hz as u64;
-        let jiffies = (when + pacing_delay).ns().div_ceil(tick).min(RTO_MAX.ns() / tick);
-        let clk = now.ns() / tick;
-        let at = Time(timer_wheel_expiry(clk + jiffies, clk) * tick);
+        let at = jiffy_deadline(now, when + pacing_delay, self.hz);
         self.kind = kind;
         q.arm(&mut self.timer, at, Wake::Sender(self.flow, SenderTimer::Retransmit));
     }

@@ -2,16 +2,18 @@
 //! sent again by the retransmit timer while no SYN-ACK comes (`tcp_retransmit_timer` in
 //! `SYN_SENT`); its ACK of the SYN-ACK with the request (`tcp_rcv_synsent_state_process`,
 //! then the application's write), or, with a Fast Open cookie, the request in the SYN
-//! (`tcp_send_syn_data`); and the request sent again on its RTO until the response's
-//! first data arrives. The server's side is the sender's (`sender/connect.rs`).
+//! (`tcp_send_syn_data`); and the request sent again on its RTO (the SYN-ACK's sample in
+//! the sender's RTT estimator, backed off) until the response's first data arrives. The server's side is the sender's (`sender/connect.rs`).
 
 use super::Receiver;
-use crate::event::{timer_wheel_expiry, TimerFire};
+use crate::event::TimerFire;
 use crate::net::Packet;
-use crate::tcp::handshake::{handshake_ack, request_timeout, syn_data_bytes, Client, Connecting, REQUEST_BYTES};
+use crate::tcp::handshake::{handshake_ack, syn_data_bytes, Client, Connecting, REQUEST_BYTES};
 use crate::tcp::io::Io;
+use crate::tcp::rtt::RttEstimator;
 use crate::tcp::wake::Wake;
-use crate::time::{Dur, Time, NS_PER_SEC};
+use crate::tcp::xmit_timer::jiffy_deadline;
+use crate::time::{Dur, Time};
 
 impl Receiver {
     /// The client calls `connect()` for its download at `now`.
@@ -31,21 +33,28 @@ impl Receiver {
     /// took it. A SYN-ACK again (ours was lost) gets the same answer.
     pub(super) fn on_syn_ack(&mut self, now: Time, synack: &Packet, q: &mut impl Io) {
         let Some(mut c) = self.client.take() else { return };
-        let rtt = match c.synack {
-            Some((_, rtt)) => rtt,
-            None => c.syn.established(now, synack, &mut self.fastopen).rtt,
+        let rto = match c.synack.take() {
+            Some((_, rto)) => rto,
+            None => {
+                // The SYN-ACK's sample sets the RTO, as `tcp_ack_update_rtt` does.
+                let rtt = c.syn.established(now, synack, &mut self.fastopen).rtt;
+                let tcp = &self.p.tcp;
+                let mut rto = RttEstimator::new(tcp.hz, Dur(tcp.rto_min_ns), Dur(tcp.rto_init_ns));
+                rto.sample(rtt.us().max(1), 0, 0);
+                rto
+            }
         };
         self.ts_recent = synack.ts_val;
         let in_syn = c.syn.syn_data > 0 && synack.ack as u32 >= c.syn.syn_data;
         let request = if in_syn { 0 } else { REQUEST_BYTES };
         q.reply(now, self.p.id, handshake_ack(now, synack, request));
-        c.synack = Some((*synack, rtt));
         c.request_pending = request > 0;
         if c.request_pending {
-            self.arm_connect_timer(now, request_timeout(rtt, Dur(self.p.tcp.rto_min_ns), 0), q);
+            self.arm_connect_timer(now, rto.rto, q);
         } else {
             self.connect_timer.cancel();
         }
+        c.synack = Some((*synack, rto));
         self.client = Some(c);
     }
 
@@ -73,23 +82,20 @@ impl Receiver {
                     self.arm_connect_timer(now, timeout, q);
                 }
             }
-            Some((synack, rtt)) if c.request_pending => {
-                c.request_retransmits += 1;
+            Some((synack, ref mut rto)) if c.request_pending => {
                 q.reply(now, self.p.id, handshake_ack(now, &synack, REQUEST_BYTES));
-                let rto_min = Dur(self.p.tcp.rto_min_ns);
-                self.arm_connect_timer(now, request_timeout(rtt, rto_min, c.request_retransmits), q);
+                rto.on_timeout();
+                let after = rto.rto;
+                self.arm_connect_timer(now, after, q);
             }
             Some(_) => {}
         }
         self.client = Some(c);
     }
 
-    /// Arm the client's timer `after` from `now`, in whole jiffies as the timer wheel
-    /// rounds them (`inet_csk_reset_xmit_timer`).
+    /// Arm the client's timer `after` from `now`, on the timer wheel.
     fn arm_connect_timer(&mut self, now: Time, after: Dur, q: &mut impl Io) {
-        let tick = NS_PER_SEC / self.p.tcp.hz as u64;
-        let clk = now.ns() / tick;
-        let at = Time(timer_wheel_expiry(clk + after.ns().div_ceil(tick), clk) * tick);
+        let at = jiffy_deadline(now, after, self.p.tcp.hz);
         q.arm(&mut self.connect_timer, at, Wake::Connect(self.p.id));
     }
 }
