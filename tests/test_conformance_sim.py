@@ -508,6 +508,14 @@ def test_options_that_change_only_the_environment_are_taken_and_mtu_sets_the_mss
     odd = tmp_path / "odd.pkt"
     odd.write_text(own.read_text().replace("--speed=1000", "--non_fatal=packet"))
     assert run_script(odd, odd.name).reason == "command-line option --non_fatal=packet"
+    # What the simulator cannot take is unsupported, never an internal error: a
+    # tolerance that is not a finite number, an MTU whose MSS is past tcp.mss's range.
+    inf = tmp_path / "inf.pkt"
+    inf.write_text(own.read_text().replace("--tolerance_percent=25", "--tolerance_percent=inf"))
+    assert run_script(inf, inf.name).reason == "command-line option --tolerance_percent=inf"
+    big = tmp_path / "big.pkt"
+    big.write_text(own.read_text().replace("--mtu=1200", "--mtu=20000").replace("<mss 1400,", "<mss 16000,"))
+    assert run_script(big, big.name).reason.startswith("an MSS of 16000 bytes (the simulator takes tcp.mss from 64")
 
 
 @pytest.mark.parametrize(
@@ -523,51 +531,19 @@ def test_our_passive_open_read_and_eor_scripts_pass_as_on_linux(script):
     assert run_script(own, own.name).outcome == "pass"
 
 
-@pytest.mark.parametrize("script", CLOSE_SCRIPTS)
-def test_our_close_scripts_pass_as_on_linux(script):
-    # Linux 6.18 passes all of them (tests/test_conformance_kernel.py): the FIN behind
-    # data or on it, the passive, simultaneous and half close, TIME_WAIT, the RSTs of
-    # close() with unread data or a zero linger time, of data after close() and of the
+@pytest.mark.parametrize("script", CLOSE_SCRIPTS + FASTOPEN_SCRIPTS)
+def test_our_close_and_fastopen_scripts_pass_as_on_linux(script):
+    # Linux 6.18 passes all of them (tests/test_conformance_kernel.py). Close: the FIN
+    # behind data or on it, the passive, simultaneous and half close, TIME_WAIT, the RSTs
+    # of close() with unread data or a zero linger time, of data after close() and of the
     # listener's close(), the peer's RST, and close() before an active open completes.
+    # Fast Open: the cookie request (after TCP_FASTOPEN_CONNECT, or in a blocking
+    # sendto(MSG_FASTOPEN) that returns when the handshake is done), the SYN with the
+    # cookie and 960 bytes (the cached MSS 1000 less 40), its data sent again after a
+    # SYN-ACK that does not take it, and the server that takes a SYN's data without a
+    # cookie and lets accept() return before the third ACK.
     own = Path(__file__).parent / "conformance" / "scripts" / script
     assert run_script(own, own.name).outcome == "pass"
-
-
-@pytest.mark.parametrize("script", FASTOPEN_SCRIPTS)
-def test_our_fastopen_scripts_pass_as_on_linux(script):
-    # Linux 6.18 passes all of them (tests/test_conformance_kernel.py): the cookie
-    # request (after TCP_FASTOPEN_CONNECT, or in a blocking sendto(MSG_FASTOPEN) that
-    # returns when the handshake is done), the SYN with the cookie and 960 bytes (the
-    # cached MSS 1000 less 40), its data sent again after a SYN-ACK that does not take it,
-    # and the server that takes
-    # a SYN's data without a cookie and lets accept() return before the third ACK.
-    own = Path(__file__).parent / "conformance" / "scripts" / script
-    assert run_script(own, own.name).outcome == "pass"
-
-
-@pytest.mark.parametrize(
-    ("script", "old", "new", "actual"),
-    [
-        # The SYN carries what the MSS kept with the cookie leaves, not a whole MSS.
-        ("fastopen-cookie.pkt", "   +0 write(4, ..., 3000) = 960\n   +0 > S 0:960(960)",
-         "   +0 write(4, ..., 3000) = 1000\n   +0 > S 0:1000(1000)", "write() = 960"),
-        # Without a cookie, the SYN asks for one.
-        ("fastopen-cookie-request.pkt", "wscale 10,FO,nop,nop>", "wscale 10>", "S 0:0(0) with FO"),
-        # A blocking sendto(MSG_FASTOPEN) returns when the handshake is done.
-        ("fastopen-sendto-blocking.pkt", "+0...0.1 sendto", "+0...0.05 sendto", "write() returned at 0.100000 s"),
-        # The server's SYN-ACK acknowledges the SYN's data.
-        ("fastopen-server.pkt", "> S. 0:0(0) ack 501", "> S. 0:0(0) ack 1", "S. 0:0(0) ack 501"),
-    ],
-)  # fmt: skip
-def test_a_planted_fault_in_a_fastopen_script_fails_where_linux_does(tmp_path, script, old, new, actual):
-    # Each fault checked on Linux 6.18 too: it fails there at the same line.
-    text = (Path(__file__).parent / "conformance" / "scripts" / script).read_text()
-    assert old in text
-    f = tmp_path / script
-    f.write_text(text.replace(old, new, 1))
-    v = run_script(f, script)
-    assert v.outcome == "fail" and v.mismatch is not None, v
-    assert v.mismatch.actual.startswith(actual), v.mismatch
 
 
 @pytest.mark.parametrize(
@@ -586,16 +562,26 @@ def test_a_planted_fault_in_a_fastopen_script_fails_where_linux_does(tmp_path, s
         ("close-before-established.pkt", "> R 1:1(0)", "> R. 1:1(0) ack 1", "R 1:1(0)"),
         # In FIN_WAIT1 the peer's FIN is acknowledged at once, not 50 ms later.
         ("close-simultaneous.pkt", "   +0 > . 2:2(0) ack 2", "  +.05 > . 2:2(0) ack 2", ". 2:2(0) ack 2"),
+        # The SYN carries what the MSS kept with the cookie leaves, not a whole MSS.
+        ("fastopen-cookie.pkt", "   +0 write(4, ..., 3000) = 960\n   +0 > S 0:960(960)",
+         "   +0 write(4, ..., 3000) = 1000\n   +0 > S 0:1000(1000)", "write() = 960"),
+        # Without a cookie, the SYN asks for one.
+        ("fastopen-cookie-request.pkt", "wscale 10,FO,nop,nop>", "wscale 10>", "S 0:0(0) with FO"),
+        # A blocking sendto(MSG_FASTOPEN) returns when the handshake is done.
+        ("fastopen-sendto-blocking.pkt", "+0...0.1 sendto", "+0...0.05 sendto", "write() returned at 0.100000 s"),
+        # The server's SYN-ACK acknowledges the SYN's data.
+        ("fastopen-server.pkt", "> S. 0:0(0) ack 501", "> S. 0:0(0) ack 1", "S. 0:0(0) ack 501"),
     ],
 )  # fmt: skip
-def test_a_planted_fault_in_a_close_script_fails_where_linux_does(tmp_path, script, old, new, actual):
+def test_a_planted_fault_in_a_close_or_fastopen_script_fails_where_linux_does(tmp_path, script, old, new, actual):
     # Each fault checked on Linux 6.18 too: it fails there at the same line.
     text = (Path(__file__).parent / "conformance" / "scripts" / script).read_text()
     assert old in text
     f = tmp_path / script
     f.write_text(text.replace(old, new, 1))
     v = run_script(f, script)
-    assert v.outcome == "fail" and v.mismatch.actual.startswith(actual), v
+    assert v.outcome == "fail" and v.mismatch is not None, v
+    assert v.mismatch.actual.startswith(actual), v.mismatch
 
 
 def test_without_msg_eor_the_second_write_fills_the_first_skb(tmp_path):

@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
+from .. import facts
 from ..scenario import Tcp
 from .script import (
     CODE_CONSTANTS,
@@ -130,10 +131,12 @@ def _positive(value: str) -> int:
 
 
 def _number(value: str) -> float:
+    """A finite number, or -1 for anything else (refused as negative)."""
     try:
-        return float(value)
+        x = float(value)
     except ValueError:
         return -1.0
+    return x if math.isfinite(x) else -1.0
 
 
 def _apply_command(run: Run, cmd: Any, initial: bool) -> None:
@@ -403,6 +406,9 @@ def _peer_syn_options(run: Run, p: Packet) -> None:
     # `tcp_sync_mss`: the peer's MSS capped by our advmss and the user's TCP_MAXSEG
     # (`tcp_mss_clamp`), less the timestamp option.
     c.mss = min(peer_mss, advmss(run)) - (TS_OPTION_BYTES if c.ts_ok else 0)
+    lo, hi, allowed = facts.int_range("tcp.mss")
+    if not lo <= c.mss <= hi:
+        raise Unsupported(f"an MSS of {c.mss} bytes (the simulator takes tcp.mss {allowed})")
     # RFC 3168 negotiation: the SYN carries ECE and CWR.
     syn_ecn = "E" in p.flags and ("W" in p.flags or "." in p.flags)
     c.ecn_ok = syn_ecn and run.ecn_sysctl in (1, 2)
