@@ -54,7 +54,24 @@ pub struct LinkConfig {
     /// Queueing discipline at the bottleneck; drop-tail uses `buffer`.
     #[serde(default, skip_serializing_if = "Aqm::is_drop_tail")]
     pub aqm: Aqm,
+    /// The path's MTU at the bottleneck (IPv4 packet bytes); None: every packet fits.
+    /// A larger data packet is dropped there and answered with ICMP "fragmentation
+    /// needed", as a router does for a packet with DF set (Linux sets DF on TCP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu_bytes: Option<u32>,
+    /// Packets over `mtu_bytes` vanish without the ICMP (a path that filters it: a
+    /// path-MTU black hole, RFC 2923 2.1).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub mtu_black_hole: bool,
 }
+
+fn is_false(b: &bool) -> bool {
+    !b
+}
+
+/// `ip_rt_min_pmtu`: Linux takes no path MTU below it from an ICMP (it stops setting
+/// DF instead, and lets routers fragment, which is not modelled).
+pub const MIN_PMTU: u32 = 552;
 
 /// One BDP: a common rule of thumb for a drop-tail buffer.
 fn default_buffer() -> BufferLimit {
@@ -153,6 +170,8 @@ impl LinkConfig {
             rtt_schedule: Vec::new(),
             loss_model: None,
             aqm: Aqm::DropTail,
+            mtu_bytes: None,
+            mtu_black_hole: false,
         }
     }
 
@@ -201,6 +220,12 @@ impl LinkConfig {
         check_rate("link.nic_rate", self.nic_rate_bps)?;
         check_bdp_multiple("link.buffer", Some(self.buffer))?;
         check_bdp_multiple("link.ecn_threshold", self.ecn_threshold)?;
+        if self.mtu_bytes.is_some_and(|m| !(MIN_PMTU..=u16::MAX as u32).contains(&m)) {
+            return Err(err("link.mtu", MTU_ALLOWED));
+        }
+        if self.mtu_black_hole && self.mtu_bytes.is_none() {
+            return Err(err("link.mtu_black_hole", "needs link.mtu (the size past which packets vanish)"));
+        }
         self.check_models()
     }
 
@@ -298,9 +323,14 @@ impl LinkConfig {
             ("link.loss_model.p, .r", "0 < p <= 1 (not with link.loss)".into()),
             ("link.loss_model.h, .k", "0 <= p <= 1".into()),
             ("link.aqm", Aqm::all().map(|a| a.name()).join(", ")),
+            ("link.mtu", MTU_ALLOWED.into()),
+            ("link.mtu_black_hole", "true or false; true needs link.mtu".into()),
         ]
     }
 }
+
+const MTU_ALLOWED: &str =
+    "552 to 65535 bytes (ip_rt_min_pmtu, below which Linux lets routers fragment; an IPv4 packet's length)";
 
 /// A BDP multiple must be finite and at most [`MAX_BDP_MULTIPLE`].
 fn check_bdp_multiple(field: &str, limit: Option<BufferLimit>) -> Result<(), ConfigError> {

@@ -61,6 +61,20 @@ pub struct TcpConfig {
     /// `rwnd_autotune` flows (`tcp/rcvbuf.rs`). None: the sizing from before the setting,
     /// 128 KiB growing to room for each flow's `rwnd`.
     pub rmem: Option<[u64; 3]>,
+    /// `net.ipv4.tcp_mtu_probing`: 0 never probes; 1 starts once the retransmit timer
+    /// suspects a path-MTU black hole (`tcp_mtu_probing` in tcp_timer.c); 2 always
+    /// (`tcp_mtup_init`).
+    pub mtu_probing: u8,
+    /// `net.ipv4.tcp_base_mss`: the MSS the probing search starts from, bytes.
+    pub base_mss: u32,
+    /// `net.ipv4.tcp_probe_threshold`: probing stops once the search range is narrower,
+    /// bytes.
+    pub probe_threshold: u32,
+    /// `net.ipv4.tcp_probe_interval`: after this long, the search starts again from the
+    /// top (`tcp_mtu_check_reprobe`).
+    pub probe_interval_ns: u64,
+    /// `net.ipv4.tcp_mtu_probe_floor`: the smallest MSS black-hole detection goes to.
+    pub mtu_probe_floor: u32,
 }
 
 impl Default for TcpConfig {
@@ -85,6 +99,11 @@ impl Default for TcpConfig {
             pacing_ca_ratio: 120,
             wmem: [4096, 16_384, 4_194_304],
             rmem: None,
+            mtu_probing: 0,
+            base_mss: 1024,
+            probe_threshold: 8,
+            probe_interval_ns: 600_000_000_000,
+            mtu_probe_floor: 48,
         }
     }
 }
@@ -92,6 +111,8 @@ impl Default for TcpConfig {
 /// Linux takes 0 too, which leaves no pacing rate to pace or size bursts by.
 const PACING_RATIO: &str = "the sysctl's 1000 at most";
 const RTO_MAX_NS: u64 = super::rtt::RTO_MAX.ns();
+/// `tcp_probe_interval`'s ceiling, `UINT_MAX / HZ` seconds at HZ 1000.
+const PROBE_INTERVAL_MAX_NS: u64 = (u32::MAX / 1000) as u64 * 1_000_000_000;
 
 impl TcpConfig {
     /// Every integer setting's range (the scenario check, the front end's schema and
@@ -110,6 +131,17 @@ impl TcpConfig {
         Range { field: "min_tso_segs", lo: 1, hi: 65_535, unit: Unit::Count("segments"), why: "GSO_MAX_SEGS" },
         Range { field: "pacing_ss_ratio", lo: 1, hi: 1000, unit: Unit::Count("percent"), why: PACING_RATIO },
         Range { field: "pacing_ca_ratio", lo: 1, hi: 1000, unit: Unit::Count("percent"), why: PACING_RATIO },
+        Range { field: "mtu_probing", lo: 0, hi: 2, unit: Unit::Count(""), why: "net.ipv4.tcp_mtu_probing" },
+        Range { field: "base_mss", lo: 48, hi: 9000, unit: Unit::Bytes, why: "tcp_min_snd_mss; a jumbo frame" },
+        Range { field: "probe_threshold", lo: 0, hi: 65_535, unit: Unit::Bytes, why: "an IPv4 packet" },
+        Range {
+            field: "probe_interval_ns",
+            lo: 0,
+            hi: PROBE_INTERVAL_MAX_NS,
+            unit: Unit::Nanoseconds,
+            why: "UINT_MAX / HZ seconds",
+        },
+        Range { field: "mtu_probe_floor", lo: 48, hi: 9000, unit: Unit::Bytes, why: "tcp_min_snd_mss; a jumbo frame" },
     ];
 
     /// The first integer setting outside its range, with its value.
