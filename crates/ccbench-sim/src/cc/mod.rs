@@ -87,7 +87,7 @@ pub struct ConnInfo {
     /// `tcp_is_cwnd_limited`.
     pub is_cwnd_limited: bool,
     pub ca_state: CaState,
-    /// Sequence space, in segments: `snd_una` and `snd_nxt`.
+    /// Sequence space, as stream offsets (bytes): `snd_una` and `snd_nxt`.
     pub snd_una: u64,
     pub snd_nxt: u64,
     /// `sk_pacing_rate` in payload bytes per second (0 = unset).

@@ -275,13 +275,14 @@ impl Nv {
 
     /// `tcpnv_acked`: a round seen by a single ACK means the window is too small to
     /// measure (TSO, LRO, coalescing): raise the TSO floor, lengthen the round, grow.
-    fn raise_tso_floor(&mut self, c: &ConnInfo, segs_acked: u64) -> bool {
+    fn raise_tso_floor(&mut self, c: &ConnInfo, bytes_acked: u64) -> bool {
         let floor = self.ca_min_cwnd;
-        if self.eval_call_cnt != 1 || segs_acked < floor as u64 - 1 || floor > NV_TSO_CWND_BOUND {
+        let mss = c.mss as u64;
+        if self.eval_call_cnt != 1 || bytes_acked < (floor as u64 - 1) * mss || floor > NV_TSO_CWND_BOUND {
             return false;
         }
         self.ca_min_cwnd = (floor + NV_MIN_CWND_GROW).min(NV_TSO_CWND_BOUND + 1);
-        self.rtt_start_seq = c.snd_nxt + self.ca_min_cwnd as u64;
+        self.rtt_start_seq = c.snd_nxt + self.ca_min_cwnd as u64 * mss;
         self.eval_call_cnt = 0;
         self.allow_growth = true;
         true
@@ -342,10 +343,10 @@ impl Nv {
 
     /// `tcpnv_acked` at the end of a round: compare cwnd with the window the round's
     /// best rate needs at the minimum RTT, plus `nv_pad`.
-    fn end_round(&mut self, c: &ConnInfo, w: &mut Window, segs_acked: u64) {
+    fn end_round(&mut self, c: &ConnInfo, w: &mut Window, bytes_acked: u64) {
         self.rtt_start_seq = c.snd_nxt;
         self.rtt_cnt = self.rtt_cnt.saturating_add(1);
-        if self.raise_tso_floor(c, segs_acked) {
+        if self.raise_tso_floor(c, bytes_acked) {
             return;
         }
         let slope_div = RATE_SCALE * c.mss.max(1) as u64;
@@ -427,7 +428,7 @@ impl CongestionControl for Nv {
             self.catchup = false;
             self.allow_growth = false;
         }
-        let segs_acked = c.snd_una.wrapping_sub(self.last_snd_una);
+        let bytes_acked = c.snd_una.wrapping_sub(self.last_snd_una);
         self.last_snd_una = c.snd_una;
         if s.in_flight == 0 {
             return;
@@ -441,7 +442,7 @@ impl CongestionControl for Nv {
         self.min_rtt_new = self.min_rtt_new.min(bounded);
         self.refresh_min_rtt(c);
         if self.rtt_start_seq < c.snd_una {
-            self.end_round(c, w, segs_acked);
+            self.end_round(c, w, bytes_acked);
         }
     }
 

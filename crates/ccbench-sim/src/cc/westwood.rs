@@ -23,11 +23,6 @@ const FILTER_SHIFT: u32 = 3;
 /// `tcp_westwood_bw_rttmin`: the window never set below 2 segments.
 const MIN_CWND: u32 = 2;
 
-/// `snd_una` as the kernel's 32-bit sequence number (bytes; every segment full-sized).
-fn seq(c: &ConnInfo, segments: u64) -> u32 {
-    segments.wrapping_mul(c.mss as u64) as u32
-}
-
 /// `struct westwood`.
 #[derive(Clone, Debug, Default)]
 pub struct Westwood {
@@ -76,7 +71,7 @@ impl Westwood {
         // s32 in the kernel, compared as u32 against the window length.
         let delta = c.jiffies.wrapping_sub(self.rtt_win_sx);
         if self.first_ack {
-            self.snd_una = seq(c, c.snd_una);
+            self.snd_una = c.snd_una as u32;
             self.first_ack = false;
         }
         if self.rtt != 0 && delta > self.rtt.max(c.hz / RTT_MIN_DIVISOR) {
@@ -100,7 +95,7 @@ impl Westwood {
     /// counts one MSS ahead (`accounted`); the cumulative ACK that follows subtracts
     /// what was counted ahead.
     fn acked_count(&mut self, c: &ConnInfo) -> u32 {
-        let una = seq(c, c.snd_una);
+        let una = c.snd_una as u32;
         self.cumul_ack = una.wrapping_sub(self.snd_una);
         if self.cumul_ack == 0 {
             self.accounted = self.accounted.wrapping_add(c.mss);
@@ -141,7 +136,7 @@ impl CongestionControl for Westwood {
             rtt: INIT_RTT_SECS * c.hz,
             rtt_min: INIT_RTT_SECS * c.hz,
             rtt_win_sx: c.jiffies,
-            snd_una: seq(c, c.snd_una),
+            snd_una: c.snd_una as u32,
             first_ack: true,
             reset_rtt_min: true,
             mss: c.mss,
@@ -168,7 +163,7 @@ impl CongestionControl for Westwood {
             self.bk = self.bk.wrapping_add(acked);
         } else {
             // `westwood_fast_bw`: header prediction saw a plain advancing ACK.
-            let una = seq(c, c.snd_una);
+            let una = c.snd_una as u32;
             self.bk = self.bk.wrapping_add(una.wrapping_sub(self.snd_una));
             self.snd_una = una;
         }

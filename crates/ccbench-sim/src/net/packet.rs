@@ -1,5 +1,6 @@
-//! A TCP segment as the simulator carries it. Sequence numbers count MSS-sized
-//! segments; byte offsets are `seq * mss`.
+//! A TCP segment as the simulator carries it. Sequence numbers are stream offsets
+//! (bytes from the first byte of data, a FIN taking one more), as on the wire: the
+//! sender numbers its segments, which the MSS may cut again, and maps them to bytes.
 
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
@@ -15,7 +16,8 @@ pub enum Ecn {
     Low,
 }
 
-/// A SACK block `[start, end)` in segments.
+/// A SACK block `[start, end)`: stream offsets on the wire, segment numbers inside the
+/// sender.
 pub type SackBlock = (u64, u64);
 
 /// The handshake's segments. Their `seq` and `ack` count bytes of the data they carry
@@ -37,13 +39,14 @@ pub struct Packet {
     pub flow: u32,
     /// Bytes on the wire (IPv4 packet).
     pub wire_bytes: u32,
-    /// Data: first segment number; payload bytes (0 for a pure ACK).
+    /// Data: the stream offset of the first byte; payload bytes (0 for a pure ACK).
     pub seq: u64,
     pub payload: u32,
     /// TCP timestamp option (ms clock): value and echo.
     pub ts_val: u32,
     pub ts_ecr: u32,
-    /// ACK: cumulative ACK (next expected segment) and advertised window in bytes.
+    /// ACK: cumulative ACK (the next stream offset expected) and advertised window in
+    /// bytes.
     pub ack: u64,
     pub rwnd: u64,
     /// SACK blocks, most recent first; with `dsack` the first one reports a duplicate.

@@ -138,22 +138,18 @@ struct FlowWire {
     isn_s: u32,
     isn_r: u32,
     mss: u32,
-    /// Sized flows: payload bytes and segments; FIN rides on the last segment.
+    /// Sized flows: payload bytes; FIN rides on the last segment.
     size: Option<u64>,
-    total_segs: u64,
     rwnd: u64,
     wscale: u8,
     ecn: bool,
 }
 
 impl FlowWire {
-    /// Sequence number of the segment boundary `segs` (a FIN counts once passed).
-    fn edge(&self, segs: u64) -> u32 {
-        let bytes = match self.size {
-            Some(size) => (segs * self.mss as u64).min(size) + (segs >= self.total_segs) as u64,
-            None => segs * self.mss as u64,
-        };
-        self.isn_s.wrapping_add(1).wrapping_add(bytes as u32)
+    /// Sequence number of stream offset `byte` (a FIN counts once passed).
+    fn edge(&self, byte: u64) -> u32 {
+        let fin = self.size.is_some_and(|size| byte >= size) as u64;
+        self.isn_s.wrapping_add(1).wrapping_add((byte + fin) as u32)
     }
 }
 
@@ -263,7 +259,6 @@ impl Capture {
                     isn_r: r.next_u32(),
                     mss,
                     size: f.size_bytes,
-                    total_segs: f.size_bytes.map_or(u64::MAX, |b| b.div_ceil(mss as u64)),
                     rwnd: f.rwnd_bytes,
                     wscale: window_scale(f.rwnd_bytes),
                     ecn: f.ecn != Ecn::Off,
@@ -439,7 +434,7 @@ fn syn_ack<'a>(f: &FlowWire, opts: &'a mut Vec<u8>, start_ms: u32, backward: Seg
 fn data<'a>(f: &FlowWire, p: &Packet, opts: &'a mut Vec<u8>, forward: Segment<'a>) -> Segment<'a> {
     opt::timestamps(opts, p.ts_val, p.ts_ecr);
     let probe = p.payload == 0; // a zero-window probe: one byte below snd_una
-    let last = f.size.is_some() && p.seq + 1 >= f.total_segs && !probe;
+    let last = f.size.is_some_and(|size| p.seq + p.payload as u64 >= size) && !probe;
     let flags = pcap::ACK
         | if last { pcap::FIN } else { 0 }
         | if p.cwr { pcap::CWR } else { 0 }
@@ -503,7 +498,6 @@ mod tests {
             isn_r: 7,
             mss: 1000,
             size,
-            total_segs: size.map_or(u64::MAX, |b| b.div_ceil(1000)),
             rwnd: 6 << 20,
             wscale: 7,
             ecn: false,
@@ -520,9 +514,9 @@ mod tests {
         let (mut opts, mut buf) = (Vec::new(), Vec::new());
         // A DSACK for segment 0 ahead of a SACK block for the last segment (with FIN).
         let mut ack =
-            Packet { ack: 1, rwnd: 6 << 20, n_sacks: 2, dsack: true, ts_val: 5, ts_ecr: 4, ..Default::default() };
-        ack.sacks[0] = (0, 1);
-        ack.sacks[1] = (2, 3);
+            Packet { ack: 1000, rwnd: 6 << 20, n_sacks: 2, dsack: true, ts_val: 5, ts_ecr: 4, ..Default::default() };
+        ack.sacks[0] = (0, 1000);
+        ack.sacks[1] = (2000, 2500);
         let len = render(&f, Kind::Ack, &ack, Time(0), &mut opts, &mut buf);
         assert_eq!(len, 52 + 4 + 16);
         let isn1 = f.isn_s.wrapping_add(1);
@@ -532,7 +526,7 @@ mod tests {
         assert_eq!((be32(sack, 0), be32(sack, 4)), (isn1, isn1.wrapping_add(1000)));
         assert_eq!((be32(sack, 8), be32(sack, 12)), (isn1.wrapping_add(2000), isn1.wrapping_add(2501)));
         // The last segment: 500 bytes with FIN.
-        let data = Packet { seq: 2, payload: 500, wire_bytes: 552, ..Default::default() };
+        let data = Packet { seq: 2000, payload: 500, wire_bytes: 552, ..Default::default() };
         assert_eq!(render(&f, Kind::Data, &data, Time(0), &mut opts, &mut buf), 552);
         assert_eq!(be32(&buf, 24), isn1.wrapping_add(2000));
         assert_eq!(buf[33], pcap::ACK | pcap::FIN);
@@ -542,7 +536,7 @@ mod tests {
     fn a_zero_window_probe_is_an_empty_segment_one_byte_below_snd_una() {
         let f = flow(Some(2500));
         let (mut opts, mut buf) = (Vec::new(), Vec::new());
-        let probe = Packet { seq: 2, payload: 0, wire_bytes: 52, ..Default::default() };
+        let probe = Packet { seq: 2000, payload: 0, wire_bytes: 52, ..Default::default() };
         assert_eq!(render(&f, Kind::Data, &probe, Time(0), &mut opts, &mut buf), 52);
         assert_eq!(be32(&buf, 24), f.isn_s.wrapping_add(1).wrapping_add(1999));
         assert_eq!(buf[33], pcap::ACK, "no FIN on a probe");

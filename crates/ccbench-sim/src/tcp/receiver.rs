@@ -58,12 +58,14 @@ pub struct ReceiverStats {
 
 pub struct Receiver {
     p: ReceiverParams,
+    /// The next stream offset expected; what the receiver keeps is in stream offsets
+    /// (bytes), as the sender's segments arrive cut at whatever MSS it has.
     pub rcv_nxt: u64,
     /// Bytes a Fast Open SYN delivered, ahead of the numbered segments.
     syn_data: u64,
     /// `rcv_nxt` when the last ACK was sent.
     rcv_wup: u64,
-    /// Out-of-order segment ranges held, sorted and disjoint.
+    /// Out-of-order byte ranges held, sorted and disjoint.
     ooo: Vec<SackBlock>,
     /// SACK blocks to report, most recent first (`selective_acks`).
     sacks: Vec<SackBlock>,
@@ -78,6 +80,10 @@ pub struct Receiver {
     /// sent. (`ICSK_ACK_PUSHED2`, a second short one, matters only in ping-pong mode,
     /// which a connection that sends no data never enters.)
     pushed: bool,
+    /// `icsk_ack.rcv_mss`, the receiver's guess of the sender's MSS, and
+    /// `icsk_ack.last_seg_size` (`tcp_measure_rcv_mss`).
+    rcv_mss: u32,
+    last_seg_size: u32,
     delack: Timer,
     comp_timer: Timer,
     compressed_ack: u32,
@@ -116,6 +122,8 @@ impl Receiver {
             ack_pending: false,
             ack_now: false,
             pushed: false,
+            rcv_mss: p.tcp.mss,
+            last_seg_size: 0,
             delack: Timer::default(),
             comp_timer: Timer::default(),
             compressed_ack: 0,
@@ -137,10 +145,9 @@ impl Receiver {
     /// The receive window to advertise: the fixed limit, or what the autotuned buffer
     /// has room for.
     fn advertised_window(&mut self) -> u64 {
-        let mss = self.p.tcp.mss as u64;
         let Some(b) = self.rcvbuf.as_mut() else { return self.p.flow.rwnd_bytes };
-        let ooo: u64 = self.ooo.iter().map(|&(s, e)| (e - s) * mss).sum();
-        b.window(self.rcv_nxt * mss, ooo).min(self.p.flow.rwnd_bytes)
+        let ooo: u64 = self.ooo.iter().map(|&(s, e)| e - s).sum();
+        b.window(self.rcv_nxt, ooo).min(self.p.flow.rwnd_bytes)
     }
 
     /// In-order payload bytes handed to the application so far.
@@ -149,7 +156,7 @@ impl Receiver {
     }
 
     fn bytes_upto(&self, seq: u64) -> u64 {
-        let b = self.syn_data + seq * self.p.tcp.mss as u64;
+        let b = self.syn_data + seq;
         self.p.flow.size_bytes.map_or(b, |s| b.min(s))
     }
 
@@ -161,17 +168,35 @@ impl Receiver {
     /// `tcp_incr_quickack`.
     fn incr_quickack(&mut self, max: u32) {
         let rcv_wnd = self.rcvbuf.as_ref().map_or(self.p.flow.rwnd_bytes, |b| b.rcvbuf / 2);
-        let n = ((rcv_wnd / (2 * self.p.tcp.mss as u64)) as u32).max(2).min(max);
+        let n = ((rcv_wnd / (2 * self.rcv_mss as u64)) as u32).max(2).min(max);
         self.quick = self.quick.max(n);
     }
 
-    /// `tcp_measure_rcv_mss`'s marks: a full-sized segment with PSH (Linux 6.6+, "tcp:
-    /// fix delayed ACKs for MSS boundary condition"), or any shorter segment, may end a
-    /// write, so the reading application's `tcp_cleanup_rbuf` is to ACK at once.
+    /// `tcp_measure_rcv_mss`: a segment at least `rcv_mss` long sets it (up to our
+    /// advertised MSS), and marks a write's end if it has PSH (Linux 6.6+, "tcp: fix
+    /// delayed ACKs for MSS boundary condition"); two shorter ones of the same length,
+    /// not tiny, set it too (the sender's MSS went down); any other shorter one may end a
+    /// write. A write's end makes the reading application's `tcp_cleanup_rbuf` ACK at
+    /// once.
     fn measure_rcv_mss(&mut self, pkt: &Packet) {
-        if pkt.psh || pkt.payload < self.p.tcp.mss {
-            self.pushed = true;
+        let lss = std::mem::take(&mut self.last_seg_size);
+        let len = pkt.payload;
+        if len >= self.rcv_mss {
+            self.rcv_mss = len.min(self.p.tcp.mss);
+            self.pushed |= pkt.psh;
+            return;
         }
+        // `len` with the TCP header against TCP_MSS_DEFAULT (536) and TCP_MIN_MSS (88);
+        // every simulated segment carries the timestamp option, and PSH is its REMNANT.
+        let with_header = len + wire::TCP_HEADER + wire::TCP_TS_OPTION;
+        if with_header >= 536 + wire::TCP_HEADER || (with_header >= 88 + wire::TCP_HEADER && !pkt.psh) {
+            self.last_seg_size = len;
+            if len == lss {
+                self.rcv_mss = len;
+                return;
+            }
+        }
+        self.pushed = true;
     }
 
     /// `tcp_cleanup_rbuf` after the application has read what arrived in order (it reads
@@ -228,7 +253,7 @@ impl Receiver {
         }
         self.stats.segments_received += 1;
         self.ecn_on_data(now, pkt, q);
-        let (s, e) = (pkt.seq, pkt.seq + 1);
+        let (s, e) = (pkt.seq, pkt.seq + pkt.payload as u64);
         if e <= self.rcv_nxt {
             return self.old_data(now, s, e, q);
         }
@@ -395,7 +420,7 @@ impl Receiver {
     /// `__tcp_ack_snd_check`.
     fn ack_snd_check(&mut self, now: Time, q: &mut impl Io) {
         let unacked = self.bytes_upto(self.rcv_nxt) - self.bytes_upto(self.rcv_wup);
-        if unacked > self.p.tcp.mss as u64 || self.quick > 0 || self.ack_now {
+        if unacked > self.rcv_mss as u64 || self.quick > 0 || self.ack_now {
             self.send_ack(now, q);
             return;
         }
@@ -540,7 +565,7 @@ mod tests {
     fn acks_for(mut r: Receiver, n: u64) -> u64 {
         let mut q = super::super::io::Loopback::default();
         for seq in 0..n {
-            let pkt = Packet { seq, payload: MSS, ts_val: 1, ..Default::default() };
+            let pkt = Packet { seq: seq * MSS as u64, payload: MSS, ts_val: 1, ..Default::default() };
             r.on_data(T0 + Dur::from_us(1200 * seq), &pkt, &mut q);
         }
         r.stats.acks_sent
@@ -567,7 +592,7 @@ mod tests {
     #[test]
     fn a_full_sized_segment_with_psh_is_acknowledged_once_read() {
         let mut q = super::super::io::Loopback::default();
-        let seg = |seq, psh| Packet { seq, payload: MSS, psh, ..Default::default() };
+        let seg = |seq: u64, psh| Packet { seq: seq * MSS as u64, payload: MSS, psh, ..Default::default() };
         for psh in [false, true] {
             let mut r = receiver(false);
             (r.quick, r.ato_initialised, r.lrcvtime) = (0, true, T0);
@@ -593,10 +618,10 @@ mod tests {
         let mut r = receiver(false);
         let mut q = super::super::io::Loopback::default();
         r.on_data(T0, &Packet { seq: 0, payload: MSS, ..Default::default() }, &mut q);
-        r.on_data(T0, &Packet { seq: 1, payload: MSS, ..Default::default() }, &mut q);
+        r.on_data(T0, &Packet { seq: MSS as u64, payload: MSS, ..Default::default() }, &mut q);
         let (acks, segments) = (r.stats.acks_sent, r.stats.segments_received);
-        r.on_data(T0 + Dur::from_ms(300), &Packet { seq: 2, payload: 0, ..Default::default() }, &mut q);
+        r.on_data(T0 + Dur::from_ms(300), &Packet { seq: 2 * MSS as u64, payload: 0, ..Default::default() }, &mut q);
         assert_eq!((r.stats.acks_sent, r.stats.segments_received), (acks + 1, segments));
-        assert_eq!((r.rcv_nxt, r.dsack), (2, None));
+        assert_eq!((r.rcv_nxt, r.dsack), (2 * MSS as u64, None));
     }
 }

@@ -5,8 +5,12 @@
 //! tcp_output.c; TCP_NODELAY and TCP_CORK as `__tcp_sock_set_nodelay` and
 //! `__tcp_sock_set_cork`).
 //!
-//! Segments are numbered; each is one MSS long except those in `short_segs`. A short
-//! segment is a write's end: a sized flow's last one, or, with small writes, one that
+//! Segments are numbered. They are cut at the MSS of their era: the MSS can change
+//! during a connection (`tcp_sync_mss`: an ICMP "fragmentation needed", MTU probing),
+//! and from then on new segments are cut at the new one; each is its era's MSS long
+//! except those in `odd`. [`WriteQueue::resegment`] re-cuts the unsent data at a new MSS
+//! and splits sent segments that must go again in smaller pieces (`tcp_fragment`). A
+//! short segment is a write's end: a sized flow's last one, or, with small writes, one that
 //! left before a later write could fill it (Linux appends a write to the queue's tail
 //! skb only while that skb has not been sent). A short segment always ends an skb, as
 //! does the last segment of a write with MSG_EOR (`TCP_SKB_CB(skb)->eor`, which
@@ -18,6 +22,48 @@
 //! segment). Either way it rides the queue like data and Nagle never holds it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+
+/// `bytes` cut into segments of `mss`, the last one shorter.
+fn cut(bytes: u64, mss: u32) -> Vec<u32> {
+    let mss64 = mss as u64;
+    let mut v = vec![mss; (bytes / mss64) as usize];
+    if !bytes.is_multiple_of(mss64) {
+        v.push((bytes % mss64) as u32);
+    }
+    v
+}
+
+/// How sent segment numbers moved when some were split: a segment (or the end of one)
+/// numbered `s` is now `s` plus the pieces added before it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Remap {
+    /// The split segments' old numbers and the pieces each added, in order.
+    splits: Vec<(u64, u64)>,
+}
+
+impl Remap {
+    fn note(&mut self, old: u64, added: u64) {
+        if added > 0 {
+            self.splits.push((old, added));
+        }
+    }
+
+    /// Nothing moved.
+    pub fn is_identity(&self) -> bool {
+        self.splits.is_empty()
+    }
+
+    /// The new number of segment (or segment boundary) `s`.
+    pub fn map(&self, s: u64) -> u64 {
+        s + self.splits.iter().take_while(|&&(old, _)| old < s).map(|&(_, added)| added).sum::<u64>()
+    }
+
+    /// The split segments: old number, and how many pieces it became.
+    pub fn splits(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.splits.iter().map(|&(old, added)| (old, added + 1))
+    }
+}
 
 /// `TCP_NAGLE_OFF`: TCP_NODELAY is set.
 pub const NAGLE_OFF: u8 = 1;
@@ -27,16 +73,29 @@ pub const NAGLE_CORK: u8 = 2;
 /// uncorking a TCP_NODELAY socket, cleared when a write starts a new skb (`skb_entail`).
 pub const NAGLE_PUSH: u8 = 4;
 
+/// A run of segments cut at one MSS: from segment `first`, whose first byte is at
+/// stream offset `start`, each is `mss` long unless `odd` lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Era {
+    first: u64,
+    start: u64,
+    mss: u32,
+}
+
 /// The stream as written, in segments, and the socket's Nagle setting.
 #[derive(Clone, Debug)]
 pub struct WriteQueue {
+    /// The MSS new data is cut at (the last era's).
     mss: u32,
+    /// The MSS eras in order; the first starts at segment 0.
+    eras: Vec<Era>,
     /// A sized flow's last data carries the FIN, which Nagle never holds.
     fin: bool,
     /// Segments the application has written (`write_seq` in segments).
     total_segs: u64,
-    /// The segments shorter than the MSS, by number, and their lengths.
-    short_segs: BTreeMap<u64, u32>,
+    /// The segments whose length is not their era's MSS, by number, and their lengths:
+    /// short ones, and after an MSS drop, longer ones that were not cut again.
+    odd: BTreeMap<u64, u32>,
     /// The last segments of writes sent with MSG_EOR.
     eor_segs: BTreeSet<u64>,
     /// `tp->nonagle`: TCP_NODELAY, TCP_CORK and a pending push (`NAGLE_*`).
@@ -53,9 +112,10 @@ impl WriteQueue {
     pub fn new(mss: u32, fin: bool) -> WriteQueue {
         WriteQueue {
             mss,
+            eras: vec![Era { first: 0, start: 0, mss }],
             fin,
             total_segs: 0,
-            short_segs: BTreeMap::new(),
+            odd: BTreeMap::new(),
             eor_segs: BTreeSet::new(),
             nonagle: 0,
             snd_sml: 0,
@@ -68,7 +128,7 @@ impl WriteQueue {
     /// segment that carries it.
     pub fn queue_fin(&mut self, snd_nxt: u64) -> u64 {
         if !self.has_unsent(snd_nxt) {
-            self.short_segs.insert(self.total_segs, 0);
+            self.odd.insert(self.total_segs, 0);
             self.total_segs += 1;
         }
         let seg = self.total_segs - 1;
@@ -118,12 +178,12 @@ impl WriteQueue {
         let nothing_unsent = snd_nxt == self.total_segs;
         let mut left = bytes;
         if let Some(tail) = self.total_segs.checked_sub(1).filter(|&t| t >= snd_nxt && !self.eor_segs.contains(&t)) {
-            if let Some(len) = self.short_segs.get_mut(&tail) {
+            if let Some(len) = self.odd.get_mut(&tail).filter(|len| **len < mss) {
                 let add = left.min((mss - *len) as u64) as u32;
                 *len += add;
                 left -= add as u64;
                 if *len == mss {
-                    self.short_segs.remove(&tail);
+                    self.odd.remove(&tail);
                 }
             }
         }
@@ -135,7 +195,7 @@ impl WriteQueue {
         }
         self.total_segs += left.div_ceil(mss as u64);
         if !left.is_multiple_of(mss as u64) {
-            self.short_segs.insert(self.total_segs - 1, (left % mss as u64) as u32);
+            self.odd.insert(self.total_segs - 1, (left % mss as u64) as u32);
         }
     }
 
@@ -178,43 +238,131 @@ impl WriteQueue {
 
     /// Payload bytes of segment `seq`.
     pub fn seg_len(&self, seq: u64) -> u32 {
-        self.short_segs.get(&seq).copied().unwrap_or(self.mss)
+        match self.odd.get(&seq) {
+            Some(&len) => len,
+            None => self.era_of(seq).mss,
+        }
+    }
+
+    /// The MSS new data is cut at.
+    pub fn mss(&self) -> u32 {
+        self.mss
+    }
+
+    /// The era segment `seq` belongs to.
+    fn era_of(&self, seq: u64) -> Era {
+        *self.eras.iter().rev().find(|e| e.first <= seq).expect("the first era starts at 0")
     }
 
     /// The stream offset of segment `seq`'s first byte (`seq == written_segs()`: the end
     /// of what was written).
     pub fn seg_start(&self, seq: u64) -> u64 {
-        let mss = self.mss as u64;
-        if self.short_segs.is_empty() {
-            return seq * mss; // a bulk flow's: on the per-skb path
+        if self.odd.is_empty() && self.eras.len() == 1 {
+            return seq * self.mss as u64; // a bulk flow's: on the per-skb path
         }
-        let shortfall: u64 = self.short_segs.range(..seq).map(|(_, &len)| mss - len as u64).sum();
-        seq * mss - shortfall
+        let e = self.era_of(seq);
+        let nominal = e.start + (seq - e.first) * e.mss as u64;
+        let delta: i64 = self.odd.range(e.first..seq).map(|(_, &len)| len as i64 - e.mss as i64).sum();
+        (nominal as i64 + delta) as u64
     }
 
     /// The last segment that starts at or before stream offset `byte` (the end of what
     /// was written counting as segment `written_segs()`), and where it starts.
     pub fn seg_floor(&self, byte: u64) -> (u64, u64) {
-        let mss = self.mss as u64;
-        let mut shortfall = 0;
-        for (&seq, &len) in &self.short_segs {
-            if seq * mss - shortfall + len as u64 > byte {
+        let e = *self.eras.iter().rev().find(|e| e.start <= byte && e.first <= self.total_segs).expect("era 0");
+        let mss = e.mss as i64;
+        let mut delta = 0i64;
+        for (&seq, &len) in self.odd.range(e.first..self.total_segs) {
+            let start = e.start as i64 + (seq - e.first) as i64 * mss + delta;
+            if start > byte as i64 {
                 break;
             }
-            shortfall += mss - len as u64;
+            if (byte as i64) < start + len as i64 {
+                return (seq, start as u64);
+            }
+            delta += len as i64 - mss;
         }
-        let seq = ((byte + shortfall) / mss).min(self.total_segs);
+        let seq = (e.first + ((byte as i64 - e.start as i64 - delta) / mss) as u64).min(self.total_segs);
         (seq, self.seg_start(seq))
+    }
+
+    /// Cut again at `mss` from the first segment of `sent` (`snd_una..snd_nxt`) that `split` names and that is
+    /// longer than `mss` (each goes in pieces of `mss`, as `tcp_fragment` leaves it), or
+    /// from `snd_nxt`: what is unsent is cut at `mss`, keeping where writes end (short
+    /// segments, MSG_EOR, the FIN). A `probe` of that many bytes takes the first unsent
+    /// segment's place, from data across write ends short of MSG_EOR (`tcp_mtu_probe`).
+    /// Returns how sent segment numbers moved.
+    pub fn resegment(&mut self, mss: u32, sent: Range<u64>, split: &dyn Fn(u64) -> bool, probe: Option<u32>) -> Remap {
+        let snd_nxt = sent.end;
+        let from = sent.clone().find(|&s| split(s) && self.seg_len(s) > mss).unwrap_or(snd_nxt);
+        let from_start = self.seg_start(from);
+        let mut remap = Remap::default();
+        // New lengths from `from`, and which end a write with MSG_EOR or carry the FIN.
+        let mut lens: Vec<u32> = Vec::new();
+        let (mut eor, mut fin) = (BTreeSet::new(), None);
+        for s in from..snd_nxt {
+            let len = self.seg_len(s);
+            let pieces = if split(s) && len > mss { cut(len as u64, mss) } else { vec![len] };
+            remap.note(s, pieces.len() as u64 - 1);
+            lens.extend(pieces);
+            self.mark_end(s, from + lens.len() as u64 - 1, &mut eor, &mut fin);
+        }
+        let mut chunk = 0u64;
+        let mut probe = probe.map(|p| p as u64);
+        for s in snd_nxt..self.total_segs {
+            chunk += self.seg_len(s) as u64;
+            let ends = self.is_short(s) || self.eor_segs.contains(&s) || s + 1 == self.total_segs;
+            let hard = self.eor_segs.contains(&s) || self.fin_seg == Some(s) || s + 1 == self.total_segs;
+            if let Some(p) = probe.filter(|&p| chunk >= p || hard) {
+                if chunk >= p {
+                    lens.push(p as u32);
+                    chunk -= p;
+                }
+                probe = None;
+            }
+            if ends && probe.is_none() {
+                lens.extend(if chunk == 0 && self.seg_len(s) == 0 { vec![0] } else { cut(chunk, mss) });
+                chunk = 0;
+                self.mark_end(s, from + lens.len() as u64 - 1, &mut eor, &mut fin);
+            }
+        }
+        self.eras.retain(|e| e.first < from);
+        self.eras.push(Era { first: from, start: from_start, mss });
+        self.mss = mss;
+        self.odd.retain(|&s, _| s < from);
+        for (i, &len) in lens.iter().enumerate() {
+            if len != mss {
+                self.odd.insert(from + i as u64, len);
+            }
+        }
+        self.eor_segs.retain(|&s| s < from);
+        self.eor_segs.extend(eor);
+        if self.fin_seg.is_some_and(|f| f >= from) {
+            self.fin_seg = fin;
+        }
+        self.total_segs = from + lens.len() as u64;
+        self.snd_sml = remap.map(self.snd_sml);
+        remap
+    }
+
+    /// Segment `old` ended a write with MSG_EOR or carried the FIN: so does `new`.
+    fn mark_end(&self, old: u64, new: u64, eor: &mut BTreeSet<u64>, fin: &mut Option<u64>) {
+        if self.eor_segs.contains(&old) {
+            eor.insert(new);
+        }
+        if self.fin_seg == Some(old) {
+            *fin = Some(new);
+        }
     }
 
     /// Segments from `seq` that one skb may hold, at most `nsegs`: a short segment ends
     /// its skb.
     pub fn skb_segs(&self, seq: u64, nsegs: u32) -> u32 {
-        if self.short_segs.is_empty() && self.eor_segs.is_empty() {
+        if self.odd.is_empty() && self.eor_segs.is_empty() {
             return nsegs; // a bulk flow's: on the per-skb path
         }
         let end = seq + nsegs as u64;
-        let short = self.short_segs.range(seq..end).next().map(|(&s, _)| s);
+        let short = self.odd.range(seq..end).find(|&(&s, &len)| len < self.era_of(s).mss).map(|(&s, _)| s);
         let eor = self.eor_segs.range(seq..end).next().copied();
         match short.into_iter().chain(eor).min() {
             Some(last) => (last - seq + 1) as u32,
@@ -228,7 +376,7 @@ impl WriteQueue {
     /// before the tail (`tcp_mss_split_point`).
     pub fn nagle_segs(&self, seq: u64, nsegs: u32, nonagle: u8, snd_una: u64, snd_nxt: u64) -> u32 {
         let last = seq + nsegs as u64 - 1;
-        if last + 1 != self.total_segs || !self.short_segs.contains_key(&last) {
+        if last + 1 != self.total_segs || !self.is_short(last) {
             return nsegs;
         }
         let held = self.nagle_check(nonagle, snd_una, snd_nxt);
@@ -254,9 +402,14 @@ impl WriteQueue {
 
     /// `tcp_minshall_update`, for new data sent as segments up to `end`.
     pub fn minshall_update(&mut self, end: u64) {
-        if self.short_segs.contains_key(&(end - 1)) {
+        if self.is_short(end - 1) {
             self.snd_sml = end;
         }
+    }
+
+    /// Segment `seq` is shorter than its era's MSS (a write's end).
+    fn is_short(&self, seq: u64) -> bool {
+        self.odd.get(&seq).is_some_and(|&len| len < self.era_of(seq).mss)
     }
 }
 

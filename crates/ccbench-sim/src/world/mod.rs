@@ -396,15 +396,12 @@ impl World {
     fn audit(&self, now: Time) -> Result<(), String> {
         for (i, (s, r)) in self.senders.iter().zip(&self.receivers).enumerate() {
             s.audit().map_err(|e| format!("flow {i} at {now}: {e}"))?;
-            if r.rcv_nxt > s.snd_nxt() {
-                return Err(format!(
-                    "flow {i} at {now}: receiver has {} segments, sender sent {}",
-                    r.rcv_nxt,
-                    s.snd_nxt()
-                ));
+            let (snd_una, snd_nxt) = (s.wire_seq(s.sb.snd_una), s.wire_seq(s.snd_nxt()));
+            if r.rcv_nxt > snd_nxt {
+                return Err(format!("flow {i} at {now}: receiver has {} bytes, sender sent {snd_nxt}", r.rcv_nxt));
             }
-            if s.sb.snd_una > r.rcv_nxt {
-                return Err(format!("flow {i} at {now}: snd_una {} beyond rcv_nxt {}", s.sb.snd_una, r.rcv_nxt));
+            if snd_una > r.rcv_nxt {
+                return Err(format!("flow {i} at {now}: snd_una {snd_una} beyond rcv_nxt {}", r.rcv_nxt));
             }
         }
         let capacity_bits = self.path.bottleneck.capacity_bits(Time::ZERO, now + Dur(1));

@@ -323,7 +323,7 @@ impl CongestionControl for BpfCc {
     }
 
     fn cong_avoid(&mut self, c: &ConnInfo, w: &mut Window, acked: u32) {
-        let ack = (c.snd_una.wrapping_mul(c.mss as u64)) as u32;
+        let ack = c.snd_una as u32;
         self.call("cong_avoid", c, w, &[Arg::Value(ack as u64), Arg::Value(acked as u64)], None, None);
     }
 
@@ -331,7 +331,7 @@ impl CongestionControl for BpfCc {
         if !self.has("cong_control") {
             return false;
         }
-        let ack = (c.snd_una.wrapping_mul(c.mss as u64)) as u32;
+        let ack = c.snd_una as u32;
         // Since Linux 6.10 cong_control also takes the ACK's sequence and flags.
         let args: &[Arg] = if self.loaded.object.ops[self.loaded.ops].cong_control_args >= 4 {
             &[Arg::Value(ack as u64), Arg::Value(0), Arg::Rate]

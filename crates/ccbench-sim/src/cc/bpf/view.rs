@@ -351,12 +351,6 @@ pub fn get_u64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// Sequence numbers as the kernel holds them: bytes, modulo 2^32. The simulator counts
-/// in segments from an initial sequence number of zero.
-fn seq(segments: u64, mss: u32) -> u32 {
-    (segments.wrapping_mul(mss as u64)) as u32
-}
-
 /// `TCP_ECN_OK`.
 pub const TCP_ECN_OK: u8 = 1;
 
@@ -386,8 +380,8 @@ pub fn fill(b: &mut [u8], c: &ConnInfo, w: &Window) {
         (off::DELIVERED_CE, c.delivered_ce as u32),
         (off::LOST, c.lost as u32),
         (off::MSS_CACHE, c.mss),
-        (off::SND_UNA, seq(c.snd_una, c.mss)),
-        (off::SND_NXT, seq(c.snd_nxt, c.mss)),
+        (off::SND_UNA, c.snd_una as u32),
+        (off::SND_NXT, c.snd_nxt as u32),
         // The data sender's peer sends no data: rcv_nxt stays one past its SYN.
         (off::RCV_NXT, 1),
         (off::LSNDTIME, c.lsndtime.jiffies(c.hz)),

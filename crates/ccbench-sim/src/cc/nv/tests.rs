@@ -35,7 +35,7 @@ fn round(cc: &mut Nv, c: &mut ConnInfo, w: &mut Window, rtt_us: i64, in_flight: 
         sample(cc, c, w, rtt_us, in_flight);
     }
     c.snd_una = cc.rtt_start_seq + 1;
-    c.snd_nxt = c.snd_una + w.cwnd as u64;
+    c.snd_nxt = c.snd_una + w.cwnd as u64 * c.mss as u64;
     sample(cc, c, w, rtt_us, in_flight);
 }
 
@@ -248,10 +248,10 @@ fn the_minimum_rtt_is_refreshed_every_reset_period() {
 fn rounds_seen_by_a_single_ack_raise_the_tso_floor_by_two_up_to_81() {
     let (mut cc, mut c, mut w) = flow(100, 50);
     // One ACK for 3 = floor − 1 segments ends the round: 4 + 2 = 6, the round stretched
-    // 6 segments past snd_nxt (103 + 6), growth allowed.
-    (c.snd_una, c.snd_nxt) = (3, 103);
+    // 6 segments past snd_nxt (103 + 6), growth allowed. Sequence numbers are bytes.
+    (c.snd_una, c.snd_nxt) = (3_000, 103_000);
     sample(&mut cc, &c, &mut w, RTT, INFLIGHT);
-    assert_eq!((cc.ca_min_cwnd, cc.rtt_start_seq, cc.eval_call_cnt), (6, 109, 0));
+    assert_eq!((cc.ca_min_cwnd, cc.rtt_start_seq, cc.eval_call_cnt), (6, 109_000, 0));
     // After k such rounds: min(4 + 2k, 81); 38 → 80, 39 → 81, then no more.
     for _ in 1..38 {
         round(&mut cc, &mut c, &mut w, RTT, INFLIGHT, 1);
@@ -264,7 +264,7 @@ fn rounds_seen_by_a_single_ack_raise_the_tso_floor_by_two_up_to_81() {
     // Fewer than floor − 1 = 3 segments ACKed since the last sample: no raise (a round
     // with one sample of 20 segments, too few for any decision).
     let (mut cc, mut c, mut w) = flow(100, 50);
-    c.snd_una = 2;
+    c.snd_una = 2_000;
     sample(&mut cc, &c, &mut w, RTT, INFLIGHT);
     assert_eq!((cc.ca_min_cwnd, cc.rtt_cnt, cc.eval_call_cnt), (4, 1, 1));
 }

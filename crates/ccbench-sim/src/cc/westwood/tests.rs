@@ -21,11 +21,11 @@ fn started() -> (Westwood, ConnInfo, Window) {
     (ww, c, w)
 }
 
-/// An ACK at jiffy `j` moving snd_una to `una` segments, through the fast or slow path,
-/// with an RTT sample of `rtt_ms`.
+/// An ACK at jiffy `j` moving snd_una to `una` full segments, through the fast or slow
+/// path, with an RTT sample of `rtt_ms`.
 fn ack(ww: &mut Westwood, c: &mut ConnInfo, w: &mut Window, j: u32, una: u64, flags: u32, rtt_ms: i64) {
     c.jiffies = j;
-    c.snd_una = una;
+    c.snd_una = una * c.mss as u64;
     ww.in_ack_event(c, w, flags);
     ww.pkts_acked(c, w, &AckSample { pkts_acked: 2, rtt_us: rtt_ms * 1000, in_flight: 0 });
 }

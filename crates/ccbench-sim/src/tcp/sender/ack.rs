@@ -154,7 +154,7 @@ impl Sender {
             false => CA_ACK_SLOWPATH | (win_update as u32 * CA_ACK_WIN_UPDATE) | (ece as u32 * CA_ACK_ECE),
         };
         let mut info = self.info(now);
-        info.snd_una = ack.ack;
+        info.snd_una = self.wire_seq(ack.ack);
         if ece {
             info.delivered_ce += self.delivered - a.prior_delivered;
         }

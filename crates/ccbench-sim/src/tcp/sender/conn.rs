@@ -6,7 +6,7 @@
 
 use super::*;
 use crate::cc::{ConnInfo, LostSegment};
-use crate::net::Ecn;
+use crate::net::{Ecn, Packet};
 use crate::tcp::pacing;
 use crate::tcp::rate::TxSnapshot;
 use crate::tcp::scoreboard::{EVER_RETRANS, RETRANS};
@@ -29,6 +29,39 @@ impl Sender {
     /// Whether the peer SACKs (`tcp_is_sack`).
     pub(super) fn is_reno(&self) -> bool {
         !self.p.tcp.sack
+    }
+
+    /// The sequence number (a stream offset) of segment boundary `seq` on the wire: where
+    /// it starts, and one more past a FIN, which takes a sequence number.
+    pub fn wire_seq(&self, seq: u64) -> u64 {
+        self.write.seg_start(seq) + self.write.fin_seg().is_some_and(|f| seq > f) as u64
+    }
+
+    /// The segment boundary a sequence number on the wire acknowledges: the last one at
+    /// or below it, so that a partial segment counts as not acknowledged.
+    pub(super) fn seg_at_or_below(&self, wire: u64) -> u64 {
+        match self.write.fin_seg() {
+            Some(f) if wire > self.write.seg_start(f + 1) => f + 1,
+            Some(f) => self.write.seg_floor(wire).0.min(f),
+            None => self.write.seg_floor(wire).0,
+        }
+    }
+
+    /// The first segment boundary at or above a sequence number on the wire.
+    fn seg_at_or_above(&self, wire: u64) -> u64 {
+        let seq = self.seg_at_or_below(wire);
+        seq + (self.wire_seq(seq) < wire) as u64
+    }
+
+    /// An ACK from the wire, whose ACK and SACK blocks are sequence numbers, with them
+    /// as segment boundaries: a SACK block covers the whole segments inside it.
+    pub(super) fn ack_in_segments(&self, pkt: &Packet) -> Packet {
+        let mut a = *pkt;
+        a.ack = self.seg_at_or_below(pkt.ack);
+        for b in a.sacks.iter_mut().take(a.n_sacks as usize) {
+            *b = (self.seg_at_or_above(b.0), self.seg_at_or_below(b.1).max(self.seg_at_or_above(b.0)));
+        }
+        a
     }
 
     /// `tcp_wnd_end`: the stream offset the peer's window reaches.
@@ -63,8 +96,8 @@ impl Sender {
             min_rtt_us: self.rtt.min_rtt_us(),
             is_cwnd_limited: self.cwnd_limited(),
             ca_state: self.ca_state,
-            snd_una: self.sb.snd_una,
-            snd_nxt: self.snd_nxt(),
+            snd_una: self.wire_seq(self.sb.snd_una),
+            snd_nxt: self.wire_seq(self.snd_nxt()),
             pacing_rate: self.w.pacing_rate,
             paced: self.pacing.enabled(),
             app_limited: self.rate.app_limited != 0,

@@ -40,7 +40,8 @@ impl Sender {
     pub fn on_packet(&mut self, now: Time, pkt: &Packet, q: &mut impl Io) {
         if pkt.ctl == Control::None {
             if self.connecting.is_none() && self.accepting.is_none_or(|a| a.established()) {
-                self.on_ack(now, pkt, q);
+                let ack = self.ack_in_segments(pkt);
+                self.on_ack(now, &ack, q);
             }
             return;
         }

@@ -410,7 +410,7 @@ impl Sender {
                 flow: self.p.id,
                 conn: self.p.conn,
                 wire_bytes: len + wire::DATA_OVERHEAD,
-                seq,
+                seq: self.wire_seq(seq),
                 payload: len,
                 ts_val,
                 ts_ecr: self.ts.recent(),

@@ -101,7 +101,7 @@ impl Sender {
             flow: self.p.id,
             conn: self.p.conn,
             wire_bytes: wire::ACK_BYTES,
-            seq: snd_una,
+            seq: self.wire_seq(snd_una),
             payload: 0,
             ts_val: ts_ms(now),
             ts_ecr: self.ts.recent(),

@@ -235,7 +235,8 @@ fn receiver_dsacks_a_held_out_of_order_duplicate_inside_its_sack_block() {
         conn: 0,
     });
     let mut q = Loopback::default();
-    let data = |seq: u64| Packet { seq, payload: MSS, ts_val: 1, ..Default::default() };
+    let m = MSS as u64;
+    let data = |seq: u64| Packet { seq: seq * m, payload: MSS, ts_val: 1, ..Default::default() };
     // 0 arrives, 1 is missing, 2 and 3 are held, then 6 opens a second block, then 2
     // again (a spurious retransmission).
     for (i, seq) in [0, 2, 3, 6, 2].into_iter().enumerate() {
@@ -243,10 +244,10 @@ fn receiver_dsacks_a_held_out_of_order_duplicate_inside_its_sack_block() {
     }
     let last = q.acks.last().expect("an ACK").1;
     assert!(last.dsack);
-    assert_eq!(last.ack, 1);
+    assert_eq!(last.ack, m);
     // `tcp_sack_new_ofo_skb`: the block holding the duplicate comes right after the
     // DSACK, so the sender's `tcp_check_dsack` sees it inside the second block.
-    assert_eq!(last.sack_blocks(), &[(2, 3), (2, 4), (6, 7)]);
+    assert_eq!(last.sack_blocks(), &[(2 * m, 3 * m), (2 * m, 4 * m), (6 * m, 7 * m)]);
 }
 
 #[test]
