@@ -233,13 +233,15 @@ class Link(_Table):
 
     @model_serializer(mode="wrap")
     def _toml_form(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
-        """In the TOML form, no drop-tail limit beside an AQM and no empty schedules."""
+        """In the TOML form, no drop-tail limit beside an AQM, no empty schedules and no
+        black hole but a true one."""
         d = handler(self)
         if info.mode == "json":
             if self.aqm in AQM_PARAMS:
                 d["buffer"] = None  # the AQM's own limit holds instead
             for schedule in ("rate_schedule", "rtt_schedule"):
                 d[schedule] = d[schedule] or None
+            d["mtu_black_hole"] = d["mtu_black_hole"] or None
         return d
 
     def to_core(self) -> dict[str, Any]:
