@@ -57,7 +57,14 @@ def write(tmp_path: Path, text: str) -> Path:
 
 FILE_CASES = {
     "unknown-top-key": ("colour = 1\n" + SHORT_TOML, "colour", "unknown key"),
-    "unknown-link-key": (SHORT_TOML.replace("[link]", "[link]\nmtu = 1500"), "link.mtu", "unknown key"),
+    "unknown-link-key": (SHORT_TOML.replace("[link]", "[link]\njitter = 1"), "link.jitter", "unknown key"),
+    "mtu": (SHORT_TOML.replace("[link]", "[link]\nmtu = 500"), "link.mtu", "552 to 65535 bytes"),
+    "black-hole-without-mtu": (
+        SHORT_TOML.replace("[link]", "[link]\nmtu_black_hole = true"),
+        "link.mtu_black_hole",
+        "needs link.mtu",
+    ),
+    "mtu-probing": (SHORT_TOML + "[tcp]\nmtu_probing = 3\n", "tcp.mtu_probing", "from 0 to 2"),
     "unknown-flow-key": (SHORT_TOML + "weight = 2\n", "flows[0].weight", "unknown key"),
     "unknown-tcp-key": (SHORT_TOML + "[tcp]\nnagle = true\n", "tcp.nagle", "unknown key"),
     "unknown-cca": (SHORT_TOML.replace('"cubic"', '"copa"'), "flows[0].cca", "allowed:"),

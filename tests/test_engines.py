@@ -127,3 +127,11 @@ def test_the_vm_engine_refuses_connections_opened_when_due(opener: str) -> None:
     with pytest.raises(ScenarioError) as e:
         engines.get("vm").check(sc)
     assert e.value.field == "flows[0].connect" and "connects ahead of the data" in e.value.message
+
+
+def test_the_vm_engine_refuses_a_path_mtu() -> None:
+    link = {"rate": "10Mbit", "rtt": "20ms", "mtu": 1400}
+    sc = ccbench.Scenario.from_dict({"duration": "5s", "link": link, "flows": [{"cca": "cubic"}]})
+    with pytest.raises(ScenarioError) as e:
+        engines.get("vm").check(sc)
+    assert e.value.field == "link.mtu" and "use the simulator or the kernel engine" in e.value.message

@@ -236,6 +236,39 @@ def test_downloads_that_connect_when_due_count_the_handshake_and_fast_open_takes
     assert 0.006 < mid(asked_tfo[1:]) - mid(ahead) < 0.016, (ahead, asked_tfo)
 
 
+@pytest.mark.parametrize("mtu, mss", [(1500, 1448), (1400, 1348)])
+def test_path_mtu_discovery_lowers_the_senders_mss(mtu: int, mss: int) -> None:
+    # The hosts' MTU is 1500 (tcp.mss 1448 + 52): a path MTU of 1500 changes nothing; at
+    # 1400 the emulator drops the first window's full-sized packets and answers each
+    # with ICMP fragmentation needed, and the sender's kernel takes the MTU
+    # (tcp_v4_err -> tcp_v4_mtu_reduced): 1400 - 40 - 12 bytes of timestamps.
+    r = run({"duration": "4s", "link": {**link("20Mbit", "40ms"), "mtu": mtu}, "flows": [{"cca": "cubic"}]})
+    f = r.summary["flows"][0]
+    assert (f["final_snd_mss"], f["final_pmtu"]) == (mss, mtu)
+    assert f["icmp_sent"] == f["mtu_dropped"] and (f["mtu_dropped"] > 0) == (mtu < 1500)
+    assert f["goodput_bps"] > 0.7 * 20e6
+
+
+def test_a_path_mtu_black_hole_is_recovered_by_mtu_probing() -> None:
+    # No ICMP: nothing gets through until the retransmit timer has fired for about 3.6 s
+    # (tcp_write_timeout -> tcp_mtu_probing lowers the MSS to tcp_base_mss), then the
+    # flow runs and probing climbs to within tcp_probe_threshold of the path's MTU.
+    doc = {
+        "duration": "10s",
+        "interval": "1s",
+        "link": {**link("20Mbit", "40ms"), "mtu": 1400, "mtu_black_hole": True},
+        "tcp": {"mtu_probing": 1},
+        "flows": [{"cca": "cubic"}],
+    }
+    r = run(doc)
+    f = r.summary["flows"][0]
+    assert f["icmp_sent"] == 0 and f["mtu_dropped"] > 0 and f["final_pmtu"] == 1500
+    assert 1024 <= f["final_snd_mss"] <= 1348
+    goodput = r.flows.set_index("time_s")["goodput_bps"]
+    assert goodput.iloc[0] == 0
+    assert goodput.iloc[-2:].min() > 0.8 * 20e6
+
+
 def test_a_killed_run_leaves_state_that_cleanup_removes(tmp_path: Path) -> None:
     env = dict(os.environ, NO_COLOR="1")
     proc = subprocess.Popen(

@@ -92,6 +92,23 @@ class TestPlan:
         plan = make_plan(from_dict(scenario(tcp={**knobs, "hz": 250})), HOST)
         assert [plan.sender_sysctls[f"net.ipv4.tcp_{k}"] for k in knobs] == ["0", "0", "4", "0"]
 
+    def test_the_mtu_probing_sysctls_reach_both_namespaces(self) -> None:
+        probing = {"mtu_probing": 1, "base_mss": 512, "probe_threshold": 16, "mtu_probe_floor": 256}
+        doc = scenario(
+            link={"rate": "20Mbit", "rtt": "20ms", "mtu": 1400},
+            tcp={**probing, "probe_interval": "2min", "hz": 250},
+        )
+        plan = make_plan(from_dict(doc), HOST)
+        for sysctls in (plan.sender_sysctls, plan.receiver_sysctls):
+            assert [sysctls[f"net.ipv4.tcp_{k}"] for k in probing] == ["1", "512", "16", "256"]
+            assert sysctls["net.ipv4.tcp_probe_interval"] == "120"
+        # The devices keep the hosts' MTU; the emulator has the path's.
+        assert plan.mtu == 1500
+        assert emulator_config(plan, "s", "r", 1)["scenario"]["link"]["mtu_bytes"] == 1400
+        with pytest.raises(KernelEngineError) as e:
+            make_plan(from_dict(scenario(tcp={"probe_interval": "1500ms", "hz": 250})), HOST)
+        assert e.value.field == "tcp.probe_interval" and "whole seconds" in e.value.message
+
     def test_tcp_rmem_is_the_receivers_tcp_rmem_only_when_set(self) -> None:
         # Left at Linux's default: the receiver keeps room for rwnd to grow (max(4 rwnd,
         # 6 MiB)), as before the setting; the sender's namespace is not touched.

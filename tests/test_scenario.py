@@ -235,6 +235,50 @@ def test_the_send_buffer_settings_reach_the_core_only_when_set() -> None:
     assert e.value.field == "flows[0].sndbuf"
 
 
+def test_the_path_mtu_and_probing_settings_reach_the_core_only_when_set() -> None:
+    plain = Scenario.from_toml(MINIMAL)
+    core = plain.to_core()
+    assert not {"mtu_bytes", "mtu_black_hole"} & set(core["link"])
+    assert not {"mtu_probing", "base_mss", "probe_threshold", "probe_interval_ns", "mtu_probe_floor"} & set(core["tcp"])
+    # Linux's defaults, as the kernel engine sets them (tcp_probe_interval in seconds).
+    sysctls = plain.tcp.sysctls()
+    assert [sysctls[f"net.ipv4.tcp_{k}"] for k in ("mtu_probing", "base_mss", "probe_threshold")] == ["0", "1024", "8"]
+    assert (sysctls["net.ipv4.tcp_probe_interval"], sysctls["net.ipv4.tcp_mtu_probe_floor"]) == ("600", "48")
+    hole = Scenario.from_toml(
+        MINIMAL.replace("[link]", "[link]\nmtu = 1400\nmtu_black_hole = true")
+        + '[tcp]\nmtu_probing = 1\nbase_mss = 512\nprobe_interval = "30s"\n'
+    )
+    core = hole.to_core()
+    assert (core["link"]["mtu_bytes"], core["link"]["mtu_black_hole"]) == (1400, True)
+    assert (core["tcp"]["mtu_probing"], core["tcp"]["base_mss"], core["tcp"]["probe_interval_ns"]) == (
+        1,
+        512,
+        30 * 10**9,
+    )
+    assert hole.tcp.sysctls()["net.ipv4.tcp_probe_interval"] == "30"
+    assert hole.to_dict()["tcp"]["probe_interval"] == "30s" and hole.scenario_hash != plain.scenario_hash
+    assert Scenario.from_toml(hole.effective_toml()) == hole
+
+
+@pytest.mark.parametrize(
+    "link, tcp, field, message",
+    [
+        ("mtu = 500", "", "link.mtu", "552 to 65535 bytes"),
+        ("mtu = 70000", "", "link.mtu", "552 to 65535 bytes"),
+        ("mtu_black_hole = true", "", "link.mtu_black_hole", "needs link.mtu"),
+        ("", "mtu_probing = 3", "tcp.mtu_probing", "from 0 to 2"),
+        ("", "base_mss = 10", "tcp.base_mss", "from 48 to 9000 bytes"),
+        ("", "probe_threshold = 70000", "tcp.probe_threshold", "from 0 to 65535 bytes"),
+        ("", 'probe_interval = "100000min"', "tcp.probe_interval", "at most 49.71 days"),
+        ("", "mtu_probe_floor = 9001", "tcp.mtu_probe_floor", "from 48 to 9000 bytes"),
+    ],
+)
+def test_path_mtu_values_out_of_range_name_their_key(link: str, tcp: str, field: str, message: str) -> None:
+    text = MINIMAL.replace("[link]", f"[link]\n{link}") + (f"[tcp]\n{tcp}\n" if tcp else "")
+    e = error_of(text)
+    assert e.field == field and message in e.message, (e.field, e.message)
+
+
 def test_connecting_when_due_and_fast_open_reach_the_core_only_when_set() -> None:
     plain = Scenario.from_toml(MINIMAL)
     assert not {"connect", "fastopen"} & set(plain.to_core()["flows"][0])
@@ -318,7 +362,7 @@ BASE = MINIMAL
         (BASE.replace("[link]", '[link]\nbuffer = "-1bdp"'), "link.buffer", "must not be negative"),
         (BASE.replace('"cubic"', '"copa"'), "flows[0].cca", "allowed: reno, cubic"),
         (BASE + "colour = 1\n", "flows[0].colour", "unknown key; allowed keys: cca, count"),
-        (BASE.replace("[link]", "[link]\nmtu = 1500"), "link.mtu", "unknown key; allowed keys: rate, trace, rtt"),
+        (BASE.replace("[link]", "[link]\njitter = 1"), "link.jitter", "unknown key; allowed keys: rate, trace, rtt"),
         ("speed = 1\n" + BASE, "speed", "unknown key; allowed keys: seed, duration"),
         (BASE + "[tcp]\nfoo = 1\n", "tcp.foo", "unknown key; allowed keys: mss"),
         (BASE.replace('"10s"', '"10 parsecs"'), "duration", "unknown duration unit 'parsecs'"),

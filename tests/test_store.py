@@ -237,5 +237,5 @@ def test_results_unknown_sweep_and_key(filled: Path) -> None:
     result = run_cli("results", "--store", str(filled), "--sweep", "nope")
     assert result.returncode == 2 and "error: --sweep: no sweep named 'nope'" in result.stderr
     assert "sweeps: small" in result.stderr
-    result = run_cli("results", "--store", str(filled), "--where", "link.mtu=1500")
-    assert result.returncode == 2 and result.stderr.startswith("error: --where: no run has a value 'link.mtu'")
+    result = run_cli("results", "--store", str(filled), "--where", "link.jitter=1")
+    assert result.returncode == 2 and result.stderr.startswith("error: --where: no run has a value 'link.jitter'")

@@ -38,7 +38,7 @@ PLANS = {
         "sweep.duration",
         "write it before [sweep]",
     ),
-    "unknown-scenario-key": (BASE.replace("[link]", "[link]\nmtu = [1500, 9000]"), "link.mtu", "unknown key"),
+    "unknown-scenario-key": (BASE.replace("[link]", "[link]\njitter = [1, 2]"), "link.jitter", "unknown key"),
     "empty-list": (BASE.replace('rate = "10Mbit"', "rate = []"), "link.rate", "empty list"),
     "step-zero": (
         BASE.replace('rate = "10Mbit"', 'rate = { from = 10, to = 100, step = 0, unit = "Mbit" }'),

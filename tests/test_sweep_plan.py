@@ -225,7 +225,7 @@ PLAN_ERRORS: dict[str, tuple[dict[str, Any], str, str]] = {
         "link.rate",
         "must be positive (point 2 of 2: link.rate=0Mbit)",
     ),
-    "unknown-swept-key": (dict(link={"mtu": [1500, 9000]}), "link.mtu", "unknown key"),
+    "unknown-swept-key": (dict(link={"jitter": [1, 2]}), "link.jitter", "unknown key"),
     "bad-cca": (dict(flows=[{"cca": ["bbr", "copa"]}]), "flows[0].cca", "unknown algorithm 'copa'"),
     "bad-param-in-one-point": (
         dict(flows=[{"cca": ["cubic", "reno"], "params": {"beta": 700}}]),

@@ -31,6 +31,10 @@ pub struct FlowReport {
     pub bottleneck_bytes: u64,
     /// Data packets the sender put on the path.
     pub data_packets_in: u64,
+    /// Packets longer than `link.mtu` dropped before the bottleneck, over the whole run.
+    pub mtu_dropped: u64,
+    /// ICMP "fragmentation needed" messages sent back to the sender for them.
+    pub icmp_sent: u64,
     pub rtt_ms: Stats,
     pub rtt_samples: u64,
     /// The flow's connections (one per download of a flow that repeats them), in the

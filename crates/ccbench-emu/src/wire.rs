@@ -1,7 +1,15 @@
 //! Just enough IPv4 and TCP parsing to classify packets by port and to follow
-//! sequence and acknowledgment numbers. Packets are never modified.
+//! sequence and acknowledgment numbers, and the ICMP a router answers an oversize
+//! packet with. Packets are never modified but for the CE mark.
 
+pub const PROTO_ICMP: u8 = 1;
 pub const PROTO_TCP: u8 = 6;
+/// ICMP destination unreachable (RFC 792), code 4: fragmentation needed and DF set.
+pub const ICMP_DEST_UNREACH: u8 = 3;
+pub const ICMP_FRAG_NEEDED: u8 = 4;
+/// The first bytes of the datagram's data an ICMP error quotes after its IP header
+/// (RFC 792): the TCP ports and sequence number the sender matches it by.
+pub const ICMP_QUOTED_DATA: usize = 8;
 
 pub const TCP_FIN: u8 = 0x01;
 pub const TCP_SYN: u8 = 0x02;
@@ -114,11 +122,61 @@ pub fn set_ce(b: &mut [u8]) {
     b[1] |= 0x03;
     b[10] = 0;
     b[11] = 0;
-    let mut sum: u32 = b[..ihl].chunks(2).map(|w| u16::from_be_bytes([w[0], w[1]]) as u32).sum();
+    let sum = checksum(&b[..ihl]);
+    b[10..12].copy_from_slice(&sum.to_be_bytes());
+}
+
+/// The Internet checksum (RFC 1071) of `b`: the ones' complement of the ones'
+/// complement sum of its 16-bit words, an odd last byte padded with zero.
+pub fn checksum(b: &[u8]) -> u16 {
+    let mut sum: u32 = b.chunks(2).map(|w| u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]) as u32).sum();
     while sum >> 16 != 0 {
         sum = (sum & 0xffff) + (sum >> 16);
     }
-    b[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    !(sum as u16)
+}
+
+/// The total length of an IPv4 packet (its header's field), or None for anything else.
+pub fn ipv4_total_len(b: &[u8]) -> Option<u32> {
+    (b.len() >= 20 && b[0] >> 4 == 4).then(|| be16(b, 2) as u32)
+}
+
+/// The ICMP "fragmentation needed" a router sends back to the source of `b`, an IPv4
+/// packet too big for its next hop's `mtu` (RFC 792 destination unreachable, code 4,
+/// with RFC 1191 section 4's next-hop MTU in the low 16 bits of the unused word). It
+/// quotes `b`'s IP header and the first 8 bytes of its data, and comes from `b`'s
+/// destination, an address the source routes towards the path. None when `b` is not
+/// an IPv4 packet with a whole header.
+pub fn frag_needed(b: &[u8], mtu: u16) -> Option<Vec<u8>> {
+    if b.len() < 20 || b[0] >> 4 != 4 {
+        return None;
+    }
+    let ihl = (b[0] & 0x0f) as usize * 4;
+    if ihl < 20 || b.len() < ihl {
+        return None;
+    }
+    let quoted = &b[..(ihl + ICMP_QUOTED_DATA).min(b.len())];
+    let icmp_len = 8 + quoted.len();
+    let total = 20 + icmp_len;
+    let mut out = vec![0u8; total];
+    out[0] = 0x45;
+    // IPTOS_PREC_INTERNETCONTROL, as Linux's icmp_send marks its errors.
+    out[1] = 0xc0;
+    out[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    out[8] = 64;
+    out[9] = PROTO_ICMP;
+    out[12..16].copy_from_slice(&b[16..20]);
+    out[16..20].copy_from_slice(&b[12..16]);
+    let ip_sum = checksum(&out[..20]);
+    out[10..12].copy_from_slice(&ip_sum.to_be_bytes());
+    let icmp = &mut out[20..];
+    icmp[0] = ICMP_DEST_UNREACH;
+    icmp[1] = ICMP_FRAG_NEEDED;
+    icmp[6..8].copy_from_slice(&mtu.to_be_bytes());
+    icmp[8..].copy_from_slice(quoted);
+    let icmp_sum = checksum(icmp);
+    icmp[2..4].copy_from_slice(&icmp_sum.to_be_bytes());
+    Some(out)
 }
 
 /// Build an IPv4/TCP packet with a timestamp option (as Linux sends), for tests.
@@ -179,6 +237,35 @@ mod tests {
         let sum: u32 = b[..20].chunks(2).map(|w| u16::from_be_bytes([w[0], w[1]]) as u32).sum();
         let folded = (sum & 0xffff) + (sum >> 16);
         assert_eq!(folded as u16, 0xffff);
+    }
+
+    #[test]
+    fn frag_needed_quotes_the_header_and_8_bytes_with_valid_checksums() {
+        let mut b = build_tcp(40000, 20001, 0x0102_0304, 9, TCP_ACK, 1448);
+        b[6] = 0x40; // DF, as Linux sends TCP
+        let sum = checksum(&b[..20]);
+        b[10..12].copy_from_slice(&sum.to_be_bytes());
+        let icmp = frag_needed(&b, 1400).unwrap();
+        assert_eq!(icmp.len(), 20 + 8 + 20 + 8);
+        assert_eq!(ipv4_total_len(&icmp), Some(56));
+        assert_eq!((icmp[9], &icmp[12..16], &icmp[16..20]), (PROTO_ICMP, &[10, 0, 0, 2][..], &[10, 0, 0, 1][..]));
+        // A valid checksum sums, with itself, to zero.
+        assert_eq!(checksum(&icmp[..20]), 0);
+        let m = &icmp[20..];
+        assert_eq!(checksum(m), 0);
+        assert_eq!((m[0], m[1]), (ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED));
+        assert_eq!((&m[4..6], u16::from_be_bytes([m[6], m[7]])), (&[0, 0][..], 1400));
+        // The original IP header, then its TCP ports and sequence number.
+        assert_eq!(&m[8..28], &b[..20]);
+        assert_eq!(&m[28..36], &b[20..28]);
+        assert_eq!(be32(&m[28..], 4), 0x0102_0304);
+        assert!(frag_needed(&[0x60; 40], 1400).is_none());
+    }
+
+    #[test]
+    fn checksum_pads_an_odd_length() {
+        assert_eq!(checksum(&[0x12, 0x34, 0x56]), !(0x1234u16 + 0x5600));
+        assert_eq!(checksum(&[0xff, 0xff]), 0);
     }
 
     #[test]

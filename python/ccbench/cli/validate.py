@@ -23,7 +23,7 @@ MAX_VALIDATE_REPS = 100
     "--family",
     metavar="NAME[,NAME...]",
     help="Only these families of cells: base, loss, mix, fairness, rtt-unfairness, staggered, trace, aqm, ecn, "
-    "rwnd, sndbuf, rmem, sized, connect (connections opened when due, with and without Fast Open), bpf (the kernel's own BPF congestion controls as objects on both engines); and algorithms (Linux's other congestion controls against their own modules in a VM guest, "
+    "rwnd, sndbuf, rmem, sized, connect (connections opened when due, with and without Fast Open), mtu (a path MTU below the hosts', with ICMP and as a black hole), bpf (the kernel's own BPF congestion controls as objects on both engines); and algorithms (Linux's other congestion controls against their own modules in a VM guest, "
     "and this host's kernel where it has them), which runs only when named.",
 )
 @click.option(
@@ -124,8 +124,8 @@ def validate(
     bursty loss; BBR and Cubic sharing at 0.25-16 BDP; 2 and 4 flows; RTTs 10 and 50 ms;
     staggered starts; LTE traces; CoDel and FQ-CoDel; ECN; receive windows and buffers; send
     buffers; sized and repeated downloads, also on connections opened when due, with and
-    without Fast Open; the kernel's BPF Cubic and DCTCP as objects on both engines.
-    Needs root (the kernel engine). With --cpu, the 2BRobust grid on the simulator and
+    without Fast Open; a path MTU below the hosts', with ICMP and as a black hole; the
+    kernel's BPF Cubic and DCTCP as objects on both engines. Needs root (the kernel engine). With --cpu, the 2BRobust grid on the simulator and
     the VM engine instead (--quick: 6 cells); with --cpu --pacing, the phone study's
     (--quick: 6 cells).
     """

@@ -195,7 +195,11 @@ def _setting(name: str, value: str) -> Any:
         return value != "0"
     key = Tcp.model_fields[field_name].alias or field_name
     try:
-        numbers = [int(v) for v in _shell_arithmetic(value).split()]
+        numbers: list[Any] = [int(v) for v in _shell_arithmetic(value).split()]
+        # A duration's sysctl is in its own unit (tcp_probe_interval: seconds).
+        extra = Tcp.model_fields[field_name].json_schema_extra
+        if isinstance(extra, dict) and "sysctl_unit_ns" in extra:
+            numbers = [f"{n * int(extra['sysctl_unit_ns'])}ns" for n in numbers]  # type: ignore[call-overload]
         return getattr(Tcp.model_validate({key: numbers if len(numbers) > 1 else numbers[0]}), field_name)
     except ValueError:  # pydantic's ValidationError is one
         raise Unsupported(f"sysctl {name}={value}") from None

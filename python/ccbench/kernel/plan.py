@@ -9,12 +9,19 @@ scenario            kernel engine
 link.*              the emulator (rate or trace, ack_trace, rate and RTT schedules, buffer or
                     AQM, loss or loss model, nic_rate), exactly as the simulator; traces and
                     schedules start at the measurement epoch
+link.mtu, mtu_black_hole
+                    the emulator drops a packet from the sender longer than link.mtu and
+                    (but in a black hole) writes an ICMP "fragmentation needed" with the
+                    MTU into the sender's device, from the receiver's address; the hosts'
+                    devices keep tcp.mss + 52
 tcp.mss             MTU of the devices = mss + 52 (IPv4 20, TCP 20, timestamps 12)
 tcp.init_cwnd       ``initcwnd`` on the sender's route (when not the default 10)
 tcp.rto_min         ``rto_min`` on the sender's route (whole milliseconds)
-tcp.tsq_limit, tso_rtt_log, frto, sack, tso_win_divisor, min_tso_segs, slow_start_after_idle
+tcp.tsq_limit, tso_rtt_log, frto, sack, tso_win_divisor, min_tso_segs, slow_start_after_idle,
+mtu_probing, base_mss, probe_threshold, probe_interval, mtu_probe_floor
                     their ``net.ipv4`` sysctls (``Tcp.sysctls``) in both namespaces (and in a VM
-                    guest); one the kernel lacks is refused unless it keeps its default
+                    guest); one the kernel lacks is refused unless it keeps its default;
+                    tcp_probe_interval is in whole seconds
 tcp.hz              must be the kernel's CONFIG_HZ; the default (1000) is replaced by it
 tcp.rto_init, tcp.pacing_shift, tcp.delack_min
                     fixed in the kernel: only their defaults are accepted
@@ -70,6 +77,7 @@ BASE_PORT = 20000
 SELF_PACED_PREFIX = "bbr"
 UNPACED_SUFFIX = "_unpaced"
 MS = 1_000_000
+S = 1_000_000_000
 # SCHED_FIFO priority of the emulator's thread: on a two-CPU machine it cuts the 99th
 # percentile of its lateness at 100 Mbit/s from milliseconds to tens of microseconds.
 EMULATOR_PRIORITY = 10
@@ -160,6 +168,8 @@ def _check_kernel_fixed(tcp: Tcp, default: Tcp) -> None:
         ("pacing_shift", tcp.pacing_shift, default.pacing_shift, str),
         ("delack_min", tcp.delack_min_ns, default.delack_min_ns, format_duration),
     )
+    if tcp.probe_interval_ns % S:
+        raise KernelEngineError("tcp.probe_interval", "the kernel's net.ipv4.tcp_probe_interval is in whole seconds")
     for name, value, dflt, fmt in fixed:
         if value != dflt:
             raise KernelEngineError(

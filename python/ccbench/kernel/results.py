@@ -114,7 +114,7 @@ def _cc_row(info: Optional[dict[str, Any]]) -> dict[str, float]:
 
 
 def _flow_measured(
-    f: FlowPlan, i: int, raw: RawRun, undos: dict[str, Optional[int]]
+    f: FlowPlan, i: int, raw: RawRun, undos: dict[str, Optional[int]], path_mtu: bool = False
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Flow ``i`` as ``Measured`` takes it, and the kernel-only figures the summary adds."""
     rcv, snd, e = raw.receiver, raw.sender, raw.emulator["flows"][i]
@@ -155,6 +155,15 @@ def _flow_measured(
     }
     # Kernel-only diagnostics: the emulator's RTT samples.
     extra = {"rtt_samples": e["rtt_samples"]}
+    if path_mtu:
+        # The path MTU's drops and ICMPs, and the sender's MSS and path MTU at the end
+        # (tcpi_snd_mss, tcpi_pmtu).
+        extra.update(
+            mtu_dropped=e.get("mtu_dropped"),
+            icmp_sent=e.get("icmp_sent"),
+            final_snd_mss=info.get("snd_mss"),
+            final_pmtu=info.get("pmtu"),
+        )
     if raw.bpf is not None:
         # What ran, for every flow of a run with a BPF algorithm (None for the others).
         reported = (snd.get("cca") or [None] * (i + 1))[i]
@@ -182,7 +191,8 @@ def assemble(
     if all(f.size_bytes is not None for f in plan.flows) and all(c is not None for c in completed):
         end_ns = min(end_ns, max(completed))
     undos = _undos(raw.sender.get("tcp_ext") or {}, len(plan.flows))
-    per_flow = [_flow_measured(f, i, raw, undos) for i, f in enumerate(plan.flows)]
+    path_mtu = sc.link.mtu_bytes is not None
+    per_flow = [_flow_measured(f, i, raw, undos, path_mtu) for i, f in enumerate(plan.flows)]
     flows, extras = [m for m, _ in per_flow], [x for _, x in per_flow]
     measured = {"engine": engine, "end_ns": end_ns, "flows": flows, "link": raw.emulator["link"]}
     summary: dict[str, Any] = json.loads(_core.summarize(sc.to_json(), json.dumps(measured)))

@@ -12,7 +12,7 @@ from pydantic import BeforeValidator, Field, field_validator
 from .. import _core
 from ..bpf import name as bpf_name
 
-from .fields import MAX_FLOWS_PER_ENTRY, Duration, Rate, Size, _int_range, _Table, core_default, core_range, positive
+from .fields import MAX_FLOWS_PER_ENTRY, S, Duration, Rate, Size, _int_range, _Table, core_default, core_range, positive
 
 
 BBR_FAMILY = ("bbr", "bbr2", "bbr3")
@@ -67,6 +67,11 @@ class Tcp(_Table):
         "pacing_ca_ratio",
         "wmem",
         "rmem",
+        "mtu_probing",
+        "base_mss",
+        "probe_threshold",
+        "probe_interval_ns",
+        "mtu_probe_floor",
     )
 
     mss: Annotated[int, core_range("tcp.mss")] = Field(_tcp("mss"), description="bytes, 64..9000", examples=[1448])
@@ -165,6 +170,40 @@ class Tcp(_Table):
         json_schema_extra=_sysctl("tcp_rmem"),
     )
 
+    mtu_probing: Annotated[int, core_range("tcp.mtu_probing")] = Field(
+        _tcp("mtu_probing"),
+        description="net.ipv4.tcp_mtu_probing (RFC 4821 packetization-layer path-MTU discovery): 0 off; 1 once "
+        "the retransmit timer suspects a path-MTU black hole (tcp_write_timeout); 2 from the start",
+        examples=[0],
+        json_schema_extra=_sysctl("tcp_mtu_probing"),
+    )
+    base_mss: Annotated[int, core_range("tcp.base_mss")] = Field(
+        _tcp("base_mss"),
+        description="net.ipv4.tcp_base_mss: the MSS probing starts from (and black-hole detection drops to)",
+        examples=[1024],
+        json_schema_extra=_sysctl("tcp_base_mss"),
+    )
+    probe_threshold: Annotated[int, core_range("tcp.probe_threshold")] = Field(
+        _tcp("probe_threshold"),
+        description="net.ipv4.tcp_probe_threshold: probing stops once its search range is narrower than this, bytes",
+        examples=[8],
+        json_schema_extra=_sysctl("tcp_probe_threshold"),
+    )
+    probe_interval_ns: Annotated[Duration, core_range("tcp.probe_interval_ns")] = Field(
+        _tcp("probe_interval_ns"),
+        alias="probe_interval",
+        description="net.ipv4.tcp_probe_interval: after this long probing searches again from the top "
+        "(the kernel engine sets it in whole seconds)",
+        examples=["10min"],
+        json_schema_extra={**_sysctl("tcp_probe_interval"), "sysctl_unit_ns": S},
+    )
+    mtu_probe_floor: Annotated[int, core_range("tcp.mtu_probe_floor")] = Field(
+        _tcp("mtu_probe_floor"),
+        description="net.ipv4.tcp_mtu_probe_floor: the smallest MSS black-hole detection lowers to",
+        examples=[48],
+        json_schema_extra=_sysctl("tcp_mtu_probe_floor"),
+    )
+
     @field_validator("wmem", "rmem")
     @classmethod
     def _buffer_sizes_in_order(cls, v: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -185,8 +224,15 @@ class Tcp(_Table):
         }
 
     def sysctls(self) -> dict[str, str]:
-        """The fields that are ``net.ipv4`` sysctls, as a kernel takes them."""
-        return {key: _sysctl_text(getattr(self, name)) for key, name in self.sysctl_fields().items()}
+        """The fields that are ``net.ipv4`` sysctls, as a kernel takes them (a duration in
+        the sysctl's unit, ``sysctl_unit_ns``, rounded down)."""
+        out = {}
+        for key, name in self.sysctl_fields().items():
+            extra = type(self).model_fields[name].json_schema_extra
+            unit = extra.get("sysctl_unit_ns", 1) if isinstance(extra, dict) else 1
+            value = getattr(self, name)
+            out[key] = _sysctl_text(value // unit if isinstance(unit, int) and unit > 1 else value)
+        return out
 
     @field_validator("hz")
     @classmethod

@@ -170,6 +170,20 @@ class Link(_Table):
     )
     rate_schedule: list[RateStep] = Field(default_factory=list)
     rtt_schedule: list[RttStep] = Field(default_factory=list)
+    # The path's MTU (the simulator checks its range, ip_rt_min_pmtu to an IPv4 packet).
+    mtu_bytes: Optional[PacketBytes] = Field(
+        None,
+        alias="mtu",
+        description="the path's MTU at the bottleneck, IPv4 packet bytes (the hosts' is tcp.mss + 52): a larger "
+        "data packet is dropped there and answered with ICMP fragmentation needed (RFC 1191); omit for none",
+        examples=[1400],
+    )
+    mtu_black_hole: bool = Field(
+        False,
+        description="true: packets over link.mtu vanish without the ICMP, a path-MTU black hole (RFC 2923 2.1); "
+        "needs link.mtu",
+        examples=[False],
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -219,13 +233,15 @@ class Link(_Table):
 
     @model_serializer(mode="wrap")
     def _toml_form(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
-        """In the TOML form, no drop-tail limit beside an AQM and no empty schedules."""
+        """In the TOML form, no drop-tail limit beside an AQM, no empty schedules and no
+        black hole but a true one."""
         d = handler(self)
         if info.mode == "json":
             if self.aqm in AQM_PARAMS:
                 d["buffer"] = None  # the AQM's own limit holds instead
             for schedule in ("rate_schedule", "rtt_schedule"):
                 d[schedule] = d[schedule] or None
+            d["mtu_black_hole"] = d["mtu_black_hole"] or None
         return d
 
     def to_core(self) -> dict[str, Any]:
@@ -253,4 +269,8 @@ class Link(_Table):
             core["loss_model"] = self.loss_model.to_core()
         if self.aqm_params is not None:  # only an AQM with parameters has them
             core["aqm"] = self.aqm_params.to_core(self.aqm)
+        if self.mtu_bytes is not None:
+            core["mtu_bytes"] = self.mtu_bytes
+        if self.mtu_black_hole:
+            core["mtu_black_hole"] = True
         return core

@@ -411,6 +411,31 @@ def connect(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     ]
 
 
+def mtu(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+    """A path MTU of 1400 bytes below hosts of 1500 (MSS 1448) at 20 Mbit/s, 40 ms, 1 BDP:
+    with the ICMP, path-MTU discovery lowers the MSS at the first window (RFC 1191); as a
+    black hole with tcp.mtu_probing = 1, nothing arrives until the retransmit timer has
+    fired for about 3 s (`tcp_write_timeout` -> `tcp_mtu_probing`), then the MSS drops to
+    tcp.base_mss and probing climbs back towards 1348 (RFC 4821)."""
+    link = {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp", "mtu": 1400}
+    paths = (
+        ("icmp", {}, {}, "1400 ICMP"),
+        ("black-hole probing", {"mtu_black_hole": True}, {"mtu_probing": 1}, "1400 black hole, probing"),
+    )
+    return [
+        _cell(
+            "mtu",
+            f"{c} mtu 1400 {label} 20Mbit 40ms",
+            {**link, **hole},
+            [{"cca": c}],
+            {"cca": c, "path": axis},
+            min_duration="20s",
+            tcp=tcp or None,
+        )
+        for (label, hole, tcp, axis), c in itertools.product(paths, ccas)
+    ]
+
+
 # Linux's other congestion controls, each judged against its own module: the VM engine's
 # guest kernel has every one of them, this host's kernel may not.
 OTHER_ALGORITHMS = (
@@ -556,6 +581,7 @@ def full_grid() -> list[Cell]:
         *sized(SIZES),
         *repeated(),
         *connect(),
+        *mtu(),
         *bpf(),
     ]
 
@@ -575,6 +601,7 @@ FAMILIES = (
     "rmem",
     "sized",
     "connect",
+    "mtu",
     "bpf",
     "algorithms",
 )

@@ -12,7 +12,10 @@ Tolerances (simulator relative to kernel):
   median download's, which also judges the per-download throughput);
 * the time a flow was held back by the peer's receive window (`tcpi_rwnd_limited` on
   both engines), as a share of the run, within 10 points, judged where either engine
-  saw any.
+  saw any;
+* a flow's MSS at the end of a run with a path MTU (``final_snd_mss``, the kernel's
+  `tcpi_snd_mss`) within 8 bytes (`tcp_probe_threshold`'s default, where probing stops),
+  judged where both engines report it.
 
 Each figure is the median over the repetitions. The kernel varies from run to run, so a
 figure also passes when the simulator's median lies inside the range the kernel's
@@ -37,6 +40,7 @@ RETRANSMIT_FACTOR = 2.0
 RETRANSMIT_FLOOR = 0.001  # both below 0.1% of packets sent: equal enough
 COMPLETION_TOLERANCE = 0.15
 RWND_LIMITED_POINTS = 10.0  # percentage points of the run
+MSS_TOLERANCE_BYTES = 8  # tcp_probe_threshold's default
 
 
 def _finite(x: Any) -> Optional[float]:
@@ -58,6 +62,7 @@ def run_figures(summary: dict[str, Any], mss: int) -> dict[str, Any]:
                 "completion_s": _completion(f),
                 "rwnd_limited_pct": 100 * (f.get("rwnd_limited_ms") or 0.0) / (1e3 * summary["duration_s"]),
                 "retransmits": f["retransmits"],
+                "final_snd_mss": f.get("final_snd_mss"),
             }
             for f in flows
         ],
@@ -221,6 +226,10 @@ def compare(cell: Cell, sim: EngineFigures, kernel: EngineFigures) -> CellResult
         if (s or 0.0) > 0 or (k.high or 0.0) > 0:
             ok = s is not None and k.median is not None and abs(s - k.median) <= RWND_LIMITED_POINTS
             res.checks.append(Check("rwnd_limited", flow, s, k, _ratio(s, k.median), ok or _inside(s, k)))
+        s, k = sim.flow(i, "final_snd_mss").median, kernel.flow(i, "final_snd_mss")
+        if s is not None and k.median is not None:
+            ok = abs(s - k.median) <= MSS_TOLERANCE_BYTES or _inside(s, k)
+            res.checks.append(Check("final_mss", flow, s, k, _ratio(s, k.median), ok))
     s, k = sim.total("retransmits").median, kernel.total("retransmits")
     both_low = (sim.total("retransmit_fraction").median or 0.0) < RETRANSMIT_FLOOR and (
         kernel.total("retransmit_fraction").median or 0.0

@@ -125,6 +125,8 @@ impl Link {
             dropped: lane.dropped,
             bottleneck_bytes: lane.payload_out,
             data_packets_in: self.data_in[i],
+            mtu_dropped: self.mtu_dropped[i],
+            icmp_sent: self.icmp_sent[i],
             rtt_ms: stats(&samples, 1e6),
             rtt_samples: samples.count(),
             connections: rtt

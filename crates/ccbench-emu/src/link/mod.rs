@@ -14,6 +14,12 @@
 //! configured flow (no TCP, or an unknown port) use an extra lane with the link's base
 //! delays.
 //!
+//! Path MTU (`link.mtu`): an IPv4 packet from the sender longer than it is dropped
+//! before the bottleneck, as a router with a smaller next-hop MTU drops a packet with DF
+//! set (Linux sets DF on TCP), and, unless `link.mtu_black_hole`, answered with ICMP
+//! "fragmentation needed" carrying the MTU (RFC 1191 section 4), delivered to the
+//! sender after its access delay both ways (the router is at the bottleneck).
+//!
 //! A trace, a rate schedule and the RTT schedule start at the measurement epoch
 //! ([`Link::begin`]); before it a trace runs from the emulator's start, so that
 //! connection set-up has capacity. An ACK trace puts every packet towards the sender
@@ -61,6 +67,8 @@ pub struct Delivery {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
     Path(PathWake),
+    /// The ICMP in slab slot `.0` reaches the sender.
+    Icmp(u64),
     Epoch,
     Sample,
     End,
@@ -104,6 +112,10 @@ pub struct Link {
     snapshot: Option<Report>,
     one_way: Dur,
     capture: Option<EmuCapture>,
+    /// Each flow's packets dropped for being longer than `link.mtu`, and the ICMPs
+    /// answering them (the last lane: packets of no flow), over the whole run.
+    mtu_dropped: Vec<u64>,
+    icmp_sent: Vec<u64>,
 }
 
 impl Link {
@@ -126,6 +138,8 @@ impl Link {
             snapshot: None,
             one_way: Dur(s.link.rtt_ns / 2),
             capture: None,
+            mtu_dropped: vec![0; flows + 1],
+            icmp_sent: vec![0; flows + 1],
         }
     }
 
@@ -186,6 +200,9 @@ impl Link {
                     }
                 }
                 self.cap(Point::Sender, now, flow, &bytes);
+                if self.over_mtu(now, flow, &bytes) {
+                    return;
+                }
                 let ecn = wire::ecn(&bytes);
                 let pkt = Packet {
                     flow: flow as u32,
@@ -212,6 +229,28 @@ impl Link {
                 }
             }
         }
+    }
+
+    /// Whether `link.mtu` stops `bytes`, from the sender on `flow`'s lane at `now`: then
+    /// it is counted, and answered with the ICMP unless the path is a black hole.
+    fn over_mtu(&mut self, now: Time, flow: usize, bytes: &[u8]) -> bool {
+        let link = &self.cfg.scenario.link;
+        let Some(mtu) = link.mtu_bytes else { return false };
+        if wire::ipv4_total_len(bytes).is_none_or(|len| len <= mtu) {
+            return false;
+        }
+        self.mtu_dropped[flow] += 1;
+        if link.mtu_black_hole {
+            return true;
+        }
+        // The range check keeps `mtu` within an IPv4 packet's length.
+        if let Some(icmp) = wire::frag_needed(bytes, mtu.min(u16::MAX as u32) as u16) {
+            let access = self.cfg.scenario.flows.get(flow).map_or(0, |f| f.access_delay_ns);
+            self.icmp_sent[flow] += 1;
+            let slot = self.slab.insert(icmp);
+            self.schedule(now + Dur(2 * access), Ev::Icmp(slot));
+        }
+        true
     }
 
     /// Process events due at or before `now` until one delivers a packet; None when
@@ -262,6 +301,10 @@ impl Link {
                         Some(Delivery { to: Side::Sender, due: t, chained: false, bytes })
                     }
                 }
+            }
+            Ev::Icmp(slot) => {
+                let (bytes, _) = self.slab.take(slot);
+                Some(Delivery { to: Side::Sender, due: t, chained: false, bytes })
             }
             Ev::Epoch => {
                 self.start_measuring(t);

@@ -420,3 +420,49 @@ fn rate_steps_and_gilbert_elliott_loss_apply_in_the_emulator() {
     let firsts: Vec<u64> = out.iter().map(|d| d.1.ns()).collect();
     assert!(firsts.windows(2).any(|w| w[1] - w[0] == MS / 2));
 }
+
+fn with_mtu(black_hole: bool) -> Link {
+    let json = format!(
+        r#"{{"scenario": {{"seed": 1, "duration_ns": 1000000000, "sample_interval_ns": 100000000,
+            "link": {{"rate_bps": 12000000, "rtt_ns": 20000000, "buffer": {{"packets": 100}}, "loss": 0.0,
+                      "nic_rate_bps": 10000000000, "mtu_bytes": 1400, "mtu_black_hole": {black_hole}}},
+            "flows": [{{"cca": "cubic", "access_delay_ns": 3000000}}]}},
+           "tun_sender": "t-s", "tun_receiver": "t-r", "base_port": {PORT}, "max_runtime_ns": 1}}"#
+    );
+    Link::new(&EmuConfig::from_json(&json).unwrap())
+}
+
+#[test]
+fn a_packet_over_the_mtu_is_dropped_and_answered_with_frag_needed() {
+    let mut link = with_mtu(false);
+    link.begin(Time(0), Time(1000 * MS));
+    let big = data(0);
+    link.arrive(Time(0), Side::Sender, big.clone());
+    // 1400 bytes fit: 20 + 32 + 1348.
+    link.arrive(Time(0), Side::Sender, build_tcp(40000, PORT, 1448, 1, TCP_ACK, 1348));
+    let mut out = Vec::new();
+    while let Some(d) = link.poll(Time(100 * MS)) {
+        out.push(d);
+    }
+    assert_eq!(out.len(), 2);
+    // The ICMP first, after the access delay there and back (2 x 3 ms).
+    let icmp = &out[0];
+    assert_eq!((icmp.to, icmp.due), (Side::Sender, Time(6 * MS)));
+    assert_eq!(icmp.bytes, wire::frag_needed(&big, 1400).unwrap());
+    assert_eq!(&icmp.bytes[48..56], &big[20..28]);
+    assert_eq!((out[1].to, out[1].bytes.len()), (Side::Receiver, 1400));
+    let r = link.finish(Time(100 * MS));
+    assert_eq!((r.flows[0].mtu_dropped, r.flows[0].icmp_sent), (1, 1));
+    assert_eq!((r.flows[0].dropped, r.link.packets_forwarded), (0, 1));
+}
+
+#[test]
+fn a_black_hole_drops_the_packet_without_a_word() {
+    let mut link = with_mtu(true);
+    link.begin(Time(0), Time(1000 * MS));
+    link.arrive(Time(0), Side::Sender, data(0));
+    assert!(link.poll(Time(100 * MS)).is_none());
+    assert_eq!(link.packets_held(), 0);
+    let r = link.finish(Time(100 * MS));
+    assert_eq!((r.flows[0].mtu_dropped, r.flows[0].icmp_sent), (1, 0));
+}

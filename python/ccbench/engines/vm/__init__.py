@@ -104,6 +104,7 @@ class VmEngine(Engine):
         super().check(scenario)
         _refuse_another_tick(scenario)
         _refuse_connecting_when_due(scenario)
+        _refuse_path_mtu(scenario)
         host.require_root("VM")
         require_qemu()
         scenario, kernel, _ = self._guest_for(scenario)
@@ -128,6 +129,7 @@ class VmEngine(Engine):
         super().check(sc)
         _refuse_another_tick(sc)
         _refuse_connecting_when_due(sc)
+        _refuse_path_mtu(sc)
         host.require_root("VM")
         require_qemu()
         sc, kernel, patch_notes = self._guest_for(sc)
@@ -372,6 +374,16 @@ def _refuse_connecting_when_due(sc: "Scenario") -> None:
                 "the VM engine's agent connects ahead of the data, without Fast Open; "
                 "use the simulator or the kernel engine",
             )
+
+
+def _refuse_path_mtu(sc: "Scenario") -> None:
+    """A path MTU below the hosts' (the emulator's drop and ICMP) has been checked on the
+    kernel engine's namespaces only, not with a guest's kernel behind its TAP."""
+    if sc.link.mtu_bytes is not None:
+        raise ScenarioError(
+            "link.mtu",
+            "the VM engine does not emulate a path MTU below the guest's; use the simulator or the kernel engine",
+        )
 
 
 def tx_completion(traced: dict[str, Any]) -> dict[str, Any]:
