@@ -216,3 +216,13 @@ FASTOPEN_SCRIPTS = [
     "fastopen-server.pkt",
     "fastopen-syn-data-not-acked.pkt",
 ]
+#: Our scripts of the MSS and the path MTU: ICMP fragmentation needed, TCP_MAXSEG on an
+#: open connection, MTU probing. All pass on Linux 6.18 (test_conformance_kernel.py).
+MTU_SCRIPTS = [
+    "icmp-frag-needed-out-of-window.pkt",
+    "icmp-frag-needed.pkt",
+    "maxseg-established-icmp.pkt",
+    "maxseg-established.pkt",
+    "mtu-probe-always.pkt",
+    "mtu-probe-black-hole.pkt",
+]

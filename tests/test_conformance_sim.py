@@ -299,7 +299,9 @@ def test_a_silent_sender_fails_after_packetdrills_wait(tmp_path):
 
 
 @pytest.mark.parametrize(("body", "reason"), [
-    ("   +0 setsockopt(4, SOL_TCP, TCP_MAXSEG, [500], 4) = 0\n", "line 8: TCP_MAXSEG once the connection is open"),
+    ("   +0 setsockopt(4, SOL_TCP, TCP_MAXSEG, [50], 4) = 0\n", "line 8: TCP_MAXSEG [50]"),
+    ("  +.1 < icmp unreachable port_unreachable [1:1001(1000)]\n", "line 8: inbound ICMP unreachable port_unreachable"),
+    ("   +0 `ip route change 192.0.2.1 dev tun0 quickack 1`\n", "route attribute 'quickack' is not modelled"),
     ("  +.1 < P. 1001:2001(1000) ack 1 win 500\n", "line 8: inbound data out of order"),
     ("  +.1 < P. 1:1001(1000) ack 1 win 500\n   +0 write(4, ..., 1000) = 1000\n"
      "  +.1 < P. 1001:2001(1000) ack 1001 win 500\n", "line 10: inbound data after an exchange"),

@@ -105,6 +105,35 @@ class Packet:
 
 
 @dataclass(frozen=True)
+class IcmpPacket:
+    """An ICMP packet line (``< icmp unreachable frag_needed mtu 640 [2001:3001(1000)]``):
+    its type and code as packetdrill names them, the MTU it carries, and what it quotes
+    of the packet it answers: a TCP segment's sequence numbers (``start``, ``end``,
+    ``length`` as the script writes them), a UDP or raw payload's length. Without a
+    quote packetdrill quotes a TCP header with sequence number 0."""
+
+    direction: Literal["<", ">"]
+    type: str
+    code: Optional[str] = None
+    mtu: Optional[int] = None
+    echo_id: Optional[int] = None
+    quoted: Literal["tcp", "udp", "raw"] = "tcp"
+    start: int = 0
+    end: int = 0
+    length: int = 0
+
+    def text(self) -> str:
+        s = f"{self.direction} icmp {self.type}"
+        if self.code is not None:
+            s += f" {self.code}"
+        if self.mtu is not None:
+            s += f" mtu {self.mtu}"
+        if self.quoted == "tcp":
+            return s + f" [{self.start}:{self.end}({self.length})]"
+        return s + f" [{self.quoted}({self.length})]"
+
+
+@dataclass(frozen=True)
 class Syscall:
     name: str
     args: tuple[str, ...]  # each argument's text
@@ -154,7 +183,7 @@ class Event:
     line: int
     time: EventTime
     kind: Literal["packet", "syscall", "command", "code"]
-    body: Union[Packet, Syscall, Command, Code]
+    body: Union[Packet, IcmpPacket, Syscall, Command, Code]
     text: str
 
 
@@ -350,6 +379,9 @@ def _event(r: _Reader, t: EventTime, line: int) -> Event:
         return Event(line, t, "command", cmd, cmd.text)
     text = r.logical_line()
     if text[:1] in "<>":
+        icmp = _ICMP_RE.match(text)
+        if icmp:
+            return Event(line, t, "packet", _icmp(icmp), text)
         return Event(line, t, "packet", _packet(text, r, line), text)
     return Event(line, t, "syscall", _syscall(text, r, line), text)
 
@@ -392,6 +424,39 @@ def _packet(text: str, r: _Reader, line: int) -> Packet:
         win=int(m.group("win")) if m.group("win") else None,
         options=opts,
         ecn=ecn,
+    )
+
+
+# packetdrill's icmp_packet_spec: direction, IP info, ``icmp``, the type and code as
+# words, ``mtu N``, ``id N``, and what the message quotes: ``[start:end(len)]`` of a TCP
+# segment, ``[udp (N)]`` or ``[raw (N)]``.
+_ICMP_RE = re.compile(
+    r"""(?P<dir>[<>])\s*
+        (?:\[(?P<ipinfo>[^\]]*)\]\s*)?
+        icmp\s+(?P<type>[a-z_]+)
+        (?:\s+(?!mtu\b|id\b)(?P<code>[a-z_]+))?
+        (?:\s+mtu\s+(?P<mtu>\d+))?
+        (?:\s+id\s+(?P<id>\d+))?
+        (?:\s*\[\s*(?:
+            (?P<start>\d+):(?P<end>\d+)\((?P<len>\d+)\)
+          | (?P<proto>udp|raw)\s*\((?P<plen>\d+)\)
+        )\s*\])?\s*$""",
+    re.X,
+)
+
+
+def _icmp(m: re.Match[str]) -> IcmpPacket:
+    quoted = m.group("proto") or "tcp"
+    return IcmpPacket(
+        direction=m.group("dir"),  # type: ignore[arg-type]
+        type=m.group("type"),
+        code=m.group("code"),
+        mtu=int(m.group("mtu")) if m.group("mtu") else None,
+        echo_id=int(m.group("id")) if m.group("id") else None,
+        quoted=quoted,  # type: ignore[arg-type]
+        start=int(m.group("start") or 0),
+        end=int(m.group("end") or 0),
+        length=int(m.group("len") or m.group("plen") or 0),
     )
 
 

@@ -30,8 +30,10 @@ from .script import (
     CODE_CONSTANTS,
     DEFAULT_TOLERANCE_US,
     Code,
+    Command,
     EvalError,
     Event,
+    IcmpPacket,
     Packet,
     ScriptError,
     Syscall,
@@ -39,7 +41,7 @@ from .script import (
     expr_names,
     parse_file,
 )
-from . import sim_close, sim_fastopen
+from . import sim_close, sim_fastopen, sim_path
 from .sim_calls import check_returned, read_returned, syscall, write_returned
 from .sim_state import (
     _MODULE_PARAM,
@@ -141,7 +143,13 @@ def _number(value: str) -> float:
 
 def _apply_command(run: Run, cmd: Any, initial: bool) -> None:
     effective = [line for line in cmd.other if not any(line.startswith(p) for p in IGNORED_COMMANDS)]
+    remote_ip = run.script.options.get("remote_ip") or sim_path.DEFAULT_REMOTE_IP
     if not initial and run.h is not None:
+        routes = [sim_path.parse_route(line, remote_ip) for line in effective]
+        if effective and all(routes) and not cmd.sysctls:
+            for route in routes:
+                sim_path.route_command(run, route, run.now_us)
+            return
         if effective == [DROP_ALL_QDISC] and not cmd.sysctls:
             # A qdisc with no room: every packet is refused (`NET_XMIT_DROP`).
             run.qdisc_drops = True
@@ -153,6 +161,10 @@ def _apply_command(run: Run, cmd: Any, initial: bool) -> None:
     for line in cmd.other:
         if any(line.startswith(p) for p in IGNORED_COMMANDS):
             continue
+        route = sim_path.parse_route(line, remote_ip)
+        if route is not None:
+            sim_path.route_command(run, route, run.now_us)
+            continue
         m = _MODULE_PARAM.match(line)
         if m and m.group(2) == "tcp_cubic" and m.group(3) in CUBIC_MODULE_PARAMS:
             run.cubic_module[m.group(3)] = float(m.group(1))
@@ -160,7 +172,9 @@ def _apply_command(run: Run, cmd: Any, initial: bool) -> None:
         if line.startswith("tc qdisc replace dev tun0 root fq") or line.startswith("tc qdisc add dev tun0 root fq"):
             run.paced = True  # fq paces by the skbs' departure times (EDT)
             continue
-        if line.split() == ["ethtool", "-K", "tun0", "tso", "off", "gso", "off"]:
+        words = line.split()
+        pairs = set(zip(words[3::2], words[4::2]))
+        if words[:3] == ["ethtool", "-K", "tun0"] and len(words) == 7 and pairs == {("tso", "off"), ("gso", "off")}:
             run.gso = False  # every skb one segment (`sk_can_gso` false: size_goal = MSS)
             continue
         raise Unsupported(f"shell command {line!r}")
@@ -177,6 +191,8 @@ def _apply_command(run: Run, cmd: Any, initial: bool) -> None:
             if value not in ("0", "3", "4"):
                 raise Unsupported(f"sysctl net.ipv4.tcp_early_retrans={value}")
             run.tlp = value != "0"
+        elif name in sim_path.MTU_SYSCTLS:
+            sim_path.mtu_sysctl(run, name, value)
         elif name in MODELLED_DEFAULTS:
             if value != MODELLED_DEFAULTS[name]:
                 raise Unsupported(f"sysctl {name}={value} (the simulator models {MODELLED_DEFAULTS[name]})")
@@ -236,13 +252,14 @@ def _script_time(run: Run, ev: Event) -> tuple[int, Optional[int]]:
     if t.kind == "any":
         return run.now_us, None
     last = run.last_event
+    # packetdrill's `is_event_start_time_anchored`: an inbound packet, TCP or ICMP.
     anchored = (
         last is not None
         and ev.kind == "packet"
         and last.kind == "packet"
-        and isinstance(last.body, Packet)
+        and isinstance(last.body, (Packet, IcmpPacket))
         and last.body.direction == "<"
-        and isinstance(ev.body, Packet)
+        and isinstance(ev.body, (Packet, IcmpPacket))
         and ev.body.direction == "<"
     )
     base = run.last_event_us if anchored else run.now_us
@@ -253,7 +270,15 @@ def _script_time(run: Run, ev: Event) -> tuple[int, Optional[int]]:
 def _event(run: Run, ev: Event) -> None:
     t_us, t_end = _script_time(run, ev)
     if ev.kind == "command":
+        assert isinstance(ev.body, Command)
+        if any(line.startswith("ip route") for line in ev.body.other):
+            _wait_until(run, t_us)  # the sender sees the new route from then on
         _apply_command(run, ev.body, initial=run.h is None)
+    elif ev.kind == "packet" and isinstance(ev.body, IcmpPacket):
+        if ev.body.direction == ">":
+            raise Unsupported(f"line {ev.line}: an outbound ICMP packet (the stack under test sends none)")
+        _wait_until(run, t_us)
+        sim_path.inbound_icmp(run, ev, ev.body, t_us)
     elif ev.kind == "packet":
         p = ev.body
         assert isinstance(p, Packet)
@@ -408,8 +433,14 @@ def _peer_syn_options(run: Run, p: Packet) -> None:
     if p.ecn not in (None, "noecn"):
         raise Unsupported("ECN marks on the SYN")
     # `tcp_sync_mss`: the peer's MSS capped by our advmss and the user's TCP_MAXSEG
-    # (`tcp_mss_clamp`), less the timestamp option.
-    c.mss = min(peer_mss, advmss(run)) - (TS_OPTION_BYTES if c.ts_ok else 0)
+    # (`tcp_mss_clamp`), less the timestamp option. A route with an `mtu` metric caps it
+    # by that MTU less headers (`tcp_mtu_to_mss`); its `advmss` is only what is offered.
+    cap = sim_path.handshake_mss_cap(run)
+    if cap is None:
+        cap = advmss(run)
+    elif run.user_mss:
+        cap = min(cap, run.user_mss)
+    c.mss = min(peer_mss, cap) - (TS_OPTION_BYTES if c.ts_ok else 0)
     lo, hi, allowed = facts.int_range("tcp.mss")
     if not lo <= c.mss <= hi:
         raise Unsupported(f"an MSS of {c.mss} bytes (the simulator takes tcp.mss {allowed})")
@@ -434,12 +465,20 @@ def _establish(run: Run, p: Packet, t_us: int, rtt_us: int, ack_time_us: int) ->
     for option, on in (("nodelay", run.nodelay), ("cork", run.cork)):
         if on:
             run.h.setsockopt(ack_time_us * 1000, option, True)
+    sim_path.established(run, ack_time_us)
 
 
 def _new_harness(run: Run, rtt_us: int, rwnd: int) -> Any:
     from ccbench import _core
 
-    tcp = {**run.stack, "mss": run.conn.mss, "hz": KERNEL_HZ, "tlp": run.tlp, "sack": run.conn.sack_ok}
+    tcp = {
+        **run.stack,
+        **sim_path.init_cwnd(run),
+        "mss": run.conn.mss,
+        "hz": KERNEL_HZ,
+        "tlp": run.tlp,
+        "sack": run.conn.sack_ok,
+    }
     h = _core.ScriptedSender(
         cca=run.cca,
         cc_params={**(run.cubic_module if run.cca == "cubic" else {}), **run.cc_params},

@@ -66,7 +66,7 @@ def syscall(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
         if opt == "TCP_MAXSEG":
             # `do_tcp_getsockopt`: `tp->mss_cache`, or before the connection the user's
             # MSS (TCP_MSS_DEFAULT, 536, if none was set).
-            have = run.conn.mss if run.h is not None else (run.user_mss or TCP_MSS_DEFAULT)
+            have = run.h.tcp_info()["tcpi_snd_mss"] if run.h is not None else (run.user_mss or TCP_MSS_DEFAULT)
             if sc.int_arg(3) != have:
                 raise Failed(Mismatch(ev.line, ev.text, f"TCP_MAXSEG = {have}", t_us))
             return
@@ -207,11 +207,16 @@ def _setsockopt(run: Run, ev: Event, sc: Syscall, t_us: int) -> None:
     if opt in NO_OP_IP_OPTIONS and sc.args[1] == "SOL_IP":
         return
     if opt == "TCP_MAXSEG":
-        if run.h is not None or run.conn.syn_seen:
-            raise Unsupported(f"line {ev.line}: TCP_MAXSEG once the connection is open")
+        if run.h is None and run.conn.syn_seen:
+            raise Unsupported(f"line {ev.line}: TCP_MAXSEG while the connection opens")
         v = sc.int_arg(3)
         if v is None or not 88 <= v <= 65535 - 40:
             raise Unsupported(f"line {ev.line}: TCP_MAXSEG {sc.args[3]}")
+        if run.h is not None:
+            # `tcp_sock_set_maxseg` sets only `rx_opt.user_mss`, which an open connection
+            # never reads: the MSS stays `mss_cache`, later `tcp_sync_mss` calls cap it by
+            # `rx_opt.mss_clamp` (fixed at the handshake), and `tp->advmss` stays.
+            return
         run.user_mss = v  # `tp->rx_opt.user_mss`
         return
     if sim_fastopen.setsockopt(run, ev, sc):

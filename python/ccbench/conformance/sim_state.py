@@ -50,7 +50,6 @@ MODELLED_DEFAULTS = {
     "net.ipv4.tcp_sack": "1",
     "net.ipv4.tcp_recovery": "1",
     "net.ipv4.tcp_reordering": "3",
-    "net.ipv4.tcp_mtu_probing": "0",
 }
 #: The [tcp] settings that are sysctls, which a script may change (the handshake, not
 #: the sysctl, decides SACK: ``net.ipv4.tcp_sack`` stays in ``MODELLED_DEFAULTS``).
@@ -162,6 +161,8 @@ class Run:
     # `--mtu`: the tun device's MTU; `--mss`: the segment size of the peer's data that the
     # tun device hands to the stack as one GRO packet; `--tolerance_percent`.
     tun_mtu: int = TUN_MTU
+    # The route to the peer as `ip route change` set it (a sim_path.Route), if it did.
+    route: Any = None
     gro_mss: Optional[int] = None
     tolerance_percent: float = TOLERANCE_PERCENT
     # SO_SNDBUF as the kernel keeps it (doubled), if the script set it.
@@ -253,7 +254,8 @@ def snd_una_byte(run: Run) -> int:
 
 
 def advmss(run: Run) -> int:
-    """`tp->advmss`: the route's (the tun device's MTU less headers), lowered by the
-    user's TCP_MAXSEG."""
-    route = run.tun_mtu - IPV4_TCP_HEADERS
+    """`tp->advmss`: the route's (its `advmss` metric, else the tun device's MTU less
+    headers, `ipv4_default_advmss`), lowered by the user's TCP_MAXSEG."""
+    metric = run.route.advmss if run.route is not None else None
+    route = metric if metric is not None else run.tun_mtu - IPV4_TCP_HEADERS
     return min(route, run.user_mss) if run.user_mss else route
