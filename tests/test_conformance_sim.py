@@ -13,7 +13,7 @@ from ccbench.cli import main
 from ccbench.conformance import command
 from ccbench.conformance.sim import run_script
 from ccbench.conformance.verdict import Verdict
-from conftest import CLOSE_SCRIPTS, FASTOPEN_SCRIPTS
+from conftest import CLOSE_SCRIPTS, FASTOPEN_SCRIPTS, MTU_SCRIPTS
 
 SUITE = Path("/work/shared/packetdrill/tcp")
 RECORDED = Path(__file__).parent / "conformance" / "linux-verdicts.json"
@@ -533,8 +533,8 @@ def test_our_passive_open_read_and_eor_scripts_pass_as_on_linux(script):
     assert run_script(own, own.name).outcome == "pass"
 
 
-@pytest.mark.parametrize("script", CLOSE_SCRIPTS + FASTOPEN_SCRIPTS)
-def test_our_close_and_fastopen_scripts_pass_as_on_linux(script):
+@pytest.mark.parametrize("script", CLOSE_SCRIPTS + FASTOPEN_SCRIPTS + MTU_SCRIPTS)
+def test_our_close_fastopen_and_path_mtu_scripts_pass_as_on_linux(script):
     # Linux 6.18 passes all of them (tests/test_conformance_kernel.py). Close: the FIN
     # behind data or on it, the passive, simultaneous and half close, TIME_WAIT, the RSTs
     # of close() with unread data or a zero linger time, of data after close() and of the
@@ -543,7 +543,10 @@ def test_our_close_and_fastopen_scripts_pass_as_on_linux(script):
     # sendto(MSG_FASTOPEN) that returns when the handshake is done), the SYN with the
     # cookie and 960 bytes (the cached MSS 1000 less 40), its data sent again after a
     # SYN-ACK that does not take it, and the server that takes a SYN's data without a
-    # cookie and lets accept() return before the third ACK.
+    # cookie and lets accept() return before the third ACK. Path MTU: an ICMP
+    # "fragmentation needed" in and out of the window, TCP_MAXSEG on an open connection
+    # (ignored, even by the ICMP's tcp_sync_mss), black-hole detection with
+    # tcp_mtu_probing=1, and probing with tcp_mtu_probing=2.
     own = Path(__file__).parent / "conformance" / "scripts" / script
     assert run_script(own, own.name).outcome == "pass"
 

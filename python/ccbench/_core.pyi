@@ -67,10 +67,20 @@ class ScriptedSender:
         paced: bool = False,
         gso: bool = True,
         tcp: str = "{}",
+        tcp_options: int = 0,
+        mss_clamp: Optional[int] = None,
     ) -> None:
         """``gso``: the device takes multi-segment skbs; ``tcp``: JSON of stack settings
         (the simulator's ``TcpConfig`` fields) over packetdrill's defaults (a 1000-byte
-        MSS, no slow start after idle)."""
+        MSS, no slow start after idle); ``tcp_options``: option bytes on each data segment
+        (12 with timestamps); ``mss_clamp``: the peer's MSS option within TCP_MAXSEG
+        (None: the MSS and options)."""
+    def icmp_frag_needed(self, now_ns: int, mtu: int, quoted_seq: int) -> None:
+        """An ICMP "fragmentation needed" with next-hop ``mtu``, quoting the segment at
+        stream offset ``quoted_seq`` (0: the first data byte)."""
+    def route_changed(self, now_ns: int, mtu: int, mtu_locked: bool, advmss: Optional[int] = None) -> None:
+        """The route to the peer changed (``ip route change``): its MTU, locked or not;
+        seen from the socket's next transmit."""
     def write(self, now_ns: int, bytes: int, more: bool = False, eor: bool = False) -> None:
         """The application writes, with MSG_MORE if ``more`` and MSG_EOR if ``eor``."""
     def write_pending(self) -> int:

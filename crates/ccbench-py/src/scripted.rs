@@ -24,12 +24,14 @@ pub struct ScriptedSender {
 #[pymethods]
 impl ScriptedSender {
     /// Keyword parameters: cca, cc_params, handshake_rtt_ns, snd_wnd (bytes), ecn ("off",
-    /// "classic"), paced, gso (the device takes multi-segment skbs), and `tcp`: JSON of
+    /// "classic"), paced, gso (the device takes multi-segment skbs), `tcp`: JSON of
     /// stack settings (`ccbench_sim::tcp::TcpConfig` fields) over packetdrill's defaults
-    /// (a 1000-byte MSS, no slow start after idle).
+    /// (a 1000-byte MSS, no slow start after idle), tcp_options (option bytes on each data
+    /// segment: 12 with timestamps) and mss_clamp (the peer's MSS option within
+    /// TCP_MAXSEG; None: the MSS and options).
     #[new]
     #[pyo3(signature = (cca="cubic", cc_params=BTreeMap::new(), handshake_rtt_ns=100_000_000,
-        snd_wnd=65535, ecn="off", paced=false, gso=true, tcp="{}"))]
+        snd_wnd=65535, ecn="off", paced=false, gso=true, tcp="{}", tcp_options=0, mss_clamp=None))]
     // Python's keyword arguments, one per parameter: a struct would hide them from Python.
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -42,6 +44,8 @@ impl ScriptedSender {
         paced: bool,
         gso: bool,
         tcp: &str,
+        tcp_options: u32,
+        mss_clamp: Option<u32>,
     ) -> PyResult<Self> {
         let ecn = match ecn {
             "off" => Ecn::Off,
@@ -65,6 +69,8 @@ impl ScriptedSender {
             paced,
             gso,
             tcp,
+            tcp_options,
+            mss_clamp,
         };
         let h = crate::guarded(py, || Harness::new(&p))?.map_err(PyValueError::new_err)?;
         Ok(ScriptedSender { h })
@@ -159,6 +165,27 @@ impl ScriptedSender {
     ) -> PyResult<()> {
         let a = PeerAck { ack, rwnd, sacks, ece, data };
         crate::guarded(py, || self.h.receive(Time(now_ns), &a))
+    }
+
+    /// An ICMP "fragmentation needed" with next-hop `mtu` arrives at `now_ns`, quoting the
+    /// segment at stream offset `quoted_seq` (0: the first data byte).
+    fn icmp_frag_needed(&mut self, py: Python<'_>, now_ns: u64, mtu: u32, quoted_seq: u64) -> PyResult<()> {
+        crate::guarded(py, || self.h.icmp_frag_needed(Time(now_ns), mtu, quoted_seq))
+    }
+
+    /// The route to the peer changed at `now_ns` (`ip route change`): its MTU, locked or
+    /// not. (Its advmss is what a SYN-ACK offers; an open connection does not read it.)
+    #[pyo3(signature = (now_ns, mtu, mtu_locked, advmss=None))]
+    fn route_changed(
+        &mut self,
+        py: Python<'_>,
+        now_ns: u64,
+        mtu: u32,
+        mtu_locked: bool,
+        advmss: Option<u32>,
+    ) -> PyResult<()> {
+        let _ = advmss;
+        crate::guarded(py, || self.h.route_changed(Time(now_ns), mtu, mtu_locked))
     }
 
     /// Run the timers up to `until_ns`; returns the skbs sent since the last call.

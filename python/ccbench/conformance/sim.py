@@ -441,6 +441,9 @@ def _peer_syn_options(run: Run, p: Packet) -> None:
     elif run.user_mss:
         cap = min(cap, run.user_mss)
     c.mss = min(peer_mss, cap) - (TS_OPTION_BYTES if c.ts_ok else 0)
+    # `rx_opt.mss_clamp`: the peer's MSS within the user's TCP_MAXSEG (the route's MTU
+    # and advmss do not bound it; `tcp_mtu_to_mss` does, each time it syncs).
+    c.mss_clamp = min(peer_mss, run.user_mss) if run.user_mss else peer_mss
     lo, hi, allowed = facts.int_range("tcp.mss")
     if not lo <= c.mss <= hi:
         raise Unsupported(f"an MSS of {c.mss} bytes (the simulator takes tcp.mss {allowed})")
@@ -488,6 +491,8 @@ def _new_harness(run: Run, rtt_us: int, rwnd: int) -> Any:
         paced=run.paced or run.cca == "bbr",
         gso=run.gso,
         tcp=json.dumps(tcp),
+        tcp_options=TS_OPTION_BYTES if run.conn.ts_ok else 0,
+        mss_clamp=run.conn.mss_clamp,
     )
     if run.sndbuf is not None:
         h.set_sndbuf(run.sndbuf)

@@ -121,6 +121,8 @@ class Conn:
     """What the handshake established."""
 
     mss: int = 536
+    #: `rx_opt.mss_clamp`: the peer's MSS option within TCP_MAXSEG; None: not known.
+    mss_clamp: Optional[int] = None
     peer_wscale: int = 0
     wscale_ok: bool = False
     ts_ok: bool = False

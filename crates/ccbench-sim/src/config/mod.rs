@@ -13,7 +13,7 @@ pub use crate::net::Ecn;
 pub use crate::tcp::config::Connect;
 pub use crate::tcp::{FlowConfig, TcpConfig};
 pub use aqm::{Aqm, CodelConfig, FqCodelConfig, ETH_MTU};
-pub use link::{BufferLimit, LinkConfig, LossModelConfig, RateStep, RttStep, TraceConfig};
+pub use link::{BufferLimit, LinkConfig, LossModelConfig, RateStep, RttStep, TraceConfig, MIN_PMTU};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -32,6 +32,9 @@ pub enum Control {
     /// The opener's ACK of the SYN-ACK, with the client's request if the SYN did not
     /// carry it.
     Ack,
+    /// Not TCP: an ICMP "fragmentation needed" from a router on the path, quoting the
+    /// segment at `seq`, with the next-hop MTU in `ack`.
+    FragNeeded,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

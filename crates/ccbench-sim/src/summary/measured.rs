@@ -60,6 +60,20 @@ pub struct FlowMeasured {
     /// Each download of a flow that repeats them.
     #[serde(default)]
     pub downloads: Option<Vec<DownloadMeasured>>,
+    /// With a path MTU (`link.mtu`): the MSS and path MTU the sender had at the end
+    /// (`tcpi_snd_mss`, `tcpi_pmtu`), and the packets dropped for their length and the
+    /// ICMPs that answered them.
+    #[serde(default)]
+    pub path_mtu: Option<PathMtuMeasured>,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PathMtuMeasured {
+    pub final_snd_mss: u32,
+    pub final_pmtu: u32,
+    pub mtu_dropped: u64,
+    pub icmp_sent: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -199,6 +213,7 @@ fn flow(s: &Scenario, i: usize, f: FlowMeasured, end: Time) -> FlowSummary {
         rwnd_limited_ms: f.rwnd_limited_ms,
         sndbuf_limited_ms: f.sndbuf_limited_ms,
         downloads,
+        path_mtu: f.path_mtu,
     }
 }
 
@@ -264,6 +279,7 @@ mod tests {
             rwnd_limited_ms: 0.0,
             sndbuf_limited_ms: 0.0,
             downloads: None,
+            path_mtu: None,
         }
     }
 

@@ -4,7 +4,7 @@ mod configured;
 mod measured;
 
 pub use configured::ConfiguredLink;
-pub use measured::{DownloadMeasured, FlowMeasured, LinkMeasured, Measured, Offered};
+pub use measured::{DownloadMeasured, FlowMeasured, LinkMeasured, Measured, Offered, PathMtuMeasured};
 
 use crate::base::histogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -85,6 +85,10 @@ pub struct FlowSummary {
     /// Repeated downloads (`repeat` > 1): one entry per download, in order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub downloads: Option<Vec<DownloadSummary>>,
+    /// With a path MTU (`link.mtu`): the sender's MSS and path MTU at the end, the
+    /// packets dropped for their length and the ICMPs sent (flat in the flow's row).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub path_mtu: Option<PathMtuMeasured>,
 }
 
 /// One download of a flow that repeats them, each on its own connection.

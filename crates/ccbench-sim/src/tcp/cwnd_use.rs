@@ -14,6 +14,11 @@ pub struct CwndUse {
 }
 
 impl CwndUse {
+    /// Segment numbers moved.
+    pub fn remap(&mut self, r: &super::write::Remap) {
+        self.cwnd_usage_seq = r.map(self.cwnd_usage_seq);
+    }
+
     /// `tcp_cwnd_validate`, after sending with `packets_out` segments out: a new window
     /// (`snd_una` past its start), a cwnd-limited send, or more out than before records
     /// this one.

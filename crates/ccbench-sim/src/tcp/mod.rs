@@ -7,6 +7,7 @@ pub mod config;
 pub mod cwnd_use;
 pub mod handshake;
 pub mod io;
+pub mod mtu;
 pub mod pacing;
 pub mod prr;
 pub mod rack;

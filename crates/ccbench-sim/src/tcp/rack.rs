@@ -36,6 +36,11 @@ pub struct RackLoss {
 }
 
 impl Rack {
+    /// Segment numbers moved (`tcp/write.rs`'s [`Remap`](super::write::Remap)).
+    pub fn remap(&mut self, r: &super::write::Remap) {
+        self.end_seq = r.map(self.end_seq);
+    }
+
     /// `tcp_rack_advance`: segment `end_seq - 1`, sent at `tx_us` (`retransmitted` if it
     /// ever was), is delivered at `now_us`. A delivery sooner than the min RTT after a
     /// retransmission is ambiguous (the original may be what arrived) and is ignored.

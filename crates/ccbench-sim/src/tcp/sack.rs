@@ -14,6 +14,14 @@ pub struct SackState {
 }
 
 impl SackState {
+    /// Segment numbers moved.
+    pub fn remap(&mut self, r: &super::write::Remap) {
+        self.highest = r.map(self.highest);
+        for b in &mut self.cache {
+            *b = (r.map(b.0), r.map(b.1));
+        }
+    }
+
     /// `tcp_highest_sack_reset`: nothing SACKed, so the highest SACK is `snd_una`.
     pub fn reset_highest(&mut self, snd_una: u64) {
         self.highest = snd_una;

@@ -14,6 +14,9 @@ pub const RETRANS: u8 = 2;
 pub const LOST: u8 = 4;
 /// `TCPCB_EVER_RETRANS`.
 pub const EVER_RETRANS: u8 = 8;
+/// The skb this segment left in ends with it: the last segment of a transmission, or
+/// the one before a retransmission that started a new skb (`tcp_fragment`).
+pub const SKB_END: u8 = 16;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Seg {
@@ -200,6 +203,61 @@ impl Scoreboard {
     /// Outstanding transmissions in send order (oldest first), for RACK.
     pub fn send_order(&self) -> impl Iterator<Item = u64> + '_ {
         self.tsorted.iter().filter(|&&(seq, x)| self.entry_live(seq, x)).map(|&(seq, _)| seq)
+    }
+
+    /// Mark where a transmission of `segs` began and ended its skb.
+    pub fn mark_skb(&mut self, segs: std::ops::Range<u64>) {
+        if segs.start > self.snd_una {
+            self.get_mut(segs.start - 1).flags |= SKB_END;
+        }
+        self.get_mut(segs.end - 1).flags |= SKB_END;
+    }
+
+    /// The runs that `remap` cut again take their pieces' places (`tcp_fragment`): each
+    /// piece inherits its run's first segment (bits, send time, delivery snapshot), with
+    /// lengths from `len`, and the last ends the skb. Segments moved along.
+    pub fn recut(&mut self, remap: &super::write::Remap, len: impl Fn(u64) -> u32) {
+        if remap.is_identity() {
+            return;
+        }
+        let mut old = std::mem::take(&mut self.segs).into_iter();
+        let mut seq = self.snd_una;
+        while let Some(seg) = old.next() {
+            let Some(&(first, n_old, n_new)) = remap.runs().iter().find(|r| r.0 == seq) else {
+                self.segs.push_back(seg);
+                seq += 1;
+                continue;
+            };
+            let (mut flags, mut xmits) = (seg.flags, seg.xmits);
+            for s in old.by_ref().take(n_old as usize - 1) {
+                flags |= s.flags & EVER_RETRANS;
+                xmits = xmits.max(s.xmits);
+            }
+            let new_first = remap.map(first);
+            for k in 0..n_new {
+                let end = if k + 1 == n_new { SKB_END } else { 0 };
+                let piece = Seg { len: len(new_first + k), flags: (flags & !SKB_END) | end, xmits, ..seg };
+                self.segs.push_back(piece);
+            }
+            seq += n_old;
+        }
+        self.lost_out = self.segs.iter().filter(|s| s.has(LOST)).count() as u32;
+        self.retrans_out = self.segs.iter().filter(|s| s.has(RETRANS)).count() as u32;
+        self.to_retransmit =
+            (self.snd_una..).zip(&self.segs).filter(|(_, s)| s.has(LOST) && !s.has(RETRANS)).map(|(q, _)| q).collect();
+        let runs = remap.runs();
+        let old_order = std::mem::take(&mut self.tsorted);
+        for (s, x) in old_order {
+            match runs.iter().find(|r| r.0 <= s && s < r.0 + r.1) {
+                Some(&(first, _, n_new)) if s == first => {
+                    let new_first = remap.map(first);
+                    let xmits = self.get(new_first).xmits;
+                    self.tsorted.extend((new_first..new_first + n_new).map(|p| (p, xmits)));
+                }
+                Some(_) => {}
+                None => self.tsorted.push_back((remap.map(s), x)),
+            }
+        }
     }
 
     /// Recount the S/R/L counters from the per-segment bits (tests and audits). Without

@@ -9,6 +9,7 @@ mod close;
 use super::close::Close;
 use super::config::{FlowConfig, TcpConfig};
 use super::io::Loopback;
+use super::mtu::PathMtu;
 use super::sender::{Sender, SenderParams, TxRecord, WriteFlags};
 use super::wake::Wake;
 use crate::base::rng;
@@ -17,6 +18,7 @@ use crate::net::packet::SackBlock;
 use crate::net::Ecn;
 use crate::net::Packet;
 use crate::time::{Dur, Time};
+use crate::units::wire;
 use std::collections::BTreeMap;
 
 /// How the scripted connection is set up.
@@ -37,6 +39,10 @@ pub struct ScriptedParams {
     /// The stack's settings; `mss` is the effective MSS after the handshake
     /// (`tcp_sync_mss` with the peer's MSS option), `sack` whether the peer sent `sackOK`.
     pub tcp: TcpConfig,
+    /// TCP option bytes on every data segment (12 with timestamps), and the handshake's
+    /// `mss_clamp` (the peer's MSS option within `TCP_MAXSEG`; None: `mss` and options).
+    pub tcp_options: u32,
+    pub mss_clamp: Option<u32>,
 }
 
 impl Default for ScriptedParams {
@@ -51,6 +57,8 @@ impl Default for ScriptedParams {
             ecn: Ecn::Off,
             paced: false,
             gso: true,
+            tcp_options: 0,
+            mss_clamp: None,
             tcp: TcpConfig {
                 mss: 1000,
                 slow_start_after_idle: false,
@@ -91,6 +99,9 @@ impl ScriptedSender {
         let flow = FlowConfig { size_bytes: Some(0), pacing: Some(p.paced), ecn: p.ecn, ..FlowConfig::bulk(&p.cca) };
         let sp = SenderParams { id: 0, tcp: p.tcp.clone(), flow, handshake_rtt: p.handshake_rtt, conn: 0, gso: p.gso };
         let mut sender = Sender::new(sp, cc);
+        let (mss, opts) = (p.tcp.mss, p.tcp_options);
+        let path = PathMtu::new(mss, opts, mss + opts + wire::IP_HEADER + wire::TCP_HEADER);
+        sender.set_path(Time::ZERO, path.with_clamp(p.mss_clamp.unwrap_or(mss + opts)));
         sender.set_snd_wnd(p.snd_wnd);
         sender.tx_log = Some(Vec::new());
         Ok(ScriptedSender { sender, q: Loopback::default(), now: Time::ZERO, close: Close::new() })
@@ -217,6 +228,24 @@ impl ScriptedSender {
         self.on_ack_state(now);
     }
 
+    /// An ICMP "fragmentation needed" with next-hop `mtu`, quoting the segment at stream
+    /// offset `quoted`, arrives at `now`.
+    pub fn icmp_frag_needed(&mut self, now: Time, mtu: u32, quoted: u64) {
+        self.advance(now);
+        if self.aborted() {
+            return;
+        }
+        let now = self.now;
+        self.sender.icmp_frag_needed(now, mtu, quoted, &mut self.q);
+        self.drain_nic();
+    }
+
+    /// The route to the peer changed at `now` (`ip route change ... mtu [lock] N`).
+    pub fn route_changed(&mut self, now: Time, mtu: u32, locked: bool) {
+        self.advance(now);
+        self.sender.route_changed(mtu, locked);
+    }
+
     /// The skbs sent since the last call, in order.
     pub fn take_sent(&mut self) -> Vec<TxRecord> {
         std::mem::take(self.sender.tx_log.get_or_insert_with(Vec::new))
@@ -251,7 +280,8 @@ impl ScriptedSender {
         m.insert("tcpi_lost", s.sb.lost_out as i64);
         m.insert("tcpi_retrans", s.sb.retrans_out as i64);
         m.insert("tcpi_total_retrans", s.stats.retransmits as i64);
-        m.insert("tcpi_snd_mss", s.p.tcp.mss as i64);
+        m.insert("tcpi_snd_mss", s.mss() as i64);
+        m.insert("tcpi_pmtu", s.pmtu_cookie() as i64);
         m.insert("tcpi_rtt", s.rtt.srtt_us() as i64);
         m.insert("tcpi_rttvar", s.rtt.mdev_us() as i64);
         let min_rtt = s.rtt.min_rtt_us();

@@ -89,13 +89,13 @@ impl SendBuffer {
         self.max_window = self.max_window.max(wnd);
     }
 
-    /// `tcp_xmit_size_goal`: the skb a write fills, in whole segments of `mss` (one
-    /// without GSO): 64 KB, at most half the largest window (`tcp_bound_to_half_wnd`).
-    pub fn size_goal(&self, mss: u32, gso: bool) -> u64 {
+    /// `tcp_xmit_size_goal`: the skb a write fills, in whole segments of `mss`: 64 KB, at
+    /// most half the largest window (`tcp_bound_to_half_wnd`). A device without GSO
+    /// changes nothing here: `sk_setup_caps` gives every TCP socket software GSO, and the
+    /// device's layer cuts the skbs (`ethtool -K dev gso off` still leaves TCP's skbs
+    /// large; the MTU probe at the start of a write depends on it).
+    pub fn size_goal(&self, mss: u32) -> u64 {
         let mss = mss as u64;
-        if !gso {
-            return mss;
-        }
         let cutoff = if self.max_window > TCP_MSS_DEFAULT { self.max_window / 2 } else { self.max_window };
         let goal = if cutoff > 0 && GSO_MAX_SIZE > cutoff { cutoff.max(68 - 32) } else { GSO_MAX_SIZE };
         (goal / mss).max(1) * mss
@@ -104,6 +104,13 @@ impl SendBuffer {
     /// An skb of new data ending at segment `end` left.
     pub fn on_sent(&mut self, end: u64) {
         self.sent.push_back(end);
+    }
+
+    /// Segment numbers moved.
+    pub fn remap(&mut self, r: &super::write::Remap) {
+        for end in &mut self.sent {
+            *end = r.map(*end);
+        }
     }
 
     /// `snd_una` reached segment `snd_una`: skbs wholly below it are freed.
@@ -226,10 +233,9 @@ mod tests {
     fn the_size_goal_is_64k_or_half_the_largest_window() {
         let mut b = SendBuffer::new(WMEM);
         b.note_window(1 << 20);
-        assert_eq!(b.size_goal(1448, true), 45 * 1448);
-        assert_eq!(b.size_goal(1448, false), 1448);
+        assert_eq!(b.size_goal(1448), 45 * 1448);
         let mut b = SendBuffer::new(WMEM);
         b.note_window(10_000);
-        assert_eq!(b.size_goal(1000, true), 5_000);
+        assert_eq!(b.size_goal(1000), 5_000);
     }
 }

@@ -34,6 +34,11 @@ pub enum TlpAck {
 }
 
 impl Tlp {
+    /// Segment numbers moved.
+    pub fn remap(&mut self, r: &super::write::Remap) {
+        self.high_seq = self.high_seq.map(|s| r.map(s));
+    }
+
     /// `tcp_schedule_loss_probe`'s timeout (PTO): twice SRTT plus `TCP_TIMEOUT_MIN`, or
     /// plus `rto_min` with one segment out (for the peer's delayed ACK); the initial RTO
     /// before any RTT sample; and never later than the RTO would fire, `rto_left_us`.

@@ -93,8 +93,7 @@ impl Undo {
         self.retrans
     }
 
-    /// `retrans_stamp`, for tests.
-    #[cfg(test)]
+    /// `retrans_stamp`: TSval (ms) of the first retransmission since progress; 0 = none.
     pub fn retrans_stamp(&self) -> u32 {
         self.retrans_stamp
     }

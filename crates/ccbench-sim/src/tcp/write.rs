@@ -24,6 +24,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
+/// What [`WriteQueue::resegment`] is told of a sent segment: whether it may be cut again
+/// (it is to go again: lost, not SACKed), and whether its skb ends with it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recut {
+    pub recut: bool,
+    pub skb_end: bool,
+}
+
 /// `bytes` cut into segments of `mss`, the last one shorter.
 fn cut(bytes: u64, mss: u32) -> Vec<u32> {
     let mss64 = mss as u64;
@@ -34,34 +42,38 @@ fn cut(bytes: u64, mss: u32) -> Vec<u32> {
     v
 }
 
-/// How sent segment numbers moved when some were split: a segment (or the end of one)
-/// numbered `s` is now `s` plus the pieces added before it.
+/// How sent segment numbers moved when runs of them were cut again: a segment (or the
+/// boundary before it) numbered `s` past a run is now `s` plus what the runs before it
+/// added; a boundary inside a run goes to the piece at the same place, or the run's end.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Remap {
-    /// The split segments' old numbers and the pieces each added, in order.
-    splits: Vec<(u64, u64)>,
+    /// Each run cut again: its first old number, its old and its new count, in order.
+    runs: Vec<(u64, u64, u64)>,
 }
 
 impl Remap {
-    fn note(&mut self, old: u64, added: u64) {
-        if added > 0 {
-            self.splits.push((old, added));
-        }
-    }
-
     /// Nothing moved.
     pub fn is_identity(&self) -> bool {
-        self.splits.is_empty()
+        self.runs.is_empty()
     }
 
     /// The new number of segment (or segment boundary) `s`.
     pub fn map(&self, s: u64) -> u64 {
-        s + self.splits.iter().take_while(|&&(old, _)| old < s).map(|&(_, added)| added).sum::<u64>()
+        let mut shift = 0i64;
+        for &(first, old, new) in &self.runs {
+            if s >= first + old {
+                shift += new as i64 - old as i64;
+            } else {
+                let inside = s.saturating_sub(first).min(new);
+                return ((first.min(s) + inside) as i64 + shift) as u64;
+            }
+        }
+        (s as i64 + shift) as u64
     }
 
-    /// The split segments: old number, and how many pieces it became.
-    pub fn splits(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.splits.iter().map(|&(old, added)| (old, added + 1))
+    /// The runs cut again: first old number, old count, new count.
+    pub fn runs(&self) -> &[(u64, u64, u64)] {
+        &self.runs
     }
 }
 
@@ -286,26 +298,39 @@ impl WriteQueue {
         (seq, self.seg_start(seq))
     }
 
-    /// Cut again at `mss` from the first segment of `sent` (`snd_una..snd_nxt`) that `split` names and that is
-    /// longer than `mss` (each goes in pieces of `mss`, as `tcp_fragment` leaves it), or
-    /// from `snd_nxt`: what is unsent is cut at `mss`, keeping where writes end (short
-    /// segments, MSG_EOR, the FIN). A `probe` of that many bytes takes the first unsent
-    /// segment's place, from data across write ends short of MSG_EOR (`tcp_mtu_probe`).
-    /// Returns how sent segment numbers moved.
-    pub fn resegment(&mut self, mss: u32, sent: Range<u64>, split: &dyn Fn(u64) -> bool, probe: Option<u32>) -> Remap {
+    /// Cut again at `mss`: each run of sent segments that `recut` names (`snd_una..snd_nxt`
+    /// in `sent`) and that holds one longer than `mss` goes in pieces of `mss` (as
+    /// `tcp_fragment` and the retransmission's GSO leave an skb whose segments are too
+    /// long: a run ends where `recut` says its skb ends), and what is unsent is cut at
+    /// `mss`, keeping where writes end (short segments, MSG_EOR, the FIN). A `probe` of
+    /// that many bytes takes the first unsent segment's place, from data across write ends
+    /// short of MSG_EOR (`tcp_mtu_probe`). Returns how sent segment numbers moved.
+    pub fn resegment(&mut self, mss: u32, sent: Range<u64>, recut: &dyn Fn(u64) -> Recut, probe: Option<u32>) -> Remap {
         let snd_nxt = sent.end;
-        let from = sent.clone().find(|&s| split(s) && self.seg_len(s) > mss).unwrap_or(snd_nxt);
+        let runs = self.sent_runs(mss, sent, recut);
+        let from = runs.first().map_or(snd_nxt, |r| r.start);
         let from_start = self.seg_start(from);
         let mut remap = Remap::default();
         // New lengths from `from`, and which end a write with MSG_EOR or carry the FIN.
         let mut lens: Vec<u32> = Vec::new();
         let (mut eor, mut fin) = (BTreeSet::new(), None);
-        for s in from..snd_nxt {
-            let len = self.seg_len(s);
-            let pieces = if split(s) && len > mss { cut(len as u64, mss) } else { vec![len] };
-            remap.note(s, pieces.len() as u64 - 1);
-            lens.extend(pieces);
-            self.mark_end(s, from + lens.len() as u64 - 1, &mut eor, &mut fin);
+        let mut s = from;
+        while s < snd_nxt {
+            match runs.iter().find(|r| r.start == s) {
+                Some(run) => {
+                    let bytes = self.seg_start(run.end) - self.seg_start(run.start);
+                    let pieces = cut(bytes, mss);
+                    remap.runs.push((run.start, run.end - run.start, pieces.len() as u64));
+                    lens.extend(pieces);
+                    self.mark_end(run.end - 1, from + lens.len() as u64 - 1, &mut eor, &mut fin);
+                    s = run.end;
+                }
+                None => {
+                    lens.push(self.seg_len(s));
+                    self.mark_end(s, from + lens.len() as u64 - 1, &mut eor, &mut fin);
+                    s += 1;
+                }
+            }
         }
         let mut chunk = 0u64;
         let mut probe = probe.map(|p| p as u64);
@@ -343,6 +368,43 @@ impl WriteQueue {
         self.total_segs = from + lens.len() as u64;
         self.snd_sml = remap.map(self.snd_sml);
         remap
+    }
+
+    /// The runs of sent segments to cut again: those `recut` names, up to their skb's end,
+    /// that hold a segment longer than `mss`.
+    fn sent_runs(&self, mss: u32, sent: Range<u64>, recut: &dyn Fn(u64) -> Recut) -> Vec<Range<u64>> {
+        let mut runs = Vec::new();
+        let mut s = sent.start;
+        while s < sent.end {
+            let start = s;
+            let mut long = false;
+            while s < sent.end {
+                let r = recut(s);
+                if !r.recut {
+                    break;
+                }
+                long |= self.seg_len(s) > mss;
+                s += 1;
+                if r.skb_end {
+                    break;
+                }
+            }
+            if s == start {
+                s += 1;
+            } else if long {
+                runs.push(start..s);
+            }
+        }
+        runs
+    }
+
+    /// Unsent bytes from segment `seq` that one skb may take (`tcp_can_coalesce_send_queue_head`):
+    /// up to the end of a write with MSG_EOR or the FIN.
+    pub fn coalescable(&self, seq: u64) -> u64 {
+        let end = (seq..self.total_segs)
+            .find(|s| self.eor_segs.contains(s) || self.fin_seg == Some(*s))
+            .map_or(self.total_segs, |s| s + 1);
+        self.seg_start(end) - self.seg_start(seq)
     }
 
     /// Segment `old` ended a write with MSG_EOR or carried the FIN: so does `new`.

@@ -26,6 +26,8 @@ pub enum Event {
     CpuRun,
     /// A flow opens its next connection for another download.
     FlowRestart(u32),
+    /// An ICMP "fragmentation needed" reaches flow `.0`'s sender.
+    Icmp(u32),
     Sample,
     End,
 }
@@ -96,6 +98,7 @@ impl Event {
             Event::FlowRestart(i) => 13 | (i as u64) << 8,
             Event::CpuRun => 14,
             Event::Connect(i) => 15 | (i as u64) << 8,
+            Event::Icmp(i) => 16 | (i as u64) << 8,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! makes the summary as it does for every engine.
 
 use super::{FlowMeta, RunOutput, World};
-use crate::summary::{DownloadMeasured, FlowMeasured, HostSummary, Measured, Stats, Summary};
+use crate::summary::{DownloadMeasured, FlowMeasured, HostSummary, Measured, PathMtuMeasured, Stats, Summary};
 use crate::tcp::{Receiver, Sender};
 use crate::time::Time;
 
@@ -67,6 +67,12 @@ impl World {
             rwnd_limited_ms: t.rwnd_limited_us as f64 / 1e3,
             sndbuf_limited_ms: t.sndbuf_limited_us as f64 / 1e3,
             downloads,
+            path_mtu: self.path_mtu.as_ref().map(|g| PathMtuMeasured {
+                final_snd_mss: s.mss(),
+                final_pmtu: s.pmtu_cookie(),
+                mtu_dropped: g.dropped[i],
+                icmp_sent: g.icmp_sent[i],
+            }),
         }
     }
 }

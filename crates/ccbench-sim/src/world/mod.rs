@@ -5,6 +5,7 @@
 
 mod event;
 mod finish;
+mod path_mtu;
 mod taps;
 
 use finish::download_measured;
@@ -27,6 +28,7 @@ use crate::tcp::config::{Connect, FlowConfig};
 use crate::tcp::receiver::ReceiverParams;
 use crate::tcp::{Io, Receiver, Sender, SenderParams, SenderTotals, Wake};
 use crate::time::{Dur, Time, NS_PER_MS};
+use path_mtu::PathMtuGate;
 use rand::Rng as _;
 use taps::Taps;
 
@@ -120,6 +122,8 @@ pub struct World {
     trace_hash: u64,
     /// Packet capture; none (the default) costs one branch per tap.
     taps: Taps,
+    /// A path MTU below the hosts' (`link.mtu`).
+    path_mtu: Option<PathMtuGate>,
 }
 
 impl World {
@@ -185,6 +189,10 @@ impl World {
             events: 0,
             trace_hash: 0xcbf2_9ce4_8422_2325,
             taps: Taps::default(),
+            path_mtu: link.mtu_bytes.map(|mtu| {
+                let access = s.flows.iter().map(|f| Dur(f.access_delay_ns)).collect();
+                PathMtuGate::new(mtu, link.mtu_black_hole, access)
+            }),
         })
     }
 
@@ -203,7 +211,8 @@ impl World {
         let keep = self.taps.is_on().then_some(&mut self.sent);
         let completion = self.tx_completion;
         let reaped = self.host.as_ref().map_or(now, |h| h.reaped(now)).max(self.reaped);
-        let mut io = Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped };
+        let gate = self.path_mtu.as_mut();
+        let mut io = Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped, gate };
         f(&mut self.senders[i as usize], &mut io);
         self.reaped = io.reaped;
         self.taps.tap(|c| c.sent(i, self.sent.drain(..)));
@@ -213,7 +222,7 @@ impl World {
     fn at_receiver(&mut self, now: Time, i: u32, f: impl FnOnce(&mut Receiver, &mut Ports)) {
         let keep = self.taps.is_on().then_some(&mut self.sent);
         let completion = Dur::ZERO; // the receiver's ACKs are not the sender host's
-        let io = &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped: now };
+        let io = &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped: now, gate: None };
         f(&mut self.receivers[i as usize], io);
         self.taps.tap(|c| c.acks_sent(now, i, self.sent.drain(..).map(|(_, p)| p)));
     }
@@ -324,6 +333,10 @@ impl World {
                 }
                 Event::CpuRun => self.run_cpu_task(now),
                 Event::FlowRestart(i) => self.next_download(i, now),
+                Event::Icmp(i) => {
+                    let icmp = self.path_mtu.as_mut().expect("a path MTU").arrive(i);
+                    self.sender_task(now, i, Task::Ack(icmp));
+                }
                 Event::DelayedAck(i) => self.at_receiver(now, i, |r, io| r.on_delack_timer(now, io)),
                 Event::SackCompress(i) => self.at_receiver(now, i, |r, io| r.on_sack_compress_timer(now, io)),
                 Event::Connect(i) => self.at_receiver(now, i, |r, io| r.on_connect_timer(now, io)),
@@ -480,6 +493,8 @@ struct Ports<'a> {
     completion: Dur,
     /// Up to when the host's TX completions are reaped; a transmit reaps them up to now.
     reaped: Time,
+    /// A path MTU below the hosts', which a sender's packet may be too long for.
+    gate: Option<&'a mut PathMtuGate>,
 }
 
 impl Schedule<Wake> for Ports<'_> {
@@ -493,6 +508,12 @@ impl Io for Ports<'_> {
     #[inline(always)]
     fn transmit(&mut self, now: Time, flow: u32, pkt: Packet) -> Time {
         self.reaped = now;
+        if self.gate.as_deref_mut().is_some_and(|g| g.stops(now, flow, &pkt, self.q)) {
+            if let Some(k) = self.keep.as_mut() {
+                k.push((now, pkt));
+            }
+            return now + self.completion;
+        }
         let sent = self.path.send(now, flow, pkt, self.q);
         if let Some(k) = self.keep.as_mut() {
             k.push((sent, pkt));

@@ -187,12 +187,13 @@ impl Sender {
                     self.rack_advance(now, seg.flags, seq + 1, seg.tx_time);
                 }
             }
-            scan.runt_acked = seg.len < self.p.tcp.mss;
+            scan.runt_acked = seg.len < self.write.mss();
             self.sb.pop_acked();
             scan.pkts_acked += 1;
         }
         if scan.pkts_acked > 0 {
             flag |= FLAG_DATA_ACKED | FLAG_SET_XMIT_TIMER;
+            self.check_probe_acked();
             if self.is_reno() {
                 self.remove_reno_sacks(scan.pkts_acked);
                 // Without SACK bits an original cannot be told from its retransmission.

@@ -87,7 +87,7 @@ impl Sender {
             now,
             jiffies: now.jiffies(self.p.tcp.hz),
             hz: self.p.tcp.hz,
-            mss: self.p.tcp.mss,
+            mss: self.write.mss(),
             inflight: self.inflight(),
             packets_out: self.sb.packets_out(),
             delivered: self.delivered,
@@ -152,7 +152,8 @@ impl Sender {
         let tcp = &self.p.tcp;
         let ratios = (tcp.pacing_ss_ratio, tcp.pacing_ca_ratio);
         let (cwnd, ssthresh, out) = (self.w.cwnd, self.w.ssthresh, self.sb.packets_out());
-        self.w.pacing_rate = pacing::cwnd_pacing_rate(tcp.mss, cwnd, ssthresh, out, self.rtt.srtt_us8, ratios);
+        let mss = self.write.mss();
+        self.w.pacing_rate = pacing::cwnd_pacing_rate(mss, cwnd, ssthresh, out, self.rtt.srtt_us8, ratios);
     }
 
     /// `tcp_mark_skb_lost`, telling the algorithm (`skb_marked_lost`).

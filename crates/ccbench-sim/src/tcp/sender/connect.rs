@@ -49,6 +49,7 @@ impl Sender {
             return; // a closed connection's handshake, still in flight
         }
         match pkt.ctl {
+            Control::FragNeeded => self.icmp_frag_needed(now, pkt.ack as u32, pkt.seq, q),
             Control::SynAck if self.connecting.is_some() => self.on_syn_ack(now, pkt, q),
             Control::Syn if self.accepting.is_some() => self.on_syn(now, pkt, q),
             Control::Ack if self.accepting.is_some() => self.on_opener_ack(now, pkt, q),

@@ -52,7 +52,7 @@ impl Sender {
             return run;
         }
         let before = self.write.seg_start(fin) - self.write.seg_start(first);
-        if before < self.p.tcp.mss as u64 {
+        if before < self.write.mss() as u64 {
             run
         } else {
             fin - first

@@ -29,6 +29,7 @@ mod ack;
 mod conn;
 mod connect;
 mod fin;
+mod mtu;
 mod output;
 mod probe0;
 mod recovery;
@@ -48,6 +49,7 @@ use super::chrono::Chronos;
 use super::config::{Connect, FlowConfig, TcpConfig};
 use super::cwnd_use::CwndUse;
 use super::handshake::{Accepting, Connecting, FastOpenCache, INIT_CWND_AT_SYN};
+use super::mtu::PathMtu;
 use super::pacing::Pacing;
 use super::prr::Prr;
 use super::rack::{Rack, Reordering};
@@ -231,6 +233,8 @@ pub struct Sender {
     tsq: Tsq,
     /// The retransmit timer: RTO, loss probe, RACK's reordering timeout, zero-window probe.
     xmit: RetransmitTimer,
+    /// The path MTU as the connection knows it, and MTU probing's search.
+    pmtu: PathMtu,
 }
 
 /// One skb as it leaves TCP (`__tcp_transmit_skb`); a zero-window probe has no segments.
@@ -294,6 +298,7 @@ impl Sender {
             pacing: Pacing::new(paced, p.id),
             tsq: Tsq::new(p.id),
             xmit: RetransmitTimer::new(p.tcp.hz, p.id),
+            pmtu: PathMtu::of_host(&p.tcp),
             // Last: the fields above are read from it.
             p,
         };
@@ -330,6 +335,7 @@ impl Sender {
         }
         let info = self.info(now);
         self.cc.init(&info, &mut self.w);
+        self.pmtu.mtup_init(&self.p.tcp, now.jiffies(self.p.tcp.hz));
         // SO_SNDBUF before connect(), then `tcp_init_buffer_space`, as the connection is
         // established.
         if let Some(bytes) = self.p.flow.sndbuf_bytes {
@@ -337,7 +343,7 @@ impl Sender {
         }
         self.sndbuf.note_window(self.snd_wnd);
         let factor = self.cc.sndbuf_expand(&info);
-        self.sndbuf.init(self.w.cwnd, self.reordering.degree(), self.p.tcp.mss, factor);
+        self.sndbuf.init(self.w.cwnd, self.reordering.degree(), self.write.mss(), factor);
         if !self.cc.owns_cwnd() {
             self.update_pacing_rate();
         }

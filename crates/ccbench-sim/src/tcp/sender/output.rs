@@ -4,6 +4,7 @@
 //! `tcp/tsq.rs`); retransmission (`tcp_xmit_retransmit_queue`); and the skb handed to
 //! the NIC (`__tcp_transmit_skb`, `tcp_rate_skb_sent`, `tcp_update_skb_after_send`).
 
+use super::mtu::Probe;
 use super::*;
 use crate::cc::{CaEvent, CaState};
 use crate::net::Ecn;
@@ -13,6 +14,7 @@ use crate::tcp::io::Io;
 use crate::tcp::pacing;
 use crate::tcp::rate::TxSnapshot;
 use crate::tcp::scoreboard::Seg;
+use crate::tcp::scoreboard::SKB_END;
 use crate::tcp::tsopt::ts_ms;
 use crate::tcp::tsq::Tsq;
 use crate::tcp::xmit_timer::XmitTimer;
@@ -58,7 +60,7 @@ pub(super) enum TxKind {
 impl Sender {
     /// Whole segments the peer's window still admits beyond `snd_nxt`.
     fn rwnd_segs(&self) -> u64 {
-        (self.wnd_end().saturating_sub(self.write.seg_start(self.snd_nxt())) / self.p.tcp.mss as u64).max(1)
+        (self.wnd_end().saturating_sub(self.write.seg_start(self.snd_nxt())) / self.write.mss() as u64).max(1)
     }
 
     /// `tcp_tso_segs` / `tcp_tso_autosize`: about 1 ms of data at the pacing rate, plus
@@ -72,8 +74,8 @@ impl Sender {
         if stride == 1 {
             return self.base_tso_segs();
         }
-        let bytes = (self.base_tso_segs() as u64 * self.p.tcp.mss as u64 * stride).min(GSO_MAX_SIZE);
-        ((bytes / self.p.tcp.mss as u64) as u32).max(1)
+        let bytes = (self.base_tso_segs() as u64 * self.write.mss() as u64 * stride).min(GSO_MAX_SIZE);
+        ((bytes / self.write.mss() as u64) as u32).max(1)
     }
 
     /// The TSO goal of an unmodified kernel.
@@ -87,7 +89,7 @@ impl Sender {
         }
         let bytes = bytes.min(GSO_MAX_SIZE);
         let min = if self.cc.owns_cwnd() { self.cc.min_tso_segs(self.w.pacing_rate) } else { self.p.tcp.min_tso_segs };
-        ((bytes / self.p.tcp.mss as u64) as u32).max(min)
+        ((bytes / self.write.mss() as u64) as u32).max(min)
     }
 
     /// `tcp_cwnd_test`: a single skb never takes more than half the cwnd.
@@ -107,7 +109,7 @@ impl Sender {
     fn tsq_throttled(&mut self, now: Time, nsegs: u32, factor: u32, q: &mut impl Io) -> bool {
         let tcp = &self.p.tcp;
         let unpaced_cap = (!self.pacing.enabled()).then_some(tcp.tsq_limit_bytes);
-        let payload = nsegs as u64 * tcp.mss as u64;
+        let payload = nsegs as u64 * self.write.mss() as u64;
         let limit = Tsq::limit(payload, self.w.pacing_rate, tcp.pacing_shift, unpaced_cap, factor);
         if !self.tsq.over_limit(limit, q.reaped(now)) {
             return false;
@@ -127,7 +129,7 @@ impl Sender {
         if self.ca_state >= CaState::Recovery || now.since(self.pacing.wstamp()) > Dur::from_ms(1) {
             return Defer::No;
         }
-        let mss = self.p.tcp.mss as u64;
+        let mss = self.write.mss() as u64;
         let send_win = self.wnd_end().saturating_sub(self.write.seg_start(self.snd_nxt()));
         let cong_win = (self.w.cwnd - self.inflight()) as u64 * mss;
         let limit = send_win.min(cong_win);
@@ -173,8 +175,21 @@ impl Sender {
             return;
         }
         self.hold_overrides();
-        let max_segs = self.tso_segs();
         let mut sent = 0u32;
+        if push_one == 0 {
+            let prior_packets_out = self.sb.packets_out();
+            match self.mtu_probe(now, q) {
+                Probe::Wait => return,
+                Probe::Sent => {
+                    sent = 1;
+                    if prior_packets_out == 0 {
+                        self.rearm_rto(now, q);
+                    }
+                }
+                Probe::No => {}
+            }
+        }
+        let max_segs = self.tso_segs();
         let mut is_cwnd_limited = false;
         let mut is_rwnd_limited = false;
         while self.has_unsent() {
@@ -289,12 +304,29 @@ impl Sender {
                 break;
             }
             let Some(&first) = self.sb.to_retransmit.first() else { break };
+            if self.sb.get(first).len > self.mss() {
+                self.recut_skb(first); // `__tcp_retransmit_skb` cuts what the MSS outgrew
+                if self.sb.get(first).len > self.mss() {
+                    break;
+                }
+            }
+            // `tcp_retransmit_skb` resends one skb at a time: a shorter segment of the
+            // next skb (the rest of one cut to a smaller MSS) starts its own, unless it fits
+            // in the same MSS (`tcp_retrans_try_collapse`). Full segments of consecutive
+            // skbs go together, up to the TSO goal.
+            let mss = self.mss();
+            let mut bytes = 0;
             let run = self
                 .sb
                 .to_retransmit
                 .range(first..first + avail.min(max_segs))
                 .enumerate()
-                .take_while(|(i, &s)| s == first + *i as u64)
+                .take_while(|&(i, &s)| {
+                    let len = self.sb.get(s).len;
+                    bytes += len as u64;
+                    let skb_ended = s > first && self.sb.get(s - 1).has(SKB_END);
+                    s == first + i as u64 && (!skb_ended || len == mss || bytes <= mss as u64)
+                })
                 .count() as u64;
             let run = self.retrans_fin_cut(first, run);
             if self.tsq_throttled(now, run as u32, 1, q) {
@@ -322,6 +354,9 @@ impl Sender {
     /// refused it.
     pub(super) fn retransmit_head(&mut self, now: Time, q: &mut impl Io) -> bool {
         let head = self.sb.snd_una;
+        if self.sb.to_retransmit.contains(&head) && self.sb.get(head).len > self.mss() {
+            self.recut_skb(head);
+        }
         if self.sb.to_retransmit.contains(&head) {
             let lost_fin = self.write.carries_fin(head + 1) && self.sb.to_retransmit.contains(&(head + 1));
             let end = head + self.retrans_fin_cut(head, 1 + lost_fin as u64);
@@ -358,6 +393,8 @@ impl Sender {
         let conn = self.tx_snapshot(self.inflight() + n);
         let snap = self.rate.on_send(tx_time.us(), self.sb.packets_out(), &conn);
         let skb = self.transmit_segs(now, tx_time, segs.clone(), kind, snap, q);
+        self.sb.mark_skb(segs.clone());
+        self.pmtu.on_transmit();
         if self.tx_log.is_some() {
             self.log_skb(tx_time, segs, kind, &skb);
         }
@@ -369,6 +406,7 @@ impl Sender {
             self.sndbuf.on_sent(segs_end);
         } else {
             self.stats.retransmits += n as u64;
+            self.pmtu.probe_size = 0; // `__tcp_retransmit_skb`: an inconclusive MTU probe
         }
         self.last_send = now;
         // EDT: the next skb leaves one burst-time later (`tcp_update_skb_after_send`).
@@ -459,7 +497,7 @@ impl Sender {
         if stride == 1 {
             return payload;
         }
-        let goal = self.base_tso_segs() as u64 * self.p.tcp.mss as u64;
+        let goal = self.base_tso_segs() as u64 * self.write.mss() as u64;
         pacing::stride_bytes(payload, stride, goal)
     }
 

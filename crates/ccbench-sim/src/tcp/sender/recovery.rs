@@ -106,6 +106,9 @@ impl Sender {
             self.try_to_open(now, f);
             return rexmit;
         }
+        if self.probe_lost(now, q) {
+            return Rexmit::None;
+        }
         self.enter_recovery(now, ece);
         Rexmit::Lost
     }

@@ -51,7 +51,7 @@ impl Sender {
     }
 
     /// `tcp_limit_reno_sacked`: at least one hole stays (or every lost segment).
-    fn limit_reno_sacked(&mut self) -> bool {
+    pub(super) fn limit_reno_sacked(&mut self) -> bool {
         let packets_out = self.sb.packets_out();
         let holes = self.sb.lost_out.max(1).min(packets_out);
         if self.sb.sacked_out + holes > packets_out {

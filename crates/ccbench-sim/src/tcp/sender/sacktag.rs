@@ -91,7 +91,7 @@ impl Sender {
             return false;
         }
         let segs = end - start;
-        if !self.undo.dsack_fits_window(segs * self.p.tcp.mss as u64, self.snd_wnd) {
+        if !self.undo.dsack_fits_window(segs * self.write.mss() as u64, self.snd_wnd) {
             return false; // dubious: larger than any window
         }
         if self.tlp.is_dsack_of_probe(start, end) {

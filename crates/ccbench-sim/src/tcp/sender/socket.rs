@@ -88,7 +88,7 @@ impl Sender {
 
     /// `sk_wmem_queued`: what the write and retransmit queues charge the send buffer.
     fn wmem_queued(&self) -> u64 {
-        let goal = self.sndbuf.size_goal(self.p.tcp.mss, self.p.gso);
+        let goal = self.sndbuf.size_goal(self.write.mss());
         self.wmem_queued_at(goal)
     }
 
@@ -109,7 +109,7 @@ impl Sender {
     /// clears a pending push and checks for a restart after idle (`tcp_skb_entail`); the
     /// first unsent data starts the busy chronograph (`tcp_add_write_queue_tail`).
     fn copy_from_app(&mut self, now: Time, q: &mut impl Io) {
-        let goal = self.sndbuf.size_goal(self.p.tcp.mss, self.p.gso);
+        let goal = self.sndbuf.size_goal(self.write.mss());
         while self.app_pending > 0 {
             let written = self.write.written_bytes();
             let unsent = written - self.write.seg_start(self.snd_nxt());
@@ -176,7 +176,7 @@ impl Sender {
         }
         if self.sndbuf.may_expand(self.w.cwnd, self.inflight()) {
             let factor = self.cc.sndbuf_expand(&self.info(now));
-            self.sndbuf.expand(self.w.cwnd, self.inflight(), self.reordering.degree(), self.p.tcp.mss, factor);
+            self.sndbuf.expand(self.w.cwnd, self.inflight(), self.reordering.degree(), self.write.mss(), factor);
         }
         if !self.sndbuf.writeable(self.wmem_queued()) {
             return;

@@ -62,6 +62,7 @@ impl Sender {
             return;
         }
         self.stats.rto_count += 1;
+        self.write_timeout(now);
         self.enter_loss(now);
         let sent = self.retransmit_head(now, q);
         self.rto_retransmits += 1;
