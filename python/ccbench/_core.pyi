@@ -68,7 +68,7 @@ class ScriptedSender:
         gso: bool = True,
         tcp: str = "{}",
         tcp_options: int = 0,
-        mss_clamp: Optional[int] = None,
+        mss_clamp: int | None = None,
     ) -> None:
         """``gso``: the device takes multi-segment skbs; ``tcp``: JSON of stack settings
         (the simulator's ``TcpConfig`` fields) over packetdrill's defaults (a 1000-byte
@@ -78,7 +78,7 @@ class ScriptedSender:
     def icmp_frag_needed(self, now_ns: int, mtu: int, quoted_seq: int) -> None:
         """An ICMP "fragmentation needed" with next-hop ``mtu``, quoting the segment at
         stream offset ``quoted_seq`` (0: the first data byte)."""
-    def route_changed(self, now_ns: int, mtu: int, mtu_locked: bool, advmss: Optional[int] = None) -> None:
+    def route_changed(self, now_ns: int, mtu: int, mtu_locked: bool, advmss: int | None = None) -> None:
         """The route to the peer changed (``ip route change``): its MTU, locked or not;
         seen from the socket's next transmit."""
     def write(self, now_ns: int, bytes: int, more: bool = False, eor: bool = False) -> None:
