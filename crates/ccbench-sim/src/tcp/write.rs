@@ -578,4 +578,51 @@ mod tests {
         w.append(1_500, 0, true);
         assert_eq!(w.nagle_segs(1, 1, NAGLE_CORK, 0, 1), 1);
     }
+
+    /// Sent segments 0..snd_nxt, each its own skb unless `skb_ends` says where they end.
+    fn lost(skb_ends: &'static [u64]) -> impl Fn(u64) -> Recut {
+        move |s| Recut { recut: true, skb_end: skb_ends.contains(&s) }
+    }
+
+    #[test]
+    fn a_smaller_mss_cuts_what_is_unsent_again_and_keeps_where_writes_end() {
+        let mut w = WriteQueue::new(MSS, false);
+        w.append(2_500, 0, true);
+        w.mark_eor();
+        w.append(700, 0, true);
+        // 1000, 1000, 500 (EOR), 700: nothing sent, cut at 600.
+        let moved = w.resegment(600, 0..0, &|_| Recut::default(), None);
+        assert!(moved.is_identity());
+        let lens: Vec<u32> = (0..w.written_segs()).map(|s| w.seg_len(s)).collect();
+        assert_eq!(lens, [600, 600, 600, 600, 100, 600, 100]);
+        assert_eq!(w.written_bytes(), 3_200);
+        assert_eq!(w.skb_segs(0, 10), 5, "the EOR write still ends its skb");
+        assert_eq!(w.seg_floor(2_500), (5, 2_500));
+    }
+
+    #[test]
+    fn lost_skbs_longer_than_the_mss_go_in_pieces_and_numbers_move() {
+        let mut w = WriteQueue::new(MSS, false);
+        w.append(6_000, 0, true);
+        // Segments 0-3 sent as two skbs of 2000 bytes, 4-5 unsent; the MSS falls to 600.
+        let moved = w.resegment(600, 0..4, &lost(&[1, 3]), None);
+        let lens: Vec<u32> = (0..w.written_segs()).map(|s| w.seg_len(s)).collect();
+        // Each skb: 600, 600, 600, 200 (`tcp_fragment` at 2 x 600, the rest at GSO).
+        assert_eq!(lens, [600, 600, 600, 200, 600, 600, 600, 200, 600, 600, 600, 200]);
+        assert_eq!(moved.runs(), &[(0, 2, 4), (2, 2, 4)]);
+        assert_eq!((moved.map(2), moved.map(4)), (4, 8), "skb boundaries and snd_nxt move");
+        assert_eq!(moved.map(1), 1, "a boundary inside a run stays where its bytes are cut");
+        assert_eq!((w.seg_start(4), w.seg_start(8)), (2_000, 4_000));
+    }
+
+    #[test]
+    fn an_mtu_probe_takes_the_first_unsent_segment_and_the_rest_stays_at_the_mss() {
+        // mtu_probe/basic-v4: 4000 bytes at MSS 600, a probe of 986.
+        let mut w = WriteQueue::new(600, false);
+        w.append(4_000, 0, true);
+        w.resegment(600, 0..0, &|_| Recut::default(), Some(986));
+        let lens: Vec<u32> = (0..w.written_segs()).map(|s| w.seg_len(s)).collect();
+        assert_eq!(lens, [986, 600, 600, 600, 600, 600, 14]);
+        assert_eq!(w.coalescable(0), 4_000);
+    }
 }
