@@ -268,10 +268,16 @@ impl WriteQueue {
 
     /// The stream offset of segment `seq`'s first byte (`seq == written_segs()`: the end
     /// of what was written).
+    #[inline]
     pub fn seg_start(&self, seq: u64) -> u64 {
         if self.odd.is_empty() && self.eras.len() == 1 {
-            return seq * self.mss as u64; // a bulk flow's: on the per-skb path
+            return seq * self.mss as u64; // a bulk flow's: on the per-packet path
         }
+        self.seg_start_cut(seq)
+    }
+
+    /// [`Self::seg_start`] where segments differ in length.
+    fn seg_start_cut(&self, seq: u64) -> u64 {
         let e = self.era_of(seq);
         let nominal = e.start + (seq - e.first) * e.mss as u64;
         let delta: i64 = self.odd.range(e.first..seq).map(|(_, &len)| len as i64 - e.mss as i64).sum();
@@ -280,7 +286,18 @@ impl WriteQueue {
 
     /// The last segment that starts at or before stream offset `byte` (the end of what
     /// was written counting as segment `written_segs()`), and where it starts.
+    #[inline]
     pub fn seg_floor(&self, byte: u64) -> (u64, u64) {
+        if self.odd.is_empty() && self.eras.len() == 1 {
+            // A bulk flow's: on the per-ACK path.
+            let seq = (byte / self.mss as u64).min(self.total_segs);
+            return (seq, seq * self.mss as u64);
+        }
+        self.seg_floor_cut(byte)
+    }
+
+    /// [`Self::seg_floor`] where segments differ in length.
+    fn seg_floor_cut(&self, byte: u64) -> (u64, u64) {
         let e = *self.eras.iter().rev().find(|e| e.start <= byte && e.first <= self.total_segs).expect("era 0");
         let mss = e.mss as i64;
         let mut delta = 0i64;

@@ -33,12 +33,14 @@ impl Sender {
 
     /// The sequence number (a stream offset) of segment boundary `seq` on the wire: where
     /// it starts, and one more past a FIN, which takes a sequence number.
+    #[inline]
     pub fn wire_seq(&self, seq: u64) -> u64 {
         self.write.seg_start(seq) + self.write.fin_seg().is_some_and(|f| seq > f) as u64
     }
 
     /// The segment boundary a sequence number on the wire acknowledges: the last one at
     /// or below it, so that a partial segment counts as not acknowledged.
+    #[inline]
     pub(super) fn seg_at_or_below(&self, wire: u64) -> u64 {
         match self.write.fin_seg() {
             Some(f) if wire > self.write.seg_start(f + 1) => f + 1,
