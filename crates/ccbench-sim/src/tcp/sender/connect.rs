@@ -135,4 +135,23 @@ impl Sender {
         self.establish(now, a.rtt(now), 0);
         self.start_write(now, self.p.flow.size_bytes.unwrap_or(u64::MAX), q);
     }
+
+    /// An ICMP "fragmentation needed" with next-hop `mtu` quoting the segment at stream
+    /// offset `quoted` (`tcp_v4_err`: one outside `snd_una..=snd_nxt` is ignored), then
+    /// `tcp_v4_mtu_reduced`: the route takes the MTU, and a path now narrower than the
+    /// MSS's resends at once what was too large.
+    pub fn icmp_frag_needed(&mut self, now: Time, mtu: u32, quoted: u64, q: &mut impl Io) {
+        if self.connecting.is_some() || self.accepting.is_some_and(|a| !a.established()) {
+            return;
+        }
+        let window = self.wire_seq(self.sb.snd_una)..=self.wire_seq(self.snd_nxt());
+        if !window.contains(&quoted) {
+            return;
+        }
+        let mtu = self.pmtu.icmp_update(mtu);
+        if self.pmtu.cookie > mtu {
+            self.sync_mss(mtu);
+            self.simple_retransmit(now, q);
+        }
+    }
 }

@@ -8,12 +8,16 @@
 //! - `timer.rs`: arming the retransmit timer (`tcp_rearm_rto`, `tcp_schedule_loss_probe`);
 //! - `reduction.rs`: cwnd reductions (`tcp_enter_cwr`, PRR, `tcp_end_cwnd_reduction`)
 //!   and the restart after idle;
-//! - `output.rs`: `tcp_write_xmit`, retransmissions and `__tcp_transmit_skb`;
+//! - `mtu.rs`: the MSS the path allows (`tcp_sync_mss`, black-hole detection, an MTU
+//!   probe's success) and cutting a lost skb to it;
+//! - `output.rs`: `tcp_write_xmit` with the MTU probe, retransmissions and
+//!   `__tcp_transmit_skb`;
 //! - `probe0.rs`: pushing what was written, and the zero-window probe;
 //! - `reno.rs`: recovery without SACK (NewReno);
 //! - `undo.rs`: the undo paths and the Loss state's ACK (`tcp_try_undo_*`,
 //!   `tcp_process_loss`);
-//! - `recovery.rs`: `tcp_fastretrans_alert`, RACK's marking, `tcp_xmit_recovery`;
+//! - `recovery.rs`: `tcp_fastretrans_alert`, RACK's marking, `tcp_xmit_recovery`,
+//!   `tcp_simple_retransmit`;
 //! - `timeouts.rs`: what the retransmit timer does when it fires (RTO, loss probe, RACK's
 //!   reordering timeout, zero-window probe) and the other timers;
 //! - `sacktag.rs`: SACK and DSACK tagging (`tcp_sacktag_write_queue`);
@@ -21,7 +25,8 @@
 //! - `socket.rs`: what the application does (writes, TCP_NODELAY, TCP_CORK);
 //! - `fin.rs`: our FIN (`tcp_send_fin`) and its retransmission;
 //! - `connect.rs`: the world's entry points, which open a connection in time first
-//!   (`tcp_connect`, `tcp_rcv_synsent_state_process`).
+//!   (`tcp_connect`, `tcp_rcv_synsent_state_process`), and take an ICMP
+//!   (`tcp_v4_err`).
 //!
 //! This file holds the connection's state and the reads the world makes of it.
 

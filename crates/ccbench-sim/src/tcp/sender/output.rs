@@ -4,7 +4,6 @@
 //! `tcp/tsq.rs`); retransmission (`tcp_xmit_retransmit_queue`); and the skb handed to
 //! the NIC (`__tcp_transmit_skb`, `tcp_rate_skb_sent`, `tcp_update_skb_after_send`).
 
-use super::mtu::Probe;
 use super::*;
 use crate::cc::{CaEvent, CaState};
 use crate::net::Ecn;
@@ -17,6 +16,7 @@ use crate::tcp::scoreboard::Seg;
 use crate::tcp::scoreboard::SKB_END;
 use crate::tcp::tsopt::ts_ms;
 use crate::tcp::tsq::Tsq;
+use crate::tcp::write::Recut;
 use crate::tcp::xmit_timer::XmitTimer;
 use crate::time::{Dur, Time};
 use crate::units::wire;
@@ -55,6 +55,17 @@ pub(super) enum TxKind {
     Retrans,
     /// A tail loss probe resending the last segment (`__tcp_retransmit_skb` alone).
     Probe,
+}
+
+/// What `tcp_mtu_probe` found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Probe {
+    /// A probe left.
+    Sent,
+    /// Not now: wait for room before sending anything (`return 0`).
+    Wait,
+    /// No probe; send as usual (`return -1`).
+    No,
 }
 
 impl Sender {
@@ -508,5 +519,43 @@ impl Sender {
         if !self.cwnd_limited() {
             self.note_sndbuf_limited(now);
         }
+    }
+
+    /// `tcp_mtu_probe`: with probing on and the connection in Open with room, send one
+    /// segment of the search's middle size made of the unsent data, and count it as two
+    /// packets (cwnd less one).
+    pub(super) fn mtu_probe(&mut self, now: Time, q: &mut impl Io) -> Probe {
+        let m = &self.pmtu;
+        if !m.enabled || m.probe_size != 0 || self.ca_state != CaState::Open || self.w.cwnd < 11 {
+            return Probe::No;
+        }
+        let mss_now = self.current_mss();
+        let Some(size) = self.pmtu.next_probe(&self.p.tcp) else {
+            self.pmtu.check_reprobe(&self.p.tcp, now.jiffies(self.p.tcp.hz), mss_now);
+            return Probe::No;
+        };
+        let needed = size as u64 + (self.reordering.degree() as u64 + 1) * mss_now as u64;
+        let start = self.write.seg_start(self.snd_nxt());
+        if self.write.written_bytes() - start < needed || self.snd_wnd < needed {
+            return Probe::No;
+        }
+        if start + needed > self.wnd_end() {
+            return Probe::Wait;
+        }
+        if self.inflight() + 2 > self.w.cwnd {
+            return if self.inflight() == 0 { Probe::No } else { Probe::Wait };
+        }
+        if self.write.coalescable(self.snd_nxt()) < size as u64 {
+            return Probe::No; // `tcp_can_coalesce_send_queue_head`: MSG_EOR in the way
+        }
+        let seq = self.snd_nxt();
+        let sent = self.sb.snd_una..seq;
+        self.write.resegment(mss_now, sent, &|_| Recut::default(), Some(size));
+        if !self.send_skb(now, seq..seq + 1, TxKind::New, q) {
+            return Probe::No;
+        }
+        self.w.cwnd -= 1;
+        self.pmtu.probe_sent(size, (start, start + size as u64));
+        Probe::Sent
     }
 }

@@ -7,6 +7,7 @@
 use super::*;
 use crate::cc::CaEvent;
 use crate::tcp::io::Io;
+use crate::tcp::scoreboard::SKB_END;
 use crate::tcp::tlp::TlpAck;
 use crate::tcp::write::NAGLE_OFF;
 use crate::tcp::xmit_timer::{XmitTimer, TIMEOUT_MIN};
@@ -228,5 +229,52 @@ impl Sender {
             Rexmit::Lost => {}
         }
         self.xmit_retransmit_queue(now, q);
+    }
+
+    /// `tcp_simple_retransmit`: every skb whose segments are longer than the MSS is lost;
+    /// the Loss state starts without touching cwnd ("the units changed"), and the lost
+    /// data goes again, cut to the MSS.
+    pub(super) fn simple_retransmit(&mut self, now: Time, q: &mut impl Io) {
+        let mss = self.current_mss();
+        let mut skb_start = self.sb.snd_una;
+        let mut seglen = 0;
+        for seq in self.sb.snd_una..self.snd_nxt() {
+            let seg = *self.sb.get(seq);
+            seglen = seglen.max(seg.len);
+            if seg.has(SKB_END) || seq + 1 == self.snd_nxt() {
+                if seglen > mss {
+                    (skb_start..=seq).for_each(|s| self.mark_lost(now, s));
+                }
+                (skb_start, seglen) = (seq + 1, 0);
+            }
+        }
+        if self.sb.lost_out == 0 {
+            return;
+        }
+        if self.is_reno() {
+            self.limit_reno_sacked();
+        }
+        if self.ca_state != CaState::Loss {
+            self.high_seq = self.snd_nxt();
+            self.w.ssthresh = self.current_ssthresh();
+            self.undo.set_prior_ssthresh(0);
+            self.undo.close();
+            self.set_ca_state(now, CaState::Loss);
+        }
+        self.xmit_retransmit_queue(now, q);
+    }
+
+    /// `tcp_fastretrans_alert`'s MTU probe failure: loss found with the probe at the
+    /// head; the search's top comes down, cwnd gets back the packet the probe took, and
+    /// what is too large goes again (`tcp_simple_retransmit`), no reduction.
+    pub(super) fn probe_lost(&mut self, now: Time, q: &mut impl Io) -> bool {
+        let head = self.wire_seq(self.sb.snd_una);
+        if self.ca_state >= CaState::Cwr || self.pmtu.probe_size == 0 || head != self.pmtu.probe_seq.0 {
+            return false;
+        }
+        self.pmtu.probe_failed(now.jiffies(self.p.tcp.hz));
+        self.w.cwnd += 1;
+        self.simple_retransmit(now, q);
+        true
     }
 }
