@@ -49,6 +49,21 @@ fn an_icmp_brings_the_mss_to_the_path_and_the_first_window_goes_again_without_a_
 }
 
 #[test]
+fn later_connections_open_at_the_mss_the_route_learned() {
+    // Three 1 MB downloads, each on a new connection: the ICMP's MTU stays in the route
+    // (a route exception), so only the first connection's window is dropped.
+    let mut s = narrow_path("cubic", false, 0, 30);
+    s.flows[0].size_bytes = Some(1_000_000);
+    s.flows[0].repeat = 3;
+    s.flows[0].pause_ns = 100 * MS;
+    let out = run_ok(&s);
+    let f = &out.summary.flows[0];
+    let m = f.path_mtu.expect("reported");
+    assert_eq!((m.final_snd_mss, m.mtu_dropped, m.icmp_sent), (PATH_MTU - HEADERS, 10, 10));
+    assert!(f.downloads.as_ref().is_some_and(|d| d.len() == 3 && d.iter().all(|d| d.completion_s.is_some())));
+}
+
+#[test]
 fn a_black_hole_stalls_a_flow_without_probing() {
     let out = run_ok(&narrow_path("cubic", true, 0, 10));
     let f = &out.summary.flows[0];

@@ -386,9 +386,11 @@ impl World {
         let f = &self.flows[k];
         let (mut sender, mut receiver) =
             connection(&self.scenario, k, f.conn, &self.objects).expect("validated at the start");
-        // The client keeps what it learned of the server for Fast Open.
+        // The client keeps what it learned of the server for Fast Open, and the host the
+        // path MTU an ICMP taught its route.
         sender.fastopen = self.senders[k].fastopen;
         receiver.fastopen = self.receivers[k].fastopen;
+        sender.learn_route(self.senders[k].route_mtu());
         self.senders[k] = sender;
         self.receivers[k] = receiver;
         self.open(now, i);

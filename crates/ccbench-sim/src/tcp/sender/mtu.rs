@@ -60,6 +60,21 @@ impl Sender {
         }
     }
 
+    /// The route's MTU (an ICMP's, kept as a route exception: `__ip_rt_update_pmtu`).
+    pub fn route_mtu(&self) -> u32 {
+        self.pmtu.route_mtu()
+    }
+
+    /// A new connection on a route whose MTU an earlier one learned: it opens with the
+    /// MSS that MTU allows (`tcp_connect_init` / `tcp_v4_syn_recv_sock` ->
+    /// `tcp_sync_mss(dst_mtu)`). What probing found stays the old connection's.
+    pub fn learn_route(&mut self, mtu: u32) {
+        if mtu < self.pmtu.route_mtu() {
+            self.pmtu.set_route(mtu, false);
+            self.sync_mss(mtu);
+        }
+    }
+
     /// The path as the handshake left it, for a connection set up elsewhere (a script's):
     /// `tcp_mtup_init` runs again on it.
     pub fn set_path(&mut self, now: Time, pmtu: PathMtu) {
