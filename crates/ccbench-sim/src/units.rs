@@ -32,6 +32,8 @@ pub mod wire {
     pub const TCP_TS_OPTION: u32 = 12;
     /// Per-segment overhead of a data segment: 52 bytes, so MSS 1448 gives 1500-byte packets.
     pub const DATA_OVERHEAD: u32 = IP_HEADER + TCP_HEADER + TCP_TS_OPTION;
+    /// `MAX_TCP_OPTION_SPACE`: the option bytes a TCP header can hold.
+    pub const MAX_TCP_OPTION_SPACE: u32 = 40;
     /// A pure ACK: headers plus timestamps.
     pub const ACK_BYTES: u32 = DATA_OVERHEAD;
     /// Bytes added by a SACK option carrying `n` blocks (2 + 8n, padded with two NOPs).

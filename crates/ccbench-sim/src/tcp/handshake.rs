@@ -29,8 +29,6 @@ pub const SYN_RETRIES: u32 = 6;
 /// `TCP_INIT_CWND`: cwnd from `tcp_init_sock` until the connection is established; what
 /// the algorithm's ssthresh sees at a SYN timeout.
 pub const INIT_CWND_AT_SYN: u32 = 10;
-/// `MAX_TCP_OPTION_SPACE`: the SYN's data leaves room for a full option space.
-const MAX_TCP_OPTION_SPACE: u32 = 40;
 /// The data in a SYN goes in one page fragment at most (`skb_page_frag_refill`).
 const PAGE_SIZE: u64 = 4096;
 /// A SYN's or SYN-ACK's options without Fast Open: MSS (4), SACK-permitted and
@@ -83,7 +81,7 @@ impl FastOpenCache {
 /// MTU gives, without the timestamp option's room taken (`__tcp_mtu_to_mss`), less the
 /// full option space, and at most a page.
 pub fn syn_data_bytes(mss: u32, pending: u64) -> u32 {
-    let space = (mss + wire::TCP_TS_OPTION).saturating_sub(MAX_TCP_OPTION_SPACE) as u64;
+    let space = (mss + wire::TCP_TS_OPTION).saturating_sub(wire::MAX_TCP_OPTION_SPACE) as u64;
     space.min(PAGE_SIZE).min(pending) as u32
 }
 

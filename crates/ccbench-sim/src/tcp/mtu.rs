@@ -79,7 +79,7 @@ impl PathMtu {
 
     /// `tcp_mtu_to_mss`.
     pub fn mtu_to_mss(&self, pmtu: u32) -> u32 {
-        (pmtu.saturating_sub(HEADERS).min(self.clamp)).max(MIN_SND_MSS) - self.opts
+        (pmtu.saturating_sub(HEADERS).min(self.clamp)).max(MIN_SND_MSS).saturating_sub(self.opts)
     }
 
     /// `tcp_mss_to_mtu`.

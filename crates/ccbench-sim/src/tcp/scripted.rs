@@ -19,6 +19,7 @@ use crate::net::Ecn;
 use crate::net::Packet;
 use crate::time::{Dur, Time};
 use crate::units::wire;
+use crate::units::wire::MAX_TCP_OPTION_SPACE;
 use std::collections::BTreeMap;
 
 /// How the scripted connection is set up.
@@ -100,6 +101,11 @@ impl ScriptedSender {
         let sp = SenderParams { id: 0, tcp: p.tcp.clone(), flow, handshake_rtt: p.handshake_rtt, conn: 0, gso: p.gso };
         let mut sender = Sender::new(sp, cc);
         let (mss, opts) = (p.tcp.mss, p.tcp_options);
+        if opts > MAX_TCP_OPTION_SPACE || p.mss_clamp.is_some_and(|c| !(mss..=u16::MAX as u32).contains(&c)) {
+            return Err(format!(
+                "tcp_options must be at most {MAX_TCP_OPTION_SPACE} bytes and mss_clamp from the MSS ({mss}) to 65535"
+            ));
+        }
         let path = PathMtu::new(mss, opts, mss + opts + wire::IP_HEADER + wire::TCP_HEADER);
         sender.set_path(Time::ZERO, path.with_clamp(p.mss_clamp.unwrap_or(mss + opts)));
         sender.set_snd_wnd(p.snd_wnd);

@@ -387,6 +387,12 @@ impl WriteQueue {
         remap
     }
 
+    /// Cut what is unsent (from `snd_nxt`) at `mss`, the sent segments as they are; a
+    /// `probe` takes the first unsent segment's place, as [`Self::resegment`] says.
+    pub fn cut_unsent(&mut self, mss: u32, snd_nxt: u64, probe: Option<u32>) {
+        self.resegment(mss, snd_nxt..snd_nxt, &|_| Recut::default(), probe);
+    }
+
     /// The runs of sent segments to cut again: those `recut` names, up to their skb's end,
     /// that hold a segment longer than `mss`.
     fn sent_runs(&self, mss: u32, sent: Range<u64>, recut: &dyn Fn(u64) -> Recut) -> Vec<Range<u64>> {
@@ -608,8 +614,7 @@ mod tests {
         w.mark_eor();
         w.append(700, 0, true);
         // 1000, 1000, 500 (EOR), 700: nothing sent, cut at 600.
-        let moved = w.resegment(600, 0..0, &|_| Recut::default(), None);
-        assert!(moved.is_identity());
+        w.cut_unsent(600, 0, None);
         let lens: Vec<u32> = (0..w.written_segs()).map(|s| w.seg_len(s)).collect();
         assert_eq!(lens, [600, 600, 600, 600, 100, 600, 100]);
         assert_eq!(w.written_bytes(), 3_200);
@@ -637,7 +642,7 @@ mod tests {
         // mtu_probe/basic-v4: 4000 bytes at MSS 600, a probe of 986.
         let mut w = WriteQueue::new(600, false);
         w.append(4_000, 0, true);
-        w.resegment(600, 0..0, &|_| Recut::default(), Some(986));
+        w.cut_unsent(600, 0, Some(986));
         let lens: Vec<u32> = (0..w.written_segs()).map(|s| w.seg_len(s)).collect();
         assert_eq!(lens, [986, 600, 600, 600, 600, 600, 14]);
         assert_eq!(w.coalescable(0), 4_000);

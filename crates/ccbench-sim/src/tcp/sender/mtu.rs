@@ -43,9 +43,8 @@ impl Sender {
     pub(super) fn sync_mss(&mut self, pmtu: u32) {
         let mss = self.pmtu.sync(pmtu);
         if mss != self.mss() {
-            let sent = self.sb.snd_una..self.snd_nxt();
-            let moved = self.write.resegment(mss, sent, &|_| Recut::default(), None);
-            debug_assert!(moved.is_identity());
+            let snd_nxt = self.snd_nxt();
+            self.write.cut_unsent(mss, snd_nxt, None);
         }
     }
 

@@ -16,7 +16,6 @@ use crate::tcp::scoreboard::Seg;
 use crate::tcp::scoreboard::SKB_END;
 use crate::tcp::tsopt::ts_ms;
 use crate::tcp::tsq::Tsq;
-use crate::tcp::write::Recut;
 use crate::tcp::xmit_timer::XmitTimer;
 use crate::time::{Dur, Time};
 use crate::units::wire;
@@ -549,8 +548,7 @@ impl Sender {
             return Probe::No; // `tcp_can_coalesce_send_queue_head`: MSG_EOR in the way
         }
         let seq = self.snd_nxt();
-        let sent = self.sb.snd_una..seq;
-        self.write.resegment(mss_now, sent, &|_| Recut::default(), Some(size));
+        self.write.cut_unsent(mss_now, seq, Some(size));
         if !self.send_skb(now, seq..seq + 1, TxKind::New, q) {
             return Probe::No;
         }
