@@ -30,7 +30,7 @@ impl Link {
     pub(super) fn start_measuring(&mut self, t: Time) {
         self.m.active = true;
         self.path.bottleneck.restart_capacity_at(t);
-        if let Some(a) = self.path.ack_link.as_mut() {
+        if let Some(a) = self.path.reverse_bottleneck.as_mut() {
             a.restart_capacity_at(t);
         }
         self.path.start_rtt_schedule(t, &mut self.agenda);

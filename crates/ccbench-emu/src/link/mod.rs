@@ -39,7 +39,7 @@ use ccbench_sim::config::build;
 use ccbench_sim::event::Schedule;
 use ccbench_sim::meter::LinkMeter;
 use ccbench_sim::net::aqm::Dropped;
-use ccbench_sim::net::{End, Packet, Path, PathObserver, PathWake};
+use ccbench_sim::net::{Dir, End, Packet, Path, PathObserver, PathWake};
 use ccbench_sim::observe::capture::Point;
 use ccbench_sim::time::{Dur, Time};
 use std::cmp::Reverse;
@@ -131,7 +131,7 @@ impl Link {
             slab: Slab::default(),
             cfg: cfg.clone(),
             flows,
-            meter: LinkMeter::new(&s.link, flows + 1),
+            meter: LinkMeter::new(s, flows + 1),
             data_in: vec![0; flows],
             rtt: (0..flows).map(|_| FlowRtt::default()).collect(),
             m: Measure { interval: Dur(s.sample_interval_ns), ..Measure::default() },
@@ -224,9 +224,13 @@ impl Link {
                 self.cap(Point::BottleneckIn, router, flow, &bytes);
                 self.cap(Point::BottleneckOut, router, flow, &bytes);
                 let pkt = Packet { flow: flow as u32, wire_bytes, seq: self.slab.insert(bytes), ..Packet::default() };
-                if let Some(dropped) = self.path.reply(now, flow as u32, pkt, &mut self.agenda) {
-                    self.slab.take(dropped.seq);
-                }
+                let mut tally = Tally {
+                    slab: &mut self.slab,
+                    capture: self.capture.as_mut(),
+                    meter: &mut self.meter,
+                    flows: self.flows,
+                };
+                self.path.reply(now, flow as u32, pkt, &mut self.agenda, &mut tally);
             }
         }
     }
@@ -349,24 +353,28 @@ struct Tally<'a> {
 }
 
 impl PathObserver for Tally<'_> {
-    fn entered(&mut self, now: Time, pkt: &Packet) {
-        let bytes = self.slab.get(pkt.seq);
-        record(self.capture.as_deref_mut(), self.flows, Point::BottleneckIn, now, pkt.flow as usize, bytes);
+    fn entered(&mut self, dir: Dir, now: Time, pkt: &Packet) {
+        if dir == Dir::Down {
+            let bytes = self.slab.get(pkt.seq);
+            record(self.capture.as_deref_mut(), self.flows, Point::BottleneckIn, now, pkt.flow as usize, bytes);
+        }
     }
 
-    fn left(&mut self, now: Time, pkt: &Packet, chained: bool) {
+    fn left(&mut self, dir: Dir, now: Time, pkt: &Packet, chained: bool) {
         self.slab.mark_chained(pkt.seq, chained);
         if pkt.ce {
             self.slab.mark_ce(pkt.seq);
         }
-        let bytes = self.slab.get(pkt.seq);
-        record(self.capture.as_deref_mut(), self.flows, Point::BottleneckOut, now, pkt.flow as usize, bytes);
-        self.meter.left(now, pkt, chained);
+        if dir == Dir::Down {
+            let bytes = self.slab.get(pkt.seq);
+            record(self.capture.as_deref_mut(), self.flows, Point::BottleneckOut, now, pkt.flow as usize, bytes);
+        }
+        self.meter.left(dir, now, pkt, chained);
     }
 
-    fn dropped(&mut self, d: &Dropped) {
+    fn dropped(&mut self, dir: Dir, d: &Dropped) {
         self.slab.take(d.pkt.seq);
-        self.meter.dropped(d);
+        self.meter.dropped(dir, d);
     }
 }
 

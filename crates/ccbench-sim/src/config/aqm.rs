@@ -72,9 +72,14 @@ impl Aqm {
 
     /// The first parameter outside its range, named as `link.aqm_params` names it.
     pub fn check(&self) -> Result<(), ConfigError> {
+        self.check_as("link.aqm")
+    }
+
+    /// [`Aqm::check`] for the AQM at `field` (`link.aqm`, `link.reverse.aqm`).
+    pub fn check_as(&self, field: &str) -> Result<(), ConfigError> {
         let Some(params) = self.params() else { return Ok(()) };
         match first_out_of_range(&params, Self::RANGES) {
-            Some((r, _)) => Err(err(format!("link.aqm_params.{}", r.key()), format!("must be {}", describe(r)))),
+            Some((r, _)) => Err(err(format!("{field}_params.{}", r.key()), format!("must be {}", describe(r)))),
             None => Ok(()),
         }
     }

@@ -2,7 +2,7 @@
 //! direction with its capacity, queueing discipline and loss model, and the path they
 //! are part of. The simulator's world and the emulator's link both build theirs here.
 
-use super::{Aqm, BufferLimit, Scenario};
+use super::{Aqm, BufferLimit, Direction, LossModelConfig, Scenario};
 use crate::base::rng;
 use crate::net::aqm::{self, Codel, FqCodel, Qdisc, QueueLimit};
 use crate::net::capacity::{Capacity, RateSchedule};
@@ -28,6 +28,11 @@ fn limit_of(limit: BufferLimit, bdp_bytes: u64) -> QueueLimit {
 
 /// The queueing discipline a scenario asks for.
 pub fn qdisc_for(s: &Scenario) -> Qdisc {
+    qdisc_of(&s.link.aqm, resolve_limit(s, s.link.buffer))
+}
+
+/// The queueing discipline `aqm`, drop-tail at `limit`.
+fn qdisc_of(aqm: &Aqm, limit: QueueLimit) -> Qdisc {
     use aqm::codel::{codel_dur, CodelParams};
     use aqm::fq_codel::FqCodelParams;
     let params = |target, interval, mtu, ecn, ce: Option<u64>| CodelParams {
@@ -37,8 +42,8 @@ pub fn qdisc_for(s: &Scenario) -> Qdisc {
         ecn,
         ce_threshold: ce.map(|c| codel_dur(Dur(c))),
     };
-    match &s.link.aqm {
-        Aqm::DropTail => Qdisc::DropTail(aqm::DropTail::new(resolve_limit(s, s.link.buffer))),
+    match aqm {
+        Aqm::DropTail => Qdisc::DropTail(aqm::DropTail::new(limit)),
         Aqm::Codel(c) => Qdisc::Codel(Codel::new(
             params(c.target_ns, c.interval_ns, c.mtu_bytes, c.ecn, c.ce_threshold_ns),
             c.limit_packets,
@@ -56,9 +61,15 @@ pub fn qdisc_for(s: &Scenario) -> Qdisc {
 
 /// The loss model a scenario asks for, on its own random stream.
 pub fn loss_for(s: &Scenario) -> LossModel {
-    match &s.link.loss_model {
-        Some(m) => LossModel::gilbert_elliott(m.params(), rng::stream(s.seed, "loss-gilbert-elliott", 0)),
-        None => LossModel::bernoulli(s.link.loss, rng::stream(s.seed, "loss", 0)),
+    loss_of(s.seed, 0, s.link.loss, s.link.loss_model.as_ref())
+}
+
+/// Bernoulli loss `loss` or the model `model`, on the streams of direction `dir` (0:
+/// the forward link, 1: the reverse).
+fn loss_of(seed: u64, dir: u64, loss: f64, model: Option<&LossModelConfig>) -> LossModel {
+    match model {
+        Some(m) => LossModel::gilbert_elliott(m.params(), rng::stream(seed, "loss-gilbert-elliott", dir)),
+        None => LossModel::bernoulli(loss, rng::stream(seed, "loss", dir)),
     }
 }
 
@@ -72,7 +83,14 @@ pub fn path(s: &Scenario, lanes: usize) -> Path {
         access: (0..lanes).map(|i| Dur(s.flows.get(i).map_or(0, |f| f.access_delay_ns))).collect(),
         rtt_steps: l.rtt_schedule.iter().map(|st| (Dur(st.at_ns), Dur(st.rtt_ns))).collect(),
     };
-    Path::new(shape, forward_bottleneck(s), reverse_bottleneck(s))
+    let up = (0..lanes).map(|i| s.flows.get(i).is_some_and(|f| f.direction == Direction::Up)).collect();
+    let mut forward = forward_bottleneck(s);
+    if s.flows.iter().any(|f| f.direction == Direction::Up) {
+        // The up flows' ACKs cross it: random loss takes data only, as on the kernel
+        // engine (whose real ACKs the simulator's model of them must match).
+        forward.lose_data_only();
+    }
+    Path::new(shape, forward, reverse_bottleneck(s), up)
 }
 
 /// The data direction's bottleneck for a validated scenario.
@@ -90,17 +108,24 @@ pub fn forward_bottleneck(s: &Scenario) -> Bottleneck {
     Bottleneck::new(capacity, qdisc_for(s), ecn, loss_for(s))
 }
 
-/// The ACK direction's bottleneck, if the scenario has an ACK trace: a FIFO served by
-/// the trace, unlimited (as Mahimahi's default queue) unless `reverse_buffer` sets a
-/// drop-tail limit, whose BDP multiples are of the ACK link's own BDP (the trace's mean
-/// rate x the base RTT), as an uplink's buffer would be sized.
+/// The reverse direction's bottleneck, if the scenario has one (`link.reverse`, or an ACK
+/// trace): its rate or trace, behind its queue, whose BDP multiples are of its own BDP
+/// (its rate x the base RTT), as an uplink's buffer is sized; no buffer is no limit (an
+/// ACK trace's default, as Mahimahi's queue). Random loss spares packets without
+/// payload, as the forward link's does when flows go up (`path`).
 pub fn reverse_bottleneck(s: &Scenario) -> Option<Bottleneck> {
-    let t = s.link.ack_trace.as_ref()?;
-    let server = TraceServer::new(Trace::from_ms(&t.opportunities_ms).expect("validated"));
-    let bdp_bytes = (t.mean_bps() as u128 * s.link.rtt_ns as u128 / 8 / 1_000_000_000) as u64;
-    let limit = s.link.reverse_buffer.map_or(QueueLimit::NONE, |b| limit_of(b, bdp_bytes));
-    let q = Qdisc::DropTail(aqm::DropTail::new(limit));
-    Some(Bottleneck::new(Capacity::Trace(server), q, None, LossModel::None))
+    let r = s.link.reverse_link()?;
+    let capacity = match &r.trace {
+        Some(t) => Capacity::Trace(TraceServer::new(Trace::from_ms(&t.opportunities_ms).expect("validated"))),
+        None => Capacity::Rate(RateSchedule::constant(BitRate(r.rate_bps))),
+    };
+    let bdp_bytes = (r.reference_rate_bps() as u128 * s.link.rtt_ns as u128 / 8 / 1_000_000_000) as u64;
+    let limit = r.buffer.map_or(QueueLimit::NONE, |b| limit_of(b, bdp_bytes));
+    let ecn = r.ecn_threshold.map(|t| limit_of(t, bdp_bytes));
+    let mut b =
+        Bottleneck::new(capacity, qdisc_of(&r.aqm, limit), ecn, loss_of(s.seed, 1, r.loss, r.loss_model.as_ref()));
+    b.lose_data_only();
+    Some(b)
 }
 
 #[cfg(test)]

@@ -39,6 +39,11 @@ pub struct LinkConfig {
     /// None = unlimited, as Mahimahi's default queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reverse_buffer: Option<BufferLimit>,
+    /// The reverse direction's bottleneck (`[link.reverse]`, the uplink): the data of
+    /// flows going up and the ACKs of flows going down queue there together, in one
+    /// queue. `ack_trace` with `reverse_buffer` is the same link in an older form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse: Option<ReverseLinkConfig>,
     /// Rate steps: from each step's time on, the bottleneck serves at its rate
     /// (`rate_bps` before the first).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -63,6 +68,74 @@ pub struct LinkConfig {
     /// path-MTU black hole, RFC 2923 2.1).
     #[serde(default, skip_serializing_if = "is_false")]
     pub mtu_black_hole: bool,
+}
+
+/// The reverse direction's bottleneck: a rate or a trace, behind its own queue.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReverseLinkConfig {
+    /// Its rate in bit/s (unused with a trace, whose mean stands in for it).
+    #[serde(default)]
+    pub rate_bps: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceConfig>,
+    /// Drop-tail limit, BDP multiples of its own rate x the base RTT (as an uplink's
+    /// buffer is sized); None: no limit (an ACK trace's default, as Mahimahi's queue).
+    #[serde(default = "default_reverse_buffer")]
+    pub buffer: Option<BufferLimit>,
+    /// Random loss of data packets arriving at it.
+    #[serde(default)]
+    pub loss: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_model: Option<LossModelConfig>,
+    #[serde(default, skip_serializing_if = "Aqm::is_drop_tail")]
+    pub aqm: Aqm,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn_threshold: Option<BufferLimit>,
+}
+
+fn default_reverse_buffer() -> Option<BufferLimit> {
+    Some(default_buffer())
+}
+
+impl ReverseLinkConfig {
+    /// A drop-tail link at `rate_bps` with a buffer of `buffer`.
+    pub fn rate(rate_bps: u64, buffer: BufferLimit) -> ReverseLinkConfig {
+        ReverseLinkConfig {
+            rate_bps,
+            trace: None,
+            buffer: Some(buffer),
+            loss: 0.0,
+            loss_model: None,
+            aqm: Aqm::DropTail,
+            ecn_threshold: None,
+        }
+    }
+
+    /// The rate its BDP-relative sizes refer to: the trace's mean, or `rate_bps`.
+    pub fn reference_rate_bps(&self) -> u64 {
+        self.trace.as_ref().map_or(self.rate_bps, |t| t.mean_bps())
+    }
+
+    /// Its values, named as `link.reverse.*`.
+    fn check(&self) -> Result<(), ConfigError> {
+        match &self.trace {
+            Some(t) => crate::net::trace::Trace::from_ms(&t.opportunities_ms)
+                .map(|_| ())
+                .map_err(|m| err("link.reverse.trace", m))?,
+            None if self.rate_bps == 0 => {
+                return Err(err("link.reverse.rate", "is required (or give link.reverse.trace)"));
+            }
+            None => check_rate("link.reverse.rate", self.rate_bps)?,
+        }
+        if self.trace.is_some() && self.rate_bps != 0 {
+            return Err(err("link.reverse.rate", "give rate or trace, not both (a trace sets the capacity)"));
+        }
+        check_bdp_multiple("link.reverse.buffer", self.buffer)?;
+        check_bdp_multiple("link.reverse.ecn_threshold", self.ecn_threshold)?;
+        check_loss("link.reverse", self.loss, self.loss_model.as_ref())?;
+        self.aqm.check_as("link.reverse.aqm")
+    }
 }
 
 fn is_false(b: &bool) -> bool {
@@ -166,6 +239,7 @@ impl LinkConfig {
             trace: None,
             ack_trace: None,
             reverse_buffer: None,
+            reverse: None,
             rate_schedule: Vec::new(),
             rtt_schedule: Vec::new(),
             loss_model: None,
@@ -184,6 +258,20 @@ impl LinkConfig {
     /// The rate BDP-relative sizes refer to: the trace's mean, or `rate_bps`.
     pub fn reference_rate_bps(&self) -> u64 {
         self.trace.as_ref().map_or(self.rate_bps, |t| t.mean_bps())
+    }
+
+    /// The reverse direction's bottleneck, in either form: `[link.reverse]`, or an ACK
+    /// trace behind `reverse_buffer` (no limit without one). None: a delay line.
+    pub fn reverse_link(&self) -> Option<ReverseLinkConfig> {
+        if let Some(r) = &self.reverse {
+            return Some(r.clone());
+        }
+        let trace = self.ack_trace.clone()?;
+        Some(ReverseLinkConfig {
+            trace: Some(trace),
+            buffer: self.reverse_buffer,
+            ..ReverseLinkConfig::rate(0, BufferLimit::Packets(0))
+        })
     }
 
     /// The defaults of every value but the rate and the RTT, which have none (the AQM's
@@ -213,9 +301,6 @@ impl LinkConfig {
                     fmt_ns(MAX_PATH_RTT_NS)
                 ),
             ));
-        }
-        if !(0.0..1.0).contains(&self.loss) {
-            return Err(err("link.loss", "must be in [0, 1)"));
         }
         check_rate("link.nic_rate", self.nic_rate_bps)?;
         check_bdp_multiple("link.buffer", Some(self.buffer))?;
@@ -247,18 +332,15 @@ impl LinkConfig {
             return Err(err("link.rate_schedule", "cannot be combined with link.trace (the trace sets the capacity)"));
         }
         self.check_schedules()?;
-        if let Some(m) = &self.loss_model {
-            if self.loss > 0.0 {
-                return Err(err("link.loss_model", "cannot be combined with link.loss; give one of them"));
+        check_loss("link", self.loss, self.loss_model.as_ref())?;
+        if let Some(r) = &self.reverse {
+            if self.ack_trace.is_some() {
+                return Err(err(
+                    "link.reverse",
+                    "cannot be combined with link.ack_trace (give the trace as link.reverse.trace)",
+                ));
             }
-            let g = m.params();
-            for (name, v, lo_open) in [("p", g.p, true), ("r", g.r, true), ("h", g.h, false), ("k", g.k, false)] {
-                let ok = v.is_finite() && v <= 1.0 && if lo_open { v > 0.0 } else { v >= 0.0 };
-                if !ok {
-                    let range = if lo_open { "(0, 1]" } else { "[0, 1]" };
-                    return Err(err(format!("link.loss_model.{name}"), format!("must be a probability in {range}")));
-                }
-            }
+            r.check()?;
         }
         self.aqm.check()
     }
@@ -331,6 +413,30 @@ impl LinkConfig {
 
 const MTU_ALLOWED: &str =
     "552 to 65535 bytes (ip_rt_min_pmtu, below which Linux lets routers fragment; an IPv4 packet's length)";
+
+/// A loss probability and a loss model, not both, each within its range (`prefix`:
+/// `link` or `link.reverse`).
+fn check_loss(prefix: &str, loss: f64, model: Option<&LossModelConfig>) -> Result<(), ConfigError> {
+    if !(0.0..1.0).contains(&loss) {
+        return Err(err(format!("{prefix}.loss"), "must be in [0, 1)"));
+    }
+    let Some(m) = model else { return Ok(()) };
+    if loss > 0.0 {
+        return Err(err(
+            format!("{prefix}.loss_model"),
+            format!("cannot be combined with {prefix}.loss; give one of them"),
+        ));
+    }
+    let g = m.params();
+    for (name, v, lo_open) in [("p", g.p, true), ("r", g.r, true), ("h", g.h, false), ("k", g.k, false)] {
+        let ok = v.is_finite() && v <= 1.0 && if lo_open { v > 0.0 } else { v >= 0.0 };
+        if !ok {
+            let range = if lo_open { "(0, 1]" } else { "[0, 1]" };
+            return Err(err(format!("{prefix}.loss_model.{name}"), format!("must be a probability in {range}")));
+        }
+    }
+    Ok(())
+}
 
 /// A BDP multiple must be finite and at most [`MAX_BDP_MULTIPLE`].
 fn check_bdp_multiple(field: &str, limit: Option<BufferLimit>) -> Result<(), ConfigError> {

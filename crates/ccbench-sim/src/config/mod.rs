@@ -10,10 +10,10 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::host::config::{CpuAvailability, CpuCost, HostConfig};
 pub use crate::net::Ecn;
-pub use crate::tcp::config::Connect;
+pub use crate::tcp::config::{Connect, Direction};
 pub use crate::tcp::{FlowConfig, TcpConfig};
 pub use aqm::{Aqm, CodelConfig, FqCodelConfig, ETH_MTU};
-pub use link::{BufferLimit, LinkConfig, LossModelConfig, RateStep, RttStep, TraceConfig, MIN_PMTU};
+pub use link::{BufferLimit, LinkConfig, LossModelConfig, RateStep, ReverseLinkConfig, RttStep, TraceConfig, MIN_PMTU};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

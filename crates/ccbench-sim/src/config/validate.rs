@@ -136,6 +136,12 @@ impl Scenario {
         if let Some(r) = f.fixed_pacing_rate_bps {
             check_rate(&format!("flows[{i}].fixed_pacing_rate"), r)?;
         }
+        if f.direction == crate::tcp::config::Direction::Up && self.link.reverse_link().is_none() {
+            return Err(err(
+                format!("flows[{i}].direction"),
+                "\"up\" needs a reverse bottleneck: link.reverse (its rate or trace) or link.ack_trace",
+            ));
+        }
         Ok(())
     }
 

@@ -8,10 +8,10 @@
 
 mod totals;
 
-use crate::config::LinkConfig;
+use crate::config::{Direction, Scenario};
 use crate::net::aqm::Dropped;
-use crate::net::{Packet, Path, PathObserver};
-use crate::observe::recorder::LinkRow;
+use crate::net::{Bottleneck, Dir, Packet, Path, PathObserver};
+use crate::observe::recorder::{DirRow, LinkRow};
 use crate::time::Time;
 
 /// What one lane (a flow; the emulator's packets of no flow) carried through the
@@ -20,7 +20,7 @@ use crate::time::Time;
 pub struct Lane {
     /// Payload that left the bottleneck, retransmissions included.
     pub payload_out: u64,
-    /// Packets the bottleneck dropped.
+    /// Packets of its data that its bottleneck dropped.
     pub dropped: u64,
     /// Payload per second out of the bottleneck over the last sampled interval.
     pub throughput_bps: f64,
@@ -30,21 +30,33 @@ pub struct Lane {
 pub struct LinkMeter {
     origin: Time,
     last_sample: Time,
-    wire_bytes_at_sample: u64,
+    /// Wire bytes out of each direction's bottleneck at the last sample.
+    wire_bytes_at_sample: [u64; 2],
     lanes: Vec<Lane>,
+    /// Which way each lane's data goes (the lanes past the flows' go down).
+    lane_dir: Vec<Dir>,
     /// The ACK trace's long-run mean, for the ACK link's figures.
     ack_trace_mean_bps: u64,
+    /// The reverse bottleneck is `[link.reverse]` (not an ACK trace): its totals are a
+    /// link's.
+    reverse_table: bool,
 }
 
 impl LinkMeter {
-    /// A meter of `lanes` lanes on the path built from `link`, counting from time zero.
-    pub fn new(link: &LinkConfig, lanes: usize) -> LinkMeter {
+    /// A meter of `lanes` lanes on the path built from `s`, counting from time zero.
+    pub fn new(s: &Scenario, lanes: usize) -> LinkMeter {
+        let dir = |i| match s.flows.get(i).map(|f: &crate::tcp::FlowConfig| f.direction) {
+            Some(Direction::Up) => Dir::Up,
+            _ => Dir::Down,
+        };
         LinkMeter {
             origin: Time::ZERO,
             last_sample: Time::ZERO,
-            wire_bytes_at_sample: 0,
+            wire_bytes_at_sample: [0; 2],
             lanes: vec![Lane::default(); lanes],
-            ack_trace_mean_bps: link.ack_trace.as_ref().map_or(0, |t| t.mean_bps()),
+            lane_dir: (0..lanes).map(dir).collect(),
+            ack_trace_mean_bps: s.link.ack_trace.as_ref().map_or(0, |t| t.mean_bps()),
+            reverse_table: s.link.reverse.is_some(),
         }
     }
 
@@ -52,11 +64,11 @@ impl LinkMeter {
     /// from zero (the emulator's measurement epoch).
     pub fn restart(&mut self, at: Time, path: &mut Path) {
         path.bottleneck.counters = Default::default();
-        if let Some(a) = path.ack_link.as_mut() {
+        if let Some(a) = path.reverse_bottleneck.as_mut() {
             a.counters = Default::default();
         }
         self.lanes.fill(Lane::default());
-        (self.origin, self.last_sample, self.wire_bytes_at_sample) = (at, at, 0);
+        (self.origin, self.last_sample, self.wire_bytes_at_sample) = (at, at, [0; 2]);
     }
 
     pub fn lanes(&self) -> &[Lane] {
@@ -77,10 +89,26 @@ impl LinkMeter {
             lane.throughput_bps = (lane.payload_out - lane.payload_at_sample) as f64 * 8.0 / secs;
             lane.payload_at_sample = lane.payload_out;
         }
-        let b = &path.bottleneck;
+        let down = self.dir_row(0, &path.bottleneck, since, now);
+        let up = path.reverse_bottleneck.as_ref().map(|b| self.dir_row(1, b, since, now));
+        LinkRow {
+            time_s: now.since(self.origin).secs_f64(),
+            queue_bytes: down.queue_bytes,
+            queue_packets: down.queue_packets,
+            utilization: down.utilization,
+            throughput_bps: down.throughput_bps,
+            capacity_bps: down.capacity_bps,
+            drops: down.drops,
+            up,
+        }
+    }
+
+    /// Bottleneck `b`'s figures (direction `k`'s) over `[since, now)`.
+    fn dir_row(&mut self, k: usize, b: &Bottleneck, since: Time, now: Time) -> DirRow {
+        let secs = now.since(since).secs_f64();
         let c = &b.counters;
-        let bits = (c.wire_bytes_out - self.wire_bytes_at_sample) as f64 * 8.0;
-        self.wire_bytes_at_sample = c.wire_bytes_out;
+        let bits = (c.wire_bytes_out - self.wire_bytes_at_sample[k]) as f64 * 8.0;
+        self.wire_bytes_at_sample[k] = c.wire_bytes_out;
         let (utilization, capacity_bps) = match b.capacity().constant_rate() {
             Some(rate) => (bits / (rate.bps() as f64 * secs), rate.bps() as f64),
             None => {
@@ -89,8 +117,7 @@ impl LinkMeter {
                 (if cap > 0.0 { bits / cap } else { f64::NAN }, cap / secs)
             }
         };
-        LinkRow {
-            time_s: now.since(self.origin).secs_f64(),
+        DirRow {
             queue_bytes: b.backlog_bytes() as f64,
             queue_packets: b.backlog_packets() as f64,
             utilization,
@@ -102,13 +129,18 @@ impl LinkMeter {
 }
 
 impl PathObserver for LinkMeter {
+    /// Only data carries payload: what leaves either bottleneck is its lane's.
     #[inline]
-    fn left(&mut self, _now: Time, pkt: &Packet, _chained: bool) {
+    fn left(&mut self, _dir: Dir, _now: Time, pkt: &Packet, _chained: bool) {
         self.lanes[pkt.flow as usize].payload_out += pkt.payload as u64;
     }
+    /// A lane's drops are those in its data's direction (its ACKs' count at their link).
     #[inline]
-    fn dropped(&mut self, d: &Dropped) {
-        self.lanes[d.pkt.flow as usize].dropped += 1;
+    fn dropped(&mut self, dir: Dir, d: &Dropped) {
+        let k = d.pkt.flow as usize;
+        if self.lane_dir[k] == dir {
+            self.lanes[k].dropped += 1;
+        }
     }
 }
 

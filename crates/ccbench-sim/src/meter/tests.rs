@@ -20,7 +20,7 @@ fn path(capacity: Capacity, limit: u64) -> Path {
         rtt_steps: Vec::new(),
     };
     let queue = Qdisc::DropTail(DropTail::new(QueueLimit::Packets(limit)));
-    Path::new(shape, Bottleneck::new(capacity, queue, None, LossModel::None), None)
+    Path::new(shape, Bottleneck::new(capacity, queue, None, LossModel::None), None, Vec::new())
 }
 
 fn constant() -> Capacity {
@@ -28,7 +28,11 @@ fn constant() -> Capacity {
 }
 
 fn meter() -> LinkMeter {
-    LinkMeter::new(&LinkConfig::new(12_000_000, 20 * MS, BufferLimit::Packets(100)), 2)
+    let link = crate::config::LinkConfig::new(12_000_000, 20 * MS, BufferLimit::Packets(100));
+    let flows = vec![crate::tcp::FlowConfig::bulk("cubic"); 2];
+    let s =
+        Scenario { seed: 1, duration_ns: 1, sample_interval_ns: 0, link, flows, tcp: Default::default(), host: None };
+    LinkMeter::new(&s, 2)
 }
 
 fn data(flow: u32) -> Packet {

@@ -9,7 +9,16 @@ use crate::time::Time;
 impl LinkMeter {
     /// What the path's links carried from the origin to `until`.
     pub fn totals(&self, path: &Path, until: Time) -> LinkMeasured {
-        let b = &path.bottleneck;
+        let reverse = path.reverse_bottleneck.as_ref().filter(|_| self.reverse_table);
+        LinkMeasured {
+            ack_link: path.reverse_bottleneck.as_ref().filter(|_| !self.reverse_table).map(|a| self.ack_link(a, until)),
+            reverse: reverse.map(|r| Box::new(self.bottleneck_totals(r, until))),
+            ..self.bottleneck_totals(&path.bottleneck, until)
+        }
+    }
+
+    /// Bottleneck `b`'s counters and what it offered.
+    fn bottleneck_totals(&self, b: &Bottleneck, until: Time) -> LinkMeasured {
         let c = &b.counters;
         let stats = |h, scale| Stats::from_histogram(h, scale);
         // A constant rate offered its rate: the summary takes it over the whole run.
@@ -28,7 +37,8 @@ impl LinkMeter {
             queue_bytes: stats(&c.queue_bytes_seen, 1.0),
             queue_packets: stats(&c.queue_packets_seen, 1.0),
             packets_forwarded: c.packets_out,
-            ack_link: path.ack_link.as_ref().map(|a| self.ack_link(a, until)),
+            ack_link: None,
+            reverse: None,
         }
     }
 

@@ -13,5 +13,5 @@ pub mod trace;
 
 pub use bottleneck::Bottleneck;
 pub use packet::{Ecn, Packet};
-pub use path::{Arrival, End, Path, PathObserver, PathShape, PathWake};
+pub use path::{Arrival, Dir, End, Path, PathObserver, PathShape, PathWake};
 pub use pipe::Pipe;

@@ -2,13 +2,17 @@
 //! emulator both drive.
 //!
 //! ```text
-//! sender --NIC (nic_rate, access delay)--> bottleneck --(rate)--> delay rtt/2 --> receiver
-//! sender <------------ delay rtt/2 + access delay <-- [ACK trace link] ----------- receiver
+//! near --NIC (nic_rate, access delay)--> bottleneck --(rate)--> delay rtt/2 --------------> far
+//! near <------------ delay rtt/2 + access delay <-- [reverse bottleneck] <--[far NIC]-- far
 //! ```
 //!
-//! Each lane (a flow; the emulator adds one for packets of no flow) has its own NIC and
-//! return delay line; the bottleneck, the forward delay line and the ACK direction's
-//! trace-driven link are shared. The caller owns the clock: it hands packets in with
+//! Each lane (a flow; the emulator adds one for packets of no flow) has its own NICs and
+//! return delay line; the bottleneck, the forward delay line and the reverse direction's
+//! bottleneck are shared. A lane going down has its sender near and its receiver far; a
+//! lane going up the other way round, so that its data queues at the reverse bottleneck
+//! with the down lanes' ACKs, and its ACKs at the forward one with their data. A down
+//! lane's ACKs skip the far NIC (a 52-byte ACK takes 42 ns at 10 Gbit/s); an up lane's
+//! data crosses it at `nic_rate`, as the near sender's does its NIC. The caller owns the clock: it hands packets in with
 //! [`Path::send`] and [`Path::reply`], keeps the wake-ups the path schedules through
 //! [`Schedule`], and calls [`Path::handle`] when one is due, which returns the packet
 //! (if any) that reaches an end. What happens on the way (a packet entering or leaving
@@ -28,14 +32,17 @@ pub enum PathWake {
     /// The bottleneck's next service instant: its head packet is serialized, or (on a
     /// trace) a delivery opportunity comes.
     BottleneckService,
-    /// A delivery opportunity of the ACK direction's trace-driven link.
-    AckLinkService,
+    /// The reverse bottleneck's next service instant.
+    ReverseService,
     /// The head of the forward delay line reaches its receiver.
     ForwardExit,
     /// The head of lane `.0`'s return path reaches its sender.
     ReverseExit(u32),
     /// Step `.0` of the RTT schedule takes effect.
     RttStep(u32),
+    /// The head of lane `.0`'s far NIC (an up lane's sender) reaches the reverse
+    /// bottleneck.
+    FarNicExit(u32),
 }
 
 /// Which end a packet reaches.
@@ -54,15 +61,23 @@ pub struct Arrival {
     pub pkt: Packet,
 }
 
-/// What the path tells as it happens. Every method defaults to doing nothing.
+/// A direction of the path: down through the forward bottleneck, up through the reverse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    Down,
+    Up,
+}
+
+/// What the path tells as it happens, at the bottleneck of direction `dir`. Every
+/// method defaults to doing nothing.
 pub trait PathObserver {
     /// A packet leaves its NIC and is offered to the bottleneck.
-    fn entered(&mut self, _now: Time, _pkt: &Packet) {}
+    fn entered(&mut self, _dir: Dir, _now: Time, _pkt: &Packet) {}
     /// A packet leaves the bottleneck; `chained` when it started right as the previous
-    /// one finished (the link was busy in between).
-    fn left(&mut self, _now: Time, _pkt: &Packet, _chained: bool) {}
+    /// one finished (the link was busy in between; told of the forward one only).
+    fn left(&mut self, _dir: Dir, _now: Time, _pkt: &Packet, _chained: bool) {}
     /// The bottleneck dropped a packet (random loss, overflow, AQM).
-    fn dropped(&mut self, _drop: &Dropped) {}
+    fn dropped(&mut self, _dir: Dir, _drop: &Dropped) {}
 }
 
 /// The per-lane and shared delays a path is built with.
@@ -79,9 +94,12 @@ pub struct PathShape {
 
 pub struct Path {
     pub bottleneck: Bottleneck,
-    /// The ACK direction's trace-driven link, if any.
-    pub ack_link: Option<Bottleneck>,
+    /// The reverse direction's bottleneck, if any (else a delay line).
+    pub reverse_bottleneck: Option<Bottleneck>,
     nic: Vec<Pipe>,
+    far_nic: Vec<Pipe>,
+    /// Which lanes go up (their sender far, their data through the reverse bottleneck).
+    up: Vec<bool>,
     forward: Pipe,
     reverse: Vec<Pipe>,
     access: Vec<Dur>,
@@ -94,12 +112,17 @@ pub struct Path {
 }
 
 impl Path {
-    pub fn new(shape: PathShape, bottleneck: Bottleneck, ack_link: Option<Bottleneck>) -> Path {
+    /// `up`: which lanes go up (none if shorter than the lanes).
+    pub fn new(shape: PathShape, bottleneck: Bottleneck, reverse: Option<Bottleneck>, mut up: Vec<bool>) -> Path {
         let PathShape { nic_rate, one_way, access, rtt_steps } = shape;
+        up.resize(access.len(), false);
+        debug_assert!(reverse.is_some() || !up.contains(&true), "an up lane needs a reverse bottleneck");
         Path {
             bottleneck,
-            ack_link,
+            reverse_bottleneck: reverse,
             nic: access.iter().map(|&a| Pipe::new(Some(nic_rate), a)).collect(),
+            far_nic: access.iter().map(|_| Pipe::new(Some(nic_rate), Dur::ZERO)).collect(),
+            up,
             forward: Pipe::new(None, one_way),
             reverse: access.iter().map(|&a| Pipe::new(None, one_way + a)).collect(),
             access,
@@ -116,10 +139,54 @@ impl Path {
         }
     }
 
-    /// A sender hands `pkt` to lane `lane`'s NIC at `now`. Returns when the NIC will
-    /// have serialized it.
+    /// Whether lane `lane` goes up.
+    #[inline(always)]
+    pub fn is_up(&self, lane: u32) -> bool {
+        self.up[lane as usize]
+    }
+
+    /// Lane `lane`'s sender hands `pkt` to its NIC at `now` (the near one, or the far one
+    /// for an up lane). Returns when the NIC will have serialized it.
     #[inline(always)]
     pub fn send(&mut self, now: Time, lane: u32, pkt: Packet, q: &mut impl Schedule<PathWake>) -> Time {
+        if self.up[lane as usize] {
+            return self.far_send(now, lane, pkt, q);
+        }
+        self.near_send(now, lane, pkt, q)
+    }
+
+    /// Lane `lane`'s receiver sends `pkt` back at `now`. A down lane's goes behind the
+    /// reverse bottleneck if there is one, else straight onto the return delay line; an
+    /// up lane's through the near NIC and the forward bottleneck. What a full reverse
+    /// queue drops is told to `obs`.
+    #[inline(always)]
+    pub fn reply(
+        &mut self,
+        now: Time,
+        lane: u32,
+        pkt: Packet,
+        q: &mut impl Schedule<PathWake>,
+        obs: &mut impl PathObserver,
+    ) {
+        if self.up[lane as usize] {
+            self.near_send(now, lane, pkt, q);
+            return;
+        }
+        match self.reverse_bottleneck.as_mut() {
+            Some(link) => {
+                if let Some(t) = link.offer(now, pkt) {
+                    q.push(t, PathWake::ReverseService);
+                }
+                if !link.drops.is_empty() {
+                    self.report_reverse_drops(obs);
+                }
+            }
+            None => self.push_reverse(now, lane, pkt, q),
+        }
+    }
+
+    #[inline(always)]
+    fn near_send(&mut self, now: Time, lane: u32, pkt: Packet, q: &mut impl Schedule<PathWake>) -> Time {
         let (sent, head) = self.nic[lane as usize].push(now, pkt);
         if let Some(t) = head {
             q.push(t, PathWake::NicExit(lane));
@@ -127,26 +194,12 @@ impl Path {
         sent
     }
 
-    /// A receiver sends `pkt` back on lane `lane` at `now`: behind the ACK link if there
-    /// is one, else straight onto the return delay line. Returns the packet if the ACK
-    /// link's queue was full and dropped it (its counters count it), so that a caller
-    /// holding the packet's bytes can free them.
-    #[inline(always)]
-    pub fn reply(&mut self, now: Time, lane: u32, pkt: Packet, q: &mut impl Schedule<PathWake>) -> Option<Packet> {
-        match self.ack_link.as_mut() {
-            Some(link) => {
-                if let Some(t) = link.offer(now, pkt) {
-                    q.push(t, PathWake::AckLinkService);
-                }
-                // A FIFO without random loss drops only the packet it is offered.
-                debug_assert!(link.drops.len() <= 1);
-                link.drops.pop().map(|d| d.pkt)
-            }
-            None => {
-                self.push_reverse(now, lane, pkt, q);
-                None
-            }
+    fn far_send(&mut self, now: Time, lane: u32, pkt: Packet, q: &mut impl Schedule<PathWake>) -> Time {
+        let (sent, head) = self.far_nic[lane as usize].push(now, pkt);
+        if let Some(t) = head {
+            q.push(t, PathWake::FarNicExit(lane));
         }
+        sent
     }
 
     #[inline(always)]
@@ -168,22 +221,25 @@ impl Path {
         match wake {
             PathWake::NicExit(lane) => self.nic_exit(now, lane, q, obs),
             PathWake::BottleneckService => self.bottleneck_service(now, q, obs),
-            PathWake::AckLinkService => self.ack_link_service(now, q),
+            PathWake::ReverseService => self.reverse_service(now, q, obs),
             PathWake::ForwardExit => {
                 let (pkt, next) = self.forward.pop(now);
                 if let Some(t) = next {
                     q.push(t, PathWake::ForwardExit);
                 }
-                return Some(Arrival { to: End::Receiver, lane: pkt.flow, pkt });
+                let to = if self.up[pkt.flow as usize] { End::Sender } else { End::Receiver };
+                return Some(Arrival { to, lane: pkt.flow, pkt });
             }
             PathWake::ReverseExit(lane) => {
                 let (pkt, next) = self.reverse[lane as usize].pop(now);
                 if let Some(t) = next {
                     q.push(t, PathWake::ReverseExit(lane));
                 }
-                return Some(Arrival { to: End::Sender, lane, pkt });
+                let to = if self.up[lane as usize] { End::Receiver } else { End::Sender };
+                return Some(Arrival { to, lane, pkt });
             }
             PathWake::RttStep(k) => self.rtt_step(k),
+            PathWake::FarNicExit(lane) => self.far_nic_exit(now, lane, q, obs),
         }
         None
     }
@@ -196,7 +252,7 @@ impl Path {
         if let Some(t) = next {
             q.push(t, PathWake::NicExit(lane));
         }
-        obs.entered(now, &pkt);
+        obs.entered(Dir::Down, now, &pkt);
         if let Some(t) = self.bottleneck.offer(now, pkt) {
             self.on_wire_chained = false;
             q.push(t, PathWake::BottleneckService);
@@ -230,19 +286,42 @@ impl Path {
         self.report_drops(obs);
     }
 
-    /// A delivery opportunity of the ACK direction's link: the ACKs it serves go on
-    /// to their lanes' return paths.
+    /// The head of an up lane's far NIC reaches the reverse bottleneck.
+    fn far_nic_exit(&mut self, now: Time, lane: u32, q: &mut impl Schedule<PathWake>, obs: &mut impl PathObserver) {
+        let (pkt, next) = self.far_nic[lane as usize].pop(now);
+        if let Some(t) = next {
+            q.push(t, PathWake::FarNicExit(lane));
+        }
+        obs.entered(Dir::Up, now, &pkt);
+        let link = self.reverse_bottleneck.as_mut().expect("an up lane has a reverse bottleneck");
+        if let Some(t) = link.offer(now, pkt) {
+            q.push(t, PathWake::ReverseService);
+        }
+        self.report_reverse_drops(obs);
+    }
+
+    /// The reverse bottleneck's service instant: what leaves goes on to its lane's
+    /// return path.
     #[inline(always)]
-    fn ack_link_service(&mut self, now: Time, q: &mut impl Schedule<PathWake>) {
-        let link = self.ack_link.as_mut().expect("an ACK link");
+    fn reverse_service(&mut self, now: Time, q: &mut impl Schedule<PathWake>, obs: &mut impl PathObserver) {
+        let link = self.reverse_bottleneck.as_mut().expect("a reverse bottleneck");
         let mut departed = std::mem::take(&mut self.departed);
         if let Some(t) = link.service(now, &mut departed) {
-            q.push(t, PathWake::AckLinkService);
+            q.push(t, PathWake::ReverseService);
         }
-        for ack in departed.drain(..) {
-            self.push_reverse(now, ack.flow, ack, q);
+        for pkt in departed.drain(..) {
+            obs.left(Dir::Up, now, &pkt, false);
+            self.push_reverse(now, pkt.flow, pkt, q);
         }
         self.departed = departed;
+        self.report_reverse_drops(obs);
+    }
+
+    fn report_reverse_drops(&mut self, obs: &mut impl PathObserver) {
+        let link = self.reverse_bottleneck.as_mut().expect("a reverse bottleneck");
+        for d in link.drops.drain(..) {
+            obs.dropped(Dir::Up, &d);
+        }
     }
 
     /// Step `k` of the RTT schedule: the delay lines take its base RTT.
@@ -257,7 +336,7 @@ impl Path {
     /// A packet leaving the bottleneck, on its way to the receiver.
     #[inline(always)]
     fn forward(&mut self, now: Time, pkt: Packet, q: &mut impl Schedule<PathWake>, obs: &mut impl PathObserver) {
-        obs.left(now, &pkt, self.on_wire_chained);
+        obs.left(Dir::Down, now, &pkt, self.on_wire_chained);
         self.on_wire_chained = true;
         if let (_, Some(t)) = self.forward.push(now, pkt) {
             q.push(t, PathWake::ForwardExit);
@@ -267,7 +346,7 @@ impl Path {
     fn report_drops(&mut self, obs: &mut impl PathObserver) {
         if !self.bottleneck.drops.is_empty() {
             for d in self.bottleneck.drops.drain(..) {
-                obs.dropped(&d);
+                obs.dropped(Dir::Down, &d);
             }
         }
     }
@@ -290,18 +369,21 @@ mod tests {
             rtt_steps: vec![(Dur::from_ms(30), Dur::from_ms(40))],
         };
         let bottleneck = Bottleneck::fifo(BitRate(10_000_000), QueueLimit::Packets(100), None, LossModel::None);
-        Path::new(shape, bottleneck, None)
+        Path::new(shape, bottleneck, None, Vec::new())
     }
 
     #[derive(Default)]
-    struct Log(Vec<(&'static str, Time)>);
+    struct Log(Vec<(&'static str, Time)>, Vec<(Dir, u32)>);
 
     impl PathObserver for Log {
-        fn entered(&mut self, now: Time, _: &Packet) {
+        fn entered(&mut self, _: Dir, now: Time, _: &Packet) {
             self.0.push(("entered", now));
         }
-        fn left(&mut self, now: Time, _: &Packet, _: bool) {
+        fn left(&mut self, _: Dir, now: Time, _: &Packet, _: bool) {
             self.0.push(("left", now));
+        }
+        fn dropped(&mut self, dir: Dir, d: &Dropped) {
+            self.1.push((dir, d.pkt.wire_bytes));
         }
     }
 
@@ -327,12 +409,12 @@ mod tests {
         let at = run(&mut p, &mut q, &mut log, Time(20_000_000));
         assert_eq!(log.0, vec![("entered", Time(1_012_000)), ("left", Time(2_212_000))]);
         assert_eq!(at, vec![(End::Receiver, Time(12_212_000))]);
-        p.reply(Time(12_212_000), 0, Packet { wire_bytes: 52, ..Packet::default() }, &mut q);
+        p.reply(Time(12_212_000), 0, Packet { wire_bytes: 52, ..Packet::default() }, &mut q, &mut Log::default());
         let at = run(&mut p, &mut q, &mut log, Time(29_000_000));
         assert_eq!(at, vec![(End::Sender, Time(23_212_000))]);
         // After the step, 20 ms each way (plus the access delay back).
         run(&mut p, &mut q, &mut log, Time(30_000_000));
-        p.reply(Time(31_000_000), 0, Packet { wire_bytes: 52, ..Packet::default() }, &mut q);
+        p.reply(Time(31_000_000), 0, Packet { wire_bytes: 52, ..Packet::default() }, &mut q, &mut Log::default());
         let at = run(&mut p, &mut q, &mut log, Time(100_000_000));
         assert_eq!(at, vec![(End::Sender, Time(52_000_000))]);
     }
@@ -346,7 +428,7 @@ mod tests {
         let server = TraceServer::new(Trace::from_ms(&[1]).unwrap());
         let queue = Qdisc::DropTail(DropTail::new(QueueLimit::Packets(limit)));
         let ack_link = Bottleneck::new(Capacity::Trace(server), queue, None, LossModel::None);
-        Path { ack_link: Some(ack_link), ..path() }
+        Path { reverse_bottleneck: Some(ack_link), ..path() }
     }
 
     #[test]
@@ -364,15 +446,16 @@ mod tests {
                 let (t, w) = q.pop().expect("peeked");
                 p.handle(t, w, &mut q, &mut log);
             }
-            if let Some(d) = p.reply(now, 0, ack, &mut q) {
-                assert_eq!(d.wire_bytes, 500);
+            p.reply(now, 0, ack, &mut q, &mut log);
+            if let Some(d) = log.1.pop() {
+                assert_eq!(d, (Dir::Up, 500));
                 dropped += 1;
             }
-            assert!(p.ack_link.as_ref().unwrap().backlog_packets() <= LIMIT);
+            assert!(p.reverse_bottleneck.as_ref().unwrap().backlog_packets() <= LIMIT);
         }
         // From the first opportunity on, each of the 999 before the last arrival carries
         // three ACKs; the queue ends full; the rest were dropped on arrival.
-        let link = p.ack_link.as_ref().unwrap();
+        let link = p.reverse_bottleneck.as_ref().unwrap();
         let served = 3 * 999;
         assert_eq!(link.counters.packets_out, served);
         assert_eq!(link.backlog_packets(), LIMIT);
@@ -384,10 +467,11 @@ mod tests {
     #[test]
     fn an_unlimited_ack_queue_drops_nothing() {
         let mut p = path_with_ack_link(u64::MAX);
-        let mut q: EventQueue<PathWake> = EventQueue::default();
+        let (mut q, mut log): (EventQueue<PathWake>, _) = (EventQueue::default(), Log::default());
         for k in 0..1000 {
-            assert!(p.reply(Time(k), 0, Packet { wire_bytes: 52, ..Packet::default() }, &mut q).is_none());
+            p.reply(Time(k), 0, Packet { wire_bytes: 52, ..Packet::default() }, &mut q, &mut log);
         }
-        assert!(!p.ack_link.as_ref().unwrap().can_overflow());
+        assert!(log.1.is_empty());
+        assert!(!p.reverse_bottleneck.as_ref().unwrap().can_overflow());
     }
 }

@@ -38,6 +38,19 @@ pub struct LinkRow {
     /// Capacity offered during the interval (the rate, or a trace's opportunities).
     pub capacity_bps: f64,
     pub drops: f64,
+    /// The reverse bottleneck's figures, when the path has one (columns `up_*`).
+    pub up: Option<DirRow>,
+}
+
+/// A bottleneck's figures over a sampled interval.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DirRow {
+    pub queue_bytes: f64,
+    pub queue_packets: f64,
+    pub utilization: f64,
+    pub throughput_bps: f64,
+    pub capacity_bps: f64,
+    pub drops: f64,
 }
 
 /// How a column's values come out of a row.
@@ -80,6 +93,16 @@ pub const LINK_COLUMNS: Columns<LinkRow, 7> = [
     ("capacity_bps", Column::F64(|r| r.capacity_bps)),
 ];
 
+/// The reverse bottleneck's columns in the link table, when the path has one.
+pub const UP_COLUMNS: Columns<DirRow, 6> = [
+    ("up_queue_bytes", Column::F64(|r| r.queue_bytes)),
+    ("up_queue_packets", Column::F64(|r| r.queue_packets)),
+    ("up_utilization", Column::F64(|r| r.utilization)),
+    ("up_throughput_bps", Column::F64(|r| r.throughput_bps)),
+    ("up_drops", Column::F64(|r| r.drops)),
+    ("up_capacity_bps", Column::F64(|r| r.capacity_bps)),
+];
+
 /// The names of `columns`, in order.
 pub fn column_names<R>(columns: &[(&'static str, Column<R>)]) -> Vec<&'static str> {
     columns.iter().map(|(name, _)| *name).collect()
@@ -96,7 +119,12 @@ fn table<R>(rows: &[R], columns: &[(&'static str, Column<R>)]) -> Table {
 
 /// The link's samples as the simulator's link table.
 pub fn link_table(rows: &[LinkRow]) -> Table {
-    table(rows, &LINK_COLUMNS)
+    let mut t = table(rows, &LINK_COLUMNS);
+    if rows.first().is_some_and(|r| r.up.is_some()) {
+        let up: Vec<DirRow> = rows.iter().map(|r| r.up.unwrap_or_default()).collect();
+        t.columns.extend(table(&up, &UP_COLUMNS).columns);
+    }
+    t
 }
 
 #[derive(Default)]

@@ -1,6 +1,6 @@
 //! The link summary's figures that follow from the scenario alone.
 
-use crate::config::{Aqm, BufferLimit, LossModelConfig, Scenario};
+use crate::config::{Aqm, BufferLimit, LossModelConfig, ReverseLinkConfig, Scenario};
 use serde::Serialize;
 use serde_json::json;
 
@@ -24,13 +24,7 @@ pub struct ConfiguredLink {
 impl ConfiguredLink {
     pub fn of(s: &Scenario) -> ConfiguredLink {
         let link = &s.link;
-        let (buffer_bytes, buffer_packets) = match (&link.aqm, link.buffer) {
-            (Aqm::Codel(c), _) => (None, Some(c.limit_packets as u64)),
-            (Aqm::FqCodel(c), _) => (None, Some(c.limit_packets as u64)),
-            (Aqm::DropTail, BufferLimit::Bytes(b)) => (Some(b), None),
-            (Aqm::DropTail, BufferLimit::Packets(n)) => (None, Some(n)),
-            (Aqm::DropTail, BufferLimit::Bdp(x)) => (Some((x * s.bdp_bytes() as f64).round() as u64), None),
-        };
+        let (buffer_bytes, buffer_packets) = limits(&link.aqm, Some(link.buffer), s.bdp_bytes());
         ConfiguredLink {
             rtt_ms: link.rtt_ns as f64 / 1e6,
             buffer_bytes,
@@ -40,6 +34,34 @@ impl ConfiguredLink {
             aqm: aqm_summary(&link.aqm),
             loss_model: link.loss_model.as_ref().map(loss_model_summary),
         }
+    }
+
+    /// The reverse bottleneck's (`r`), whose BDP is its own rate x the base RTT.
+    pub fn of_reverse(s: &Scenario, r: &ReverseLinkConfig) -> ConfiguredLink {
+        let bdp_bytes = (r.reference_rate_bps() as u128 * s.link.rtt_ns as u128 / 8 / 1_000_000_000) as u64;
+        let (buffer_bytes, buffer_packets) = limits(&r.aqm, r.buffer, bdp_bytes);
+        ConfiguredLink {
+            rtt_ms: s.link.rtt_ns as f64 / 1e6,
+            buffer_bytes,
+            buffer_packets,
+            bdp_bytes,
+            trace_mean_bps: r.trace.as_ref().map(|t| t.mean_bps()),
+            aqm: aqm_summary(&r.aqm),
+            loss_model: r.loss_model.as_ref().map(loss_model_summary),
+        }
+    }
+}
+
+/// The queue's limit, in bytes or packets: drop-tail's `buffer` (none: no limit), an
+/// AQM's packets.
+fn limits(aqm: &Aqm, buffer: Option<BufferLimit>, bdp_bytes: u64) -> (Option<u64>, Option<u64>) {
+    match (aqm, buffer) {
+        (Aqm::Codel(c), _) => (None, Some(c.limit_packets as u64)),
+        (Aqm::FqCodel(c), _) => (None, Some(c.limit_packets as u64)),
+        (Aqm::DropTail, Some(BufferLimit::Bytes(b))) => (Some(b), None),
+        (Aqm::DropTail, Some(BufferLimit::Packets(n))) => (None, Some(n)),
+        (Aqm::DropTail, Some(BufferLimit::Bdp(x))) => (Some((x * bdp_bytes as f64).round() as u64), None),
+        (Aqm::DropTail, None) => (None, None),
     }
 }
 

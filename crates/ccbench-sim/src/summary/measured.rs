@@ -5,7 +5,7 @@
 
 use super::{jain_index, AckLinkSummary, ConfiguredLink, DownloadSummary, FlowSummary, HostSummary, LinkSummary};
 use super::{Stats, Summary, VERSION};
-use crate::config::Scenario;
+use crate::config::{Aqm, Scenario};
 use crate::time::{Dur, Time};
 use crate::units::wire;
 use serde::{Deserialize, Serialize};
@@ -109,6 +109,10 @@ pub struct LinkMeasured {
     /// The ACK direction's trace-driven link.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ack_link: Option<AckLinkSummary>,
+    /// With `[link.reverse]`: the reverse bottleneck's counters (without `ack_link` or
+    /// `reverse` of their own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse: Option<Box<LinkMeasured>>,
 }
 
 /// The capacity a trace or rate steps offered while the counters ran.
@@ -218,11 +222,21 @@ fn flow(s: &Scenario, i: usize, f: FlowMeasured, end: Time) -> FlowSummary {
 }
 
 fn link(s: &Scenario, m: LinkMeasured, end: Time) -> LinkSummary {
-    let configured = ConfiguredLink::of(s);
+    let reverse = match (m.reverse.clone(), &s.link.reverse) {
+        (Some(r), Some(rc)) => {
+            Some(Box::new(link_of(ConfiguredLink::of_reverse(s, rc), rc.rate_bps, &rc.aqm, *r, end)))
+        }
+        _ => None,
+    };
+    LinkSummary { reverse, ..link_of(ConfiguredLink::of(s), s.link.rate_bps, &s.link.aqm, m, end) }
+}
+
+/// A bottleneck's summary: `configured`, at `rate_bps` unless it offered otherwise.
+fn link_of(configured: ConfiguredLink, rate_bps: u64, aqm: &Aqm, m: LinkMeasured, end: Time) -> LinkSummary {
     let secs = |window: Dur| window.secs_f64().max(1e-9);
     let bits = m.wire_bytes_out as f64 * 8.0;
     let (rate_bps, utilization) = match m.offered {
-        None => (s.link.rate_bps, bits / (s.link.rate_bps as f64 * secs(end.since(Time::ZERO)))),
+        None => (rate_bps, bits / (rate_bps as f64 * secs(end.since(Time::ZERO)))),
         Some(Offered { capacity_bits: cap, window_ns }) => {
             ((cap / secs(Dur(window_ns))).round() as u64, if cap > 0.0 { bits / cap } else { 0.0 })
         }
@@ -244,9 +258,10 @@ fn link(s: &Scenario, m: LinkMeasured, end: Time) -> LinkSummary {
         packets_forwarded: m.packets_forwarded,
         trace_mean_bps: configured.trace_mean_bps,
         aqm: configured.aqm,
-        drops_aqm: (!s.link.aqm.is_drop_tail()).then_some(m.drops_aqm),
+        drops_aqm: (!aqm.is_drop_tail()).then_some(m.drops_aqm),
         loss_model: configured.loss_model,
         ack_link: m.ack_link,
+        reverse: None,
     }
 }
 
@@ -310,6 +325,7 @@ mod tests {
             queue_packets: stats(1.0),
             packets_forwarded: 2_700,
             ack_link: None,
+            reverse: None,
         };
         let m = Measured {
             engine: "kernel".into(),

@@ -146,6 +146,11 @@ pub struct LinkSummary {
     /// With an ACK trace: the ACK direction's link.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ack_link: Option<AckLinkSummary>,
+    /// With `[link.reverse]`: the reverse bottleneck's figures, as the forward's (its
+    /// BDP is its own rate's; its `drops` count the up flows' data and the down flows'
+    /// ACKs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reverse: Option<Box<LinkSummary>>,
 }
 
 /// The trace-driven link of the ACK direction.

@@ -210,6 +210,27 @@ pub struct FlowConfig {
     /// listener, `TCP_FASTOPEN_CONNECT` on the opener); needs a connection opened in time.
     #[serde(default)]
     pub fastopen: bool,
+    /// Which way the data goes: down (the forward bottleneck, `[link]`) or up (the
+    /// reverse one, `[link.reverse]`), its ACKs the other way.
+    #[serde(default, skip_serializing_if = "Direction::is_down")]
+    pub direction: Direction,
+}
+
+/// Which way a flow's data goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Through `[link]`, from the host whose CPU `[host]` models.
+    #[default]
+    Down,
+    /// Through `[link.reverse]`, from the far host (the sender's CPU is not modelled).
+    Up,
+}
+
+impl Direction {
+    pub fn is_down(&self) -> bool {
+        *self == Direction::Down
+    }
 }
 
 /// Who opens a connection, and when.
@@ -272,6 +293,7 @@ impl FlowConfig {
             pause_ns: 0,
             connect: Connect::Ahead,
             fastopen: false,
+            direction: Direction::Down,
         }
     }
 }

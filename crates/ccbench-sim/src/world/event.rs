@@ -11,10 +11,11 @@ pub enum Event {
     /// The path's wake-ups (`PathWake`), flat so that an event stays eight bytes.
     NicExit(u32),
     BottleneckService,
-    AckLinkService,
+    ReverseService,
     ForwardExit,
     ReverseExit(u32),
     RttStep(u32),
+    FarNicExit(u32),
     Sender(u32, SenderTimer),
     /// The receiver's delayed-ACK timer.
     DelayedAck(u32),
@@ -50,10 +51,11 @@ impl From<PathWake> for Event {
         match w {
             PathWake::NicExit(i) => Event::NicExit(i),
             PathWake::BottleneckService => Event::BottleneckService,
-            PathWake::AckLinkService => Event::AckLinkService,
+            PathWake::ReverseService => Event::ReverseService,
             PathWake::ForwardExit => Event::ForwardExit,
             PathWake::ReverseExit(i) => Event::ReverseExit(i),
             PathWake::RttStep(k) => Event::RttStep(k),
+            PathWake::FarNicExit(i) => Event::FarNicExit(i),
         }
     }
 }
@@ -72,10 +74,11 @@ impl Event {
         Some(match self {
             Event::NicExit(i) => PathWake::NicExit(i),
             Event::BottleneckService => PathWake::BottleneckService,
-            Event::AckLinkService => PathWake::AckLinkService,
+            Event::ReverseService => PathWake::ReverseService,
             Event::ForwardExit => PathWake::ForwardExit,
             Event::ReverseExit(i) => PathWake::ReverseExit(i),
             Event::RttStep(k) => PathWake::RttStep(k),
+            Event::FarNicExit(i) => PathWake::FarNicExit(i),
             _ => return None,
         })
     }
@@ -93,12 +96,13 @@ impl Event {
             Event::SackCompress(i) => 8 | (i as u64) << 8,
             Event::Sample => 9,
             Event::End => 10,
-            Event::AckLinkService => 11,
+            Event::ReverseService => 11,
             Event::RttStep(k) => 12 | (k as u64) << 8,
             Event::FlowRestart(i) => 13 | (i as u64) << 8,
             Event::CpuRun => 14,
             Event::Connect(i) => 15 | (i as u64) << 8,
             Event::Icmp(i) => 16 | (i as u64) << 8,
+            Event::FarNicExit(i) => 17 | (i as u64) << 8,
         }
     }
 }

@@ -19,12 +19,12 @@ use crate::event::{EventQueue, Schedule};
 use crate::host::{Host, Task};
 use crate::meter::LinkMeter;
 use crate::net::aqm::Dropped;
-use crate::net::{Ecn, End, Packet, Path, PathObserver};
+use crate::net::{Dir, Ecn, End, Packet, Path, PathObserver};
 use crate::observe::capture::{Capture, CaptureSpec, Point, Sink};
 use crate::observe::recorder::{FlowRow, Recorder};
 use crate::observe::series::Series;
 use crate::summary::{DownloadMeasured, Summary};
-use crate::tcp::config::{Connect, FlowConfig};
+use crate::tcp::config::{Connect, Direction, FlowConfig};
 use crate::tcp::receiver::ReceiverParams;
 use crate::tcp::{Io, Receiver, Sender, SenderParams, SenderTotals, Wake};
 use crate::time::{Dur, Time, NS_PER_MS};
@@ -124,6 +124,8 @@ pub struct World {
     taps: Taps,
     /// A path MTU below the hosts' (`link.mtu`).
     path_mtu: Option<PathMtuGate>,
+    /// Which flows go up: their sender is the far host, whose CPU is not modelled.
+    up: Vec<bool>,
 }
 
 impl World {
@@ -137,8 +139,8 @@ impl World {
         if link.trace.is_some() {
             path.bottleneck.restart_capacity_at(phase(0));
         }
-        if let Some(ack_link) = path.ack_link.as_mut() {
-            ack_link.restart_capacity_at(phase(1));
+        if let Some(reverse) = path.reverse_bottleneck.as_mut() {
+            reverse.restart_capacity_at(phase(1));
         }
         let mut senders = Vec::new();
         let mut receivers = Vec::new();
@@ -185,7 +187,8 @@ impl World {
             end,
             interval,
             recorder: Recorder::default(),
-            meter: LinkMeter::new(link, s.flows.len()),
+            meter: LinkMeter::new(s, s.flows.len()),
+            up: s.flows.iter().map(|f| f.direction == Direction::Up).collect(),
             events: 0,
             trace_hash: 0xcbf2_9ce4_8422_2325,
             taps: Taps::default(),
@@ -209,12 +212,20 @@ impl World {
     /// Run a sender handler, then hand the segments it sent to the capture.
     fn at_sender(&mut self, now: Time, i: u32, f: impl FnOnce(&mut Sender, &mut Ports)) {
         let keep = self.taps.is_on().then_some(&mut self.sent);
-        let completion = self.tx_completion;
-        let reaped = self.host.as_ref().map_or(now, |h| h.reaped(now)).max(self.reaped);
         let gate = self.path_mtu.as_mut();
-        let mut io = Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped, gate };
-        f(&mut self.senders[i as usize], &mut io);
-        self.reaped = io.reaped;
+        let meter = &mut self.meter;
+        if self.up[i as usize] {
+            // The far host: TX completions at once.
+            let mut io =
+                Ports { q: &mut self.q, path: &mut self.path, keep, completion: Dur::ZERO, reaped: now, gate, meter };
+            f(&mut self.senders[i as usize], &mut io);
+        } else {
+            let completion = self.tx_completion;
+            let reaped = self.host.as_ref().map_or(now, |h| h.reaped(now)).max(self.reaped);
+            let mut io = Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped, gate, meter };
+            f(&mut self.senders[i as usize], &mut io);
+            self.reaped = io.reaped;
+        }
         self.taps.tap(|c| c.sent(i, self.sent.drain(..)));
     }
 
@@ -222,7 +233,8 @@ impl World {
     fn at_receiver(&mut self, now: Time, i: u32, f: impl FnOnce(&mut Receiver, &mut Ports)) {
         let keep = self.taps.is_on().then_some(&mut self.sent);
         let completion = Dur::ZERO; // the receiver's ACKs are not the sender host's
-        let io = &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped: now, gate: None };
+        let meter = &mut self.meter;
+        let io = &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped: now, gate: None, meter };
         f(&mut self.receivers[i as usize], io);
         self.taps.tap(|c| c.acks_sent(now, i, self.sent.drain(..).map(|(_, p)| p)));
     }
@@ -231,8 +243,8 @@ impl World {
     /// runs at once.
     fn sender_task(&mut self, now: Time, i: u32, task: Task) {
         match &mut self.host {
-            Some(h) => h.submit(now, i, task, &mut self.q),
-            None => self.run_task(now, i, task),
+            Some(h) if !self.up[i as usize] => h.submit(now, i, task, &mut self.q),
+            _ => self.run_task(now, i, task),
         }
     }
 
@@ -298,12 +310,13 @@ impl World {
                 }
                 Event::NicExit(_)
                 | Event::BottleneckService
-                | Event::AckLinkService
+                | Event::ReverseService
                 | Event::ForwardExit
                 | Event::ReverseExit(_)
-                | Event::RttStep(_) => {
+                | Event::RttStep(_)
+                | Event::FarNicExit(_) => {
                     let w = ev.path_wake().expect("a path event");
-                    let mut obs = Counting { taps: &mut self.taps, meter: &mut self.meter };
+                    let mut obs = Counting { taps: &mut self.taps, meter: &mut self.meter, up: &self.up };
                     let Some(a) = self.path.handle(now, w, &mut self.q, &mut obs) else { continue };
                     let i = a.lane;
                     match a.to {
@@ -497,6 +510,8 @@ struct Ports<'a> {
     reaped: Time,
     /// A path MTU below the hosts', which a sender's packet may be too long for.
     gate: Option<&'a mut PathMtuGate>,
+    /// Told of the ACKs a full reverse queue drops.
+    meter: &'a mut LinkMeter,
 }
 
 impl Schedule<Wake> for Ports<'_> {
@@ -531,28 +546,41 @@ impl Io for Ports<'_> {
         if let Some(k) = self.keep.as_mut() {
             k.push((now, pkt));
         }
-        self.path.reply(now, flow, pkt, self.q);
+        self.path.reply(now, flow, pkt, self.q, self.meter);
     }
 }
 
-/// Hands what the path reports to the meter and the capture.
+/// Hands what the path reports to the meter and the capture, which sees a flow at the
+/// bottleneck its data crosses.
 struct Counting<'a> {
     taps: &'a mut Taps,
     meter: &'a mut LinkMeter,
+    up: &'a [bool],
+}
+
+impl Counting<'_> {
+    #[inline(always)]
+    fn data_way(&self, dir: Dir, pkt: &Packet) -> bool {
+        self.up[pkt.flow as usize] == (dir == Dir::Up)
+    }
 }
 
 impl PathObserver for Counting<'_> {
     #[inline]
-    fn entered(&mut self, now: Time, pkt: &Packet) {
-        self.taps.tap(|c| c.bottleneck_in(now, pkt));
+    fn entered(&mut self, dir: Dir, now: Time, pkt: &Packet) {
+        if self.data_way(dir, pkt) {
+            self.taps.tap(|c| c.bottleneck_in(now, pkt));
+        }
     }
     #[inline]
-    fn left(&mut self, now: Time, pkt: &Packet, chained: bool) {
-        self.taps.tap(|c| c.bottleneck_out(now, pkt));
-        self.meter.left(now, pkt, chained);
+    fn left(&mut self, dir: Dir, now: Time, pkt: &Packet, chained: bool) {
+        if self.data_way(dir, pkt) {
+            self.taps.tap(|c| c.bottleneck_out(now, pkt));
+        }
+        self.meter.left(dir, now, pkt, chained);
     }
     #[inline]
-    fn dropped(&mut self, d: &Dropped) {
-        self.meter.dropped(d);
+    fn dropped(&mut self, dir: Dir, d: &Dropped) {
+        self.meter.dropped(dir, d);
     }
 }
