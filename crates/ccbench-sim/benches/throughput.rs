@@ -237,6 +237,7 @@ fn scenario(c: &Case, quick: bool) -> Scenario {
         flows,
         tcp: TcpConfig::default(),
         host: c.host.map(|name| ccbench_sim::host::presets::preset(name).expect("known preset")),
+        udp: Vec::new(),
     }
 }
 

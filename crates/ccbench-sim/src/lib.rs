@@ -6,7 +6,7 @@
 //! Layers, from the bottom; each uses only those below it:
 //! `time`, `units` -> `base` (random streams, histograms, min/max filters) -> `event` (the
 //! queue and timers) -> `net` (packets, pipes, the bottleneck) -> `cc` (the algorithms) ->
-//! `tcp` (the endpoints) -> `host` (the sender's CPU) -> `config` (the scenario, its checks,
+//! `tcp`, `udp` (the endpoints) -> `host` (the sender's CPU) -> `config` (the scenario, its checks,
 //! and what it builds) -> `observe` (series, captures) -> `summary` -> `meter` (the link's
 //! samples and totals, for the simulator and the emulator) -> `world` (the assembly and
 //! its run loop).
@@ -22,6 +22,7 @@ pub mod observe;
 pub mod summary;
 pub mod tcp;
 pub mod time;
+pub mod udp;
 pub mod units;
 pub mod world;
 

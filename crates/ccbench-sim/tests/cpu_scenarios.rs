@@ -47,6 +47,7 @@ fn phone(cca: &str, n: usize, cpu: &str, tweak: impl Fn(&mut FlowConfig)) -> Sce
         flows,
         tcp: TcpConfig { tso_rtt_log: 0, ..TcpConfig::default() },
         host: preset(cpu),
+        udp: Vec::new(),
     }
 }
 
@@ -72,6 +73,7 @@ fn vm(cca: &str, rate_mbit: u64, share: f64, slice_ms: u64, params: &[(&str, f64
             },
             ..HostConfig::default()
         }),
+        udp: Vec::new(),
     }
 }
 

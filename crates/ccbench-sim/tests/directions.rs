@@ -143,12 +143,12 @@ fn the_link_series_has_the_uplinks_columns() {
 #[test]
 fn an_up_flow_needs_a_reverse_bottleneck() {
     let s = dumbbell(DOWN, RTT, BufferLimit::Bdp(1.0), vec![up("cubic")]);
-    let e = run(&s).err().expect("refused");
+    let e = run(&s).expect_err("refused");
     assert_eq!(e.field, "flows[0].direction");
     let mut s = home(vec![flow("cubic")], 1);
     s.link.ack_trace = Some(TraceConfig { opportunities_ms: vec![1] });
-    assert_eq!(run(&s).err().expect("refused").field, "link.reverse");
+    assert_eq!(run(&s).expect_err("refused").field, "link.reverse");
     let mut s = home(vec![flow("cubic")], 1);
     s.link.reverse.as_mut().unwrap().rate_bps = 0;
-    assert_eq!(run(&s).err().expect("refused").field, "link.reverse.rate");
+    assert_eq!(run(&s).expect_err("refused").field, "link.reverse.rate");
 }

@@ -73,19 +73,20 @@ fn loss_of(seed: u64, dir: u64, loss: f64, model: Option<&LossModelConfig>) -> L
     }
 }
 
-/// The path of a validated scenario, with `lanes` lanes: one per flow, then any more
-/// (the emulator's lane for packets of no flow) without an access delay.
+/// The path of a validated scenario, with `lanes` lanes: one per TCP flow, one per UDP
+/// flow, then any more (the emulator's lane for packets of no flow) without an access
+/// delay.
 pub fn path(s: &Scenario, lanes: usize) -> Path {
     let l = &s.link;
     let shape = PathShape {
         nic_rate: BitRate(l.nic_rate_bps),
         one_way: Dur(l.rtt_ns / 2),
-        access: (0..lanes).map(|i| Dur(s.flows.get(i).map_or(0, |f| f.access_delay_ns))).collect(),
+        access: (0..lanes).map(|i| Dur(s.lane_access_ns(i))).collect(),
         rtt_steps: l.rtt_schedule.iter().map(|st| (Dur(st.at_ns), Dur(st.rtt_ns))).collect(),
     };
-    let up = (0..lanes).map(|i| s.flows.get(i).is_some_and(|f| f.direction == Direction::Up)).collect();
+    let up: Vec<bool> = (0..lanes).map(|i| s.lane_direction(i) == Direction::Up).collect();
     let mut forward = forward_bottleneck(s);
-    if s.flows.iter().any(|f| f.direction == Direction::Up) {
+    if up.contains(&true) {
         // The up flows' ACKs cross it: random loss takes data only, as on the kernel
         // engine (whose real ACKs the simulator's model of them must match).
         forward.lose_data_only();
@@ -148,6 +149,7 @@ mod tests {
             flows: vec![FlowConfig::bulk("cubic")],
             tcp: Default::default(),
             host: None,
+            udp: Vec::new(),
         }
     }
 

@@ -12,6 +12,7 @@ pub use crate::host::config::{CpuAvailability, CpuCost, HostConfig};
 pub use crate::net::Ecn;
 pub use crate::tcp::config::{Connect, Direction};
 pub use crate::tcp::{FlowConfig, TcpConfig};
+pub use crate::udp::{OnOff, UdpFlowConfig};
 pub use aqm::{Aqm, CodelConfig, FqCodelConfig, ETH_MTU};
 pub use link::{BufferLimit, LinkConfig, LossModelConfig, RateStep, ReverseLinkConfig, RttStep, TraceConfig, MIN_PMTU};
 
@@ -30,6 +31,33 @@ pub struct Scenario {
     /// The sender host's CPU; None (or an ideal CPU) = work runs the instant it is due.
     #[serde(default)]
     pub host: Option<HostConfig>,
+    /// UDP flows, which do not respond to the network; their lanes follow the TCP
+    /// flows'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub udp: Vec<UdpFlowConfig>,
+}
+
+impl Scenario {
+    /// The path's lanes: the TCP flows', then the UDP flows'.
+    pub fn lanes(&self) -> usize {
+        self.flows.len() + self.udp.len()
+    }
+
+    /// Which way lane `i`'s data goes (down past the flows).
+    pub fn lane_direction(&self, i: usize) -> Direction {
+        match self.flows.get(i) {
+            Some(f) => f.direction,
+            None => self.udp.get(i - self.flows.len()).map_or(Direction::Down, |u| u.direction),
+        }
+    }
+
+    /// Lane `i`'s access delay (none past the flows).
+    pub fn lane_access_ns(&self, i: usize) -> u64 {
+        match self.flows.get(i) {
+            Some(f) => f.access_delay_ns,
+            None => self.udp.get(i - self.flows.len()).map_or(0, |u| u.access_delay_ns),
+        }
+    }
 }
 
 fn default_interval() -> u64 {

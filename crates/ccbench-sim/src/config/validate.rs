@@ -77,6 +77,12 @@ impl Scenario {
         for (i, f) in self.flows.iter().enumerate() {
             self.check_flow(i, f)?;
         }
+        if self.udp.len() > MAX_FLOWS {
+            return Err(err("udp", format!("at most {MAX_FLOWS} UDP flows")));
+        }
+        for (k, u) in self.udp.iter().enumerate() {
+            self.check_udp(k, u)?;
+        }
         match &self.host {
             Some(h) => super::host::check(h, max_duration),
             None => Ok(()),
@@ -139,6 +145,63 @@ impl Scenario {
         if f.direction == crate::tcp::config::Direction::Up && self.link.reverse_link().is_none() {
             return Err(err(
                 format!("flows[{i}].direction"),
+                "\"up\" needs a reverse bottleneck: link.reverse (its rate or trace) or link.ack_trace",
+            ));
+        }
+        Ok(())
+    }
+
+    /// UDP flow `k`'s values, named as `udp[k]`.
+    fn check_udp(&self, k: usize, u: &crate::udp::UdpFlowConfig) -> Result<(), ConfigError> {
+        let field = |name: &str| format!("udp[{k}].{name}");
+        check_rate(&field("rate"), u.rate_bps)?;
+        if u.start_ns >= self.duration_ns {
+            return Err(err(field("start"), "must be before the end of the run"));
+        }
+        if u.stop_ns.is_some_and(|stop| stop <= u.start_ns) {
+            return Err(err(field("stop"), "must be after its start"));
+        }
+        // An IPv4 packet's length holds the 28 header bytes and the payload.
+        if !(1..=u16::MAX as u32 - crate::udp::UDP_OVERHEAD).contains(&u.payload_bytes) {
+            return Err(err(
+                field("size"),
+                "must be from 1 to 65507 bytes (an IPv4 packet's payload less UDP's header)",
+            ));
+        }
+        if self.link.mtu_bytes.is_some_and(|mtu| u.wire_bytes() > mtu) {
+            return Err(err(
+                field("size"),
+                "its IP packets (size + 28) must fit link.mtu (datagrams are not fragmented)",
+            ));
+        }
+        if let Some(o) = u.on_off {
+            if o.on_ns == 0 || o.off_ns == 0 {
+                return Err(err(field("on_off"), "on and off periods must both be positive"));
+            }
+        }
+        let mut prev = 0;
+        for (j, st) in u.rate_schedule.iter().enumerate() {
+            if st.at_ns <= prev {
+                return Err(err(
+                    field(&format!("rate_schedule[{j}].at")),
+                    "steps must be after 0 and in increasing order",
+                ));
+            }
+            if st.rate_bps != 0 {
+                check_rate(&field(&format!("rate_schedule[{j}].rate")), st.rate_bps)?;
+            }
+            prev = st.at_ns;
+        }
+        let path_rtt = (self.max_rtt_ns() as u128) + 2 * u.access_delay_ns as u128;
+        if path_rtt > limits::MAX_PATH_RTT_NS as u128 {
+            return Err(err(
+                field("access_delay"),
+                format!("link.rtt + 2 x access_delay must be at most {}", fmt_ns(limits::MAX_PATH_RTT_NS)),
+            ));
+        }
+        if u.direction == crate::tcp::config::Direction::Up && self.link.reverse_link().is_none() {
+            return Err(err(
+                field("direction"),
                 "\"up\" needs a reverse bottleneck: link.reverse (its rate or trace) or link.ack_trace",
             ));
         }

@@ -45,9 +45,9 @@ pub struct LinkMeter {
 impl LinkMeter {
     /// A meter of `lanes` lanes on the path built from `s`, counting from time zero.
     pub fn new(s: &Scenario, lanes: usize) -> LinkMeter {
-        let dir = |i| match s.flows.get(i).map(|f: &crate::tcp::FlowConfig| f.direction) {
-            Some(Direction::Up) => Dir::Up,
-            _ => Dir::Down,
+        let dir = |i| match s.lane_direction(i) {
+            Direction::Up => Dir::Up,
+            Direction::Down => Dir::Down,
         };
         LinkMeter {
             origin: Time::ZERO,

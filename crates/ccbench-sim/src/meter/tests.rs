@@ -30,8 +30,16 @@ fn constant() -> Capacity {
 fn meter() -> LinkMeter {
     let link = crate::config::LinkConfig::new(12_000_000, 20 * MS, BufferLimit::Packets(100));
     let flows = vec![crate::tcp::FlowConfig::bulk("cubic"); 2];
-    let s =
-        Scenario { seed: 1, duration_ns: 1, sample_interval_ns: 0, link, flows, tcp: Default::default(), host: None };
+    let s = Scenario {
+        seed: 1,
+        duration_ns: 1,
+        sample_interval_ns: 0,
+        link,
+        flows,
+        tcp: Default::default(),
+        host: None,
+        udp: Vec::new(),
+    };
     LinkMeter::new(&s, 2)
 }
 

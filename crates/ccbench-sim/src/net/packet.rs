@@ -35,6 +35,9 @@ pub enum Control {
     /// Not TCP: an ICMP "fragmentation needed" from a router on the path, quoting the
     /// segment at `seq`, with the next-hop MTU in `ack`.
     FragNeeded,
+    /// Not TCP: a UDP datagram (`udp`), its number in `seq`, when it was sent (ns) in
+    /// `ack`.
+    Datagram,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -168,7 +168,7 @@ impl Kind {
         match pkt.ctl {
             Control::Syn => Kind::Syn,
             Control::SynAck => Kind::SynAck,
-            Control::Ack | Control::None | Control::FragNeeded => other,
+            Control::Ack | Control::None | Control::FragNeeded | Control::Datagram => other,
         }
     }
 }

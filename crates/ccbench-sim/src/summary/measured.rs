@@ -4,7 +4,7 @@
 //! delay above the base RTT, utilization, drops and fairness are derived one way.
 
 use super::{jain_index, AckLinkSummary, ConfiguredLink, DownloadSummary, FlowSummary, HostSummary, LinkSummary};
-use super::{Stats, Summary, VERSION};
+use super::{Stats, Summary, UdpFlowSummary, VERSION};
 use crate::config::{Aqm, Scenario};
 use crate::time::{Dur, Time};
 use crate::units::wire;
@@ -25,6 +25,23 @@ pub struct Measured {
     /// The simulated sender CPU.
     #[serde(skip)]
     pub host: Option<HostSummary>,
+    /// One per UDP flow, in order.
+    #[serde(default)]
+    pub udp: Vec<UdpMeasured>,
+}
+
+/// What a UDP flow's source sent and its sink received (IP packets and bytes).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdpMeasured {
+    pub sent_packets: u64,
+    pub sent_bytes: u64,
+    pub delivered_packets: u64,
+    pub delivered_bytes: u64,
+    /// Dropped on the way (at its bottleneck, or anywhere for a real path).
+    pub dropped: u64,
+    #[serde(default)]
+    pub one_way_delay_ms: Stats,
 }
 
 /// One flow, over all its connections (its algorithm's name, ECN mode, start and size
@@ -160,7 +177,28 @@ impl Summary {
             link: link(s, m.link, end),
             events: m.events,
             host: m.host,
+            udp: m.udp.into_iter().enumerate().map(|(k, u)| udp(s, k, u, end)).collect(),
         }
+    }
+}
+
+fn udp(s: &Scenario, k: usize, u: UdpMeasured, end: Time) -> UdpFlowSummary {
+    let c = &s.udp[k];
+    let start = Time(c.start_ns);
+    let life = c.stop_ns.map_or(end, Time).min(end).since(start);
+    // Datagrams still on their way at the end are neither delivered nor lost.
+    let settled = u.delivered_packets + u.dropped;
+    UdpFlowSummary {
+        id: k as u32,
+        direction: c.direction,
+        start_s: start.secs_f64(),
+        offered_bps: rate(u.sent_bytes, life),
+        delivered_bps: rate(u.delivered_bytes, life),
+        sent_packets: u.sent_packets,
+        delivered_packets: u.delivered_packets,
+        dropped: u.dropped,
+        loss: if settled > 0 { u.dropped as f64 / settled as f64 } else { 0.0 },
+        one_way_delay_ms: u.one_way_delay_ms,
     }
 }
 
@@ -312,6 +350,7 @@ mod tests {
             flows: vec![FlowConfig::bulk("cubic"), late],
             tcp: TcpConfig::default(),
             host: None,
+            udp: Vec::new(),
         };
         let link = LinkMeasured {
             offered: None,
@@ -334,6 +373,7 @@ mod tests {
             link,
             events: None,
             host: None,
+            udp: Vec::new(),
         };
         let sum = Summary::build(&s, m);
         let (a, b) = (&sum.flows[0], &sum.flows[1]);

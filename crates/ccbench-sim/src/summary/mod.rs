@@ -4,7 +4,7 @@ mod configured;
 mod measured;
 
 pub use configured::ConfiguredLink;
-pub use measured::{DownloadMeasured, FlowMeasured, LinkMeasured, Measured, Offered, PathMtuMeasured};
+pub use measured::{DownloadMeasured, FlowMeasured, LinkMeasured, Measured, Offered, PathMtuMeasured, UdpMeasured};
 
 use crate::base::histogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -185,6 +185,27 @@ pub struct Summary {
     /// The sender host's CPU, when one is modelled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<HostSummary>,
+    /// The UDP flows, if any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub udp: Vec<UdpFlowSummary>,
+}
+
+/// A UDP flow: what it offered and what arrived, in IP bytes over its life (from its
+/// start to its stop or the run's end).
+#[derive(Clone, Debug, Serialize)]
+pub struct UdpFlowSummary {
+    /// Its place among the UDP flows.
+    pub id: u32,
+    pub direction: crate::tcp::config::Direction,
+    pub start_s: f64,
+    pub offered_bps: f64,
+    pub delivered_bps: f64,
+    pub sent_packets: u64,
+    pub delivered_packets: u64,
+    pub dropped: u64,
+    /// Dropped over delivered and dropped (what was still on its way is neither).
+    pub loss: f64,
+    pub one_way_delay_ms: Stats,
 }
 
 #[derive(Clone, Debug, Serialize)]

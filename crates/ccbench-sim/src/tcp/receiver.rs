@@ -239,7 +239,7 @@ impl Receiver {
             Control::None => {}
             Control::Syn => return self.on_syn(now, pkt, q),
             Control::SynAck => return self.on_syn_ack(now, pkt, q),
-            Control::Ack | Control::FragNeeded => return,
+            Control::Ack | Control::FragNeeded | Control::Datagram => return,
         }
         if self.client.is_some() && pkt.payload > 0 {
             self.response_started();

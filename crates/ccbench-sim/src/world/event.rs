@@ -29,6 +29,8 @@ pub enum Event {
     FlowRestart(u32),
     /// An ICMP "fragmentation needed" reaches flow `.0`'s sender.
     Icmp(u32),
+    /// UDP flow `.0`'s source is due.
+    UdpSend(u32),
     Sample,
     End,
 }
@@ -103,6 +105,7 @@ impl Event {
             Event::Connect(i) => 15 | (i as u64) << 8,
             Event::Icmp(i) => 16 | (i as u64) << 8,
             Event::FarNicExit(i) => 17 | (i as u64) << 8,
+            Event::UdpSend(k) => 18 | (k as u64) << 8,
         }
     }
 }

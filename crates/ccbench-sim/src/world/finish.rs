@@ -3,7 +3,9 @@
 //! makes the summary as it does for every engine.
 
 use super::{FlowMeta, RunOutput, World};
-use crate::summary::{DownloadMeasured, FlowMeasured, HostSummary, Measured, PathMtuMeasured, Stats, Summary};
+use crate::summary::{
+    DownloadMeasured, FlowMeasured, HostSummary, Measured, PathMtuMeasured, Stats, Summary, UdpMeasured,
+};
 use crate::tcp::{Receiver, Sender};
 use crate::time::Time;
 
@@ -27,6 +29,16 @@ impl World {
                 work: h.work,
                 wait_ms: Stats::from_histogram(&h.wait_ns, 1e6),
             }),
+            udp: (self.udp.iter().zip(&self.udp_sinks).enumerate())
+                .map(|(k, (src, sink))| UdpMeasured {
+                    sent_packets: src.sent_packets,
+                    sent_bytes: src.sent_bytes,
+                    delivered_packets: sink.packets,
+                    delivered_bytes: sink.bytes,
+                    dropped: self.meter.lanes()[self.senders.len() + k].dropped,
+                    one_way_delay_ms: Stats::from_histogram(&sink.one_way_delay_ns, 1e6),
+                })
+                .collect(),
         };
         let summary = Summary::build(&self.scenario, measured);
         RunOutput { summary, series: self.recorder.finish(), trace_hash: self.trace_hash }

@@ -19,6 +19,7 @@ use crate::event::{EventQueue, Schedule};
 use crate::host::{Host, Task};
 use crate::meter::LinkMeter;
 use crate::net::aqm::Dropped;
+use crate::net::packet::Control;
 use crate::net::{Dir, Ecn, End, Packet, Path, PathObserver};
 use crate::observe::capture::{Capture, CaptureSpec, Point, Sink};
 use crate::observe::recorder::{FlowRow, Recorder};
@@ -28,6 +29,7 @@ use crate::tcp::config::{Connect, Direction, FlowConfig};
 use crate::tcp::receiver::ReceiverParams;
 use crate::tcp::{Io, Receiver, Sender, SenderParams, SenderTotals, Wake};
 use crate::time::{Dur, Time, NS_PER_MS};
+use crate::udp::{UdpSink, UdpSource};
 use path_mtu::PathMtuGate;
 use rand::Rng as _;
 use taps::Taps;
@@ -124,14 +126,17 @@ pub struct World {
     taps: Taps,
     /// A path MTU below the hosts' (`link.mtu`).
     path_mtu: Option<PathMtuGate>,
-    /// Which flows go up: their sender is the far host, whose CPU is not modelled.
+    /// Which lanes go up: their sender is the far host, whose CPU is not modelled.
     up: Vec<bool>,
+    /// The UDP flows' ends (lanes from the TCP flows' count on).
+    udp: Vec<UdpSource>,
+    udp_sinks: Vec<UdpSink>,
 }
 
 impl World {
     pub fn new(s: &Scenario) -> Result<World, ConfigError> {
         let link = &s.link;
-        let mut path = build::path(s, s.flows.len());
+        let mut path = build::path(s, s.lanes());
         // A trace's opportunities fall on a millisecond grid that a real flow does not
         // start in step with (Mahimahi's link clock runs from its shell's start): each
         // trace starts at a sub-millisecond phase drawn from the seed.
@@ -166,6 +171,12 @@ impl World {
             q.push(Time(f.start_ns), Event::FlowStart(id));
         }
         let end = Time(s.duration_ns);
+        let n = s.flows.len();
+        let udp: Vec<UdpSource> =
+            (s.udp.iter().enumerate()).map(|(k, u)| UdpSource::new(u, (n + k) as u32, s.seed, k as u64, end)).collect();
+        for (k, u) in s.udp.iter().enumerate() {
+            q.push(Time(u.start_ns), Event::UdpSend(k as u32));
+        }
         let interval = Dur(s.sample_interval_ns);
         if s.sample_interval_ns > 0 {
             q.push(Time::ZERO + interval, Event::Sample);
@@ -187,8 +198,10 @@ impl World {
             end,
             interval,
             recorder: Recorder::default(),
-            meter: LinkMeter::new(s, s.flows.len()),
-            up: s.flows.iter().map(|f| f.direction == Direction::Up).collect(),
+            meter: LinkMeter::new(s, s.lanes()),
+            up: (0..s.lanes()).map(|i| s.lane_direction(i) == Direction::Up).collect(),
+            udp,
+            udp_sinks: (0..s.udp.len()).map(|_| UdpSink::default()).collect(),
             events: 0,
             trace_hash: 0xcbf2_9ce4_8422_2325,
             taps: Taps::default(),
@@ -319,6 +332,10 @@ impl World {
                     let mut obs = Counting { taps: &mut self.taps, meter: &mut self.meter, up: &self.up };
                     let Some(a) = self.path.handle(now, w, &mut self.q, &mut obs) else { continue };
                     let i = a.lane;
+                    if a.pkt.ctl == Control::Datagram {
+                        self.udp_sinks[i as usize - self.senders.len()].on_datagram(now, &a.pkt);
+                        continue;
+                    }
                     match a.to {
                         End::Receiver => {
                             self.taps.tap(|c| c.receiver_data(now, &a.pkt));
@@ -346,6 +363,7 @@ impl World {
                 }
                 Event::CpuRun => self.run_cpu_task(now),
                 Event::FlowRestart(i) => self.next_download(i, now),
+                Event::UdpSend(k) => self.udp_send(now, k),
                 Event::Icmp(i) => {
                     let icmp = self.path_mtu.as_mut().expect("a path MTU").arrive(i);
                     self.sender_task(now, i, Task::Ack(icmp));
@@ -366,6 +384,18 @@ impl World {
         }
         let capture = self.taps.finish(now.min(self.end));
         Ok((self.finish(now), capture))
+    }
+
+    /// UDP flow `k` is due at `now`: its datagram goes to its NIC (it is not the TCP
+    /// senders' host work).
+    fn udp_send(&mut self, now: Time, k: u32) {
+        let (pkt, next) = self.udp[k as usize].wake(now);
+        if let Some(pkt) = pkt {
+            self.path.send(now, pkt.flow, pkt, &mut self.q);
+        }
+        if let Some(t) = next {
+            self.q.push(t, Event::UdpSend(k));
+        }
     }
 
     /// Flow `i`'s current download completed at `now`: record it and, if more are due,
@@ -559,9 +589,11 @@ struct Counting<'a> {
 }
 
 impl Counting<'_> {
+    /// Whether `pkt`, at direction `dir`'s bottleneck, is a TCP flow's there with its
+    /// data (UDP flows are not captured).
     #[inline(always)]
     fn data_way(&self, dir: Dir, pkt: &Packet) -> bool {
-        self.up[pkt.flow as usize] == (dir == Dir::Up)
+        self.up[pkt.flow as usize] == (dir == Dir::Up) && pkt.ctl != Control::Datagram
     }
 }
 

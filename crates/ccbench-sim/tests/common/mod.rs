@@ -31,6 +31,7 @@ pub fn dumbbell(rate_bps: u64, rtt_ns: u64, buffer: BufferLimit, flows: Vec<Flow
         flows,
         tcp: TcpConfig::default(),
         host: None,
+        udp: Vec::new(),
     }
 }
 
