@@ -238,6 +238,7 @@ fn scenario(c: &Case, quick: bool) -> Scenario {
         tcp: TcpConfig::default(),
         host: c.host.map(|name| ccbench_sim::host::presets::preset(name).expect("known preset")),
         udp: Vec::new(),
+        arrivals: Vec::new(),
     }
 }
 

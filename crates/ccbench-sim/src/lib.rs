@@ -6,11 +6,12 @@
 //! Layers, from the bottom; each uses only those below it:
 //! `time`, `units` -> `base` (random streams, histograms, min/max filters) -> `event` (the
 //! queue and timers) -> `net` (packets, pipes, the bottleneck) -> `cc` (the algorithms) ->
-//! `tcp`, `udp` (the endpoints) -> `host` (the sender's CPU) -> `config` (the scenario, its checks,
+//! `tcp`, `udp`, `arrivals` (the endpoints and their traffic) -> `host` (the sender's CPU) -> `config` (the scenario, its checks,
 //! and what it builds) -> `observe` (series, captures) -> `summary` -> `meter` (the link's
 //! samples and totals, for the simulator and the emulator) -> `world` (the assembly and
 //! its run loop).
 
+pub mod arrivals;
 pub mod base;
 pub mod cc;
 pub mod config;

@@ -48,6 +48,7 @@ fn phone(cca: &str, n: usize, cpu: &str, tweak: impl Fn(&mut FlowConfig)) -> Sce
         tcp: TcpConfig { tso_rtt_log: 0, ..TcpConfig::default() },
         host: preset(cpu),
         udp: Vec::new(),
+        arrivals: Vec::new(),
     }
 }
 
@@ -74,6 +75,7 @@ fn vm(cca: &str, rate_mbit: u64, share: f64, slice_ms: u64, params: &[(&str, f64
             ..HostConfig::default()
         }),
         udp: Vec::new(),
+        arrivals: Vec::new(),
     }
 }
 

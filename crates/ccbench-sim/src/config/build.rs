@@ -150,6 +150,7 @@ mod tests {
             tcp: Default::default(),
             host: None,
             udp: Vec::new(),
+            arrivals: Vec::new(),
         }
     }
 

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::arrivals::{ArrivalsConfig, Sizes};
 pub use crate::host::config::{CpuAvailability, CpuCost, HostConfig};
 pub use crate::net::Ecn;
 pub use crate::tcp::config::{Connect, Direction};
@@ -35,6 +36,9 @@ pub struct Scenario {
     /// flows'.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub udp: Vec<UdpFlowConfig>,
+    /// Groups of connections arriving open-loop; their lanes follow the UDP flows'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arrivals: Vec<ArrivalsConfig>,
 }
 
 impl Scenario {

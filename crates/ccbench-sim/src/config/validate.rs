@@ -40,8 +40,8 @@ impl Scenario {
             ));
         }
         self.link.check()?;
-        if self.flows.is_empty() {
-            return Err(err("flows", "at least one flow is required"));
+        if self.flows.is_empty() && self.udp.is_empty() && self.arrivals.is_empty() {
+            return Err(err("flows", "at least one flow (or UDP flow, or group of arrivals) is required"));
         }
         if self.flows.len() > MAX_FLOWS {
             return Err(err(
@@ -75,7 +75,10 @@ impl Scenario {
             }
         }
         for (i, f) in self.flows.iter().enumerate() {
-            self.check_flow(i, f)?;
+            self.check_flow(&format!("flows[{i}]"), f)?;
+        }
+        for (k, a) in self.arrivals.iter().enumerate() {
+            self.check_arrivals(k, a)?;
         }
         if self.udp.len() > MAX_FLOWS {
             return Err(err("udp", format!("at most {MAX_FLOWS} UDP flows")));
@@ -89,66 +92,116 @@ impl Scenario {
         }
     }
 
-    /// Flow `i`'s values, named as `flows[i]`.
-    fn check_flow(&self, i: usize, f: &FlowConfig) -> Result<(), ConfigError> {
+    /// A flow's values, named under `at` (`flows[i]`, `arrivals[k]`).
+    fn check_flow(&self, at: &str, f: &FlowConfig) -> Result<(), ConfigError> {
         use limits::*;
         if let Some(spec) = crate::cc::bpf::Spec::parse(&f.cca) {
             crate::cc::bpf::check(&spec, &f.params).map_err(|r| match r.param {
-                Some(p) => err(format!("flows[{i}].params.{p}"), r.message),
-                None => err(format!("flows[{i}].cca"), format!("{}: {}", spec.path, r.message)),
+                Some(p) => err(format!("{at}.params.{p}"), r.message),
+                None => err(format!("{at}.cca"), format!("{}: {}", spec.path, r.message)),
             })?;
         } else {
             let alg = crate::cc::Algorithm::from_name(&f.cca).ok_or_else(|| {
                 let names: Vec<_> = crate::cc::Algorithm::ALL.iter().map(|a| a.name()).collect();
                 err(
-                    format!("flows[{i}].cca"),
+                    format!("{at}.cca"),
                     format!("unknown algorithm '{}'; allowed: {}, bpf:PATH", f.cca, names.join(", ")),
                 )
             })?;
             alg.instance(&f.params, crate::base::rng::stream(0, "cc", 0))
-                .map_err(|e| err(format!("flows[{i}].params.{}", e.name), e.message))?;
+                .map_err(|e| err(format!("{at}.params.{}", e.name), e.message))?;
         }
         if f.start_ns >= self.duration_ns {
-            return Err(err(format!("flows[{i}].start"), "must be before the end of the run"));
+            return Err(err(format!("{at}.start"), "must be before the end of the run"));
         }
         let path_rtt = (self.max_rtt_ns() as u128) + 2 * f.access_delay_ns as u128;
         if path_rtt > MAX_PATH_RTT_NS as u128 {
             return Err(err(
-                format!("flows[{i}].access_delay"),
+                format!("{at}.access_delay"),
                 format!("the path's RTT (link.rtt + 2 x access_delay) must be at most {} (the kernel's srtt_us holds 8 x the RTT in 32 bits)", fmt_ns(MAX_PATH_RTT_NS)),
             ));
         }
         if f.size_bytes == Some(0) {
-            return Err(err(format!("flows[{i}].size"), "must be positive"));
+            return Err(err(format!("{at}.size"), "must be positive"));
         }
         if f.rwnd_bytes < self.tcp.mss as u64 || f.rwnd_bytes > MAX_WINDOW_BYTES {
             return Err(err(
-                format!("flows[{i}].rwnd"),
+                format!("{at}.rwnd"),
                 format!("must be from one MSS to {MAX_WINDOW_BYTES} bytes (65535 << 14, TCP's largest window)"),
             ));
         }
         if let Some((r, _)) = first_out_of_range(f, FlowConfig::RANGES) {
-            return Err(err(format!("flows[{i}].{}", r.key()), format!("must be {}", describe(r))));
+            return Err(err(format!("{at}.{}", r.key()), format!("must be {}", describe(r))));
         }
         if f.repeat > 1 && f.size_bytes.is_none() {
-            return Err(err(format!("flows[{i}].repeat"), "repeats a download: give the flow a size"));
+            return Err(err(format!("{at}.repeat"), "repeats a download: give the flow a size"));
         }
         if f.fastopen && f.connect == Connect::Ahead {
             return Err(err(
-                format!("flows[{i}].fastopen"),
+                format!("{at}.fastopen"),
                 "needs connect = \"sender\" or \"receiver\": Fast Open saves part of the handshake, which a connection made ahead does not count",
             ));
         }
         if let Some(r) = f.fixed_pacing_rate_bps {
-            check_rate(&format!("flows[{i}].fixed_pacing_rate"), r)?;
+            check_rate(&format!("{at}.fixed_pacing_rate"), r)?;
         }
         if f.direction == crate::tcp::config::Direction::Up && self.link.reverse_link().is_none() {
             return Err(err(
-                format!("flows[{i}].direction"),
+                format!("{at}.direction"),
                 "\"up\" needs a reverse bottleneck: link.reverse (its rate or trace) or link.ack_trace",
             ));
         }
         Ok(())
+    }
+
+    /// Group `k` of arrivals, named as `arrivals[k]`; its connections' values as a flow's.
+    fn check_arrivals(&self, k: usize, a: &crate::arrivals::ArrivalsConfig) -> Result<(), ConfigError> {
+        let at = format!("arrivals[{k}]");
+        let field = |name: &str| format!("{at}.{name}");
+        if let Some(problem) = a.sizes.problem() {
+            return Err(err(field("sizes"), problem));
+        }
+        self.check_flow(&at, &a.flow(1))?;
+        match (a.rate_per_s, a.load, &a.times_ns) {
+            (Some(r), None, None) if !(r.is_finite() && r > 0.0 && r <= 1e7) => {
+                Err(err(field("rate"), "must be above 0 and at most 10,000,000 connections a second"))
+            }
+            (None, Some(l), None) if !(l.is_finite() && l > 0.0 && l <= 1.0) => {
+                Err(err(field("load"), "must be above 0 and at most 1 (a fraction of the link's rate)"))
+            }
+            (None, None, Some(t)) if t.windows(2).any(|w| w[1] < w[0]) => {
+                Err(err(field("times"), "must not go backwards (non-decreasing instants)"))
+            }
+            (Some(_), None, None) | (None, Some(_), None) | (None, None, Some(_)) => Ok(()),
+            _ => Err(err(&at, "give one of rate, load or times")),
+        }?;
+        if a.stop_ns.is_some_and(|stop| stop <= a.start_ns) {
+            return Err(err(field("stop"), "must be after its start"));
+        }
+        if self.link.mtu_bytes.is_some() {
+            return Err(err(
+                "link.mtu",
+                "cannot be combined with arrivals: their connections do not model the path MTU",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Group `k`'s Poisson rate in connections a second (0 for given times): its rate, or
+    /// its load of its direction's link in payload over the sizes' mean.
+    pub fn arrival_rate(&self, k: usize) -> f64 {
+        let a = &self.arrivals[k];
+        match (a.rate_per_s, a.load) {
+            (Some(r), _) => r,
+            (None, Some(load)) => {
+                let link_bps = match a.direction {
+                    crate::tcp::config::Direction::Down => self.link.reference_rate_bps(),
+                    crate::tcp::config::Direction::Up => self.link.reverse_link().map_or(0, |r| r.reference_rate_bps()),
+                };
+                load * link_bps as f64 / (8.0 * a.sizes.sampler().mean())
+            }
+            (None, None) => 0.0,
+        }
     }
 
     /// UDP flow `k`'s values, named as `udp[k]`.

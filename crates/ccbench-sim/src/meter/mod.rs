@@ -60,6 +60,12 @@ impl LinkMeter {
         }
     }
 
+    /// A new lane, going up if `up` (a lane the path added).
+    pub fn add_lane(&mut self, up: bool) {
+        self.lanes.push(Lane::default());
+        self.lane_dir.push(if up { Dir::Up } else { Dir::Down });
+    }
+
     /// Count afresh from `at`: the lanes' counts and the path's link counters restart
     /// from zero (the emulator's measurement epoch).
     pub fn restart(&mut self, at: Time, path: &mut Path) {

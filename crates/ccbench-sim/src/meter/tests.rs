@@ -39,6 +39,7 @@ fn meter() -> LinkMeter {
         tcp: Default::default(),
         host: None,
         udp: Vec::new(),
+        arrivals: Vec::new(),
     };
     LinkMeter::new(&s, 2)
 }

@@ -100,6 +100,7 @@ pub struct Path {
     far_nic: Vec<Pipe>,
     /// Which lanes go up (their sender far, their data through the reverse bottleneck).
     up: Vec<bool>,
+    nic_rate: BitRate,
     forward: Pipe,
     reverse: Vec<Pipe>,
     access: Vec<Dur>,
@@ -123,6 +124,7 @@ impl Path {
             nic: access.iter().map(|&a| Pipe::new(Some(nic_rate), a)).collect(),
             far_nic: access.iter().map(|_| Pipe::new(Some(nic_rate), Dur::ZERO)).collect(),
             up,
+            nic_rate,
             forward: Pipe::new(None, one_way),
             reverse: access.iter().map(|&a| Pipe::new(None, one_way + a)).collect(),
             access,
@@ -130,6 +132,18 @@ impl Path {
             departed: Vec::new(),
             on_wire_chained: false,
         }
+    }
+
+    /// A new lane with access delay `access`, going up if `up`; returns its number.
+    pub fn add_lane(&mut self, access: Dur, up: bool) -> u32 {
+        debug_assert!(self.reverse_bottleneck.is_some() || !up, "an up lane needs a reverse bottleneck");
+        self.nic.push(Pipe::new(Some(self.nic_rate), access));
+        self.far_nic.push(Pipe::new(Some(self.nic_rate), Dur::ZERO));
+        // The return delay line takes the base RTT in force (an RTT step may have moved it).
+        self.reverse.push(Pipe::new(None, self.forward.delay() + access));
+        self.access.push(access);
+        self.up.push(up);
+        self.access.len() as u32 - 1
     }
 
     /// Schedule the RTT schedule's steps, counted from `origin`.

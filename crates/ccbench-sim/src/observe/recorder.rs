@@ -171,6 +171,6 @@ impl Recorder {
                 ("state".to_string(), Values::Str(s.iter().map(|(_, t)| t.state).collect())),
             ],
         };
-        Series { flows, link, states }
+        Series { flows, link, states, connections: Table::default() }
     }
 }

@@ -64,4 +64,6 @@ pub struct Series {
     pub flows: Table,
     pub link: Table,
     pub states: Table,
+    /// The arrivals' connections, one row each (empty without arrivals).
+    pub connections: Table,
 }

@@ -28,6 +28,23 @@ pub struct Measured {
     /// One per UDP flow, in order.
     #[serde(default)]
     pub udp: Vec<UdpMeasured>,
+    /// Every connection of the arrivals, in order of arrival.
+    #[serde(default)]
+    pub connections: Vec<ConnMeasured>,
+}
+
+/// One connection of a group of arrivals.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConnMeasured {
+    pub group: u32,
+    pub arrival_ns: u64,
+    pub size_bytes: u64,
+    /// From its arrival to the receiver's having every byte; None if the run ended first.
+    pub fct_ns: Option<u64>,
+    /// The same transfer's, alone on the empty path.
+    pub ideal_fct_ns: Option<u64>,
+    pub retransmits: u64,
 }
 
 /// What a UDP flow's source sent and its sink received (IP packets and bytes).
@@ -178,6 +195,7 @@ impl Summary {
             events: m.events,
             host: m.host,
             udp: m.udp.into_iter().enumerate().map(|(k, u)| udp(s, k, u, end)).collect(),
+            arrivals: (0..s.arrivals.len()).map(|k| super::arrivals::summary(s, k, &m.connections)).collect(),
         }
     }
 }
@@ -351,6 +369,7 @@ mod tests {
             tcp: TcpConfig::default(),
             host: None,
             udp: Vec::new(),
+            arrivals: Vec::new(),
         };
         let link = LinkMeasured {
             offered: None,
@@ -374,6 +393,7 @@ mod tests {
             events: None,
             host: None,
             udp: Vec::new(),
+            connections: Vec::new(),
         };
         let sum = Summary::build(&s, m);
         let (a, b) = (&sum.flows[0], &sum.flows[1]);

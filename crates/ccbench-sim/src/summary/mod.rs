@@ -3,8 +3,12 @@
 mod configured;
 mod measured;
 
+pub mod arrivals;
+
 pub use configured::ConfiguredLink;
-pub use measured::{DownloadMeasured, FlowMeasured, LinkMeasured, Measured, Offered, PathMtuMeasured, UdpMeasured};
+pub use measured::{
+    ConnMeasured, DownloadMeasured, FlowMeasured, LinkMeasured, Measured, Offered, PathMtuMeasured, UdpMeasured,
+};
 
 use crate::base::histogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -188,6 +192,9 @@ pub struct Summary {
     /// The UDP flows, if any.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub udp: Vec<UdpFlowSummary>,
+    /// Each group of arrivals, if any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub arrivals: Vec<arrivals::ArrivalsSummary>,
 }
 
 /// A UDP flow: what it offered and what arrived, in IP bytes over its life (from its

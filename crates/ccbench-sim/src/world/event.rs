@@ -31,6 +31,8 @@ pub enum Event {
     Icmp(u32),
     /// UDP flow `.0`'s source is due.
     UdpSend(u32),
+    /// A connection of group `.0` of arrivals arrives.
+    Arrival(u32),
     Sample,
     End,
 }
@@ -106,6 +108,7 @@ impl Event {
             Event::Icmp(i) => 16 | (i as u64) << 8,
             Event::FarNicExit(i) => 17 | (i as u64) << 8,
             Event::UdpSend(k) => 18 | (k as u64) << 8,
+            Event::Arrival(k) => 19 | (k as u64) << 8,
         }
     }
 }

@@ -39,9 +39,14 @@ impl World {
                     one_way_delay_ms: Stats::from_histogram(&sink.one_way_delay_ns, 1e6),
                 })
                 .collect(),
+            connections: Vec::new(),
         };
-        let summary = Summary::build(&self.scenario, measured);
-        RunOutput { summary, series: self.recorder.finish(), trace_hash: self.trace_hash }
+        let connections = self.connections_measured();
+        let table = super::arrivals::Arrivals::table(&connections);
+        let summary = Summary::build(&self.scenario, Measured { connections, ..measured });
+        let mut series = self.recorder.finish();
+        series.connections = table;
+        RunOutput { summary, series, trace_hash: self.trace_hash }
     }
 
     /// Flow `i` at `end`, over all its connections.

@@ -3,6 +3,7 @@
 //! packets the path delivers to the endpoints and what the endpoints send into the path,
 //! and keeps per-flow counts, samples and the capture.
 
+mod arrivals;
 mod event;
 mod finish;
 mod path_mtu;
@@ -63,20 +64,36 @@ struct FlowMeta {
 /// A flow's connection `conn`: its sender and receiver (`rng` streams per connection, the
 /// first one's as for a single connection).
 fn connection(s: &Scenario, i: usize, conn: u16, objects: &bpf::Objects) -> Result<(Sender, Receiver), ConfigError> {
-    let (link, tcp, f) = (&s.link, &s.tcp, &s.flows[i]);
-    let id = i as u32;
-    let stream = rng::stream(s.seed, "cc", id as u64 | (conn as u64) << 32);
+    let stream = rng::stream(s.seed, "cc", i as u64 | (conn as u64) << 32);
+    let log = s.sample_interval_ns > 0;
+    endpoints(s, i as u32, &s.flows[i], &format!("flows[{i}]"), conn, stream, log, objects)
+}
+
+/// The sender and receiver of connection `conn` of `f` on lane `id` (named `at` in
+/// errors), its algorithm on random stream `stream`, logging its moves if `log`.
+#[allow(clippy::too_many_arguments)]
+fn endpoints(
+    s: &Scenario,
+    id: u32,
+    f: &FlowConfig,
+    at: &str,
+    conn: u16,
+    stream: rng::Rng,
+    log: bool,
+    objects: &bpf::Objects,
+) -> Result<(Sender, Receiver), ConfigError> {
+    let (link, tcp) = (&s.link, &s.tcp);
     let mut cc = match bpf::Spec::parse(&f.cca) {
-        Some(spec) => objects.instance(i, &spec, &f.params, tcp.hz, stream).map_err(|r| match r.param {
-            Some(p) => ConfigError { field: format!("flows[{i}].params.{p}"), message: r.message },
-            None => ConfigError { field: format!("flows[{i}].cca"), message: format!("{}: {}", spec.path, r.message) },
+        Some(spec) => objects.instance(id as usize, &spec, &f.params, tcp.hz, stream).map_err(|r| match r.param {
+            Some(p) => ConfigError { field: format!("{at}.params.{p}"), message: r.message },
+            None => ConfigError { field: format!("{at}.cca"), message: format!("{}: {}", spec.path, r.message) },
         })?,
         None => Algorithm::from_name(&f.cca)
             .expect("validated")
             .build(&f.params, stream)
-            .map_err(|m| ConfigError { field: format!("flows[{i}].params"), message: m })?,
+            .map_err(|m| ConfigError { field: format!("{at}.params"), message: m })?,
     };
-    if s.sample_interval_ns > 0 {
+    if log {
         if let Some(log) = cc.transitions() {
             log.listen();
         }
@@ -131,6 +148,8 @@ pub struct World {
     /// The UDP flows' ends (lanes from the TCP flows' count on).
     udp: Vec<UdpSource>,
     udp_sinks: Vec<UdpSink>,
+    /// The groups of arrivals and their connections, if any (lanes after the UDP flows').
+    arrivals: Option<arrivals::Arrivals>,
 }
 
 impl World {
@@ -177,6 +196,7 @@ impl World {
         for (k, u) in s.udp.iter().enumerate() {
             q.push(Time(u.start_ns), Event::UdpSend(k as u32));
         }
+        let arrivals = arrivals::Arrivals::new(s, s.lanes() as u32, end, &mut q);
         let interval = Dur(s.sample_interval_ns);
         if s.sample_interval_ns > 0 {
             q.push(Time::ZERO + interval, Event::Sample);
@@ -202,6 +222,7 @@ impl World {
             up: (0..s.lanes()).map(|i| s.lane_direction(i) == Direction::Up).collect(),
             udp,
             udp_sinks: (0..s.udp.len()).map(|_| UdpSink::default()).collect(),
+            arrivals,
             events: 0,
             trace_hash: 0xcbf2_9ce4_8422_2325,
             taps: Taps::default(),
@@ -227,16 +248,23 @@ impl World {
         let keep = self.taps.is_on().then_some(&mut self.sent);
         let gate = self.path_mtu.as_mut();
         let meter = &mut self.meter;
+        let sender = match self.senders.get_mut(i as usize) {
+            Some(s) => s,
+            None => match self.arrivals.as_mut().and_then(|a| a.sender(i)) {
+                Some(s) => s,
+                None => return, // an arrival's connection that has finished
+            },
+        };
         if self.up[i as usize] {
             // The far host: TX completions at once.
             let mut io =
                 Ports { q: &mut self.q, path: &mut self.path, keep, completion: Dur::ZERO, reaped: now, gate, meter };
-            f(&mut self.senders[i as usize], &mut io);
+            f(sender, &mut io);
         } else {
             let completion = self.tx_completion;
             let reaped = self.host.as_ref().map_or(now, |h| h.reaped(now)).max(self.reaped);
             let mut io = Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped, gate, meter };
-            f(&mut self.senders[i as usize], &mut io);
+            f(sender, &mut io);
             self.reaped = io.reaped;
         }
         self.taps.tap(|c| c.sent(i, self.sent.drain(..)));
@@ -247,8 +275,15 @@ impl World {
         let keep = self.taps.is_on().then_some(&mut self.sent);
         let completion = Dur::ZERO; // the receiver's ACKs are not the sender host's
         let meter = &mut self.meter;
+        let receiver = match self.receivers.get_mut(i as usize) {
+            Some(r) => r,
+            None => match self.arrivals.as_mut().and_then(|a| a.receiver(i)) {
+                Some(r) => r,
+                None => return,
+            },
+        };
         let io = &mut Ports { q: &mut self.q, path: &mut self.path, keep, completion, reaped: now, gate: None, meter };
-        f(&mut self.receivers[i as usize], io);
+        f(receiver, io);
         self.taps.tap(|c| c.acks_sent(now, i, self.sent.drain(..).map(|(_, p)| p)));
     }
 
@@ -275,14 +310,24 @@ impl World {
         let host = self.host.as_mut().expect("CpuRun needs a host");
         let Some((i, task)) = host.next_task(now, &mut self.q) else { return };
         let mut work = task.work();
-        let s = &self.senders[i as usize];
-        let before = (s.stats.skbs_sent, s.stats.data_segs_out, s.stats.bytes_sent);
+        let before = self.sent_counts(i);
         self.run_task(now, i, task);
-        let s = &self.senders[i as usize];
-        work.bursts = s.stats.skbs_sent - before.0;
-        work.packets = s.stats.data_segs_out - before.1;
-        work.bytes = s.stats.bytes_sent - before.2;
+        // An arrival's connection that had finished did nothing.
+        if let (Some(before), Some(after)) = (before, self.sent_counts(i)) {
+            work.bursts = after.0 - before.0;
+            work.packets = after.1 - before.1;
+            work.bytes = after.2 - before.2;
+        }
         self.host.as_mut().expect("a host").finished(now, work, &mut self.q);
+    }
+
+    /// Lane `i`'s sender's skbs, segments and bytes sent so far, if it has one.
+    fn sent_counts(&mut self, i: u32) -> Option<(u64, u64, u64)> {
+        let s = match self.senders.get(i as usize) {
+            Some(s) => s,
+            None => self.arrivals.as_mut()?.sender(i)?,
+        };
+        Some((s.stats.skbs_sent, s.stats.data_segs_out, s.stats.bytes_sent))
     }
 
     fn hash_event(&mut self, t: Time, ev: &Event) {
@@ -341,6 +386,13 @@ impl World {
                             self.taps.tap(|c| c.receiver_data(now, &a.pkt));
                             self.at_receiver(now, i, |r, io| r.on_data(now, &a.pkt, io));
                             let k = i as usize;
+                            if k >= self.receivers.len() {
+                                let done = self.arrivals.as_mut().and_then(|a| a.receiver(i)).map(|r| r.completed_at);
+                                if done == Some(Some(now)) {
+                                    self.arrival_done(i, now);
+                                }
+                                continue;
+                            }
                             if self.receivers[k].completed_at == Some(now)
                                 && self.flows[k].downloads.len() == self.flows[k].conn as usize
                             {
@@ -357,13 +409,21 @@ impl World {
                     }
                 }
                 Event::Sender(i, which) => {
-                    if self.senders[i as usize].timer_due(now, which, &mut self.q) {
+                    let q = &mut self.q;
+                    let due = match self.senders.get_mut(i as usize) {
+                        Some(s) => s.timer_due(now, which, q),
+                        None => {
+                            self.arrivals.as_mut().and_then(|a| a.sender(i)).is_some_and(|s| s.timer_due(now, which, q))
+                        }
+                    };
+                    if due {
                         self.sender_task(now, i, Task::Timer(which));
                     }
                 }
                 Event::CpuRun => self.run_cpu_task(now),
                 Event::FlowRestart(i) => self.next_download(i, now),
                 Event::UdpSend(k) => self.udp_send(now, k),
+                Event::Arrival(k) => self.arrive(now, k),
                 Event::Icmp(i) => {
                     let icmp = self.path_mtu.as_mut().expect("a path MTU").arrive(i);
                     self.sender_task(now, i, Task::Ack(icmp));
@@ -452,7 +512,8 @@ impl World {
     /// what was sent, nothing is delivered that was not sent, and the bottleneck never
     /// forwards more than its rate allows.
     fn audit(&self, now: Time) -> Result<(), String> {
-        for (i, (s, r)) in self.senders.iter().zip(&self.receivers).enumerate() {
+        let open = self.arrivals.iter().flat_map(|a| a.open_endpoints()).map(|(i, s, r)| (i as usize, s, r));
+        for (i, s, r) in self.senders.iter().zip(&self.receivers).enumerate().map(|(i, (s, r))| (i, s, r)).chain(open) {
             s.audit().map_err(|e| format!("flow {i} at {now}: {e}"))?;
             let (snd_una, snd_nxt) = (s.wire_seq(s.sb.snd_una), s.wire_seq(s.snd_nxt()));
             if r.rcv_nxt > snd_nxt {
@@ -471,10 +532,13 @@ impl World {
     }
 
     fn all_sized_flows_done(&self) -> bool {
-        self.flows
-            .iter()
-            .zip(&self.receivers)
-            .all(|(f, r)| f.size_bytes.is_some() && r.completed_at.is_some() && f.repeats_left == 0)
+        // Arrivals come until the run ends.
+        self.arrivals.is_none()
+            && self
+                .flows
+                .iter()
+                .zip(&self.receivers)
+                .all(|(f, r)| f.size_bytes.is_some() && r.completed_at.is_some() && f.repeats_left == 0)
     }
 
     /// Move flow `i`'s logged state-machine moves to the recorder.

@@ -32,6 +32,7 @@ pub fn dumbbell(rate_bps: u64, rtt_ns: u64, buffer: BufferLimit, flows: Vec<Flow
         tcp: TcpConfig::default(),
         host: None,
         udp: Vec::new(),
+        arrivals: Vec::new(),
     }
 }
 
