@@ -125,6 +125,7 @@ CCAS = edgy(["cubic", "reno", "bbr", "bbr3"], ["copa", "", "CUBIC"])
 INTS = edgy([1, 2, 10], [0, 64, 1000, 65535, 65536, 2**31, 2**32, 2**63, -1])
 HZ = edgy([100, 250, 1000], [300, 1024, 2_000_000, 1_000_000, 0, -1, "x"])
 SIZES = edgy(["100KB", "1MB", "6MiB"], ["0", "1", "1e30B", "-1MB", "2GiB"])
+DIRECTIONS = edgy(["down", "up"], ["sideways", "", "UP", 1])
 
 
 def maybe(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
@@ -149,6 +150,16 @@ def scenario_docs(draw: st.DrawFn) -> dict[str, Any]:
     )
     if link.get("aqm") not in (None, "droptail"):
         link.pop("buffer", None)
+    reverse = draw(
+        maybe(
+            st.fixed_dictionaries(
+                {"rate": RATES},
+                optional={"buffer": BUFFERS, "loss": LOSSES, "aqm": st.sampled_from(["droptail", "fq_codel", "red"])},
+            )
+        )
+    )
+    if reverse is not None:
+        link["reverse"] = reverse
     tcp = without_none(
         {
             "hz": draw(maybe(HZ)),
@@ -171,6 +182,7 @@ def scenario_docs(draw: st.DrawFn) -> dict[str, Any]:
                     "fixed_cwnd": INTS,
                     "repeat": INTS,
                     "access_delay": RTTS,
+                    "direction": DIRECTIONS,
                 },
             ),
             min_size=draw(edgy([1], [0])),
@@ -192,9 +204,12 @@ def scenario_docs(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def capacity(doc: dict[str, Any]) -> Optional[float]:
+    """The most any flow can get: the faster direction's rate."""
     from ccbench.units import parse_rate
 
-    return float(parse_rate(doc["link"]["rate"]))
+    link = doc["link"]
+    rates = [link["rate"], *([link["reverse"]["rate"]] if "reverse" in link else [])]
+    return max(float(parse_rate(r)) for r in rates)
 
 
 @fuzz(150)
@@ -232,6 +247,11 @@ FLAG_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "--aqm": st.sampled_from(["codel", "fq_codel", "red"]),
     "--repeat": INTS,
     "--pause": DURATIONS,
+    "--reverse-rate": RATES,
+    "--reverse-buffer": BUFFERS,
+    "--reverse-loss": LOSSES,
+    "--reverse-aqm": st.sampled_from(["droptail", "fq_codel", "red"]),
+    "--direction": st.sampled_from(["down", "up", "down,up", "up,up,up", "sideways", ","]),
 }
 
 

@@ -152,6 +152,7 @@ def test_effective_toml_is_complete() -> None:
         "rwnd_autotune",
         "connect",
         "fastopen",
+        "direction",
     }
     assert s.scenario_hash in s.effective_toml()
 

@@ -19,13 +19,14 @@ def test_the_committed_doc_is_the_generated_one():
 def test_every_key_of_every_table_is_documented():
     """A field without an example would be left out of the doc: only the link's models
     documented in cellular.md (traces, the ACK trace's buffer, schedules, loss model, AQM
-    parameters) may be."""
+    parameters), the same in [link.reverse], and that table itself (shown as a table of
+    its own) may be."""
     from ccbench.scenario.host import Host, HostCost
-    from ccbench.scenario import Capture, Flow, Link, Tcp
+    from ccbench.scenario import Capture, Flow, Link, ReverseLink, Tcp
 
     left_out = {
         (m.__name__, f.alias or name)
-        for m in (Scenario, Link, Tcp, Host, HostCost, Flow, Capture)
+        for m in (Scenario, Link, ReverseLink, Tcp, Host, HostCost, Flow, Capture)
         for name, f in m.model_fields.items()
         if not f.examples
     }
@@ -43,6 +44,10 @@ def test_every_key_of_every_table_is_documented():
         ("Link", "rtt_schedule"),
         ("Link", "loss_model"),
         ("Link", "aqm_params"),
+        ("Link", "reverse"),
+        ("ReverseLink", "trace"),
+        ("ReverseLink", "loss_model"),
+        ("ReverseLink", "aqm_params"),
     }
 
 

@@ -29,6 +29,12 @@ FLAGS = {
     "link.loss": "--loss",
     "link.trace, link.ack_trace": "--trace, --ack-trace",
     "link.aqm": "--aqm",
+    "link.reverse.rate": "--reverse-rate",
+    "link.reverse.trace": "--reverse-trace",
+    "link.reverse.buffer": "--reverse-buffer",
+    "link.reverse.loss": "--reverse-loss",
+    "link.reverse.aqm": "--reverse-aqm",
+    "flows[i].direction": "--direction",
     "flows[i].cca": "--cca",
     "flows[i].size": "--size",
     "flows[i].rwnd": "--rwnd",
@@ -41,6 +47,31 @@ FLAGS = {
     "host.cpu_slice": "--cpu-slice",
     "host.cpu_trace": "--cpu-trace",
 }
+
+
+# [link.reverse] goes through the core's checks of [link]'s values (its rate, buffer,
+# loss and AQM ranges): its rows are those of [link], renamed, where a BDP is the uplink's.
+_REVERSE_SHARES = {"link.rate", "link.buffer", "link.loss", "link.ecn_threshold", "link.aqm"}
+_REVERSE_SHARED_TABLES = ("link.loss_model.", "link.aqm_params.")
+_UPLINK_BDP = " (the uplink's: its rate x link.rtt)"
+
+
+def _with_directions(core: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The core's rows with ``[link.reverse]``'s after the link's, and a flow's direction
+    after the flows'."""
+    reverse = [
+        ("link.reverse", "rate or trace, not both; not with link.ack_trace (give its trace as link.reverse.trace)")
+    ]
+    for field, allowed in core:
+        if field in _REVERSE_SHARES or field.startswith(_REVERSE_SHARED_TABLES):
+            allowed = allowed.replace("link.loss", "link.reverse.loss")
+            reverse.append((field.replace("link.", "link.reverse.", 1), allowed + _UPLINK_BDP * ("BDP" in allowed)))
+        elif field == "link.trace, link.ack_trace":
+            reverse.append(("link.reverse.trace", allowed))
+    direction = ("flows[i].direction", "down or up; up needs a reverse bottleneck, link.reverse or link.ack_trace")
+    last_link = max(i for i, (field, _) in enumerate(core) if field.startswith("link."))
+    last_flow = max(i for i, (field, _) in enumerate(core) if field.startswith("flows"))
+    return [*core[: last_link + 1], *reverse, *core[last_link + 1 : last_flow + 1], direction, *core[last_flow + 1 :]]
 
 
 def _front_end_rows() -> list[tuple[str, str, str]]:
@@ -75,7 +106,7 @@ def _file_rows() -> list[tuple[str, str, str]]:
         ),
         (
             "Mahimahi trace",
-            "--trace, --ack-trace, link.trace",
+            "--trace, --ack-trace, --reverse-trace, link.trace",
             f"one integer per line, milliseconds, never decreasing; the last from 1 to {MAX_TIMESTAMP_MS}",
         ),
         (
@@ -116,7 +147,7 @@ def _table(rows: Sequence[tuple[str, str, str]], head: tuple[str, str, str]) -> 
 
 def render() -> str:
     """docs/input-ranges.md."""
-    core = [(field, FLAGS.get(field, ""), allowed) for field, allowed in _core.input_ranges()]
+    core = [(field, FLAGS.get(field, ""), allowed) for field, allowed in _with_directions(_core.input_ranges())]
     front = {row[0]: row for row in _front_end_rows()}
     rows = [front.pop(r[0], r) for r in core] + list(front.values())
     lines = [

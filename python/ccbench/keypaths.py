@@ -56,6 +56,9 @@ def is_table(path: Path) -> bool:
         ("host", "cost"),
         ("link", "aqm_params"),
         ("link", "loss_model"),
+        ("link", "reverse"),
+        ("link", "reverse", "aqm_params"),
+        ("link", "reverse", "loss_model"),
         ("capture",),
         ("flows", int),
         ("flows", int, "params"),
@@ -79,7 +82,7 @@ def check_value_path(field: str, path: Path, flow_entries: int) -> None:
             raise ScenarioError(field, f"the plan has {have}")
         deepest = 4 if path[2] == "params" else 3
     elif head in ("link", "tcp"):
-        deepest = 2
+        deepest = 3 if path[:2] == ("link", "reverse") else 2
     else:
         deepest = 1
     if len(path) != deepest or any(isinstance(p, int) for p in path[2 if head == "flows" else 0 :]):

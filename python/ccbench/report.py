@@ -10,6 +10,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from . import directions
+
 DASH = "–"
 
 
@@ -55,8 +57,11 @@ def cca_label(cca: Any) -> str:
 
 def flows_table(summary: Mapping[str, Any]) -> Table:
     t = _table("Flows")
+    two_way = directions.is_two_way(summary)
     t.add_column("\n\nflow", justify="right", no_wrap=True)
     t.add_column("\n\ncca", no_wrap=True)
+    if two_way:
+        t.add_column("\n\ndir", no_wrap=True)
     t.add_column("\ngoodput\nMbit/s", justify="right", no_wrap=True)
     t.add_column("\nthroughput\nMbit/s", justify="right", no_wrap=True)
     t.add_column("\nretrans", justify="right", no_wrap=True)
@@ -69,6 +74,7 @@ def flows_table(summary: Mapping[str, Any]) -> Table:
         t.add_row(
             str(f.get("id", i)),
             cca_label(f.get("cca", DASH)),
+            *([directions.direction(f)] if two_way else []),
             _num(f.get("goodput_bps"), 1e-6),
             _num(f.get("throughput_bps"), 1e-6),
             _int(f.get("retransmits")),
@@ -80,33 +86,41 @@ def flows_table(summary: Mapping[str, Any]) -> Table:
 
 
 def link_table(summary: Mapping[str, Any]) -> Table:
+    """The bottleneck's figures; with an uplink, one row per direction, each with the
+    Jain index of the flows going that way."""
     t = _table("Bottleneck")
-    link = summary.get("link") or {}
+    ways = directions.links(summary)
+    two_way = len(ways) > 1
     # Traces and AQMs add columns; a constant-rate drop-tail run keeps the plain table.
-    traced = link.get("trace_mean_bps") is not None
-    aqm = link.get("aqm") if isinstance(link.get("aqm"), Mapping) else None
-    if traced:
-        t.add_column("capacity\nMbit/s", justify="right")
+    traced = any(link.get("trace_mean_bps") is not None for _, link in ways)
+    aqm = next((link["aqm"] for _, link in ways if isinstance(link.get("aqm"), Mapping)), None)
+    if two_way:
+        t.add_column("direction")
+    if traced or two_way:
+        t.add_column(f"{'capacity' if traced else 'rate'}\nMbit/s", justify="right")
     t.add_column("utilisation", justify="right")
     t.add_column("drops", justify="right")
     if aqm is not None:
-        t.add_column(f"{aqm.get('name', 'AQM')}\ndrops", justify="right")
+        t.add_column(f"{'AQM' if two_way else aqm.get('name', 'AQM')}\ndrops", justify="right")
     t.add_column("queue delay\nmean ms", justify="right")
     t.add_column("queue delay\np95 ms", justify="right")
     t.add_column("Jain index", justify="right")
-    row = [_num(link.get("rate_bps"), 1e-6)] if traced else []
-    row += [
-        _num(link.get("utilization"), 100.0, 1) + " %" if link.get("utilization") is not None else DASH,
-        _int(link.get("drops")),
-    ]
-    if aqm is not None:
-        row.append(_int(link.get("drops_aqm")))
-    row += [
-        _num(_get(link, "queue_delay_ms", "mean")),
-        _num(_get(link, "queue_delay_ms", "p95")),
-        _num(summary.get("jain_index"), digits=4),
-    ]
-    t.add_row(*row)
+    for way, link in ways:
+        row = [way] if two_way else []
+        row += [_num(link.get("rate_bps"), 1e-6)] if traced or two_way else []
+        row += [
+            _num(link.get("utilization"), 100.0, 1) + " %" if link.get("utilization") is not None else DASH,
+            _int(link.get("drops")),
+        ]
+        if aqm is not None:
+            row.append(_int(link.get("drops_aqm")))
+        jain = directions.jain_of(summary, way) if two_way else summary.get("jain_index")
+        row += [
+            _num(_get(link, "queue_delay_ms", "mean")),
+            _num(_get(link, "queue_delay_ms", "p95")),
+            _num(jain, digits=4),
+        ]
+        t.add_row(*row)
     return t
 
 

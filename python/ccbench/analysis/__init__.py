@@ -8,7 +8,17 @@
 
 from __future__ import annotations
 
-from .frames import CONDITIONS, FLOW_METRICS, LABELS, RUN_METRICS, cca_mix, cpu_share, flows_frame, runs_frame
+from .frames import (
+    CONDITIONS,
+    FLOW_METRICS,
+    LABELS,
+    RUN_METRICS,
+    UPLINK_METRICS,
+    cca_mix,
+    cpu_share,
+    flows_frame,
+    runs_frame,
+)
 from .records import RecordLike, record_from_result
 from .stats import CONFIDENCE, aggregate, mean_ci
 from .compare import algorithm_table, dimensions, goodput_ratio
@@ -19,6 +29,7 @@ __all__ = [
     "FLOW_METRICS",
     "LABELS",
     "RUN_METRICS",
+    "UPLINK_METRICS",
     "RecordLike",
     "aggregate",
     "algorithm_table",

@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .frames import CONDITIONS, RUN_METRICS
+from .frames import CONDITIONS, RUN_METRICS, UPLINK_METRICS
 from .stats import aggregate
 
 # Point keys that the derived condition columns already describe.
@@ -49,7 +49,7 @@ def algorithm_table(runs: pd.DataFrame, metrics: Optional[Sequence[str]] = None)
     """Means and 95% intervals over repetitions, one row per point and algorithm mix."""
     if runs.empty:
         return pd.DataFrame()
-    metrics = [m for m in (metrics or RUN_METRICS) if m in runs.columns]
+    metrics = [m for m in (metrics or (*RUN_METRICS, *UPLINK_METRICS)) if m in runs.columns]
     return aggregate(runs, group_keys(runs), metrics)
 
 

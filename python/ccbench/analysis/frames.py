@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, Optional
 import numpy as np
 import pandas as pd
 
+from .. import directions
 from ..units import parse_loss
 from .records import RecordLike
 
@@ -37,6 +38,8 @@ RUN_METRICS = (
     "queue_delay_p95_ms",
     "rto_count",
 )
+# The uplink's (``link.reverse``), in the rows of runs that have one.
+UPLINK_METRICS = ("up_utilization", "up_drops", "up_queue_delay_ms", "up_queue_delay_p95_ms")
 FLOW_METRICS = (
     "goodput_mbps",
     "share",
@@ -70,6 +73,10 @@ LABELS = {
     "drops": "drops",
     "queue_delay_ms": "mean queueing delay (ms)",
     "queue_delay_p95_ms": "p95 queueing delay (ms)",
+    "up_utilization": "uplink utilisation",
+    "up_drops": "uplink drops",
+    "up_queue_delay_ms": "uplink mean queueing delay (ms)",
+    "up_queue_delay_p95_ms": "uplink p95 queueing delay (ms)",
     "rto_count": "RTOs",
     "lost": "lost segments",
     "completion_s": "completion (s)",
@@ -90,10 +97,11 @@ def flows_frame(records: Iterable[RecordLike]) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     for r in records:
         run = _run_row(r)
-        keep = {k: v for k, v in run.items() if k not in RUN_METRICS}
+        keep = {k: v for k, v in run.items() if k not in RUN_METRICS and k not in UPLINK_METRICS}
         flows = list(r.summary.get("flows") or [])
         total = sum(_num(f.get("goodput_bps")) for f in flows if math.isfinite(_num(f.get("goodput_bps"))))
         mss = _mss(r.scenario)
+        two_way = directions.is_two_way(r.summary)
         for f in flows:
             goodput = _num(f.get("goodput_bps"))
             rows.append(
@@ -101,6 +109,7 @@ def flows_frame(records: Iterable[RecordLike]) -> pd.DataFrame:
                     **keep,
                     "flow": int(f.get("id", len(rows))),
                     "flow_cca": str(f.get("cca", "")),
+                    **({"direction": directions.direction(f)} if two_way else {}),
                     "base_rtt_ms": _num(f.get("base_rtt_ms")),
                     "goodput_mbps": goodput / 1e6,
                     "share": goodput / total if total > 0 else math.nan,
@@ -172,6 +181,16 @@ def _run_row(r: RecordLike) -> dict[str, Any]:
             "rto_count": _sum(_num(f.get("rto_count")) for f in flows),
         }
     )
+    up = directions.uplink(summary)
+    if up is not None:
+        row.update(
+            {
+                "up_utilization": _num(up.get("utilization")),
+                "up_drops": _num(up.get("drops")),
+                "up_queue_delay_ms": _stat(up.get("queue_delay_ms"), "mean"),
+                "up_queue_delay_p95_ms": _stat(up.get("queue_delay_ms"), "p95"),
+            }
+        )
     return row
 
 

@@ -69,19 +69,25 @@ def _print_runs(records: list[Any], limit: int, store: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from .. import directions
     from ..store.query import point_keys
 
     swept = point_keys(records)
-    t = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
-    for col in ("run", "sweep", *swept, "rep", "seed", "engine", "flows", "goodput Mbit/s", "util %", "drops", "Jain"):
-        t.add_column(col, no_wrap=True, justify="right" if col in ("rep", "util %", "drops", "Jain") else "left")
     shown = records if limit == 0 else records[:limit]
+    # The uplink's columns only when a run listed has one.
+    uplinks = any(directions.uplink(r.summary) is not None for r in shown)
+    numeric = ("rep", "util %", "drops", "up util %", "up drops", "Jain")
+    t = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
+    for col in ("run", "sweep", *swept, "rep", "seed", "engine", "flows", "goodput Mbit/s", "util %", "drops"):
+        t.add_column(col, no_wrap=True, justify="right" if col in numeric else "left")
+    for col in ("up util %", "up drops") if uplinks else ():
+        t.add_column(col, no_wrap=True, justify="right")
+    t.add_column("Jain", no_wrap=True, justify="right")
     for r in shown:
         flows = r.summary.get("flows", [])
-        link = r.summary.get("link", {})
         goodput = "/".join(f"{f['goodput_bps'] / 1e6:.2f}" for f in flows if f.get("goodput_bps") is not None)
-        util = link.get("utilization")
         jain = r.summary.get("jain_index")
+        ways = dict(directions.links(r.summary))
         t.add_row(
             r.run_id[:10],
             r.sweep or "–",
@@ -89,10 +95,10 @@ def _print_runs(records: list[Any], limit: int, store: Any) -> None:
             str(r.repetition),
             str(r.seed),
             r.engine,
-            ",".join(str(f.get("cca")) for f in flows),
+            ",".join(f"{f.get('cca')}{' (up)' if directions.direction(f) == directions.UP else ''}" for f in flows),
             goodput,
-            "–" if util is None else f"{100 * util:.1f}",
-            str(link.get("drops", "–")),
+            *_link_cells(ways[directions.DOWN]),
+            *(_link_cells(ways.get(directions.UP)) if uplinks else ()),
             "–" if jain is None else f"{jain:.3f}",
         )
     # Piped output is not cut to a terminal's width.
@@ -102,3 +108,10 @@ def _print_runs(records: list[Any], limit: int, store: Any) -> None:
     more = f"; listing the first {len(shown)} (--limit 0 lists all)" if len(shown) < len(records) else ""
     sweeps = ", ".join(store.sweeps()) or "none"
     console.print(f"{len(records)} run(s){more}. Store {store.root}; sweeps: {sweeps}", highlight=False)
+
+
+def _link_cells(link: Any) -> tuple[str, str]:
+    """A bottleneck's utilisation (%) and drops; dashes for a run without it."""
+    link = link or {}
+    util = link.get("utilization")
+    return ("–" if util is None else f"{100 * util:.1f}", str(link.get("drops", "–")))

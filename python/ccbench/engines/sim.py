@@ -53,6 +53,7 @@ class SimEngine(Engine):
         summary["scenario_hash"] = sc.scenario_hash
         _name_host_costs(summary, sc)
         _name_bpf_objects(summary)
+        _name_directions(summary, sc)
         return Result(
             summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=sc, states=table_frame(states)
         )
@@ -73,6 +74,16 @@ def _name_host_costs(summary: dict[str, Any], sc: "Scenario") -> None:
     notes = sc.host.notes()
     if notes:
         summary["notes"] = notes
+
+
+def _name_directions(summary: dict[str, Any], sc: "Scenario") -> None:
+    """Say which way each flow went (``direction``: down or up) when the run has flows
+    going up or an uplink of its own; other summaries stay as they were."""
+    directions = [f.direction for f in sc.flows for _ in range(f.count)]
+    if sc.link.reverse is None and "up" not in directions:
+        return
+    for flow, direction in zip(summary.get("flows") or [], directions):
+        flow["direction"] = direction
 
 
 def _name_bpf_objects(summary: dict[str, Any]) -> None:

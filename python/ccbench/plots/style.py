@@ -50,6 +50,11 @@ LINE = {
     "drops": {"color": VERMILLION, "lw": 1.2},
     "link": {"color": BLACK, "lw": 1.0},
 }
+# The two directions of a run with a reverse bottleneck (its link figure's panels).
+DIRECTION = {
+    "down": {"color": BLUE, "lw": 1.0},
+    "up": {"color": VERMILLION, "lw": 1.0},
+}
 # Horizontal reference lines (bottleneck rate, base RTT, BDP, buffer limit).
 REFERENCE = {"color": BLACK, "lw": 0.9, "ls": ":", "alpha": 0.8}
 REFERENCE_2 = {"color": GREY, "lw": 0.9, "ls": "-.", "alpha": 0.8}

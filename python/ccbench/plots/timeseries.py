@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.transforms import ScaledTranslation
 
+from .. import directions
 from ..report import cca_label
 from . import style
 from .cc_state import StatePanel, panel_for
@@ -114,6 +115,12 @@ def _run_line(run: RunData) -> str:
         parts.append(loss)
     if isinstance(link.get("loss_model"), dict):
         parts.append(f"Gilbert-Elliott loss {100 * float(link['loss_model'].get('mean_loss', 0)):.3g}%")
+    up = directions.uplink(s)
+    if up is not None:
+        up_aqm = up.get("aqm") if isinstance(up.get("aqm"), dict) else None
+        up_traced = up.get("trace_mean_bps") is not None
+        queue = f"{up_aqm['name']} limit {fmt_buffer(up)}" if up_aqm else f"buffer {fmt_buffer(up)}"
+        parts.append(f"uplink {'trace, mean ' if up_traced else ''}{fmt_rate(up.get('rate_bps'))}, {queue}")
     parts.append(f"{s.get('duration_s', 0):g} s")
     parts.append(f"seed {s.get('seed')}")
     parts.append(f"engine {s.get('engine', '?')}")
@@ -164,8 +171,9 @@ def flow_figure(run: RunData, flow: int) -> tuple[Figure, list[TimelineRow]]:
     a, b, c, d, e = axes[0], axes[1], axes[2], axes[3], axes[-1]
 
     paced = " (paced)" if info.get("paced") else ""
+    way = f", {directions.direction(info)}" if directions.is_two_way(run.summary) else ""
     fig.suptitle(
-        f"flow {flow}: {cca_label(cca)}{paced}, {fmt_rate(info.get('goodput_bps'))} goodput, "
+        f"flow {flow}: {cca_label(cca)}{paced}{way}, {fmt_rate(info.get('goodput_bps'))} goodput, "
         f"{info.get('retransmits', 0)} retransmits"
         + (f"  [{view.n_flows} flows]" if view.n_flows > 1 else "")
         + "\n"
@@ -203,11 +211,15 @@ class _FlowView:
 
     def __init__(self, run: RunData, info: dict[str, Any], f: pd.DataFrame) -> None:
         self.run, self.info, self.f = run, info, f
-        self.link = link = run.summary["link"]
+        # The bottleneck its data crossed: the uplink for a flow going up.
+        self.link = link = dict(directions.link_of(run.summary, info))
         self.t = f["time_s"].to_numpy(dtype=float)
         self.rate = link.get("rate_bps")
         self.rate_mbit = self.rate / MBIT if self.rate else None
         self.n_flows = run.flow_count
+        way = directions.direction(info)
+        # The flows that share its bottleneck, those going its way.
+        self.n_sharing = sum(directions.direction(x) == way for x in run.summary["flows"])
         self.seg_wire = run.mss + run.header_bytes
         self.interval = run.interval_s
         self.buf_bytes = _buffer_bytes(link, self.seg_wire)
@@ -250,8 +262,8 @@ def _rate_panel(a: Axes, view: _FlowView) -> None:
         else:
             a.plot(t, v / MBIT, label=name, **style.LINE[key])
     _hline(a, rate_mbit, f"bottleneck rate ({fmt_rate(rate)}, wire)")
-    if view.n_flows > 1 and rate_mbit:
-        _hline(a, rate_mbit / view.n_flows, f"fair share (1/{view.n_flows})", style.REFERENCE_2)
+    if view.n_sharing > 1 and rate_mbit:
+        _hline(a, rate_mbit / view.n_sharing, f"fair share (1/{view.n_sharing})", style.REFERENCE_2)
     a.set_ylabel("Mbit/s")
     a.set_title("(a) throughput and goodput (payload)")
     _clip_top(
@@ -475,9 +487,14 @@ def _draw_timeline(ax: Axes, rows: list[TimelineRow], cca: str, span_s: float) -
 
 
 def link_figure(run: RunData) -> Figure:
-    """The bottleneck: throughput (total and per flow), queue, drops."""
+    """The bottleneck: throughput (total and per flow), queue, drops; with a reverse
+    bottleneck (``up_*`` columns), both directions (``plots.two_way``)."""
     lf = run.link.sort_values("time_s")
     t = lf["time_s"].to_numpy(dtype=float)
+    if "up_queue_bytes" in lf.columns:
+        from .two_way import two_way_link_figure
+
+        return two_way_link_figure(run, lf, t)
     fig = style.new_figure(11.5, 8.6)
     gs = fig.add_gridspec(3, 1, height_ratios=[2.4, 2.4, 1.6])
     a = fig.add_subplot(gs[0])

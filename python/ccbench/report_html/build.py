@@ -10,6 +10,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 import matplotlib
 import pandas as pd
 
+from .. import directions
 from ..analysis import (
     LABELS,
     RUN_METRICS,
@@ -293,20 +294,26 @@ def run_report(
     for stem, files in by_stem.items():
         if stem.startswith("flow"):
             i = int(stem[4:])
-            title = f"Flow {i} ({flows[i].get('cca', '?')})"
+            way = f", {directions.direction(flows[i])}" if directions.is_two_way(run.summary) else ""
+            title = f"Flow {i} ({flows[i].get('cca', '?')}{way})"
             caption = (
                 "Throughput and goodput, RTT, cwnd and inflight, pacing rate and bandwidth estimates, "
                 "and the state timeline."
             )
+        elif "up_queue_bytes" in run.link.columns:
+            title = "Bottleneck, both directions"
+            caption = "Output rate of each direction and each flow; each direction's queue, utilisation and drops."
         else:
             title, caption = "Bottleneck", "Output rate per flow, queue and drops."
         images.append(Image(title, caption, files))
     summary = run.summary
     link = summary.get("link") or {}
+    up = directions.uplink(summary)
+    uplink = "" if up is None else f" down, {(up.get('rate_bps') or 0) / 1e6:g} Mbit/s up,"
     subtitle = (
         f"{run.directory}: engine {summary.get('engine', '?')}, seed {summary.get('seed', '?')}, "
         f"{summary.get('duration_s', '?')} s, {len(flows)} flow(s) over "
-        f"{(link.get('rate_bps') or 0) / 1e6:g} Mbit/s and {link.get('rtt_ms', '?')} ms"
+        f"{(link.get('rate_bps') or 0) / 1e6:g} Mbit/s{uplink} and {link.get('rtt_ms', '?')} ms"
     )
     page = Page(
         title="ccbench run report",

@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from .. import directions
 from .figures import fmt, label
 from .page import Table
 
@@ -20,6 +21,8 @@ MEAN_COLUMNS = (
     ("self_inflicted_delay_ms", "self-inflicted delay ms", 1.0, 1),
     ("retrans_rate", "retrans %", 100.0, 3),
     ("utilization", "utilisation %", 100.0, 1),
+    ("up_utilization", "uplink utilisation %", 100.0, 1),
+    ("up_queue_delay_ms", "uplink queue delay ms", 1.0, 1),
     ("jain_index", "Jain index", 1.0, 3),
 )
 
@@ -71,6 +74,7 @@ def frame_table(frame: pd.DataFrame, title: str, note: str = "") -> Table:
 
 
 def run_flows_table(summary: Mapping[str, Any]) -> Table:
+    two_way = directions.is_two_way(summary)
     rows = []
     for f in summary.get("flows") or []:
         rtt = f.get("rtt_ms") or {}
@@ -78,6 +82,7 @@ def run_flows_table(summary: Mapping[str, Any]) -> Table:
             [
                 str(f.get("id")),
                 str(f.get("cca")),
+                *([directions.direction(f)] if two_way else []),
                 _n(f.get("goodput_bps"), 1e-6),
                 _n(f.get("throughput_bps"), 1e-6),
                 _n(f.get("retransmits"), digits=0),
@@ -91,6 +96,7 @@ def run_flows_table(summary: Mapping[str, Any]) -> Table:
         [
             "flow",
             "cca",
+            *(["direction"] if two_way else []),
             "goodput Mbit/s",
             "throughput Mbit/s",
             "retrans",
@@ -106,24 +112,32 @@ def run_flows_table(summary: Mapping[str, Any]) -> Table:
 
 
 def run_link_table(summary: Mapping[str, Any]) -> Table:
-    link = summary.get("link") or {}
-    qd = link.get("queue_delay_ms") or {}
-    row = [
-        _n(link.get("rate_bps"), 1e-6),
-        _n(link.get("rtt_ms"), digits=1),
-        _n(link.get("bdp_bytes"), 1e-3, 1),
-        _n(link.get("buffer_bytes"), 1e-3, 1)
-        if link.get("buffer_bytes") is not None
-        else f"{link.get('buffer_packets')} pkt",
-        _n(link.get("utilization"), 100, 1),
-        _n(link.get("drops"), digits=0),
-        _n(qd.get("mean")),
-        _n(qd.get("p95")),
-        _n(summary.get("jain_index"), digits=4),
-    ]
+    """The bottleneck's figures; with an uplink, one row per direction, each with the
+    Jain index of the flows going that way."""
+    ways = directions.links(summary)
+    two_way = len(ways) > 1
+    rows = []
+    for way, link in ways:
+        qd = link.get("queue_delay_ms") or {}
+        jain = directions.jain_of(summary, way) if two_way else summary.get("jain_index")
+        rows.append(
+            [
+                *([way] if two_way else []),
+                _n(link.get("rate_bps"), 1e-6),
+                _n(link.get("rtt_ms"), digits=1),
+                _n(link.get("bdp_bytes"), 1e-3, 1),
+                _buffer(link),
+                _n(link.get("utilization"), 100, 1),
+                _n(link.get("drops"), digits=0),
+                _n(qd.get("mean")),
+                _n(qd.get("p95")),
+                _n(jain, digits=4),
+            ]
+        )
     return Table(
         "Bottleneck",
         [
+            *(["direction"] if two_way else []),
             "rate Mbit/s",
             "base RTT ms",
             "BDP KB",
@@ -134,8 +148,15 @@ def run_link_table(summary: Mapping[str, Any]) -> Table:
             "queue delay p95 ms",
             "Jain index",
         ],
-        [row],
+        rows,
     )
+
+
+def _buffer(link: Mapping[str, Any]) -> str:
+    """The queue's limit in KB, or in packets (an AQM's limit)."""
+    if link.get("buffer_bytes") is not None:
+        return _n(link.get("buffer_bytes"), 1e-3, 1)
+    return f"{link.get('buffer_packets')} pkt"
 
 
 def _n(value: Any, scale: float = 1.0, digits: int = 2) -> str:

@@ -27,7 +27,7 @@ from .fields import MAX_FLOWS_PER_ENTRY, MIN_INTERVAL_NS, Duration, _int_range, 
 from .flow import BBR_FAMILY, Flow, Tcp, algorithms
 from .flags import FLAG_DEFAULTS, flags_doc
 from .host import Host, HostCost
-from .link import AQMS, AqmParams, GilbertElliott, Link, RateStep, RttStep
+from .link import AQMS, AqmParams, GilbertElliott, Link, RateStep, ReverseLink, RttStep
 
 __all__ = [
     "AQMS",
@@ -42,6 +42,7 @@ __all__ = [
     "GilbertElliott",
     "Link",
     "RateStep",
+    "ReverseLink",
     "RttStep",
     "Scenario",
     "Tcp",
@@ -210,8 +211,10 @@ class Scenario(_Table):
 
         ``trace`` replaces the base's ``rate`` and ``rate`` its ``trace``; ``aqm`` other
         than drop-tail drops the base's ``buffer`` (unless ``buffer`` is given too, which
-        is then an error), and a change of ``aqm`` drops the base's ``aqm_params``. Trace
-        paths are taken from the current directory. ``rwnd="auto"`` turns on receive-buffer
+        is then an error), and a change of ``aqm`` drops the base's ``aqm_params``; the
+        ``reverse_*`` flags do the same in ``[link.reverse]``. ``direction`` ("up", or
+        "down,up": one per ``[[flows]]`` entry) sets the flows' directions. Trace paths are
+        taken from the current directory. ``rwnd="auto"`` turns on receive-buffer
         autotuning up to each flow's limit.
 
         ``set_values`` (``["link.rate=50Mbit", "flows[1].cca=bbr"]``, the CLI's ``--set``)
@@ -302,10 +305,11 @@ def _resolve_paths(doc: dict[str, Any], base: Path) -> dict[str, Any]:
             flow["cca"] = "bpf:" + os.path.normpath(os.path.join(base, cca[4:]))
     link = doc.get("link")
     if isinstance(link, dict):
-        for key in ("trace", "ack_trace"):
-            value = link.get(key)
+        reverse = link.get("reverse")
+        for table, key in ((link, "trace"), (link, "ack_trace"), (reverse, "trace")):
+            value = table.get(key) if isinstance(table, dict) else None
             if isinstance(value, str) and value.strip() and not os.path.isabs(value):
-                link[key] = os.path.normpath(os.path.join(base, value))
+                table[key] = os.path.normpath(os.path.join(base, value))
     return doc
 
 
@@ -341,6 +345,9 @@ def _table_for(loc: Sequence[Union[str, int]]) -> Optional[type[BaseModel]]:
         ("link", "rtt_schedule"): RttStep,
         ("link", "loss_model"): GilbertElliott,
         ("link", "aqm_params"): AqmParams,
+        ("link", "reverse"): ReverseLink,
+        ("link", "reverse", "loss_model"): GilbertElliott,
+        ("link", "reverse", "aqm_params"): AqmParams,
     }
     return tables.get(path)
 

@@ -69,15 +69,17 @@ class Flag:
 
 
 def tables(doc: Doc, path: str) -> list[Doc]:
-    """The tables of ``doc`` at ``path`` ("", "link", "flows[]"), made when missing. A
-    value that is not a table is left for validation to report."""
-    if not path:
-        return [doc]
+    """The tables of ``doc`` at ``path`` ("", "link", "link.reverse", "flows[]"), made
+    when missing. A value that is not a table is left for validation to report."""
     if path == EVERY_FLOW:
         entries = doc.get("flows")
         return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
-    table = doc.setdefault(path, {})
-    return [table] if isinstance(table, dict) else []
+    table: Any = doc
+    for key in path.split(".") if path else ():
+        table = table.setdefault(key, {})
+        if not isinstance(table, dict):
+            return []
+    return [table]
 
 
 def set_field(doc: Doc, field: str, value: Any) -> None:
@@ -95,30 +97,49 @@ def _cca(doc: Doc, value: Union[str, list[str]], given: Mapping[str, Any]) -> No
     doc["flows"] = [{"cca": name} for name in names if name]
 
 
-def _rate(doc: Doc, value: Any, given: Mapping[str, Any]) -> None:
-    for link in tables(doc, "link"):
-        if given.get("trace") is None:  # one source of capacity: the rate replaces a trace
-            link.pop("trace", None)
-        link["rate"] = value
+def _capacity(where: str, key: str, other: str, other_flag: str) -> Apply:
+    """``key`` (rate or trace) of the bottleneck at ``where``: one source of capacity, so
+    it replaces the base's ``other`` unless ``other_flag`` gives that too (an error)."""
+
+    def apply(doc: Doc, value: Any, given: Mapping[str, Any]) -> None:
+        for link in tables(doc, where):
+            if given.get(other_flag) is None:
+                link.pop(other, None)
+            link[key] = value
+
+    return apply
 
 
-def _trace(doc: Doc, value: str, given: Mapping[str, Any]) -> None:
-    for link in tables(doc, "link"):
-        if given.get("rate") is None:
-            link.pop("rate", None)
-        link["trace"] = value
+def _aqm_at(where: str, buffer_flag: str) -> Apply:
+    """The AQM of the bottleneck at ``where``; ``buffer_flag`` gives its drop-tail limit."""
+
+    def apply(doc: Doc, value: str, given: Mapping[str, Any]) -> None:
+        from .link import Link
+
+        droptail = Link.model_fields["aqm"].default
+        for link in tables(doc, where):
+            if value != link.get("aqm", droptail):  # the base's parameters are another AQM's
+                link.pop("aqm_params", None)
+            if value != droptail and given.get(buffer_flag) is None:  # the AQM's limit holds instead
+                link.pop("buffer", None)
+            link["aqm"] = value
+
+    return apply
 
 
-def _aqm(doc: Doc, value: str, given: Mapping[str, Any]) -> None:
-    from .link import Link
-
-    droptail = Link.model_fields["aqm"].default
-    for link in tables(doc, "link"):
-        if value != link.get("aqm", droptail):  # the base's parameters are another AQM's
-            link.pop("aqm_params", None)
-        if value != droptail and given.get("buffer") is None:  # the AQM's limit holds instead
-            link.pop("buffer", None)
-        link["aqm"] = value
+def _direction(doc: Doc, value: Union[str, list[str]], given: Mapping[str, Any]) -> None:
+    # One direction for every [[flows]] entry, or one each in order (as --cca makes them).
+    names = [d.strip().lower() for d in value.split(",")] if isinstance(value, str) else list(value)
+    entries = tables(doc, EVERY_FLOW)
+    if len(names) == 1:
+        names *= len(entries)
+    if len(names) != len(entries):
+        raise ScenarioError(
+            "--direction",
+            f"give one direction for every flow, or one per flow entry: {len(entries)} here, got {len(names)}",
+        )
+    for entry, name in zip(entries, names):
+        entry["direction"] = name
 
 
 def _rwnd(doc: Doc, value: Any, given: Mapping[str, Any]) -> None:
@@ -166,7 +187,14 @@ def _set_values(doc: Doc, value: Any, given: Mapping[str, Any]) -> None:
 FLAGS: tuple[Flag, ...] = (
     Flag("--cca", "flows[].cca", apply=_cca, help="Algorithm(s), one flow of each: {}.", metavar="NAME[,NAME...]"),
     Flag("--flows", "flows[].count", help="Each flow entry (one per --cca algorithm) {}."),
-    Flag("--rate", "link.rate", apply=_rate),
+    Flag(
+        "--direction",
+        apply=_direction,
+        help="Which way each flow's data goes: down (through the bottleneck) or up (through the reverse "
+        "one, --reverse-rate); one for every flow, or one per flow entry: --cca cubic,cubic --direction down,up.",
+        metavar="DIR[,DIR...]",
+    ),
+    Flag("--rate", "link.rate", apply=_capacity("link", "rate", "trace", "trace")),
     Flag("--rtt", "link.rtt"),
     Flag("--buffer", "link.buffer"),
     Flag("--loss", "link.loss"),
@@ -207,11 +235,32 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "--trace",
         "link.trace",
-        apply=_trace,
+        apply=_capacity("link", "trace", "rate", "rate"),
         help="Bottleneck capacity from a Mahimahi delivery-opportunity trace (replaces --rate).",
     ),
     Flag("--ack-trace", "link.ack_trace", help="Delivery-opportunity trace for the ACK direction."),
-    Flag("--aqm", "link.aqm", apply=_aqm, help="Queueing discipline at the bottleneck: {}."),
+    Flag("--aqm", "link.aqm", apply=_aqm_at("link", "buffer"), help="Queueing discipline at the bottleneck: {}."),
+    Flag(
+        "--reverse-rate",
+        "link.reverse.rate",
+        apply=_capacity("link.reverse", "rate", "trace", "reverse_trace"),
+        help="Rate of the reverse bottleneck, the uplink where up flows' data and down flows' ACKs queue "
+        "([link.reverse]), e.g. 5Mbit.",
+    ),
+    Flag(
+        "--reverse-trace",
+        "link.reverse.trace",
+        apply=_capacity("link.reverse", "trace", "rate", "reverse_rate"),
+        help="The uplink's capacity from a delivery-opportunity trace (replaces --reverse-rate).",
+    ),
+    Flag("--reverse-buffer", "link.reverse.buffer", help="The uplink's {}."),
+    Flag(
+        "--reverse-aqm",
+        "link.reverse.aqm",
+        apply=_aqm_at("link.reverse", "reverse_buffer"),
+        help="Queueing discipline at the uplink: {}.",
+    ),
+    Flag("--reverse-loss", "link.reverse.loss"),
     Flag(
         "--pcap",
         "capture.points",

@@ -262,6 +262,7 @@ class Flow(_Table):
         "sndbuf_bytes",
         "connect",
         "fastopen",
+        "direction",
     )
 
     cca: str = Field(
@@ -348,6 +349,13 @@ class Flow(_Table):
         description="TCP Fast Open on both ends: after a flow's first connection, the opener's data "
         '(the sender\'s, or the receiver\'s request) goes in the SYN; needs connect = "sender" or "receiver"',
         examples=[False],
+    )
+
+    direction: Literal["down", "up"] = Field(
+        "down",
+        description="which way the data goes: down through [link], or up through [link.reverse] (the uplink), "
+        "its ACKs the other way",
+        examples=["down"],
     )
 
     @field_validator("cca")

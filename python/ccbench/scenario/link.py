@@ -1,5 +1,6 @@
 """The ``[link]`` table: the bottleneck (rate or trace, buffer, AQM, loss), its
-schedules, and the ACK direction.
+schedules, and the reverse direction: ``[link.reverse]``, a bottleneck of its own (the
+uplink), or the older ACK trace.
 """
 
 from __future__ import annotations
@@ -127,6 +128,103 @@ _AQM_KEYS = {
 }
 
 
+def _capacity_and_queue(data: Any, table: str) -> Any:
+    """A bottleneck's table (``link``, ``link.reverse``) before its fields are read: one
+    source of capacity (rate or trace); the AQM's own limits instead of ``buffer``; the
+    AQM's parameters completed with the kernel's defaults. Errors name ``table``'s keys."""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    if "trace" in data and "rate" in data:
+        raise ScenarioError(f"{table}.rate", "give rate or trace, not both (a trace sets the capacity)")
+    if "trace" not in data and "rate" not in data:
+        raise ScenarioError(f"{table}.rate", f"is required (or give {table}.trace, a delivery-opportunity trace)")
+    aqm = data.get("aqm", DEFAULT_AQM)
+    if aqm not in AQMS:
+        return data  # the field's own error names the allowed values
+    params = data.get("aqm_params")
+    if aqm not in AQM_PARAMS:
+        if params is not None:
+            with_params = " or ".join(f"aqm = '{a}'" for a in AQM_PARAMS)
+            raise ScenarioError(f"{table}.aqm_params", f"only with {with_params} (drop-tail's limit is {table}.buffer)")
+        return data
+    if "buffer" in data:
+        raise ScenarioError(
+            f"{table}.buffer",
+            f"is drop-tail's limit; with aqm = '{aqm}' the queue is limited by aqm_params.limit (packets) instead",
+        )
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise ScenarioError(f"{table}.aqm_params", "must be a table")
+    for key in params:
+        if key not in _AQM_KEYS[aqm]:
+            raise ScenarioError(
+                f"{table}.aqm_params.{key}", f"not a parameter of {aqm}; allowed keys: {', '.join(_AQM_KEYS[aqm])}"
+            )
+    data["aqm_params"] = {**AQM_DEFAULTS[aqm], **params}
+    return data
+
+
+class ReverseLink(_Table):
+    """``[link.reverse]``: the reverse direction's bottleneck, the uplink. The data of up
+    flows and the ACKs of down flows wait in its one queue. Its keys are those of
+    ``[link]``; a BDP here is its own rate (a trace's mean) x ``link.rtt``."""
+
+    # Fields in the order of the TOML form.
+    rate_bps: Optional[Rate] = Field(
+        None, alias="rate", description="the uplink's rate (or trace, as link.trace)", examples=["5Mbit"]
+    )
+    trace: Optional[TraceFile] = None
+    # The core's default, as [link]'s: one BDP, here of the uplink's own rate.
+    buffer: BufferLimit = Field(
+        Buffer.from_core(core_default("link", "buffer")),
+        description="drop-tail limit, BDP of the uplink's own rate",
+        examples=["1bdp"],
+    )
+    aqm: Literal[AQMS] = Field(
+        DEFAULT_AQM, description=f"{', '.join(AQMS[:-1])} or {AQMS[-1]}, as link.aqm", examples=[DEFAULT_AQM]
+    )
+    aqm_params: Optional[AqmParams] = None
+    loss: Loss = Field(
+        core_default("link", "loss"),
+        description="random loss of data packets arriving at the uplink (ACKs are spared)",
+        examples=["0.5%"],
+    )
+    loss_model: Optional[GilbertElliott] = None
+    ecn_threshold: Optional[BufferLimit] = Field(
+        None, description="mark ECN-capable packets CE above this backlog; omit for none", examples=["20pkt"]
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _capacity_and_queue(cls, data: Any) -> Any:
+        return _capacity_and_queue(data, "link.reverse")
+
+    @model_serializer(mode="wrap")
+    def _toml_form(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        """In the TOML form, no drop-tail limit beside an AQM."""
+        d = handler(self)
+        if info.mode == "json" and self.aqm in AQM_PARAMS:
+            d["buffer"] = None
+        return d
+
+    def to_core(self) -> dict[str, Any]:
+        """The core's ``ReverseLinkConfig``: a trace or a rate, never both."""
+        core: dict[str, Any] = {"buffer": self.buffer.to_core(), "loss": self.loss}
+        if self.trace is not None:
+            core["trace"] = self.trace.to_core()
+        else:
+            core["rate_bps"] = self.rate_bps
+        if self.loss_model is not None:
+            core["loss_model"] = self.loss_model.to_core()
+        if self.aqm_params is not None:
+            core["aqm"] = self.aqm_params.to_core(self.aqm)
+        if self.ecn_threshold is not None:
+            core["ecn_threshold"] = self.ecn_threshold.to_core()
+        return core
+
+
 class Link(_Table):
     # Fields in the order of the TOML form.
     rate_bps: Optional[Rate] = Field(
@@ -168,6 +266,8 @@ class Link(_Table):
     reverse_buffer: Optional[BufferLimit] = Field(
         None, description="drop-tail limit of the ACK trace's queue (BDP: the ACK link's); omit for no limit"
     )
+    # The reverse direction's bottleneck, a table of its own (docs/directions.md).
+    reverse: Optional[ReverseLink] = None
     rate_schedule: list[RateStep] = Field(default_factory=list)
     rtt_schedule: list[RttStep] = Field(default_factory=list)
     # The path's MTU (the simulator checks its range, ip_rt_min_pmtu to an IPv4 packet).
@@ -188,40 +288,7 @@ class Link(_Table):
     @model_validator(mode="before")
     @classmethod
     def _capacity_and_queue(cls, data: Any) -> Any:
-        """One source of capacity (rate or trace); the AQM's own limits instead of
-        ``buffer``; the AQM's parameters completed with the kernel's defaults."""
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        if "trace" in data and "rate" in data:
-            raise ScenarioError("link.rate", "give rate or trace, not both (a trace sets the capacity)")
-        if "trace" not in data and "rate" not in data:
-            raise ScenarioError("link.rate", "is required (or give link.trace, a delivery-opportunity trace)")
-        aqm = data.get("aqm", DEFAULT_AQM)
-        if aqm not in AQMS:
-            return data  # the field's own error names the allowed values
-        params = data.get("aqm_params")
-        if aqm not in AQM_PARAMS:
-            if params is not None:
-                with_params = " or ".join(f"aqm = '{a}'" for a in AQM_PARAMS)
-                raise ScenarioError("link.aqm_params", f"only with {with_params} (drop-tail's limit is link.buffer)")
-            return data
-        if "buffer" in data:
-            raise ScenarioError(
-                "link.buffer",
-                f"is drop-tail's limit; with aqm = '{aqm}' the queue is limited by aqm_params.limit (packets) instead",
-            )
-        if params is None:
-            params = {}
-        if not isinstance(params, dict):
-            raise ScenarioError("link.aqm_params", "must be a table")
-        for key in params:
-            if key not in _AQM_KEYS[aqm]:
-                raise ScenarioError(
-                    f"link.aqm_params.{key}", f"not a parameter of {aqm}; allowed keys: {', '.join(_AQM_KEYS[aqm])}"
-                )
-        data["aqm_params"] = {**AQM_DEFAULTS[aqm], **params}
-        return data
+        return _capacity_and_queue(data, "link")
 
     @property
     def reference_rate_bps(self) -> int:
@@ -261,6 +328,8 @@ class Link(_Table):
             core["ack_trace"] = self.ack_trace.to_core()
         if self.reverse_buffer is not None:
             core["reverse_buffer"] = self.reverse_buffer.to_core()
+        if self.reverse is not None:
+            core["reverse"] = self.reverse.to_core()
         if self.rate_schedule:
             core["rate_schedule"] = [st.to_core() for st in self.rate_schedule]
         if self.rtt_schedule:

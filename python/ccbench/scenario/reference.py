@@ -66,12 +66,15 @@ def _table(model: type[BaseModel], defaults: Optional[dict[str, Any]]) -> list[s
 
 def render() -> str:
     """The annotated scenario and the `[capture]` table, as two TOML code blocks."""
-    from . import Capture, Flow, Link, Scenario, Tcp
+    from . import Capture, Flow, Link, ReverseLink, Scenario, Tcp
 
     effective = Scenario.from_dict(MINIMAL).to_dict()
+    # The uplink's defaults, as a minimal [link.reverse] fills them in.
+    uplink = ReverseLink.model_validate({"rate": "5Mbit"}).to_dict()
     tables: list[tuple[str, type[BaseModel], Optional[dict[str, Any]], str]] = [
         ("", Scenario, effective, ""),
         ("[link]", Link, effective["link"], "the shared bottleneck"),
+        ("[link.reverse]", ReverseLink, uplink, "optional: the uplink, see [Both directions](directions.md)"),
         ("[tcp]", Tcp, effective["tcp"], "optional stack knobs; defaults of a recent Linux kernel"),
         ("[host]", Host, Host.model_validate({}).to_dict(), "optional: the sender host's CPU, shared by every flow"),
         # The costs' defaults are the preset's.

@@ -8,6 +8,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import pandas as pd
 
+from .. import directions
 from ..errors import ScenarioError
 from ..units import parse_buffer, parse_duration, parse_loss, parse_rate, parse_size
 from .records import RunRecord
@@ -127,9 +128,12 @@ def point_keys(records: Sequence[RunRecord]) -> list[str]:
 
 def flow_rows(records: Sequence[RunRecord]) -> pd.DataFrame:
     """One row per flow of every run: the run's key, the point's swept values, the main
-    scenario values, and the flow's and the link's main metrics."""
+    scenario values, and the flow's and the link's main metrics. When a run has flows
+    going up or an uplink, also each flow's ``direction`` and the uplink's metrics
+    (``link_up_*``)."""
     swept = point_keys(records)
     fixed = [k for k in SCENARIO_COLUMNS if k not in swept]
+    two_way = any(directions.is_two_way(r.summary) for r in records)
     rows = []
     for r in records:
         base: dict[str, Any] = {
@@ -146,17 +150,28 @@ def flow_rows(records: Sequence[RunRecord]) -> pd.DataFrame:
         for flow in r.summary.get("flows", []):
             row = dict(base)
             row.update(flow=flow.get("id"), cca=flow.get("cca"))
+            if two_way:
+                row["direction"] = directions.direction(flow)
             row.update({m: flow.get(m) for m in FLOW_METRICS})
             rtt = flow.get("rtt_ms") or {}
             row.update(rtt_mean_ms=rtt.get("mean"), rtt_p95_ms=rtt.get("p95"))
-            row.update({f"link_{m}": link.get(m) for m in LINK_METRICS})
-            queue = link.get("queue_delay_ms") or {}
+            row.update(_link_columns("link", link))
+            if two_way:
+                row.update(_link_columns("link_up", directions.uplink(r.summary) or {}))
             row.update(
-                link_queue_delay_mean_ms=queue.get("mean"),
-                link_queue_delay_p95_ms=queue.get("p95"),
                 jain_index=r.summary.get("jain_index"),
                 duration_s=r.summary.get("duration_s"),
                 series_dir=r.series_dir,
             )
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _link_columns(prefix: str, link: Any) -> dict[str, Any]:
+    """A bottleneck's main metrics, as ``<prefix>_<metric>`` columns."""
+    queue = link.get("queue_delay_ms") or {}
+    return {
+        **{f"{prefix}_{m}": link.get(m) for m in LINK_METRICS},
+        f"{prefix}_queue_delay_mean_ms": queue.get("mean"),
+        f"{prefix}_queue_delay_p95_ms": queue.get("p95"),
+    }
