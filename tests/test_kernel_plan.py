@@ -10,14 +10,17 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from ccbench import ScenarioError
 from ccbench.kernel import state, tcpinfo
 from ccbench.kernel.host import HostFacts, KernelEngineError
-from ccbench.kernel.plan import BASE_PORT, emulator_config, make_plan
+from ccbench.kernel.plan import BASE_PORT, Plan, emulator_config, make_plan
 from ccbench.kernel.scenario import from_dict, from_flags
+
+from both_ways import both_ways
 
 HOST = HostFacts(kernel="6.x-test", kernel_hz=250, available_congestion_control=["reno", "cubic", "bbr"])
 
@@ -417,3 +420,68 @@ def test_the_emulators_link_totals_reach_the_summary_as_they_are(tmp_path: Path)
     summary, _, _ = assemble(make_plan(sc, HOST), raw, HOST, "kernel")
     assert (summary["link"]["rate_bps"], summary["link"]["utilization"]) == (10_000_000, 0.8)
     assert summary["link"]["ack_link"] == dict(ack_link, drops=3)
+
+
+class TestFlowsGoingUp:
+    """A flow going up has its sender in the receiver's namespace and its receiver in the
+    sender's (both_ways: until the scenario schema has direction and [link.reverse])."""
+
+    @staticmethod
+    def plan(*flows: dict[str, object], up: list[int], **over: object) -> Plan:
+        doc = scenario(flows=list(flows), **over)
+        return make_plan(both_ways(doc, up=up, reverse={"rate_bps": 5_000_000}), HOST)
+
+    def test_each_namespace_has_tcp_rmem_for_the_flows_it_receives(self) -> None:
+        plan = self.plan({"cca": "cubic", "rwnd": "1MiB"}, {"cca": "cubic", "rwnd": "4MiB"}, up=[1])
+        assert [f.up for f in plan.flows] == [False, True]
+        assert plan.receiver_sysctls["net.ipv4.tcp_rmem"] == f"4096 131072 {6 * 2**20}"
+        assert plan.sender_sysctls["net.ipv4.tcp_rmem"] == f"4096 131072 {16 * 2**20}"
+        # The [tcp] sysctls reach the senders of either direction.
+        assert plan.receiver_sysctls["net.ipv4.tcp_limit_output_bytes"] == str(4 * 2**20)
+
+    def test_a_run_without_flows_going_up_leaves_the_senders_tcp_rmem_alone(self) -> None:
+        plan = make_plan(from_dict(scenario()), HOST)
+        assert "net.ipv4.tcp_rmem" not in plan.sender_sysctls and not plan.flows[0].up
+
+    def test_each_agent_creates_the_other_directions_ends_in_the_other_namespace(self) -> None:
+        from ccbench.kernel.session import RunContext, _receiver_flows, _sender_flows, _up_senders_routes
+
+        plan = self.plan(
+            {"cca": "cubic"},
+            {"cca": "cubic", "ecn": "classic"},
+            {"cca": "cubic", "size": "100KB", "connect": "receiver"},
+            up=[1, 2],
+            tcp={"init_cwnd": 4},
+        )
+        run = RunContext(
+            plan,
+            cast(Any, None),
+            cast(Any, None),
+            ns_sender="ccb-t-snd",
+            ns_receiver="ccb-t-rcv",
+            tun_sender="ccb-t-s",
+            tun_receiver="ccb-t-r",
+            addr_sender="10.1.2.1",
+            addr_receiver="10.1.2.2",
+            addr_ecn="10.1.2.3",
+            addr_sender_ecn="10.1.2.8",
+        )
+        sent, received = _sender_flows(run), _receiver_flows(run, bpf_here=True)
+        # (where the receiver listens, where the sender listens, the socket's namespace)
+        assert [(f["addr"], f["listen_addr"], f.get("netns")) for f in sent] == [
+            ("10.1.2.2", "10.1.2.1", None),
+            ("10.1.2.8", "10.1.2.2", "/var/run/netns/ccb-t-rcv"),
+            ("10.1.2.1", "10.1.2.2", "/var/run/netns/ccb-t-rcv"),
+        ]
+        assert [(f["addr"], f["peer"], f.get("netns")) for f in received] == [
+            ("10.1.2.2", "10.1.2.1", None),
+            ("10.1.2.8", "10.1.2.2", "/var/run/netns/ccb-t-snd"),
+            ("10.1.2.1", "10.1.2.2", "/var/run/netns/ccb-t-snd"),
+        ]
+        # The receiver's namespace routes to the up flows' receivers as the sender's does
+        # to the down flows': the route options, and ECN on the second address.
+        assert _up_senders_routes(run) == [
+            "route replace 10.1.2.1/32 dev ccb-t-r src 10.1.2.2 initcwnd 4",
+            "route replace 10.1.2.8/32 dev ccb-t-r src 10.1.2.2 features ecn initcwnd 4",
+        ]
+        assert _up_senders_routes(RunContext(**{**vars(run), "plan": make_plan(from_dict(scenario()), HOST)})) == []

@@ -9,6 +9,10 @@
 //! * `bottleneck-out`: packets leaving the bottleneck (with CE marks), and those ACKs;
 //! * `receiver`: packets when they are due at the receiver, and ACKs as read from the
 //!   receiver's TUN device.
+//!
+//! A flow going up is captured the same way at its own ends (its sender behind the
+//! receiver device) and at the bottleneck its data crosses, the reverse one; its router
+//! is beside its sender, so its ACKs pass the router as they reach the sender.
 
 use ccbench_sim::observe::capture::{CaptureSpec, Point};
 use ccbench_sim::observe::pcap::{header_len, PcapWriter};

@@ -25,9 +25,10 @@ pub struct Report {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct FlowReport {
-    /// Data packets of this flow dropped at the bottleneck (overflow or random loss).
+    /// Data packets of this flow dropped at the bottleneck its data crosses (the reverse
+    /// one for a flow going up): overflow, AQM or random loss.
     pub dropped: u64,
-    /// Payload of this flow that left the bottleneck, retransmissions included.
+    /// Payload of this flow that left that bottleneck, retransmissions included.
     pub bottleneck_bytes: u64,
     /// Data packets the sender put on the path.
     pub data_packets_in: u64,

@@ -12,10 +12,19 @@ shared by every namespace. All times written are nanoseconds after ``T0``. Each 
 samples at ``T0`` + k x interval before the end and once more when the run ends (the
 last sample, as in the simulator), writes its results as JSON to the ``out`` path of
 its configuration, and exits.
+
+A flow whose ``netns`` names a network namespace (a file of ``ip netns``) has its end
+of this agent's kind there rather than in the agent's own: a flow going up has its
+sender in the receiver's namespace and its receiver in the sender's. The agent creates
+that flow's sockets inside the namespace (``setns``) and keeps them from then on, so
+one sending agent holds every flow's sender and one receiving agent every receiver,
+and their results list the flows in the scenario's order.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
 import selectors
@@ -23,7 +32,7 @@ import socket
 import struct
 import sys
 import time
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 if __package__:
     from .tcpinfo import SO_MAX_PACING_RATE, TCP_CONGESTION, TCP_WINDOW_CLAMP, cc_info, congestion_control, tcp_info
@@ -50,6 +59,8 @@ LINGER_S = 5.0
 # A paced flow of an algorithm that does not pace by itself: any cap at all turns on the
 # kernel's internal pacing (SK_PACING_NEEDED); this one, 2^32 - 2 bytes/s, never binds.
 PACING_ANY_RATE = 0xFFFFFFFE
+# setns(2)'s type of a network namespace (CLONE_NEWNET, <sched.h>).
+CLONE_NEWNET = 0x40000000
 
 
 def now_ns() -> int:
@@ -68,6 +79,40 @@ def set_sysctls(pairs: dict[str, str]) -> None:
             continue
         with open(path, "w") as f:
             f.write(str(value))
+
+
+def _setns(fd: int) -> None:
+    """Move this thread into the network namespace open at ``fd``."""
+    if hasattr(os, "setns"):  # Python 3.12+
+        os.setns(fd, CLONE_NEWNET)
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns: {os.strerror(err)}")
+
+
+@contextlib.contextmanager
+def in_namespace(path: Optional[str]) -> Iterator[None]:
+    """Inside, sockets are created in the network namespace at ``path`` (none: the
+    agent's own). A socket belongs to the namespace it was created in (``sock_net``)
+    for good: its routes, sysctls and addresses are that namespace's."""
+    if not path:
+        yield
+        return
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        there = os.open(path, os.O_RDONLY)
+        try:
+            _setns(there)
+        finally:
+            os.close(there)
+        try:
+            yield
+        finally:
+            _setns(home)
+    finally:
+        os.close(home)
 
 
 def read_go(line: str) -> int:
@@ -100,7 +145,8 @@ def receive(cfg: dict[str, Any]) -> None:
 def receiving_socket(flow: dict[str, Any]) -> socket.socket:
     """A socket that receives ``flow``'s data (a listener, or a receiver's own
     connection), its window and algorithm set as the scenario says."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    with in_namespace(flow.get("netns")):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if not flow["autotune"]:
         # A fixed window: the buffer locked (SOCK_RCVBUF_LOCK, so tcp_rcv_space_adjust
@@ -382,7 +428,8 @@ def sample_flow(sock: socket.socket, flow: dict[str, Any]) -> dict[str, Any]:
 
 def new_socket(flow: dict[str, Any]) -> socket.socket:
     """A socket of ``flow``, set up as the scenario says and not yet connected."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    with in_namespace(flow.get("netns")):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, flow["cca"].encode())
     if flow.get("sndbuf"):
         # SO_SNDBUFFORCE: as root, past net.core.wmem_max, as the simulator takes it.
@@ -663,7 +710,7 @@ class Sender:
                 "done_ns": self.done,
                 "end_ns": end_ns,
                 "downloads": downloads,
-                "tcp_ext": tcp_ext(),
+                "tcp_ext": tcp_ext_of({f["netns"] for f in self.flows if f.get("netns")}),
                 "cca": algorithms,
             },
         )
@@ -674,8 +721,19 @@ class Sender:
 UNDO_COUNTERS = ("TCPFullUndo", "TCPPartialUndo", "TCPDSACKUndo", "TCPLossUndo", "TCPSpuriousRTOs")
 
 
+def tcp_ext_of(others: set[str]) -> dict[str, int]:
+    """The TcpExt counters named in UNDO_COUNTERS, summed over the agent's namespace and
+    ``others`` (where flows going the other way have their senders)."""
+    totals = tcp_ext()
+    for path in sorted(others):
+        with in_namespace(path):
+            for key, value in tcp_ext().items():
+                totals[key] = totals.get(key, 0) + value
+    return totals
+
+
 def tcp_ext() -> dict[str, int]:
-    """The sender namespace's TcpExt counters named in UNDO_COUNTERS (the namespace is
+    """The current namespace's TcpExt counters named in UNDO_COUNTERS (the namespace is
     the run's own, so they count only its flows)."""
     try:
         lines = open("/proc/net/netstat").read().splitlines()

@@ -9,25 +9,35 @@ scenario            kernel engine
 link.*              the emulator (rate or trace, ack_trace, rate and RTT schedules, buffer or
                     AQM, loss or loss model, nic_rate), exactly as the simulator; traces and
                     schedules start at the measurement epoch
+link.reverse        the emulator's reverse bottleneck (rate or trace, buffer in its own BDP,
+                    AQM, loss of data only), exactly as the simulator: the up flows' data and
+                    the down flows' ACKs share its queue
+flows[].direction   ``down``: the sender in the sender's namespace, the receiver in the
+                    receiver's; ``up``: the other way round (the sending agent creates the
+                    flow's sockets in the receiver's namespace and the receiving agent in the
+                    sender's, ``setns``), so that its data crosses the reverse bottleneck and
+                    its ACKs the forward one, behind the down flows' data
 link.mtu, mtu_black_hole
-                    the emulator drops a packet from the sender longer than link.mtu and
-                    (but in a black hole) writes an ICMP "fragmentation needed" with the
-                    MTU into the sender's device, from the receiver's address; the hosts'
-                    devices keep tcp.mss + 52
+                    the emulator drops a packet from a sender longer than link.mtu and (but
+                    in a black hole) writes an ICMP "fragmentation needed" with the MTU into
+                    that sender's device, from its receiver's address; the hosts' devices
+                    keep tcp.mss + 52
 tcp.mss             MTU of the devices = mss + 52 (IPv4 20, TCP 20, timestamps 12)
-tcp.init_cwnd       ``initcwnd`` on the sender's route (when not the default 10)
-tcp.rto_min         ``rto_min`` on the sender's route (whole milliseconds)
+tcp.init_cwnd       ``initcwnd`` on each sender's route (when not the default 10): the
+                    sender's namespace's, and the receiver's when a flow goes up
+tcp.rto_min         ``rto_min`` on each sender's route (whole milliseconds)
 tcp.tsq_limit, tso_rtt_log, frto, sack, tso_win_divisor, min_tso_segs, slow_start_after_idle,
 mtu_probing, base_mss, probe_threshold, probe_interval, mtu_probe_floor
                     their ``net.ipv4`` sysctls (``Tcp.sysctls``) in both namespaces (and in a VM
-                    guest); one the kernel lacks is refused unless it keeps its default;
-                    tcp_probe_interval is in whole seconds
+                    guest), so that they reach the senders of either direction; one the kernel
+                    lacks is refused unless it keeps its default; tcp_probe_interval is in whole
+                    seconds
 tcp.hz              must be the kernel's CONFIG_HZ; the default (1000) is replaced by it
 tcp.rto_init, tcp.pacing_shift, tcp.delack_min
                     fixed in the kernel: only their defaults are accepted
-flows[].cca         ``TCP_CONGESTION`` per socket; must be in tcp_available_congestion_control,
-                    or be ``bpf:PATH``: an object registered under a name of the run's own
-                    (``bpf_ca``)
+flows[].cca         ``TCP_CONGESTION`` per socket; must be in tcp_available_congestion_control
+                    (the kernel's modules, the same in every namespace), or be ``bpf:PATH``: an
+                    object registered under a name of the run's own (``bpf_ca``)
 flows[].pacing      ``true`` for an algorithm that does not pace: ``SO_MAX_PACING_RATE`` (any
                     cap turns on the kernel's internal pacing); ``false`` for BBR is refused
 flows[].rwnd        the receiver's window: its buffer locked (``SO_RCVBUFFORCE``) and
@@ -35,12 +45,14 @@ flows[].rwnd        the receiver's window: its buffer locked (``SO_RCVBUFFORCE``
                     read, since Linux recomputes the clamp from the buffer)
 flows[].rwnd_autotune
                     the buffer left to autotuning, the clamp held at no more than rwnd
-tcp.rmem            ``net.ipv4.tcp_rmem`` in the receiver's namespace as set; left at its
-                    default, ``4096 131072 max(4 rwnd, 6 MiB)`` (the largest flow's rwnd),
-                    room for autotuning to reach rwnd as the simulator's buffer does
-flows[].ecn         ``classic``: the flow connects to a second receiver address whose route
-                    has ``features ecn`` (so ECN can differ per flow); ``low`` is refused
-                    (mainline kernels have no ECN-low route feature)
+tcp.rmem            ``net.ipv4.tcp_rmem`` in the receiver's namespace as set (and in the
+                    sender's when a flow goes up); left at its default, ``4096 131072 max(4
+                    rwnd, 6 MiB)`` (the largest rwnd of the flows received there), room for
+                    autotuning to reach rwnd as the simulator's buffer does
+flows[].ecn         ``classic``: the flow connects to a second address of its receiver's
+                    namespace, whose route in its sender's namespace has ``features ecn`` (so
+                    ECN can differ per flow); ``low`` is refused (mainline kernels have no
+                    ECN-low route feature)
 link.ecn_threshold  the emulator marks ECN-capable packets CE, exactly as the simulator
 flows[].params      refused (kernel module parameters are global), but for a ``bpf:`` algorithm:
                     the object's globals, set in the run's copy of it
@@ -101,6 +113,8 @@ class FlowPlan:
     sndbuf_bytes: Optional[int] = None
     connect: str = "ahead"
     fastopen: bool = False
+    # The data goes up: the sender in the receiver's namespace, the receiver in the sender's.
+    up: bool = False
 
     @property
     def field(self) -> str:
@@ -214,11 +228,17 @@ def _flow_plans(sc: Scenario, host: HostFacts) -> list[FlowPlan]:
                     sndbuf_bytes=f.sndbuf_bytes,
                     connect=f.connect,
                     fastopen=f.fastopen,
+                    up=goes_up(f),
                 )
             )
     if len(flows) > MAX_FLOWS:
         raise KernelEngineError("flows", f"the kernel engine runs at most {MAX_FLOWS} flows, got {len(flows)}")
     return flows
+
+
+def goes_up(f: Flow) -> bool:
+    """Whether the flow's data goes up (``direction = "up"``, read where the scenario has it)."""
+    return getattr(f, "direction", "down") == "up"
 
 
 def _check_flow(f: Flow, where: str, host: HostFacts) -> tuple[bool, str]:
@@ -263,14 +283,13 @@ def _namespace_sysctls(
     tcp: Tcp, default: Tcp, host: HostFacts, flows: list[FlowPlan]
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The sysctls of the sender's and the receiver's namespaces."""
-    rwnd_max = max(f.rwnd_bytes for f in flows)
     common = {
         "net.ipv6.conf.all.disable_ipv6": "1",
         "net.ipv6.conf.default.disable_ipv6": "1",
         "net.ipv4.tcp_no_metrics_save": "1",
     }
     # The [tcp] sysctls, in both namespaces: the receiver's tcp_sack decides the
-    # handshake as much as the sender's; the rest act on the sender only.
+    # handshake as much as the sender's; the rest act on the senders of either direction.
     stack = _tcp_sysctls(tcp, default, host)
     # tcp.wmem among them: the sender's send buffer as the simulator models it. tcp.rmem
     # acts on the receiver only, the one whose buffer the simulator models.
@@ -280,13 +299,24 @@ def _namespace_sysctls(
     if any(f.fastopen for f in flows):
         # Fast Open as a client and as a server (the default, 1, is client only).
         sender["net.ipv4.tcp_fastopen"] = receiver["net.ipv4.tcp_fastopen"] = "3"
-    if tcp.rmem != default.rmem:
-        receiver["net.ipv4.tcp_rmem"] = tcp.sysctls()["net.ipv4.tcp_rmem"]
-    else:
-        # Room for the receive window to grow to rwnd whatever the skb overhead, as the
-        # simulator sizes the buffer when tcp.rmem is left at its default.
-        receiver["net.ipv4.tcp_rmem"] = f"4096 131072 {max(4 * rwnd_max, 6 * 2**20)}"
+    # tcp.rmem where flows are received: the receiver's namespace, and the sender's
+    # when flows go up (a run without them keeps the sender's at the kernel's default).
+    down = [f for f in flows if not f.up]
+    receiver["net.ipv4.tcp_rmem"] = _rmem(tcp, default, down or flows)
+    up = [f for f in flows if f.up]
+    if up:
+        sender["net.ipv4.tcp_rmem"] = _rmem(tcp, default, up)
     return sender, receiver
+
+
+def _rmem(tcp: Tcp, default: Tcp, received: list[FlowPlan]) -> str:
+    """``net.ipv4.tcp_rmem`` of a namespace where ``received`` have their receivers."""
+    if tcp.rmem != default.rmem:
+        return tcp.sysctls()["net.ipv4.tcp_rmem"]
+    # Room for the receive window to grow to rwnd whatever the skb overhead, as the
+    # simulator sizes the buffer when tcp.rmem is left at its default.
+    rwnd_max = max(f.rwnd_bytes for f in received)
+    return f"4096 131072 {max(4 * rwnd_max, 6 * 2**20)}"
 
 
 def _tcp_sysctls(tcp: Tcp, default: Tcp, host: HostFacts) -> dict[str, str]:

@@ -1,9 +1,10 @@
 """A kernel run's reports turned into the simulator's summary schema and time series.
 
 Sources: the receiver agent (goodput, completion), the sender agent (``TCP_INFO`` and
-BBR's ``TCP_CC_INFO``), and the emulator (the link's totals, already as ``Measured``
-takes them, ACK link included; its samples under the simulator's column names; per-flow
-throughput and drops at the bottleneck, and RTT samples). What the kernel does not
+BBR's ``TCP_CC_INFO``), each listing every flow in the scenario's order whichever way it
+goes, and the emulator (the link's totals, already as ``Measured`` takes them, ACK link
+or reverse link included; its samples under the simulator's column names; per-flow
+throughput and drops at the bottleneck the flow's data crosses, and RTT samples). What the kernel does not
 expose is ``None`` in the summary and NaN in the series: the cumulative count of
 lost-marked segments (``lost``; ``TCP_INFO`` has only the current ``lost_out``) and the
 number of simulator events (``events``). ``params`` are the kernel module's parameters
@@ -272,7 +273,8 @@ def _link_table(raw: RawRun, duration_s: float) -> dict[str, list[Any]]:
     sized flows end a run early, the emulator closes its window a moment later, when told
     to quit; that last sample is labelled with the run's end.)"""
     s = raw.emulator["series"]["link"]
-    columns = _core.series_columns()["link"]
+    # With a reverse bottleneck, its columns (``up_*``) follow, as the simulator writes them.
+    columns = _core.series_columns()["link"] + [c for c in s if c.startswith("up_")]
     n = len(s["time_s"])
     keep = [k for k in range(n - 1) if s["time_s"][k] < duration_s - 1e-9] + ([n - 1] if n else [])
     # JSON carries the emulator's NaN (utilization of an interval with no capacity: a

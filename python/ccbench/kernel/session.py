@@ -3,11 +3,17 @@
 ```
  sender namespace                 root namespace                 receiver namespace
  agent send  --> ccb-ID-s  ==fd==> emulator (Rust) ==fd==> ccb-ID-r --> agent receive
- 10.X.Y.1                          bottleneck, delays              10.X.Y.2 and 10.X.Y.3
+ 10.X.Y.1 (and 10.X.Y.8)           bottleneck, delays              10.X.Y.2 and 10.X.Y.3
 ```
 
 Flows with classic ECN connect to the receiver's second address, whose route in the
 sender's namespace carries ``features ecn``; the others to the first.
+
+A flow going up runs the other way: its sender in the receiver's namespace (a socket
+the sending agent creates there), its receiver in the sender's (the receiving agent's),
+so that the emulator carries its data through the reverse bottleneck. The receiver's
+namespace then routes to the sender's address with the route options too, and to the
+sender's second address (with ECN flows going up) with ``features ecn``.
 
 The emulator creates both TUN devices and keeps their descriptors; the run moves each
 device into its namespace. Every process is started in a session of its own (a Ctrl-C in
@@ -33,7 +39,7 @@ from typing import IO, Any, Optional, Protocol
 from ..lifecycle import die_with_parent, signals_interrupt
 from . import bpf_ca
 from .host import KernelRunError
-from .plan import BASE_PORT, Plan, emulator_config
+from .plan import BASE_PORT, FlowPlan, Plan, emulator_config
 from .state import RunState, recorded_run
 from .tcpinfo import cc_info_kind
 
@@ -189,13 +195,19 @@ class _CpuTimes:
         return max(0.0, others / capacity) if capacity > 0 else 0.0
 
 
-def _subnet(run_id: str) -> tuple[str, str, str]:
-    """Per-run addresses: the sender, the receiver, and the receiver's ECN address.
-    Each run has namespaces of its own, so equal addresses in two runs would not
-    collide anyway; distinct ones keep captures unambiguous."""
+def _subnet(run_id: str) -> tuple[str, str, str, str]:
+    """Per-run addresses: the sender, the receiver, the receiver's ECN address, and the
+    sender's (for flows going up; .4 to .7 are the VM engine's guest /30). Each run has
+    namespaces of its own, so equal addresses in two runs would not collide anyway;
+    distinct ones keep captures unambiguous."""
     v = int(run_id, 16)
     x, y = 64 + (v >> 8) % 128, v & 0xFF
-    return f"10.{x}.{y}.1", f"10.{x}.{y}.2", f"10.{x}.{y}.3"
+    return f"10.{x}.{y}.1", f"10.{x}.{y}.2", f"10.{x}.{y}.3", f"10.{x}.{y}.8"
+
+
+def netns_path(name: str) -> str:
+    """The file of the network namespace ``name`` (iproute2's NETNS_RUN_DIR)."""
+    return f"/var/run/netns/{name}"
 
 
 def _write_json(path: Path, data: Any) -> Path:
@@ -244,17 +256,35 @@ class RunContext:
     st: RunState
     children: "_Children"
     ns_sender: str
+    ns_receiver: str
     tun_sender: str
     tun_receiver: str
     addr_sender: str
     addr_receiver: str
     addr_ecn: str
+    # The sender's namespace's ECN address, where ECN flows going up are received.
+    addr_sender_ecn: str
     # The run's BPF congestion controls, prepared; the sender side registers them.
     bpf: Optional[bpf_ca.BpfSet] = None
 
     @property
     def work(self) -> Path:
         return self.st.workdir
+
+    @property
+    def up_ecn(self) -> bool:
+        """Some flow going up negotiates ECN (the sender's namespace receives it)."""
+        return any(f.up and f.ecn for f in self.plan.flows)
+
+    def receiver_address(self, f: FlowPlan) -> str:
+        """Where flow ``f``'s receiver listens: its namespace's address, or its ECN one."""
+        if f.up:
+            return self.addr_sender_ecn if f.ecn else self.addr_sender
+        return self.addr_ecn if f.ecn else self.addr_receiver
+
+    def sender_address(self, f: FlowPlan) -> str:
+        """The address of flow ``f``'s sender's namespace."""
+        return self.addr_receiver if f.up else self.addr_sender
 
 
 class SenderSide(Protocol):
@@ -295,6 +325,8 @@ class NamespaceSender:
 
     def attach(self, run: RunContext) -> None:
         route = " ".join(run.plan.route_options)
+        # The receivers of ECN flows going up listen on the namespace's second address.
+        up_ecn = [f"addr add {run.addr_sender_ecn}/32 dev {run.tun_sender}"] if run.up_ecn else []
         attach_device(
             run.ns_sender,
             run.tun_sender,
@@ -304,6 +336,7 @@ class NamespaceSender:
             [
                 f"route replace {run.addr_receiver}/32 dev {run.tun_sender} src {run.addr_sender} {route}",
                 f"route replace {run.addr_ecn}/32 dev {run.tun_sender} src {run.addr_sender} features ecn {route}",
+                *up_ecn,
             ],
         )
 
@@ -359,9 +392,20 @@ def _run(
 ) -> RawRun:
     names = st.names_for()
     ns_r = names["ns_receiver"]
-    addr_s, addr_r, addr_ecn = _subnet(st.id)
-    tun_s, tun_r = names["tun_sender"], names["tun_receiver"]
-    run = RunContext(plan, st, children, names["ns_sender"], tun_s, tun_r, addr_s, addr_r, addr_ecn)
+    addr_s, addr_r, addr_ecn, addr_s_ecn = _subnet(st.id)
+    run = RunContext(
+        plan,
+        st,
+        children,
+        ns_sender=names["ns_sender"],
+        ns_receiver=ns_r,
+        tun_sender=names["tun_sender"],
+        tun_receiver=names["tun_receiver"],
+        addr_sender=addr_s,
+        addr_receiver=addr_r,
+        addr_ecn=addr_ecn,
+        addr_sender_ecn=addr_s_ecn,
+    )
     run.bpf = bpf_ca.prepare(plan, st.workdir)
     _set_up_path(run, ns_r, sender, capture)
 
@@ -418,15 +462,41 @@ def _set_up_path(run: RunContext, ns_r: str, sender: SenderSide, capture: Option
         plan.mtu,
         run.addr_receiver,
         run.addr_sender,
-        [f"addr add {run.addr_ecn}/32 dev {run.tun_receiver}", *sender.receiver_routes(run)],
+        [f"addr add {run.addr_ecn}/32 dev {run.tun_receiver}", *_up_senders_routes(run), *sender.receiver_routes(run)],
     )
 
 
+def _up_senders_routes(run: RunContext) -> list[str]:
+    """The receiver's namespace's routes for the senders of flows going up, as the
+    sender's namespace has them for the others: the route options, and ``features ecn``
+    towards the address where ECN flows going up are received."""
+    if not any(f.up for f in run.plan.flows):
+        return []
+    route = " ".join(run.plan.route_options)
+    dev, src = run.tun_receiver, run.addr_receiver
+    routes = [f"route replace {run.addr_sender}/32 dev {dev} src {src} {route}"]
+    if run.up_ecn:
+        routes.append(f"route replace {run.addr_sender_ecn}/32 dev {dev} src {src} features ecn {route}")
+    return routes
+
+
 def _start_receiver(run: RunContext, ns_r: str, common: dict[str, Any], bpf_here: bool) -> None:
-    """The receiving agent, listening for every flow (ECN flows on the ECN address)."""
-    flows = [
+    """The receiving agent, listening for every flow."""
+    flows = _receiver_flows(run, bpf_here)
+    recv_cfg = _write_json(
+        run.work / "receiver.json", dict(common, out=str(run.work / "receiver.out.json"), flows=flows)
+    )
+    agent = [sys.executable, "-E", "-s", str(AGENT)]
+    run.children.start("receiver", ["ip", "netns", "exec", ns_r, *agent, "receive", str(recv_cfg)], AGENT_NICENESS)
+    run.children.expect("receiver", "ready")
+
+
+def _receiver_flows(run: RunContext, bpf_here: bool) -> list[dict[str, Any]]:
+    """The receiving agent's flows (ECN flows on the ECN address), the receivers of flows
+    going up in the sender's namespace."""
+    return [
         {
-            "addr": run.addr_ecn if f.ecn else run.addr_receiver,
+            "addr": run.receiver_address(f),
             "size": f.size_bytes,
             "rwnd": f.rwnd_bytes,
             "autotune": f.rwnd_autotune,
@@ -434,19 +504,14 @@ def _start_receiver(run: RunContext, ns_r: str, common: dict[str, Any], bpf_here
             "fastopen": f.fastopen,
             # A receiver that opens the connections connects to the sender's address.
             "connect": f.connect,
-            "peer": run.addr_sender,
+            "peer": run.sender_address(f),
             "start_ns": f.start_ns,
             "pause_ns": f.pause_ns,
             "cca": _receiver_cca(run, f, bpf_here),
+            **({"netns": netns_path(run.ns_sender)} if f.up else {}),
         }
         for f in run.plan.flows
     ]
-    recv_cfg = _write_json(
-        run.work / "receiver.json", dict(common, out=str(run.work / "receiver.out.json"), flows=flows)
-    )
-    agent = [sys.executable, "-E", "-s", str(AGENT)]
-    run.children.start("receiver", ["ip", "netns", "exec", ns_r, *agent, "receive", str(recv_cfg)], AGENT_NICENESS)
-    run.children.expect("receiver", "ready")
 
 
 def _receiver_cca(run: RunContext, f: Any, bpf_here: bool) -> Optional[str]:
@@ -463,10 +528,10 @@ def _receiver_cca(run: RunContext, f: Any, bpf_here: bool) -> Optional[str]:
 
 
 def _sender_flows(run: RunContext) -> list[dict[str, Any]]:
-    """The sending agent's flows."""
+    """The sending agent's flows, the senders of flows going up in the receiver's namespace."""
     return [
         {
-            "addr": run.addr_ecn if f.ecn else run.addr_receiver,
+            "addr": run.receiver_address(f),
             # A BPF algorithm by the name the run registered it under.
             "cca": run.bpf.name(f.index) if run.bpf is not None and f.index in run.bpf.flows else f.cca,
             "start_ns": f.start_ns,
@@ -477,8 +542,9 @@ def _sender_flows(run: RunContext) -> list[dict[str, Any]]:
             "pause_ns": f.pause_ns,
             "connect": f.connect,
             "fastopen": f.fastopen,
-            "listen_addr": run.addr_sender,
+            "listen_addr": run.sender_address(f),
             "cc_info": cc_info_kind(f.cca),
+            **({"netns": netns_path(run.ns_receiver)} if f.up else {}),
         }
         for f in run.plan.flows
     ]

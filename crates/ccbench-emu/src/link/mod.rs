@@ -14,11 +14,20 @@
 //! configured flow (no TCP, or an unknown port) use an extra lane with the link's base
 //! delays.
 //!
-//! Path MTU (`link.mtu`): an IPv4 packet from the sender longer than it is dropped
+//! Path MTU (`link.mtu`): an IPv4 packet from a sender longer than it is dropped
 //! before the bottleneck, as a router with a smaller next-hop MTU drops a packet with DF
 //! set (Linux sets DF on TCP), and, unless `link.mtu_black_hole`, answered with ICMP
 //! "fragmentation needed" carrying the MTU (RFC 1191 section 4), delivered to the
-//! sender after its access delay both ways (the router is at the bottleneck).
+//! sender after its access delay both ways (the router is at the bottleneck), as the
+//! simulator's `PathMtuGate` does for a flow either way.
+//!
+//! Directions: the sender device (near) and the receiver device (far) are the path's
+//! two ends. A flow going down has its sender near, its data through the bottleneck and
+//! its ACKs back through the reverse one (if any); a flow going up (`direction = "up"`)
+//! has its sender far, its data through the reverse bottleneck (`link.reverse`) and its
+//! ACKs through the bottleneck, behind the down flows' data. A packet read from either
+//! device is its flow's data or its flow's ACK according to the flow's direction
+//! (`EmuConfig::segment`), and each lane's ends map back to the devices.
 //!
 //! A trace, a rate schedule and the RTT schedule start at the measurement epoch
 //! ([`Link::begin`]); before it a trace runs from the emulator's start, so that
@@ -45,11 +54,23 @@ use ccbench_sim::time::{Dur, Time};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// Which end of the path a packet enters from or is delivered to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which device a packet is read from or written to: the sender device (near: the down
+/// flows' senders, the up flows' receivers) or the receiver device (far).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Side {
     Sender,
     Receiver,
+}
+
+impl Side {
+    /// The device where the end `end` of a lane is: a down lane's sender is near, an up
+    /// lane's far.
+    fn of(end: End, up: bool) -> Side {
+        match (end, up) {
+            (End::Sender, false) | (End::Receiver, true) => Side::Sender,
+            (End::Receiver, false) | (End::Sender, true) => Side::Receiver,
+        }
+    }
 }
 
 /// A packet leaving the emulated path.
@@ -58,8 +79,8 @@ pub struct Delivery {
     pub to: Side,
     /// When it was scheduled to leave.
     pub due: Time,
-    /// Whether it left the bottleneck right behind the previous packet (the link was
-    /// busy in between); used by the self-check.
+    /// Whether it left the (forward) bottleneck right behind the previous packet (the
+    /// link was busy in between); used by the self-check.
     pub chained: bool,
     pub bytes: Vec<u8>,
 }
@@ -67,8 +88,8 @@ pub struct Delivery {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
     Path(PathWake),
-    /// The ICMP in slab slot `.0` reaches the sender.
-    Icmp(u64),
+    /// The ICMP in slab slot `.0` reaches the sender on device `.1`.
+    Icmp(u64, Side),
     Epoch,
     Sample,
     End,
@@ -102,6 +123,8 @@ pub struct Link {
     slab: Slab,
     cfg: EmuConfig,
     flows: usize,
+    /// Which lanes go up (the last, packets of no flow, goes down).
+    up: Vec<bool>,
     /// What the path carried, lane by lane, and the link's samples and totals.
     meter: LinkMeter,
     /// Data packets each flow's sender put on the path in the window.
@@ -131,6 +154,7 @@ impl Link {
             slab: Slab::default(),
             cfg: cfg.clone(),
             flows,
+            up: (0..=flows).map(|i| cfg.goes_up(i)).collect(),
             meter: LinkMeter::new(s, flows + 1),
             data_in: vec![0; flows],
             rtt: (0..flows).map(|_| FlowRtt::default()).collect(),
@@ -183,56 +207,67 @@ impl Link {
         self.slab.len()
     }
 
-    /// A packet read from the device on `from`'s side at `now`. Process what is due
-    /// before `now` first (`poll`) so that events stay in time order.
+    /// A packet read from the device on `from`'s side at `now`: its flow's data if that
+    /// is where the flow's sender is, else its flow's ACK. Process what is due before
+    /// `now` first (`poll`) so that events stay in time order.
     pub fn arrive(&mut self, now: Time, from: Side, bytes: Vec<u8>) {
         let tcp = wire::parse_tcp(&bytes);
-        let wire_bytes = bytes.len() as u32;
-        match from {
-            Side::Sender => {
-                let found = tcp.and_then(|t| self.cfg.flow_and_connection(t.src_port, t.dst_port));
-                let flow = found.map_or(self.flows, |(i, _)| i);
-                let payload = tcp.map_or(0, |t| t.payload);
-                if let (Some(t), Some((_, conn)), true) = (tcp, found, payload > 0) {
-                    self.rtt[flow].on_data(now, conn, t.seq, payload);
-                    if self.m.active {
-                        self.data_in[flow] += 1;
-                    }
-                }
-                self.cap(Point::Sender, now, flow, &bytes);
-                if self.over_mtu(now, flow, &bytes) {
-                    return;
-                }
-                let ecn = wire::ecn(&bytes);
-                let pkt = Packet {
-                    flow: flow as u32,
-                    wire_bytes,
-                    payload,
-                    ect: ecn == 1 || ecn == 2,
-                    ce: ecn == 3,
-                    seq: self.slab.insert(bytes),
-                    ..Packet::default()
-                };
-                self.path.send(now, flow as u32, pkt, &mut self.agenda);
-            }
-            Side::Receiver => {
-                let flow = tcp
-                    .and_then(|t| self.cfg.flow_and_connection(t.dst_port, t.src_port))
-                    .map_or(self.flows, |(i, _)| i);
-                self.cap(Point::Receiver, now, flow, &bytes);
-                let router = now + self.one_way;
-                self.cap(Point::BottleneckIn, router, flow, &bytes);
-                self.cap(Point::BottleneckOut, router, flow, &bytes);
-                let pkt = Packet { flow: flow as u32, wire_bytes, seq: self.slab.insert(bytes), ..Packet::default() };
-                let mut tally = Tally {
-                    slab: &mut self.slab,
-                    capture: self.capture.as_mut(),
-                    meter: &mut self.meter,
-                    flows: self.flows,
-                };
-                self.path.reply(now, flow as u32, pkt, &mut self.agenda, &mut tally);
+        let segment = tcp.and_then(|t| self.cfg.segment(from == Side::Sender, t.src_port, t.dst_port));
+        // Packets of no flow take the last lane (a down one) the way they came.
+        let (flow, from_sender) = segment.map_or((self.flows, from == Side::Sender), |g| (g.flow, g.from_sender));
+        if !from_sender {
+            self.reply(now, flow, bytes);
+            return;
+        }
+        let payload = tcp.map_or(0, |t| t.payload);
+        if let (Some(t), Some(g), true) = (tcp, segment, payload > 0) {
+            self.rtt[flow].on_data(now, g.connection, t.seq, payload);
+            if self.m.active {
+                self.data_in[flow] += 1;
             }
         }
+        self.cap(Point::Sender, now, flow, &bytes);
+        if self.over_mtu(now, flow, &bytes) {
+            return;
+        }
+        let ecn = wire::ecn(&bytes);
+        let pkt = Packet {
+            flow: flow as u32,
+            wire_bytes: bytes.len() as u32,
+            payload,
+            ect: ecn == 1 || ecn == 2,
+            ce: ecn == 3,
+            seq: self.slab.insert(bytes),
+            ..Packet::default()
+        };
+        self.path.send(now, flow as u32, pkt, &mut self.agenda);
+    }
+
+    /// A packet from lane `flow`'s receiver (an ACK) at `now`. It carries no payload for
+    /// the path: random loss and the meter take data only.
+    fn reply(&mut self, now: Time, flow: usize, bytes: Vec<u8>) {
+        self.cap(Point::Receiver, now, flow, &bytes);
+        if !self.up[flow] {
+            // A down flow's ACK passes the router (near, at the bottleneck) one way later;
+            // an up flow's passes its router (far) as it reaches the sender (`at_sender`).
+            let router = now + self.one_way;
+            self.cap(Point::BottleneckIn, router, flow, &bytes);
+            self.cap(Point::BottleneckOut, router, flow, &bytes);
+        }
+        let pkt = Packet {
+            flow: flow as u32,
+            wire_bytes: bytes.len() as u32,
+            seq: self.slab.insert(bytes),
+            ..Packet::default()
+        };
+        let mut tally = Tally {
+            slab: &mut self.slab,
+            capture: self.capture.as_mut(),
+            meter: &mut self.meter,
+            flows: self.flows,
+            up: &self.up,
+        };
+        self.path.reply(now, flow as u32, pkt, &mut self.agenda, &mut tally);
     }
 
     /// Whether `link.mtu` stops `bytes`, from the sender on `flow`'s lane at `now`: then
@@ -252,7 +287,7 @@ impl Link {
             let access = self.cfg.scenario.flows.get(flow).map_or(0, |f| f.access_delay_ns);
             self.icmp_sent[flow] += 1;
             let slot = self.slab.insert(icmp);
-            self.schedule(now + Dur(2 * access), Ev::Icmp(slot));
+            self.schedule(now + Dur(2 * access), Ev::Icmp(slot, Side::of(End::Sender, self.up[flow])));
         }
         true
     }
@@ -283,32 +318,23 @@ impl Link {
                     capture: self.capture.as_mut(),
                     meter: &mut self.meter,
                     flows: self.flows,
+                    up: &self.up,
                 };
                 let a = self.path.handle(t, wake, &mut self.agenda, &mut tally)?;
                 let (bytes, chained) = self.slab.take(a.pkt.seq);
                 let lane = a.lane as usize;
+                let to = Side::of(a.to, self.up[lane]);
+                // Only what reaches the receiver device left the forward bottleneck.
+                let chained = chained && to == Side::Receiver;
                 match a.to {
-                    End::Receiver => {
-                        self.cap(Point::Receiver, t, lane, &bytes);
-                        Some(Delivery { to: Side::Receiver, due: t, chained, bytes })
-                    }
-                    End::Sender => {
-                        self.cap(Point::Sender, t, lane, &bytes);
-                        if lane < self.flows {
-                            if let Some(tcp) = wire::parse_tcp(&bytes).filter(|t| t.has(TCP_ACK)) {
-                                let sacks = wire::sack_blocks(&bytes);
-                                if let Some((_, conn)) = self.cfg.flow_and_connection(tcp.dst_port, tcp.src_port) {
-                                    self.rtt[lane].on_ack(t, conn, tcp.ack, &sacks, self.m.active);
-                                }
-                            }
-                        }
-                        Some(Delivery { to: Side::Sender, due: t, chained: false, bytes })
-                    }
+                    End::Receiver => self.cap(Point::Receiver, t, lane, &bytes),
+                    End::Sender => self.at_sender(t, lane, &bytes),
                 }
+                Some(Delivery { to, due: t, chained, bytes })
             }
-            Ev::Icmp(slot) => {
+            Ev::Icmp(slot, to) => {
                 let (bytes, _) = self.slab.take(slot);
-                Some(Delivery { to: Side::Sender, due: t, chained: false, bytes })
+                Some(Delivery { to, due: t, chained: false, bytes })
             }
             Ev::Epoch => {
                 self.start_measuring(t);
@@ -334,6 +360,28 @@ impl Link {
     }
 }
 
+impl Link {
+    /// An ACK (or any packet from lane `lane`'s receiver) reaching its sender at `t`:
+    /// captured, and an RTT sample for the segments it acknowledges.
+    fn at_sender(&mut self, t: Time, lane: usize, bytes: &[u8]) {
+        self.cap(Point::Sender, t, lane, bytes);
+        if lane >= self.flows {
+            return;
+        }
+        if self.up[lane] {
+            // Its router, the far one, is where the sender is (no access delay there).
+            self.cap(Point::BottleneckIn, t, lane, bytes);
+            self.cap(Point::BottleneckOut, t, lane, bytes);
+        }
+        if let Some(tcp) = wire::parse_tcp(bytes).filter(|t| t.has(TCP_ACK)) {
+            let sacks = wire::sack_blocks(bytes);
+            if let Some((_, conn)) = self.cfg.flow_and_connection(tcp.dst_port, tcp.src_port) {
+                self.rtt[lane].on_ack(t, conn, tcp.ack, &sacks, self.m.active);
+            }
+        }
+    }
+}
+
 /// Capture `bytes` at `point` if they belong to a flow and a capture is on.
 fn record(capture: Option<&mut EmuCapture>, flows: usize, point: Point, t: Time, flow: usize, bytes: &[u8]) {
     if let Some(c) = capture {
@@ -350,11 +398,20 @@ struct Tally<'a> {
     capture: Option<&'a mut EmuCapture>,
     meter: &'a mut LinkMeter,
     flows: usize,
+    up: &'a [bool],
+}
+
+impl Tally<'_> {
+    /// A flow is captured at the bottleneck its data crosses (its ACKs where they pass
+    /// that bottleneck's router).
+    fn captured_at(&self, dir: Dir, pkt: &Packet) -> bool {
+        self.up[pkt.flow as usize] == (dir == Dir::Up)
+    }
 }
 
 impl PathObserver for Tally<'_> {
     fn entered(&mut self, dir: Dir, now: Time, pkt: &Packet) {
-        if dir == Dir::Down {
+        if self.captured_at(dir, pkt) {
             let bytes = self.slab.get(pkt.seq);
             record(self.capture.as_deref_mut(), self.flows, Point::BottleneckIn, now, pkt.flow as usize, bytes);
         }
@@ -365,7 +422,7 @@ impl PathObserver for Tally<'_> {
         if pkt.ce {
             self.slab.mark_ce(pkt.seq);
         }
-        if dir == Dir::Down {
+        if self.captured_at(dir, pkt) {
             let bytes = self.slab.get(pkt.seq);
             record(self.capture.as_deref_mut(), self.flows, Point::BottleneckOut, now, pkt.flow as usize, bytes);
         }
@@ -380,3 +437,5 @@ impl PathObserver for Tally<'_> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod up_tests;

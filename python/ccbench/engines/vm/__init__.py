@@ -105,6 +105,7 @@ class VmEngine(Engine):
         _refuse_another_tick(scenario)
         _refuse_connecting_when_due(scenario)
         _refuse_path_mtu(scenario)
+        _refuse_flows_going_up(scenario)
         host.require_root("VM")
         require_qemu()
         scenario, kernel, _ = self._guest_for(scenario)
@@ -130,6 +131,7 @@ class VmEngine(Engine):
         _refuse_another_tick(sc)
         _refuse_connecting_when_due(sc)
         _refuse_path_mtu(sc)
+        _refuse_flows_going_up(sc)
         host.require_root("VM")
         require_qemu()
         sc, kernel, patch_notes = self._guest_for(sc)
@@ -384,6 +386,20 @@ def _refuse_path_mtu(sc: "Scenario") -> None:
             "link.mtu",
             "the VM engine does not emulate a path MTU below the guest's; use the simulator or the kernel engine",
         )
+
+
+def _refuse_flows_going_up(sc: "Scenario") -> None:
+    """Every sender runs in the guest, every receiver in this host's namespace: a flow
+    going up would need its sender on the host and its receiver in the guest."""
+    from ...kernel.plan import goes_up
+
+    for i, f in enumerate(sc.flows):
+        if goes_up(f):
+            raise ScenarioError(
+                f"flows[{i}].direction",
+                'the VM engine runs every sender in its guest, so every flow goes down; "up" runs on '
+                "the simulator or the kernel engine",
+            )
 
 
 def tx_completion(traced: dict[str, Any]) -> dict[str, Any]:
