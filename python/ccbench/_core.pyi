@@ -6,16 +6,21 @@ Column = list[float] | list[int] | list[str]
 
 def run(
     scenario_json: str, capture_json: str | None = None
-) -> tuple[str, dict[str, Column], dict[str, Column], dict[str, Column]]:
+) -> tuple[str, dict[str, Column], dict[str, Column], dict[str, Column], dict[str, Column]]:
     """Run a scenario given as the simulator's JSON; with ``capture_json``
     (``{"points": [...], "flows": [...] | null, "dir": "..."}``) also write
     ``dir/capture-<point>.pcap``.
 
-    Returns (summary JSON, flows table, link table, states table); tables map column names
+    Returns (summary JSON, flows table, link table, states table, connections table: one
+    row per connection of the arrivals, empty without any); tables map column names
     to equally long lists (floats, ints for u32 columns, strings for the states table's
     ``machine`` and ``state``). The GIL is released while running.
     Raises ScenarioError(field, message) for a scenario the simulator does not accept.
     """
+
+def alone_fcts(scenario_json: str, transfers: list[tuple[int, int]]) -> list[int | None]:
+    """The FCT (ns) of each ``(group, size)`` transfer of the scenario's arrivals alone on
+    its empty path, as the simulator runs it; None where it would not complete."""
 
 def validate(scenario_json: str) -> None:
     """Parse and validate a scenario given as JSON without running it."""

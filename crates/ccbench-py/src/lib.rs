@@ -91,10 +91,10 @@ fn table_to_dict<'py>(py: Python<'py>, table: &Table) -> PyResult<Bound<'py, PyD
 }
 
 /// A run as Python gets it: the summary JSON, then the flows, link and states tables.
-type RunOutput<'py> = (String, Bound<'py, PyDict>, Bound<'py, PyDict>, Bound<'py, PyDict>);
+type RunOutput<'py> = (String, Bound<'py, PyDict>, Bound<'py, PyDict>, Bound<'py, PyDict>, Bound<'py, PyDict>);
 
 /// Run a scenario given as JSON. Returns (summary JSON, flows table, link table, states
-/// table).
+/// table, connections table: the arrivals' connections, empty without any).
 /// With `capture_json` (`ccbench_sim::observe::capture::CaptureSpec`), also write pcap
 /// files of the chosen flows at the chosen points.
 #[pyfunction]
@@ -119,7 +119,8 @@ fn run<'py>(py: Python<'py>, scenario_json: String, capture_json: Option<String>
     let flows = table_to_dict(py, &output.series.flows)?;
     let link = table_to_dict(py, &output.series.link)?;
     let states = table_to_dict(py, &output.series.states)?;
-    Ok((summary, flows, link, states))
+    let connections = table_to_dict(py, &output.series.connections)?;
+    Ok((summary, flows, link, states, connections))
 }
 
 /// Where a capture's points go: `DIR/capture-<point>.pcap`, the directory made first.
@@ -134,6 +135,26 @@ fn pcap_files(dir: PathBuf) -> impl FnMut(Point) -> Result<Sink, ConfigError> {
         let file = std::fs::File::create(&path).map_err(|e| write_error(&path, e))?;
         Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, file)))
     }
+}
+
+/// The FCT (ns) of each `(group, size)` transfer of the scenario's arrivals alone on its
+/// empty path, as the simulator runs it (None if it would not complete); GIL released.
+#[pyfunction]
+fn alone_fcts(py: Python<'_>, scenario_json: String, transfers: Vec<(usize, u64)>) -> PyResult<Vec<Option<u64>>> {
+    let scenario =
+        guarded(py, || ccbench_sim::Scenario::from_json(&scenario_json))?.map_err(|e| scenario_error(py, e))?;
+    if let Some(&(g, _)) = transfers.iter().find(|&&(g, _)| g >= scenario.arrivals.len()) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("no group {g} of arrivals")));
+    }
+    guarded(py, || {
+        py.detach(|| {
+            let mut memo = std::collections::HashMap::new();
+            transfers
+                .iter()
+                .map(|&t| *memo.entry(t).or_insert_with(|| ccbench_sim::alone_fct_ns(&scenario, t.0, t.1)))
+                .collect()
+        })
+    })
 }
 
 /// Parse and validate a scenario given as JSON without running it.
@@ -250,6 +271,7 @@ fn bpf_refusal(py: Python<'_>, r: ccbench_sim::cc::bpf::Refusal) -> PyErr {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(alone_fcts, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(input_ranges, m)?)?;
     m.add_function(wrap_pyfunction!(schema_facts, m)?)?;

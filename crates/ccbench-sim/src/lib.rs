@@ -59,3 +59,9 @@ pub fn run_audited(scenario: &Scenario, every: u64) -> Result<RunOutput, String>
 pub fn run_json(json: &str) -> Result<RunOutput, ConfigError> {
     run(&Scenario::from_json(json)?)
 }
+
+/// The FCT of a transfer of `size` bytes of arrivals group `group` alone on the
+/// scenario's empty path (the slowdown's denominator; other engines take it from here).
+pub fn alone_fct_ns(scenario: &Scenario, group: usize, size: u64) -> Option<u64> {
+    world::alone_fct_ns(scenario, &scenario.arrivals[group], size)
+}

@@ -224,7 +224,7 @@ impl<'a> Alone<'a> {
 
 /// One transfer of `size` bytes of group `a`, alone on the scenario's path: its FCT, if
 /// it completes within the longest run the stack allows.
-fn alone_fct_ns(s: &Scenario, a: &ArrivalsConfig, size: u64) -> Option<u64> {
+pub fn alone_fct_ns(s: &Scenario, a: &ArrivalsConfig, size: u64) -> Option<u64> {
     let alone = Scenario {
         duration_ns: crate::config::limits::max_duration_ns(s.tcp.hz),
         sample_interval_ns: 0,

@@ -11,6 +11,7 @@ mod taps;
 
 use finish::download_measured;
 
+pub use arrivals::alone_fct_ns;
 pub use event::Event;
 
 use crate::base::rng;
