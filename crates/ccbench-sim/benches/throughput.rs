@@ -7,7 +7,7 @@
 //! Each case runs in its own child process (this binary re-invoked with `--case NAME`)
 //! so that its peak resident set (`VmHWM`) is its own.
 
-use ccbench_sim::config::{Aqm, BufferLimit, FlowConfig, FqCodelConfig, LinkConfig, TcpConfig};
+use ccbench_sim::config::{Aqm, ArrivalsConfig, BufferLimit, FlowConfig, FqCodelConfig, LinkConfig, Sizes, TcpConfig};
 use ccbench_sim::Scenario;
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -29,6 +29,9 @@ struct Case {
     link: Link,
     /// A host preset: every sender task goes through the CPU model.
     host: Option<&'static str>,
+    /// Instead of bulk flows: connections arriving as a Poisson process at this many a
+    /// second, of 2 KB to 100 KB (uniform).
+    arrivals: Option<f64>,
 }
 
 /// The bottleneck's capacity model and queue.
@@ -58,6 +61,7 @@ const CASES: &[Case] = &[
         series: true,
         host: None,
         link: Link::Rate,
+        arrivals: None,
     },
     Case {
         cca: "cubic",
@@ -69,6 +73,7 @@ const CASES: &[Case] = &[
         series: true,
         host: None,
         link: Link::Rate,
+        arrivals: None,
     },
     Case {
         cca: "cubic",
@@ -80,6 +85,7 @@ const CASES: &[Case] = &[
         series: true,
         host: None,
         link: Link::Rate,
+        arrivals: None,
     },
     Case {
         cca: "cubic",
@@ -91,6 +97,7 @@ const CASES: &[Case] = &[
         series: false,
         host: None,
         link: Link::Rate,
+        arrivals: None,
     },
     Case {
         cca: "cubic",
@@ -102,6 +109,7 @@ const CASES: &[Case] = &[
         series: false,
         host: None,
         link: Link::Rate,
+        arrivals: None,
     },
     Case {
         cca: "bbr",
@@ -113,6 +121,7 @@ const CASES: &[Case] = &[
         series: true,
         host: None,
         link: Link::Rate,
+        arrivals: None,
     },
     Case {
         cca: "bbr3",
@@ -124,6 +133,7 @@ const CASES: &[Case] = &[
         series: true,
         host: None,
         link: Link::Rate,
+        arrivals: None,
     },
     Case {
         cca: "cubic",
@@ -135,6 +145,7 @@ const CASES: &[Case] = &[
         series: true,
         host: None,
         link: Link::Trace,
+        arrivals: None,
     },
     Case {
         cca: "cubic",
@@ -146,6 +157,7 @@ const CASES: &[Case] = &[
         series: true,
         host: None,
         link: Link::FqCodel,
+        arrivals: None,
     },
     Case {
         cca: "cubic",
@@ -157,6 +169,7 @@ const CASES: &[Case] = &[
         series: true,
         host: None,
         link: Link::LteTrace,
+        arrivals: None,
     },
     Case {
         cca: "cubic",
@@ -168,6 +181,7 @@ const CASES: &[Case] = &[
         series: true,
         host: None,
         link: Link::LteRate,
+        arrivals: None,
     },
     Case {
         cca: "cubic",
@@ -179,6 +193,7 @@ const CASES: &[Case] = &[
         series: true,
         host: Some("phone-highend"),
         link: Link::Rate,
+        arrivals: None,
     },
     Case {
         cca: "bbr",
@@ -190,6 +205,43 @@ const CASES: &[Case] = &[
         series: true,
         host: Some("phone-highend"),
         link: Link::Rate,
+        arrivals: None,
+    },
+    Case {
+        cca: "cubic",
+        name: "arrivals-100k",
+        what: "100,000 Cubic conns/60 s, 2-100 KB, 1 Gbit/s",
+        secs: (60, 12),
+        flows: 0,
+        buffer_bdp: 1.0,
+        series: false,
+        host: None,
+        link: Link::Rate,
+        arrivals: Some(100_000.0 / 60.0),
+    },
+    Case {
+        cca: "cubic",
+        name: "arrivals-50k",
+        what: "50,000 Cubic conns/30 s, 2-100 KB, 1 Gbit/s",
+        secs: (30, 6),
+        flows: 0,
+        buffer_bdp: 1.0,
+        series: false,
+        host: None,
+        link: Link::Rate,
+        arrivals: Some(100_000.0 / 60.0),
+    },
+    Case {
+        cca: "cubic",
+        name: "arrivals-bulk",
+        what: "1 Cubic as many packets (41 s), no series",
+        secs: (41, 8),
+        flows: 1,
+        buffer_bdp: 1.0,
+        series: false,
+        host: None,
+        link: Link::Rate,
+        arrivals: None,
     },
 ];
 
@@ -238,7 +290,10 @@ fn scenario(c: &Case, quick: bool) -> Scenario {
         tcp: TcpConfig::default(),
         host: c.host.map(|name| ccbench_sim::host::presets::preset(name).expect("known preset")),
         udp: Vec::new(),
-        arrivals: Vec::new(),
+        arrivals: c.arrivals.map_or(Vec::new(), |rate| {
+            let sizes = Sizes::Cdf(vec![(2_000, 0.0), (100_000, 1.0)]);
+            vec![ArrivalsConfig::poisson(c.cca, rate, sizes)]
+        }),
     }
 }
 
@@ -450,6 +505,18 @@ fn main() {
         }
     }
     println!();
+    if let (Some(bulk), Some(a)) = (results.get("arrivals-bulk"), results.get("arrivals-100k")) {
+        println!(
+            "arrivals-100k / arrivals-bulk: packets {:.2}, wall {:.2}, packets/s {:.2}, peak RSS {:.2}",
+            a.packets as f64 / bulk.packets as f64,
+            a.wall_s / bulk.wall_s,
+            a.pps() / bulk.pps(),
+            a.peak_kb as f64 / bulk.peak_kb as f64
+        );
+    }
+    if let (Some(half), Some(a)) = (results.get("arrivals-50k"), results.get("arrivals-100k")) {
+        println!("peak RSS arrivals-100k / arrivals-50k: {:.2}", a.peak_kb as f64 / half.peak_kb as f64);
+    }
     for (base, name) in [("1flow-1bdp", "trace-1bdp"), ("1flow-1bdp", "fq_codel"), ("lte-rate", "lte-trace")] {
         if let (Some(a), Some(b)) = (results.get(base), results.get(name)) {
             print!("packets/s {name} / {base}: {:.2}   ", b.pps() / a.pps());

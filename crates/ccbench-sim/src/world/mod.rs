@@ -350,6 +350,17 @@ impl World {
 
     /// The run loop; also returns how closing the capture files went.
     fn simulate(mut self, every: u64) -> Result<(RunOutput, Result<(), ConfigError>), String> {
+        let now = self.run_events(every)?;
+        // A last sample for the (possibly partial) interval that ends the run.
+        if self.interval > Dur::ZERO && now > self.meter.last_sample() {
+            self.sample(now);
+        }
+        let capture = self.taps.finish(now.min(self.end));
+        Ok((self.finish(now), capture))
+    }
+
+    /// The events, in time order, until the end; returns when the last happened.
+    fn run_events(&mut self, every: u64) -> Result<Time, String> {
         let mut now = Time::ZERO;
         while let Some((t, ev)) = self.q.pop() {
             if every > 0 && self.events.is_multiple_of(every) {
@@ -439,12 +450,7 @@ impl World {
                 Event::End => break,
             }
         }
-        // A last sample for the (possibly partial) interval that ends the run.
-        if self.interval > Dur::ZERO && now > self.meter.last_sample() {
-            self.sample(now);
-        }
-        let capture = self.taps.finish(now.min(self.end));
-        Ok((self.finish(now), capture))
+        Ok(now)
     }
 
     /// UDP flow `k` is due at `now`: its datagram goes to its NIC (it is not the TCP
