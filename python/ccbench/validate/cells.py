@@ -436,6 +436,24 @@ def mtu(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     ]
 
 
+def traffic(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+    """Traffic as networks carry it: a download beside a saturating upload on a 20/5
+    Mbit/s home link, 40 ms, a BDP of buffer each way (the download's ACKs wait in the
+    uplink's queue behind the upload)."""
+    link = {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp", "reverse": {"rate": "5Mbit", "buffer": "1bdp"}}
+    return [
+        _cell(
+            "traffic",
+            f"{c} download + upload 20/5Mbit 40ms",
+            link,
+            [{"cca": c}, {"cca": c, "direction": "up"}],
+            {"cca": c, "traffic": "download + upload"},
+            min_duration="30s",
+        )
+        for c in ccas
+    ]
+
+
 # Linux's other congestion controls, each judged against its own module: the VM engine's
 # guest kernel has every one of them, this host's kernel may not.
 OTHER_ALGORITHMS = (
@@ -582,6 +600,7 @@ def full_grid() -> list[Cell]:
         *repeated(),
         *connect(),
         *mtu(),
+        *traffic(),
         *bpf(),
     ]
 
@@ -602,6 +621,7 @@ FAMILIES = (
     "sized",
     "connect",
     "mtu",
+    "traffic",
     "bpf",
     "algorithms",
 )

@@ -15,7 +15,10 @@ Tolerances (simulator relative to kernel):
   saw any;
 * a flow's MSS at the end of a run with a path MTU (``final_snd_mss``, the kernel's
   `tcpi_snd_mss`) within 8 bytes (`tcp_probe_threshold`'s default, where probing stops),
-  judged where both engines report it.
+  judged where both engines report it;
+* a UDP flow's delivered rate within 10%;
+* a group of arrivals' median and 99th-percentile FCT, each within 15% (both engines
+  open the same connections at the same instants: the simulator's seeded schedule).
 
 Each figure is the median over the repetitions. The kernel varies from run to run, so a
 figure also passes when the simulator's median lies inside the range the kernel's
@@ -65,6 +68,11 @@ def run_figures(summary: dict[str, Any], mss: int) -> dict[str, Any]:
                 "final_snd_mss": f.get("final_snd_mss"),
             }
             for f in flows
+        ],
+        "udp": [{"delivered_bps": u["delivered_bps"], "loss": u["loss"]} for u in summary.get("udp", [])],
+        "arrivals": [
+            {"fct_p50_ms": _finite(a["all"]["fct_p50_ms"]), "fct_p99_ms": _finite(a["all"]["fct_p99_ms"])}
+            for a in summary.get("arrivals", [])
         ],
         "capacity_bps": summary["link"]["rate_bps"],
         "retransmits": retransmits,
@@ -117,6 +125,13 @@ class EngineFigures:
 
     def total(self, key: str) -> Spread:
         return Spread.of([r[key] for r in self.runs])
+
+    def item(self, kind: str, i: int, key: str) -> Spread:
+        """Item `i` of a run's `kind` list (``udp``, ``arrivals``): its `key`."""
+        return Spread.of([r[kind][i][key] for r in self.runs if i < len(r.get(kind, []))])
+
+    def count(self, kind: str) -> int:
+        return min((len(r.get(kind, [])) for r in self.runs), default=0)
 
     @property
     def n_flows(self) -> int:
@@ -189,6 +204,20 @@ def _by_rank(figures: EngineFigures) -> EngineFigures:
     return EngineFigures(figures.available, figures.reason, runs)
 
 
+def _traffic_checks(res: CellResult, sim: EngineFigures, kernel: EngineFigures) -> None:
+    """UDP flows' delivered rates, and arrivals' median and p99 FCT."""
+    judged = [("udp", "delivered_bps", "udp_delivered", GOODPUT_TOLERANCE)] + [
+        ("arrivals", key, key.removesuffix("_ms"), COMPLETION_TOLERANCE) for key in ("fct_p50_ms", "fct_p99_ms")
+    ]
+    for kind, key, figure, tolerance in judged:
+        n = min(sim.count(kind), kernel.count(kind))
+        for i in range(n):
+            s, k = sim.item(kind, i, key).median, kernel.item(kind, i, key)
+            r = _ratio(s, k.median)
+            ok = (r is not None and abs(r - 1) <= tolerance) or _inside(s, k)
+            res.checks.append(Check(figure, None if n == 1 else i, s, k, r, ok))
+
+
 def compare(cell: Cell, sim: EngineFigures, kernel: EngineFigures) -> CellResult:
     if cell.exchangeable:
         sim, kernel = _by_rank(sim), _by_rank(kernel)
@@ -230,6 +259,7 @@ def compare(cell: Cell, sim: EngineFigures, kernel: EngineFigures) -> CellResult
         if s is not None and k.median is not None:
             ok = abs(s - k.median) <= MSS_TOLERANCE_BYTES or _inside(s, k)
             res.checks.append(Check("final_mss", flow, s, k, _ratio(s, k.median), ok))
+    _traffic_checks(res, sim, kernel)
     s, k = sim.total("retransmits").median, kernel.total("retransmits")
     both_low = (sim.total("retransmit_fraction").median or 0.0) < RETRANSMIT_FLOOR and (
         kernel.total("retransmit_fraction").median or 0.0
