@@ -1,5 +1,6 @@
 """Golden outputs of the simulator: every shipped scenario and a matrix of flag-built
-ones, fingerprinted (summary bytes, time-series columns, capture files).
+ones, fingerprinted (summary bytes, time-series columns, the arrivals' connections,
+capture files).
 
 Refactors must leave these byte-identical; ``tests/test_golden.py`` compares a fresh
 run of every case with ``tests/golden/expected.json``. After a change that is meant to
@@ -112,6 +113,8 @@ def fingerprint(spec: Any) -> dict[str, str]:
             "link": _frame_digest(result.link),
             "states": _frame_digest(result.states),
         }
+        if len(result.connections):  # only runs with arrivals have any
+            out["connections"] = _frame_digest(result.connections)
         for pcap in sorted(Path(tmp).glob("*.pcap")):
             out[pcap.name] = hashlib.sha256(pcap.read_bytes()).hexdigest()
     return out

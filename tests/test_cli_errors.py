@@ -148,3 +148,111 @@ def test_help() -> None:
         "--json",
     ):
         assert flag in result.stdout
+
+
+# UDP flows and arrivals: (files written beside the scenario, run's arguments, field,
+# message); "SCENARIO" stands for the scenario file.
+ARRIVALS = '\n[[arrivals]]\ncca = "cubic"\nload = "{load}"\nsizes = "{sizes}"\n'
+TRAFFIC_CASES = {
+    "empty-cdf": (
+        {"sizes.cdf": "# bytes probability\n\n"},
+        ["--arrivals", "cubic", "--arrival-load", "0.5", "--arrival-sizes", "sizes.cdf"],
+        "arrivals[0].sizes",
+        "sizes.cdf: the CDF is empty",
+    ),
+    "cdf-not-increasing": (
+        {"sizes.cdf": "1000 0.2\n500 0.6\n3000 1\n"},
+        ["--arrivals", "cubic", "--arrival-load", "0.5", "--arrival-sizes", "sizes.cdf"],
+        "arrivals[0].sizes",
+        "sizes.cdf line 2: '500 0.6' is below the line before ('1000 0.2'); the CDF must not decrease",
+    ),
+    "cdf-not-ending-at-1": (
+        {"sizes.cdf": "1000 0.2\n3000 0.9\n"},
+        ["--arrivals", "cubic", "--arrival-load", "0.5", "--arrival-sizes", "sizes.cdf"],
+        "arrivals[0].sizes",
+        "sizes.cdf line 2: the CDF ends at probability 0.9; it must end at 1",
+    ),
+    "load-above-1": (
+        {},
+        ["--arrivals", "cubic", "--arrival-load", "1.5"],
+        "arrivals[0].load",
+        "must be above 0 and at most 1",
+    ),
+    "load-above-1-in-a-file": (
+        {"SCENARIO": SHORT_TOML + ARRIVALS.format(load="150%", sizes="10KB")},
+        [],
+        "arrivals[0].load",
+        "must be above 0 and at most 1",
+    ),
+    "times-going-backwards": (
+        {"times.txt": "0.5\n1.25\n# a comment\n1.0\n"},
+        ["--arrivals", "cubic", "--arrival-times", "times.txt"],
+        "arrivals[0].times",
+        "times.txt line 4: 1s is before 1250ms on the line before; arrival times must not go backwards",
+    ),
+    "cdf-file-beside-the-scenario": (
+        {"SCENARIO": SHORT_TOML + ARRIVALS.format(load="50%", sizes="sizes.cdf"), "sizes.cdf": "10KB 0.5\n"},
+        [],
+        "arrivals[0].sizes",
+        "sizes.cdf line 1: the CDF ends at probability 0.5",
+    ),
+    "arrivals-without-a-process": (
+        {},
+        ["--arrivals", "cubic"],
+        "--arrivals",
+        "give --arrival-load, --arrival-rate or --arrival-times too",
+    ),
+    "unknown-sizes": (
+        {},
+        ["--arrivals", "cubic", "--arrival-load", "0.5", "--arrival-sizes", "web"],
+        "arrivals[0].sizes",
+        "'web' is not a built-in distribution (web-search, data-mining)",
+    ),
+    "tcp-key-on-a-udp-flow": (
+        {"SCENARIO": SHORT_TOML + '\n[[flows]]\nkind = "udp"\nrate = "1Mbit"\ncca = "cubic"\n'},
+        [],
+        "flows[1].cca",
+        "is a TCP flow's key, not for a UDP flow",
+    ),
+    "udp-key-on-a-tcp-flow": (
+        {"SCENARIO": SHORT_TOML + 'on = "1s"\n'},
+        [],
+        "flows[0].on",
+        'give the entry kind = "udp"',
+    ),
+    "udp-on-without-off": (
+        {},
+        ["--udp", "2Mbit", "--udp-on", "1s"],
+        "flows[1].off",
+        "give both on and off periods, or neither",
+    ),
+    "udp-flags-without-udp": ({}, ["--udp-on", "1s"], "--udp-on", "needs UDP flows"),
+    "udp-size": ({}, ["--udp", "2Mbit", "--udp-size", "70000"], "flows[1].size", "must be from 1 to 65507"),
+    "udp-up-without-uplink": (
+        {},
+        ["--udp", "2Mbit", "--udp-direction", "up"],
+        "flows[1].direction",
+        "needs a reverse bottleneck",
+    ),
+    "udp-on-the-kernel": (
+        {},
+        ["--udp", "2Mbit", "--engine", "kernel"],
+        "flows[1]",
+        "run on the simulator only so far",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRAFFIC_CASES))
+def test_bad_traffic(name: str, tmp_path: Path) -> None:
+    files, args, field, message = TRAFFIC_CASES[name]
+    for file, text in files.items():
+        (tmp_path / ("scenario.toml" if file == "SCENARIO" else file)).write_text(text)
+    scenario = ["scenario.toml"] if "SCENARIO" in files else []
+    out = tmp_path / "out"
+    # From another directory: files a scenario names are found beside it.
+    cwd = tmp_path if not scenario else tmp_path.parent
+    prefix = "" if not scenario else f"{tmp_path.name}/"
+    result = run_cli("run", *(prefix + s for s in scenario), "--duration", "2s", "--out", str(out), *args, cwd=cwd)
+    assert_one_line_error(result, field, message)
+    assert not out.exists()

@@ -20,13 +20,14 @@ def test_every_key_of_every_table_is_documented():
     """A field without an example would be left out of the doc: only the link's models
     documented in cellular.md (traces, the ACK trace's buffer, schedules, loss model, AQM
     parameters), the same in [link.reverse], and that table itself (shown as a table of
-    its own) may be."""
+    its own) may be, and the traffic's alternatives documented in traffic.md (a UDP
+    flow's schedules, an arrivals group's rate and times beside its load)."""
     from ccbench.scenario.host import Host, HostCost
-    from ccbench.scenario import Capture, Flow, Link, ReverseLink, Tcp
+    from ccbench.scenario import Arrivals, Capture, Flow, Link, ReverseLink, Tcp, UdpFlow
 
     left_out = {
         (m.__name__, f.alias or name)
-        for m in (Scenario, Link, ReverseLink, Tcp, Host, HostCost, Flow, Capture)
+        for m in (Scenario, Link, ReverseLink, Tcp, Host, HostCost, Flow, UdpFlow, Arrivals, Capture)
         for name, f in m.model_fields.items()
         if not f.examples
     }
@@ -35,6 +36,8 @@ def test_every_key_of_every_table_is_documented():
         ("Scenario", "tcp"),
         ("Scenario", "host"),
         ("Scenario", "flows"),
+        ("Scenario", "udp"),
+        ("Scenario", "arrivals"),
         ("Scenario", "capture"),
         ("Host", "cost"),
         ("Link", "trace"),
@@ -48,6 +51,10 @@ def test_every_key_of_every_table_is_documented():
         ("ReverseLink", "trace"),
         ("ReverseLink", "loss_model"),
         ("ReverseLink", "aqm_params"),
+        ("UdpFlow", "rate_schedule"),
+        ("UdpFlow", "rate_file"),
+        ("Arrivals", "rate"),
+        ("Arrivals", "times"),
     }
 
 
@@ -57,4 +64,5 @@ def test_the_examples_are_values_the_schema_accepts():
 
     doc = tomllib.loads(block)
     del doc["host"]["cpu_trace"]  # an alternative to cpu_share, shown beside it
+    del doc["link"]["mtu"]  # arrivals do not model the path MTU, and refuse it
     Scenario.from_dict(doc)

@@ -91,6 +91,48 @@ def _front_end_rows() -> list[tuple[str, str, str]]:
     ]
 
 
+def _traffic_rows() -> list[tuple[str, str, str]]:
+    """UDP flows and arrivals (docs/traffic.md), after the TCP flows' rows."""
+    from .scenario import MAX_FLOWS_PER_ENTRY
+    from .scenario.arrivals import BUILTIN_SIZES
+
+    return [
+        ("flows[i].kind", "", "tcp (the default) or udp; a UDP flow takes only the keys of docs/traffic.md"),
+        ("flows[i].count (kind = udp)", "", f"1 to {MAX_FLOWS_PER_ENTRY} per [[flows]] entry"),
+        ("flows[i].rate (kind = udp)", "--udp", "positive bit/s of IP packets (payload + 28 bytes); as link.rate"),
+        (
+            "flows[i].size (kind = udp)",
+            "--udp-size",
+            "1 to 65507 bytes of payload (an IPv4 packet's less UDP's header); with link.mtu, size + 28 within it",
+        ),
+        ("flows[i].on, .off (kind = udp)", "--udp-on, --udp-off", "positive durations, both or neither"),
+        ("flows[i].on_off (kind = udp)", "--udp-on-off", "fixed, exponential (needs on and off)"),
+        ("flows[i].start, .stop (kind = udp)", "", "start before the end of the run; stop after start"),
+        (
+            "flows[i].rate_schedule, .rate_file (kind = udp)",
+            "",
+            "one of them; steps after 0 s at increasing times, each rate 0 (silent) or as link.rate",
+        ),
+        ("flows[i].direction (kind = udp)", "--udp-direction", "down or up; up needs a reverse bottleneck"),
+        ("arrivals[k].cca, .params", "--arrivals", "as flows[i].cca and flows[i].params"),
+        (
+            "arrivals[k].rate, .load, .times",
+            "--arrival-rate, --arrival-load, --arrival-times",
+            "exactly one: rate above 0 and at most 10,000,000 connections a second; load above 0 and at most 1 "
+            "(of its direction's link); times from a file, never going backwards",
+        ),
+        (
+            "arrivals[k].sizes",
+            "--arrival-sizes",
+            f"{', '.join(BUILTIN_SIZES)}, a positive size, or a CDF file",
+        ),
+        ("arrivals[k].start, .stop", "", "start before the end of the run; stop after start"),
+        ("arrivals[k].direction", "--arrival-direction", "down or up; up needs a reverse bottleneck"),
+        ("arrivals[k].connect", "", "sender, receiver"),
+        ("arrivals", "", "not with link.mtu (their connections do not model the path MTU)"),
+    ]
+
+
 def _file_rows() -> list[tuple[str, str, str]]:
     from .capture import MAX_SERIES_ROWS, MIN_INTERVAL_S
     from .capture.reader import LINK_NAMES
@@ -114,6 +156,22 @@ def _file_rows() -> list[tuple[str, str, str]]:
             "--cpu-trace, host.cpu_trace",
             "one '<on> <off>' pair of durations per line ('#' comments); some on time; one pass from 1 us "
             "to the longest duration",
+        ),
+        (
+            "UDP rate file",
+            "flows[i].rate_file",
+            "'seconds rate' per line ('#' comments), times increasing, rates 0 (silent) or positive",
+        ),
+        (
+            "size CDF",
+            "--arrival-sizes, arrivals[k].sizes",
+            "'bytes probability' per line ('#' comments); not empty, sizes positive, both never decreasing, "
+            "the last probability 1",
+        ),
+        (
+            "arrival times",
+            "--arrival-times, arrivals[k].times",
+            "one time per line, seconds or a duration ('#' comments); not empty, never going backwards",
         ),
         ("pcap / pcapng", "ccbench analyze", f"link types: {links}; TCP over IPv4 or IPv6"),
         (
@@ -150,6 +208,8 @@ def render() -> str:
     core = [(field, FLAGS.get(field, ""), allowed) for field, allowed in _with_directions(_core.input_ranges())]
     front = {row[0]: row for row in _front_end_rows()}
     rows = [front.pop(r[0], r) for r in core] + list(front.values())
+    last_flow = max(i for i, row in enumerate(rows) if row[0].startswith("flows["))
+    rows[last_flow + 1 : last_flow + 1] = _traffic_rows()
     lines = [
         "# Input ranges",
         "",

@@ -62,22 +62,31 @@ def is_table(path: Path) -> bool:
         ("capture",),
         ("flows", int),
         ("flows", int, "params"),
+        ("arrivals", int),
+        ("arrivals", int, "params"),
     }
     return tuple(int if isinstance(p, int) else p for p in path) in shapes
 
 
-def check_value_path(field: str, path: Path, flow_entries: int) -> None:
-    """Refuse a key that names a table, an array, or a [[flows]] entry the plan lacks."""
+# The arrays of tables whose entries hold values ([[flows]], [[arrivals]]).
+ENTRY_ARRAYS = ("flows", "arrivals")
+
+
+def check_value_path(field: str, path: Path, entries: Union[int, dict[str, int]]) -> None:
+    """Refuse a key that names a table, an array, or an entry the plan lacks;
+    ``entries``: how many entries each array has (an int: [[flows]]'s)."""
+    counts = entries if isinstance(entries, dict) else {"flows": entries}
     shape = tuple(int if isinstance(p, int) else p for p in path)
-    if is_table(path) or shape == ("flows",):
+    if is_table(path) or shape in ((a,) for a in ENTRY_ARRAYS):
         raise ScenarioError(field, "names a table; name one of its values, e.g. link.rate, flows[0].cca")
     head = path[0]
-    if head == "flows":
+    if head in ENTRY_ARRAYS:
         if len(path) < 3 or not isinstance(path[1], int) or not isinstance(path[2], str):
-            raise ScenarioError(field, "name a value of a flow entry, e.g. flows[0].cca")
-        if path[1] >= flow_entries:
-            have = {0: "no [[flows]] entry", 1: "1 [[flows]] entry (flows[0])"}.get(
-                flow_entries, f"{flow_entries} [[flows]] entries (flows[0] to flows[{flow_entries - 1}])"
+            raise ScenarioError(field, f"name a value of an entry, e.g. {head}[0].cca")
+        have_n = counts.get(str(head), 0)
+        if path[1] >= have_n:
+            have = {0: f"no [[{head}]] entry", 1: f"1 [[{head}]] entry ({head}[0])"}.get(
+                have_n, f"{have_n} [[{head}]] entries ({head}[0] to {head}[{have_n - 1}])"
             )
             raise ScenarioError(field, f"the plan has {have}")
         deepest = 4 if path[2] == "params" else 3
@@ -85,7 +94,7 @@ def check_value_path(field: str, path: Path, flow_entries: int) -> None:
         deepest = 3 if path[:2] == ("link", "reverse") else 2
     else:
         deepest = 1
-    if len(path) != deepest or any(isinstance(p, int) for p in path[2 if head == "flows" else 0 :]):
+    if len(path) != deepest or any(isinstance(p, int) for p in path[2 if head in ENTRY_ARRAYS else 0 :]):
         raise ScenarioError(
             field, "is not a scenario value; e.g. link.rate, tcp.mss, flows[0].cca, flows[0].params.beta"
         )

@@ -10,7 +10,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from . import directions
+from . import directions, traffic
 
 DASH = "–"
 
@@ -115,6 +115,8 @@ def link_table(summary: Mapping[str, Any]) -> Table:
         if aqm is not None:
             row.append(_int(link.get("drops_aqm")))
         jain = directions.jain_of(summary, way) if two_way else summary.get("jain_index")
+        if not summary.get("flows"):
+            jain = None  # no TCP flows to be fair between
         row += [
             _num(_get(link, "queue_delay_ms", "mean")),
             _num(_get(link, "queue_delay_ms", "p95")),
@@ -171,6 +173,71 @@ def _quantile(values: list[float], q: float) -> Optional[float]:
     return v[min(len(v) - 1, int(q * len(v)))]
 
 
+def udp_table(summary: Mapping[str, Any]) -> Table:
+    """UDP flows: what they offered, what arrived, and the one-way delay it took."""
+    t = _table("UDP flows")
+    two_way = directions.is_two_way(summary)  # an up UDP flow needs an uplink
+    t.add_column("\n\nudp", justify="right", no_wrap=True)
+    if two_way:
+        t.add_column("\n\ndir", no_wrap=True)
+    t.add_column("\noffered\nMbit/s", justify="right", no_wrap=True)
+    t.add_column("\ndelivered\nMbit/s", justify="right", no_wrap=True)
+    t.add_column("\n\nloss", justify="right", no_wrap=True)
+    t.add_column("one-way\ndelay\np50 ms", justify="right", no_wrap=True)
+    t.add_column("one-way\ndelay\np99 ms", justify="right", no_wrap=True)
+    for u in traffic.udp_flows(summary):
+        t.add_row(
+            str(u.get("id", DASH)),
+            *([directions.direction(u)] if two_way else []),
+            _num(u.get("offered_bps"), 1e-6),
+            _num(u.get("delivered_bps"), 1e-6),
+            _num(u.get("loss"), 100.0) + " %" if u.get("loss") is not None else DASH,
+            _num(_get(u, "one_way_delay_ms", "p50"), digits=1),
+            _num(_get(u, "one_way_delay_ms", "p99"), digits=1),
+        )
+    return t
+
+
+def arrivals_table(summary: Mapping[str, Any]) -> Table:
+    """Each group of arrivals: how many came and finished, the load they offered, and
+    the median and 99th percentile of FCT and slowdown, over all and per size bucket."""
+    t = _table("Arrivals")
+    for heading in (
+        "group",
+        "cca",
+        "size",
+        "done",
+        "load",
+        "FCT\np50 ms",
+        "FCT\np99 ms",
+        "slowdown\np50",
+        "slowdown\np99",
+    ):
+        t.add_column(heading, justify="left" if heading in ("cca", "size") else "right", no_wrap=True)
+    for g in traffic.groups(summary):
+        for row, bucket in enumerate([g.get("all") or {}, *(g.get("buckets") or [])]):
+            first = row == 0
+            done = f"{_int(g.get('completed'))}/{_int(g.get('arrived'))}" if first else _int(bucket.get("completed"))
+            t.add_row(
+                str(g.get("id", DASH)) if first else "",
+                _group_cca(g) if first else "",
+                str(bucket.get("bucket", DASH)),
+                done,
+                _num(g.get("offered_load"), 100.0, 1) + " %" if first and g.get("offered_load") is not None else "",
+                _num(bucket.get("fct_p50_ms"), digits=1),
+                _num(bucket.get("fct_p99_ms"), digits=1),
+                _num(bucket.get("slowdown_p50")),
+                _num(bucket.get("slowdown_p99")),
+            )
+    return t
+
+
+def _group_cca(group: Mapping[str, Any]) -> str:
+    """A group's algorithm, and its direction when it goes up."""
+    up = directions.direction(group) == directions.UP
+    return cca_label(group.get("cca", DASH)) + (" (up)" if up else "")
+
+
 def host_table(summary: Mapping[str, Any]) -> Table:
     """The sender host's CPU: how much of it there was and where it went."""
     t = _table("Sender CPU")
@@ -219,7 +286,14 @@ def headline(summary: Mapping[str, Any]) -> Text:
 
 def render(summary: Mapping[str, Any], console: Optional[Console] = None) -> None:
     console = console or Console()
-    parts = [headline(summary), Text(""), flows_table(summary), Text(""), link_table(summary)]
+    parts: list[Any] = [headline(summary), Text("")]
+    if summary.get("flows") or not traffic.has_traffic(summary):
+        parts += [flows_table(summary), Text("")]
+    if traffic.udp_flows(summary):
+        parts += [udp_table(summary), Text("")]
+    if traffic.groups(summary):
+        parts += [arrivals_table(summary), Text("")]
+    parts.append(link_table(summary))
     if any(f.get("downloads") for f in summary.get("flows") or []):
         parts += [Text(""), downloads_table(summary)]
     if summary.get("host"):

@@ -20,6 +20,9 @@ FILES = ("summary.json", "flows.parquet", "link.parquet", "scenario.toml")
 # The algorithms' state-machine moves (BBR's mode and PROBE_BW phase) as they happened:
 # written when a run has any (the simulator's BBR flows).
 STATES_FILE = "states.parquet"
+# One row per connection of the arrivals (docs/traffic.md): written when a run has any.
+CONNECTIONS_FILE = "connections.parquet"
+CONNECTION_COLUMNS = ("group", "arrival_s", "size_bytes", "fct_ms", "ideal_fct_ms", "retransmits")
 
 CoreTable = Mapping[str, Sequence[Union[int, float, str]]]
 
@@ -68,19 +71,22 @@ def save_tables(
     flows: "pd.DataFrame",
     link: "pd.DataFrame",
     states: Optional["pd.DataFrame"] = None,
+    connections: Optional["pd.DataFrame"] = None,
 ) -> list[Path]:
     """Write summary.json, flows.parquet and link.parquet, the files every run directory
-    holds, into ``directory`` (created if needed), and states.parquet when ``states``
-    has rows. Returns the paths written."""
+    holds, into ``directory`` (created if needed), and states.parquet and
+    connections.parquet when ``states`` and ``connections`` have rows. Returns the paths
+    written."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / name for name in FILES[:3]]
     paths[0].write_bytes(summary_bytes(summary))
     flows.to_parquet(paths[1], index=False)
     link.to_parquet(paths[2], index=False)
-    if states is not None and len(states):
-        paths.append(out / STATES_FILE)
-        states.to_parquet(paths[-1], index=False)
+    for name, table in ((STATES_FILE, states), (CONNECTIONS_FILE, connections)):
+        if table is not None and len(table):
+            paths.append(out / name)
+            table.to_parquet(paths[-1], index=False)
     return paths
 
 
@@ -90,14 +96,15 @@ def _as_frame(table: Union["pd.DataFrame", ColumnTable]) -> "pd.DataFrame":
 
 class Result:
     """A finished run: the summary (see docs/output.md, "Summary schema"), per-flow and
-    bottleneck time series, the algorithms' state-machine moves, and the scenario that
-    produced them.
+    bottleneck time series, the algorithms' state-machine moves, the arrivals'
+    connections, and the scenario that produced them.
 
-    ``flows``, ``link`` and ``states`` are DataFrames; the engines hand them over as
-    :class:`ColumnTable` and each becomes a DataFrame the first time it is read.
+    ``flows``, ``link``, ``states`` and ``connections`` are DataFrames; the engines hand
+    them over as :class:`ColumnTable` and each becomes a DataFrame the first time it is
+    read.
     """
 
-    __slots__ = ("summary", "scenario", "_flows", "_link", "_states")
+    __slots__ = ("summary", "scenario", "_flows", "_link", "_states", "_connections")
 
     def __init__(
         self,
@@ -106,6 +113,7 @@ class Result:
         link: Union["pd.DataFrame", ColumnTable],
         scenario: "Scenario",
         states: Union["pd.DataFrame", ColumnTable, None] = None,
+        connections: Union["pd.DataFrame", ColumnTable, None] = None,
     ) -> None:
         self.summary = summary
         self.scenario = scenario
@@ -113,6 +121,9 @@ class Result:
         self._link = link
         self._states = (
             states if states is not None else ColumnTable({"time_s": [], "flow": [], "machine": [], "state": []})
+        )
+        self._connections = (
+            connections if connections is not None else ColumnTable({name: [] for name in CONNECTION_COLUMNS})
         )
 
     @property
@@ -143,11 +154,20 @@ class Result:
         self._states = _as_frame(self._states)
         return self._states
 
+    @property
+    def connections(self) -> "pd.DataFrame":
+        """The arrivals' connections, one row each: ``group`` (its ``[[arrivals]]``
+        entry), ``arrival_s``, ``size_bytes``, ``fct_ms``, ``ideal_fct_ms`` (the same
+        transfer alone on the empty path) and ``retransmits``; FCTs are NaN for a
+        connection unfinished at the end. Empty without arrivals."""
+        self._connections = _as_frame(self._connections)
+        return self._connections
+
     def save(self, directory: Union[str, os.PathLike[str]]) -> list[Path]:
         """Write summary.json, flows.parquet, link.parquet, scenario.toml and (when the
-        run has any moves) states.parquet into ``directory`` (created if needed).
-        Returns the paths written."""
-        paths = save_tables(directory, self.summary, self.flows, self.link, self.states)
+        run has any) states.parquet and connections.parquet into ``directory`` (created
+        if needed). Returns the paths written."""
+        paths = save_tables(directory, self.summary, self.flows, self.link, self.states, self.connections)
         paths.append(Path(directory) / FILES[3])
         paths[-1].write_text(self.scenario.effective_toml(), encoding="utf-8")
         return paths

@@ -23,12 +23,14 @@ def advise(
     ccas: Optional[Sequence[str]] = None,
     max_depth: int = 3,
 ) -> list[TreeResult]:
-    """A tree for goodput, and one for ``objective`` when that is something else."""
+    """A tree for goodput, and one for ``objective`` when that is something else (only
+    that one for runs without goodput: arrivals alone)."""
     if objective not in OBJECTIVES:
         raise ScenarioError("--objective", f"unknown objective {objective!r}; allowed: {', '.join(OBJECTIVES)}")
     runs = runs_frame(records)
     results = []
-    for obj in dict.fromkeys(("goodput", objective)):
+    bulk = "goodput_mbps" in runs and runs["goodput_mbps"].notna().any()
+    for obj in dict.fromkeys(("goodput", objective) if bulk else (objective,)):
         points = winners(runs, obj, weights, ccas)
         results.append(fit_tree(points, obj, max_depth=max_depth))
     return results
@@ -41,6 +43,7 @@ def describe(result: TreeResult, weights: Optional[Weights] = None) -> list[str]
         "delay": "the lowest mean RTT",
         "retrans": "the lowest retransmission rate",
         "score": f"the best score ({weights or Weights()}; each term 1 for the best algorithm at a point)",
+        "slowdown": "the lowest p99 slowdown of its arrivals",
     }
     wins = ", ".join(f"{name} {n}" for name, n in sorted(result.wins.items(), key=lambda kv: -kv[1]))
     lines = [

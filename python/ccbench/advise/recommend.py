@@ -1,6 +1,7 @@
 """``ccbench recommend``: simulate each candidate algorithm at one operating point (a few
 seeds, and half and double the buffer to show how sensitive the answer is) and say
-which to use and why."""
+which to use and why. With the slowdown objective each candidate runs as open-loop
+arrivals (docs/traffic.md) and is judged by their p99 slowdown."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import pandas as pd
 
-from ..analysis import aggregate, record_from_result, runs_frame
+from ..analysis import ARRIVAL_METRICS, aggregate, record_from_result, runs_frame
 from .. import engines
 from ..errors import ScenarioError
 from ..scenario import Scenario
@@ -34,6 +35,8 @@ METRICS = (
     "utilization",
     "jain_index",
 )
+# The arrivals the slowdown objective runs each candidate as, unless told otherwise.
+ARRIVAL_DEFAULTS = {"arrival_load": "50%", "arrival_sizes": "web-search"}
 
 
 @dataclass
@@ -78,10 +81,13 @@ def scenarios(
     ccas: Sequence[str] = DEFAULT_CCAS,
     neighbours: bool = True,
     host: Optional[Mapping[str, Any]] = None,
+    arrivals: Optional[Mapping[str, Any]] = None,
 ) -> list[tuple[dict[str, Any], Scenario]]:
     """(point, scenario) for every buffer, algorithm and seed; bad flags raise
     ScenarioError naming the flag. ``host`` holds ``Scenario.from_flags``'s CPU flags
-    (``cpu``, ``cpu_share``, ``cpu_slice``)."""
+    (``cpu``, ``cpu_share``, ``cpu_slice``). With ``arrivals`` (its arrival flags:
+    ``arrival_load``, ``arrival_sizes``, ...) each candidate runs as arrivals of its
+    algorithm instead of ``flows`` bulk flows."""
     if seeds < 1:
         raise ScenarioError("--seeds", "must be at least 1")
     if flows < 1:
@@ -94,10 +100,10 @@ def scenarios(
     for buf in buffers:
         for cca in ccas:
             for seed in range(1, seeds + 1):
+                traffic = {"flows": flows, "cca": cca} if arrivals is None else {"arrivals": cca, **arrivals}
                 try:
                     sc = Scenario.from_flags(
-                        cca=cca,
-                        flows=flows,
+                        **traffic,
                         rate=rate,
                         rtt=rtt,
                         buffer=buf,
@@ -115,8 +121,10 @@ def scenarios(
 def _flag(field_name: str) -> str:
     """Scenario fields as the flags that set them."""
     leaf = field_name.split(".")[-1]
-    if field_name.startswith("flows[") and leaf == "cca":
+    if field_name.startswith(("flows[", "arrivals[")) and leaf == "cca":
         return "--cca"
+    if field_name.startswith("arrivals[") and leaf in ("load", "sizes"):
+        return f"--arrival-{leaf}"
     if field_name.startswith("host."):
         return "--" + leaf.replace("_", "-")
     if leaf == "count":
@@ -138,25 +146,29 @@ def recommend(
     weights: Weights = Weights(),
     workers: Optional[int] = None,
     host: Optional[Mapping[str, Any]] = None,
+    arrivals: Optional[Mapping[str, Any]] = None,
 ) -> Recommendation:
+    """``arrivals``: the arrival flags of the slowdown objective (over
+    :data:`ARRIVAL_DEFAULTS`); refused with another objective."""
     if objective not in OBJECTIVES:
         raise ScenarioError("--objective", f"unknown objective {objective!r}; allowed: {', '.join(OBJECTIVES)}")
     ccas = list(dict.fromkeys(c.strip().lower() for c in ccas if c.strip()))
     if len(ccas) < 1:
         raise ScenarioError("--cca", "name at least one algorithm")
-    jobs = scenarios(rate, rtt, buffer, loss, flows, duration, seeds, ccas, neighbours, host)
+    arrivals = _arrival_flags(objective, flows, arrivals)
+    jobs = scenarios(rate, rtt, buffer, loss, flows, duration, seeds, ccas, neighbours, host, arrivals)
     # The simulator releases the GIL, so threads run the seeds in parallel.
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
         simulator = engines.get(engines.DEFAULT)
         results = list(pool.map(lambda job: simulator.run(job[1]), jobs))
     records = [record_from_result(res, point, point["seed"] - 1, "recommend") for (point, _), res in zip(jobs, results)]
     runs = runs_frame(records)
-    table = aggregate(runs, ["buffer", "buffer_bdp", "cca"], list(METRICS))
+    table = aggregate(runs, ["buffer", "buffer_bdp", "cca"], [m for m in (*METRICS, *ARRIVAL_METRICS) if m in runs])
     center = format_buffer(parse_buffer(buffer))
     here = table[table["buffer"] == center].set_index("cca").loc[ccas]
     choice = choose(here, objective, weights)
     bdp = float(here["buffer_bdp"].iloc[0])
-    reasons = explain(here, choice, bdp)
+    reasons = explain_slowdown(here, choice, bdp) if objective == "slowdown" else explain(here, choice, bdp)
     sensitivity = []
     for buf in dict.fromkeys(table.sort_values("buffer_bdp")["buffer"]):
         if buf == center:
@@ -176,8 +188,22 @@ def recommend(
         "duration": duration,
         "seeds": seeds,
         **dict(host or {}),
+        **dict(arrivals or {}),
     }
     return Recommendation(point, bdp, table, choice, reasons, sensitivity, objective, ccas)
+
+
+def _arrival_flags(objective: str, flows: int, given: Optional[Mapping[str, Any]]) -> Optional[dict[str, Any]]:
+    """The arrivals each candidate runs as: with the slowdown objective, the defaults and
+    the flags given; otherwise none (and arrival flags are refused)."""
+    given = {k: v for k, v in (given or {}).items() if v is not None}
+    if objective != "slowdown":
+        for key in given:
+            raise ScenarioError("--" + key.replace("_", "-"), "only with --objective slowdown")
+        return None
+    if flows != 1:
+        raise ScenarioError("--flows", "with --objective slowdown each run is the candidate's arrivals alone")
+    return {**ARRIVAL_DEFAULTS, **given}
 
 
 def choose(here: pd.DataFrame, objective: str, weights: Weights = Weights()) -> str:
@@ -198,6 +224,8 @@ def choose(here: pd.DataFrame, objective: str, weights: Weights = Weights()) -> 
         return str(d.idxmin())
     if objective == "retrans":
         return str(r.idxmin())
+    if objective == "slowdown":
+        return str(here["slowdown_p99_mean"].idxmin())
     score = (
         weights.goodput * g / g.max()
         + weights.delay * d.min() / d
@@ -243,12 +271,45 @@ def explain(here: pd.DataFrame, choice: str, buffer_bdp: float) -> list[str]:
     return [prefix + reasons[0], *reasons[1:]] if reasons else [prefix + f"{name(choice)} is the only candidate"]
 
 
+def explain_slowdown(here: pd.DataFrame, choice: str, buffer_bdp: float) -> list[str]:
+    """Why, for the slowdown objective: the chosen algorithm's arrivals against each
+    other's, in p99 and median slowdown and p99 FCT."""
+    w = here.loc[choice]
+    reasons = []
+    for other_key, o in here.drop(index=choice).iterrows():
+        other = str(other_key)
+        parts = [
+            f"{display(choice)}'s p99 slowdown is {w['slowdown_p99_mean']:.2f}, {display(other)}'s "
+            f"{o['slowdown_p99_mean']:.2f} (median {w['slowdown_p50_mean']:.2f} vs {o['slowdown_p50_mean']:.2f})",
+            f"p99 FCT {w['fct_p99_ms_mean']:.0f} vs {o['fct_p99_ms_mean']:.0f} ms",
+        ]
+        reasons.append("; ".join(parts))
+    prefix = f"buffer is {buffer_bdp:.2g} BDP: "
+    return [prefix + reasons[0], *reasons[1:]] if reasons else [prefix + f"{display(choice)} is the only candidate"]
+
+
 def _times(ratio: float) -> str:
     return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.0f}x"
 
 
 def display(cca: str) -> str:
     return {"bbr": "BBR", "bbr2": "BBRv2", "bbr3": "BBRv3", "cubic": "Cubic", "reno": "Reno"}.get(cca, cca)
+
+
+# The table's columns: (heading, metric, scale, digits).
+BULK_COLUMNS = (
+    ("goodput\nMbit/s", "goodput_mbps", 1.0, 1),
+    ("mean RTT\nms", "rtt_mean_ms", 1.0, 1),
+    ("p95 RTT\nms", "rtt_p95_ms", 1.0, 1),
+    ("retrans\n%", "retrans_rate", 100.0, 2),
+    ("retrans\nsegments", "retransmits", 1.0, 0),
+)
+SLOWDOWN_COLUMNS = (
+    ("slowdown\np50", "slowdown_p50", 1.0, 2),
+    ("slowdown\np99", "slowdown_p99", 1.0, 2),
+    ("FCT p50\nms", "fct_p50_ms", 1.0, 1),
+    ("FCT p99\nms", "fct_p99_ms", 1.0, 1),
+)
 
 
 def render(rec: Recommendation, console: Any) -> None:
@@ -260,6 +321,8 @@ def render(rec: Recommendation, console: Any) -> None:
 
     p = rec.point
     flows = f"{p['flows']} flow{'s' if p['flows'] != 1 else ''} per algorithm"
+    if rec.objective == "slowdown":
+        flows = f"arrivals at {p['arrival_load']} load of {p['arrival_sizes']} sizes per algorithm"
     title = (
         f"{p['rate']}, RTT {p['rtt']}, buffer {p['buffer']} ({rec.buffer_bdp:.2g} BDP), loss {p['loss']}, "
         f"{flows}: {p['seeds']} seeds x {p['duration']} simulated, mean ± 95% CI"
@@ -274,16 +337,14 @@ def render(rec: Recommendation, console: Any) -> None:
             box=box.SIMPLE_HEAD,
             header_style="bold",
         )
-        for h in ("algorithm", "goodput\nMbit/s", "mean RTT\nms", "p95 RTT\nms", "retrans\n%", "retrans\nsegments"):
-            t.add_column(h, justify="left" if h == "algorithm" else "right", no_wrap=True)
+        columns = SLOWDOWN_COLUMNS if rec.objective == "slowdown" else BULK_COLUMNS
+        t.add_column("algorithm", no_wrap=True)
+        for heading, *_ in columns:
+            t.add_column(heading, justify="right", no_wrap=True)
         for cca, r in here.iterrows():
             t.add_row(
                 display(str(cca)) + (" *" if center and cca == rec.choice else ""),
-                plus_minus(r["goodput_mbps_mean"], r["goodput_mbps_ci"], digits=1),
-                plus_minus(r["rtt_mean_ms_mean"], r["rtt_mean_ms_ci"], digits=1),
-                plus_minus(r["rtt_p95_ms_mean"], r["rtt_p95_ms_ci"], digits=1),
-                plus_minus(r["retrans_rate_mean"], r["retrans_rate_ci"], 100, 2),
-                plus_minus(r["retransmits_mean"], r["retransmits_ci"], digits=0),
+                *(plus_minus(r[f"{m}_mean"], r[f"{m}_ci"], scale, digits) for _, m, scale, digits in columns),
             )
         if center:
             console.print(t)
@@ -311,6 +372,7 @@ def recommend_command(
     weights: Optional[str],
     workers: Optional[int],
     host: Optional[Mapping[str, Any]] = None,
+    arrivals: Optional[Mapping[str, Any]] = None,
 ) -> None:
     from rich.console import Console
 
@@ -331,5 +393,6 @@ def recommend_command(
         Weights.parse(weights),
         workers,
         host,
+        arrivals,
     )
     render(rec, Console(highlight=False))

@@ -18,7 +18,7 @@ from ..errors import ScenarioError
 from ..plots import style
 
 # Conditions the tree may split on, with how a threshold reads.
-FEATURES = ("buffer_bdp", "loss_pct", "rtt_ms", "rate_mbps", "cpu_share", "flows")
+FEATURES = ("buffer_bdp", "loss_pct", "rtt_ms", "rate_mbps", "cpu_share", "flows", "arrival_load_pct")
 NAMES = {
     "buffer_bdp": "buffer",
     "loss_pct": "loss",
@@ -26,6 +26,7 @@ NAMES = {
     "rate_mbps": "bandwidth",
     "cpu_share": "CPU share",
     "flows": "flows",
+    "arrival_load_pct": "arrivals' load",
 }
 UNITS = {
     "buffer_bdp": " BDP",
@@ -34,6 +35,7 @@ UNITS = {
     "rate_mbps": " Mbit/s",
     "cpu_share": " %",
     "flows": "",
+    "arrival_load_pct": " %",
 }
 SCALE = {"cpu_share": 100.0}  # shown in percent
 INTEGER = {"flows"}

@@ -1,5 +1,5 @@
-"""Which algorithm wins at each point of a sweep, on goodput, delay, retransmissions or
-a weighted score of the three."""
+"""Which algorithm wins at each point of a sweep, on goodput, delay, retransmissions, a
+weighted score of the three, or (for runs with arrivals) the p99 slowdown."""
 
 from __future__ import annotations
 
@@ -14,13 +14,15 @@ from ..analysis import aggregate
 from ..analysis.compare import group_keys
 from ..errors import ScenarioError
 
-OBJECTIVES = ("goodput", "delay", "retrans", "score")
+OBJECTIVES = ("goodput", "delay", "retrans", "score", "slowdown")
 # The run metric each objective reads, and whether more is better.
 OBJECTIVE_METRIC = {
     "goodput": ("goodput_mbps", True),
     "delay": ("rtt_mean_ms", False),
     "retrans": ("retrans_rate", False),
+    "slowdown": ("slowdown_p99", False),
 }
+NO_ARRIVALS = "ranks by the arrivals' p99 slowdown, and these runs have no arrivals ([[arrivals]] or --arrivals)"
 # Retransmission rates this close to zero count as equal (0.01% of segments), so the
 # score's retransmission term does not explode between 0 and a handful of segments.
 RETRANS_FLOOR = 1e-4
@@ -69,14 +71,16 @@ class Weights:
 
 def point_means(runs: pd.DataFrame, ccas: Optional[Sequence[str]] = None) -> pd.DataFrame:
     """Per point and algorithm (runs of one algorithm only), the means over repetitions
-    of goodput, mean RTT and retransmission rate."""
+    of goodput, mean RTT and retransmission rate, and the p99 slowdown of runs with
+    arrivals."""
     single = runs[runs["cca"] != "mixed"]
     if ccas:
         single = single[single["cca"].isin(ccas)]
     if single.empty:
         return pd.DataFrame()
     keys = [k for k in group_keys(single) if k != "cca_mix"]
-    return aggregate(single, keys, ["goodput_mbps", "rtt_mean_ms", "retrans_rate"])
+    metrics = ["goodput_mbps", "rtt_mean_ms", "retrans_rate", "slowdown_p99"]
+    return aggregate(single, keys, [m for m in metrics if m in single])
 
 
 def winners(
@@ -90,6 +94,8 @@ def winners(
     means = point_means(runs, ccas)
     if means.empty:
         return pd.DataFrame()
+    if objective == "slowdown" and not means.get("slowdown_p99_mean", pd.Series(dtype=float)).notna().any():
+        raise ScenarioError("--objective", f"slowdown {NO_ARRIVALS}")
     keys = [k for k in group_keys(runs) if k not in ("cca", "cca_mix") and k in means and means[k].notna().any()]
     rows = []
     for key, group in means.groupby(keys, dropna=False, sort=True):
@@ -116,6 +122,8 @@ def _objective_values(group: pd.DataFrame, objective: str, weights: Weights) -> 
         return rtt
     if objective == "retrans":
         return retrans
+    if objective == "slowdown":
+        return group["slowdown_p99_mean"].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         g = goodput / goodput.max() if goodput.max() > 0 else np.ones_like(goodput)
         d = rtt.min() / rtt

@@ -9,11 +9,13 @@
 from __future__ import annotations
 
 from .frames import (
+    ARRIVAL_METRICS,
     CONDITIONS,
     FLOW_METRICS,
     LABELS,
     RUN_METRICS,
     UPLINK_METRICS,
+    arrivals_frame,
     cca_mix,
     cpu_share,
     flows_frame,
@@ -24,6 +26,7 @@ from .stats import CONFIDENCE, aggregate, mean_ci
 from .compare import algorithm_table, dimensions, goodput_ratio
 
 __all__ = [
+    "ARRIVAL_METRICS",
     "CONDITIONS",
     "CONFIDENCE",
     "FLOW_METRICS",
@@ -33,6 +36,7 @@ __all__ = [
     "RecordLike",
     "aggregate",
     "algorithm_table",
+    "arrivals_frame",
     "cca_mix",
     "cpu_share",
     "dimensions",

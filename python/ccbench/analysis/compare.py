@@ -10,11 +10,13 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .frames import CONDITIONS, RUN_METRICS, UPLINK_METRICS
+from .frames import ARRIVAL_METRICS, CONDITIONS, RUN_METRICS, UPLINK_METRICS
 from .stats import aggregate
 
 # Point keys that the derived condition columns already describe.
-_MAPPED = re.compile(r"^(link\.(rate|rtt|buffer|loss)|flows\[\d+\]\.(cca|count)|seed|host\..*|cpu\..*)$")
+_MAPPED = re.compile(
+    r"^(link\.(rate|rtt|buffer|loss)|flows\[\d+\]\.(cca|count)|arrivals\[\d+\]\.(cca|load)|seed|host\..*|cpu\..*)$"
+)
 _IDENTITY = {"run_id", "sweep", "repetition", "seed", "engine", "cca", "cca_mix", "duration_s"}
 
 
@@ -49,7 +51,7 @@ def algorithm_table(runs: pd.DataFrame, metrics: Optional[Sequence[str]] = None)
     """Means and 95% intervals over repetitions, one row per point and algorithm mix."""
     if runs.empty:
         return pd.DataFrame()
-    metrics = [m for m in (metrics or (*RUN_METRICS, *UPLINK_METRICS)) if m in runs.columns]
+    metrics = [m for m in (metrics or (*RUN_METRICS, *UPLINK_METRICS, *ARRIVAL_METRICS)) if m in runs.columns]
     return aggregate(runs, group_keys(runs), metrics)
 
 

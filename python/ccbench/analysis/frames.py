@@ -16,12 +16,13 @@ from typing import Any, Iterable, Mapping, Optional
 import numpy as np
 import pandas as pd
 
-from .. import directions
+from .. import directions, traffic
 from ..units import parse_loss
 from .records import RecordLike
 
-# Conditions, in the order they are offered as plot axes and decision-tree features.
-CONDITIONS = ("rate_mbps", "rtt_ms", "buffer_bdp", "buffer_kb", "loss_pct", "flows", "cpu_share")
+# Conditions, in the order they are offered as plot axes and decision-tree features
+# (``arrival_load_pct`` only in the rows of runs with arrivals).
+CONDITIONS = ("rate_mbps", "rtt_ms", "buffer_bdp", "buffer_kb", "loss_pct", "flows", "cpu_share", "arrival_load_pct")
 # What a run measured (per run; the per-flow table has its own subset).
 RUN_METRICS = (
     "goodput_mbps",
@@ -40,6 +41,9 @@ RUN_METRICS = (
 )
 # The uplink's (``link.reverse``), in the rows of runs that have one.
 UPLINK_METRICS = ("up_utilization", "up_drops", "up_queue_delay_ms", "up_queue_delay_p95_ms")
+# The arrivals' (docs/traffic.md), in the rows of runs that have them: each the highest
+# (worst) over the run's groups of arrivals.
+ARRIVAL_METRICS = traffic.GROUP_FIGURES
 FLOW_METRICS = (
     "goodput_mbps",
     "share",
@@ -78,6 +82,11 @@ LABELS = {
     "up_queue_delay_ms": "uplink mean queueing delay (ms)",
     "up_queue_delay_p95_ms": "uplink p95 queueing delay (ms)",
     "rto_count": "RTOs",
+    "arrival_load_pct": "arrivals' load (%)",
+    "fct_p50_ms": "median FCT (ms)",
+    "fct_p99_ms": "p99 FCT (ms)",
+    "slowdown_p50": "median slowdown",
+    "slowdown_p99": "p99 slowdown",
     "lost": "lost segments",
     "completion_s": "completion (s)",
 }
@@ -97,7 +106,7 @@ def flows_frame(records: Iterable[RecordLike]) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     for r in records:
         run = _run_row(r)
-        keep = {k: v for k, v in run.items() if k not in RUN_METRICS and k not in UPLINK_METRICS}
+        keep = {k: v for k, v in run.items() if k not in (*RUN_METRICS, *UPLINK_METRICS, *ARRIVAL_METRICS)}
         flows = list(r.summary.get("flows") or [])
         total = sum(_num(f.get("goodput_bps")) for f in flows if math.isfinite(_num(f.get("goodput_bps"))))
         mss = _mss(r.scenario)
@@ -138,7 +147,8 @@ def _run_row(r: RecordLike) -> dict[str, Any]:
     summary, scenario = r.summary, r.scenario
     link = summary.get("link") or {}
     flows = list(summary.get("flows") or [])
-    ccas = [str(f.get("cca", "")) for f in flows]
+    # The algorithms that ran: the flows', then the arrivals'.
+    ccas = [str(f.get("cca", "")) for f in [*flows, *traffic.groups(summary)]]
     mss = _mss(scenario)
     goodputs = [_num(f.get("goodput_bps")) for f in flows]
     retrans = [_num(f.get("retransmits")) for f in flows]
@@ -174,13 +184,16 @@ def _run_row(r: RecordLike) -> dict[str, Any]:
             "retransmits": _sum(retrans),
             "retrans_rate": _retrans_rate(_sum(retrans), _sum(sent), mss),
             "utilization": _num(link.get("utilization")),
-            "jain_index": _num(summary.get("jain_index")),
+            "jain_index": _num(summary.get("jain_index")) if flows else math.nan,  # none to be fair between
             "drops": _num(link.get("drops")),
             "queue_delay_ms": _stat(link.get("queue_delay_ms"), "mean"),
             "queue_delay_p95_ms": _stat(link.get("queue_delay_ms"), "p95"),
             "rto_count": _sum(_num(f.get("rto_count")) for f in flows),
         }
     )
+    if traffic.groups(summary):
+        row["arrival_load_pct"] = _arrival_load_pct(scenario)
+        row.update({m: traffic.worst(summary, m) for m in ARRIVAL_METRICS})
     up = directions.uplink(summary)
     if up is not None:
         row.update(
@@ -192,6 +205,49 @@ def _run_row(r: RecordLike) -> dict[str, Any]:
             }
         )
     return row
+
+
+def arrivals_frame(records: Iterable[RecordLike]) -> pd.DataFrame:
+    """One row per group of arrivals and size bucket (``all`` first) of every run, with
+    the run's conditions: the group's algorithm, how many connections finished in the
+    bucket, and its FCT and slowdown percentiles."""
+    rows: list[dict[str, Any]] = []
+    for r in records:
+        run = _run_row(r)
+        keep = {k: v for k, v in run.items() if k not in (*RUN_METRICS, *UPLINK_METRICS, *ARRIVAL_METRICS)}
+        for g in traffic.groups(r.summary):
+            for bucket in [g.get("all") or {}, *(g.get("buckets") or [])]:
+                rows.append(
+                    {
+                        **keep,
+                        "group": int(g.get("id", 0)),
+                        "group_cca": str(g.get("cca", "")),
+                        "arrived": _num(g.get("arrived")),
+                        "offered_load": _num(g.get("offered_load")),
+                        "bucket": str(bucket.get("bucket", "")),
+                        "completed": _num(bucket.get("completed")),
+                        **{m: _num(bucket.get(m)) for m in ARRIVAL_METRICS},
+                    }
+                )
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    return frame.sort_values(["sweep", "run_id", "group"], na_position="first", kind="stable").reset_index(drop=True)
+
+
+def _arrival_load_pct(scenario: Mapping[str, Any]) -> float:
+    """The load the scenario's arrivals were set to offer, in percent of the link (their
+    sum over groups); NaN where a group arrives at a rate or at given times."""
+    total = 0.0
+    for group in scenario.get("arrivals") or []:
+        load = group.get("load") if isinstance(group, Mapping) else None
+        if load is None:
+            return math.nan
+        fraction = _fraction(load)
+        if fraction is None:
+            return math.nan
+        total += fraction
+    return 100 * total
 
 
 def cca_mix(ccas: Iterable[str]) -> str:

@@ -12,10 +12,11 @@ import click
 @click.option("--store", metavar="DIR", help="Results store to read (default ./ccbench-results).")
 @click.option(
     "--objective",
-    type=click.Choice(["goodput", "delay", "retrans", "score"]),
+    type=click.Choice(["goodput", "delay", "retrans", "score", "slowdown"]),
     default="goodput",
     show_default=True,
-    help="What winning means, besides goodput (always shown).",
+    help="What winning means, besides goodput (always shown when the runs have bulk flows); slowdown: "
+    "the lowest p99 slowdown of runs with arrivals.",
 )
 @click.option("--weights", metavar="goodput=W,delay=W,retrans=W", help="Weights of --objective score (default 1 each).")
 @click.option("--cca", metavar="NAME[,NAME...]", help="Only compare these algorithms (default: every one swept).")
@@ -33,7 +34,7 @@ def advise(
     formats: str,
 ) -> None:
     """Learn from a stored sweep which algorithm wins where: a decision tree over
-    buffer (BDP), loss, RTT, bandwidth, CPU share and flow count."""
+    buffer (BDP), loss, RTT, bandwidth, CPU share, flow count and the arrivals' load."""
     from ..advise.command import advise_command
 
     advise_command(sweep, store, objective, weights, cca, max_depth, out, formats)

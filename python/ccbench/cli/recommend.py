@@ -8,11 +8,13 @@ import click
 
 from .scenario_flags import FlagsFromSchema
 
-# The sender host's flags are run's (ccbench.scenario.flags), after this command's own.
+# The sender host's and the arrivals' flags are run's (ccbench.scenario.flags), after
+# this command's own.
 HOST_FLAGS = ("--cpu", "--cpu-share", "--cpu-slice")
+ARRIVAL_FLAGS = ("--arrival-load", "--arrival-sizes")
 
 
-@click.command(cls=FlagsFromSchema, scenario_flags=HOST_FLAGS, flags_first=False)
+@click.command(cls=FlagsFromSchema, scenario_flags=HOST_FLAGS + ARRIVAL_FLAGS, flags_first=False)
 @click.option("--rate", required=True, metavar="RATE", help="Bottleneck rate, e.g. 50Mbit.")
 @click.option("--rtt", required=True, metavar="TIME", help="Base RTT, e.g. 30ms.")
 @click.option("--buffer", required=True, metavar="SIZE", help="Bottleneck buffer: 64KB, 0.5bdp, 100pkt.")
@@ -34,10 +36,12 @@ HOST_FLAGS = ("--cpu", "--cpu-share", "--cpu-slice")
 )
 @click.option(
     "--objective",
-    type=click.Choice(["goodput", "delay", "retrans", "score"]),
+    type=click.Choice(["goodput", "delay", "retrans", "score", "slowdown"]),
     default="goodput",
     show_default=True,
-    help="What to optimise; goodput ties (within 2%) go to the lower RTT.",
+    help="What to optimise; goodput ties (within 2%) go to the lower RTT. slowdown: each candidate runs as "
+    "open-loop arrivals (--arrival-load, default 50%; --arrival-sizes, default web-search) and the lowest "
+    "p99 slowdown wins.",
 )
 @click.option("--weights", metavar="goodput=W,delay=W,retrans=W", help="Weights of --objective score.")
 @click.option("--workers", type=int, metavar="N", help="Parallel simulations (default: one per core).")
@@ -55,13 +59,30 @@ def recommend(
     objective: str,
     weights: Optional[str],
     workers: Optional[int],
-    **host_flags: Any,
+    **scenario_flags: Any,
 ) -> None:
     """Simulate the candidate algorithms at one operating point and recommend one, with
-    its predicted goodput, RTT and retransmissions and the reasons."""
+    its predicted goodput, RTT and retransmissions (or its arrivals' slowdown and FCT)
+    and the reasons."""
     from ..advise.recommend import recommend_command
 
-    host = {k: v for k, v in host_flags.items() if v is not None}
+    given = {k: v for k, v in scenario_flags.items() if v is not None}
+    arrivals = {k: v for k, v in given.items() if k.startswith("arrival_")}
+    host = {k: v for k, v in given.items() if k not in arrivals}
     recommend_command(
-        rate, rtt, buffer, loss, flows, duration, seeds, cca, reno, neighbours, objective, weights, workers, host
+        rate,
+        rtt,
+        buffer,
+        loss,
+        flows,
+        duration,
+        seeds,
+        cca,
+        reno,
+        neighbours,
+        objective,
+        weights,
+        workers,
+        host,
+        arrivals,
     )

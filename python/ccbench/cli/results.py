@@ -69,24 +69,31 @@ def _print_runs(records: list[Any], limit: int, store: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from .. import directions
+    from .. import directions, traffic
     from ..store.query import point_keys
 
     swept = point_keys(records)
     shown = records if limit == 0 else records[:limit]
     # The uplink's columns only when a run listed has one.
     uplinks = any(directions.uplink(r.summary) is not None for r in shown)
-    numeric = ("rep", "util %", "drops", "up util %", "up drops", "Jain")
+    # The UDP flows' and the arrivals' columns only when a run listed has them.
+    udp = any(traffic.udp_flows(r.summary) for r in shown)
+    arrivals = any(traffic.groups(r.summary) for r in shown)
+    numeric = ("rep", "util %", "drops", "up util %", "up drops", "Jain", "UDP loss %", "FCT p99 ms", "slowdown p99")
     t = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
     for col in ("run", "sweep", *swept, "rep", "seed", "engine", "flows", "goodput Mbit/s", "util %", "drops"):
         t.add_column(col, no_wrap=True, justify="right" if col in numeric else "left")
     for col in ("up util %", "up drops") if uplinks else ():
         t.add_column(col, no_wrap=True, justify="right")
     t.add_column("Jain", no_wrap=True, justify="right")
+    for col in ("UDP loss %",) if udp else ():
+        t.add_column(col, no_wrap=True, justify="right")
+    for col in ("FCT p99 ms", "slowdown p99") if arrivals else ():
+        t.add_column(col, no_wrap=True, justify="right")
     for r in shown:
         flows = r.summary.get("flows", [])
         goodput = "/".join(f"{f['goodput_bps'] / 1e6:.2f}" for f in flows if f.get("goodput_bps") is not None)
-        jain = r.summary.get("jain_index")
+        jain = r.summary.get("jain_index") if flows else None  # no TCP flows to be fair between
         ways = dict(directions.links(r.summary))
         t.add_row(
             r.run_id[:10],
@@ -95,11 +102,13 @@ def _print_runs(records: list[Any], limit: int, store: Any) -> None:
             str(r.repetition),
             str(r.seed),
             r.engine,
-            ",".join(f"{f.get('cca')}{' (up)' if directions.direction(f) == directions.UP else ''}" for f in flows),
+            _algorithms(flows, traffic.groups(r.summary)),
             goodput,
             *_link_cells(ways[directions.DOWN]),
             *(_link_cells(ways.get(directions.UP)) if uplinks else ()),
             "–" if jain is None else f"{jain:.3f}",
+            *(_udp_cells(r.summary) if udp else ()),
+            *(_arrival_cells(r.summary) if arrivals else ()),
         )
     # Piped output is not cut to a terminal's width.
     console = Console() if sys.stdout.isatty() else Console(width=1000)
@@ -108,6 +117,37 @@ def _print_runs(records: list[Any], limit: int, store: Any) -> None:
     more = f"; listing the first {len(shown)} (--limit 0 lists all)" if len(shown) < len(records) else ""
     sweeps = ", ".join(store.sweeps()) or "none"
     console.print(f"{len(records)} run(s){more}. Store {store.root}; sweeps: {sweeps}", highlight=False)
+
+
+def _algorithms(flows: list[Any], groups: list[Any]) -> str:
+    """The flows' algorithms, then the arrivals' (``cubic,bbr,cubic (arrivals)``)."""
+    from .. import directions
+
+    def up(entry: Any) -> str:
+        return " (up)" if directions.direction(entry) == directions.UP else ""
+
+    shown = [f"{f.get('cca')}{up(f)}" for f in flows]
+    shown += [f"{g.get('cca')} (arrivals{', up' if up(g) else ''})" for g in groups]
+    return ",".join(shown)
+
+
+def _udp_cells(summary: Any) -> tuple[str]:
+    """Each UDP flow's loss in percent, /-separated; a dash for a run without."""
+    from .. import traffic
+
+    losses = [u.get("loss") for u in traffic.udp_flows(summary)]
+    return ("/".join(f"{100 * x:.2f}" for x in losses if isinstance(x, (int, float))) or "–",)
+
+
+def _arrival_cells(summary: Any) -> tuple[str, str]:
+    """The arrivals' p99 FCT and slowdown, each group's, /-separated."""
+    from .. import traffic
+
+    def cell(name: str) -> str:
+        values = [traffic.figure(g, name) for g in traffic.groups(summary)]
+        return "/".join("–" if x != x else f"{x:.2f}" for x in values) or "–"
+
+    return cell("fct_p99_ms"), cell("slowdown_p99")
 
 
 def _link_cells(link: Any) -> tuple[str, str]:

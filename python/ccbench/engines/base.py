@@ -96,7 +96,7 @@ def refuse_unsupported(engine: Engine, scenario: "Scenario") -> None:
     """ScenarioError naming the first field ``scenario`` sets that ``engine`` cannot honour."""
     for item in engine.unsupported:
         for field in _set_fields(scenario, item.path):
-            raise ScenarioError(field, item.reason)
+            raise ScenarioError(scenario.user_field(field), item.reason)
 
 
 def _set_fields(scenario: "Scenario", path: str) -> Iterator[str]:

@@ -46,7 +46,7 @@ class SimEngine(Engine):
         where = capture_dir(sc, capture_to)
         capture = None if where is None or sc.capture is None else json.dumps(sc.capture.to_core(where))
         try:
-            summary_json, flows, link, states, _connections = _core.run(sc.to_json(), capture)
+            summary_json, flows, link, states, connections = _core.run(sc.to_json(), capture)
         except ScenarioError as e:
             raise ScenarioError(sc._entry_field(e.field), e.message) from None
         summary = json.loads(summary_json)
@@ -55,7 +55,12 @@ class SimEngine(Engine):
         _name_bpf_objects(summary)
         _name_directions(summary, sc)
         return Result(
-            summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=sc, states=table_frame(states)
+            summary=summary,
+            flows=table_frame(flows),
+            link=table_frame(link),
+            scenario=sc,
+            states=table_frame(states),
+            connections=table_frame(connections),
         )
 
     def code_version(self) -> str:

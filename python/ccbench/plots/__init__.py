@@ -16,9 +16,11 @@ from typing import Iterable, Optional, Sequence, Union
 
 import matplotlib
 
+from .. import traffic
 from . import style
 from .rundir import PlotError, RunData, load_run
 from .states import Segment, TimelineRow, state_timeline
+from .arrivals import arrivals_figure
 from .downloads import downloads_figure
 from .packets import retrans_figure, seq_figure
 from .timeseries import flow_figure, link_figure
@@ -26,6 +28,7 @@ from .timeseries import flow_figure, link_figure
 __all__ = [
     "FORMATS",
     "PlotError",
+    "arrivals_figure",
     "RunData",
     "Segment",
     "TimelineRow",
@@ -69,7 +72,8 @@ def plot_run(
 ) -> list[Path]:
     """Write ``flow<N>.<fmt>`` for each flow in ``flows`` (``None``: every flow) and
     ``link.<fmt>`` into ``out`` (default ``RUN_DIR/plots``); for an analysed capture
-    (with ``packets.parquet``) also ``seq<N>`` and ``retrans<N>``. Returns the paths
+    (with ``packets.parquet``) also ``seq<N>`` and ``retrans<N>``; for a run with
+    arrivals ``arrivals`` (slowdown against size, CDF of FCT). Returns the paths
     written.
 
     Raises PlotError for a directory that is not a run, a flow out of range or an
@@ -77,6 +81,8 @@ def plot_run(
     run = run_dir if isinstance(run_dir, RunData) else load_run(run_dir)
     fmts = parse_formats(formats)
     wanted = list(range(run.flow_count)) if flows is None else [int(i) for i in flows]
+    if run.flow_count == 0 and traffic.has_traffic(run.summary):
+        wanted = []  # only UDP flows and arrivals: no TCP flow to draw
     for i in wanted:
         run.check_flow(i)
     target = Path(out) if out is not None else run.directory / "plots"
@@ -97,9 +103,9 @@ def plot_run(
                     written += style.save(retrans_figure(run, i), target / f"retrans{i}", fmts)
             if link:
                 written += style.save(link_figure(run), target / "link", fmts)
-            downloads = downloads_figure(run)
-            if downloads is not None:
-                written += style.save(downloads, target / "downloads", fmts)
+            for name, fig in (("downloads", downloads_figure(run)), ("arrivals", arrivals_figure(run))):
+                if fig is not None:
+                    written += style.save(fig, target / name, fmts)
         except OSError as e:
             raise PlotError("--out", f"cannot write to '{target}': {e.strerror or e}") from None
     return written

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ScenarioError
-from ..result import STATES_FILE
+from ..result import CONNECTIONS_FILE, STATES_FILE
 
 REQUIRED = ("summary.json", "flows.parquet", "link.parquet")
 
@@ -36,6 +36,7 @@ class RunData:
     scenario: dict[str, Any] = field(default_factory=dict)  # scenario.toml, when present
     packets: Optional[pd.DataFrame] = None  # packets.parquet of an analysed capture
     states: Optional[pd.DataFrame] = None  # states.parquet: the algorithms' state-machine moves
+    connections: Optional[pd.DataFrame] = None  # connections.parquet: the arrivals' connections
 
     @property
     def flow_count(self) -> int:
@@ -149,25 +150,22 @@ def load_run(directory: Union[str, "os.PathLike[str]"]) -> RunData:
             scenario = tomllib.loads((d / "scenario.toml").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             scenario = {}  # only used for the title and the MSS
-    packets = None
-    if (d / "packets.parquet").is_file():
-        try:
-            packets = pd.read_parquet(d / "packets.parquet")
-        except Exception as e:
-            raise PlotError(
-                "packets.parquet",
-                f"cannot read '{d / 'packets.parquet'}': {str(e).splitlines()[0] if str(e) else type(e).__name__}",
-            ) from None
-    states = None
-    if (d / STATES_FILE).is_file():
-        try:
-            states = pd.read_parquet(d / STATES_FILE)
-        except Exception as e:
-            raise PlotError(
-                STATES_FILE,
-                f"cannot read '{d / STATES_FILE}': {str(e).splitlines()[0] if str(e) else type(e).__name__}",
-            ) from None
-    return RunData(d, summary, frames["flows.parquet"], frames["link.parquet"], scenario, packets, states)
+    packets, states, connections = (
+        _optional_table(d, name) for name in ("packets.parquet", STATES_FILE, CONNECTIONS_FILE)
+    )
+    return RunData(d, summary, frames["flows.parquet"], frames["link.parquet"], scenario, packets, states, connections)
+
+
+def _optional_table(d: Path, name: str) -> Optional[pd.DataFrame]:
+    """A table a run directory holds only when the run had any rows of it."""
+    if not (d / name).is_file():
+        return None
+    try:
+        return pd.read_parquet(d / name)
+    except Exception as e:  # pyarrow raises several types for damaged files
+        raise PlotError(
+            name, f"cannot read '{d / name}': {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        ) from None
 
 
 # -- human-readable numbers for titles and legends ------------------------------------

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.transforms import ScaledTranslation
 
-from .. import directions
+from .. import directions, traffic
 from ..report import cca_label
 from . import style
 from .cc_state import StatePanel, panel_for
@@ -533,9 +533,8 @@ def _link_title(run: RunData, ccas: list[str]) -> str:
         )
         if x
     )
-    return (
-        f"link: {n} flow{'s' if n != 1 else ''} ({mix})" + (f", {figures}" if figures else "") + "\n" + _run_line(run)
-    )
+    head = traffic.with_flows(f"link: {n} flow{'s' if n != 1 else ''} ({mix})", n, run.summary)
+    return head + (f", {figures}" if figures else "") + "\n" + _run_line(run)
 
 
 def _link_rate_panel(a: Axes, run: RunData, lf: pd.DataFrame, t: np.ndarray, ccas: list[str]) -> None:

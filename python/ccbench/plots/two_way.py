@@ -12,7 +12,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .. import directions
+from .. import directions, traffic
 from ..report import cca_label
 from . import style
 from .rundir import RunData, fmt_buffer, fmt_rate
@@ -85,7 +85,7 @@ def _title(run: RunData, ccas: list[str], ends: dict[str, dict[str, Any]]) -> st
         ]
         if any(parts):
             figures.append(f"{way}: " + ", ".join(x for x in parts if x))
-    head = f"link: {n} flow{'s' if n != 1 else ''} ({mix})"
+    head = traffic.with_flows(f"link: {n} flow{'s' if n != 1 else ''} ({mix})", n, run.summary)
     return head + ("; " + "; ".join(figures) if figures else "") + "\n" + _run_line(run)
 
 

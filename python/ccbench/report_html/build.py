@@ -10,12 +10,14 @@ from typing import Any, Iterable, Optional, Sequence, Union
 import matplotlib
 import pandas as pd
 
-from .. import directions
+from .. import directions, traffic
 from ..analysis import (
+    ARRIVAL_METRICS,
     LABELS,
     RUN_METRICS,
     aggregate,
     algorithm_table,
+    arrivals_frame,
     dimensions,
     flows_frame,
     goodput_ratio,
@@ -25,12 +27,34 @@ from ..errors import ScenarioError
 from ..plots import load_run, parse_formats, plot_run, style
 from . import figures
 from .page import Image, Page, Section, Table, save_figure, write_page
-from .tables import means_table, plus_minus, run_flows_table, run_link_table
+from .tables import (
+    means_table,
+    plus_minus,
+    run_arrivals_table,
+    run_flows_table,
+    run_link_table,
+    run_udp_table,
+)
 
 PathLike = Union[str, "os.PathLike[str]"]
 # Axes the heatmaps prefer, in order: the study-style buffer on x, RTT on y, rate as facet.
 X_PREFERENCE = ("buffer_bdp", "buffer_kb", "loss_pct", "rate_mbps", "rtt_ms", "flows", "cpu_share")
 Y_PREFERENCE = ("rtt_ms", "rate_mbps", "loss_pct", "flows", "cpu_share", "buffer_bdp", "buffer_kb")
+
+
+# The run report's figures that are neither a flow's nor the link's: (title, caption).
+RUN_FIGURES = {
+    "downloads": (
+        "Downloads",
+        "Completion time, throughput and self-inflicted delay across each flow's downloads.",
+    ),
+    "arrivals": (
+        "Slowdown against size, CDF of FCT",
+        "Each connection's slowdown (its FCT over the same transfer's alone on the empty path) against its "
+        "size, with the median and 99th percentile per size bin; and the CDF of flow completion times, per "
+        "group of arrivals.",
+    ),
+}
 
 
 class ReportError(ScenarioError):
@@ -73,9 +97,11 @@ def sweep_report(
     formats: Union[str, Sequence[str]] = style.FORMATS,
 ) -> Path:
     """Write ``out/index.html`` with the sweep's figures (also as files), ``runs.csv``,
-    ``flows.csv`` and ``means.csv``. Returns the page's path."""
-    if metric not in RUN_METRICS:
-        raise ReportError("--metric", f"unknown metric {metric!r}; allowed: {', '.join(RUN_METRICS)}")
+    ``flows.csv`` and ``means.csv`` (and ``arrivals.csv`` when runs have arrivals).
+    Returns the page's path."""
+    allowed = (*RUN_METRICS, *ARRIVAL_METRICS)
+    if metric not in allowed:
+        raise ReportError("--metric", f"unknown metric {metric!r}; allowed: {', '.join(allowed)}")
     fmts = parse_formats(formats)
     records = list(records)
     runs = runs_frame(records)
@@ -108,6 +134,10 @@ def sweep_report(
         sections += _comparison_sections(runs, single, table, x, y, facet, metric, target, fmts)
         sections.append(_sharing_section(records, dims, target, fmts))
     sections.append(Section("Means per point", tables=[means_table(table, dims)]))
+    arrivals = arrivals_frame(records)
+    if not arrivals.empty:
+        sections.append(_arrivals_section(arrivals, dims))
+        arrivals.to_csv(target / "arrivals.csv", index=False)
     runs.to_csv(target / "runs.csv", index=False)
     flows_frame(records).to_csv(target / "flows.csv", index=False)
     table.to_csv(target / "means.csv", index=False)
@@ -138,9 +168,12 @@ def _comparison_sections(
         return save_figure(fig, out, name, title, caption, fmts)
 
     averaged = _averaged(runs, x, y, facet)
+    metric_section = _metric_section(single, table, x, y, facet, metric, averaged, _averaged(runs, x, None, None), save)
+    if runs["goodput_mbps"].isna().all():  # arrivals alone: no bulk flow's goodput, delay or retransmissions
+        return [s for s in (metric_section,) if s is not None]
     sections = [
         _ratio_section(single, x, y, facet, averaged, save),
-        _metric_section(single, table, x, y, facet, metric, averaged, _averaged(runs, x, None, None), save),
+        metric_section,
         Section(
             "Distributions",
             images=[
@@ -278,6 +311,45 @@ def _share_table(table: pd.DataFrame, keys: Sequence[str]) -> Table:
     )
 
 
+def _arrivals_section(arrivals: pd.DataFrame, dims: Sequence[str]) -> Section:
+    """Per point, algorithm and size bucket, the arrivals' p99 slowdown and FCT, means
+    over repetitions."""
+    keys = [d for d in dims if d in arrivals]
+    table = aggregate(arrivals, [*keys, "group_cca", "bucket"], ["slowdown_p50", "slowdown_p99", "fct_p99_ms"])
+    rank = {name: i for i, name in enumerate(("all", *traffic.BUCKETS))}
+    table = table.assign(rank=table["bucket"].map(rank)).sort_values([*keys, "group_cca", "rank"], kind="stable")
+    rows = [
+        [
+            *(figures.fmt(r[k]) for k in keys),
+            str(r["group_cca"]),
+            str(r["bucket"]),
+            str(int(r["n"])),
+            plus_minus(r["slowdown_p50_mean"], r["slowdown_p50_ci"]),
+            plus_minus(r["slowdown_p99_mean"], r["slowdown_p99_ci"]),
+            plus_minus(r["fct_p99_ms_mean"], r["fct_p99_ms_ci"], digits=1),
+        ]
+        for _, r in table.iterrows()
+    ]
+    columns = [
+        *(LABELS.get(k, k) for k in keys),
+        "algorithm",
+        "sizes",
+        "groups",
+        "slowdown p50",
+        "slowdown p99",
+        "FCT p99 ms",
+    ]
+    return Section(
+        "Arrivals",
+        paragraphs=[
+            "Open-loop arrivals per algorithm and size bucket: slowdown is a connection's FCT over the same "
+            "transfer's alone on the empty path; means ± 95% CI over repetitions. arrivals.csv beside this page "
+            "has every group of every run."
+        ],
+        tables=[Table("Slowdown and FCT per size bucket", columns, rows)],
+    )
+
+
 def run_report(
     run_dir: PathLike, out: Optional[PathLike] = None, formats: Union[str, Sequence[str]] = style.FORMATS
 ) -> Path:
@@ -300,6 +372,8 @@ def run_report(
                 "Throughput and goodput, RTT, cwnd and inflight, pacing rate and bandwidth estimates, "
                 "and the state timeline."
             )
+        elif stem in RUN_FIGURES:
+            title, caption = RUN_FIGURES[stem]
         elif "up_queue_bytes" in run.link.columns:
             title = "Bottleneck, both directions"
             caption = "Output rate of each direction and each flow; each direction's queue, utilisation and drops."
@@ -312,18 +386,33 @@ def run_report(
     uplink = "" if up is None else f" down, {(up.get('rate_bps') or 0) / 1e6:g} Mbit/s up,"
     subtitle = (
         f"{run.directory}: engine {summary.get('engine', '?')}, seed {summary.get('seed', '?')}, "
-        f"{summary.get('duration_s', '?')} s, {len(flows)} flow(s) over "
-        f"{(link.get('rate_bps') or 0) / 1e6:g} Mbit/s{uplink} and {link.get('rtt_ms', '?')} ms"
+        f"{summary.get('duration_s', '?')} s, {len(flows)} flow(s)"
+        + (f" ({traffic.headline(summary)})" if traffic.has_traffic(summary) else "")
+        + f" over {(link.get('rate_bps') or 0) / 1e6:g} Mbit/s{uplink} and {link.get('rtt_ms', '?')} ms"
     )
+    flows_tables = [run_flows_table(summary)] if flows or not traffic.has_traffic(summary) else []
     page = Page(
         title="ccbench run report",
         subtitle=subtitle,
         sections=[
-            Section("Summary", tables=[run_flows_table(summary), run_link_table(summary)]),
-            Section("Time series", images=images),
+            s
+            for s in (
+                Section("Summary", tables=[*flows_tables, run_link_table(summary)]),
+                _traffic_section(summary, [i for i in images if i.title == RUN_FIGURES["arrivals"][0]]),
+                Section("Time series", images=[i for i in images if i.title != RUN_FIGURES["arrivals"][0]]),
+            )
+            if s.images or s.tables
         ],
     )
     return write_page(page, target)
+
+
+def _traffic_section(summary: Any, images: list[Image]) -> Section:
+    """The run's UDP flows and arrivals; empty (left out of the page) without them."""
+    tables = [run_udp_table(summary)] if traffic.udp_flows(summary) else []
+    tables += [run_arrivals_table(summary)] if traffic.groups(summary) else []
+    title = " and ".join([t.title for t in tables[:1]] + [t.title.lower() for t in tables[1:]])
+    return Section(title, tables=tables, images=images)
 
 
 def _target(out: PathLike) -> Path:

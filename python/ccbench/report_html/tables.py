@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from .. import directions
+from .. import directions, traffic
 from .figures import fmt, label
 from .page import Table
 
@@ -24,6 +24,9 @@ MEAN_COLUMNS = (
     ("up_utilization", "uplink utilisation %", 100.0, 1),
     ("up_queue_delay_ms", "uplink queue delay ms", 1.0, 1),
     ("jain_index", "Jain index", 1.0, 3),
+    ("slowdown_p50", "arrivals' median slowdown", 1.0, 2),
+    ("slowdown_p99", "arrivals' p99 slowdown", 1.0, 2),
+    ("fct_p99_ms", "arrivals' p99 FCT ms", 1.0, 1),
 )
 
 
@@ -44,7 +47,8 @@ def means_table(
     title: str = "Means with 95% confidence intervals (Student t over repetitions)",
 ) -> Table:
     """One row per point and algorithm mix."""
-    metrics = [m for m in MEAN_COLUMNS if f"{m[0]}_mean" in table]
+    # Only the metrics the runs have (no goodput for arrivals alone, no slowdown without).
+    metrics = [m for m in MEAN_COLUMNS if f"{m[0]}_mean" in table and table[f"{m[0]}_mean"].notna().any()]
     columns = [hue if hue != "cca_mix" else "algorithms", *(label(d) for d in dims), "runs", *(m[1] for m in metrics)]
     ordered = table.sort_values([*dims, hue], kind="stable")
     rows: list[list[str]] = []
@@ -120,6 +124,8 @@ def run_link_table(summary: Mapping[str, Any]) -> Table:
     for way, link in ways:
         qd = link.get("queue_delay_ms") or {}
         jain = directions.jain_of(summary, way) if two_way else summary.get("jain_index")
+        if not summary.get("flows"):
+            jain = None  # no TCP flows to be fair between
         rows.append(
             [
                 *([way] if two_way else []),
@@ -149,6 +155,79 @@ def run_link_table(summary: Mapping[str, Any]) -> Table:
             "Jain index",
         ],
         rows,
+    )
+
+
+def run_udp_table(summary: Mapping[str, Any]) -> Table:
+    """The run's UDP flows: offered and delivered rates, loss and one-way delay."""
+    two_way = directions.is_two_way(summary)
+    rows = []
+    for u in traffic.udp_flows(summary):
+        delay = u.get("one_way_delay_ms") or {}
+        rows.append(
+            [
+                str(u.get("id")),
+                *([directions.direction(u)] if two_way else []),
+                _n(u.get("offered_bps"), 1e-6),
+                _n(u.get("delivered_bps"), 1e-6),
+                _n(u.get("loss"), 100, 2),
+                *(_n(delay.get(k), digits=1) for k in ("min", "p50", "p99", "max")),
+            ]
+        )
+    return Table(
+        "UDP flows",
+        [
+            "udp",
+            *(["direction"] if two_way else []),
+            "offered Mbit/s",
+            "delivered Mbit/s",
+            "loss %",
+            "one-way delay min ms",
+            "p50 ms",
+            "p99 ms",
+            "max ms",
+        ],
+        rows,
+    )
+
+
+def run_arrivals_table(summary: Mapping[str, Any]) -> Table:
+    """Each group of arrivals over all its connections and per size bucket: how many
+    finished, and the median and 99th percentile of FCT and slowdown."""
+    rows = []
+    for g in traffic.groups(summary):
+        for bucket in [g.get("all") or {}, *(g.get("buckets") or [])]:
+            whole = bucket.get("bucket") == "all"
+            rows.append(
+                [
+                    str(g.get("id")),
+                    str(g.get("cca")) + (" (up)" if directions.direction(g) == directions.UP else ""),
+                    str(bucket.get("bucket")),
+                    f"{_n(g.get('completed'), digits=0)} / {_n(g.get('arrived'), digits=0)}"
+                    if whole
+                    else _n(bucket.get("completed"), digits=0),
+                    _n(g.get("offered_load"), 100, 1) if whole else "",
+                    _n(bucket.get("fct_p50_ms"), digits=1),
+                    _n(bucket.get("fct_p99_ms"), digits=1),
+                    _n(bucket.get("slowdown_p50")),
+                    _n(bucket.get("slowdown_p99")),
+                ]
+            )
+    return Table(
+        "Arrivals",
+        [
+            "group",
+            "cca",
+            "sizes",
+            "finished",
+            "offered load %",
+            "FCT p50 ms",
+            "FCT p99 ms",
+            "slowdown p50",
+            "slowdown p99",
+        ],
+        rows,
+        note="Slowdown: a connection's FCT over the same transfer's alone on the empty path (docs/traffic.md).",
     )
 
 

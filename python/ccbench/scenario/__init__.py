@@ -12,25 +12,45 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 
 import tomli_w
 from pathlib import Path
-from typing import Annotated, Any, Literal, Mapping, Optional, Sequence, Union
+from typing import Annotated, Any, ClassVar, Literal, Mapping, Optional, Sequence, Union
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .. import _core, toml_input
 from ..errors import ScenarioError
 from ..units import format_duration
-from .fields import MAX_FLOWS_PER_ENTRY, MIN_INTERVAL_NS, Duration, _int_range, _Table, core_default, positive
+from . import entries
+from .arrivals import Arrivals, is_size_file
+from .fields import (
+    MAX_FLOWS_PER_ENTRY,
+    MIN_INTERVAL_NS,
+    Duration,
+    KeyProblem,
+    _int_range,
+    _Table,
+    core_default,
+    positive,
+)
 from .flow import BBR_FAMILY, Flow, Tcp, algorithms
 from .flags import FLAG_DEFAULTS, flags_doc
 from .host import Host, HostCost
 from .link import AQMS, AqmParams, GilbertElliott, Link, RateStep, ReverseLink, RttStep
+from .udp import UdpFlow, UdpRateStep
 
 __all__ = [
     "AQMS",
+    "Arrivals",
     "BBR_FAMILY",
     "CAPTURE_POINTS",
     "FLAG_DEFAULTS",
@@ -46,6 +66,7 @@ __all__ = [
     "RttStep",
     "Scenario",
     "Tcp",
+    "UdpFlow",
     "algorithms",
     "read_toml",
 ]
@@ -99,7 +120,12 @@ def _without_none(value: Any) -> Any:
 
 
 class Scenario(_Table):
-    """A complete experiment: one bottleneck link and the flows that share it."""
+    """A complete experiment: one bottleneck link and the traffic that shares it: TCP
+    flows, UDP flows (``[[flows]]`` with ``kind = "udp"``, held apart in ``udp``) and
+    groups of arrivals."""
+
+    # The UDP flows' list is filled from [[flows]], never from a key of its own.
+    internal_keys: ClassVar[frozenset[str]] = frozenset({entries.UDP_LIST})
 
     seed: Annotated[int, _int_range(0, 2**64 - 1)] = Field(
         1, description="same scenario + seed = identical results", examples=[7]
@@ -116,8 +142,12 @@ class Scenario(_Table):
     link: Link
     tcp: Tcp = Field(default_factory=lambda: Tcp.model_validate({}))
     host: Optional[Host] = None
-    flows: list[Flow]
+    flows: list[Flow] = Field(default_factory=list)
+    udp: list[UdpFlow] = Field(default_factory=list)
+    arrivals: list[Arrivals] = Field(default_factory=list)
     capture: Optional[Capture] = None
+    # Where each UDP entry stood in [[flows]] (entries.split_flows).
+    _udp_at: tuple[int, ...] = PrivateAttr(default=())
 
     @field_validator("interval_ns")
     @classmethod
@@ -126,23 +156,40 @@ class Scenario(_Table):
             raise ValueError(f"must be at least {format_duration(MIN_INTERVAL_NS)}, e.g. '100ms'")
         return v
 
-    @field_validator("flows")
+    @model_validator(mode="wrap")
     @classmethod
-    def _some_flows(cls, v: list[Flow]) -> list[Flow]:
-        if not v:
-            raise ValueError("at least one [[flows]] entry is required")
-        return v
+    def _flow_kinds(cls, data: Any, handler: ModelWrapValidatorHandler["Scenario"]) -> "Scenario":
+        """[[flows]] split by kind before the fields are read, and every problem named
+        by the user's entry."""
+        if not isinstance(data, Mapping):
+            return handler(data)
+        doc, udp_at = entries.split_flows(data)
+        total = len(doc.get("flows") or []) + len(udp_at)
+        try:
+            sc = handler(doc)
+        except ValidationError as e:
+            err = _scenario_error(e)
+            raise ScenarioError(entries.user_field(err.field, udp_at, total), err.message) from None
+        sc._udp_at = udp_at
+        try:
+            return sc._consistent()
+        except ScenarioError as err:
+            raise ScenarioError(sc.user_field(err.field), err.message) from None
 
-    @model_validator(mode="after")
     def _consistent(self) -> "Scenario":
+        """Checks across tables; fields named as in ``to_core`` (``flows[k]``, ``udp[k]``
+        counting entries)."""
+        if not (self.flows or self.udp or self.arrivals):
+            raise ScenarioError("flows", "at least one [[flows]] or [[arrivals]] entry is required")
+        end = f"must be before the end of the run (duration = {format_duration(self.duration_ns)})"
         for i, flow in enumerate(self.flows):
             if flow.start_ns >= self.duration_ns:
-                raise ScenarioError(
-                    f"flows[{i}].start",
-                    f"must be before the end of the run (duration = {format_duration(self.duration_ns)})",
-                )
+                raise ScenarioError(f"flows[{i}].start", end)
             if flow.rwnd_bytes < self.tcp.mss:
                 raise ScenarioError(f"flows[{i}].rwnd", f"must be at least one MSS ({self.tcp.mss} bytes)")
+        for k, group in enumerate(self.arrivals):
+            if group.start_ns >= self.duration_ns:
+                raise ScenarioError(f"arrivals[{k}].start", end)
         if self.capture is not None and self.capture.flows is not None:
             n = self.flow_count
             for k in self.capture.flows:
@@ -215,7 +262,14 @@ class Scenario(_Table):
         ``reverse_*`` flags do the same in ``[link.reverse]``. ``direction`` ("up", or
         "down,up": one per ``[[flows]]`` entry) sets the flows' directions. Trace paths are
         taken from the current directory. ``rwnd="auto"`` turns on receive-buffer
-        autotuning up to each flow's limit.
+        autotuning up to each flow's limit. ``cca="none"`` leaves no TCP flow.
+
+        ``udp`` ("5Mbit,1Mbit") replaces the UDP flows with constant-rate ones, and the
+        ``udp_*`` flags set every UDP flow's key; ``arrivals`` ("cubic,bbr") replaces the
+        groups of arrivals with one per algorithm (web-search sizes; without a base or
+        ``cca``, no bulk flow beside them), and the ``arrival_*`` flags set every group's
+        key, one of ``arrival_load``, ``arrival_rate`` and ``arrival_times`` replacing the
+        others (docs/traffic.md).
 
         ``set_values`` (``["link.rate=50Mbit", "flows[1].cca=bbr"]``, the CLI's ``--set``)
         are applied last, in order, to the scenario's TOML form (:mod:`ccbench.overrides`).
@@ -230,6 +284,9 @@ class Scenario(_Table):
         for optional_table in ("host", "capture"):
             if d[optional_table] is None:
                 del d[optional_table]
+        d["flows"] = entries.merged(d["flows"], d.pop(entries.UDP_LIST), self.udp_places)
+        if not d["arrivals"]:
+            del d["arrivals"]
         return d
 
     def effective_toml(self) -> str:
@@ -243,7 +300,7 @@ class Scenario(_Table):
 
     def to_core(self) -> dict[str, Any]:
         """The simulator's scenario (base units), with ``count`` expanded."""
-        return {
+        core = {
             "seed": self.seed,
             "duration_ns": self.duration_ns,
             "sample_interval_ns": self.interval_ns,
@@ -252,6 +309,12 @@ class Scenario(_Table):
             **({} if self.host is None else {"host": self.host.to_core()}),
             "flows": [f.to_core() for f in self.flows for _ in range(f.count)],
         }
+        # Only when there are any, so that other scenarios keep their canonical JSON.
+        if self.udp:
+            core["udp"] = [u.to_core() for u in self.udp for _ in range(u.count)]
+        if self.arrivals:
+            core["arrivals"] = [a.to_core() for a in self.arrivals]
+        return core
 
     def to_json(self) -> str:
         """Canonical JSON for the simulator: sorted keys, no whitespace."""
@@ -264,19 +327,30 @@ class Scenario(_Table):
 
     @property
     def flow_count(self) -> int:
+        """TCP flows, ``count`` expanded."""
         return sum(f.count for f in self.flows)
 
+    @property
+    def udp_count(self) -> int:
+        """UDP flows, ``count`` expanded."""
+        return sum(u.count for u in self.udp)
+
+    @property
+    def udp_places(self) -> tuple[int, ...]:
+        """Where each UDP entry stands in the ``[[flows]]`` array."""
+        return entries.udp_places(self._udp_at, len(self.flows), len(self.udp))
+
+    def user_field(self, field: str) -> str:
+        """A field named by the scenario's lists (``udp[k]``: the k-th UDP entry;
+        ``flows[k]``: the k-th TCP one) as the user's ``flows[i]``."""
+        return entries.user_field(field, self.udp_places, len(self.flows) + len(self.udp))
+
     def _entry_field(self, field: str) -> str:
-        """Rewrite ``flows[k]`` (expanded flow index) to the index of its [[flows]] entry."""
-        m = re.match(r"^flows\[(\d+)\]", field)
-        if m is None:
-            return field
-        k = int(m.group(1))
-        for i, f in enumerate(self.flows):
-            if k < f.count:
-                return f"flows[{i}]" + field[m.end() :]
-            k -= f.count
-        return field
+        """A field of the simulator's JSON, whose ``flows[k]`` and ``udp[k]`` count
+        expanded flows, named by the user's [[flows]] entry."""
+        field = entries.expanded_entry(field, [f.count for f in self.flows], "flows")
+        field = entries.expanded_entry(field, [u.count for u in self.udp], entries.UDP_LIST)
+        return self.user_field(field)
 
 
 def read_toml(path: Union[str, os.PathLike[str]]) -> dict[str, Any]:
@@ -298,11 +372,19 @@ def read_toml(path: Union[str, os.PathLike[str]]) -> dict[str, Any]:
 
 
 def _resolve_paths(doc: dict[str, Any], base: Path) -> dict[str, Any]:
-    """Trace and BPF object paths in a scenario file are relative to the file's directory."""
-    for flow in doc.get("flows") or []:
-        cca = flow.get("cca") if isinstance(flow, dict) else None
+    """Trace, BPF object and traffic file paths in a scenario file are relative to the
+    file's directory."""
+    flows, groups = doc.get("flows"), doc.get("arrivals")
+    for entry in [*(flows if isinstance(flows, list) else ()), *(groups if isinstance(groups, list) else ())]:
+        if not isinstance(entry, dict):
+            continue
+        cca = entry.get("cca")
         if isinstance(cca, str) and cca.startswith("bpf:") and not os.path.isabs(cca[4:]):
-            flow["cca"] = "bpf:" + os.path.normpath(os.path.join(base, cca[4:]))
+            entry["cca"] = "bpf:" + os.path.normpath(os.path.join(base, cca[4:]))
+        for key in ("rate_file", "times"):
+            _relative_to(entry, key, base)
+        if isinstance(entry.get("sizes"), str) and is_size_file(entry["sizes"], os.fspath(base)):
+            _relative_to(entry, "sizes", base)
     link = doc.get("link")
     if isinstance(link, dict):
         reverse = link.get("reverse")
@@ -311,6 +393,12 @@ def _resolve_paths(doc: dict[str, Any], base: Path) -> dict[str, Any]:
             if isinstance(value, str) and value.strip() and not os.path.isabs(value):
                 table[key] = os.path.normpath(os.path.join(base, value))
     return doc
+
+
+def _relative_to(table: dict[str, Any], key: str, base: Path) -> None:
+    value = table.get(key)
+    if isinstance(value, str) and value.strip() and not os.path.isabs(value):
+        table[key] = os.path.normpath(os.path.join(base, value))
 
 
 def _parse_toml(text: str, source: str) -> dict[str, Any]:
@@ -338,6 +426,9 @@ def _table_for(loc: Sequence[Union[str, int]]) -> Optional[type[BaseModel]]:
         ("link",): Link,
         ("tcp",): Tcp,
         ("flows",): Flow,
+        ("udp",): UdpFlow,
+        ("udp", "rate_schedule"): UdpRateStep,
+        ("arrivals",): Arrivals,
         ("host",): Host,
         ("host", "cost"): HostCost,
         ("capture",): Capture,
@@ -353,7 +444,8 @@ def _table_for(loc: Sequence[Union[str, int]]) -> Optional[type[BaseModel]]:
 
 
 def _keys(model: type[BaseModel]) -> list[str]:
-    return [f.alias or name for name, f in model.model_fields.items()]
+    internal = getattr(model, "internal_keys", frozenset())
+    return [f.alias or name for name, f in model.model_fields.items() if (f.alias or name) not in internal]
 
 
 def _scenario_error(e: ValidationError) -> ScenarioError:
@@ -363,6 +455,8 @@ def _scenario_error(e: ValidationError) -> ScenarioError:
     kind = err["type"]
     if kind == "value_error":
         cause = err.get("ctx", {}).get("error")
+        if isinstance(cause, KeyProblem):
+            return ScenarioError(f"{field}.{cause.field}", cause.message)
         if isinstance(cause, ScenarioError):
             return cause
         return ScenarioError(field, str(cause) if cause is not None else err["msg"])
@@ -371,6 +465,9 @@ def _scenario_error(e: ValidationError) -> ScenarioError:
             "capture.points", f"unknown capture point {err.get('input')!r}; allowed: {', '.join(CAPTURE_POINTS)}"
         )
     if kind == "extra_forbidden":
+        other_kind = entries.wrong_kind(loc, _keys(Flow), _keys(UdpFlow))
+        if other_kind:
+            return ScenarioError(field, other_kind)
         model = _table_for(loc[:-1])
         allowed = f"; allowed keys: {', '.join(_keys(model))}" if model else ""
         return ScenarioError(field, f"unknown key{allowed}")
@@ -381,6 +478,8 @@ def _scenario_error(e: ValidationError) -> ScenarioError:
     expected = _EXPECTED.get(kind)
     if kind == "list_type" and loc == ("flows",):
         expected = "an array of tables ([[flows]])"
+    elif kind == "list_type" and loc == ("arrivals",):
+        expected = "an array of tables ([[arrivals]])"
     elif kind == "list_type" and loc[-1:] in (("rate_schedule",), ("rtt_schedule",)):
         expected = 'an array of tables, e.g. [{at = "10s", rate = "20Mbit"}]'
     if expected is not None:

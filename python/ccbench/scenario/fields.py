@@ -15,6 +15,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
 from .. import facts
+from ..errors import ScenarioError
 from ..traces import Trace, load_trace
 from ..units import (
     Buffer,
@@ -82,6 +83,11 @@ def core_range(key: str) -> AfterValidator:
         return v
 
     return AfterValidator(check)
+
+
+class KeyProblem(ScenarioError):
+    """A problem with one key of a table, found by the table's own checks: the scenario
+    reports it under the table's place (``field`` "on" of ``flows[2]`` is ``flows[2].on``)."""
 
 
 MS = 1_000_000

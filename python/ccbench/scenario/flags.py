@@ -11,21 +11,17 @@ say how they apply, and give their help where no field describes them.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
 from pydantic.fields import FieldInfo
 
 from ..errors import ScenarioError
+from .flag_table import EVERY_FLOW, EVERY_UDP, Apply, Doc, Flag, each_direction, set_field, tables
 from .flow import BBR_FAMILY
+from .traffic_flags import TRAFFIC_FLAGS
 
 if TYPE_CHECKING:
     from . import Scenario
-
-Doc = dict[str, Any]
-# How a flag that is not one field's value changes the scenario's TOML form: it gets
-# the document, its own value and every flag's value by keyword.
-Apply = Callable[[Doc, Any, Mapping[str, Any]], None]
 
 # Without a base scenario: one Cubic flow over 100 Mbit/s, 40 ms, 1 BDP, for 10 s.
 FLAG_DEFAULTS: Doc = {
@@ -34,67 +30,15 @@ FLAG_DEFAULTS: Doc = {
     "flows": [{"cca": "cubic"}],
 }
 
-EVERY_FLOW = "flows[]"
-
-
-@dataclass(frozen=True)
-class Flag:
-    """A flag and the scenario field it sets, named as a scenario file names it
-    (``link.rate``; ``flows[].size`` sets it in every ``[[flows]]`` entry)."""
-
-    option: str
-    field: str = ""
-    # Only for a flag that is not simply the field's value.
-    apply: Optional[Apply] = None
-    # Only where the field has no description fit for help; "{}" stands for the help
-    # written from the field (its description, example and default).
-    help: Optional[str] = None
-    # Only where the field's type does not name its values (a preset, a file).
-    metavar: Optional[str] = None
-    # Only for a flag that sets no one field: it takes no value, or may be repeated.
-    switch: bool = False
-    multiple: bool = False
-    keyword: Optional[str] = None
-
-    @property
-    def key(self) -> str:
-        """Its keyword in :meth:`Scenario.from_flags` (and the CLI's parameter name)."""
-        return self.keyword or self.option[2:].replace("-", "_")
-
-    def apply_to(self, doc: Doc, value: Any, given: Mapping[str, Any]) -> None:
-        if self.apply is not None:
-            self.apply(doc, value, given)
-        else:
-            set_field(doc, self.field, value)
-
-
-def tables(doc: Doc, path: str) -> list[Doc]:
-    """The tables of ``doc`` at ``path`` ("", "link", "link.reverse", "flows[]"), made
-    when missing. A value that is not a table is left for validation to report."""
-    if path == EVERY_FLOW:
-        entries = doc.get("flows")
-        return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
-    table: Any = doc
-    for key in path.split(".") if path else ():
-        table = table.setdefault(key, {})
-        if not isinstance(table, dict):
-            return []
-    return [table]
-
-
-def set_field(doc: Doc, field: str, value: Any) -> None:
-    where, _, key = field.rpartition(".")
-    for table in tables(doc, where):
-        table[key] = value
-
-
 # The flags that are not one field's value.
 
 
 def _cca(doc: Doc, value: Union[str, list[str]], given: Mapping[str, Any]) -> None:
-    # One flow of each algorithm, in place of the base's flows.
+    # One flow of each algorithm ("none": no TCP flow), in place of the base's TCP flows.
     names = [c.strip() for c in value.split(",")] if isinstance(value, str) else list(value)
-    doc["flows"] = [{"cca": name} for name in names if name]
+    if [n.lower() for n in names] == ["none"]:
+        names = []
+    doc["flows"] = [{"cca": name} for name in names if name] + tables(doc, EVERY_UDP)
 
 
 def _capacity(where: str, key: str, other: str, other_flag: str) -> Apply:
@@ -128,18 +72,7 @@ def _aqm_at(where: str, buffer_flag: str) -> Apply:
 
 
 def _direction(doc: Doc, value: Union[str, list[str]], given: Mapping[str, Any]) -> None:
-    # One direction for every [[flows]] entry, or one each in order (as --cca makes them).
-    names = [d.strip().lower() for d in value.split(",")] if isinstance(value, str) else list(value)
-    entries = tables(doc, EVERY_FLOW)
-    if len(names) == 1:
-        names *= len(entries)
-    if len(names) != len(entries):
-        raise ScenarioError(
-            "--direction",
-            f"give one direction for every flow, or one per flow entry: {len(entries)} here, got {len(names)}",
-        )
-    for entry, name in zip(entries, names):
-        entry["direction"] = name
+    each_direction(doc, value, EVERY_FLOW, "--direction", "flow")
 
 
 def _rwnd(doc: Doc, value: Any, given: Mapping[str, Any]) -> None:
@@ -212,6 +145,7 @@ FLAGS: tuple[Flag, ...] = (
         help="{}; auto: autotune the receive buffer up to the limit, as Linux does.",
         metavar="SIZE|auto",
     ),
+    *TRAFFIC_FLAGS,
     Flag("--cpu", "host.cpu", help="Sender host CPU {}; without --cpu flags, none is modelled.", metavar="PRESET"),
     Flag("--cpu-share", "host.cpu_share"),
     Flag("--cpu-slice", "host.cpu_slice"),
@@ -298,6 +232,8 @@ def flags_doc(base: Union["Scenario", Mapping[str, Any], None], values: Mapping[
         raise TypeError(f"from_flags() got an unexpected keyword argument {unknown[0]!r}")
     if base is None:
         doc = copy.deepcopy(FLAG_DEFAULTS)
+        if values.get("arrivals") is not None and values.get("cca") is None:
+            doc["flows"] = []  # the default flow stands for some traffic: the arrivals are that
     else:
         doc = _without_none(base.to_dict()) if isinstance(base, Scenario) else copy.deepcopy(dict(base))
     for flag in FLAGS:

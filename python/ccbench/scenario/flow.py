@@ -361,20 +361,30 @@ class Flow(_Table):
     @field_validator("cca")
     @classmethod
     def _known_cca(cls, v: str) -> str:
-        if bpf_name.is_bpf(v.strip()):
-            return bpf_name.resolve(v)
-        name = v.strip().lower()
-        allowed = algorithms()
-        if name not in allowed:
-            raise ValueError(
-                f"unknown algorithm {v!r}; allowed: {', '.join(allowed)}, or bpf:PATH (a BPF object or its C source)"
-            )
-        return name
+        return known_cca(v)
 
     @field_validator("params")
     @classmethod
     def _finite_params(cls, v: dict[str, float]) -> dict[str, float]:
-        for name, x in v.items():
-            if x != x or x in (float("inf"), float("-inf")):
-                raise ValueError(f"parameter {name!r} must be a finite number")
-        return dict(sorted(v.items()))
+        return finite_params(v)
+
+
+def known_cca(v: str) -> str:
+    """An algorithm the simulator implements (lower case), or a BPF object's resolved name."""
+    if bpf_name.is_bpf(v.strip()):
+        return bpf_name.resolve(v)
+    name = v.strip().lower()
+    allowed = algorithms()
+    if name not in allowed:
+        raise ValueError(
+            f"unknown algorithm {v!r}; allowed: {', '.join(allowed)}, or bpf:PATH (a BPF object or its C source)"
+        )
+    return name
+
+
+def finite_params(v: dict[str, float]) -> dict[str, float]:
+    """Algorithm parameter overrides, finite, in name order."""
+    for name, x in v.items():
+        if x != x or x in (float("inf"), float("-inf")):
+            raise ValueError(f"parameter {name!r} must be a finite number")
+    return dict(sorted(v.items()))

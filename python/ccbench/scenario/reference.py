@@ -66,9 +66,11 @@ def _table(model: type[BaseModel], defaults: Optional[dict[str, Any]]) -> list[s
 
 def render() -> str:
     """The annotated scenario and the `[capture]` table, as two TOML code blocks."""
-    from . import Capture, Flow, Link, ReverseLink, Scenario, Tcp
+    from . import Arrivals, Capture, Flow, Link, ReverseLink, Scenario, Tcp, UdpFlow
 
     effective = Scenario.from_dict(MINIMAL).to_dict()
+    udp = UdpFlow.model_validate({"kind": "udp", "rate": "5Mbit"}).to_dict()
+    arrivals = Arrivals.model_validate({"cca": "cubic", "load": 0.5, "sizes": "web-search"}).to_dict()
     # The uplink's defaults, as a minimal [link.reverse] fills them in.
     uplink = ReverseLink.model_validate({"rate": "5Mbit"}).to_dict()
     tables: list[tuple[str, type[BaseModel], Optional[dict[str, Any]], str]] = [
@@ -80,6 +82,8 @@ def render() -> str:
         # The costs' defaults are the preset's.
         ("[host.cost]", HostCost, None, "overrides of the preset's CPU time per unit of work"),
         ("[[flows]]", Flow, effective["flows"][0], "one entry per group of identical flows"),
+        ("[[flows]]", UdpFlow, udp, 'kind = "udp": unresponsive flows, see [Traffic](traffic.md)'),
+        ("[[arrivals]]", Arrivals, arrivals, "optional: connections arriving open-loop, see [Traffic](traffic.md)"),
     ]
     out = [BEGIN, "", "```toml"]
     for header, model, defaults, comment in tables:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 import pandas as pd
 
-from ..result import STATES_FILE, summary_bytes
+from ..result import CONNECTIONS_FILE, STATES_FILE, summary_bytes
 
 if TYPE_CHECKING:
     from ..result import Result
@@ -27,6 +27,7 @@ def run_files(
     flows: pd.DataFrame,
     link: pd.DataFrame,
     states: Optional[pd.DataFrame] = None,
+    connections: Optional[pd.DataFrame] = None,
 ) -> dict[str, bytes]:
     """What ``Result.save`` writes, so that ``ccbench plot`` reads a stored run too."""
     files = {
@@ -35,10 +36,11 @@ def run_files(
         "flows.parquet": parquet_bytes(flows),
         "link.parquet": parquet_bytes(link),
     }
-    if states is not None and len(states):
-        files[STATES_FILE] = parquet_bytes(states)
+    for name, table in ((STATES_FILE, states), (CONNECTIONS_FILE, connections)):
+        if table is not None and len(table):
+            files[name] = parquet_bytes(table)
     return files
 
 
 def result_files(result: "Result") -> dict[str, bytes]:
-    return run_files(result.summary, result.scenario, result.flows, result.link, result.states)
+    return run_files(result.summary, result.scenario, result.flows, result.link, result.states, result.connections)

@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import pandas as pd
 
-from .. import directions
+from .. import directions, traffic
 from ..errors import ScenarioError
 from ..units import parse_buffer, parse_duration, parse_loss, parse_rate, parse_size
 from .records import RunRecord
@@ -40,6 +40,8 @@ FLOW_METRICS = (
     "sndbuf_limited_ms",
 )
 LINK_METRICS = ("utilization", "drops", "ecn_marks")
+UDP_METRICS = ("offered_bps", "delivered_bps", "sent_packets", "delivered_packets", "loss")
+ARRIVAL_COUNTS = ("arrived", "completed", "unfinished", "offered_load")
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,8 @@ def select(
     cca: Optional[str] = None,
     engine: Optional[str] = None,
 ) -> list[RunRecord]:
-    """The records that meet every condition; ``cca``: some flow runs that algorithm."""
+    """The records that meet every condition; ``cca``: some flow or group of arrivals
+    runs that algorithm."""
     if records:
         for w in where:
             if not any(lookup(r.scenario, w.key)[0] for r in records):
@@ -111,7 +114,8 @@ def select(
     for r in records:
         if engine is not None and r.engine != engine:
             continue
-        if cca is not None and not any(f.get("cca") == cca.lower() for f in r.scenario.get("flows", [])):
+        ran = [*r.scenario.get("flows", []), *r.scenario.get("arrivals", [])]
+        if cca is not None and not any(f.get("cca") == cca.lower() for f in ran):
             continue
         if all(w.matches(r) for w in where):
             out.append(r)
@@ -130,10 +134,13 @@ def flow_rows(records: Sequence[RunRecord]) -> pd.DataFrame:
     """One row per flow of every run: the run's key, the point's swept values, the main
     scenario values, and the flow's and the link's main metrics. When a run has flows
     going up or an uplink, also each flow's ``direction`` and the uplink's metrics
-    (``link_up_*``)."""
+    (``link_up_*``). When a run has UDP flows or arrivals, also a row for each UDP flow
+    and each group of arrivals, and a ``kind`` column (tcp, udp, arrivals) that tells
+    the rows apart."""
     swept = point_keys(records)
     fixed = [k for k in SCENARIO_COLUMNS if k not in swept]
     two_way = any(directions.is_two_way(r.summary) for r in records)
+    kinds = any(traffic.has_traffic(r.summary) for r in records)
     rows = []
     for r in records:
         base: dict[str, Any] = {
@@ -149,6 +156,8 @@ def flow_rows(records: Sequence[RunRecord]) -> pd.DataFrame:
         link = r.summary.get("link", {})
         for flow in r.summary.get("flows", []):
             row = dict(base)
+            if kinds:
+                row["kind"] = "tcp"
             row.update(flow=flow.get("id"), cca=flow.get("cca"))
             if two_way:
                 row["direction"] = directions.direction(flow)
@@ -164,7 +173,32 @@ def flow_rows(records: Sequence[RunRecord]) -> pd.DataFrame:
                 series_dir=r.series_dir,
             )
             rows.append(row)
+        rows += _traffic_rows(base, r, two_way)
     return pd.DataFrame(rows)
+
+
+def _traffic_rows(base: dict[str, Any], r: RunRecord, two_way: bool) -> list[dict[str, Any]]:
+    """A row for each UDP flow of the run (its rates, loss and one-way delay) and each
+    group of arrivals (its counts, load, and FCT and slowdown over all its connections)."""
+    rows = []
+    for u in traffic.udp_flows(r.summary):
+        delay = u.get("one_way_delay_ms") or {}
+        row = {**base, "kind": "udp", "flow": u.get("id")}
+        if two_way:
+            row["direction"] = directions.direction(u)
+        row.update({m: u.get(m) for m in UDP_METRICS})
+        row.update(one_way_delay_p50_ms=delay.get("p50"), one_way_delay_p99_ms=delay.get("p99"))
+        rows.append(row)
+    for g in traffic.groups(r.summary):
+        row = {**base, "kind": "arrivals", "flow": g.get("id"), "cca": g.get("cca")}
+        if two_way:
+            row["direction"] = directions.direction(g)
+        row.update({m: g.get(m) for m in ARRIVAL_COUNTS})
+        row.update({m: (g.get("all") or {}).get(m) for m in traffic.GROUP_FIGURES})
+        rows.append(row)
+    for row in rows:
+        row.update(duration_s=r.summary.get("duration_s"), series_dir=r.series_dir)
+    return rows
 
 
 def _link_columns(prefix: str, link: Any) -> dict[str, Any]:

@@ -27,7 +27,7 @@ SWEEP_KEYS = ("name", "repetitions", "zip", "vary")
 MAX_RUNS = 100_000
 MAX_REPETITIONS = 10_000
 MAX_NAME = 100
-_SCENARIO_KEYS = ("seed", "duration", "interval", "link", "tcp", "host", "flows")
+_SCENARIO_KEYS = ("seed", "duration", "interval", "link", "tcp", "host", "flows", "arrivals")
 
 
 @dataclass(frozen=True)
@@ -199,11 +199,11 @@ def _find_swept(node: Any, path: paths.Path, swept: dict[str, list[Any]]) -> Non
         return
     for key, value in node.items():
         here = path + (key,)
-        if here == ("flows",):
-            _check_flows(value)
+        if here in (("flows",), ("arrivals",)):
+            _check_entries(key, value)
             if isinstance(value, list):
                 for i, entry in enumerate(value):
-                    _find_swept(entry, ("flows", i), swept)
+                    _find_swept(entry, (key, i), swept)
             continue
         if paths.is_table(here):
             if isinstance(value, list):
@@ -218,12 +218,12 @@ def _find_swept(node: Any, path: paths.Path, swept: dict[str, list[Any]]) -> Non
             swept[dotted(here)] = values
 
 
-def _check_flows(value: Any) -> None:
+def _check_entries(array: str, value: Any) -> None:
     if isinstance(value, list) and value and not all(isinstance(e, dict) for e in value):
         raise ScenarioError(
-            "flows",
-            "must be an array of tables ([[flows]]); to sweep algorithms write "
-            'cca = ["bbr", "cubic"] inside a [[flows]] entry',
+            array,
+            f"must be an array of tables ([[{array}]]); to sweep algorithms write "
+            f'cca = ["bbr", "cubic"] inside a [[{array}]] entry',
         )
 
 
@@ -260,12 +260,11 @@ def _add_vary(base: dict[str, Any], vary: Any, swept: dict[str, list[Any]]) -> N
     """``[sweep.vary]``: swept values named by dotted key, e.g. ``"flows[0].cca" = [...]``."""
     if not isinstance(vary, dict):
         raise ScenarioError("sweep.vary", 'must be a table of dotted keys, e.g. "flows[0].cca" = ["bbr", "cubic"]')
-    entries = base.get("flows")
-    flow_entries = len(entries) if isinstance(entries, list) else 0
+    counts = {a: len(base[a]) if isinstance(base.get(a), list) else 0 for a in paths.ENTRY_ARRAYS}
     for key, value in vary.items():
         fieldname = f"sweep.vary.{key}"
         path = paths.parse(fieldname, key)
-        paths.check_value_path(fieldname, path, flow_entries)
+        paths.check_value_path(fieldname, path, counts)
         name = dotted(path)
         if name in swept:
             raise ScenarioError(name, "swept twice, in the scenario and in [sweep.vary]; sweep it in one place")

@@ -348,6 +348,7 @@ impl World {
         self.simulate(every).map(|(out, _)| out)
     }
 
+    // One arm per kind of event: the loop is the world's dispatch table, read in one place.
     /// The run loop; also returns how closing the capture files went.
     fn simulate(mut self, every: u64) -> Result<(RunOutput, Result<(), ConfigError>), String> {
         let now = self.run_events(every)?;
