@@ -49,6 +49,11 @@ class Cell:
         return json.loads(self.scenario_json)
 
     @property
+    def ccas(self) -> set[str]:
+        """The algorithms its TCP flows and arrivals run."""
+        return {f["cca"] for f in [*self.doc["flows"], *self.doc.get("arrivals", [])] if "cca" in f}
+
+    @property
     def exchangeable(self) -> bool:
         """Several flows, all alike (algorithm, path, start, size): which of them ends up
         ahead is chance on a real kernel, so they are compared by rank, not by index."""
@@ -91,8 +96,14 @@ def _cell(
     missing: Optional[str] = None,
     tcp: Optional[dict[str, Any]] = None,
     against: str = "kernel",
+    arrivals: Optional[list[dict[str, Any]]] = None,
 ) -> Cell:
-    doc = {"link": link, "flows": flows, **({"tcp": tcp} if tcp else {})}
+    doc = {
+        "link": link,
+        "flows": flows,
+        **({"tcp": tcp} if tcp else {}),
+        **({"arrivals": arrivals} if arrivals else {}),
+    }
     if min_duration is None and len(flows) + sum(f.get("count", 1) - 1 for f in flows) > 1:
         min_duration = SHARED_MIN_DURATION
     return Cell(
@@ -436,22 +447,47 @@ def mtu(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
     ]
 
 
-def traffic(ccas: tuple[str, ...] = ALGORITHMS) -> list[Cell]:
+def traffic(ccas: tuple[str, ...] = ALGORITHMS, loads: tuple[str, ...] = ("50%", "80%")) -> list[Cell]:
     """Traffic as networks carry it: a download beside a saturating upload on a 20/5
     Mbit/s home link, 40 ms, a BDP of buffer each way (the download's ACKs wait in the
-    uplink's queue behind the upload)."""
-    link = {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp", "reverse": {"rate": "5Mbit", "buffer": "1bdp"}}
-    return [
+    uplink's queue behind the upload); a BBR and a Cubic flow sharing 20 Mbit/s, 40 ms,
+    1 BDP with 5 Mbit/s of constant-rate UDP; and Poisson web-search arrivals at each
+    load of 100 Mbit/s, 20 ms, 1 BDP, one algorithm at a time (60 s: some 220 and 360
+    connections), judged by median and p99 FCT."""
+    home = {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp", "reverse": {"rate": "5Mbit", "buffer": "1bdp"}}
+    updown = [
         _cell(
             "traffic",
             f"{c} download + upload 20/5Mbit 40ms",
-            link,
+            home,
             [{"cca": c}, {"cca": c, "direction": "up"}],
             {"cca": c, "traffic": "download + upload"},
             min_duration="30s",
         )
         for c in ccas
     ]
+    udp = _cell(
+        "traffic",
+        "bbr+cubic + 5Mbit UDP 20Mbit 40ms",
+        {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
+        [{"cca": "bbr"}, {"cca": "cubic"}, {"kind": "udp", "rate": "5Mbit"}],
+        {"cca": "bbr+cubic", "traffic": "+ 5Mbit UDP"},
+        OF_CAPACITY,
+        min_duration="30s",
+    )
+    arrivals = [
+        _cell(
+            "traffic",
+            f"{c} web-search arrivals {load} 100Mbit 20ms",
+            {"rate": "100Mbit", "rtt": "20ms", "buffer": "1bdp"},
+            [],
+            {"cca": c, "traffic": f"web search {load}"},
+            min_duration="60s",
+            arrivals=[{"cca": c, "load": load, "sizes": "web-search"}],
+        )
+        for c, load in itertools.product(ccas, loads)
+    ]
+    return [*updown, udp, *arrivals]
 
 
 # Linux's other congestion controls, each judged against its own module: the VM engine's

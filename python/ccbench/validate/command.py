@@ -42,7 +42,7 @@ def select(cells: list[Cell], family: Optional[str], cell_names: Optional[str], 
             raise ScenarioError("--cell", f"no cell of the grid has {cell_names!r} in its name")
     if cca is not None:
         ccas = {c.strip().lower() for c in cca.split(",") if c.strip()}
-        cells = [c for c in cells if {f["cca"] for f in c.doc["flows"]} <= ccas]
+        cells = [c for c in cells if c.ccas <= ccas]
         if not cells:
             raise ScenarioError("--cca", f"no cell of the grid uses only {', '.join(sorted(ccas))}")
     return cells
@@ -70,9 +70,9 @@ def substitute(cells: list[Cell], spec: Optional[str]) -> list[Cell]:
     out = []
     for c in cells:
         doc = c.doc
-        if not any(f["cca"] == builtin for f in doc["flows"]):
+        if not any(f.get("cca") == builtin for f in doc["flows"]):
             continue
-        doc["flows"] = [{**f, "cca": resolved} if f["cca"] == builtin else f for f in doc["flows"]]
+        doc["flows"] = [{**f, "cca": resolved} if f.get("cca") == builtin else f for f in doc["flows"]]
         axes = tuple((k, label if v == builtin else v) for k, v in c.axes)
         name = c.name.replace(builtin, label, 1)
         out.append(dataclasses.replace(c, name=name, scenario_json=json.dumps(doc, sort_keys=True), axes=axes))

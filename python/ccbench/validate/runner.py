@@ -57,7 +57,7 @@ def run_cell(
     kernel_runs: list[dict] = []
     sim_reason = kernel_reason = ""
     kernel_failures: list[str] = []
-    for cca in {f["cca"] for f in cell.doc["flows"]}:
+    for cca in cell.ccas:
         if cca not in _core.algorithms() and not is_bpf(cca):
             sim_reason = f"{cca} is not available in the simulator"
     hz, reason = _reference_hz(cell, kernel_engine)
