@@ -1,6 +1,7 @@
 """The agents' UDP sources and sinks and their connections of arrivals, over loopback in
 this process: what they send, count and time, without namespaces or the emulator.
-Their sockets force their buffers (``SO_*BUFFORCE``), which needs root."""
+Their sockets force their buffers (``SO_*BUFFORCE``), which needs root; they run on the
+clock, as the host's tests do."""
 
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ def drive(sel: selectors.BaseSelector, until_ns: int, due: list) -> None:
             key.data()
 
 
+@pytest.mark.host
 @needs_root
 def test_a_source_sends_at_its_instants_and_a_sink_counts_and_times_them() -> None:
     port = free_port(socket.SOCK_DGRAM)
@@ -78,6 +80,7 @@ def test_a_source_sends_at_its_instants_and_a_sink_counts_and_times_them() -> No
     sinks.close()
 
 
+@pytest.mark.host
 @needs_root
 @pytest.mark.parametrize("connect", ["sender", "receiver"])
 def test_connections_of_arrivals_finish_with_their_last_bytes_time(connect: str) -> None:
