@@ -139,10 +139,9 @@ def test_the_vm_engine_refuses_a_path_mtu() -> None:
 
 def test_the_vm_engine_refuses_a_flow_going_up() -> None:
     # Every sender runs in its guest (refused before QEMU or root matter).
-    from both_ways import both_ways
-
-    doc = {"duration": "5s", "link": {"rate": "10Mbit", "rtt": "20ms"}, "flows": [{"cca": "cubic"}] * 2}
-    sc = both_ways(doc, up=[1], reverse={"rate_bps": 5_000_000})
+    link = {"rate": "10Mbit", "rtt": "20ms", "reverse": {"rate": "5Mbit"}}
+    flows = [{"cca": "cubic"}, {"cca": "cubic", "direction": "up"}]
+    sc = ccbench.Scenario.from_dict({"duration": "5s", "link": link, "flows": flows})
     with pytest.raises(ScenarioError) as e:
         engines.get("vm").check(sc)
     assert e.value.field == "flows[1].direction" and "the simulator or the kernel engine" in e.value.message

@@ -15,7 +15,6 @@ import pytest
 from ccbench.engines import kernel as kernel_engine
 from ccbench.kernel import host
 
-from both_ways import both_ways
 from conftest import assert_nothing_left_behind, timing_check
 
 REASON = host.tun_usable()
@@ -37,11 +36,10 @@ def download_and_upload(duration: str) -> dict[str, Any]:
     up, 40 ms, each direction's buffer one BDP of its own rate; the summary."""
     doc = {
         "duration": duration,
-        "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
-        "flows": [{"cca": "cubic"}, {"cca": "cubic"}],
+        "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp", "reverse": {"rate": "5Mbit", "buffer": "1bdp"}},
+        "flows": [{"cca": "cubic"}, {"cca": "cubic", "direction": "up"}],
     }
-    reverse = {"rate_bps": UP_RATE, "buffer": {"bdp": 1.0}}
-    return kernel_engine.run(both_ways(doc, up=[1], reverse=reverse)).summary
+    return kernel_engine.run(doc).summary
 
 
 def test_an_upload_fills_the_uplink_and_the_downloads_acks_queue_behind_it() -> None:
@@ -67,16 +65,16 @@ def test_uploads_negotiate_ecn_and_open_connections_from_their_receiver() -> Non
     # Two sized uploads: one negotiating ECN on the sender namespace's second address
     # (the reverse link marks above 5 packets), one of two downloads whose receiver
     # opens each connection (its sender listens in the receiver's namespace).
+    reverse = {"rate": "5Mbit", "buffer": "1bdp", "ecn_threshold": "5pkt"}
     doc = {
         "duration": "6s",
-        "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
+        "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp", "reverse": reverse},
         "flows": [
-            {"cca": "cubic", "size": "1MB", "ecn": "classic"},
-            {"cca": "cubic", "size": "200KB", "repeat": 2, "pause": "0.2s", "connect": "receiver"},
+            {"cca": "cubic", "size": "1MB", "ecn": "classic", "direction": "up"},
+            {"cca": "cubic", "size": "200KB", "repeat": 2, "pause": "0.2s", "connect": "receiver", "direction": "up"},
         ],
     }
-    reverse = {"rate_bps": UP_RATE, "buffer": {"bdp": 1.0}, "ecn_threshold": {"packets": 5}}
-    s = kernel_engine.run(both_ways(doc, up=[0, 1], reverse=reverse)).summary
+    s = kernel_engine.run(doc).summary
     ecn, opened = s["flows"]
     assert s["link"]["reverse"]["ecn_marks"] > 0 and s["link"]["ecn_marks"] == 0
     assert ecn["delivered_bytes"] == 1_000_000 and ecn["completion_s"] is not None

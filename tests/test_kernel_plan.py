@@ -20,8 +20,6 @@ from ccbench.kernel.host import HostFacts, KernelEngineError
 from ccbench.kernel.plan import BASE_PORT, Plan, emulator_config, make_plan
 from ccbench.kernel.scenario import from_dict, from_flags
 
-from both_ways import both_ways
-
 HOST = HostFacts(kernel="6.x-test", kernel_hz=250, available_congestion_control=["reno", "cubic", "bbr"])
 
 
@@ -424,12 +422,13 @@ def test_the_emulators_link_totals_reach_the_summary_as_they_are(tmp_path: Path)
 
 class TestFlowsGoingUp:
     """A flow going up has its sender in the receiver's namespace and its receiver in the
-    sender's (both_ways: until the scenario schema has direction and [link.reverse])."""
+    sender's."""
 
     @staticmethod
     def plan(*flows: dict[str, object], up: list[int], **over: object) -> Plan:
-        doc = scenario(flows=list(flows), **over)
-        return make_plan(both_ways(doc, up=up, reverse={"rate_bps": 5_000_000}), HOST)
+        going = [dict(f, direction="up") if i in up else f for i, f in enumerate(flows)]
+        link = {"rate": "20Mbit", "rtt": "20ms", "reverse": {"rate": "5Mbit"}}
+        return make_plan(from_dict(scenario(flows=going, link=link, **over)), HOST)
 
     def test_each_namespace_has_tcp_rmem_for_the_flows_it_receives(self) -> None:
         plan = self.plan({"cca": "cubic", "rwnd": "1MiB"}, {"cca": "cubic", "rwnd": "4MiB"}, up=[1])

@@ -20,7 +20,16 @@ def run(
 
 def alone_fcts(scenario_json: str, transfers: list[tuple[int, int]]) -> list[int | None]:
     """The FCT (ns) of each ``(group, size)`` transfer of the scenario's arrivals alone on
-    its empty path, as the simulator runs it; None where it would not complete."""
+    its empty path, as the simulator's summary takes it (simulated up to 1024 segments,
+    interpolated between sizes 1% apart above); None where it would not complete."""
+
+def arrival_schedule(scenario_json: str, group: int) -> list[tuple[int, int]]:
+    """Every connection of arrivals group ``group`` as the simulator opens them:
+    ``(instant in ns from the run's start, size in bytes)``."""
+
+def udp_schedule(scenario_json: str, k: int) -> list[tuple[int, int, int]]:
+    """UDP flow ``k``'s send instants as the simulator's source sends them, as runs of
+    evenly spaced instants ``(first ns from the run's start, gap ns, count)``."""
 
 def validate(scenario_json: str) -> None:
     """Parse and validate a scenario given as JSON without running it."""

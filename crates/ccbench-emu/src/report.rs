@@ -16,6 +16,8 @@ pub struct Report {
     /// The link's totals over the window, as the simulator's summary takes them.
     pub link: LinkMeasured,
     pub flows: Vec<FlowReport>,
+    /// One per UDP flow, in order.
+    pub udp: Vec<UdpReport>,
     pub series: SeriesReport,
     pub check: SelfCheck,
     /// The first error writing the packet capture, if one was asked for and failed.
@@ -41,6 +43,14 @@ pub struct FlowReport {
     /// The flow's connections (one per download of a flow that repeats them), in the
     /// order their data started.
     pub connections: Vec<ConnectionReport>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct UdpReport {
+    /// Datagrams its source put on the path.
+    pub datagrams_in: u64,
+    /// Datagrams dropped at the bottleneck it crosses: overflow, AQM or random loss.
+    pub dropped: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -4,6 +4,7 @@
 
 pub const PROTO_ICMP: u8 = 1;
 pub const PROTO_TCP: u8 = 6;
+pub const PROTO_UDP: u8 = 17;
 /// ICMP destination unreachable (RFC 792), code 4: fragmentation needed and DF set.
 pub const ICMP_DEST_UNREACH: u8 = 3;
 pub const ICMP_FRAG_NEEDED: u8 = 4;
@@ -67,6 +68,46 @@ pub fn parse_tcp(b: &[u8]) -> Option<Tcp> {
         flags: t[13],
         payload: (t.len() - doff) as u32,
     })
+}
+
+/// The UDP fields the emulator looks at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Udp {
+    pub src_port: u16,
+    pub dst_port: u16,
+    /// Payload bytes (IP total length minus the IP and UDP headers).
+    pub payload: u32,
+}
+
+/// The UDP header of an unfragmented IPv4 packet, or None for anything else.
+pub fn parse_udp(b: &[u8]) -> Option<Udp> {
+    if b.len() < 20 || b[0] >> 4 != 4 {
+        return None;
+    }
+    let ihl = (b[0] & 0x0f) as usize * 4;
+    let total = (be16(b, 2) as usize).min(b.len());
+    let fragmented = be16(b, 6) & 0x3fff != 0; // more fragments, or an offset
+    if ihl < 20 || b[9] != PROTO_UDP || fragmented || total < ihl + 8 {
+        return None;
+    }
+    let u = &b[ihl..total];
+    Some(Udp { src_port: be16(u, 0), dst_port: be16(u, 2), payload: (u.len() - 8) as u32 })
+}
+
+/// Build an IPv4/UDP packet of `payload` bytes, for tests.
+pub fn build_udp(src_port: u16, dst_port: u16, payload: usize) -> Vec<u8> {
+    let total = 20 + 8 + payload;
+    let mut b = vec![0u8; total];
+    b[0] = 0x45;
+    b[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    b[8] = 64;
+    b[9] = PROTO_UDP;
+    b[12..16].copy_from_slice(&[10, 0, 0, 1]);
+    b[16..20].copy_from_slice(&[10, 0, 0, 2]);
+    b[20..22].copy_from_slice(&src_port.to_be_bytes());
+    b[22..24].copy_from_slice(&dst_port.to_be_bytes());
+    b[24..26].copy_from_slice(&((8 + payload) as u16).to_be_bytes());
+    b
 }
 
 /// The SACK blocks (RFC 2018, option kind 5) of an IPv4/TCP packet, at most four.
@@ -217,6 +258,19 @@ mod tests {
         let t = parse_tcp(&b).unwrap();
         assert_eq!((t.src_port, t.dst_port, t.seq, t.ack, t.payload), (40000, 20001, 7, 9, 1448));
         assert!(t.has(TCP_ACK) && !t.has(TCP_SYN));
+    }
+
+    #[test]
+    fn parses_unfragmented_udp_only() {
+        let b = build_udp(40000, 20003, 1472);
+        assert_eq!(b.len(), 1500);
+        assert_eq!(parse_udp(&b), Some(Udp { src_port: 40000, dst_port: 20003, payload: 1472 }));
+        assert!(parse_tcp(&b).is_none() && parse_udp(&build_tcp(1, 2, 0, 0, 0, 10)).is_none());
+        let mut first = b.clone();
+        first[6] = 0x20; // more fragments follow
+        let mut later = b;
+        later[7] = 0xb9; // offset 185 x 8 bytes
+        assert!(parse_udp(&first).is_none() && parse_udp(&later).is_none());
     }
 
     #[test]

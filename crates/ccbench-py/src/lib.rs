@@ -138,23 +138,44 @@ fn pcap_files(dir: PathBuf) -> impl FnMut(Point) -> Result<Sink, ConfigError> {
 }
 
 /// The FCT (ns) of each `(group, size)` transfer of the scenario's arrivals alone on its
-/// empty path, as the simulator runs it (None if it would not complete); GIL released.
+/// empty path, as the simulator's own summary takes it (None if it would not complete);
+/// GIL released.
 #[pyfunction]
 fn alone_fcts(py: Python<'_>, scenario_json: String, transfers: Vec<(usize, u64)>) -> PyResult<Vec<Option<u64>>> {
-    let scenario =
-        guarded(py, || ccbench_sim::Scenario::from_json(&scenario_json))?.map_err(|e| scenario_error(py, e))?;
+    let scenario = parsed(py, &scenario_json)?;
     if let Some(&(g, _)) = transfers.iter().find(|&&(g, _)| g >= scenario.arrivals.len()) {
         return Err(pyo3::exceptions::PyValueError::new_err(format!("no group {g} of arrivals")));
     }
-    guarded(py, || {
-        py.detach(|| {
-            let mut memo = std::collections::HashMap::new();
-            transfers
-                .iter()
-                .map(|&t| *memo.entry(t).or_insert_with(|| ccbench_sim::alone_fct_ns(&scenario, t.0, t.1)))
-                .collect()
-        })
-    })
+    guarded(py, || py.detach(|| ccbench_sim::alone_fcts(&scenario, &transfers)))
+}
+
+/// Every connection of arrivals group `group` as the simulator opens them: `(instant ns
+/// from the run's start, size in bytes)`, from the scenario's seed (engines that open real
+/// connections follow it).
+#[pyfunction]
+fn arrival_schedule(py: Python<'_>, scenario_json: String, group: usize) -> PyResult<Vec<(u64, u64)>> {
+    let scenario = parsed(py, &scenario_json)?;
+    if group >= scenario.arrivals.len() {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("no group {group} of arrivals")));
+    }
+    guarded(py, || ccbench_sim::arrival_schedule(&scenario, group))
+}
+
+/// The send instants of UDP flow `k` as the simulator's source sends them, as runs
+/// `(first ns from the run's start, gap ns, count)` of evenly spaced instants.
+#[pyfunction]
+fn udp_schedule(py: Python<'_>, scenario_json: String, k: usize) -> PyResult<Vec<(u64, u64, u64)>> {
+    let scenario = parsed(py, &scenario_json)?;
+    if k >= scenario.udp.len() {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("no UDP flow {k}")));
+    }
+    let runs = guarded(py, || ccbench_sim::udp_schedule(&scenario, k))?;
+    Ok(runs.iter().map(|r| (r.first_ns, r.gap_ns, r.count)).collect())
+}
+
+/// A scenario given as JSON, parsed and validated (a `ScenarioError` if it is not valid).
+fn parsed(py: Python<'_>, scenario_json: &str) -> PyResult<ccbench_sim::Scenario> {
+    guarded(py, || ccbench_sim::Scenario::from_json(scenario_json))?.map_err(|e| scenario_error(py, e))
 }
 
 /// Parse and validate a scenario given as JSON without running it.
@@ -272,6 +293,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(alone_fcts, m)?)?;
+    m.add_function(wrap_pyfunction!(arrival_schedule, m)?)?;
+    m.add_function(wrap_pyfunction!(udp_schedule, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(input_ranges, m)?)?;
     m.add_function(wrap_pyfunction!(schema_facts, m)?)?;

@@ -65,3 +65,24 @@ pub fn run_json(json: &str) -> Result<RunOutput, ConfigError> {
 pub fn alone_fct_ns(scenario: &Scenario, group: usize, size: u64) -> Option<u64> {
     world::alone_fct_ns(scenario, &scenario.arrivals[group], size)
 }
+
+/// The FCT alone of each `(group, size)` transfer of the scenario's arrivals, as the
+/// simulator's own summary takes it (`ConnMeasured::ideal_fct_ns`): simulated exactly up
+/// to 1024 segments, interpolated between sizes 1% apart above.
+pub fn alone_fcts(scenario: &Scenario, transfers: &[(usize, u64)]) -> Vec<Option<u64>> {
+    world::alone_fcts(scenario, transfers)
+}
+
+/// Every connection of arrivals group `group` that the simulator opens: (instant in ns
+/// from the run's start, transfer size in bytes), drawn from the scenario's seed.
+pub fn arrival_schedule(scenario: &Scenario, group: usize) -> Vec<(u64, u64)> {
+    let a = &scenario.arrivals[group];
+    let end = time::Time(scenario.duration_ns);
+    let process = arrivals::ArrivalProcess::new(a, scenario.arrival_rate(group), scenario.seed, group as u64, end);
+    process.schedule(time::Time(a.start_ns))
+}
+
+/// The send instants of UDP flow `k` before the run's end, as its simulated source sends.
+pub fn udp_schedule(scenario: &Scenario, k: usize) -> Vec<udp::SendRun> {
+    udp::send_runs(&scenario.udp[k], scenario.seed, k as u64, time::Time(scenario.duration_ns))
+}

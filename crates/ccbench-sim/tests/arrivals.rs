@@ -102,6 +102,29 @@ fn arrivals_mixed_with_flows_both_ways_keep_every_invariant_and_repeat() {
 }
 
 #[test]
+fn the_schedule_other_engines_follow_is_the_simulators() {
+    // A load-driven Poisson group and a listed one: the instants and sizes the world
+    // opened its connections at, in order, are the schedule's.
+    let mut poisson = ArrivalsConfig::poisson("cubic", 1.0, Sizes::Builtin("web-search".into()));
+    (poisson.rate_per_s, poisson.load, poisson.start_ns) = (None, Some(0.3), 250 * MS);
+    let mut listed = ArrivalsConfig::poisson("cubic", 1.0, Sizes::Fixed(20_000));
+    (listed.rate_per_s, listed.times_ns) = (None, Some(vec![MS, 3 * SEC, 9 * SEC]));
+    let s = with_arrivals(vec![poisson, listed], 5);
+    let out = run_ok(&s);
+    let t = &out.series.connections;
+    let (group, at, size) = (column(t, "group"), column(t, "arrival_s"), column(t, "size_bytes"));
+    for k in 0..2 {
+        let schedule = ccbench_sim::arrival_schedule(&s, k);
+        let opened: Vec<(u64, u64)> = (0..group.len())
+            .filter(|&j| group[j] == k as f64)
+            .map(|j| ((at[j] * 1e9).round() as u64, size[j] as u64))
+            .collect();
+        assert_eq!(schedule, opened, "group {k}");
+    }
+    assert_eq!(ccbench_sim::arrival_schedule(&s, 1), vec![(MS, 20_000), (3 * SEC, 20_000)]);
+}
+
+#[test]
 fn bad_arrivals_are_named() {
     let bad = |a: ArrivalsConfig| {
         let e = run(&with_arrivals(vec![a], 1)).expect_err("refused");

@@ -103,8 +103,13 @@ fn on_off_and_stepping_sources_repeat_byte_for_byte_and_keep_every_invariant() {
     // The second sends 1 Mbit/s for 1.5 s and 12 Mbit/s for 2 s, in 228-byte packets.
     let expected = (1.5 * 1e6 + 2.0 * 12e6) / (228.0 * 8.0);
     assert!((a.summary.udp[1].sent_packets as f64 / expected - 1.0).abs() < 0.001);
-    let seeded = Scenario { seed: 2, ..s };
+    let seeded = Scenario { seed: 2, ..s.clone() };
     assert_ne!(run_ok(&seeded).summary.udp[0].sent_packets, a.summary.udp[0].sent_packets);
+    // The schedule other engines send by is the simulated source's.
+    for (k, u) in a.summary.udp.iter().enumerate() {
+        let runs = ccbench_sim::udp_schedule(&s, k);
+        assert_eq!(runs.iter().map(|r| r.count).sum::<u64>(), u.sent_packets, "udp[{k}]");
+    }
 }
 
 #[test]

@@ -19,12 +19,18 @@ sender in the receiver's namespace and its receiver in the sender's. The agent c
 that flow's sockets inside the namespace (``setns``) and keeps them from then on, so
 one sending agent holds every flow's sender and one receiving agent every receiver,
 and their results list the flows in the scenario's order.
+
+The configuration's ``udp`` and ``arrivals`` lists (optional) are the UDP flows and the
+groups of arrivals: the sending agent holds their sources and sending ends
+(``agent_udp``, ``agent_arrivals``), the receiving agent their sinks and receiving
+ends, each created in its ``netns`` as a flow's. Their instants are the simulator's;
+an agent that has any waits for them to the microsecond (``agent_clock``) rather than
+in whole milliseconds, and its results add ``udp``, ``arrivals`` and ``late_us`` (how
+late it sent or opened them).
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import os
 import selectors
@@ -32,16 +38,22 @@ import socket
 import struct
 import sys
 import time
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 if __package__:
-    from .tcpinfo import SO_MAX_PACING_RATE, TCP_CONGESTION, TCP_WINDOW_CLAMP, cc_info, congestion_control, tcp_info
+    from .agent_arrivals import ArrivalReceivers, ArrivalSenders
+    from .agent_clock import Clocks, precise_timers, select_until
+    from .agent_sockets import SO_SNDBUFFORCE, hold_window, in_namespace, receiving_socket
+    from .agent_udp import UdpSinks, UdpSources
+    from .tcpinfo import SO_MAX_PACING_RATE, TCP_CONGESTION, cc_info, congestion_control, tcp_info
 else:  # run by path
-    from tcpinfo import SO_MAX_PACING_RATE, TCP_CONGESTION, TCP_WINDOW_CLAMP, cc_info, congestion_control, tcp_info  # type: ignore[no-redef,import-not-found]
+    from agent_arrivals import ArrivalReceivers, ArrivalSenders  # type: ignore[no-redef,import-not-found]
+    from agent_clock import Clocks, precise_timers, select_until  # type: ignore[no-redef,import-not-found]
+    from agent_sockets import SO_SNDBUFFORCE, hold_window, in_namespace, receiving_socket  # type: ignore[no-redef,import-not-found]
+    from agent_udp import UdpSinks, UdpSources  # type: ignore[no-redef,import-not-found]
+    from tcpinfo import SO_MAX_PACING_RATE, TCP_CONGESTION, cc_info, congestion_control, tcp_info  # type: ignore[no-redef,import-not-found]
 
 RECV_BYTES = 1 << 18
-SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
-SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
 TCP_FASTOPEN = getattr(socket, "TCP_FASTOPEN", 23)
 TCP_FASTOPEN_CONNECT = getattr(socket, "TCP_FASTOPEN_CONNECT", 30)
 # Fast Open requests a listener holds before accept() (its TCP_FASTOPEN queue length).
@@ -59,8 +71,6 @@ LINGER_S = 5.0
 # A paced flow of an algorithm that does not pace by itself: any cap at all turns on the
 # kernel's internal pacing (SK_PACING_NEEDED); this one, 2^32 - 2 bytes/s, never binds.
 PACING_ANY_RATE = 0xFFFFFFFE
-# setns(2)'s type of a network namespace (CLONE_NEWNET, <sched.h>).
-CLONE_NEWNET = 0x40000000
 
 
 def now_ns() -> int:
@@ -79,40 +89,6 @@ def set_sysctls(pairs: dict[str, str]) -> None:
             continue
         with open(path, "w") as f:
             f.write(str(value))
-
-
-def _setns(fd: int) -> None:
-    """Move this thread into the network namespace open at ``fd``."""
-    if hasattr(os, "setns"):  # Python 3.12+
-        os.setns(fd, CLONE_NEWNET)
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.setns(fd, CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"setns: {os.strerror(err)}")
-
-
-@contextlib.contextmanager
-def in_namespace(path: Optional[str]) -> Iterator[None]:
-    """Inside, sockets are created in the network namespace at ``path`` (none: the
-    agent's own). A socket belongs to the namespace it was created in (``sock_net``)
-    for good: its routes, sysctls and addresses are that namespace's."""
-    if not path:
-        yield
-        return
-    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    try:
-        there = os.open(path, os.O_RDONLY)
-        try:
-            _setns(there)
-        finally:
-            os.close(there)
-        try:
-            yield
-        finally:
-            _setns(home)
-    finally:
-        os.close(home)
 
 
 def read_go(line: str) -> int:
@@ -135,35 +111,11 @@ def write_out(path: str, result: dict[str, Any]) -> None:
 def receive(cfg: dict[str, Any]) -> None:
     set_sysctls(cfg.get("sysctls", {}))
     sel = listen(cfg)
-    say("ready")
     receiver = Receiver(cfg, sel)
+    say("ready")
     receiver.run()
     receiver.finish()
     linger(sel, receiver.view)
-
-
-def receiving_socket(flow: dict[str, Any]) -> socket.socket:
-    """A socket that receives ``flow``'s data (a listener, or a receiver's own
-    connection), its window and algorithm set as the scenario says."""
-    with in_namespace(flow.get("netns")):
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if not flow["autotune"]:
-        # A fixed window: the buffer locked (SOCK_RCVBUF_LOCK, so tcp_rcv_space_adjust
-        # never grows it) at twice rwnd, which gives rwnd at the 50% scaling ratio a
-        # socket starts with. The accepted connection inherits lock and clamp.
-        s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, int(flow["rwnd"]))
-    s.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, int(flow["rwnd"]))
-    if flow.get("cca"):
-        # An algorithm that needs ECN on both ends (DCTCP): the accepted connection
-        # inherits it, and so answers an ECN-capable SYN and echoes as DCTCP does.
-        # A kernel without it keeps its default; the sender then runs without ECN,
-        # which the run's notes say (results.py, _fallback_notes).
-        try:
-            s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, flow["cca"].encode())
-        except OSError:
-            pass
-    return s
 
 
 def opened_by_receiver(flow: dict[str, Any]) -> bool:
@@ -217,24 +169,36 @@ class Receiver:
         self.t0: Optional[int] = None
         self.next_sample = self.end = 0
         self.setup_deadline = now_ns() + int(SETUP_TIMEOUT_S * 1e9)
-        self.all_sized = all(s is not None for s in self.sizes)
+        # Arrivals come until the run's end, as in the simulator.
+        self.all_sized = bool(flows) and all(s is not None for s in self.sizes) and not cfg.get("arrivals")
         # Flows whose receiver opens the connections: when each download began, and when
         # the next one is due.
         self.began: list[list[int]] = [[] for _ in range(n)]
         self.next_connect: list[Optional[int]] = [None] * n
+        # The UDP flows' sinks and the arrivals' receiving ends, listening from here on.
+        self.clocks = Clocks()
+        self.udp = UdpSinks(cfg.get("udp") or [], sel)
+        self.arrivals = ArrivalReceivers(cfg.get("arrivals") or [], sel, self.clocks)
+        if cfg.get("arrivals"):
+            precise_timers()
 
     def run(self) -> None:
         """Until the run ends, or every flow is sized and complete."""
         while True:
             now = now_ns()
             self.connect_due(now)
+            if self.t0 is not None:
+                self.arrivals.open_due(now - self.t0, self.duration)
             timeout = self.sample(now)
             if timeout is None:
                 break
             due = [t for t in self.next_connect if t is not None]
             if due:
                 timeout = min(timeout, max(0.0, (min(due) - now) / 1e9))
-            for key, _ in self.sel.select(timeout):
+            for key, _ in self.wait(now, timeout):
+                if callable(key.data):  # a UDP sink's or a connection of arrivals'
+                    key.data()
+                    continue
                 kind, i, k = key.data
                 if kind == "listen":
                     self.accept(key.fileobj, i)  # type: ignore[arg-type]
@@ -244,6 +208,15 @@ class Receiver:
                     self.request(key.fileobj, i, k)  # type: ignore[arg-type]
                 else:
                     self.read(key.fileobj, i, k)  # type: ignore[arg-type]
+
+    def wait(self, now: int, timeout: float) -> list[tuple[selectors.SelectorKey, int]]:
+        """The selector's events within ``timeout`` s, waking to the microsecond when a
+        connection of arrivals is due."""
+        due = self.arrivals.next_due() if self.t0 is not None else None
+        if due is None:
+            return self.sel.select(timeout)
+        assert self.t0 is not None
+        return select_until(self.sel, min(now + int(timeout * 1e9), self.t0 + due))
 
     def connect_due(self, now: int) -> None:
         """The downloads due by ``now`` of flows whose receiver opens the connections:
@@ -308,6 +281,8 @@ class Receiver:
         self.t0 = t0 = read_go(line)
         self.next_sample, self.end = t0 + self.interval, t0 + self.duration
         self.sel.unregister(sys.stdin)
+        self.udp.ends_at(self.clocks.realtime_of(self.end))
+        self.arrivals.start(t0)
         for i, flow in enumerate(self.flows):
             if opened_by_receiver(flow):
                 self.next_connect[i] = t0 + int(flow.get("start_ns", 0))
@@ -357,6 +332,8 @@ class Receiver:
             ]
             for got, got_at, began in zip(self.got, self.got_at, self.began)
         ]
+        udp, arrivals = self.udp.result(), self.arrivals.finish()
+        self.udp.close()
         write_out(
             self.cfg["out"],
             {
@@ -365,28 +342,11 @@ class Receiver:
                 "completed_ns": self.completed,
                 "end_ns": now_ns() - t0,
                 "downloads": downloads,
+                "udp": udp,
+                "arrivals": arrivals,
+                "late_us": {"arrivals": self.arrivals.opener.late.stats(1e3)},
             },
         )
-
-
-def hold_window(sock: socket.socket, rwnd: int, fixed: bool) -> None:
-    """Keep the advertised window at rwnd (fixed) or at most rwnd (autotuned).
-
-    Linux 6.x recomputes ``window_clamp`` from the buffer whenever it grows the buffer
-    (``tcp_rcv_space_adjust``) and whenever the measured payload/truesize ratio changes
-    (``tcp_measure_rcv_mss``), so a clamp set once on the listener does not hold: set it
-    again after every read. Where the ratio just measured leaves a fixed window's locked
-    buffer too small for rwnd, the buffer grows first; it never shrinks (the slack keeps
-    a slow reader from overrunning it). Lowering the clamp never moves the right edge
-    already advertised back (``__tcp_select_window``)."""
-    clamp = sock.getsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP)
-    if clamp == rwnd or (clamp < rwnd and not fixed):
-        return
-    if fixed and 0 < clamp < rwnd:
-        rcvbuf = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
-        # SO_RCVBUF takes half the buffer (the kernel doubles it).
-        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, -(-rwnd * rcvbuf // (2 * clamp)))
-    sock.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, rwnd)
 
 
 def linger(sel: selectors.BaseSelector, view: memoryview) -> None:
@@ -528,6 +488,12 @@ class Sender:
             self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             self.notify.bind(cfg["done_path"])
             self.sel.register(self.notify, selectors.EVENT_READ, -1)
+        # The UDP flows' sources and the arrivals' sending ends, sending on the clock.
+        self.udp = UdpSources(cfg.get("udp") or [])
+        self.arrivals = ArrivalSenders(cfg.get("arrivals") or [], self.sel)
+        self.timed = bool(cfg.get("udp") or cfg.get("arrivals"))
+        if self.timed:
+            precise_timers()
 
     def start(self, t0: int) -> None:
         """``go T0``: each flow's first download is due at T0 + its start."""
@@ -543,7 +509,8 @@ class Sender:
         self.remaining: list[Optional[int]] = [f.get("size") for f in flows]
         self.done: list[Optional[int]] = [None] * n
         self.draining = [False] * n
-        self.all_sized = all(r is not None for r in self.remaining)
+        # Arrivals come until the run's end, as in the simulator.
+        self.all_sized = bool(flows) and all(r is not None for r in self.remaining) and not self.cfg.get("arrivals")
         self.payload = memoryview(bytes(SEND_CHUNK))
         self.samples: list[list[Any]] = []
         self.next_sample, self.end = t0 + self.interval, t0 + self.duration
@@ -556,14 +523,18 @@ class Sender:
         while True:
             now = now_ns()
             self.start_downloads(now)
+            self.udp.send_due(now - self.t0, self.duration)
+            self.arrivals.open_due(now - self.t0, self.duration)
             while self.next_sample < self.end and now >= self.next_sample:
                 self.samples.append([self.next_sample - self.t0, now - self.t0, self.sample_flows()])
                 self.next_sample += self.interval
             self.check_drained(now)
             if now >= self.end or (self.all_sized and all(d is not None for d in self.done)):
                 break
-            for key, _ in self.sel.select(self.timeout(now)):
-                if isinstance(key.data, tuple):
+            for key, _ in self.wait(now):
+                if callable(key.data):  # a connection of arrivals'
+                    key.data()
+                elif isinstance(key.data, tuple):
                     kind, i = key.data
                     self.accept(key.fileobj, i) if kind == "accept" else self.read_request(i)  # type: ignore[arg-type]
                 elif key.data < 0:
@@ -646,6 +617,15 @@ class Sender:
                     if self.current[i] + 1 == self.repeats[i]:
                         self.done[i] = now - self.t0
 
+    def wait(self, now: int) -> list[tuple[selectors.SelectorKey, int]]:
+        """The selector's events until the next thing due; to the microsecond when a UDP
+        datagram or a connection of arrivals is due."""
+        if not self.timed:
+            return self.sel.select(self.timeout(now))
+        due = [t for t in (self.udp.next_due(), self.arrivals.next_due()) if t is not None]
+        wake = now + int(self.timeout(now) * 1e9)
+        return select_until(self.sel, min([wake] + [self.t0 + t for t in due]))
+
     def timeout(self, now: int) -> float:
         """How long to wait: until the next sample, download or the end; while a flow
         drains, 1 ms (no event says its data was acknowledged)."""
@@ -702,6 +682,9 @@ class Sender:
             # Reset rather than close gracefully: nothing lingers after the run.
             c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             c.close()
+        arrivals = self.arrivals.finish()
+        self.udp.close()
+        late = {"udp": self.udp.late.stats(1e3), "arrivals": self.arrivals.opener.late.stats(1e3)}
         write_out(
             self.cfg["out"],
             {
@@ -712,6 +695,9 @@ class Sender:
                 "downloads": downloads,
                 "tcp_ext": tcp_ext_of({f["netns"] for f in self.flows if f.get("netns")}),
                 "cca": algorithms,
+                "udp": self.udp.result(),
+                "arrivals": arrivals,
+                "late_us": late,
             },
         )
 

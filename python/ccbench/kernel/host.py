@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
 from ..errors import ScenarioError
 
@@ -160,6 +160,18 @@ class HostFacts:
 
     def has_sysctl(self, key: str) -> bool:
         return self.ipv4_sysctls is None or key.removeprefix("net.ipv4.") in self.ipv4_sysctls
+
+    def require_module_algorithm(self, cca: str, params: Mapping[str, object], where: str) -> None:
+        """Refuse, naming ``where``, parameters for a kernel module's algorithm (module
+        parameters are global) or an algorithm this kernel lacks."""
+        if params:
+            raise KernelEngineError(
+                f"{where}.params",
+                "the kernel engine cannot set per-flow algorithm parameters "
+                "(kernel module parameters are global); remove params",
+            )
+        if cca not in self.available_congestion_control:
+            ensure_congestion_control(cca, f"{where}.cca")
 
 
 def facts() -> HostFacts:

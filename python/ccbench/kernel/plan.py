@@ -68,6 +68,28 @@ flows[].connect     ``sender``: the sender agent calls connect() when each downl
                     100-byte request, which the sender reads before it writes
 flows[].fastopen    ``net.ipv4.tcp_fastopen = 3`` in both namespaces, ``TCP_FASTOPEN`` on the
                     listener, ``TCP_FASTOPEN_CONNECT`` on the sender's sockets
+udp[k]              the sending agent sends real datagrams (``size`` bytes of payload, the
+                    first 16 its number and send time) at the instants the simulator's source
+                    sends them (``_core.udp_schedule``, the seed's on/off periods included),
+                    from the namespace of the flow's source (the receiver's going up) to a
+                    sink in the other, which counts them and takes each one's one-way delay
+                    from the kernel's receive time stamp; the emulator puts them on a lane
+                    of their own (its sink's port), where random loss takes them as data;
+                    a datagram over the hosts' MTU is refused
+arrivals[k]         each connection opens at the simulator's instant with the simulator's
+                    size (``_core.arrival_schedule``), in the namespace of its direction:
+                    ``connect = "sender"``: the sender connects, then writes the size (its
+                    first 4 bytes the connection's number); ``"receiver"``: the receiver
+                    connects and sends a 100-byte request naming it, the sender answers;
+                    the receiver takes the last byte's kernel time stamp (FCT = that minus
+                    the arrival instant) and resets the connection; the emulator carries
+                    a group's connections on one lane (its listener's port); the ideal FCT
+                    is the simulator's (``_core.alone_fcts``); ``params`` and BPF
+                    algorithms are refused, as are sizes under 4 bytes
+load                the run is refused up front beyond what the emulator and the Python
+                    agents keep up with (``traffic``): packets a second through the emulator
+                    (both links full, their ACKs, the UDP flows at their peak), datagrams a
+                    second, and connections in the busiest second
 ==================  =====================================================================
 """
 
@@ -79,7 +101,8 @@ from typing import Any, Optional
 from ..scenario import Flow, Scenario, Tcp
 from ..units import format_duration
 from ..bpf.name import is_bpf
-from .host import HostFacts, KernelEngineError, ensure_congestion_control
+from .host import HostFacts, KernelEngineError
+from .traffic import Traffic, plan_traffic
 
 HEADER_BYTES = 52
 MAX_FLOWS = 200
@@ -132,6 +155,9 @@ class Plan:
     sender_sysctls: dict[str, str]
     receiver_sysctls: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    # The scenario as the simulator reads it (what the emulator and the summary read).
+    core: dict[str, Any] = field(default_factory=dict, repr=False)
+    traffic: Traffic = field(default_factory=Traffic)
 
     @property
     def duration_ns(self) -> int:
@@ -155,8 +181,11 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
     _check_kernel_fixed(tcp, default)
     route = _route_options(tcp, default)
     flows = _flow_plans(sc, host)
-    sender, receiver = _namespace_sysctls(tcp, default, host, flows)
-    return Plan(sc, flows, tcp.mss + HEADER_BYTES, route, sender, receiver, notes)
+    mtu = tcp.mss + HEADER_BYTES
+    core = sc.to_core()
+    traffic = plan_traffic(core, host, mtu)
+    sender, receiver = _namespace_sysctls(tcp, default, host, flows, traffic)
+    return Plan(sc, flows, mtu, route, sender, receiver, notes, core, traffic)
 
 
 def _with_kernel_hz(sc: Scenario, host: HostFacts, default: Tcp) -> tuple[Scenario, list[str]]:
@@ -208,6 +237,8 @@ def _flow_plans(sc: Scenario, host: HostFacts) -> list[FlowPlan]:
     """Each flow entry, checked against what the kernel can do, ``count`` times."""
     flows: list[FlowPlan] = []
     for entry, f in enumerate(sc.flows):
+        if getattr(f, "kind", "tcp") == "udp":
+            continue  # the core's udp[k], planned with the arrivals (``traffic``)
         self_paced, ecn = _check_flow(f, f"flows[{entry}]", host)
         for _ in range(f.count):
             flows.append(
@@ -248,14 +279,8 @@ def _check_flow(f: Flow, where: str, host: HostFacts) -> tuple[bool, str]:
         # Its params are the object's globals, set in the run's own copy.
         if host.bpf_unavailable is not None:
             raise KernelEngineError(f"{where}.cca", host.bpf_unavailable)
-    elif f.params:
-        raise KernelEngineError(
-            f"{where}.params",
-            "the kernel engine cannot set per-flow algorithm parameters "
-            "(kernel module parameters are global); remove params",
-        )
-    elif f.cca not in host.available_congestion_control:
-        ensure_congestion_control(f.cca, f"{where}.cca")
+    else:
+        host.require_module_algorithm(f.cca, f.params, where)
     self_paced = f.cca.startswith(SELF_PACED_PREFIX) and not f.cca.endswith(UNPACED_SUFFIX)
     if self_paced and f.pacing is False:
         raise KernelEngineError(
@@ -280,7 +305,7 @@ def _check_flow(f: Flow, where: str, host: HostFacts) -> tuple[bool, str]:
 
 
 def _namespace_sysctls(
-    tcp: Tcp, default: Tcp, host: HostFacts, flows: list[FlowPlan]
+    tcp: Tcp, default: Tcp, host: HostFacts, flows: list[FlowPlan], traffic: Traffic
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The sysctls of the sender's and the receiver's namespaces."""
     common = {
@@ -301,21 +326,39 @@ def _namespace_sysctls(
         sender["net.ipv4.tcp_fastopen"] = receiver["net.ipv4.tcp_fastopen"] = "3"
     # tcp.rmem where flows are received: the receiver's namespace, and the sender's
     # when flows go up (a run without them keeps the sender's at the kernel's default).
-    down = [f for f in flows if not f.up]
-    receiver["net.ipv4.tcp_rmem"] = _rmem(tcp, default, down or flows)
-    up = [f for f in flows if f.up]
+    down, up = _received_windows(flows, traffic)
+    receiver["net.ipv4.tcp_rmem"] = _rmem(tcp, default, down or up or [arrival_window()[0]])
     if up:
         sender["net.ipv4.tcp_rmem"] = _rmem(tcp, default, up)
     return sender, receiver
 
 
-def _rmem(tcp: Tcp, default: Tcp, received: list[FlowPlan]) -> str:
-    """``net.ipv4.tcp_rmem`` of a namespace where ``received`` have their receivers."""
+def _received_windows(flows: list[FlowPlan], traffic: Traffic) -> tuple[list[int], list[int]]:
+    """The receive windows of the connections received in the receiver's namespace (going
+    down) and in the sender's (going up): the flows', and a group of arrivals' default."""
+    windows: dict[bool, list[int]] = {False: [], True: []}
+    for f in flows:
+        windows[f.up].append(f.rwnd_bytes)
+    for a in traffic.arrivals:
+        windows[a.up].append(arrival_window()[0])
+    return windows[False], windows[True]
+
+
+def arrival_window() -> tuple[int, bool]:
+    """The receive window of a connection of arrivals and whether it autotunes: a flow's
+    defaults (core arrivals carry none of their own)."""
+    default = Flow.model_validate({"cca": "cubic"})
+    return int(default.rwnd_bytes), bool(default.rwnd_autotune)
+
+
+def _rmem(tcp: Tcp, default: Tcp, received: list[int]) -> str:
+    """``net.ipv4.tcp_rmem`` of a namespace where connections of windows ``received``
+    have their receivers."""
     if tcp.rmem != default.rmem:
         return tcp.sysctls()["net.ipv4.tcp_rmem"]
     # Room for the receive window to grow to rwnd whatever the skb overhead, as the
     # simulator sizes the buffer when tcp.rmem is left at its default.
-    rwnd_max = max(f.rwnd_bytes for f in received)
+    rwnd_max = max(received)
     return f"4096 131072 {max(4 * rwnd_max, 6 * 2**20)}"
 
 
@@ -339,7 +382,7 @@ def emulator_config(
 ) -> dict[str, Any]:
     return {
         "capture": capture,
-        "scenario": plan.scenario.to_core(),
+        "scenario": plan.core or plan.scenario.to_core(),
         "tun_sender": tun_sender,
         "tun_receiver": tun_receiver,
         "base_port": BASE_PORT,

@@ -10,7 +10,8 @@ lost-marked segments (``lost``; ``TCP_INFO`` has only the current ``lost_out``) 
 number of simulator events (``events``). ``params`` are the kernel module's parameters
 as /sys shows them, which apply to every flow of that algorithm on the machine; for a
 BPF algorithm (``cca = "bpf:PATH"``) the object's globals the flow set, and its ``bpf``
-says what ran: the object's digest and the name it was registered under.
+says what ran: the object's digest and the name it was registered under. UDP flows and
+the connections of arrivals are measured as ``traffic_results`` says.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .host import HostFacts, module_params
 from .plan import FlowPlan, Plan
 from .session import RawRun
 from .tcpinfo import TCP_INFINITE_SSTHRESH, cc_info_kind
+from .traffic_results import connections_measured, traffic_notes, udp_extras, udp_measured
 
 NAN = float("nan")
 # What each TCP_CC_INFO structure gives, under the simulator's names for the same state
@@ -187,30 +189,48 @@ def assemble(
     (``_core.summarize``), with the kernel's own facts added; ``engine`` names the
     engine that ran it. The emulator's link totals are ``Measured``'s as they are."""
     sc = plan.scenario
-    end_ns = sc.duration_ns
-    completed = raw.receiver["completed_ns"]
-    if all(f.size_bytes is not None for f in plan.flows) and all(c is not None for c in completed):
-        end_ns = min(end_ns, max(completed))
+    end_ns = _end_ns(plan, raw)
     undos = _undos(raw.sender.get("tcp_ext") or {}, len(plan.flows))
     path_mtu = sc.link.mtu_bytes is not None
     per_flow = [_flow_measured(f, i, raw, undos, path_mtu) for i, f in enumerate(plan.flows)]
     flows, extras = [m for m, _ in per_flow], [x for _, x in per_flow]
     measured = {"engine": engine, "end_ns": end_ns, "flows": flows, "link": raw.emulator["link"]}
-    summary: dict[str, Any] = json.loads(_core.summarize(sc.to_json(), json.dumps(measured)))
+    core = plan.core or sc.to_core()
+    if plan.traffic:
+        measured["udp"] = udp_measured(plan.traffic, raw.sender, raw.receiver, raw.emulator)
+        measured["connections"] = connections_measured(core, plan.traffic, raw.sender, raw.receiver, end_ns)
+    summary: dict[str, Any] = json.loads(_core.summarize(json.dumps(core), json.dumps(measured)))
     for row, extra in zip(summary["flows"], extras):
         row.update(extra)
+    if plan.traffic.udp:
+        for row, extra in zip(summary["udp"], udp_extras(raw.sender, raw.receiver, raw.emulator)):
+            row.update(extra)
     summary.update(
         {
             "scenario_hash": sc.scenario_hash,
             "kernel": host.kernel,
             "kernel_hz": host.kernel_hz,
             "available_congestion_control": host.available_congestion_control,
-            "notes": plan.notes + raw.notes + (raw.bpf.notes if raw.bpf else []) + _fallback_notes(plan, raw),
+            "notes": plan.notes
+            + raw.notes
+            + (raw.bpf.notes if raw.bpf else [])
+            + _fallback_notes(plan, raw)
+            + traffic_notes(plan.traffic, raw.sender, raw.receiver),
             "emulator": raw.emulator["check"],
         }
     )
     duration_s = end_ns / 1e9
     return summary, _flows_table(plan, raw, duration_s), _link_table(raw, duration_s)
+
+
+def _end_ns(plan: Plan, raw: RawRun) -> int:
+    """When the run ended: its duration, or when the last of its sized flows completed
+    if every flow is sized (arrivals come until the end, as in the simulator)."""
+    completed = raw.receiver["completed_ns"]
+    sized = all(f.size_bytes is not None for f in plan.flows) and all(c is not None for c in completed)
+    if plan.flows and sized and not plan.traffic.arrivals:
+        return min(plan.duration_ns, max(completed))
+    return plan.duration_ns
 
 
 def _fallback_notes(plan: Plan, raw: RawRun) -> list[str]:

@@ -7,7 +7,9 @@
 ```
 
 Flows with classic ECN connect to the receiver's second address, whose route in the
-sender's namespace carries ``features ecn``; the others to the first.
+sender's namespace carries ``features ecn``; the others to the first. Ports follow the
+emulator's lanes: flow i's ``BASE_PORT + i``, then each UDP flow's sink, then each group
+of arrivals' listener (``_traffic``).
 
 A flow going up runs the other way: its sender in the receiver's namespace (a socket
 the sending agent creates there), its receiver in the sender's (the receiving agent's),
@@ -39,7 +41,7 @@ from typing import IO, Any, Optional, Protocol
 from ..lifecycle import die_with_parent, signals_interrupt
 from . import bpf_ca
 from .host import KernelRunError
-from .plan import BASE_PORT, FlowPlan, Plan, emulator_config
+from .plan import BASE_PORT, FlowPlan, Plan, arrival_window, emulator_config
 from .state import RunState, recorded_run
 from .tcpinfo import cc_info_kind
 
@@ -416,8 +418,9 @@ def _run(
         "interval_ns": plan.interval_ns,
         "done_path": str(run.work / "done.sock"),
     }
-    _start_receiver(run, ns_r, common, bpf_here=isinstance(sender, NamespaceSender))
-    sender.start(run, dict(common, flows=_sender_flows(run)))
+    sending, receiving = _traffic(run)
+    _start_receiver(run, ns_r, dict(common, **receiving), bpf_here=isinstance(sender, NamespaceSender))
+    sender.start(run, dict(common, flows=_sender_flows(run), **sending))
 
     # What other processes take of the CPUs from here on is noted if it may disturb the run.
     cpu_start = _CpuTimes.now(children)
@@ -548,6 +551,43 @@ def _sender_flows(run: RunContext) -> list[dict[str, Any]]:
         }
         for f in run.plan.flows
     ]
+
+
+def _traffic(run: RunContext) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The UDP flows and groups of arrivals of the sending agent (sources, senders) and of
+    the receiving agent (sinks, receivers), on the ports of the emulator's lanes after
+    the flows' (``BASE_PORT`` + lane); those going up with their sending end in the
+    receiver's namespace and their receiving end in the sender's. Empty without any."""
+    plan, traffic = run.plan, run.plan.traffic
+    if not traffic:
+        return {}, {}
+    # (where the receiving end listens, where the sending end is, each end's namespace
+    # when it is the other agent's)
+    ends = {
+        False: (run.addr_receiver, run.addr_sender, {}, {}),
+        True: (
+            run.addr_sender,
+            run.addr_receiver,
+            {"netns": netns_path(run.ns_receiver)},
+            {"netns": netns_path(run.ns_sender)},
+        ),
+    }
+    first_udp = len(plan.flows)
+    sources, sinks = [], []
+    for u in traffic.udp:
+        sink, _, there, here = ends[u.up]
+        port = BASE_PORT + first_udp + u.index
+        sources.append({"addr": sink, "port": port, "payload": u.payload_bytes, "runs": u.runs, **there})
+        sinks.append({"addr": sink, "port": port, **here})
+    first_group = first_udp + len(traffic.udp)
+    senders, receivers = [], []
+    rwnd, autotune = arrival_window()
+    for a in traffic.arrivals:
+        receiving, sending, there, here = ends[a.up]
+        group = {"port": BASE_PORT + first_group + a.index, "connect": a.connect, "schedule": a.schedule}
+        senders.append({**group, "addr": receiving, "listen_addr": sending, "cca": a.cca, **there})
+        receivers.append({**group, "addr": receiving, "peer": sending, "rwnd": rwnd, "autotune": autotune, **here})
+    return {"udp": sources, "arrivals": senders}, {"udp": sinks, "arrivals": receivers}
 
 
 def _wait_for_agents(run: RunContext, sender: SenderSide) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 //! the real-time writes, and the report built from them.
 
 use super::{Delivery, Ev, Link, Side};
-use crate::report::{stats, ConnectionReport, FlowReport, Report, SelfCheck, SeriesReport, SHORT_RATIO};
+use crate::report::{stats, ConnectionReport, FlowReport, Report, SelfCheck, SeriesReport, UdpReport, SHORT_RATIO};
 use ccbench_sim::base::histogram::Histogram;
 use ccbench_sim::time::{Dur, Time};
 
@@ -36,6 +36,7 @@ impl Link {
         self.path.start_rtt_schedule(t, &mut self.agenda);
         self.meter.restart(t, &mut self.path);
         self.data_in.fill(0);
+        self.datagrams_in.fill(0);
         for r in &mut self.rtt {
             r.clear_samples();
         }
@@ -112,6 +113,12 @@ impl Link {
             measured_s: self.m.t0.map_or(0.0, |t0| now.since(t0).secs_f64()),
             link: self.meter.totals(&self.path, until),
             flows: (0..self.flows).map(|i| self.flow_report(i)).collect(),
+            udp: (self.datagrams_in.iter().enumerate())
+                .map(|(k, &datagrams_in)| UdpReport {
+                    datagrams_in,
+                    dropped: self.meter.lanes()[self.flows + k].dropped,
+                })
+                .collect(),
             series: self.m.series.clone(),
             check: self.self_check(),
             capture_error: None,

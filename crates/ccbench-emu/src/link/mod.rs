@@ -9,10 +9,15 @@
 //! ECN: with a marking threshold, the simulator's bottleneck marks ECN-capable packets
 //! that arrive to a deep enough backlog, and the emulator sets CE in their IP header.
 //!
-//! Random loss (Bernoulli or Gilbert-Elliott) applies to data packets only:
-//! handshakes, pure ACKs and FINs, which the simulator does not model, never meet it. Packets that belong to no
-//! configured flow (no TCP, or an unknown port) use an extra lane with the link's base
-//! delays.
+//! Random loss (Bernoulli or Gilbert-Elliott) applies to data packets only (TCP payload
+//! and UDP flows' datagrams): handshakes, pure ACKs and FINs, which the simulator does
+//! not model, never meet it. Packets that belong to no configured flow (an unknown
+//! protocol or port) use an extra lane with the link's base delays.
+//!
+//! Lanes (`EmuConfig`'s layout): each TCP flow's, each UDP flow's (a datagram is its
+//! flow's by its sink's port, from the side of its source), each group of arrivals'
+//! (its connections by their listener's port, the other port telling them apart), then
+//! the one of no flow. RTT samples and captures are the TCP flows'.
 //!
 //! Path MTU (`link.mtu`): an IPv4 packet from a sender longer than it is dropped
 //! before the bottleneck, as a router with a smaller next-hop MTU drops a packet with DF
@@ -122,21 +127,26 @@ pub struct Link {
     agenda: Agenda,
     slab: Slab,
     cfg: EmuConfig,
+    /// TCP flows: the first lanes.
     flows: usize,
+    /// The lane of packets of no flow, the last.
+    no_flow: usize,
     /// Which lanes go up (the last, packets of no flow, goes down).
     up: Vec<bool>,
     /// What the path carried, lane by lane, and the link's samples and totals.
     meter: LinkMeter,
     /// Data packets each flow's sender put on the path in the window.
     data_in: Vec<u64>,
+    /// Datagrams each UDP flow's source put on the path in the window.
+    datagrams_in: Vec<u64>,
     rtt: Vec<FlowRtt>,
     m: Measure,
     /// Frozen at the end of the window.
     snapshot: Option<Report>,
     one_way: Dur,
     capture: Option<EmuCapture>,
-    /// Each flow's packets dropped for being longer than `link.mtu`, and the ICMPs
-    /// answering them (the last lane: packets of no flow), over the whole run.
+    /// Each lane's packets dropped for being longer than `link.mtu`, and the ICMPs
+    /// answering them, over the whole run.
     mtu_dropped: Vec<u64>,
     icmp_sent: Vec<u64>,
 }
@@ -144,9 +154,16 @@ pub struct Link {
 impl Link {
     pub fn new(cfg: &EmuConfig) -> Link {
         let s = &cfg.scenario;
-        let flows = s.flows.len();
-        // Lanes: one per flow, and one for packets of no flow.
-        let mut path = build::path(s, flows + 1);
+        let (flows, lanes) = (s.flows.len(), cfg.lanes());
+        // The flows' and UDP flows' lanes as the simulator builds them, then the groups'
+        // and the one of no flow.
+        let mut path = build::path(s, s.lanes());
+        let mut meter = LinkMeter::new(s, s.lanes());
+        for i in s.lanes()..lanes {
+            let up = cfg.lane_up(i);
+            path.add_lane(Dur(cfg.lane_access_ns(i)), up);
+            meter.add_lane(up);
+        }
         path.bottleneck.lose_data_only();
         Link {
             path,
@@ -154,16 +171,18 @@ impl Link {
             slab: Slab::default(),
             cfg: cfg.clone(),
             flows,
-            up: (0..=flows).map(|i| cfg.goes_up(i)).collect(),
-            meter: LinkMeter::new(s, flows + 1),
+            no_flow: cfg.no_flow_lane(),
+            up: (0..lanes).map(|i| cfg.lane_up(i)).collect(),
+            meter,
             data_in: vec![0; flows],
+            datagrams_in: vec![0; s.udp.len()],
             rtt: (0..flows).map(|_| FlowRtt::default()).collect(),
             m: Measure { interval: Dur(s.sample_interval_ns), ..Measure::default() },
             snapshot: None,
             one_way: Dur(s.link.rtt_ns / 2),
             capture: None,
-            mtu_dropped: vec![0; flows + 1],
-            icmp_sent: vec![0; flows + 1],
+            mtu_dropped: vec![0; lanes],
+            icmp_sent: vec![0; lanes],
         }
     }
 
@@ -207,24 +226,32 @@ impl Link {
         self.slab.len()
     }
 
-    /// A packet read from the device on `from`'s side at `now`: its flow's data if that
-    /// is where the flow's sender is, else its flow's ACK. Process what is due before
+    /// A packet read from the device on `from`'s side at `now`: its lane's data if that
+    /// is where the lane's sender is, else its lane's ACK. Process what is due before
     /// `now` first (`poll`) so that events stay in time order.
     pub fn arrive(&mut self, now: Time, from: Side, bytes: Vec<u8>) {
+        let near = from == Side::Sender;
         let tcp = wire::parse_tcp(&bytes);
-        let segment = tcp.and_then(|t| self.cfg.segment(from == Side::Sender, t.src_port, t.dst_port));
+        let segment = tcp.and_then(|t| self.cfg.segment(near, t.src_port, t.dst_port));
+        let datagram = wire::parse_udp(&bytes).and_then(|u| Some((self.cfg.udp_lane(near, u.dst_port)?, u.payload)));
         // Packets of no flow take the last lane (a down one) the way they came.
-        let (flow, from_sender) = segment.map_or((self.flows, from == Side::Sender), |g| (g.flow, g.from_sender));
+        let (flow, from_sender, payload) = match (segment, datagram) {
+            (Some(g), _) => (g.lane, g.from_sender, tcp.map_or(0, |t| t.payload)),
+            (None, Some((lane, payload))) => (lane, true, payload),
+            (None, None) => (self.no_flow, near, 0),
+        };
         if !from_sender {
             self.reply(now, flow, bytes);
             return;
         }
-        let payload = tcp.map_or(0, |t| t.payload);
-        if let (Some(t), Some(g), true) = (tcp, segment, payload > 0) {
+        if let (Some(t), Some(g), true) = (tcp, segment, payload > 0 && flow < self.flows) {
             self.rtt[flow].on_data(now, g.connection, t.seq, payload);
             if self.m.active {
                 self.data_in[flow] += 1;
             }
+        }
+        if let (Some(k), true) = (flow.checked_sub(self.flows), datagram.is_some() && self.m.active) {
+            self.datagrams_in[k] += 1;
         }
         self.cap(Point::Sender, now, flow, &bytes);
         if self.over_mtu(now, flow, &bytes) {
@@ -284,7 +311,7 @@ impl Link {
         }
         // The range check keeps `mtu` within an IPv4 packet's length.
         if let Some(icmp) = wire::frag_needed(bytes, mtu.min(u16::MAX as u32) as u16) {
-            let access = self.cfg.scenario.flows.get(flow).map_or(0, |f| f.access_delay_ns);
+            let access = self.cfg.lane_access_ns(flow);
             self.icmp_sent[flow] += 1;
             let slot = self.slab.insert(icmp);
             self.schedule(now + Dur(2 * access), Ev::Icmp(slot, Side::of(End::Sender, self.up[flow])));
@@ -375,7 +402,7 @@ impl Link {
         }
         if let Some(tcp) = wire::parse_tcp(bytes).filter(|t| t.has(TCP_ACK)) {
             let sacks = wire::sack_blocks(bytes);
-            if let Some((_, conn)) = self.cfg.flow_and_connection(tcp.dst_port, tcp.src_port) {
+            if let Some((_, conn)) = self.cfg.lane_and_connection(tcp.dst_port, tcp.src_port) {
                 self.rtt[lane].on_ack(t, conn, tcp.ack, &sacks, self.m.active);
             }
         }
@@ -437,5 +464,7 @@ impl PathObserver for Tally<'_> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod traffic_tests;
 #[cfg(test)]
 mod up_tests;

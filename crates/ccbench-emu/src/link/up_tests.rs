@@ -65,7 +65,7 @@ fn tx(rate_bps: u64, bytes: u32) -> u64 {
 #[test]
 fn segments_are_told_apart_by_where_the_flows_sender_is() {
     let cfg = config("");
-    let seg = |near, src, dst| cfg.segment(near, src, dst).map(|g| (g.flow, g.connection, g.from_sender));
+    let seg = |near, src, dst| cfg.segment(near, src, dst).map(|g| (g.lane, g.connection, g.from_sender));
     // The down flow: data near, ACKs far.
     assert_eq!(seg(true, 40000, PORT), Some((0, 40000, true)));
     assert_eq!(seg(false, PORT, 40000), Some((0, 40000, false)));

@@ -64,4 +64,16 @@ impl ArrivalProcess {
     pub fn size(&mut self) -> u64 {
         self.sizes.draw(&mut self.size_rng)
     }
+
+    /// Every arrival after `start` (ns from the run's start) with its size, as the
+    /// simulator opens them: for engines that open real connections.
+    pub fn schedule(mut self, start: Time) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut at = self.next_after(start);
+        while let Some(t) = at {
+            out.push((t.ns(), self.size()));
+            at = self.next_after(t);
+        }
+        out
+    }
 }

@@ -5,10 +5,12 @@
 //! `seq` and the instant they were sent in `ack` (`Control::Datagram`).
 
 pub mod config;
+pub mod schedule;
 mod sink;
 mod source;
 
 pub use config::{OnOff, UdpFlowConfig};
+pub use schedule::{send_runs, SendRun};
 pub use sink::UdpSink;
 pub use source::UdpSource;
 

@@ -189,6 +189,13 @@ impl World {
     }
 }
 
+/// The FCT alone on the empty path of each `(group, size)` transfer, as the simulator's
+/// summary takes it (simulated once per size, interpolated above [`EXACT_SEGMENTS`]).
+pub fn alone_fcts(s: &Scenario, transfers: &[(usize, u64)]) -> Vec<Option<u64>> {
+    let mut alone = Alone::new(s);
+    transfers.iter().map(|&(group, size)| alone.fct_ns(group, size)).collect()
+}
+
 /// The FCT of a group's transfer alone on the empty path: the scenario's link, stack and
 /// host with that one connection, simulated once per size (and interpolated between
 /// sizes 1% apart above [`EXACT_SEGMENTS`]).

@@ -11,7 +11,7 @@ mod taps;
 
 use finish::download_measured;
 
-pub use arrivals::alone_fct_ns;
+pub use arrivals::{alone_fct_ns, alone_fcts};
 pub use event::Event;
 
 use crate::base::rng;

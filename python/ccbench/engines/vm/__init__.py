@@ -107,6 +107,7 @@ class VmEngine(Engine):
         _refuse_connecting_when_due(scenario)
         _refuse_path_mtu(scenario)
         _refuse_flows_going_up(scenario)
+        _refuse_udp_and_arrivals(scenario)
         host.require_root("VM")
         require_qemu()
         scenario, kernel, _ = self._guest_for(scenario)
@@ -133,6 +134,7 @@ class VmEngine(Engine):
         _refuse_connecting_when_due(sc)
         _refuse_path_mtu(sc)
         _refuse_flows_going_up(sc)
+        _refuse_udp_and_arrivals(sc)
         host.require_root("VM")
         require_qemu()
         sc, kernel, patch_notes = self._guest_for(sc)
@@ -400,6 +402,19 @@ def _refuse_flows_going_up(sc: "Scenario") -> None:
                 f"flows[{i}].direction",
                 'the VM engine runs every sender in its guest, so every flow goes down; "up" runs on '
                 "the simulator or the kernel engine",
+            )
+
+
+def _refuse_udp_and_arrivals(sc: "Scenario") -> None:
+    """The guest's agent sends TCP flows only: UDP flows and arrivals (in the core JSON,
+    where the scenario puts them) are refused."""
+    core = sc.to_core()
+    for key in ("udp", "arrivals"):
+        if core.get(key):
+            raise ScenarioError(
+                key,
+                "the VM engine's guest agent runs TCP flows only; UDP flows and arrivals run on the "
+                "simulator or the kernel engine",
             )
 
 
