@@ -234,11 +234,11 @@ TRAFFIC_CASES = {
         "flows[1].direction",
         "needs a reverse bottleneck",
     ),
-    "udp-on-the-kernel": (
+    "udp-on-the-vm": (
         {},
-        ["--udp", "2Mbit", "--engine", "kernel"],
-        "flows[1]",
-        "run on the simulator only so far",
+        ["--udp", "2Mbit", "--engine", "vm"],
+        "udp",
+        "guest agent runs TCP flows only",
     ),
 }
 

@@ -20,8 +20,8 @@ def run(
 
 def alone_fcts(scenario_json: str, transfers: list[tuple[int, int]]) -> list[int | None]:
     """The FCT (ns) of each ``(group, size)`` transfer of the scenario's arrivals alone on
-    its empty path, as the simulator's summary takes it (simulated up to 1024 segments,
-    interpolated between sizes 1% apart above); None where it would not complete."""
+    its empty path, as the simulator's summary takes it (simulated once per distinct
+    size); None where it would not complete."""
 
 def arrival_schedule(scenario_json: str, group: int) -> list[tuple[int, int]]:
     """Every connection of arrivals group ``group`` as the simulator opens them:

@@ -67,8 +67,8 @@ pub fn alone_fct_ns(scenario: &Scenario, group: usize, size: u64) -> Option<u64>
 }
 
 /// The FCT alone of each `(group, size)` transfer of the scenario's arrivals, as the
-/// simulator's own summary takes it (`ConnMeasured::ideal_fct_ns`): simulated exactly up
-/// to 1024 segments, interpolated between sizes 1% apart above.
+/// simulator's own summary takes it (`ConnMeasured::ideal_fct_ns`): simulated once per
+/// distinct size.
 pub fn alone_fcts(scenario: &Scenario, transfers: &[(usize, u64)]) -> Vec<Option<u64>> {
     world::alone_fcts(scenario, transfers)
 }

@@ -27,12 +27,6 @@ SIMULATOR_KNOBS = tuple(
     for knob in ("pacing_stride", "fixed_cwnd", "fixed_pacing_rate_bps", "freeze_cc")
 )
 
-# Traffic the real-kernel engines do not generate yet.
-TRAFFIC_NOT_YET = (
-    Unsupported("udp", 'UDP flows ([[flows]] with kind = "udp") run on the simulator only so far (--engine sim)'),
-    Unsupported("arrivals", "arrivals ([[arrivals]]) run on the simulator only so far (--engine sim)"),
-)
-
 
 class KernelEngine(Engine):
     name = "kernel"
@@ -41,7 +35,6 @@ class KernelEngine(Engine):
     unsupported = (
         Unsupported("host", SIMULATOR_OPTION),
         *SIMULATOR_KNOBS,
-        *TRAFFIC_NOT_YET,
     )  # what has a kernel counterpart but no way to set it here is refused by kernel.plan.make_plan
 
     def load(self, scenario: ScenarioLike) -> "Scenario":

@@ -110,12 +110,6 @@ impl Arrivals {
     }
 }
 
-/// At most this many segments, the ideal FCT is simulated for the exact size; above, at
-/// sizes 1% apart, between which it is interpolated (the transfer is then long past slow
-/// start, its time linear in its size).
-const EXACT_SEGMENTS: u64 = 1024;
-const GRID_STEP: f64 = 1.01;
-
 impl World {
     /// A connection of group `k` arrives at `now`: it opens on a free lane of its group
     /// (or a new one), and the next arrival is scheduled.
@@ -190,15 +184,16 @@ impl World {
 }
 
 /// The FCT alone on the empty path of each `(group, size)` transfer, as the simulator's
-/// summary takes it (simulated once per size, interpolated above [`EXACT_SEGMENTS`]).
+/// summary takes it (simulated once per distinct size).
 pub fn alone_fcts(s: &Scenario, transfers: &[(usize, u64)]) -> Vec<Option<u64>> {
     let mut alone = Alone::new(s);
     transfers.iter().map(|&(group, size)| alone.fct_ns(group, size)).collect()
 }
 
 /// The FCT of a group's transfer alone on the empty path: the scenario's link, stack and
-/// host with that one connection, simulated once per size (and interpolated between
-/// sizes 1% apart above [`EXACT_SEGMENTS`]).
+/// host with that one connection, simulated once per distinct size. Every size is run
+/// as it is: interpolating between sizes misjudges where slow start overshoots the
+/// buffer, and would put a transfer's slowdown below 1.
 struct Alone<'a> {
     s: &'a Scenario,
     memo: HashMap<(usize, u64), Option<u64>>,
@@ -210,20 +205,6 @@ impl<'a> Alone<'a> {
     }
 
     fn fct_ns(&mut self, group: usize, size: u64) -> Option<u64> {
-        let exact = EXACT_SEGMENTS * self.s.tcp.mss as u64;
-        if size <= exact {
-            return self.simulated(group, size);
-        }
-        // The grid point at or below `size`, and the next.
-        let k = ((size as f64 / exact as f64).ln() / GRID_STEP.ln()).floor() as i32;
-        let at = |k: i32| (exact as f64 * GRID_STEP.powi(k)).round() as u64;
-        let (lo, hi) = (at(k).min(size), at(k + 1).max(size));
-        let (t0, t1) = (self.simulated(group, lo)? as f64, self.simulated(group, hi)? as f64);
-        let w = if hi > lo { (size - lo) as f64 / (hi - lo) as f64 } else { 0.0 };
-        Some((t0 + (t1 - t0) * w).round() as u64)
-    }
-
-    fn simulated(&mut self, group: usize, size: u64) -> Option<u64> {
         let s = self.s;
         *self.memo.entry((group, size)).or_insert_with(|| alone_fct_ns(s, &s.arrivals[group], size))
     }

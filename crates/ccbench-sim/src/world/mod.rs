@@ -348,7 +348,6 @@ impl World {
         self.simulate(every).map(|(out, _)| out)
     }
 
-    // One arm per kind of event: the loop is the world's dispatch table, read in one place.
     /// The run loop; also returns how closing the capture files went.
     fn simulate(mut self, every: u64) -> Result<(RunOutput, Result<(), ConfigError>), String> {
         let now = self.run_events(every)?;
@@ -360,6 +359,7 @@ impl World {
         Ok((self.finish(now), capture))
     }
 
+    // One arm per kind of event: the loop is the world's dispatch table, read in one place.
     /// The events, in time order, until the end; returns when the last happened.
     fn run_events(&mut self, every: u64) -> Result<Time, String> {
         let mut now = Time::ZERO;

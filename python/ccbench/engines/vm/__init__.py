@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from ...errors import ScenarioError
 from ...result import Result, table_frame
 from ..base import Engine, PathLike, ScenarioLike, Unsupported, capture_dir
-from ..kernel import SIMULATOR_KNOBS, TRAFFIC_NOT_YET, KernelEngine
+from ..kernel import SIMULATOR_KNOBS, KernelEngine
 
 if TYPE_CHECKING:
     from ...kernel.host import HostFacts
@@ -43,7 +43,6 @@ class VmEngine(Engine):
             "is the guest's own virtual NIC's on the VM engine (ccbench calibrate-host measures it for the simulator)",
         ),
         *SIMULATOR_KNOBS,
-        *TRAFFIC_NOT_YET,
     )
     # Scenarios load as on the kernel engine: any algorithm name a kernel might offer.
     load = KernelEngine.load
