@@ -18,7 +18,6 @@ from ccbench.engines import kernel as kernel_engine
 from ccbench.kernel import host
 
 from conftest import assert_nothing_left_behind, timing_check
-from core_traffic import with_traffic
 
 REASON = host.tun_usable()
 pytestmark = [pytest.mark.host, pytest.mark.skipif(REASON is not None, reason=f"kernel engine unavailable: {REASON}")]
@@ -33,10 +32,10 @@ def nothing_left_behind() -> Iterator[None]:
     assert_nothing_left_behind(3)
 
 
-def both(doc: dict[str, Any], **traffic: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The kernel engine's summary of ``doc`` with ``traffic`` (core JSON), and the
-    simulator's of the same scenario as the kernel engine ran it (its tick rate)."""
-    result = kernel_engine.run(with_traffic(doc, **traffic))
+def both(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The kernel engine's summary of ``doc``, and the simulator's of the same scenario
+    as the kernel engine ran it (its tick rate)."""
+    result = kernel_engine.run(doc)
     sim = json.loads(_core.run(json.dumps(result.scenario.to_core()))[0])
     return result.summary, sim
 
@@ -46,9 +45,9 @@ def test_constant_rate_udp_keeps_its_rate_and_bbr_and_cubic_share_the_rest() -> 
     doc = {
         "duration": "5s",
         "link": {"rate": "20Mbit", "rtt": "40ms", "buffer": "1bdp"},
-        "flows": [{"cca": "bbr"}, {"cca": "cubic"}],
+        "flows": [{"cca": "bbr"}, {"cca": "cubic"}, {"kind": "udp", "rate": "5Mbit"}],
     }
-    s, sim = both(doc, udp=[{"rate_bps": 5 * MBIT}])
+    s, sim = both(doc)
     u = s["udp"][0]
     # The simulator's instants: one datagram every 2.4 ms.
     assert u["sent_packets"] == sim["udp"][0]["sent_packets"] == 2084
@@ -80,10 +79,12 @@ def test_udp_going_up_with_seeded_on_off_periods_sends_the_simulators_datagrams(
     doc = {
         "duration": "3s",
         "link": {"rate": "20Mbit", "rtt": "20ms", "reverse": {"rate": "5Mbit"}},
-        "flows": [{"cca": "cubic"}],
+        "flows": [
+            {"cca": "cubic"},
+            {"kind": "udp", "rate": "2Mbit", "direction": "up", "on": "200ms", "off": "300ms", "on_off": "exponential"},
+        ],
     }
-    on_off = {"on_ns": 200_000_000, "off_ns": 300_000_000, "exponential": True}
-    s, sim = both(doc, udp=[{"rate_bps": 2 * MBIT, "direction": "up", "on_off": on_off}])
+    s, sim = both(doc)
     u, v = s["udp"][0], sim["udp"][0]
     assert u["direction"] == "up" and u["sent_packets"] == v["sent_packets"] > 0
     assert u["dropped"] == 0 and u["delivered_packets"] > 0.95 * u["sent_packets"]
@@ -99,8 +100,9 @@ def test_poisson_arrivals_finish_as_on_the_simulator() -> None:
         "duration": "4s",
         "link": {"rate": "100Mbit", "rtt": "20ms", "buffer": "1bdp"},
         "flows": [{"cca": "cubic", "size": "10KB"}],
+        "arrivals": [{"cca": "cubic", "rate": 50, "sizes": "100KB"}],
     }
-    s, sim = both(doc, arrivals=[{"cca": "cubic", "rate_per_s": 50, "sizes": {"fixed": 100_000}}])
+    s, sim = both(doc)
     a, b = s["arrivals"][0], sim["arrivals"][0]
     # The same connections: the simulator's instants and sizes.
     assert a["arrived"] == b["arrived"] > 150 and a["offered_load"] == b["offered_load"]
@@ -120,15 +122,9 @@ def test_web_search_arrivals_opened_by_their_receiver_going_up() -> None:
         "duration": "4s",
         "link": {"rate": "50Mbit", "rtt": "20ms", "reverse": {"rate": "50Mbit"}},
         "flows": [{"cca": "cubic", "size": "10KB"}],
+        "arrivals": [{"cca": "cubic", "rate": 8, "sizes": "web-search", "direction": "up", "connect": "receiver"}],
     }
-    group = {
-        "cca": "cubic",
-        "rate_per_s": 8,
-        "sizes": {"builtin": "web-search"},
-        "direction": "up",
-        "connect": "receiver",
-    }
-    s, sim = both(doc, arrivals=[group])
+    s, sim = both(doc)
     a, b = s["arrivals"][0], sim["arrivals"][0]
     assert a["direction"] == "up" and a["arrived"] == b["arrived"] > 15
     assert abs(a["completed"] - b["completed"]) <= 2, (a, b)

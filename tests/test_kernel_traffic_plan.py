@@ -1,12 +1,13 @@
 """UDP flows and arrivals on the kernel engine, without root: the plan (the simulator's
 schedules, each end in its namespace on its lane's port, refusals of what the kernel
 engine cannot run or keep up with), the summary built from what the agents and the
-emulator report, and the VM engine's refusal. The scenarios carry them in their core
-JSON (``core_traffic``) until the schema has them."""
+emulator report, and the VM engine's refusal. The scenarios hold them as a scenario
+file does: ``[[flows]]`` entries with ``kind = "udp"``, and ``[[arrivals]]``."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Optional, cast
 
 import pytest
@@ -16,7 +17,7 @@ from ccbench.kernel.host import HostFacts, KernelEngineError
 from ccbench.kernel.plan import BASE_PORT, Plan, emulator_config, make_plan
 from ccbench.kernel.scenario import from_dict
 
-from core_traffic import with_traffic
+from test_bpf_compile import BPF, needs_clang
 
 HOST = HostFacts(kernel="6.x-test", kernel_hz=250, available_congestion_control=["reno", "cubic", "bbr"])
 MBIT = 1_000_000
@@ -28,40 +29,58 @@ def doc(**over: Any) -> dict[str, Any]:
     return d
 
 
+def traffic_doc(
+    udp: Optional[list[dict[str, Any]]] = None, arrivals: Optional[list[dict[str, Any]]] = None, **over: Any
+) -> dict[str, Any]:
+    """``doc(**over)`` with the UDP flows after its TCP flows, and the groups of arrivals."""
+    d = doc(**over)
+    d["flows"] = [*d["flows"], *({"kind": "udp", **u} for u in udp or [])]
+    if arrivals:
+        d["arrivals"] = arrivals
+    return d
+
+
 def plan(
     udp: Optional[list[dict[str, Any]]] = None, arrivals: Optional[list[dict[str, Any]]] = None, **over: Any
 ) -> Plan:
-    return make_plan(with_traffic(doc(**over), udp=udp, arrivals=arrivals), HOST)
+    return make_plan(from_dict(traffic_doc(udp, arrivals, **over)), HOST)
 
 
-def poisson(rate: float, size: int = 10_000, **over: Any) -> dict[str, Any]:
-    return {"cca": "cubic", "rate_per_s": rate, "sizes": {"fixed": size}, **over}
+def poisson(rate: float, sizes: str = "10KB", **over: Any) -> dict[str, Any]:
+    return {"cca": "cubic", "rate": rate, "sizes": sizes, **over}
+
+
+def times_file(where: Path, seconds: list[str]) -> str:
+    """A file of arrival times, one a line in seconds."""
+    path = where / "times.txt"
+    path.write_text("".join(f"{t}\n" for t in seconds))
+    return str(path)
 
 
 class TestSchedules:
     def test_a_udp_flow_sends_at_the_simulators_instants(self) -> None:
         # 12 Mbit/s of 1500-byte packets for 5 s: one a millisecond.
-        p = plan(udp=[{"rate_bps": 12 * MBIT}])
+        p = plan(udp=[{"rate": "12Mbit"}])
         u = p.traffic.udp[0]
         assert (u.runs, u.wire_bytes, u.peak_datagrams_per_s) == ([(0, 1_000_000, 5000)], 1500, 1000)
         # The emulator reads the same core JSON, its tick rate the kernel's.
         emu = emulator_config(p, "s", "r", 1)["scenario"]
-        assert emu["udp"] == [{"rate_bps": 12 * MBIT}] and emu["tcp"]["hz"] == 250
+        assert emu["udp"] == p.core["udp"] and emu["udp"][0]["rate_bps"] == 12 * MBIT and emu["tcp"]["hz"] == 250
 
     def test_arrivals_open_at_the_simulators_instants_with_its_sizes(self) -> None:
-        group = {"cca": "bbr", "load": 0.4, "sizes": {"builtin": "web-search"}, "connect": "receiver"}
+        group = {"cca": "bbr", "load": "40%", "sizes": "web-search", "connect": "receiver"}
         p = plan(arrivals=[group])
         a = p.traffic.arrivals[0]
         # Drawn by the simulator from the same seed, whatever the algorithm.
-        core = json.dumps(dict(p.core, arrivals=[dict(group, cca="cubic")]))
+        core = json.dumps(dict(p.core, arrivals=[dict(g, cca="cubic") for g in p.core["arrivals"]]))
         assert a.schedule == _core.arrival_schedule(core, 0) and len(a.schedule) > 0
         assert (a.cca, a.connect, a.up, a.field) == ("bbr", "receiver", False, "arrivals[0]")
         # A different seed, different arrivals.
         assert plan(arrivals=[group], seed=2).traffic.arrivals[0].schedule != a.schedule
 
-    def test_the_busiest_second_counts_the_arrivals_in_any_window_of_a_second(self) -> None:
-        times = [0, 100_000_000, 900_000_000, 1_500_000_000, 1_600_000_000, 1_700_000_000, 3_000_000_000]
-        a = plan(arrivals=[{"cca": "cubic", "times_ns": times, "sizes": {"fixed": 1000}}]).traffic.arrivals[0]
+    def test_the_busiest_second_counts_the_arrivals_in_any_window_of_a_second(self, tmp_path: Path) -> None:
+        times = times_file(tmp_path, ["0", "0.1", "0.9", "1.5", "1.6", "1.7", "3"])
+        a = plan(arrivals=[{"cca": "cubic", "times": times, "sizes": "1KB"}]).traffic.arrivals[0]
         assert a.busiest_second() == 4  # 0.9 to 1.7 s
 
 
@@ -70,20 +89,34 @@ class TestRefusals:
         "traffic, field, words",
         [
             # 200 Mbit/s of 1500-byte datagrams: 16,667 a second.
-            ({"udp": [{"rate_bps": 200 * MBIT}]}, "udp", "datagrams a second"),
-            ({"udp": [{"rate_bps": MBIT, "payload_bytes": 8}]}, "udp[0].size", "first 16 bytes"),
-            ({"udp": [{"rate_bps": MBIT, "payload_bytes": 1473}]}, "udp[0].size", "MTU (1500 bytes"),
+            ({"udp": [{"rate": "200Mbit"}]}, "udp", "datagrams a second"),
+            ({"udp": [{"rate": "1Mbit", "size": 8}]}, "udp[0].size", "first 16 bytes"),
+            ({"udp": [{"rate": "1Mbit", "size": 1473}]}, "udp[0].size", "MTU (1500 bytes"),
             ({"arrivals": [poisson(2000.0)]}, "arrivals[0]", "busiest second"),
-            ({"arrivals": [poisson(10.0, size=3)]}, "arrivals[0].sizes", "at least 4 bytes"),
-            ({"arrivals": [poisson(10.0, params={"beta": 0.5})]}, "arrivals[0].params", "module parameters"),
-            ({"arrivals": [poisson(10.0, cca="bpf:reno.bpf.o")]}, "arrivals[0].cca", "flows[] only"),
-            ({"arrivals": [poisson(10.0), poisson(10.0, cca="nosuchcc")]}, "arrivals[1].cca", "not available"),
+            ({"arrivals": [poisson(10.0, sizes="3B")]}, "arrivals[0].sizes", "at least 4 bytes"),
+            ({"arrivals": [poisson(10.0, params={"beta": 717})]}, "arrivals[0].params", "module parameters"),
+            pytest.param(
+                {"arrivals": [poisson(10.0, cca=f"bpf:{BPF / 'maps.bpf.c'}")]},
+                "arrivals[0].cca",
+                "flows[] only",
+                marks=needs_clang,
+            ),
         ],
     )
     def test_what_the_kernel_engine_cannot_run_is_named(self, traffic: dict[str, Any], field: str, words: str) -> None:
         with pytest.raises(KernelEngineError) as e:
             plan(**traffic)
         assert e.value.field == field and words in e.value.message, e.value
+
+    def test_an_algorithm_the_kernel_lacks_is_named_by_its_group(self) -> None:
+        # The schema takes only the simulator's algorithms in [[arrivals]] (the kernel
+        # engine's loader lets other names through in flows[] alone): the group is loaded
+        # with one, and the name the kernel lacks put in its place.
+        sc = from_dict(traffic_doc(arrivals=[poisson(10.0), poisson(10.0)]))
+        groups = [sc.arrivals[0], sc.arrivals[1].model_copy(update={"cca": "nosuchcc"})]
+        with pytest.raises(KernelEngineError) as e:
+            make_plan(sc.model_copy(update={"arrivals": groups}), HOST)
+        assert e.value.field == "arrivals[1].cca" and "not available" in e.value.message, e.value
 
     def test_the_emulator_keeps_up_with_a_full_gigabit_link_and_no_more(self) -> None:
         assert make_plan(from_dict(doc(link={"rate": "1Gbit", "rtt": "10ms"})), HOST).traffic.udp == []
@@ -95,13 +128,13 @@ class TestRefusals:
         assert e.value.field == "link.rate" and "125,000" in e.value.message
         # A full link and 9,000 datagrams a second at its side: the UDP flows are named.
         with pytest.raises(KernelEngineError) as e:
-            plan(udp=[{"rate_bps": 108 * MBIT}], link={"rate": "950Mbit", "rtt": "10ms"})
+            plan(udp=[{"rate": "108Mbit"}], link={"rate": "950Mbit", "rtt": "10ms"})
         assert e.value.field == "udp" and "and the UDP flows" in e.value.message
 
     def test_the_vm_engine_refuses_udp_flows_and_arrivals_in_one_line(self) -> None:
-        for traffic, field in (({"udp": [{"rate_bps": MBIT}]}, "udp"), ({"arrivals": [poisson(5.0)]}, "arrivals")):
+        for traffic, field in (({"udp": [{"rate": "1Mbit"}]}, "udp"), ({"arrivals": [poisson(5.0)]}, "arrivals")):
             with pytest.raises(ScenarioError) as e:
-                engines.get("vm").check(with_traffic(doc(), **traffic))
+                engines.get("vm").check(from_dict(traffic_doc(**traffic)))
             assert e.value.field == field and "the simulator or the kernel engine" in e.value.message
 
 
@@ -128,7 +161,7 @@ class TestAgents:
     def test_each_end_is_in_its_namespace_on_its_lanes_port(self) -> None:
         up = {"direction": "up"}
         p = plan(
-            udp=[{"rate_bps": MBIT}, {"rate_bps": MBIT, "payload_bytes": 200, **up}],
+            udp=[{"rate": "1Mbit"}, {"rate": "1Mbit", "size": 200, **up}],
             arrivals=[poisson(5.0), poisson(5.0, connect="receiver", **up)],
             flows=[{"cca": "cubic"}, {"cca": "bbr"}],
             link={"rate": "20Mbit", "rtt": "20ms", "reverse": {"rate": "5Mbit"}},
@@ -164,15 +197,15 @@ class TestAgents:
         assert self.traffic(plan()) == ({}, {})
 
 
-def test_the_summary_takes_the_agents_and_the_emulators_reports() -> None:
+def test_the_summary_takes_the_agents_and_the_emulators_reports(tmp_path: Path) -> None:
     """UDP: sent from the source, delivered and delayed at the sink, dropped at the
     bottleneck, before the emulator and at the sink; arrivals: FCT from the arrival to
     the last byte, the ideal FCT the simulator's."""
     from ccbench.kernel.results import assemble
     from ccbench.kernel.session import RawRun
 
-    times = [100_000_000, 200_000_000, 4_900_000_000]
-    p = plan(udp=[{"rate_bps": 12 * MBIT}], arrivals=[{"cca": "cubic", "times_ns": times, "sizes": {"fixed": 10_000}}])
+    times = times_file(tmp_path, ["0.1", "0.2", "4.9"])
+    p = plan(udp=[{"rate": "12Mbit"}], arrivals=[{"cca": "cubic", "times": times, "sizes": "10KB"}])
     stats = {"min": 10.0, "mean": 11.0, "p50": 11.0, "p95": 12.0, "p99": 12.0, "max": 13.0}
     queue = {k: 1.0 for k in stats}
     link = {
