@@ -261,3 +261,13 @@ def test_the_summary_takes_the_agents_and_the_emulators_reports(tmp_path: Path) 
     ideal = _core.alone_fcts(json.dumps(dict(p.core, flows=[], udp=[])), [(0, 10_000)])[0]
     assert ideal is not None and a["all"]["slowdown_p50"] == pytest.approx(30e6 / ideal)
     assert summary["duration_s"] == 5.0
+
+
+def test_a_kernel_only_algorithm_after_a_udp_entry_keeps_its_name() -> None:
+    # UDP entries leave the scenario's TCP flows: names are restored by TCP entry.
+    doc = {
+        "duration": "1s",
+        "link": {"rate": "10Mbit", "rtt": "20ms"},
+        "flows": [{"kind": "udp", "rate": "1Mbit"}, {"cca": "tcp_foo"}, {"cca": "cubic"}, {"cca": "tcp_bar"}],
+    }
+    assert [f.cca for f in from_dict(doc).flows] == ["tcp_foo", "cubic", "tcp_bar"]

@@ -34,12 +34,14 @@ def _foreign(name: object) -> Optional[str]:
 
 def _stand_in(doc: dict[str, Any]) -> dict[int, str]:
     """Replace foreign algorithm names in ``doc["flows"]`` (in place); returns them by
-    entry index."""
+    the index of their entry among the TCP entries (the loaded scenario's ``flows``: UDP
+    entries go to its ``udp``)."""
     names: dict[int, str] = {}
     entries = doc.get("flows")
     if not isinstance(entries, list):
         return names
-    for i, entry in enumerate(entries):
+    tcp = [(i, e) for i, e in enumerate(entries) if not (isinstance(e, dict) and e.get("kind") == "udp")]
+    for k, (i, entry) in enumerate(tcp):
         if not isinstance(entry, dict):
             continue
         name = _foreign(entry.get("cca"))
@@ -51,7 +53,7 @@ def _stand_in(doc: dict[str, Any]) -> dict[int, str]:
                 "the kernel engine cannot set per-flow algorithm "
                 "parameters (kernel module parameters are global); remove params",
             )
-        names[i] = name
+        names[k] = name
         entry["cca"] = STAND_IN
     return names
 
