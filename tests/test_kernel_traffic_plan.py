@@ -89,9 +89,9 @@ class TestRefusals:
         "traffic, field, words",
         [
             # 200 Mbit/s of 1500-byte datagrams: 16,667 a second.
-            ({"udp": [{"rate": "200Mbit"}]}, "udp", "datagrams a second"),
-            ({"udp": [{"rate": "1Mbit", "size": 8}]}, "udp[0].size", "first 16 bytes"),
-            ({"udp": [{"rate": "1Mbit", "size": 1473}]}, "udp[0].size", "MTU (1500 bytes"),
+            ({"udp": [{"rate": "200Mbit"}]}, "flows[1]", "datagrams a second"),
+            ({"udp": [{"rate": "1Mbit", "size": 8}]}, "flows[1].size", "first 16 bytes"),
+            ({"udp": [{"rate": "1Mbit", "size": 1473}]}, "flows[1].size", "MTU (1500 bytes"),
             ({"arrivals": [poisson(2000.0)]}, "arrivals[0]", "busiest second"),
             ({"arrivals": [poisson(10.0, sizes="3B")]}, "arrivals[0].sizes", "at least 4 bytes"),
             ({"arrivals": [poisson(10.0, params={"beta": 717})]}, "arrivals[0].params", "module parameters"),
@@ -129,7 +129,7 @@ class TestRefusals:
         # A full link and 9,000 datagrams a second at its side: the UDP flows are named.
         with pytest.raises(KernelEngineError) as e:
             plan(udp=[{"rate": "108Mbit"}], link={"rate": "950Mbit", "rtt": "10ms"})
-        assert e.value.field == "udp" and "and the UDP flows" in e.value.message
+        assert e.value.field == "flows[1]" and "and the UDP flows" in e.value.message
 
     def test_the_vm_engine_refuses_udp_flows_and_arrivals_in_one_line(self) -> None:
         for traffic, field in (({"udp": [{"rate": "1Mbit"}]}, "udp"), ({"arrivals": [poisson(5.0)]}, "arrivals")):

@@ -183,7 +183,11 @@ def make_plan(sc: Scenario, host: HostFacts) -> Plan:
     flows = _flow_plans(sc, host)
     mtu = tcp.mss + HEADER_BYTES
     core = sc.to_core()
-    traffic = plan_traffic(core, host, mtu)
+    try:
+        traffic = plan_traffic(core, host, mtu)
+    except KernelEngineError as e:
+        # Named by the user's [[flows]] entry, as the simulator's errors are.
+        raise KernelEngineError(sc._entry_field(e.field), e.message) from None
     sender, receiver = _namespace_sysctls(tcp, default, host, flows, traffic)
     return Plan(sc, flows, mtu, route, sender, receiver, notes, core, traffic)
 
