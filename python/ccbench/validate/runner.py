@@ -31,10 +31,18 @@ def _stderr(line: str) -> None:
 
 
 def _describe(figures: dict) -> str:
-    goodput = " + ".join(f"{f['goodput_bps'] / 1e6:.2f}" for f in figures["flows"])
-    rtts = [f["rtt_mean_ms"] for f in figures["flows"] if f["rtt_mean_ms"] is not None]
-    rtt = f", RTT {sum(rtts) / len(rtts):.1f} ms" if rtts else ""
-    return f"{goodput} Mbit/s{rtt}, {figures['retransmits']} retx"
+    parts = []
+    if figures["flows"]:
+        goodput = " + ".join(f"{f['goodput_bps'] / 1e6:.2f}" for f in figures["flows"])
+        rtts = [f["rtt_mean_ms"] for f in figures["flows"] if f["rtt_mean_ms"] is not None]
+        rtt = f", RTT {sum(rtts) / len(rtts):.1f} ms" if rtts else ""
+        parts.append(f"{goodput} Mbit/s{rtt}, {figures['retransmits']} retx")
+    parts += [f"UDP {u['delivered_bps'] / 1e6:.2f} Mbit/s" for u in figures.get("udp", [])]
+    parts += [
+        f"FCT p50 {a['fct_p50_ms'] or float('nan'):.1f} ms p99 {a['fct_p99_ms'] or float('nan'):.1f} ms"
+        for a in figures.get("arrivals", [])
+    ]
+    return ", ".join(parts)
 
 
 def run_cell(

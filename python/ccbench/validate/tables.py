@@ -38,13 +38,20 @@ FORMATS: dict[str, Callable[[Optional[float]], str]] = {
     "completion": lambda x: "-" if x is None else f"{x:.2f}",
     "retransmits": lambda x: "-" if x is None else f"{x:.0f}",
     "rwnd_limited": lambda x: "-" if x is None else f"{x:.1f}",
+    "udp_delivered": lambda x: "-" if x is None else f"UDP {x / 1e6:.2f}",
+    "fct_p50": lambda x: "-" if x is None else f"FCT p50 {x:.0f} ms",
+    "fct_p99": lambda x: "-" if x is None else f"FCT p99 {x:.0f} ms",
 }
+# The figures each column shows: a UDP flow's rate beside the goodputs, arrivals' FCTs
+# beside completion times.
+SHOWN_WITH = {"goodput": ("goodput", "udp_delivered"), "completion": ("completion", "fct_p50", "fct_p99")}
 
 
 def tolerances_line() -> str:
     return (
         f"goodput within {GOODPUT_TOLERANCE:.0%} (of capacity where loss or sharing makes a flow's goodput "
-        f"small), mean RTT within {RTT_TOLERANCE:.0%}, completion within {COMPLETION_TOLERANCE:.0%}, "
+        f"small), mean RTT within {RTT_TOLERANCE:.0%}, completion and arrivals' median and p99 FCT within "
+        f"{COMPLETION_TOLERANCE:.0%}, "
         f"retransmissions within a factor {RETRANSMIT_FACTOR:g} or both under {RETRANSMIT_FLOOR:.1%} of "
         f"packets, receive-window-limited time within {RWND_LIMITED_POINTS:g} points of the run; or inside "
         "the kernel's spread"
@@ -60,7 +67,8 @@ def check_text(c: Check) -> str:
 
 
 def _column(r: CellResult, figure: str) -> str:
-    return "; ".join(check_text(c) for c in r.checks if c.figure == figure)
+    shown = SHOWN_WITH.get(figure, (figure,))
+    return "; ".join(check_text(c) for c in r.checks if c.figure in shown)
 
 
 def _emu(r: CellResult) -> str:
