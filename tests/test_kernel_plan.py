@@ -370,7 +370,7 @@ def test_a_kernel_runs_summary_is_built_by_the_simulators_code() -> None:
         receiver={"bytes": [3_000_000, 1_000_000], "completed_ns": [None, 3_000_000_000], "samples": []},
         sender={"final": [info, info], "samples": []},
     )
-    summary, _, _ = assemble(plan, raw, HOST, "kernel")
+    summary, _, _, _ = assemble(plan, raw, HOST, "kernel")
     a, b = summary["flows"]
     assert a["goodput_bps"] == 3e6 * 8 / 4 and b["goodput_bps"] == 1e6 * 8 / 2
     assert (b["start_s"], b["completion_s"], b["base_rtt_ms"]) == (1.0, 2.0, 30.0)
@@ -415,7 +415,7 @@ def test_the_emulators_link_totals_reach_the_summary_as_they_are(tmp_path: Path)
         receiver={"bytes": [3_000_000], "completed_ns": [None], "samples": []},
         sender={"final": [{"total_retrans": 0, "snd_cwnd": 10}], "samples": []},
     )
-    summary, _, _ = assemble(make_plan(sc, HOST), raw, HOST, "kernel")
+    summary, _, _, _ = assemble(make_plan(sc, HOST), raw, HOST, "kernel")
     assert (summary["link"]["rate_bps"], summary["link"]["utilization"]) == (10_000_000, 0.8)
     assert summary["link"]["ack_link"] == dict(ack_link, drops=3)
 

@@ -6,6 +6,8 @@ file does: ``[[flows]]`` entries with ``kind = "udp"``, and ``[[arrivals]]``."""
 
 from __future__ import annotations
 
+import math
+
 import json
 from pathlib import Path
 from typing import Any, Optional, cast
@@ -248,7 +250,7 @@ def test_the_summary_takes_the_agents_and_the_emulators_reports(tmp_path: Path) 
             "arrivals": [{"retransmits": [0, 2, None], "skipped": 0}],
         },
     )
-    summary, _, _ = assemble(p, raw, HOST, "kernel")
+    summary, _, _, connections = assemble(p, raw, HOST, "kernel")
     u = summary["udp"][0]
     # 3 at the bottleneck, 10 before the emulator, 2 at the sink.
     assert (u["sent_packets"], u["delivered_packets"], u["dropped"]) == (5_000, 4_980, 15)
@@ -260,6 +262,9 @@ def test_the_summary_takes_the_agents_and_the_emulators_reports(tmp_path: Path) 
     assert (a["all"]["fct_p50_ms"], a["all"]["fct_p99_ms"]) == (30.0, 33.0)
     ideal = _core.alone_fcts(json.dumps(dict(p.core, flows=[], udp=[])), [(0, 10_000)])[0]
     assert ideal is not None and a["all"]["slowdown_p50"] == pytest.approx(30e6 / ideal)
+    # The connections table, as the simulator's: unfinished ones NaN.
+    assert connections["fct_ms"][:2] == [30.0, 33.0] and math.isnan(connections["fct_ms"][2])
+    assert connections["ideal_fct_ms"][0] == pytest.approx(ideal / 1e6)
     assert summary["duration_s"] == 5.0
 
 

@@ -79,8 +79,14 @@ class KernelEngine(Engine):
         where = capture_dir(sc, capture_to)
         capture = None if where is None or sc.capture is None else sc.capture.to_core(os.path.abspath(where))
         raw = run_plan(plan, capture)
-        summary, flows, link = assemble(plan, raw, facts, self.name)
-        return Result(summary=summary, flows=table_frame(flows), link=table_frame(link), scenario=plan.scenario)
+        summary, flows, link, connections = assemble(plan, raw, facts, self.name)
+        return Result(
+            summary=summary,
+            flows=table_frame(flows),
+            link=table_frame(link),
+            scenario=plan.scenario,
+            connections=table_frame(connections),
+        )
 
     def code_version(self) -> str:
         """The simulator core (the emulator is built from it), the engine's Python side

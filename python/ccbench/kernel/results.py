@@ -24,7 +24,7 @@ from .host import HostFacts, module_params
 from .plan import FlowPlan, Plan
 from .session import RawRun
 from .tcpinfo import TCP_INFINITE_SSTHRESH, cc_info_kind
-from .traffic_results import connections_measured, traffic_notes, udp_extras, udp_measured
+from .traffic_results import connections_measured, connections_table, traffic_notes, udp_extras, udp_measured
 
 NAN = float("nan")
 # What each TCP_CC_INFO structure gives, under the simulator's names for the same state
@@ -183,8 +183,9 @@ def bpf_params(f: FlowPlan, raw: RawRun) -> dict[str, object]:
 
 def assemble(
     plan: Plan, raw: RawRun, host: HostFacts, engine: str
-) -> tuple[dict[str, Any], dict[str, list[Any]], dict[str, list[Any]]]:
-    """(summary, flows table, link table) in the simulator's schema: the summary built
+) -> tuple[dict[str, Any], dict[str, list[Any]], dict[str, list[Any]], dict[str, list[Any]]]:
+    """(summary, flows table, link table, connections table) in the simulator's schema:
+    the connections of arrivals one row each, as the simulator's; the summary built
     from what the agents and the emulator measured by the simulator's own code
     (``_core.summarize``), with the kernel's own facts added; ``engine`` names the
     engine that ran it. The emulator's link totals are ``Measured``'s as they are."""
@@ -220,7 +221,8 @@ def assemble(
         }
     )
     duration_s = end_ns / 1e9
-    return summary, _flows_table(plan, raw, duration_s), _link_table(raw, duration_s)
+    connections = connections_table(measured.get("connections", []))
+    return summary, _flows_table(plan, raw, duration_s), _link_table(raw, duration_s), connections
 
 
 def _end_ns(plan: Plan, raw: RawRun) -> int:

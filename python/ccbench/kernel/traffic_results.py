@@ -97,6 +97,19 @@ def _add_ideal(core: dict[str, Any], conns: list[dict[str, Any]]) -> None:
             c["ideal_fct_ns"] = t
 
 
+def connections_table(conns: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """The connections of arrivals as the simulator's connections table (NaN unfinished)."""
+    ms = [lambda c, k=k: float("nan") if c[k] is None else c[k] / 1e6 for k in ("fct_ns", "ideal_fct_ns")]
+    return {
+        "group": [c["group"] for c in conns],
+        "arrival_s": [c["arrival_ns"] / 1e9 for c in conns],
+        "size_bytes": [float(c["size_bytes"]) for c in conns],
+        "fct_ms": [ms[0](c) for c in conns],
+        "ideal_fct_ms": [ms[1](c) for c in conns],
+        "retransmits": [float(c["retransmits"]) for c in conns],
+    }
+
+
 def traffic_notes(traffic: Traffic, sender: dict[str, Any], receiver: dict[str, Any]) -> list[str]:
     """What the run's notes say of its UDP flows and arrivals: connections not opened,
     and agents that fell behind their instants."""

@@ -150,7 +150,7 @@ class VmEngine(Engine):
             raw = run_plan(plan, capture, sender)
         finally:
             sender.stop()
-        summary, flows, link = assemble(plan, raw, facts, self.name)
+        summary, flows, link, _ = assemble(plan, raw, facts, self.name)
         summary["vm"] = self._vm_summary(kernel, accel, sender, raw.sender)
         summary["available_congestion_control"] = sender.info.get(
             "available_congestion_control", facts.available_congestion_control
