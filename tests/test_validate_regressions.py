@@ -36,6 +36,7 @@ CELLS = (
     "cubic fq_codel 20Mbit 40ms",
     "cubic 1MB 20Mbit 40ms",
     "cubic TMobile-LTE-short down",
+    "cubic download + upload 20/5Mbit 40ms",
 )
 
 

@@ -613,6 +613,7 @@ def quick_grid() -> list[Cell]:
         *traces(("TMobile-LTE-short",), ("cubic",))[:1],
         *aqm(("cubic",))[1:],
         *sized(("1MB",), ("cubic",)),
+        *traffic(("cubic",))[:1],
     ]
 
 
