@@ -371,8 +371,9 @@ def run_sender(
 
 def check_schema(out: dict[str, Any], flows: list[dict[str, Any]], duration_ns: int, interval_ns: int) -> None:
     # The static agent also reports the kernel's account of its CPUs over the run; the
-    # kernel engine's Python agent the algorithm each flow's socket ran.
-    assert set(out) - {"cpu_counters", "cca"} == TOP_KEYS
+    # kernel engine's Python agent the algorithm each flow's socket ran, and its UDP flows
+    # and arrivals (with how late it sent them).
+    assert set(out) - {"cpu_counters", "cca", "udp", "arrivals", "late_us"} == TOP_KEYS
     n = len(flows)
     assert len(out["final"]) == len(out["done_ns"]) == n and isinstance(out["end_ns"], int)
     times = [row[0] for row in out["samples"]]
