@@ -28,6 +28,12 @@ pub const BYTES_PER_SERIES_ROW: f64 = 2_000.0;
 pub const BYTES_PER_QUEUED_PACKET: f64 = 256.0;
 /// Header bytes on the wire per segment (IPv4 + TCP with timestamps).
 const HEADER_BYTES: f64 = 52.0;
+/// Bytes a connection of arrivals leaves once finished (its record, the summary's copy
+/// and its table row: docs/benchmarks.md, "Open-loop arrivals").
+pub const BYTES_PER_CONNECTION: f64 = 256.0;
+/// Connections of arrivals set up (and simulated alone) per wall second, beside their
+/// packets: the `arrivals-100k` case's excess over a bulk run of as many packets.
+pub const CONNECTIONS_PER_SECOND: f64 = 50_000.0;
 
 impl Scenario {
     /// Packets, time-series size, memory and wall time of this (validated) scenario.
@@ -46,10 +52,12 @@ impl Scenario {
                 (self.link.nic_rate_bps as f64).min(f.rwnd_bytes as f64 * 8.0 / rtt)
             })
             .sum();
+        // Arrivals may keep the link busy whatever the flows do.
+        let senders = if self.arrivals.is_empty() { senders } else { f64::INFINITY };
         let mut packets = peak_rate.min(senders) * secs / 8.0 / wire;
         // Downloads end: their bytes (and as many again for retransmissions) bound them.
         let sized: Option<f64> = self.flows.iter().map(|f| f.size_bytes.map(|b| b as f64 * f.repeat as f64)).sum();
-        if let Some(bytes) = sized {
+        if let (Some(bytes), true) = (sized, self.arrivals.is_empty()) {
             packets = packets.min(2.0 * bytes / self.tcp.mss as f64 + self.flows.len() as f64);
         }
         // An interval of 0 records no time series.
@@ -67,7 +75,26 @@ impl Scenario {
         };
         let windows: f64 = self.flows.iter().map(|f| f.rwnd_bytes as f64).sum();
         let held = windows.min(bdp + buffer(&self.link.buffer)) / self.tcp.mss as f64;
-        let memory_bytes = series_rows * BYTES_PER_SERIES_ROW + held * BYTES_PER_QUEUED_PACKET;
+        // UDP datagrams are sent whatever the link carries; arrivals' connections each
+        // leave their figures.
+        let datagrams: f64 = self
+            .udp
+            .iter()
+            .map(|u| {
+                let peak = u.rate_schedule.iter().map(|st| st.rate_bps).fold(u.rate_bps, u64::max);
+                let life = u.stop_ns.unwrap_or(self.duration_ns).min(self.duration_ns).saturating_sub(u.start_ns);
+                peak as f64 * life as f64 / 1e9 / (u.wire_bytes() as f64 * 8.0)
+            })
+            .sum();
+        let connections: f64 = (0..self.arrivals.len())
+            .map(|k| match &self.arrivals[k].times_ns {
+                Some(t) => t.len() as f64,
+                None => self.arrival_rate(k) * secs,
+            })
+            .sum();
+        packets += datagrams;
+        let memory_bytes =
+            series_rows * BYTES_PER_SERIES_ROW + held * BYTES_PER_QUEUED_PACKET + connections * BYTES_PER_CONNECTION;
         // The CPU model adds an event at each edge of each slice.
         let slices = match self.host.as_ref().map(|h| &h.cpu) {
             Some(CpuAvailability::Deadline { period_ns, .. }) => 2.0 * self.duration_ns as f64 / *period_ns as f64,
@@ -77,7 +104,7 @@ impl Scenario {
             }
             _ => 0.0,
         };
-        let wall_seconds = (packets + slices / 4.0) / PACKETS_PER_SECOND;
+        let wall_seconds = (packets + slices / 4.0) / PACKETS_PER_SECOND + connections / CONNECTIONS_PER_SECOND;
         Estimate { packets, series_rows, memory_bytes, wall_seconds }
     }
 }

@@ -163,7 +163,7 @@ impl Scenario {
         }
         self.check_flow(&at, &a.flow(1))?;
         match (a.rate_per_s, a.load, &a.times_ns) {
-            (Some(r), None, None) if !(r.is_finite() && r > 0.0 && r <= 1e7) => {
+            (Some(r), None, None) if !(r.is_finite() && r > 0.0 && r <= limits::MAX_ARRIVAL_RATE) => {
                 Err(err(field("rate"), "must be above 0 and at most 10,000,000 connections a second"))
             }
             (None, Some(l), None) if !(l.is_finite() && l > 0.0 && l <= 1.0) => {
@@ -177,6 +177,16 @@ impl Scenario {
         }?;
         if a.stop_ns.is_some_and(|stop| stop <= a.start_ns) {
             return Err(err(field("stop"), "must be after its start"));
+        }
+        // A load of tiny transfers on a fast link can ask for more than a rate may.
+        if a.load.is_some() && self.arrival_rate(k) > limits::MAX_ARRIVAL_RATE {
+            return Err(err(
+                field("load"),
+                format!(
+                    "asks for {:.0} connections a second with these sizes; at most 10,000,000",
+                    self.arrival_rate(k)
+                ),
+            ));
         }
         if self.link.mtu_bytes.is_some() {
             return Err(err(
@@ -228,8 +238,9 @@ impl Scenario {
             ));
         }
         if let Some(o) = u.on_off {
-            if o.on_ns == 0 || o.off_ns == 0 {
-                return Err(err(field("on_off"), "on and off periods must both be positive"));
+            // Each period is stepped through: shorter ones would cost time, not fidelity.
+            if o.on_ns < limits::MIN_ON_OFF_NS || o.off_ns < limits::MIN_ON_OFF_NS {
+                return Err(err(field("on_off"), "on and off periods must both be at least 1 ms"));
             }
         }
         let mut prev = 0;
@@ -347,6 +358,10 @@ const NS_PER_SEC_U64: u64 = 1_000_000_000;
 /// checks in [`Scenario::validate`] and the generated table of `docs/input-ranges.md`
 /// both come from these.
 pub mod limits {
+    /// The shortest on or off period of a UDP flow (1 ms).
+    pub const MIN_ON_OFF_NS: u64 = 1_000_000;
+    /// The most connections a group of arrivals may open a second.
+    pub const MAX_ARRIVAL_RATE: f64 = 1e7;
     /// A jiffy is `NS_PER_SEC / hz`; the kernel compares jiffies with 32-bit signed
     /// differences (`after`, `before`), so a run lasts at most 2^31 of them.
     pub fn max_duration_ns(hz: u32) -> u64 {

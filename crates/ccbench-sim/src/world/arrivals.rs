@@ -211,10 +211,10 @@ impl<'a> Alone<'a> {
 }
 
 /// One transfer of `size` bytes of group `a`, alone on the scenario's path: its FCT, if
-/// it completes within the longest run the stack allows.
+/// it completes within the run's duration (a transfer that finished in the run with
+/// company does alone; a size no run could carry is not simulated for days).
 pub fn alone_fct_ns(s: &Scenario, a: &ArrivalsConfig, size: u64) -> Option<u64> {
     let alone = Scenario {
-        duration_ns: crate::config::limits::max_duration_ns(s.tcp.hz),
         sample_interval_ns: 0,
         flows: vec![a.flow(size)],
         udp: Vec::new(),
