@@ -105,7 +105,7 @@ def _traffic_rows() -> list[tuple[str, str, str]]:
             "--udp-size",
             "1 to 65507 bytes of payload (an IPv4 packet's less UDP's header); with link.mtu, size + 28 within it",
         ),
-        ("flows[i].on, .off (kind = udp)", "--udp-on, --udp-off", "positive durations, both or neither"),
+        ("flows[i].on, .off (kind = udp)", "--udp-on, --udp-off", "at least 1 ms each, both or neither"),
         ("flows[i].on_off (kind = udp)", "--udp-on-off", "fixed, exponential (needs on and off)"),
         ("flows[i].start, .stop (kind = udp)", "", "start before the end of the run; stop after start"),
         (
