@@ -245,6 +245,15 @@ def test_capture_options_and_errors(tmp_path: Path, short_scenario: Path) -> Non
         r = run_cli("run", str(short_scenario), *args)
         assert r.returncode == 2 and r.stderr.startswith(f"error: {field}: "), (args, r.stderr)
     assert not (tmp_path / "x").exists()
+    arrivals_only = tmp_path / "arrivals.toml"
+    arrivals_only.write_text(
+        'duration = "1s"\n[link]\nrate = "10Mbit"\nrtt = "20ms"\n[[arrivals]]\ncca = "cubic"\nrate = 5\nsizes = "10KB"\n'
+    )
+    r = run_cli("run", str(arrivals_only), "--pcap", "sender", "--out", str(tmp_path / "x"))
+    assert r.returncode == 2 and r.stderr == (
+        "error: capture.points: the scenario has no TCP flows to capture (UDP flows and arrivals are not captured)\n"
+    ), r.stderr
+    assert not (tmp_path / "x").exists()
 
 
 def test_capture_table_is_not_part_of_the_experiment(short_scenario: Path) -> None:

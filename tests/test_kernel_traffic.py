@@ -116,11 +116,13 @@ def test_poisson_arrivals_finish_as_on_the_simulator() -> None:
 
 
 def test_web_search_arrivals_opened_by_their_receiver_going_up() -> None:
-    # Web-search sizes at 8 connections a second up a 50 Mbit/s uplink, each opened by
-    # its receiver (in the sender's namespace) with a request.
+    # Web-search sizes at 8 connections a second up a 200 Mbit/s uplink (37% of it),
+    # each opened by its receiver (in the sender's namespace) with a request. At 146%
+    # of a 50 Mbit/s uplink the kernel's own median varied from 118 to 189 ms between
+    # runs: which transfers meet the overload is chance there.
     doc = {
         "duration": "4s",
-        "link": {"rate": "50Mbit", "rtt": "20ms", "reverse": {"rate": "50Mbit"}},
+        "link": {"rate": "50Mbit", "rtt": "20ms", "reverse": {"rate": "200Mbit"}},
         "flows": [{"cca": "cubic", "size": "10KB"}],
         "arrivals": [{"cca": "cubic", "rate": 8, "sizes": "web-search", "direction": "up", "connect": "receiver"}],
     }
@@ -140,3 +142,30 @@ def test_web_search_arrivals_opened_by_their_receiver_going_up() -> None:
             (small, sim_small),
         )
     assert s["link"]["reverse"]["utilization"] > 0.05
+
+
+def test_a_transfer_is_complete_when_its_lost_segment_arrives_not_its_last() -> None:
+    # Transfers of 10 segments, one initial window each, on a path that drops 4% of
+    # them at random. A drop before the last segment leaves a hole that the
+    # retransmission fills a round trip after the last segment arrived; the transfer is
+    # complete then (the simulator's moment), not when its last segment arrived.
+    doc = {
+        "duration": "5s",
+        "seed": 4,
+        "link": {"rate": "50Mbit", "rtt": "20ms", "buffer": "1bdp", "loss": "4%"},
+        "flows": [{"cca": "cubic", "size": "10KB"}],
+        "arrivals": [{"cca": "cubic", "rate": 25, "sizes": "14480B"}],
+    }
+    result = kernel_engine.run(doc)
+    c = result.connections
+    assert c is not None
+    lossy = c[c["retransmits"] > 0]
+    extra = (lossy["fct_ms"] - lossy["ideal_fct_ms"]).dropna()
+    print(
+        f"{len(extra)} of {len(c)} connections retransmitted; their median FCT beyond the ideal: {extra.median():.1f} ms"
+    )
+    assert len(extra) >= 10, c
+    # A hole costs a round trip (20 ms; the simulator's median here is 20.0 ms), a
+    # dropped last segment a loss probe. Dated by their last segment most would cost
+    # nothing.
+    assert extra.median() > 15, extra.describe()

@@ -1,6 +1,6 @@
 """Groups of arrivals in the agents: each connection opens at its instant (the
-simulator's) and carries its size (the simulator's); the receiver takes the kernel's
-time stamp of the last byte and resets the connection, the sender its retransmissions.
+simulator's) and carries its size (the simulator's); the receiver takes the moment it
+had every byte and resets the connection, the sender its retransmissions.
 Standard library only (the agents run by path).
 
 Where the sender opens the connections (``connect = "sender"``) it connects when one is
@@ -11,7 +11,7 @@ first 4 bytes are the number; the sender listens on the group's port, reads the 
 and writes the size. Either way the receiver resets the connection once it has every
 byte (no TIME_WAIT, whose ports a later connection could meet), and the sender, told so
 by the reset, reads its ``TCP_INFO`` and closes its end: a finished connection leaves
-two numbers, its last byte's time and its retransmissions.
+two numbers, the moment it was complete and its retransmissions.
 
 A group's configuration: ``addr`` (where its receivers listen, or its senders where the
 receiver opens the connections: ``listen_addr``), ``port``, ``cca``, ``connect``,
@@ -50,6 +50,24 @@ MAX_OPEN = 2000
 BACKLOG = 1024
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 TIMESPEC = struct.Struct("@qq")
+
+
+def last_segment_arrival(ancillary: list[tuple[int, int, bytes]], clocks: Clocks) -> int:
+    """The kernel's receive time stamp of the last segment a read returned, on the run's
+    clock; now if the kernel gave none.
+
+    It is when the transfer completed only if every segment came in order. Once a
+    retransmission fills a hole, the read returns the segments queued out of order
+    behind it, and the stamp is the last one's: it may have come a round trip before
+    the retransmission (``tcp_recv_timestamp`` reports the last skb read, and
+    ``tcp_try_coalesce`` gives a merged skb the stamp of what it took in, so even the
+    filling segment's own stamp is lost). The caller then takes its own clock instead.
+    """
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = TIMESPEC.unpack_from(data)
+            return clocks.monotonic_of(sec * 1_000_000_000 + nsec)
+    return time.monotonic_ns()
 
 
 def opened_by_receiver(group: dict[str, Any]) -> bool:
@@ -334,17 +352,17 @@ class ArrivalReceivers:
             conn.number = TAG.unpack(conn.head)[0]
         hold_window(conn.sock, int(group["rwnd"]), not group["autotune"])
         if conn.got >= int(group["schedule"][conn.number][1]):
-            self.done[conn.group][conn.number] = self.last_byte(ancillary) - self.t0
+            self.done[conn.group][conn.number] = self.completed(conn.sock, ancillary) - self.t0
             self.drop(conn)
 
-    def last_byte(self, ancillary: list[tuple[int, int, bytes]]) -> int:
-        """When the last byte read arrived (the kernel's time stamp of its segment), on
-        the run's clock; now if the kernel gave none."""
-        for level, kind, data in ancillary:
-            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                sec, nsec = TIMESPEC.unpack_from(data)
-                return self.clocks.monotonic_of(sec * 1_000_000_000 + nsec)
-        return time.monotonic_ns()
+    def completed(self, sock: socket.socket, ancillary: list[tuple[int, int, bytes]]) -> int:
+        """When the receiver had every byte, on the run's clock."""
+        now = time.monotonic_ns()
+        try:
+            in_order = tcp_info(sock).get("rcv_ooopack") == 0
+        except OSError:
+            in_order = False
+        return last_segment_arrival(ancillary, self.clocks) if in_order else now
 
     def drop(self, conn: Conn) -> None:
         self.sel.unregister(conn.sock)

@@ -81,11 +81,12 @@ arrivals[k]         each connection opens at the simulator's instant with the si
                     ``connect = "sender"``: the sender connects, then writes the size (its
                     first 4 bytes the connection's number); ``"receiver"``: the receiver
                     connects and sends a 100-byte request naming it, the sender answers;
-                    the receiver takes the last byte's kernel time stamp (FCT = that minus
-                    the arrival instant) and resets the connection; the emulator carries
-                    a group's connections on one lane (its listener's port); the ideal FCT
-                    is the simulator's (``_core.alone_fcts``); ``params`` and BPF
-                    algorithms are refused, as are sizes under 4 bytes
+                    the receiver takes the moment it had every byte (FCT = that minus the
+                    arrival instant: the kernel's time stamp of the last segment where all
+                    came in order, else its own clock) and resets the connection; the
+                    emulator carries a group's connections on one lane (its listener's
+                    port); the ideal FCT is the simulator's (``_core.alone_fcts``);
+                    ``params`` and BPF algorithms are refused, as are sizes under 4 bytes
 load                the run is refused up front beyond what the emulator and the Python
                     agents keep up with (``traffic``): packets a second through the emulator
                     (both links full, their ACKs, the UDP flows at their peak), datagrams a

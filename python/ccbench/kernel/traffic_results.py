@@ -8,8 +8,8 @@ emulator read it (the sender's socket or device queue) and at the sink's socket 
 which a real path counts as lost all the same.
 
 Arrivals: each connection of the simulator's schedule that arrived before the run's
-end, its FCT from its instant to the kernel's time stamp of its last byte at the
-receiver, its retransmissions from the sender's ``TCP_INFO``; the ideal FCT (the same
+end, its FCT from its instant to the moment the receiver had every byte, its
+retransmissions from the sender's ``TCP_INFO``; the ideal FCT (the same
 transfer alone on the empty path) is the simulator's (``_core.alone_fcts``), which a
 real path cannot measure; None for an algorithm the simulator lacks.
 """

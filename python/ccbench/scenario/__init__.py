@@ -190,6 +190,10 @@ class Scenario(_Table):
         for k, group in enumerate(self.arrivals):
             if group.start_ns >= self.duration_ns:
                 raise ScenarioError(f"arrivals[{k}].start", end)
+        if self.capture is not None and self.flow_count == 0:
+            raise ScenarioError(
+                "capture.points", "the scenario has no TCP flows to capture (UDP flows and arrivals are not captured)"
+            )
         if self.capture is not None and self.capture.flows is not None:
             n = self.flow_count
             for k in self.capture.flows:

@@ -103,6 +103,13 @@ impl CaptureSpec {
         if self.points.is_empty() {
             return Err(e("points", "name at least one of sender, bottleneck-in, bottleneck-out, receiver".into()));
         }
+        if s.flows.is_empty() {
+            // Only TCP flows have a wire identity here; an empty file would look like a run.
+            return Err(e(
+                "points",
+                "the scenario has no TCP flows to capture (UDP flows and arrivals are not captured)".into(),
+            ));
+        }
         for &f in self.flows.iter().flatten() {
             if f as usize >= s.flows.len() {
                 return Err(e(
