@@ -49,7 +49,9 @@ def test_an_upload_fills_the_uplink_and_the_downloads_acks_queue_behind_it() -> 
     # The upload's data crosses the 5 Mbit/s reverse bottleneck, and fills it.
     uplink = UP_RATE * PAYLOAD_SHARE
     timing_check(0.8 * uplink < up["goodput_bps"] <= 1.01 * uplink, "the upload's goodput", up["goodput_bps"])
-    assert 0.9 < reverse["utilization"] <= 1.01
+    # Over 5 s with the upload's slow start: 0.917 to 0.967 in four runs on a quiet host,
+    # 0.899 once beside the suite's other tests (the simulator: 0.945).
+    timing_check(0.85 < reverse["utilization"] <= 1.01, "the uplink's utilization", reverse["utilization"])
     # Its drops are the reverse queue's (the summary lists the flows in the scenario's order).
     assert up["dropped"] == reverse["drops_overflow"] > 0
     # The download's ACKs wait behind the upload's data (up to 40 ms at 5 Mbit/s), and it
