@@ -121,25 +121,67 @@ class Conn:
         self.head = b""  # the first bytes, those that hold the number
 
 
-class ArrivalSenders:
+class Ends:
+    """One side's ends of every group's connections: those it opens when due, those it
+    holds open, and its listeners for those the other side opens."""
+
+    def __init__(
+        self, groups: list[dict[str, Any]], sel: selectors.BaseSelector, opens: Callable[[dict[str, Any]], bool]
+    ) -> None:
+        self.groups, self.sel = groups, sel
+        self.opener = Opener(groups, opens)
+        self.conns: set[Conn] = set()
+        self.listeners: list[socket.socket] = []
+
+    def event(self, conn: Conn) -> None:
+        raise NotImplementedError
+
+    def accept(self, listener: socket.socket, g: int) -> None:
+        raise NotImplementedError
+
+    def listen(self, ls: socket.socket, g: int) -> None:
+        """Accept group ``g``'s connections on the bound ``ls``."""
+        ls.listen(BACKLOG)
+        ls.setblocking(False)
+        self.sel.register(ls, selectors.EVENT_READ, functools.partial(self.accept, ls, g))
+        self.listeners.append(ls)
+
+    def next_due(self) -> Optional[int]:
+        return self.opener.next_due()
+
+    def hold(self, conn: Conn, events: int) -> None:
+        self.conns.add(conn)
+        self.opener.open += 1
+        self.sel.register(conn.sock, events, functools.partial(self.event, conn))
+
+    def drop(self, conn: Conn) -> None:
+        self.sel.unregister(conn.sock)
+        reset(conn.sock)
+        self.conns.discard(conn)
+        self.opener.open -= 1
+
+    def close_all(self) -> None:
+        """Every connection still open reset, every listener closed."""
+        for conn in list(self.conns):
+            self.drop(conn)
+        for ls in self.listeners:
+            self.sel.unregister(ls)
+            ls.close()
+
+
+class ArrivalSenders(Ends):
     """The sending ends of every group's connections."""
 
     def __init__(self, groups: list[dict[str, Any]], sel: selectors.BaseSelector) -> None:
-        self.groups, self.sel = groups, sel
-        self.opener = Opener(groups, lambda g: not opened_by_receiver(g))
+        super().__init__(groups, sel, lambda g: not opened_by_receiver(g))
         self.retransmits: list[list[Optional[int]]] = [[None] * len(g["schedule"]) for g in groups]
-        self.conns: set[Conn] = set()
         self.zeros = memoryview(bytes(SEND_CHUNK))
-        self.listeners = []
         for g, group in enumerate(groups):
             if opened_by_receiver(group):
                 ls = self.socket(group)
                 ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 ls.bind((group["listen_addr"], int(group["port"])))
-                ls.listen(BACKLOG)
-                ls.setblocking(False)
-                sel.register(ls, selectors.EVENT_READ, functools.partial(self.accept, ls, g))
-                self.listeners.append(ls)
+                self.listen(ls, g)
 
     @staticmethod
     def socket(group: dict[str, Any]) -> socket.socket:
@@ -147,9 +189,6 @@ class ArrivalSenders:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, group["cca"].encode())
         return s
-
-    def next_due(self) -> Optional[int]:
-        return self.opener.next_due()
 
     def open_due(self, now: int, end: int) -> None:
         """Connect those due by ``now`` (ns after the epoch)."""
@@ -161,11 +200,6 @@ class ArrivalSenders:
             conn = Conn(g, k, sock, "connecting")
             conn.left = int(group["schedule"][k][1])
             self.hold(conn, selectors.EVENT_WRITE)
-
-    def hold(self, conn: Conn, events: int) -> None:
-        self.conns.add(conn)
-        self.opener.open += 1
-        self.sel.register(conn.sock, events, functools.partial(self.event, conn))
 
     def accept(self, listener: socket.socket, g: int) -> None:
         """A receiver opens a connection of group ``g``: its request comes first."""
@@ -246,46 +280,31 @@ class ArrivalSenders:
                 self.retransmits[conn.group][conn.number] = tcp_info(conn.sock)["total_retrans"]
             except OSError:
                 pass
-        self.sel.unregister(conn.sock)
-        reset(conn.sock)
-        self.conns.discard(conn)
-        self.opener.open -= 1
+        super().drop(conn)
 
     def finish(self) -> list[dict[str, Any]]:
         """Every connection still open closed; each group's figures."""
-        for conn in list(self.conns):
-            self.drop(conn)
-        for ls in self.listeners:
-            self.sel.unregister(ls)
-            ls.close()
+        self.close_all()
         return [{"retransmits": r, "skipped": s} for r, s in zip(self.retransmits, self.opener.skipped)]
 
 
-class ArrivalReceivers:
+class ArrivalReceivers(Ends):
     """The receiving ends of every group's connections."""
 
     def __init__(self, groups: list[dict[str, Any]], sel: selectors.BaseSelector, clocks: Clocks) -> None:
-        self.groups, self.sel, self.clocks = groups, sel, clocks
-        self.opener = Opener(groups, opened_by_receiver)
+        super().__init__(groups, sel, opened_by_receiver)
+        self.clocks = clocks
         self.done: list[list[Optional[int]]] = [[None] * len(g["schedule"]) for g in groups]
-        self.conns: set[Conn] = set()
         self.view = memoryview(bytearray(1 << 18))
         self.t0 = 0
-        self.listeners = []
         for g, group in enumerate(groups):
             if not opened_by_receiver(group):
                 ls = receiving_socket(group)
                 ls.bind((group["addr"], int(group["port"])))
-                ls.listen(BACKLOG)
-                ls.setblocking(False)
-                sel.register(ls, selectors.EVENT_READ, functools.partial(self.accept, ls, g))
-                self.listeners.append(ls)
+                self.listen(ls, g)
 
     def start(self, t0: int) -> None:
         self.t0 = t0
-
-    def next_due(self) -> Optional[int]:
-        return self.opener.next_due()
 
     def open_due(self, now: int, end: int) -> None:
         """Connect those due by ``now`` (ns after the epoch), to send their requests."""
@@ -296,11 +315,6 @@ class ArrivalReceivers:
             sock.setblocking(False)
             sock.connect_ex((group["peer"], int(group["port"])))
             self.hold(Conn(g, k, sock, "connecting"), selectors.EVENT_WRITE)
-
-    def hold(self, conn: Conn, events: int) -> None:
-        self.conns.add(conn)
-        self.opener.open += 1
-        self.sel.register(conn.sock, events, functools.partial(self.event, conn))
 
     def accept(self, listener: socket.socket, g: int) -> None:
         try:
@@ -364,17 +378,7 @@ class ArrivalReceivers:
             in_order = False
         return last_segment_arrival(ancillary, self.clocks) if in_order else now
 
-    def drop(self, conn: Conn) -> None:
-        self.sel.unregister(conn.sock)
-        reset(conn.sock)
-        self.conns.discard(conn)
-        self.opener.open -= 1
-
     def finish(self) -> list[dict[str, Any]]:
         """Every connection still open reset; each group's figures."""
-        for conn in list(self.conns):
-            self.drop(conn)
-        for ls in self.listeners:
-            self.sel.unregister(ls)
-            ls.close()
+        self.close_all()
         return [{"done_ns": d, "skipped": s} for d, s in zip(self.done, self.opener.skipped)]

@@ -180,7 +180,7 @@ fn a_window_cut_short_ends_with_a_partial_sample() {
     let r = link.finish(Time(150 * MS));
     assert_eq!(series(&r, |s| s.time_s), vec![0.1, 0.15]);
     // The link was busy all along: full utilisation over the partial interval too.
-    let utilization = series(&r, |s| s.utilization);
+    let utilization = series(&r, |s| s.down.utilization);
     assert!((utilization[1] - 1.0).abs() < 0.03, "{utilization:?}");
 }
 
@@ -206,7 +206,7 @@ fn the_series_is_sampled_from_the_epoch() {
     assert_eq!(time_s.len(), 3);
     assert!((time_s[2] - 0.3).abs() < 1e-9);
     // Packets arrive at 12 Mbit/s, exactly the link's rate: fully used.
-    let utilization = series(&r, |s| s.utilization);
+    let utilization = series(&r, |s| s.down.utilization);
     assert!((utilization[0] - 1.0).abs() < 0.02, "{utilization:?}");
     assert!((r.measured_s - 0.3).abs() < 1e-9);
     // Departures at 401 ms + k ms + 1.2 µs: k = 99..=199 fall in the window.
@@ -303,11 +303,11 @@ fn a_trace_link_delivers_exactly_the_traces_capacity() {
     assert!((offered.capacity_bits - (opportunities * 12_000) as f64).abs() < 1e-6, "{offered:?}");
     assert_eq!(offered.window_ns, 10_000 * MS);
     // Backlogged throughout: every opportunity used, every interval fully utilised.
-    let utilization = series(&r, |s| s.utilization);
+    let utilization = series(&r, |s| s.down.utilization);
     assert!(utilization.iter().all(|u| (u - 1.0).abs() < 1e-9), "{utilization:?}");
     let ratio = r.check.delivered_rate_ratio.unwrap();
     assert!((ratio - 1.0).abs() < 0.01, "ratio {ratio}");
-    let capacity_bps = series(&r, |s| s.capacity_bps);
+    let capacity_bps = series(&r, |s| s.down.capacity_bps);
     let mean_bps = capacity_bps.iter().sum::<f64>() / capacity_bps.len() as f64;
     assert!((mean_bps - (opportunities * 12_000) as f64 / 10.0).abs() < 1.0, "{mean_bps}");
 }

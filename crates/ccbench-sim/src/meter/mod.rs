@@ -97,16 +97,7 @@ impl LinkMeter {
         }
         let down = self.dir_row(0, &path.bottleneck, since, now);
         let up = path.reverse_bottleneck.as_ref().map(|b| self.dir_row(1, b, since, now));
-        LinkRow {
-            time_s: now.since(self.origin).secs_f64(),
-            queue_bytes: down.queue_bytes,
-            queue_packets: down.queue_packets,
-            utilization: down.utilization,
-            throughput_bps: down.throughput_bps,
-            capacity_bps: down.capacity_bps,
-            drops: down.drops,
-            up,
-        }
+        LinkRow { time_s: now.since(self.origin).secs_f64(), down, up }
     }
 
     /// Bottleneck `b`'s figures (direction `k`'s) over `[since, now)`.

@@ -64,13 +64,13 @@ fn a_sample_gives_the_links_row_and_each_lanes_throughput() {
     let (mut p, mut m, mut q) = (path(constant(), 100), meter(), EventQueue::default());
     carry(&mut p, &mut m, &mut q, Time::ZERO, &[data(0), data(0), data(0), data(1)], Time(50 * MS));
     let row = m.sample(Time(100 * MS), &p);
-    assert_eq!((row.time_s, row.throughput_bps, row.capacity_bps), (0.1, 4.0 * 12_000.0 / 0.1, 12e6));
-    assert!((row.utilization - 0.04).abs() < 1e-12, "{}", row.utilization);
+    assert_eq!((row.time_s, row.down.throughput_bps, row.down.capacity_bps), (0.1, 4.0 * 12_000.0 / 0.1, 12e6));
+    assert!((row.down.utilization - 0.04).abs() < 1e-12, "{}", row.down.utilization);
     let lanes: Vec<f64> = m.lanes().iter().map(|l| l.throughput_bps).collect();
     assert_eq!(lanes, vec![3.0 * 1448.0 * 8.0 / 0.1, 1448.0 * 8.0 / 0.1]);
     // Nothing more: the next interval is empty, the totals keep the counts.
     let row = m.sample(Time(200 * MS), &p);
-    assert_eq!((row.throughput_bps, row.queue_packets, m.lanes()[0].throughput_bps), (0.0, 0.0, 0.0));
+    assert_eq!((row.down.throughput_bps, row.down.queue_packets, m.lanes()[0].throughput_bps), (0.0, 0.0, 0.0));
     assert_eq!((m.lanes()[0].payload_out, m.lanes()[1].payload_out), (3 * 1448, 1448));
 }
 
@@ -81,7 +81,7 @@ fn drops_are_counted_per_lane_and_cumulatively_in_the_samples() {
     let (mut p, mut m, mut q) = (path(constant(), 2), meter(), EventQueue::default());
     carry(&mut p, &mut m, &mut q, Time::ZERO, &[data(0), data(0), data(0), data(1), data(1)], Time(50 * MS));
     assert_eq!((m.lanes()[0].dropped, m.lanes()[1].dropped), (1, 1));
-    assert_eq!(m.sample(Time(100 * MS), &p).drops, 2.0);
+    assert_eq!(m.sample(Time(100 * MS), &p).down.drops, 2.0);
     let totals = m.totals(&p, Time(100 * MS));
     assert_eq!((totals.drops_overflow, totals.packets_forwarded, totals.wire_bytes_out), (2, 3, 4500));
     // A constant rate: the summary takes its rate over the run.
@@ -96,7 +96,7 @@ fn a_restart_counts_afresh_from_its_instant() {
     carry(&mut p, &mut m, &mut q, Time(500 * MS), &[data(1)], Time(550 * MS));
     let row = m.sample(Time(600 * MS), &p);
     assert!((row.time_s - 0.1).abs() < 1e-12, "{}", row.time_s);
-    assert_eq!(row.throughput_bps, 12_000.0 / 0.1);
+    assert_eq!(row.down.throughput_bps, 12_000.0 / 0.1);
     assert_eq!((m.lanes()[0].payload_out, m.lanes()[1].payload_out), (0, 1448));
     assert_eq!(m.totals(&p, Time(600 * MS)).packets_forwarded, 1);
 }
@@ -108,8 +108,8 @@ fn rate_steps_give_what_they_offered_over_the_window() {
     let (mut p, mut m, mut q) = (path(Capacity::Rate(steps), 100), meter(), EventQueue::default());
     carry(&mut p, &mut m, &mut q, Time::ZERO, &[data(0)], Time(50 * MS));
     let row = m.sample(Time(100 * MS), &p);
-    assert_eq!(row.capacity_bps, 9e6);
-    assert!((row.utilization - 12_000.0 / 900_000.0).abs() < 1e-12, "{}", row.utilization);
+    assert_eq!(row.down.capacity_bps, 9e6);
+    assert!((row.down.utilization - 12_000.0 / 900_000.0).abs() < 1e-12, "{}", row.down.utilization);
     let offered = m.totals(&p, Time(100 * MS)).offered.expect("rate steps");
     assert_eq!((offered.capacity_bits, offered.window_ns), (900_000.0, 100 * MS));
 }

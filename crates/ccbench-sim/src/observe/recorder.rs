@@ -31,13 +31,8 @@ pub struct FlowRow {
 #[derive(Clone, Debug, Default)]
 pub struct LinkRow {
     pub time_s: f64,
-    pub queue_bytes: f64,
-    pub queue_packets: f64,
-    pub utilization: f64,
-    pub throughput_bps: f64,
-    /// Capacity offered during the interval (the rate, or a trace's opportunities).
-    pub capacity_bps: f64,
-    pub drops: f64,
+    /// The forward bottleneck's figures.
+    pub down: DirRow,
     /// The reverse bottleneck's figures, when the path has one (columns `up_*`).
     pub up: Option<DirRow>,
 }
@@ -49,6 +44,7 @@ pub struct DirRow {
     pub queue_packets: f64,
     pub utilization: f64,
     pub throughput_bps: f64,
+    /// Capacity offered during the interval (the rate, or a trace's opportunities).
     pub capacity_bps: f64,
     pub drops: f64,
 }
@@ -85,12 +81,12 @@ pub const FLOW_COLUMNS: Columns<FlowRow, 16> = [
 /// The link table's columns.
 pub const LINK_COLUMNS: Columns<LinkRow, 7> = [
     ("time_s", Column::F64(|r| r.time_s)),
-    ("queue_bytes", Column::F64(|r| r.queue_bytes)),
-    ("queue_packets", Column::F64(|r| r.queue_packets)),
-    ("utilization", Column::F64(|r| r.utilization)),
-    ("throughput_bps", Column::F64(|r| r.throughput_bps)),
-    ("drops", Column::F64(|r| r.drops)),
-    ("capacity_bps", Column::F64(|r| r.capacity_bps)),
+    ("queue_bytes", Column::F64(|r| r.down.queue_bytes)),
+    ("queue_packets", Column::F64(|r| r.down.queue_packets)),
+    ("utilization", Column::F64(|r| r.down.utilization)),
+    ("throughput_bps", Column::F64(|r| r.down.throughput_bps)),
+    ("drops", Column::F64(|r| r.down.drops)),
+    ("capacity_bps", Column::F64(|r| r.down.capacity_bps)),
 ];
 
 /// The reverse bottleneck's columns in the link table, when the path has one.
