@@ -370,7 +370,9 @@ class ArrivalReceivers(Ends):
             self.drop(conn)
 
     def completed(self, sock: socket.socket, ancillary: list[tuple[int, int, bytes]]) -> int:
-        """When the receiver had every byte, on the run's clock."""
+        """When the receiver had every byte, on the run's clock: the last segment's stamp
+        where none came out of order, else now (also on kernels before 5.4, whose
+        ``TCP_INFO`` lacks the count)."""
         now = time.monotonic_ns()
         try:
             in_order = tcp_info(sock).get("rcv_ooopack") == 0
