@@ -8,6 +8,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -226,3 +227,23 @@ MTU_SCRIPTS = [
     "mtu-probe-always.pkt",
     "mtu-probe-black-hole.pkt",
 ]
+
+
+def offline_run(plan: Any) -> Any:
+    """A kernel run's context for `plan` with made-up names and addresses and no host or
+    emulator behind it: what the agents' configurations are built from."""
+    from ccbench.kernel.session import RunContext
+
+    return RunContext(
+        plan,
+        cast(Any, None),
+        cast(Any, None),
+        ns_sender="ccb-t-snd",
+        ns_receiver="ccb-t-rcv",
+        tun_sender="ccb-t-s",
+        tun_receiver="ccb-t-r",
+        addr_sender="10.1.2.1",
+        addr_receiver="10.1.2.2",
+        addr_ecn="10.1.2.3",
+        addr_sender_ecn="10.1.2.8",
+    )

@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, cast
 
 import pytest
 
@@ -19,6 +18,8 @@ from ccbench.kernel import state, tcpinfo
 from ccbench.kernel.host import HostFacts, KernelEngineError
 from ccbench.kernel.plan import BASE_PORT, Plan, emulator_config, make_plan
 from ccbench.kernel.scenario import from_dict, from_flags
+
+from conftest import offline_run
 
 HOST = HostFacts(kernel="6.x-test", kernel_hz=250, available_congestion_control=["reno", "cubic", "bbr"])
 
@@ -452,19 +453,7 @@ class TestFlowsGoingUp:
             up=[1, 2],
             tcp={"init_cwnd": 4},
         )
-        run = RunContext(
-            plan,
-            cast(Any, None),
-            cast(Any, None),
-            ns_sender="ccb-t-snd",
-            ns_receiver="ccb-t-rcv",
-            tun_sender="ccb-t-s",
-            tun_receiver="ccb-t-r",
-            addr_sender="10.1.2.1",
-            addr_receiver="10.1.2.2",
-            addr_ecn="10.1.2.3",
-            addr_sender_ecn="10.1.2.8",
-        )
+        run = offline_run(plan)
         sent, received = _sender_flows(run), _receiver_flows(run, bpf_here=True)
         # (where the receiver listens, where the sender listens, the socket's namespace)
         assert [(f["addr"], f["listen_addr"], f.get("netns")) for f in sent] == [

@@ -10,7 +10,7 @@ import math
 
 import json
 from pathlib import Path
-from typing import Any, Optional, cast
+from typing import Any, Optional
 
 import pytest
 
@@ -19,6 +19,7 @@ from ccbench.kernel.host import HostFacts, KernelEngineError
 from ccbench.kernel.plan import BASE_PORT, Plan, emulator_config, make_plan
 from ccbench.kernel.scenario import from_dict
 
+from conftest import offline_run
 from test_bpf_compile import BPF, needs_clang
 
 HOST = HostFacts(kernel="6.x-test", kernel_hz=250, available_congestion_control=["reno", "cubic", "bbr"])
@@ -143,22 +144,9 @@ class TestRefusals:
 class TestAgents:
     @staticmethod
     def traffic(p: Plan) -> tuple[dict[str, Any], dict[str, Any]]:
-        from ccbench.kernel.session import RunContext, _traffic
+        from ccbench.kernel.session import _traffic
 
-        run = RunContext(
-            p,
-            cast(Any, None),
-            cast(Any, None),
-            ns_sender="ccb-t-snd",
-            ns_receiver="ccb-t-rcv",
-            tun_sender="ccb-t-s",
-            tun_receiver="ccb-t-r",
-            addr_sender="10.1.2.1",
-            addr_receiver="10.1.2.2",
-            addr_ecn="10.1.2.3",
-            addr_sender_ecn="10.1.2.8",
-        )
-        return _traffic(run)
+        return _traffic(offline_run(p))
 
     def test_each_end_is_in_its_namespace_on_its_lanes_port(self) -> None:
         up = {"direction": "up"}

@@ -136,8 +136,17 @@ class Ends:
     def event(self, conn: Conn) -> None:
         raise NotImplementedError
 
-    def accept(self, listener: socket.socket, g: int) -> None:
+    def accepted(self, sock: socket.socket, g: int) -> Conn:
+        """A connection of group ``g`` that the other side opened, as this side holds it."""
         raise NotImplementedError
+
+    def accept(self, listener: socket.socket, g: int) -> None:
+        try:
+            sock, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        sock.setblocking(False)
+        self.hold(self.accepted(sock, g), selectors.EVENT_READ)
 
     def listen(self, ls: socket.socket, g: int) -> None:
         """Accept group ``g``'s connections on the bound ``ls``."""
@@ -201,14 +210,9 @@ class ArrivalSenders(Ends):
             conn.left = int(group["schedule"][k][1])
             self.hold(conn, selectors.EVENT_WRITE)
 
-    def accept(self, listener: socket.socket, g: int) -> None:
-        """A receiver opens a connection of group ``g``: its request comes first."""
-        try:
-            sock, _ = listener.accept()
-        except (BlockingIOError, InterruptedError):
-            return
-        sock.setblocking(False)
-        self.hold(Conn(g, None, sock, "request"), selectors.EVENT_READ)
+    def accepted(self, sock: socket.socket, g: int) -> Conn:
+        """A receiver opened it: its request comes first."""
+        return Conn(g, None, sock, "request")
 
     def event(self, conn: Conn) -> None:
         if conn.phase == "request":
@@ -316,14 +320,10 @@ class ArrivalReceivers(Ends):
             sock.connect_ex((group["peer"], int(group["port"])))
             self.hold(Conn(g, k, sock, "connecting"), selectors.EVENT_WRITE)
 
-    def accept(self, listener: socket.socket, g: int) -> None:
-        try:
-            sock, _ = listener.accept()
-        except (BlockingIOError, InterruptedError):
-            return
-        sock.setblocking(False)
+    def accepted(self, sock: socket.socket, g: int) -> Conn:
+        """A sender opened it: its data comes first, time-stamped."""
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-        self.hold(Conn(g, None, sock, "reading"), selectors.EVENT_READ)
+        return Conn(g, None, sock, "reading")
 
     def event(self, conn: Conn) -> None:
         if conn.phase == "connecting":

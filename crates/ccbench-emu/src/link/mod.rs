@@ -463,6 +463,8 @@ impl PathObserver for Tally<'_> {
 }
 
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod traffic_tests;

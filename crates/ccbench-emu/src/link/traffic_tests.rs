@@ -1,9 +1,9 @@
 //! UDP flows and groups of arrivals in the emulator: each on a lane of its own after the
 //! TCP flows', found by port, with its direction and access delay.
 
+use super::test_support::{drain, tx};
 use super::*;
 use crate::wire::{build_tcp, build_udp};
-use ccbench_sim::units::BitRate;
 
 const MS: u64 = 1_000_000;
 const PORT: u16 = 20000;
@@ -34,19 +34,6 @@ fn json(loss: f64, base_port: u16) -> String {
                 {{"cca": "cubic", "rate_per_s": 10, "sizes": {{"fixed": 10000}}, "direction": "up"}}]}},
            "tun_sender": "t-s", "tun_receiver": "t-r", "base_port": {base_port}, "max_runtime_ns": 1}}"#
     )
-}
-
-fn drain(link: &mut Link, until: Time) -> Vec<(Side, Time, usize)> {
-    let mut out = Vec::new();
-    while let Some(d) = link.poll(until) {
-        out.push((d.to, d.due, d.bytes.len()));
-        link.on_written(&d, d.due, true);
-    }
-    out
-}
-
-fn tx(rate_bps: u64, bytes: u32) -> u64 {
-    BitRate(rate_bps).tx_time(bytes).ns()
 }
 
 #[test]

@@ -1,9 +1,9 @@
 //! Flows going up: data read from the receiver device through the reverse bottleneck,
 //! ACKs from the sender device through the forward one.
 
+use super::test_support::{drain, tx};
 use super::*;
 use crate::wire::build_tcp;
-use ccbench_sim::units::BitRate;
 
 const MS: u64 = 1_000_000;
 const PORT: u16 = 20000;
@@ -47,19 +47,6 @@ fn up_ack(acked: u32) -> Vec<u8> {
 /// The down flow's ACK of `acked` bytes, as its receiver (far) writes it.
 fn down_ack(acked: u32) -> Vec<u8> {
     build_tcp(PORT, 40000, 1, acked, TCP_ACK, 0)
-}
-
-fn drain(link: &mut Link, until: Time) -> Vec<(Side, Time, usize)> {
-    let mut out = Vec::new();
-    while let Some(d) = link.poll(until) {
-        out.push((d.to, d.due, d.bytes.len()));
-        link.on_written(&d, d.due, true);
-    }
-    out
-}
-
-fn tx(rate_bps: u64, bytes: u32) -> u64 {
-    BitRate(rate_bps).tx_time(bytes).ns()
 }
 
 #[test]

@@ -51,24 +51,13 @@ fn extend(runs: &mut Vec<SendRun>, t: u64) {
 mod tests {
     use super::*;
     use crate::config::RateStep;
+    use crate::udp::source::tests::sends;
     use crate::udp::OnOff;
 
     const S: u64 = 1_000_000_000;
 
     fn expand(runs: &[SendRun]) -> Vec<u64> {
         runs.iter().flat_map(|r| (0..r.count).map(move |j| r.first_ns + j * r.gap_ns)).collect()
-    }
-
-    /// The source's own instants, one wake at a time.
-    fn sends(cfg: &UdpFlowConfig, end: u64) -> Vec<u64> {
-        let mut src = UdpSource::new(cfg, 0, 1, 0, Time(end));
-        let (mut out, mut at) = (Vec::new(), Some(Time(cfg.start_ns)));
-        while let Some(t) = at {
-            let (pkt, next) = src.wake(t);
-            out.extend(pkt.map(|_| t.ns()));
-            at = next;
-        }
-        out
     }
 
     #[test]

@@ -110,15 +110,15 @@ impl UdpSource {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::config::RateStep;
     use crate::udp::OnOff;
 
     const S: u64 = 1_000_000_000;
 
-    /// Every send instant of `cfg` until `end`.
-    fn sends(cfg: &UdpFlowConfig, end: u64) -> Vec<u64> {
+    /// Every send instant of `cfg` until `end`, one wake of the source at a time.
+    pub(in crate::udp) fn sends(cfg: &UdpFlowConfig, end: u64) -> Vec<u64> {
         let mut src = UdpSource::new(cfg, 0, 1, 0, Time(end));
         let (mut out, mut at) = (Vec::new(), Some(Time(cfg.start_ns)));
         while let Some(t) = at {
