@@ -54,9 +54,11 @@ def test_constant_rate_udp_keeps_its_rate_and_bbr_and_cubic_share_the_rest() -> 
     assert abs(u["offered_bps"] / (5 * MBIT) - 1) < 0.001
     # What is still on its way at the end (about 20 datagrams) is neither delivered nor
     # lost. The loss is what BBR's and Cubic's overflows of the buffer take: 0.05% to 5.0%
-    # over eight runs here, 3.1% on the simulator.
+    # over eight runs on a quiet host, 11.1% once beside the suite's other tests (which
+    # share the CPUs with the agents and the emulator); 2.3% to 3.2% on the simulator
+    # over seeds 1-10.
     timing_check(u["delivered_bps"] > 0.88 * 5 * MBIT, "UDP delivered", u)
-    assert u["loss"] < 0.1, u
+    timing_check(u["loss"] < 0.1, "UDP loss", u)
     assert u["dropped"] == u["dropped_bottleneck"] + u["dropped_hosts"]
     # One way: 20 ms, 0.6 ms at 20 Mbit/s, and at most the 40 ms buffer.
     delay = u["one_way_delay_ms"]
